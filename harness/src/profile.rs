@@ -1,0 +1,532 @@
+//! Sender profiles: everything one webhook provider does, as data.
+//!
+//! A profile bundles the retry schedule, the per-attempt timeout, what counts
+//! as success, the header names, the signature scheme, the body shape and the
+//! replay tolerance. The built-in profiles below are the single place where
+//! the numbers of `contract.md` and `profiles.md` live; everything else
+//! (sender, reference receiver, reports) reads them from here. Custom
+//! profiles are TOML files that start from a built-in (`extends`) and
+//! override what differs.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{read_toml, ConfigError};
+use crate::schedule::{Jitter, Schedule, Waits};
+use crate::signature::{Encoding, Scheme};
+use crate::units::HumanDuration;
+
+/// Names of the built-in profiles, default first.
+pub const BUILTIN_NAMES: [&str; 8] = [
+    "answerline",
+    "standard-webhooks",
+    "svix",
+    "stripe",
+    "github",
+    "shopify",
+    "slack",
+    "generic-hex",
+];
+
+/// The default profile's name.
+pub const DEFAULT_PROFILE: &str = "answerline";
+
+/// The body a profile sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BodyShape {
+    /// `{task, credits, response}` as in `contract.md`.
+    Answerline,
+}
+
+/// A range of HTTP status codes, inclusive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct StatusRange(pub u16, pub u16);
+
+impl StatusRange {
+    /// Whether `code` lies in the range.
+    pub fn contains(&self, code: u16) -> bool {
+        (self.0..=self.1).contains(&code)
+    }
+}
+
+impl<'de> Deserialize<'de> for StatusRange {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        parse_status_range(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "expected a status like 200, 2xx or 200-299, got {s:?}"
+            ))
+        })
+    }
+}
+
+fn parse_status_range(s: &str) -> Option<StatusRange> {
+    let s = s.trim();
+    if let Some(d) = s.strip_suffix("xx") {
+        let d: u16 = d.parse().ok()?;
+        return (1..=5)
+            .contains(&d)
+            .then_some(StatusRange(d * 100, d * 100 + 99));
+    }
+    if let Some((a, b)) = s.split_once('-') {
+        let (a, b) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+        return (a <= b && (100..=599).contains(&a) && b <= 599).then_some(StatusRange(a, b));
+    }
+    let c: u16 = s.parse().ok()?;
+    (100..=599).contains(&c).then_some(StatusRange(c, c))
+}
+
+/// A sender's complete behaviour.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Profile {
+    /// Name shown in reports.
+    pub name: String,
+    /// When each attempt is sent.
+    pub schedule: Schedule,
+    /// How long one attempt may take before it is a timeout.
+    pub timeout: Duration,
+    /// How long connecting may take, when the provider sets it apart.
+    pub connect_timeout: Option<Duration>,
+    /// Statuses that count as delivered. Redirects are never followed.
+    pub success: Vec<StatusRange>,
+    /// Statuses after which the provider stops retrying at once (e.g. 410).
+    pub give_up_on: Vec<u16>,
+    /// Header carrying the delivery id, stable across retries (when the
+    /// scheme does not set it itself).
+    pub id_header: Option<String>,
+    /// Header naming the event type, if the provider sends one.
+    pub event_header: Option<String>,
+    /// The signature scheme.
+    pub scheme: Scheme,
+    /// Largest |now - t| a receiver should accept, for timestamped schemes.
+    pub tolerance: Option<Duration>,
+    /// The body shape.
+    pub body: BodyShape,
+}
+
+impl Profile {
+    /// A built-in profile by name.
+    pub fn builtin(name: &str) -> Option<Profile> {
+        let secs = Duration::from_secs;
+        let p = match name {
+            "answerline" => Profile {
+                name: name.into(),
+                schedule: Schedule {
+                    max_attempts: 10,
+                    waits: Waits::Exponential {
+                        base: secs(5),
+                        factor: 2.0,
+                        cap: None,
+                    },
+                    jitter: Jitter::ShortenUpToHalf,
+                },
+                timeout: secs(15),
+                connect_timeout: None,
+                success: vec![StatusRange(200, 299)],
+                give_up_on: vec![],
+                id_header: Some("Webhook-Id".into()),
+                event_header: None,
+                scheme: Scheme::TimestampedHex {
+                    header: "Webhook-Signature".into(),
+                },
+                tolerance: Some(secs(300)),
+                body: BodyShape::Answerline,
+            },
+            "standard-webhooks" | "svix" => {
+                let (id, ts, sig) = if name == "svix" {
+                    ("svix-id", "svix-timestamp", "svix-signature")
+                } else {
+                    ("webhook-id", "webhook-timestamp", "webhook-signature")
+                };
+                Profile {
+                    name: name.into(),
+                    schedule: Schedule {
+                        max_attempts: 8,
+                        waits: Waits::List(vec![
+                            secs(5),
+                            secs(5 * 60),
+                            secs(30 * 60),
+                            secs(2 * 3600),
+                            secs(5 * 3600),
+                            secs(10 * 3600),
+                            secs(10 * 3600),
+                        ]),
+                        jitter: Jitter::None,
+                    },
+                    timeout: secs(15),
+                    connect_timeout: None,
+                    success: vec![StatusRange(200, 299)],
+                    give_up_on: vec![410],
+                    id_header: None,
+                    event_header: None,
+                    scheme: Scheme::StandardWebhooks {
+                        id_header: id.into(),
+                        timestamp_header: ts.into(),
+                        signature_header: sig.into(),
+                    },
+                    tolerance: Some(secs(300)),
+                    body: BodyShape::Answerline,
+                }
+            }
+            // Stripe does not publish its intervals: modelled as 1 h doubling,
+            // capped at 24 h, 7 attempts (55 h, inside the documented 3 days).
+            "stripe" => Profile {
+                name: name.into(),
+                schedule: Schedule {
+                    max_attempts: 7,
+                    waits: Waits::Exponential {
+                        base: secs(3600),
+                        factor: 2.0,
+                        cap: Some(secs(24 * 3600)),
+                    },
+                    jitter: Jitter::None,
+                },
+                timeout: secs(15),
+                connect_timeout: None,
+                success: vec![StatusRange(200, 299)],
+                give_up_on: vec![],
+                id_header: None,
+                event_header: None,
+                scheme: Scheme::TimestampedHex {
+                    header: "Stripe-Signature".into(),
+                },
+                tolerance: Some(secs(300)),
+                body: BodyShape::Answerline,
+            },
+            "github" => Profile {
+                name: name.into(),
+                schedule: Schedule {
+                    max_attempts: 1,
+                    waits: Waits::List(vec![]),
+                    jitter: Jitter::None,
+                },
+                timeout: secs(10),
+                connect_timeout: None,
+                success: vec![StatusRange(200, 299)],
+                give_up_on: vec![],
+                id_header: Some("X-GitHub-Delivery".into()),
+                event_header: Some("X-GitHub-Event".into()),
+                scheme: Scheme::BodyHmac {
+                    header: "X-Hub-Signature-256".into(),
+                    prefix: "sha256=".into(),
+                    encoding: Encoding::Hex,
+                },
+                tolerance: None,
+                body: BodyShape::Answerline,
+            },
+            // 8 retries over about 4 h: 1 min doubling (255 min in all).
+            "shopify" => Profile {
+                name: name.into(),
+                schedule: Schedule {
+                    max_attempts: 9,
+                    waits: Waits::Exponential {
+                        base: secs(60),
+                        factor: 2.0,
+                        cap: None,
+                    },
+                    jitter: Jitter::None,
+                },
+                timeout: secs(5),
+                connect_timeout: Some(secs(1)),
+                success: vec![StatusRange(200, 299)],
+                give_up_on: vec![],
+                id_header: Some("X-Shopify-Webhook-Id".into()),
+                event_header: Some("X-Shopify-Topic".into()),
+                scheme: Scheme::BodyHmac {
+                    header: "X-Shopify-Hmac-Sha256".into(),
+                    prefix: String::new(),
+                    encoding: Encoding::Base64,
+                },
+                tolerance: None,
+                body: BodyShape::Answerline,
+            },
+            // Three retries: at once, after 1 min, after 5 min; 3 s timeout.
+            "slack" => Profile {
+                name: name.into(),
+                schedule: Schedule {
+                    max_attempts: 4,
+                    waits: Waits::List(vec![Duration::ZERO, secs(60), secs(300)]),
+                    jitter: Jitter::None,
+                },
+                timeout: secs(3),
+                connect_timeout: None,
+                success: vec![StatusRange(200, 299)],
+                give_up_on: vec![],
+                id_header: None,
+                event_header: None,
+                scheme: Scheme::Slack {
+                    signature_header: "X-Slack-Signature".into(),
+                    timestamp_header: "X-Slack-Request-Timestamp".into(),
+                },
+                tolerance: Some(secs(300)),
+                body: BodyShape::Answerline,
+            },
+            "generic-hex" => Profile {
+                name: name.into(),
+                schedule: Schedule {
+                    max_attempts: 5,
+                    waits: Waits::Exponential {
+                        base: secs(10),
+                        factor: 4.0,
+                        cap: None,
+                    },
+                    jitter: Jitter::None,
+                },
+                timeout: secs(10),
+                connect_timeout: None,
+                success: vec![StatusRange(200, 299)],
+                give_up_on: vec![],
+                id_header: Some("X-Idempotency-Key".into()),
+                event_header: Some("X-Webhook-Event".into()),
+                scheme: Scheme::BodyHmac {
+                    header: "X-Webhook-Signature".into(),
+                    prefix: String::new(),
+                    encoding: Encoding::Hex,
+                },
+                tolerance: None,
+                body: BodyShape::Answerline,
+            },
+            _ => return None,
+        };
+        Some(p)
+    }
+
+    /// The default profile (`answerline`).
+    pub fn default_profile() -> Profile {
+        Self::builtin(DEFAULT_PROFILE).expect("the default profile is built in")
+    }
+
+    /// A built-in name, or the path of a custom TOML profile.
+    pub fn resolve(name_or_path: &str) -> Result<Profile, ConfigError> {
+        if let Some(p) = Self::builtin(name_or_path) {
+            return Ok(p);
+        }
+        let path = Path::new(name_or_path);
+        if path.extension().is_some_and(|e| e == "toml") || path.exists() {
+            return Self::from_file(path);
+        }
+        Err(ConfigError::invalid(
+            name_or_path,
+            format!(
+                "no such profile (hint: use one of {} or the path of a .toml profile)",
+                BUILTIN_NAMES.join(", ")
+            ),
+        ))
+    }
+
+    /// Loads a custom profile from a TOML file.
+    pub fn from_file(path: &Path) -> Result<Profile, ConfigError> {
+        let file: ProfileFile = read_toml(path)?;
+        file.into_profile(path)
+    }
+
+    /// Whether `status` counts as delivered.
+    pub fn is_success(&self, status: u16) -> bool {
+        self.success.iter().any(|r| r.contains(status))
+    }
+
+    /// The header that carries the delivery id, whoever sets it.
+    pub fn delivery_id_header(&self) -> Option<&str> {
+        match &self.scheme {
+            Scheme::StandardWebhooks { id_header, .. } => Some(id_header),
+            _ => self.id_header.as_deref(),
+        }
+    }
+
+    /// The tolerance in whole seconds, as verifiers take it.
+    pub fn tolerance_secs(&self) -> Option<i64> {
+        self.tolerance.map(|t| t.as_secs() as i64)
+    }
+}
+
+/// The `[schedule]` table of a custom profile.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScheduleFile {
+    max_attempts: Option<u32>,
+    /// Explicit waits (before attempt 2, 3, …).
+    waits: Option<Vec<HumanDuration>>,
+    base: Option<HumanDuration>,
+    factor: Option<f64>,
+    cap: Option<HumanDuration>,
+    /// `none`, `shorten-up-to-half`, `full`, or `plus-minus`.
+    jitter: Option<String>,
+    /// The fraction for `plus-minus`.
+    jitter_fraction: Option<f64>,
+}
+
+/// A custom profile file: a built-in to start from and what differs.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    name: String,
+    #[serde(default)]
+    extends: Option<String>,
+    timeout: Option<HumanDuration>,
+    connect_timeout: Option<HumanDuration>,
+    tolerance: Option<HumanDuration>,
+    success: Option<Vec<StatusRange>>,
+    give_up_on: Option<Vec<u16>>,
+    id_header: Option<String>,
+    event_header: Option<String>,
+    schedule: Option<ScheduleFile>,
+    signature: Option<Scheme>,
+}
+
+impl ProfileFile {
+    fn into_profile(self, path: &Path) -> Result<Profile, ConfigError> {
+        let base_name = self.extends.as_deref().unwrap_or(DEFAULT_PROFILE);
+        let mut p = Profile::builtin(base_name).ok_or_else(|| {
+            ConfigError::invalid(
+                path,
+                format!(
+                    "extends = {base_name:?} is not a built-in profile (hint: one of {})",
+                    BUILTIN_NAMES.join(", ")
+                ),
+            )
+        })?;
+        p.name = self.name;
+        if let Some(t) = self.timeout {
+            p.timeout = t.0;
+        }
+        if let Some(t) = self.connect_timeout {
+            p.connect_timeout = Some(t.0);
+        }
+        if let Some(t) = self.tolerance {
+            p.tolerance = Some(t.0);
+        }
+        if let Some(s) = self.success {
+            p.success = s;
+        }
+        if let Some(g) = self.give_up_on {
+            p.give_up_on = g;
+        }
+        if self.id_header.is_some() {
+            p.id_header = self.id_header;
+        }
+        if self.event_header.is_some() {
+            p.event_header = self.event_header;
+        }
+        if let Some(s) = self.signature {
+            p.scheme = s;
+        }
+        if let Some(s) = self.schedule {
+            if s.waits.is_some() && (s.base.is_some() || s.factor.is_some()) {
+                return Err(ConfigError::invalid(
+                    path,
+                    "[schedule] takes either `waits` or `base`/`factor`/`cap`, not both",
+                ));
+            }
+            if let Some(waits) = s.waits {
+                let waits: Vec<Duration> = waits.into_iter().map(|w| w.0).collect();
+                p.schedule.max_attempts = s.max_attempts.unwrap_or(waits.len() as u32 + 1);
+                p.schedule.waits = Waits::List(waits);
+            } else if s.base.is_some() || s.factor.is_some() || s.cap.is_some() {
+                let (b0, f0, c0) = match &p.schedule.waits {
+                    Waits::Exponential { base, factor, cap } => (*base, *factor, *cap),
+                    Waits::List(_) => (Duration::from_secs(5), 2.0, None),
+                };
+                p.schedule.waits = Waits::Exponential {
+                    base: s.base.map(|b| b.0).unwrap_or(b0),
+                    factor: s.factor.unwrap_or(f0),
+                    cap: s.cap.map(|c| c.0).or(c0),
+                };
+            }
+            if let Some(n) = s.max_attempts {
+                p.schedule.max_attempts = n;
+            }
+            if let Some(j) = s.jitter {
+                p.schedule.jitter = match j.as_str() {
+                    "none" => Jitter::None,
+                    "shorten-up-to-half" => Jitter::ShortenUpToHalf,
+                    "full" => Jitter::Full,
+                    "plus-minus" => Jitter::PlusMinus(s.jitter_fraction.unwrap_or(0.1)),
+                    other => {
+                        return Err(ConfigError::invalid(
+                            path,
+                            format!("jitter = {other:?}: expected none, shorten-up-to-half, full or plus-minus"),
+                        ))
+                    }
+                };
+            }
+        }
+        if p.schedule.max_attempts == 0 || p.schedule.max_attempts > 1000 {
+            return Err(ConfigError::invalid(
+                path,
+                "max_attempts must be between 1 and 1000",
+            ));
+        }
+        if p.timeout.is_zero() {
+            return Err(ConfigError::invalid(path, "timeout must be more than 0s"));
+        }
+        Ok(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_name_resolves() {
+        for name in BUILTIN_NAMES {
+            let p = Profile::resolve(name).unwrap();
+            assert_eq!(p.name, name);
+            assert!(p.is_success(200) && p.is_success(204));
+            assert!(!p.is_success(301) && !p.is_success(500));
+        }
+    }
+
+    #[test]
+    fn answerline_matches_the_contract() {
+        let p = Profile::default_profile();
+        assert_eq!(p.schedule.max_attempts, 10);
+        assert_eq!(p.timeout, Duration::from_secs(15));
+        assert_eq!(p.tolerance_secs(), Some(300));
+        assert_eq!(p.delivery_id_header(), Some("Webhook-Id"));
+    }
+
+    #[test]
+    fn unknown_profile_names_give_a_hint() {
+        let e = Profile::resolve("nope").unwrap_err().to_string();
+        assert!(e.contains("hint: use one of answerline"), "{e}");
+    }
+
+    #[test]
+    fn shipped_example_profiles_parse() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/profiles");
+        let mut n = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                Profile::from_file(&path).unwrap_or_else(|e| panic!("{e}"));
+                n += 1;
+            }
+        }
+        assert!(n >= 2);
+    }
+
+    #[test]
+    fn custom_profile_errors_name_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.toml");
+        std::fs::write(&path, "name = \"x\"\n[schedule]\nbase = \"5 parsecs\"\n").unwrap();
+        let e = Profile::from_file(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("line 3") && e.contains("expected DURATION"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn status_ranges_parse_in_three_forms() {
+        assert_eq!(parse_status_range("2xx"), Some(StatusRange(200, 299)));
+        assert_eq!(parse_status_range("200-204"), Some(StatusRange(200, 204)));
+        assert_eq!(parse_status_range("202"), Some(StatusRange(202, 202)));
+        assert_eq!(parse_status_range("9xx"), None);
+        assert_eq!(parse_status_range("300-200"), None);
+    }
+}

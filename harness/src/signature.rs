@@ -1,0 +1,781 @@
+//! Webhook signature schemes: sign like a sender, verify like a receiver.
+//!
+//! Every scheme is data (header names plus a construction) so a profile can
+//! name one and a custom TOML profile can re-parameterise it. The same code
+//! signs deliveries in the harness and verifies them in the reference
+//! receiver, and both are proven against the providers' published vectors.
+//!
+//! Verification compares MACs in constant time (`hmac::Mac::verify_slice`),
+//! accepts any one of several signatures (key rotation), ignores signature
+//! versions it does not know, and enforces the timestamp tolerance in both
+//! directions. Header parsers never panic: whatever bytes arrive, they return
+//! a parse or an error.
+
+use std::fmt;
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// A signing secret. Its `Debug` and `Display` never show the value, so a
+/// secret cannot leak into a log line or a report by accident.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret string.
+    pub fn new(s: impl Into<String>) -> Self {
+        Secret(s.into())
+    }
+    /// The secret's text; only for keying a MAC.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// How a MAC is written into a header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Encoding {
+    /// Lowercase hex.
+    Hex,
+    /// Standard base64 with padding.
+    Base64,
+}
+
+impl Encoding {
+    fn encode(self, mac: &[u8]) -> String {
+        match self {
+            Encoding::Hex => hex::encode(mac),
+            Encoding::Base64 => B64.encode(mac),
+        }
+    }
+    fn decode(self, text: &str) -> Option<Vec<u8>> {
+        match self {
+            Encoding::Hex => hex::decode(text.trim()).ok(),
+            Encoding::Base64 => B64.decode(text.trim()).ok(),
+        }
+    }
+}
+
+/// A signature construction and the headers it uses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", deny_unknown_fields)]
+pub enum Scheme {
+    /// `t=<unix>,v1=<hex>[,v1=…]` over `"<t>.<body>"`, keyed with the secret
+    /// bytes as given (answerline, Stripe).
+    TimestampedHex {
+        /// The signature header, e.g. `Webhook-Signature`.
+        header: String,
+    },
+    /// Standard Webhooks / Svix: `v1,<base64>` (space separated) over
+    /// `"<id>.<timestamp>.<body>"`, keyed with the base64-decoded secret
+    /// after stripping `whsec_`.
+    StandardWebhooks {
+        /// Header carrying the message id (signed).
+        id_header: String,
+        /// Header carrying the unix timestamp.
+        timestamp_header: String,
+        /// Header carrying the signatures.
+        signature_header: String,
+    },
+    /// `<prefix><encoded HMAC(body)>` with no timestamp (GitHub, Shopify, generic-hex).
+    BodyHmac {
+        /// The signature header.
+        header: String,
+        /// Text before the MAC, e.g. `sha256=`.
+        prefix: String,
+        /// How the MAC is written.
+        encoding: Encoding,
+    },
+    /// Slack: `v0=<hex HMAC("v0:<ts>:<body>")>` plus a timestamp header.
+    Slack {
+        /// The signature header.
+        signature_header: String,
+        /// The timestamp header.
+        timestamp_header: String,
+    },
+}
+
+/// What a sender signs: the message id, the attempt's timestamp, the raw body.
+#[derive(Debug, Clone, Copy)]
+pub struct SignInput<'a> {
+    /// The delivery id (signed only by Standard Webhooks).
+    pub id: &'a str,
+    /// Unix seconds of this attempt.
+    pub timestamp: i64,
+    /// The exact body bytes.
+    pub body: &'a [u8],
+}
+
+/// Why a signature header could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    /// Not valid UTF-8 / ASCII.
+    #[error("header is not ASCII text")]
+    NotText,
+    /// Empty header.
+    #[error("header is empty")]
+    Empty,
+    /// A `key=value` element without `=`.
+    #[error("element {0:?} is not key=value")]
+    NotKeyValue(String),
+    /// The timestamp is missing.
+    #[error("no timestamp")]
+    NoTimestamp,
+    /// The timestamp is not an integer.
+    #[error("timestamp {0:?} is not unix seconds")]
+    BadTimestamp(String),
+    /// The header carries no entry this scheme knows.
+    #[error("no signature of a known version")]
+    NoKnownSignature,
+    /// The expected prefix is missing.
+    #[error("missing prefix {0:?}")]
+    MissingPrefix(String),
+    /// The MAC is not in the expected encoding.
+    #[error("signature is not valid {0}")]
+    BadEncoding(&'static str),
+}
+
+/// Why verification failed. Each kind maps to a 4xx in a receiver.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VerifyError {
+    /// A header the scheme needs is absent.
+    #[error("missing header {0}")]
+    MissingHeader(String),
+    /// A header is present but malformed.
+    #[error("malformed header {header}: {source}")]
+    Malformed {
+        /// The header name.
+        header: String,
+        /// What was wrong.
+        source: ParseError,
+    },
+    /// The timestamp is further in the past than the tolerance.
+    #[error("timestamp is {0} s old, past the tolerance")]
+    Stale(i64),
+    /// The timestamp is further in the future than the tolerance.
+    #[error("timestamp is {0} s in the future, past the tolerance")]
+    Future(i64),
+    /// No signature matched any secret.
+    #[error("no signature matches")]
+    Mismatch,
+    /// A secret could not be used as a key (e.g. bad base64 after `whsec_`).
+    #[error("a configured secret is not usable with this scheme")]
+    BadSecret,
+}
+
+/// A parsed `t=…,v1=…` header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimestampedHeader {
+    /// The timestamp.
+    pub timestamp: i64,
+    /// Every `v1` MAC, decoded; unknown versions are skipped.
+    pub signatures: Vec<Vec<u8>>,
+}
+
+fn ascii(raw: &[u8]) -> Result<&str, ParseError> {
+    let s = std::str::from_utf8(raw).map_err(|_| ParseError::NotText)?;
+    if !s.is_ascii() {
+        return Err(ParseError::NotText);
+    }
+    if s.trim().is_empty() {
+        return Err(ParseError::Empty);
+    }
+    Ok(s)
+}
+
+fn parse_unix(s: &str) -> Result<i64, ParseError> {
+    let t = s.trim();
+    if t.is_empty() || t.len() > 12 || !t.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(ParseError::BadTimestamp(t.chars().take(32).collect()));
+    }
+    t.parse()
+        .map_err(|_| ParseError::BadTimestamp(t.chars().take(32).collect()))
+}
+
+/// Parses `t=<unix>,v1=<hex>[,v1=<hex>…]`; other versions (`v0=`, `v2=`) are ignored.
+pub fn parse_timestamped(raw: &[u8]) -> Result<TimestampedHeader, ParseError> {
+    let s = ascii(raw)?;
+    let mut timestamp = None;
+    let mut signatures = Vec::new();
+    for element in s.split(',') {
+        let element = element.trim();
+        let (k, v) = element
+            .split_once('=')
+            .ok_or_else(|| ParseError::NotKeyValue(element.chars().take(32).collect()))?;
+        match k.trim() {
+            "t" => timestamp = Some(parse_unix(v)?),
+            "v1" => signatures.push(
+                Encoding::Hex
+                    .decode(v)
+                    .ok_or(ParseError::BadEncoding("hex"))?,
+            ),
+            _ => {}
+        }
+    }
+    let timestamp = timestamp.ok_or(ParseError::NoTimestamp)?;
+    if signatures.is_empty() {
+        return Err(ParseError::NoKnownSignature);
+    }
+    Ok(TimestampedHeader {
+        timestamp,
+        signatures,
+    })
+}
+
+/// Parses a Standard Webhooks signature header: space-separated `v1,<base64>`
+/// entries; other versions are ignored.
+pub fn parse_standard(raw: &[u8]) -> Result<Vec<Vec<u8>>, ParseError> {
+    let s = ascii(raw)?;
+    let mut out = Vec::new();
+    for entry in s.split_whitespace() {
+        let (version, sig) = entry
+            .split_once(',')
+            .ok_or_else(|| ParseError::NotKeyValue(entry.chars().take(32).collect()))?;
+        if version == "v1" {
+            out.push(
+                Encoding::Base64
+                    .decode(sig)
+                    .ok_or(ParseError::BadEncoding("base64"))?,
+            );
+        }
+    }
+    if out.is_empty() {
+        return Err(ParseError::NoKnownSignature);
+    }
+    Ok(out)
+}
+
+/// Parses `<prefix><encoded MAC>` (GitHub `sha256=…`, Shopify base64, Slack `v0=…`).
+pub fn parse_prefixed(raw: &[u8], prefix: &str, encoding: Encoding) -> Result<Vec<u8>, ParseError> {
+    let s = ascii(raw)?.trim();
+    let rest = s
+        .strip_prefix(prefix)
+        .ok_or_else(|| ParseError::MissingPrefix(prefix.to_string()))?;
+    encoding.decode(rest).ok_or(match encoding {
+        Encoding::Hex => ParseError::BadEncoding("hex"),
+        Encoding::Base64 => ParseError::BadEncoding("base64"),
+    })
+}
+
+/// Parses a bare unix timestamp header.
+pub fn parse_timestamp_header(raw: &[u8]) -> Result<i64, ParseError> {
+    parse_unix(ascii(raw)?)
+}
+
+fn key_for(scheme: &Scheme, secret: &Secret) -> Result<Vec<u8>, VerifyError> {
+    match scheme {
+        Scheme::StandardWebhooks { .. } => {
+            let s = secret.expose();
+            let s = s.strip_prefix("whsec_").unwrap_or(s);
+            B64.decode(s).map_err(|_| VerifyError::BadSecret)
+        }
+        _ => Ok(secret.expose().as_bytes().to_vec()),
+    }
+}
+
+fn mac(key: &[u8], parts: &[&[u8]]) -> HmacSha256 {
+    let mut m = HmacSha256::new_from_slice(key).expect("HMAC takes keys of any length");
+    for p in parts {
+        m.update(p);
+    }
+    m
+}
+
+fn signed_parts<'a>(scheme: &Scheme, id: &'a str, ts: &'a str, body: &'a [u8]) -> Vec<&'a [u8]> {
+    match scheme {
+        Scheme::TimestampedHex { .. } => vec![ts.as_bytes(), b".", body],
+        Scheme::StandardWebhooks { .. } => vec![id.as_bytes(), b".", ts.as_bytes(), b".", body],
+        Scheme::BodyHmac { .. } => vec![body],
+        Scheme::Slack { .. } => vec![b"v0:", ts.as_bytes(), b":", body],
+    }
+}
+
+/// Looks a header up by (case-insensitive) name.
+pub trait HeaderSource {
+    /// The raw value of the first header with this name.
+    fn header(&self, name: &str) -> Option<&[u8]>;
+}
+
+impl HeaderSource for http::HeaderMap {
+    fn header(&self, name: &str) -> Option<&[u8]> {
+        self.get(name).map(|v| v.as_bytes())
+    }
+}
+
+impl HeaderSource for [(String, String)] {
+    fn header(&self, name: &str) -> Option<&[u8]> {
+        self.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_bytes())
+    }
+}
+
+impl Scheme {
+    /// Whether the scheme carries a timestamp (and so has a replay window).
+    pub fn has_timestamp(&self) -> bool {
+        !matches!(self, Scheme::BodyHmac { .. })
+    }
+
+    /// The headers a sender sets: one signature per secret (rotation), and
+    /// the timestamp header where the scheme has one. Body-only schemes can
+    /// carry one signature only, so they sign with the first secret.
+    pub fn sign(
+        &self,
+        secrets: &[Secret],
+        input: SignInput<'_>,
+    ) -> Result<Vec<(String, String)>, VerifyError> {
+        let ts = input.timestamp.to_string();
+        let parts = signed_parts(self, input.id, &ts, input.body);
+        let macs = secrets
+            .iter()
+            .map(|s| key_for(self, s).map(|k| mac(&k, &parts).finalize().into_bytes().to_vec()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(match self {
+            Scheme::TimestampedHex { header } => {
+                let mut v = format!("t={ts}");
+                for m in &macs {
+                    v.push_str(",v1=");
+                    v.push_str(&hex::encode(m));
+                }
+                vec![(header.clone(), v)]
+            }
+            Scheme::StandardWebhooks {
+                id_header,
+                timestamp_header,
+                signature_header,
+            } => {
+                let sigs: Vec<String> = macs
+                    .iter()
+                    .map(|m| format!("v1,{}", B64.encode(m)))
+                    .collect();
+                vec![
+                    (id_header.clone(), input.id.to_string()),
+                    (timestamp_header.clone(), ts),
+                    (signature_header.clone(), sigs.join(" ")),
+                ]
+            }
+            Scheme::BodyHmac {
+                header,
+                prefix,
+                encoding,
+            } => {
+                let m = macs.first().map(|m| encoding.encode(m)).unwrap_or_default();
+                vec![(header.clone(), format!("{prefix}{m}"))]
+            }
+            Scheme::Slack {
+                signature_header,
+                timestamp_header,
+            } => {
+                let m = macs.first().map(|m| hex::encode(m)).unwrap_or_default();
+                vec![
+                    (timestamp_header.clone(), ts),
+                    (signature_header.clone(), format!("v0={m}")),
+                ]
+            }
+        })
+    }
+
+    /// Verifies a request: any one signature matching any one secret passes;
+    /// `tolerance` (seconds) bounds |now - timestamp| where the scheme has a
+    /// timestamp.
+    pub fn verify<H: HeaderSource + ?Sized>(
+        &self,
+        secrets: &[Secret],
+        headers: &H,
+        body: &[u8],
+        now: i64,
+        tolerance: Option<i64>,
+    ) -> Result<(), VerifyError> {
+        let get = |name: &str| {
+            headers
+                .header(name)
+                .ok_or_else(|| VerifyError::MissingHeader(name.to_string()))
+        };
+        let malformed = |name: &str| {
+            let name = name.to_string();
+            move |source| VerifyError::Malformed {
+                header: name,
+                source,
+            }
+        };
+        let (ts, id, candidates): (Option<i64>, String, Vec<Vec<u8>>) = match self {
+            Scheme::TimestampedHex { header } => {
+                let p = parse_timestamped(get(header)?).map_err(malformed(header))?;
+                (Some(p.timestamp), String::new(), p.signatures)
+            }
+            Scheme::StandardWebhooks {
+                id_header,
+                timestamp_header,
+                signature_header,
+            } => {
+                let id = ascii(get(id_header)?)
+                    .map_err(malformed(id_header))?
+                    .to_string();
+                let ts = parse_timestamp_header(get(timestamp_header)?)
+                    .map_err(malformed(timestamp_header))?;
+                let sigs =
+                    parse_standard(get(signature_header)?).map_err(malformed(signature_header))?;
+                (Some(ts), id, sigs)
+            }
+            Scheme::BodyHmac {
+                header,
+                prefix,
+                encoding,
+            } => {
+                let m =
+                    parse_prefixed(get(header)?, prefix, *encoding).map_err(malformed(header))?;
+                (None, String::new(), vec![m])
+            }
+            Scheme::Slack {
+                signature_header,
+                timestamp_header,
+            } => {
+                let ts = parse_timestamp_header(get(timestamp_header)?)
+                    .map_err(malformed(timestamp_header))?;
+                let m = parse_prefixed(get(signature_header)?, "v0=", Encoding::Hex)
+                    .map_err(malformed(signature_header))?;
+                (Some(ts), String::new(), vec![m])
+            }
+        };
+        if let (Some(ts), Some(tol)) = (ts, tolerance) {
+            let age = now.saturating_sub(ts);
+            if age > tol {
+                return Err(VerifyError::Stale(age));
+            }
+            if -age > tol {
+                return Err(VerifyError::Future(-age));
+            }
+        }
+        let ts_text = ts.map(|t| t.to_string()).unwrap_or_default();
+        let parts = signed_parts(self, &id, &ts_text, body);
+        let mut usable = false;
+        for secret in secrets {
+            let Ok(key) = key_for(self, secret) else {
+                continue;
+            };
+            usable = true;
+            let base = mac(&key, &parts);
+            for candidate in &candidates {
+                // verify_slice compares in constant time.
+                if base.clone().verify_slice(candidate).is_ok() {
+                    return Ok(());
+                }
+            }
+        }
+        if usable {
+            Err(VerifyError::Mismatch)
+        } else {
+            Err(VerifyError::BadSecret)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::Profile;
+    use proptest::prelude::*;
+
+    fn scheme(profile: &str) -> Scheme {
+        Profile::builtin(profile).unwrap().scheme
+    }
+
+    fn headers(v: Vec<(String, String)>) -> Vec<(String, String)> {
+        v
+    }
+
+    #[test]
+    fn standard_webhooks_vectors_sign_and_verify() {
+        let cases = [
+            (
+                "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
+                "msg_27UH4WbU6Z5A5EzD8u03UvzRbpk",
+                1649367553,
+                r#"{"email":"test@example.com","username":"test_user"}"#,
+                "v1,tZ1I4/hDygAJgO5TYxiSd6Sd0kDW6hPenDe+bTa3Kkw=",
+            ),
+            (
+                "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                "msg_p5jXN8AQM9LWM0D4loKWxJek",
+                1614265330,
+                r#"{"test": 2432232314}"#,
+                "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+            ),
+        ];
+        for profile in ["standard-webhooks", "svix"] {
+            let s = scheme(profile);
+            let Scheme::StandardWebhooks {
+                signature_header, ..
+            } = &s
+            else {
+                panic!()
+            };
+            for (secret, id, ts, body, expected) in cases {
+                let secrets = [Secret::new(secret)];
+                let h = s
+                    .sign(
+                        &secrets,
+                        SignInput {
+                            id,
+                            timestamp: ts,
+                            body: body.as_bytes(),
+                        },
+                    )
+                    .unwrap();
+                let sig = h.iter().find(|(k, _)| k == signature_header).unwrap();
+                assert_eq!(sig.1, expected);
+                let h = headers(h);
+                s.verify(&secrets, h.as_slice(), body.as_bytes(), ts, Some(300))
+                    .unwrap();
+                assert_eq!(
+                    s.verify(&secrets, h.as_slice(), b"{}", ts, Some(300)),
+                    Err(VerifyError::Mismatch)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn github_vector_signs_and_verifies() {
+        let s = scheme("github");
+        let secrets = [Secret::new("It's a Secret to Everybody")];
+        let h = s
+            .sign(
+                &secrets,
+                SignInput {
+                    id: "x",
+                    timestamp: 0,
+                    body: b"Hello, World!",
+                },
+            )
+            .unwrap();
+        assert_eq!(
+            h[0],
+            (
+                "X-Hub-Signature-256".to_string(),
+                "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+                    .to_string()
+            )
+        );
+        s.verify(&secrets, h.as_slice(), b"Hello, World!", 0, Some(300))
+            .unwrap();
+    }
+
+    #[test]
+    fn slack_vector_signs_and_verifies() {
+        let body = "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c";
+        let s = scheme("slack");
+        let secrets = [Secret::new("8f742231b10e8888abcd99yyyzzz85a5")];
+        let h = s
+            .sign(
+                &secrets,
+                SignInput {
+                    id: "",
+                    timestamp: 1531420618,
+                    body: body.as_bytes(),
+                },
+            )
+            .unwrap();
+        let sig = h.iter().find(|(k, _)| k == "X-Slack-Signature").unwrap();
+        assert_eq!(
+            sig.1,
+            "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503"
+        );
+        s.verify(
+            &secrets,
+            h.as_slice(),
+            body.as_bytes(),
+            1531420618 + 299,
+            Some(300),
+        )
+        .unwrap();
+        assert_eq!(
+            s.verify(
+                &secrets,
+                h.as_slice(),
+                body.as_bytes(),
+                1531420618 + 301,
+                Some(300)
+            ),
+            Err(VerifyError::Stale(301))
+        );
+    }
+
+    #[test]
+    fn stripe_ignores_the_test_mode_v0_entry() {
+        let s = scheme("stripe");
+        let secrets = [Secret::new("whsec_test_secret")];
+        let h = s
+            .sign(
+                &secrets,
+                SignInput {
+                    id: "",
+                    timestamp: 1000,
+                    body: b"{}",
+                },
+            )
+            .unwrap();
+        let (name, value) = &h[0];
+        let with_v0 = vec![(name.clone(), format!("{value},v0=deadbeef"))];
+        s.verify(&secrets, with_v0.as_slice(), b"{}", 1000, Some(300))
+            .unwrap();
+    }
+
+    #[test]
+    fn rotation_header_carries_one_v1_per_secret_and_either_verifies() {
+        let s = scheme("answerline");
+        let old = Secret::new("old-secret");
+        let new = Secret::new("new-secret");
+        let h = s
+            .sign(
+                &[old.clone(), new.clone()],
+                SignInput {
+                    id: "d",
+                    timestamp: 50,
+                    body: b"x",
+                },
+            )
+            .unwrap();
+        assert_eq!(h[0].1.matches("v1=").count(), 2);
+        s.verify(&[new.clone()], h.as_slice(), b"x", 50, Some(300))
+            .unwrap();
+        s.verify(&[old], h.as_slice(), b"x", 50, Some(300)).unwrap();
+        let only_old = s
+            .sign(
+                &[Secret::new("retired")],
+                SignInput {
+                    id: "d",
+                    timestamp: 50,
+                    body: b"x",
+                },
+            )
+            .unwrap();
+        assert_eq!(
+            s.verify(&[new], only_old.as_slice(), b"x", 50, Some(300)),
+            Err(VerifyError::Mismatch)
+        );
+    }
+
+    #[test]
+    fn tolerance_is_enforced_in_both_directions() {
+        let s = scheme("answerline");
+        let k = [Secret::new("k")];
+        let h = s
+            .sign(
+                &k,
+                SignInput {
+                    id: "d",
+                    timestamp: 10_000,
+                    body: b"x",
+                },
+            )
+            .unwrap();
+        assert!(s.verify(&k, h.as_slice(), b"x", 10_300, Some(300)).is_ok());
+        assert_eq!(
+            s.verify(&k, h.as_slice(), b"x", 10_301, Some(300)),
+            Err(VerifyError::Stale(301))
+        );
+        assert!(s.verify(&k, h.as_slice(), b"x", 9_700, Some(300)).is_ok());
+        assert_eq!(
+            s.verify(&k, h.as_slice(), b"x", 9_699, Some(300)),
+            Err(VerifyError::Future(301))
+        );
+    }
+
+    #[test]
+    fn unknown_scheme_versions_only_are_rejected_as_malformed() {
+        let s = scheme("answerline");
+        let h = vec![("Webhook-Signature".to_string(), "t=5,v2=abcd".to_string())];
+        let e = s
+            .verify(&[Secret::new("k")], h.as_slice(), b"x", 5, Some(300))
+            .unwrap_err();
+        assert!(matches!(
+            e,
+            VerifyError::Malformed {
+                source: ParseError::NoKnownSignature,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn missing_header_is_named() {
+        let s = scheme("answerline");
+        let none: Vec<(String, String)> = vec![];
+        assert_eq!(
+            s.verify(&[Secret::new("k")], none.as_slice(), b"x", 5, Some(300)),
+            Err(VerifyError::MissingHeader("Webhook-Signature".into()))
+        );
+    }
+
+    #[test]
+    fn secrets_never_print() {
+        let s = Secret::new("supersecret");
+        assert!(!format!("{s:?} {s}").contains("supersecret"));
+    }
+
+    proptest! {
+        #[test]
+        fn header_parsers_never_panic_on_arbitrary_bytes(raw in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = parse_timestamped(&raw);
+            let _ = parse_standard(&raw);
+            let _ = parse_prefixed(&raw, "sha256=", Encoding::Hex);
+            let _ = parse_prefixed(&raw, "", Encoding::Base64);
+            let _ = parse_timestamp_header(&raw);
+        }
+
+        #[test]
+        fn header_parsers_reject_what_they_cannot_parse(text in "[ -~]{0,80}") {
+            // Anything accepted must round-trip to a meaningful parse.
+            if let Ok(p) = parse_timestamped(text.as_bytes()) {
+                prop_assert!(!p.signatures.is_empty());
+                prop_assert!(text.contains("t=") && text.contains("v1="));
+            }
+            if let Ok(s) = parse_standard(text.as_bytes()) {
+                prop_assert!(!s.is_empty() && text.contains("v1,"));
+            }
+            if parse_prefixed(text.as_bytes(), "sha256=", Encoding::Hex).is_ok() {
+                prop_assert!(text.trim().starts_with("sha256="));
+            }
+        }
+
+        #[test]
+        fn every_scheme_verifies_what_it_signs_and_nothing_else(
+            body in proptest::collection::vec(any::<u8>(), 0..256),
+            ts in 1_000_000_000i64..2_000_000_000,
+            flip in any::<usize>(),
+        ) {
+            for name in crate::profile::BUILTIN_NAMES {
+                let p = Profile::builtin(name).unwrap();
+                let secret = [Secret::new("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")];
+                let h = p.scheme.sign(&secret, SignInput { id: "msg_1", timestamp: ts, body: &body }).unwrap();
+                prop_assert!(p.scheme.verify(&secret, h.as_slice(), &body, ts, Some(300)).is_ok());
+                if !body.is_empty() {
+                    let mut tampered = body.clone();
+                    let i = flip % tampered.len();
+                    tampered[i] ^= 0x01;
+                    prop_assert!(p.scheme.verify(&secret, h.as_slice(), &tampered, ts, Some(300)).is_err());
+                }
+            }
+        }
+    }
+}

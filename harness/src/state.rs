@@ -1,0 +1,132 @@
+//! The receiver state the checker reads, as `invariants.md` defines it.
+//!
+//! Every probe (HTTP, SQL, command) produces this one shape; the reference
+//! receiver serves it from its admin API. Every section but `inbox` is
+//! optional: an absent section makes the checks that need it `unknown`,
+//! never `pass`.
+
+use serde::{Deserialize, Serialize};
+
+/// One inbox row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InboxRow {
+    /// The deduplication key (the task id).
+    pub key: String,
+    /// The account it was received for; absent when the receiver has one.
+    #[serde(default)]
+    pub account: Option<String>,
+    /// Whether the worker processed it (successfully or by marking it failed).
+    #[serde(default)]
+    pub processed: bool,
+    /// The processing error, for rows marked failed.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// One results row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResultRow {
+    /// The task id.
+    pub task_id: String,
+    /// The job key (idempotency key without `-rN`).
+    #[serde(default)]
+    pub job_key: Option<String>,
+    /// COMPLETED or FAILED.
+    pub status: String,
+    /// The task's createdAt.
+    #[serde(default)]
+    pub created_at: Option<String>,
+    /// The account, when the receiver scopes results by account.
+    #[serde(default)]
+    pub account: Option<String>,
+}
+
+/// The winner the receiver reports for a job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Winner {
+    /// The job key.
+    pub job_key: String,
+    /// The winning task id.
+    pub task_id: String,
+    /// The account, when scoped.
+    #[serde(default)]
+    pub account: Option<String>,
+}
+
+/// How many times the business effect of a key really ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Effect {
+    /// The key (task id).
+    pub key: String,
+    /// Times the effect ran.
+    pub count: u64,
+    /// The account, when scoped.
+    #[serde(default)]
+    pub account: Option<String>,
+}
+
+/// The stored sequence of a resource.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceRow {
+    /// The resource id.
+    pub resource: String,
+    /// The sequence currently applied.
+    pub sequence: u64,
+    /// The account, when scoped.
+    #[serde(default)]
+    pub account: Option<String>,
+}
+
+/// A receiver's state, as every probe returns it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct State {
+    /// The inbox: one row per stored delivery.
+    pub inbox: Vec<InboxRow>,
+    /// The results table, if reported.
+    #[serde(default)]
+    pub results: Option<Vec<ResultRow>>,
+    /// The winner per job, if reported.
+    #[serde(default)]
+    pub winners: Option<Vec<Winner>>,
+    /// Effect counters, if reported.
+    #[serde(default)]
+    pub effects: Option<Vec<Effect>>,
+    /// Sequenced resources, if reported.
+    #[serde(default)]
+    pub resources: Option<Vec<ResourceRow>>,
+}
+
+impl State {
+    /// Whether every inbox row is processed.
+    pub fn drained(&self) -> bool {
+        self.inbox.iter().all(|r| r.processed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_invariants_md_example_parses() {
+        let text = r#"{
+          "inbox":   [{"key": "tsk_1", "account": "acct_a", "processed": true, "error": null}],
+          "results": [{"task_id": "tsk_1", "job_key": "job-42", "status": "COMPLETED",
+                       "created_at": "2026-11-29T10:00:00Z"}],
+          "winners": [{"job_key": "job-42", "task_id": "tsk_1"}],
+          "effects": [{"key": "tsk_1", "count": 1}],
+          "resources": [{"resource": "order-7", "sequence": 12}]
+        }"#;
+        let s: State = serde_json::from_str(text).unwrap();
+        assert!(s.drained());
+        assert_eq!(s.winners.unwrap()[0].task_id, "tsk_1");
+    }
+
+    #[test]
+    fn only_inbox_is_required() {
+        let s: State = serde_json::from_str(r#"{"inbox": []}"#).unwrap();
+        assert!(s.results.is_none() && s.effects.is_none());
+        assert!(serde_json::from_str::<State>("{}").is_err());
+    }
+}

@@ -1,0 +1,1 @@
+//! The reference webhook receiver (built in its own issue).
