@@ -1,0 +1,47 @@
+//! Subcommands of the CLI, one module each; `dispatch` runs one and returns
+//! its exit code.
+
+mod schedule;
+mod sign;
+
+use clap::{Parser, Subcommand};
+
+/// hookstorm: chaos and conformance runs against webhook receivers.
+#[derive(Debug, Parser)]
+#[command(name = "hookstorm", version, about, long_about = None, after_help = EXIT_CODES)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+const EXIT_CODES: &str = "Exit codes: 0 all pass, 1 some invariant failed, 2 unknown (could not decide), \
+3 the target was unusable (unreachable, bad config), 254 usage error.";
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the retry schedule of one delivery (attempt, wait, cumulative, min and max).
+    Schedule(schedule::Args),
+    /// Print the headers a real sender would send for a body read from stdin.
+    Sign(sign::Args),
+}
+
+/// Runs the chosen subcommand and returns the process exit code.
+pub fn dispatch(cli: Cli) -> i32 {
+    let result = match cli.command {
+        Command::Schedule(a) => schedule::run(a),
+        Command::Sign(a) => sign::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            hookstorm::exit::TARGET_UNUSABLE
+        }
+    }
+}
+
+/// Prints a usage-level error and returns the usage exit code.
+fn usage_error(msg: impl std::fmt::Display) -> i32 {
+    eprintln!("error: {msg}");
+    hookstorm::exit::USAGE
+}

@@ -1,0 +1,300 @@
+//! The `run` pipeline: for each scenario, reset the receiver, send the
+//! workload with its faults, wait for the receiver to drain, read its state,
+//! check the invariants, and finally write the reports.
+//!
+//! This module decides nothing about verdicts (the checker does) and renders
+//! nothing (the reporters do); it sequences them and emits [`RunEvent`]s so
+//! the CLI can show progress.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::check::{self, CheckOptions, InvariantId, ScenarioCheck};
+use crate::history::{self, Event, HistorySink, RunHeader};
+use crate::probe::{Probe, ProbeError};
+use crate::report::{self, RunReport, ScenarioReport};
+use crate::scenario::Scenario;
+use crate::sender::{self, SendConfig, SendError};
+use crate::state::State;
+use crate::target::Target;
+
+/// How a run is carried out.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The seed that drives everything.
+    pub seed: u64,
+    /// Overrides every scenario's time scale.
+    pub time_scale: Option<f64>,
+    /// Time scale for scenarios that set none.
+    pub default_time_scale: f64,
+    /// Non-strict deviations fail the run.
+    pub strict: bool,
+    /// The reports folder (`reports/`); the run writes `<out>/<run-id>/`.
+    pub out_dir: PathBuf,
+    /// Concurrent requests at most.
+    pub concurrency: usize,
+    /// How long to wait for the receiver's inbox to drain after sending.
+    pub drain: Duration,
+    /// The command that reproduces this run, without `--scenario`/`--seed`.
+    pub reproduce: String,
+}
+
+/// Progress of a run, for the console.
+#[derive(Debug)]
+pub enum RunEvent<'a> {
+    /// A scenario starts.
+    ScenarioStarted {
+        /// Its name.
+        name: &'a str,
+        /// 1-based position.
+        index: usize,
+        /// Scenarios in the run.
+        total: usize,
+    },
+    /// A scenario finished and was checked.
+    ScenarioFinished(&'a ScenarioReport),
+}
+
+/// Why a run could not be carried out at all.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The target could not be reached or used.
+    #[error("target unusable: {0}")]
+    Target(String),
+    /// The reports could not be written.
+    #[error("cannot write reports: {0}")]
+    Io(String),
+}
+
+/// A finished run: its report and where it was written.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// The report.
+    pub report: RunReport,
+    /// `<out>/<run-id>`.
+    pub dir: PathBuf,
+}
+
+/// The seed of one scenario, derived from the run seed and its name, so a
+/// scenario run alone with the same seed gets the same deliveries.
+pub fn scenario_seed(seed: u64, name: &str) -> u64 {
+    // FNV-1a: stable across platforms and releases, unlike std's hasher.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ seed;
+    for b in name.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// Runs every scenario against the target.
+pub async fn run(
+    target: &Target,
+    scenarios: &[Scenario],
+    opts: &RunOptions,
+    on_event: &mut (dyn FnMut(RunEvent<'_>) + Send),
+) -> Result<RunOutcome, RunError> {
+    let started = Instant::now();
+    let started_at = history::now_rfc3339();
+    let run_id = format!("{}-{:08x}", chrono::Utc::now().format("%Y%m%d-%H%M%S"), opts.seed as u32);
+    let dir = opts.out_dir.join(&run_id);
+    std::fs::create_dir_all(&dir).map_err(|e| RunError::Io(format!("{}: {e}", dir.display())))?;
+    let probe = Probe::from_config(&target.state).map_err(|e| RunError::Target(e.to_string()))?;
+
+    let mut reports = Vec::new();
+    for (i, scenario) in scenarios.iter().enumerate() {
+        on_event(RunEvent::ScenarioStarted { name: &scenario.name, index: i + 1, total: scenarios.len() });
+        let report = run_scenario(target, &probe, scenario, opts, &dir, &run_id).await?;
+        on_event(RunEvent::ScenarioFinished(&report));
+        reports.push(report);
+    }
+
+    let time_scale = opts.time_scale.unwrap_or(opts.default_time_scale);
+    let report = RunReport {
+        run_id: run_id.clone(),
+        seed: opts.seed,
+        profile: target.profile.name.clone(),
+        time_scale,
+        target: target.describe(),
+        started_at,
+        duration_s: started.elapsed().as_secs_f64(),
+        strict: opts.strict,
+        hookstorm_version: env!("CARGO_PKG_VERSION").to_string(),
+        scenarios: reports,
+        machine: Some(machine()),
+    };
+    report::write_reports(&dir, &report).map_err(|e| RunError::Io(e.to_string()))?;
+    point_latest(&opts.out_dir, &run_id);
+    Ok(RunOutcome { report, dir })
+}
+
+async fn run_scenario(
+    target: &Target,
+    probe: &Probe,
+    scenario: &Scenario,
+    opts: &RunOptions,
+    run_dir: &Path,
+    run_id: &str,
+) -> Result<ScenarioReport, RunError> {
+    let started = Instant::now();
+    let seed = scenario_seed(opts.seed, &scenario.name);
+    let time_scale = opts.time_scale.or(scenario.time_scale).unwrap_or(opts.default_time_scale);
+    let dir = run_dir.join(&scenario.name);
+    std::fs::create_dir_all(&dir).map_err(|e| RunError::Io(format!("{}: {e}", dir.display())))?;
+    let history_path = dir.join("history.jsonl");
+    let state_path = dir.join("state.json");
+    let mut notes = Vec::new();
+
+    let invariants: Vec<InvariantId> = scenario
+        .check
+        .iter()
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    let reproduce = format!(
+        "{} --scenario {} --seed {}{}",
+        opts.reproduce,
+        scenario.name,
+        opts.seed,
+        opts.time_scale.map(|t| format!(" --time-scale {t}")).unwrap_or_default()
+    );
+
+    let missing: Vec<&String> = scenario.accounts.iter().filter(|a| !target.secrets.contains_key(*a)).collect();
+    if !missing.is_empty() {
+        let reason = format!(
+            "needs account(s) {} that the target does not define (hint: add [accounts.NAME] to the target file, or --skip {})",
+            missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
+            scenario.name
+        );
+        let check = check::check(std::iter::empty(), &scenario.name, Err(reason.as_str()), &check_options(&invariants, opts, target, false));
+        return Ok(ScenarioReport {
+            name: scenario.name.clone(),
+            description: scenario.description.clone(),
+            when_it_fails: scenario.when_it_fails.clone(),
+            check,
+            reproduce,
+            duration_s: 0.0,
+            history: String::new(),
+            state: None,
+            notes: vec![reason],
+        });
+    }
+
+    if let Err(e) = probe.reset().await {
+        notes.push(format!("reset failed: {e}; rows from earlier runs are ignored by key"));
+    }
+    let before: HashSet<(Option<String>, String)> = match probe.read_state().await {
+        Ok(s) => s.inbox.into_iter().map(|r| (r.account, r.key)).collect(),
+        Err(_) => HashSet::new(),
+    };
+
+    let sink = HistorySink::create(&history_path).map_err(|e| RunError::Io(e.to_string()))?;
+    sink.write(Event::Run(RunHeader {
+        run_id: run_id.to_string(),
+        seed,
+        profile: target.profile.name.clone(),
+        time_scale,
+        started_at: history::now_rfc3339(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    }));
+    let cfg = SendConfig {
+        url: target.url.clone(),
+        profile: target.profile.clone(),
+        secrets: target.secrets.clone(),
+        time_scale,
+        seed,
+        concurrency: opts.concurrency,
+        max_body: target.max_body,
+    };
+    let sent = sender::send(scenario, &cfg, &sink).await;
+    let lines = sink.finish().await.map_err(|e| RunError::Io(e.to_string()))?;
+    let summary = match sent {
+        Ok(s) => s,
+        Err(SendError::Unreachable(msg)) => return Err(RunError::Target(msg)),
+        Err(e) => return Err(RunError::Target(e.to_string())),
+    };
+    let _ = lines;
+
+    let drain = scenario.drain.unwrap_or(opts.drain).mul_f64(1.0);
+    let (state, drained): (Result<State, ProbeError>, bool) = match probe.wait_drained(drain).await {
+        Ok((s, d)) => (Ok(s), d),
+        Err(e) => (Err(e), false),
+    };
+    let state = state.map(|s| without_earlier_rows(s, &before));
+    if let Ok(s) = &state {
+        let json = serde_json::to_vec_pretty(s).unwrap_or_default();
+        std::fs::write(&state_path, json).map_err(|e| RunError::Io(format!("{}: {e}", state_path.display())))?;
+    }
+    let probe_error = state.as_ref().err().map(|e| e.to_string());
+    let events = history::read(&history_path)
+        .map_err(|e| RunError::Io(e.to_string()))?
+        .enumerate()
+        .filter_map(|(i, e)| e.ok().map(|e| (i as u64 + 1, e)));
+    let state_ref = match &state {
+        Ok(s) => Ok(s),
+        Err(_) => Err(probe_error.as_deref().unwrap_or("probe failed")),
+    };
+    let check: ScenarioCheck = check::check(events, &scenario.name, state_ref, &check_options(&invariants, opts, target, drained));
+    if !drained {
+        notes.push(format!("the inbox did not drain within {}", crate::units::format_duration(drain)));
+    }
+    notes.push(format!(
+        "{} deliveries, {} attempts ({} ok, {} fail, {} info, {} dead) in {:.1}s at time scale {}",
+        summary.deliveries, summary.attempts, summary.ok, summary.fail, summary.info, summary.dead,
+        summary.duration.as_secs_f64(), time_scale
+    ));
+    Ok(ScenarioReport {
+        name: scenario.name.clone(),
+        description: scenario.description.clone(),
+        when_it_fails: scenario.when_it_fails.clone(),
+        check,
+        reproduce,
+        duration_s: started.elapsed().as_secs_f64(),
+        history: format!("{}/history.jsonl", scenario.name),
+        state: state.is_ok().then(|| format!("{}/state.json", scenario.name)),
+        notes,
+    })
+}
+
+fn check_options(invariants: &[InvariantId], opts: &RunOptions, target: &Target, drained: bool) -> CheckOptions {
+    CheckOptions {
+        invariants: if invariants.is_empty() { InvariantId::ALL.to_vec() } else { invariants.to_vec() },
+        strict: opts.strict,
+        answer_limit: target.profile.timeout,
+        drained,
+        reconciled: false,
+    }
+}
+
+/// Drops inbox rows that were there before the scenario started, so a
+/// receiver without a reset hook can still be checked.
+fn without_earlier_rows(mut state: State, before: &HashSet<(Option<String>, String)>) -> State {
+    if !before.is_empty() {
+        state.inbox.retain(|r| !before.contains(&(r.account.clone(), r.key.clone())));
+    }
+    state
+}
+
+fn point_latest(out: &Path, run_id: &str) {
+    let latest = out.join("latest");
+    let _ = std::fs::remove_file(&latest);
+    #[cfg(unix)]
+    let _ = std::os::unix::fs::symlink(run_id, &latest);
+}
+
+fn machine() -> String {
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    format!("{} {} · {} cores", std::env::consts::OS, std::env::consts::ARCH, cores)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scenario_seeds_are_stable_and_distinct() {
+        assert_eq!(scenario_seed(7, "baseline"), scenario_seed(7, "baseline"));
+        assert_ne!(scenario_seed(7, "baseline"), scenario_seed(8, "baseline"));
+        assert_ne!(scenario_seed(7, "baseline"), scenario_seed(7, "ack-loss"));
+    }
+}

@@ -1,0 +1,209 @@
+//! The target: which receiver to test, how to sign for it, and how to read
+//! its state. Comes from a `hookstorm.toml` file or from flags.
+//!
+//! Secrets may be written in the file, but the expected way is an
+//! environment variable (`secrets_env`), so they stay out of files that get
+//! committed. Nothing here ever prints a secret: [`Target::describe`] is what
+//! reports show.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::{read_toml, ConfigError};
+use crate::probe::ProbeConfig;
+use crate::profile::Profile;
+use crate::signature::Secret;
+
+/// The secrets of one account.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccountFile {
+    /// The secrets, current first; several during a rotation.
+    #[serde(default)]
+    pub secrets: Vec<Secret>,
+    /// An environment variable holding the secrets, comma separated.
+    #[serde(default)]
+    pub secrets_env: Option<String>,
+    /// A secret the receiver no longer accepts (for the key-rotation scenario).
+    #[serde(default)]
+    pub retired: Option<Secret>,
+}
+
+/// The `hookstorm.toml` file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetFile {
+    /// The receiver URL; `{account}` is replaced per delivery.
+    pub url: String,
+    /// Sender profile: built-in name or a .toml path.
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// Send to non-https URLs (on for loopback).
+    #[serde(default)]
+    pub allow_insecure: Option<bool>,
+    /// The receiver's body limit in bytes (oversized bodies go past it).
+    #[serde(default)]
+    pub max_body: Option<usize>,
+    /// Accounts and their secrets.
+    pub accounts: BTreeMap<String, AccountFile>,
+    /// How to read the receiver's state.
+    pub state: ProbeConfig,
+}
+
+/// A resolved target, ready to send to.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The receiver URL; may contain `{account}`.
+    pub url: String,
+    /// The sender profile.
+    pub profile: Profile,
+    /// Secrets per account, current first.
+    pub secrets: BTreeMap<String, Vec<Secret>>,
+    /// Retired secrets per account (rejected by the receiver).
+    pub retired: BTreeMap<String, Secret>,
+    /// The receiver's body limit.
+    pub max_body: usize,
+    /// The probe configuration.
+    pub state: ProbeConfig,
+}
+
+/// The default body limit assumed for a receiver (1 MiB).
+pub const DEFAULT_MAX_BODY: usize = 1 << 20;
+
+impl Target {
+    /// Loads and resolves a target file (secrets from the environment).
+    pub fn from_file(path: &Path) -> Result<Target, ConfigError> {
+        let file: TargetFile = read_toml(path)?;
+        Self::resolve(file, path)
+    }
+
+    /// Resolves a parsed target file.
+    pub fn resolve(file: TargetFile, path: &Path) -> Result<Target, ConfigError> {
+        let profile = Profile::resolve(file.profile.as_deref().unwrap_or(crate::profile::DEFAULT_PROFILE))
+            .map_err(|e| ConfigError::invalid(path, e.to_string()))?;
+        check_url(&file.url, file.allow_insecure).map_err(|m| ConfigError::invalid(path, m))?;
+        if file.accounts.is_empty() {
+            return Err(ConfigError::invalid(path, "no [accounts.NAME] table (hint: [accounts.acct_a] secrets_env = \"HOOKSTORM_SECRET\")"));
+        }
+        let mut secrets = BTreeMap::new();
+        let mut retired = BTreeMap::new();
+        for (name, acct) in file.accounts {
+            let mut list = acct.secrets;
+            if let Some(var) = &acct.secrets_env {
+                let value = std::env::var(var).map_err(|_| {
+                    ConfigError::invalid(path, format!("accounts.{name}: environment variable {var} is not set"))
+                })?;
+                list.extend(value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(Secret::new));
+            }
+            if list.is_empty() {
+                return Err(ConfigError::invalid(path, format!("accounts.{name}: no secret (hint: secrets_env = \"VAR\")")));
+            }
+            if let Some(r) = acct.retired {
+                retired.insert(name.clone(), r);
+            }
+            secrets.insert(name, list);
+        }
+        Ok(Target {
+            url: file.url,
+            profile,
+            secrets,
+            retired,
+            max_body: file.max_body.unwrap_or(DEFAULT_MAX_BODY),
+            state: file.state,
+        })
+    }
+
+    /// The account names, sorted.
+    pub fn accounts(&self) -> Vec<String> {
+        self.secrets.keys().cloned().collect()
+    }
+
+    /// A description for reports: the URL without userinfo or query, and the
+    /// probe kind; never a secret.
+    pub fn describe(&self) -> String {
+        format!("{} (profile {})", redact_url(&self.url), self.profile.name)
+    }
+}
+
+/// Checks the URL's form; non-https is refused unless allowed or loopback.
+pub fn check_url(url: &str, allow_insecure: Option<bool>) -> Result<(), String> {
+    let probe = url.replace("{account}", "acct");
+    let uri: http::Uri = probe
+        .parse()
+        .map_err(|e| format!("url {:?} is not a URL: {e}", redact_url(url)))?;
+    let scheme = uri.scheme_str().unwrap_or("");
+    let host = uri.host().unwrap_or("");
+    if scheme != "http" && scheme != "https" {
+        return Err(format!("url {:?}: expected http:// or https://", redact_url(url)));
+    }
+    if host.is_empty() {
+        return Err(format!("url {:?} has no host", redact_url(url)));
+    }
+    let loopback = host == "localhost" || host.starts_with("127.") || host == "[::1]" || host == "::1";
+    if scheme == "http" && !loopback && allow_insecure != Some(true) {
+        return Err(format!(
+            "url {:?} is not https; real senders mark such deliveries dead at once (hint: allow_insecure = true to test anyway)",
+            redact_url(url)
+        ));
+    }
+    Ok(())
+}
+
+/// Removes userinfo and query string from a URL for display.
+pub fn redact_url(url: &str) -> String {
+    let mut out = url.to_string();
+    if let Some(scheme_end) = out.find("://") {
+        let rest_start = scheme_end + 3;
+        if let Some(at) = out[rest_start..].find('@') {
+            let slash = out[rest_start..].find('/').unwrap_or(usize::MAX);
+            if at < slash {
+                out.replace_range(rest_start..rest_start + at + 1, "***@");
+            }
+        }
+    }
+    if let Some(q) = out.find('?') {
+        out.truncate(q);
+        out.push_str("?***");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_redacted_for_reports() {
+        assert_eq!(redact_url("postgres://u:pw@h:5432/db"), "postgres://***@h:5432/db");
+        assert_eq!(redact_url("http://h/x?token=abc"), "http://h/x?***");
+        assert_eq!(redact_url("http://127.0.0.1:8080/webhooks"), "http://127.0.0.1:8080/webhooks");
+    }
+
+    #[test]
+    fn plain_http_to_a_public_host_needs_allow_insecure() {
+        assert!(check_url("http://example.com/hook", None).is_err());
+        assert!(check_url("http://example.com/hook", Some(true)).is_ok());
+        assert!(check_url("http://127.0.0.1:9/webhooks/{account}", None).is_ok());
+        assert!(check_url("https://example.com/hook", None).is_ok());
+        assert!(check_url("ftp://x/y", Some(true)).is_err());
+        assert!(check_url("not a url", None).is_err());
+    }
+
+    #[test]
+    fn the_shipped_example_target_parses() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../hookstorm.example.toml");
+        let file: TargetFile = read_toml(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert!(file.url.contains("{account}"));
+        assert!(!file.accounts.is_empty());
+    }
+
+    #[test]
+    fn a_missing_secret_env_is_a_clear_error() {
+        let text = "url = \"http://127.0.0.1:1/w\"\n[accounts.acct_a]\nsecrets_env = \"HOOKSTORM_TEST_UNSET_VAR\"\n[state]\nhttp = \"http://127.0.0.1:2/state\"\n";
+        let file: TargetFile = crate::error::parse_toml(Path::new("t.toml"), text).unwrap();
+        let e = Target::resolve(file, Path::new("t.toml")).unwrap_err().to_string();
+        assert!(e.contains("HOOKSTORM_TEST_UNSET_VAR is not set"), "{e}");
+    }
+}

@@ -1,0 +1,88 @@
+//! The built-in target of `hookstorm run`: the reference receiver started
+//! in-process on an embedded SQLite database (or a database the caller
+//! names), with fresh random secrets, and the [`Target`] that tests it.
+//!
+//! This is what the README's main job runs, and what the end-to-end tests
+//! use to prove that the correct receiver passes and each broken variant is
+//! caught.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use hookstorm::probe::ProbeConfig;
+use hookstorm::profile::Profile;
+use hookstorm::signature::Secret;
+use hookstorm::target::{Target, DEFAULT_MAX_BODY};
+
+use crate::config::{random_token, Account, Config};
+use crate::{spawn, Defect, ReceiverError, Spawned};
+
+/// The accounts the built-in receiver serves.
+pub const ACCOUNTS: [&str; 2] = ["acct_a", "acct_b"];
+
+/// A running built-in receiver; shut it down when the run is over.
+pub struct Embedded {
+    spawned: Spawned,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Embedded {
+    /// Where webhooks go.
+    pub fn webhook_addr(&self) -> SocketAddr {
+        self.spawned.webhook_addr
+    }
+
+    /// The running receiver.
+    pub fn spawned(&self) -> &Spawned {
+        &self.spawned
+    }
+
+    /// Stops the receiver and removes its temporary database.
+    pub async fn shutdown(self) {
+        self.spawned.shutdown().await;
+    }
+}
+
+fn secret() -> Secret {
+    Secret::new(format!("whsec_{}", random_token()))
+}
+
+/// Starts the reference receiver (optionally broken by `defect`) on `db`, or
+/// on SQLite in a temporary folder, and returns it with the target that
+/// tests it: two accounts, `acct_a` in the middle of a key rotation (two
+/// valid secrets and a retired one), and the admin API as the state probe.
+pub async fn start(defect: Option<Defect>, db: Option<&str>) -> Result<(Embedded, Target), ReceiverError> {
+    let (dir, url) = match db {
+        Some(url) => (None, url.to_string()),
+        None => {
+            let dir = tempfile::tempdir()?;
+            let url = format!("sqlite://{}", dir.path().join("receiver.db").display());
+            (Some(dir), url)
+        }
+    };
+    let mut secrets = BTreeMap::new();
+    secrets.insert(ACCOUNTS[0].to_string(), vec![secret(), secret()]);
+    secrets.insert(ACCOUNTS[1].to_string(), vec![secret()]);
+    let mut retired = BTreeMap::new();
+    retired.insert(ACCOUNTS[0].to_string(), secret());
+    let accounts = secrets
+        .iter()
+        .map(|(name, list)| Account::new(name.clone(), list.clone()))
+        .collect();
+    let profile = Profile::default_profile();
+    let config = Config::new(accounts).with_defect(defect).with_profile(profile.clone());
+    let spawned = spawn(config, &url).await?;
+    let target = Target {
+        url: format!("http://{}/webhooks/{{account}}", spawned.webhook_addr),
+        profile,
+        secrets,
+        retired,
+        max_body: DEFAULT_MAX_BODY,
+        state: ProbeConfig {
+            http: Some(format!("{}/state", spawned.admin_url())),
+            token: Some(spawned.admin_token.clone()),
+            ..Default::default()
+        },
+    };
+    Ok((Embedded { spawned, _dir: dir }, target))
+}

@@ -1,0 +1,96 @@
+//! The `hookstorm` binary: exit codes, reports on disk, reproduce commands,
+//! clear errors, and no secret in any output.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn hookstorm(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hookstorm"))
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("hookstorm runs")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn scenario_dir() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios").display().to_string()
+}
+
+#[test]
+fn schedule_json_lists_ten_attempts_within_the_contract_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = hookstorm(&["schedule", "--json", "--seed", "4"], dir.path());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["attempts"].as_array().unwrap();
+    assert_eq!(rows.len(), 10);
+    let total = rows[9]["cumulative_s"].as_f64().unwrap();
+    assert!((1277.5..=2555.0).contains(&total));
+}
+
+#[test]
+fn run_writes_every_report_and_exits_zero_on_the_reference_receiver() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = hookstorm(&["run", "--scenario-dir", &scenario_dir(), "--scenario", "baseline", "--seed", "3", "--out", "out"], dir.path());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let latest = dir.path().join("out/latest");
+    for f in ["report.json", "junit.xml", "summary.md", "baseline/history.jsonl", "baseline/state.json"] {
+        assert!(latest.join(f).exists(), "missing {f}");
+    }
+    assert!(text(&o).contains("seed 3"));
+}
+
+#[test]
+fn a_broken_receiver_exits_one_and_names_the_reproduce_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = hookstorm(
+        &["run", "--scenario-dir", &scenario_dir(), "--defect", "check-then-insert", "--scenario", "concurrent-duplicates", "--seed", "8", "--out", "out"],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let summary = std::fs::read_to_string(dir.path().join("out/latest/summary.md")).unwrap();
+    assert!(summary.contains("I2"), "{summary}");
+    assert!(summary.contains("--defect check-then-insert --scenario concurrent-duplicates --seed 8"), "{summary}");
+}
+
+#[test]
+fn an_unreachable_target_exits_three() {
+    let dir = tempfile::tempdir().unwrap();
+    // A port nothing listens on: bind, read the port, drop the listener.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let target = format!(
+        "url = \"http://127.0.0.1:{port}/webhooks/{{account}}\"\n[accounts.acct_a]\nsecrets = [\"s3cr3t-value-one\"]\n[state]\nhttp = \"http://127.0.0.1:{port}/state\"\n"
+    );
+    std::fs::write(dir.path().join("t.toml"), target).unwrap();
+    let o = hookstorm(&["run", "--scenario-dir", &scenario_dir(), "--target", "t.toml", "--scenario", "baseline", "--out", "out"], dir.path());
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(!text(&o).contains("s3cr3t-value-one"));
+}
+
+#[test]
+fn usage_errors_exit_254_with_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = hookstorm(&["run", "--scenario-dir", &scenario_dir(), "--scenario", "no-such-scenario"], dir.path());
+    assert_eq!(o.status.code(), Some(254));
+    assert!(text(&o).contains("hint: one of"), "{}", text(&o));
+    let o = hookstorm(&["run", "--defect", "not-a-defect"], dir.path());
+    assert_eq!(o.status.code(), Some(254), "{}", text(&o));
+    let o = hookstorm(&["frobnicate"], dir.path());
+    assert_eq!(o.status.code(), Some(254));
+}
+
+#[test]
+fn a_malformed_scenario_file_is_named_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("broken.toml"), "name = \"broken\"\ndescription = \"x\"\nbogus_key = 1\n").unwrap();
+    let o = hookstorm(&["run", "--scenario", "broken.toml"], dir.path());
+    assert_eq!(o.status.code(), Some(254), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("broken.toml") && t.contains("line"), "{t}");
+}
+

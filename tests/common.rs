@@ -1,0 +1,82 @@
+//! Shared helpers: start the reference receiver, run scenarios with the
+//! library, and look verdicts up.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hookstorm::check::{InvariantId, Verdict};
+use hookstorm::report::RunReport;
+use hookstorm::run::{RunOptions, RunOutcome};
+use hookstorm::scenario::Scenario;
+use hookstorm_receiver::Defect;
+
+pub type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+/// The repository's scenario folder.
+pub fn scenario_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")
+}
+
+/// Loads scenarios by name (all when `names` is empty).
+pub fn scenarios(names: &[&str]) -> Vec<Scenario> {
+    let all = Scenario::load_dir(&scenario_dir()).expect("shipped scenarios load");
+    if names.is_empty() {
+        return all;
+    }
+    names
+        .iter()
+        .map(|n| all.iter().find(|s| s.name == *n).unwrap_or_else(|| panic!("no scenario {n}")).clone())
+        .collect()
+}
+
+/// Options for a test run writing into `out`.
+pub fn options(seed: u64, out: &Path, strict: bool) -> RunOptions {
+    RunOptions {
+        seed,
+        time_scale: None,
+        default_time_scale: 100.0,
+        strict,
+        out_dir: out.to_path_buf(),
+        concurrency: 32,
+        drain: Duration::from_secs(20),
+        reproduce: "hookstorm run".into(),
+    }
+}
+
+/// Runs scenarios against the built-in receiver (with `defect`, on `db` or a
+/// temp SQLite file) and returns the outcome.
+pub async fn run_embedded(defect: Option<Defect>, db: Option<&str>, names: &[&str], seed: u64, strict: bool) -> (RunOutcome, tempfile::TempDir) {
+    let out = tempfile::tempdir().expect("tempdir");
+    let (receiver, target) = hookstorm_receiver::embedded::start(defect, db).await.expect("receiver starts");
+    let outcome = hookstorm::run::run(&target, &scenarios(names), &options(seed, out.path(), strict), &mut |_| {})
+        .await
+        .expect("run completes");
+    receiver.shutdown().await;
+    (outcome, out)
+}
+
+/// The verdict of one invariant in one scenario.
+pub fn verdict(report: &RunReport, scenario: &str, id: InvariantId) -> Option<Verdict> {
+    report
+        .scenarios
+        .iter()
+        .find(|s| s.name == scenario)?
+        .check
+        .results
+        .iter()
+        .find(|r| r.id == id)
+        .map(|r| r.verdict)
+}
+
+/// Every (scenario, invariant, verdict) that is not a pass, for messages.
+pub fn non_passing(report: &RunReport) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in &report.scenarios {
+        for r in &s.check.results {
+            if r.verdict != Verdict::Pass {
+                out.push(format!("{} {} {:?}: {} {:?}", s.name, r.id, r.verdict, r.summary, r.evidence.first()));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,61 @@
+//! The reference receiver passes every scenario, on SQLite and on Postgres.
+
+use crate::common::*;
+use hookstorm_receiver::pgtest::PgServer;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reference_receiver_on_sqlite_passes_every_scenario() -> TestResult {
+    let (outcome, _dir) = run_embedded(None, None, &[], 11, true).await;
+    let bad = non_passing(&outcome.report);
+    assert!(bad.is_empty(), "reference receiver failed:\n{}", bad.join("\n"));
+    assert_eq!(outcome.report.exit_code(), hookstorm::exit::PASS);
+    assert!(outcome.report.scenarios.len() >= 12);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reference_receiver_on_postgres_passes_every_scenario() -> TestResult {
+    let Some(pg) = PgServer::start_or_skip() else { return Ok(()) };
+    let (outcome, _dir) = run_embedded(None, Some(&pg.url()), &[], 12, true).await;
+    let bad = non_passing(&outcome.report);
+    assert!(bad.is_empty(), "reference receiver on Postgres failed:\n{}", bad.join("\n"));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_never_appear_in_reports_histories_or_states() -> TestResult {
+    let out = tempfile::tempdir()?;
+    let (receiver, target) = hookstorm_receiver::embedded::start(None, None).await?;
+    let names = ["key-rotation", "bad-signature", "account-isolation"];
+    let outcome = hookstorm::run::run(&target, &scenarios(&names), &options(2, out.path(), false), &mut |_| {}).await?;
+    receiver.shutdown().await;
+    let mut secrets: Vec<String> = target.secrets.values().flatten().map(|s| s.expose().to_string()).collect();
+    secrets.extend(target.retired.values().map(|s| s.expose().to_string()));
+    secrets.extend(target.state.token.clone());
+    assert!(secrets.len() >= 3);
+    let mut files = 0;
+    for path in walk(&outcome.dir) {
+        let text = std::fs::read_to_string(&path)?;
+        files += 1;
+        for s in &secrets {
+            assert!(!text.contains(s.as_str()), "a secret leaked into {}", path.display());
+        }
+    }
+    assert!(files >= 6);
+    let table = hookstorm::report::console_table(&outcome.report, false);
+    assert!(secrets.iter().all(|s| !table.contains(s.as_str())));
+    Ok(())
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
