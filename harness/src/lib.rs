@@ -16,6 +16,10 @@
 //! - [`delivery`]: the delivery body and the job-key rule.
 //! - [`state`]: the receiver state every probe returns.
 //! - [`history`]: the JSON Lines history of attempts.
+//! - [`scenario`]: scenario files (workload and faults as data).
+//! - [`workload`]: a scenario plus a seed becomes a deterministic plan.
+//! - [`fault`]: fault actors over the delivery stream (duplicate, reorder, drop_ack, tamper).
+//! - [`sender`]: delivers a plan over real HTTP the way a profile says.
 #![warn(missing_docs)]
 
 pub mod delivery;
@@ -27,3 +31,7 @@ pub mod schedule;
 pub mod signature;
 pub mod state;
 pub mod units;
+pub mod fault;
+pub mod scenario;
+pub mod sender;
+pub mod workload;
