@@ -427,7 +427,7 @@ mod tests {
             attempt: n,
             round: 0,
             faults: vec![],
-            sent_at: now_rfc3339(),
+            sent_at: "2026-11-29T10:00:01.000Z".into(),
             status: Some(204),
             latency_ms: Some(1.5),
             error: None,
