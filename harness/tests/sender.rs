@@ -240,3 +240,29 @@ async fn hold_back_sends_older_tasks_after_the_newest_is_acknowledged() {
         assert!(tasks[1..].iter().all(|t| arrival(&t.key) > newest), "{job}: an older task arrived first");
     }
 }
+
+#[tokio::test]
+async fn every_shipped_scenario_runs_quickly_against_a_fast_receiver() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = Profile::default_profile();
+    let accounts = ["acct_a", "acct_b"];
+    let server = serve(profile.clone(), secrets(&accounts), verifying(4096, always(204))).await;
+    let all = hookstorm::scenario::Scenario::load_dir(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios")).unwrap();
+    let (sink, path) = sink(dir.path());
+    let t = Instant::now();
+    let mut total = 0;
+    for s in &all {
+        let mut cfg = config(&server, profile.clone(), &accounts, s.time_scale.unwrap_or(100.0), 11);
+        cfg.concurrency = 16;
+        let sum = send(s, &cfg, &sink).await.unwrap_or_else(|e| panic!("{}: {e}", s.name));
+        assert_eq!(sum.dead, 0, "{}", s.name);
+        assert!(!sum.unreachable && sum.skipped == 0, "{}", s.name);
+        total += sum.attempts;
+    }
+    let elapsed = t.elapsed();
+    sink.finish().unwrap();
+    assert_eq!(attempts(&path).len(), total);
+    assert_eq!(server.seen().len() + attempts(&path).iter().filter(|a| a.status.is_none()).count(), total);
+    eprintln!("{} scenarios, {total} attempts in {elapsed:?}", all.len());
+    assert!(elapsed < Duration::from_secs(20), "{elapsed:?}");
+}
