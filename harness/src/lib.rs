@@ -25,13 +25,13 @@
 pub mod delivery;
 pub mod error;
 pub mod exit;
+pub mod fault;
 pub mod history;
 pub mod profile;
+pub mod scenario;
 pub mod schedule;
+pub mod sender;
 pub mod signature;
 pub mod state;
 pub mod units;
-pub mod fault;
-pub mod scenario;
-pub mod sender;
 pub mod workload;

@@ -375,6 +375,12 @@ impl Scenario {
         self.accounts.len()
     }
 
+    /// The time scale to send with: the command line's when given, else the
+    /// scenario's, else 1 (real time).
+    pub fn effective_time_scale(&self, flag: Option<f64>) -> f64 {
+        flag.or(self.time_scale).unwrap_or(1.0)
+    }
+
     /// Whether the scenario checks invariant `id` (e.g. `"I4"`).
     pub fn checks(&self, id: &str) -> bool {
         self.check.iter().any(|c| c == id)
@@ -400,7 +406,9 @@ impl Scenario {
         }
         for c in &self.check {
             if !INVARIANT_IDS.contains(&c.as_str()) {
-                return Err(format!("check: {c:?} is not an invariant (expected I1 to I8)"));
+                return Err(format!(
+                    "check: {c:?} is not an invariant (expected I1 to I8)"
+                ));
             }
         }
         if let Some(t) = self.time_scale {

@@ -224,7 +224,9 @@ pub fn task_body<R: Rng + ?Sized>(
     let id = random_id("tsk_", rng);
     let credits = rng.gen_range(1..=9);
     let response = match status {
-        TaskStatus::Failed => json!({"error": {"code": "MODEL_ERROR", "message": "the task failed"}}),
+        TaskStatus::Failed => {
+            json!({"error": {"code": "MODEL_ERROR", "message": "the task failed"}})
+        }
         _ => json!({"result": {"answer": format!("answer {:08x}", rng.gen::<u32>())}}),
     };
     Body {
@@ -253,8 +255,7 @@ pub fn plan(scenario: &Scenario, seed: u64) -> Plan {
 
     for j in 0..w.jobs {
         let job = format!("job-{tag}-{}", j + 1);
-        let base = start
-            + ChronoDuration::seconds(j as i64 * 600 + b.rng.gen_range(0..300));
+        let base = start + ChronoDuration::seconds(j as i64 * 600 + b.rng.gen_range(0..300));
         for r in 0..w.tasks_per_job {
             let key = if r == 0 {
                 job.clone()
@@ -342,7 +343,12 @@ impl Plan {
         body: Body,
         intent: Intent,
     ) -> &mut PlannedDelivery {
-        let index = self.deliveries.iter().map(|d| d.index + 1).max().unwrap_or(0);
+        let index = self
+            .deliveries
+            .iter()
+            .map(|d| d.index + 1)
+            .max()
+            .unwrap_or(0);
         let bytes = serde_json::to_vec(&body).expect("a body always serializes");
         self.deliveries.push(PlannedDelivery {
             index,
@@ -376,7 +382,11 @@ impl Plan {
 
     /// The number of waves.
     pub fn waves(&self) -> u32 {
-        self.deliveries.iter().map(|d| d.wave + 1).max().unwrap_or(0)
+        self.deliveries
+            .iter()
+            .map(|d| d.wave + 1)
+            .max()
+            .unwrap_or(0)
     }
 }
 

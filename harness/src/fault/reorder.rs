@@ -49,7 +49,9 @@ pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &ReorderSpec, rng: &mut R) 
                 });
                 if spec.mode == ReorderMode::Reverse {
                     // FAILED after COMPLETED, keeping newest-first within each.
-                    members.sort_by_key(|&i| plan.deliveries[i].body.task.status == TaskStatus::Failed);
+                    members.sort_by_key(|&i| {
+                        plan.deliveries[i].body.task.status == TaskStatus::Failed
+                    });
                     for (rank, &i) in members.iter().enumerate() {
                         plan.deliveries[i].wave = plan.deliveries[i].wave.max(rank as u32);
                     }

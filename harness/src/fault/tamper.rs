@@ -18,7 +18,12 @@ use crate::signature::{Scheme, Secret, SignInput};
 use crate::workload::{signing_name, task_body, Plan, Redelivery};
 
 /// Adds the forged deliveries and rotation signings of `spec`.
-pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, scenario: &Scenario, spec: &TamperSpec, rng: &mut R) {
+pub fn apply<R: Rng + ?Sized>(
+    plan: &mut Plan,
+    scenario: &Scenario,
+    spec: &TamperSpec,
+    rng: &mut R,
+) {
     let mut added = 0;
     for account in &scenario.accounts {
         for &forgery in &spec.forgeries {
@@ -32,16 +37,27 @@ pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, scenario: &Scenario, spec: &Tampe
                         .map(|(i, _)| i)
                         .collect();
                     if genuine.is_empty() {
-                        plan.note("tamper", "skip expired-replay", Some(format!("no genuine delivery for {account} to replay")));
+                        plan.note(
+                            "tamper",
+                            "skip expired-replay",
+                            Some(format!("no genuine delivery for {account} to replay")),
+                        );
                         continue;
                     }
                     let i = genuine[rng.gen_range(0..genuine.len())];
-                    plan.deliveries[i].redeliveries.push(Redelivery::ExpiredReplay);
+                    plan.deliveries[i]
+                        .redeliveries
+                        .push(Redelivery::ExpiredReplay);
                     added += 1;
                     continue;
                 }
                 let key = format!("job-forged-{}-{}", forgery.as_str(), n + 1);
-                let body = task_body(rng, Some(key), TaskStatus::Completed, crate::workload::EPOCH.into());
+                let body = task_body(
+                    rng,
+                    Some(key),
+                    TaskStatus::Completed,
+                    crate::workload::EPOCH.into(),
+                );
                 let intent = match forgery {
                     Forgery::CrossAccount => Intent::CrossAccount,
                     Forgery::Oversized => Intent::Oversized,
@@ -70,11 +86,23 @@ pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, scenario: &Scenario, spec: &Tampe
             d.detail = Some(signing_name(s).into());
         }
         let names: Vec<&str> = spec.rotation.iter().map(|&s| signing_name(s)).collect();
-        plan.note("tamper", format!("sign {} genuine deliveries in rotation phases {}", genuine.len(), names.join(", ")), None);
+        plan.note(
+            "tamper",
+            format!(
+                "sign {} genuine deliveries in rotation phases {}",
+                genuine.len(),
+                names.join(", ")
+            ),
+            None,
+        );
     }
     if added > 0 {
         let names: Vec<&str> = spec.forgeries.iter().map(|f| f.as_str()).collect();
-        plan.note("tamper", format!("add {added} must-reject deliveries: {}", names.join(", ")), None);
+        plan.note(
+            "tamper",
+            format!("add {added} must-reject deliveries: {}", names.join(", ")),
+            None,
+        );
     }
 }
 
@@ -94,9 +122,14 @@ pub struct Keys {
 /// A secret derived from `seed`, valid for every scheme (`whsec_` + base64).
 pub fn derived_secret(seed: u64, purpose: &str) -> Secret {
     use rand::SeedableRng;
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(crate::workload::derive_seed(seed, "secret", purpose, 0));
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(crate::workload::derive_seed(
+        seed, "secret", purpose, 0,
+    ));
     let bytes: [u8; 24] = rng.gen();
-    Secret::new(format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(bytes)))
+    Secret::new(format!(
+        "whsec_{}",
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    ))
 }
 
 /// A request ready to send: headers (signature, timestamp, scheme id) and body.
@@ -131,9 +164,13 @@ pub struct SignRequest<'a> {
 pub fn signature_header(scheme: &Scheme) -> &str {
     match scheme {
         Scheme::TimestampedHex { header } => header,
-        Scheme::StandardWebhooks { signature_header, .. } => signature_header,
+        Scheme::StandardWebhooks {
+            signature_header, ..
+        } => signature_header,
         Scheme::BodyHmac { header, .. } => header,
-        Scheme::Slack { signature_header, .. } => signature_header,
+        Scheme::Slack {
+            signature_header, ..
+        } => signature_header,
     }
 }
 
@@ -145,11 +182,19 @@ fn single_signature(scheme: &Scheme) -> bool {
 /// `Err` names why the forgery cannot be expressed with this scheme or
 /// these keys; the sender then skips the delivery and says so.
 pub fn sign(scheme: &Scheme, keys: &Keys, req: SignRequest<'_>) -> Result<Signed, String> {
-    let do_sign = |secrets: &[Secret], ts: i64, body: &[u8]| -> Result<Vec<(String, String)>, String> {
-        scheme
-            .sign(secrets, SignInput { id: req.id, timestamp: ts, body })
-            .map_err(|e| format!("cannot sign: {e}"))
-    };
+    let do_sign =
+        |secrets: &[Secret], ts: i64, body: &[u8]| -> Result<Vec<(String, String)>, String> {
+            scheme
+                .sign(
+                    secrets,
+                    SignInput {
+                        id: req.id,
+                        timestamp: ts,
+                        body,
+                    },
+                )
+                .map_err(|e| format!("cannot sign: {e}"))
+        };
     let last = || keys.current.last().cloned().into_iter().collect::<Vec<_>>();
     let genuine_keys: Vec<Secret> = match req.signing {
         Signing::Current if single_signature(scheme) => last(),
@@ -168,7 +213,10 @@ pub fn sign(scheme: &Scheme, keys: &Keys, req: SignRequest<'_>) -> Result<Signed
     };
     let timestamped = scheme.has_timestamp();
     let Some(forgery) = req.forgery else {
-        return Ok(Signed { headers: do_sign(&genuine_keys, req.now, req.body)?, body: req.body.to_vec() });
+        return Ok(Signed {
+            headers: do_sign(&genuine_keys, req.now, req.body)?,
+            body: req.body.to_vec(),
+        });
     };
     let mut body = req.body.to_vec();
     let headers = match forgery {
@@ -200,7 +248,9 @@ pub fn sign(scheme: &Scheme, keys: &Keys, req: SignRequest<'_>) -> Result<Signed
             replace(&mut h, &|v| match &s {
                 Scheme::TimestampedHex { .. } => v.replace(",v1=", ",v2="),
                 Scheme::StandardWebhooks { .. } => v.replace("v1,", "v2,"),
-                Scheme::BodyHmac { prefix, .. } => format!("v2={}", v.strip_prefix(prefix.as_str()).unwrap_or(v)),
+                Scheme::BodyHmac { prefix, .. } => {
+                    format!("v2={}", v.strip_prefix(prefix.as_str()).unwrap_or(v))
+                }
                 Scheme::Slack { .. } => v.replacen("v0=", "v1=", 1),
             });
             h
@@ -208,17 +258,34 @@ pub fn sign(scheme: &Scheme, keys: &Keys, req: SignRequest<'_>) -> Result<Signed
         Forgery::StaleTimestamp | Forgery::ExpiredReplay | Forgery::FutureTimestamp => {
             let tol = match (timestamped, req.tolerance) {
                 (true, Some(t)) => t,
-                _ => return Err(format!("{}: the scheme has no timestamp tolerance", forgery.as_str())),
+                _ => {
+                    return Err(format!(
+                        "{}: the scheme has no timestamp tolerance",
+                        forgery.as_str()
+                    ))
+                }
             };
-            let ts = if forgery == Forgery::FutureTimestamp { req.now + tol + 60 } else { req.now - tol - 60 };
+            let ts = if forgery == Forgery::FutureTimestamp {
+                req.now + tol + 60
+            } else {
+                req.now - tol - 60
+            };
             do_sign(&genuine_keys, ts, req.body)?
         }
         Forgery::CrossAccount => match &keys.other_account {
             Some(other) if !other.is_empty() && other != &keys.current => {
-                let other: Vec<Secret> = if single_signature(scheme) { other.last().cloned().into_iter().collect() } else { other.clone() };
+                let other: Vec<Secret> = if single_signature(scheme) {
+                    other.last().cloned().into_iter().collect()
+                } else {
+                    other.clone()
+                };
                 do_sign(&other, req.now, req.body)?
             }
-            _ => return Err("cross-account: no other account's secret, or it equals this one's".into()),
+            _ => {
+                return Err(
+                    "cross-account: no other account's secret, or it equals this one's".into(),
+                )
+            }
         },
         Forgery::Oversized => {
             body = oversized_body(req.body, req.max_body);
@@ -228,7 +295,11 @@ pub fn sign(scheme: &Scheme, keys: &Keys, req: SignRequest<'_>) -> Result<Signed
             if keys.retired.is_empty() {
                 return Err("retired-secret: no retired secret".into());
             }
-            let retired: Vec<Secret> = if single_signature(scheme) { keys.retired[..1].to_vec() } else { keys.retired.clone() };
+            let retired: Vec<Secret> = if single_signature(scheme) {
+                keys.retired[..1].to_vec()
+            } else {
+                keys.retired.clone()
+            };
             do_sign(&retired, req.now, req.body)?
         }
     };

@@ -180,7 +180,10 @@ mod tests {
         assert_eq!(g(Intent::Forged, answer(Some(401), false)), Outcome::Fail);
         assert_eq!(g(Intent::Forged, answer(Some(500), false)), Outcome::Info);
         assert_eq!(g(Intent::Genuine, answer(Some(308), false)), Outcome::Info);
-        assert_eq!(g(Intent::Oversized, answer(Some(413), false)), Outcome::Fail);
+        assert_eq!(
+            g(Intent::Oversized, answer(Some(413), false)),
+            Outcome::Fail
+        );
     }
 
     #[test]

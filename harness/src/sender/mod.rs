@@ -23,7 +23,9 @@ use rand_chacha::ChaCha8Rng;
 use tokio::sync::Semaphore;
 
 use crate::fault::{drop_ack, duplicate, reorder, tamper};
-use crate::history::{now_rfc3339, Attempt, Event, FaultEvent, HistoryError, HistorySink, Intent, Outcome};
+use crate::history::{
+    now_rfc3339, Attempt, Event, FaultEvent, HistoryError, HistorySink, Intent, Outcome,
+};
 use crate::profile::Profile;
 use crate::scenario::{Forgery, Scenario, Signing};
 use crate::signature::{Scheme, Secret};
@@ -61,7 +63,11 @@ pub struct SendConfig {
 impl SendConfig {
     /// A configuration with defaults: time scale 1, seed 0, 16 in flight,
     /// 1 MiB body limit, no retired secrets.
-    pub fn new(url: impl Into<String>, profile: Profile, secrets: BTreeMap<String, Vec<Secret>>) -> Self {
+    pub fn new(
+        url: impl Into<String>,
+        profile: Profile,
+        secrets: BTreeMap<String, Vec<Secret>>,
+    ) -> Self {
         SendConfig {
             url: url.into(),
             profile,
@@ -96,7 +102,9 @@ pub enum SendError {
     #[error("{0}")]
     Config(String),
     /// Nothing listens at the target.
-    #[error("target {url} is unreachable: {error} (hint: is the receiver running and listening there?)")]
+    #[error(
+        "target {url} is unreachable: {error} (hint: is the receiver running and listening there?)"
+    )]
     Unreachable {
         /// The URL.
         url: String,
@@ -155,7 +163,11 @@ struct Ctx {
 }
 
 /// Plans `scenario` with `cfg.seed` and delivers it, writing every attempt to `sink`.
-pub async fn send(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> Result<SendSummary, SendError> {
+pub async fn send(
+    scenario: &Scenario,
+    cfg: &SendConfig,
+    sink: &HistorySink,
+) -> Result<SendSummary, SendError> {
     let start = Instant::now();
     let ctx = Arc::new(prepare(scenario, cfg, sink)?);
     probe(&ctx).await?;
@@ -192,7 +204,10 @@ pub async fn send(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> 
 
 fn prepare(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> Result<Ctx, SendError> {
     if !(cfg.time_scale.is_finite() && cfg.time_scale > 0.0) {
-        return Err(SendError::Config(format!("time scale {}: expected a number above 0", cfg.time_scale)));
+        return Err(SendError::Config(format!(
+            "time scale {}: expected a number above 0",
+            cfg.time_scale
+        )));
     }
     if cfg.concurrency == 0 {
         return Err(SendError::Config("concurrency must be 1 or more".into()));
@@ -201,7 +216,10 @@ fn prepare(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> Result<
     let mut keys = BTreeMap::new();
     for (i, account) in scenario.accounts.iter().enumerate() {
         let url = cfg.url_for(account);
-        let uri: http::Uri = url.parse().map_err(|e| SendError::BadUrl { url: url.clone(), reason: format!("{e}") })?;
+        let uri: http::Uri = url.parse().map_err(|e| SendError::BadUrl {
+            url: url.clone(),
+            reason: format!("{e}"),
+        })?;
         if uri.scheme_str() != Some("http") || uri.host().is_none() {
             return Err(SendError::BadUrl {
                 url,
@@ -219,14 +237,26 @@ fn prepare(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> Result<
         // A secret the scheme cannot key with (e.g. not base64 after whsec_) is a config error.
         cfg.profile
             .scheme
-            .sign(&current, crate::signature::SignInput { id: "whd_check", timestamp: 0, body: b"{}" })
+            .sign(
+                &current,
+                crate::signature::SignInput {
+                    id: "whd_check",
+                    timestamp: 0,
+                    body: b"{}",
+                },
+            )
             .map_err(|e| SendError::Config(format!("secret for account {account:?}: {e}")))?;
         let retired = cfg
             .retired
             .get(account)
             .filter(|s| !s.is_empty())
             .cloned()
-            .unwrap_or_else(|| vec![tamper::derived_secret(cfg.seed, &format!("retired:{account}"))]);
+            .unwrap_or_else(|| {
+                vec![tamper::derived_secret(
+                    cfg.seed,
+                    &format!("retired:{account}"),
+                )]
+            });
         let other = scenario
             .accounts
             .iter()
@@ -261,18 +291,33 @@ fn prepare(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> Result<
 async fn probe(ctx: &Ctx) -> Result<(), SendError> {
     let mut seen = std::collections::BTreeSet::new();
     for uri in ctx.uris.values() {
-        let host = uri.host().unwrap_or_default().trim_start_matches('[').trim_end_matches(']').to_string();
+        let host = uri
+            .host()
+            .unwrap_or_default()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
         let port = uri.port_u16().unwrap_or(80);
         if !seen.insert((host.clone(), port)) {
             continue;
         }
-        let res = tokio::time::timeout(ctx.cfg.probe_timeout, tokio::net::TcpStream::connect((host.as_str(), port))).await;
+        let res = tokio::time::timeout(
+            ctx.cfg.probe_timeout,
+            tokio::net::TcpStream::connect((host.as_str(), port)),
+        )
+        .await;
         let error = match res {
             Ok(Ok(_)) => continue,
             Ok(Err(e)) => e.to_string(),
-            Err(_) => format!("no connection within {}", crate::units::format_duration(ctx.cfg.probe_timeout)),
+            Err(_) => format!(
+                "no connection within {}",
+                crate::units::format_duration(ctx.cfg.probe_timeout)
+            ),
         };
-        return Err(SendError::Unreachable { url: uri.to_string(), error });
+        return Err(SendError::Unreachable {
+            url: uri.to_string(),
+            error,
+        });
     }
     Ok(())
 }
@@ -348,7 +393,11 @@ impl Ctx {
     }
 
     fn skip(&self, d: &PlannedDelivery, why: String) {
-        self.stats.lock().unwrap_or_else(|p| p.into_inner()).summary.skipped += 1;
+        self.stats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .summary
+            .skipped += 1;
         self.write(Event::Fault(FaultEvent {
             scenario: self.scenario.clone(),
             at: now_rfc3339(),
@@ -360,7 +409,12 @@ impl Ctx {
 
     /// The full header list of one request: scheme headers plus content
     /// type, delivery id and event type.
-    fn headers(&self, d: &PlannedDelivery, id: &str, signed: &[(String, String)]) -> Vec<(String, String)> {
+    fn headers(
+        &self,
+        d: &PlannedDelivery,
+        id: &str,
+        signed: &[(String, String)],
+    ) -> Vec<(String, String)> {
         let p = &self.cfg.profile;
         let mut h = vec![("Content-Type".to_string(), "application/json".to_string())];
         if let Some(idh) = p.delivery_id_header() {
@@ -382,7 +436,12 @@ impl Ctx {
         h
     }
 
-    fn sign(&self, d: &PlannedDelivery, id: &str, forgery: Option<Forgery>) -> Result<tamper::Signed, String> {
+    fn sign(
+        &self,
+        d: &PlannedDelivery,
+        id: &str,
+        forgery: Option<Forgery>,
+    ) -> Result<tamper::Signed, String> {
         let keys = &self.keys[&d.account];
         tamper::sign(
             &self.cfg.profile.scheme,
@@ -399,10 +458,27 @@ impl Ctx {
         )
     }
 
-    async fn exchange(&self, d: &PlannedDelivery, headers: &[(String, String)], body: &[u8], fresh: bool) -> Answer {
-        let _permit = self.sem.acquire().await.expect("the semaphore is never closed");
+    async fn exchange(
+        &self,
+        d: &PlannedDelivery,
+        headers: &[(String, String)],
+        body: &[u8],
+        fresh: bool,
+    ) -> Answer {
+        let _permit = self
+            .sem
+            .acquire()
+            .await
+            .expect("the semaphore is never closed");
         let client = if fresh { &self.fresh } else { &self.pooled };
-        exchange::exchange(client, &self.uris[&d.account], headers, Bytes::copy_from_slice(body), self.cfg.profile.timeout).await
+        exchange::exchange(
+            client,
+            &self.uris[&d.account],
+            headers,
+            Bytes::copy_from_slice(body),
+            self.cfg.profile.timeout,
+        )
+        .await
     }
 
     async fn sleep_scaled(&self, wait: Duration) {
@@ -433,29 +509,45 @@ async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
                         at: now_rfc3339(),
                         fault: "duplicate".into(),
                         action: format!("skip replay of {}", d.id),
-                        detail: Some("the delivery was never acknowledged, so there is no request to replay".into()),
+                        detail: Some(
+                            "the delivery was never acknowledged, so there is no request to replay"
+                                .into(),
+                        ),
                     }));
                     continue;
                 };
                 let (id, name, headers, detail) = match redelivery {
                     Redelivery::FreshId(new_id) => {
-                        let headers = if matches!(ctx.cfg.profile.scheme, Scheme::StandardWebhooks { .. }) {
-                            // The id is signed under this scheme: sign again with the new id.
-                            match ctx.sign(d, new_id, None) {
-                                Ok(s) => ctx.headers(d, new_id, &s.headers),
-                                Err(why) => {
-                                    ctx.skip(d, why);
-                                    continue;
+                        let headers =
+                            if matches!(ctx.cfg.profile.scheme, Scheme::StandardWebhooks { .. }) {
+                                // The id is signed under this scheme: sign again with the new id.
+                                match ctx.sign(d, new_id, None) {
+                                    Ok(s) => ctx.headers(d, new_id, &s.headers),
+                                    Err(why) => {
+                                        ctx.skip(d, why);
+                                        continue;
+                                    }
                                 }
-                            }
-                        } else {
-                            let idh = ctx.cfg.profile.delivery_id_header().unwrap_or("Webhook-Id");
-                            got.headers
-                                .iter()
-                                .map(|(k, v)| if k.eq_ignore_ascii_case(idh) { (k.clone(), new_id.clone()) } else { (k.clone(), v.clone()) })
-                                .collect()
-                        };
-                        (new_id.as_str(), duplicate::FRESH_ID, headers, Some(format!("fresh id for {}", d.id)))
+                            } else {
+                                let idh =
+                                    ctx.cfg.profile.delivery_id_header().unwrap_or("Webhook-Id");
+                                got.headers
+                                    .iter()
+                                    .map(|(k, v)| {
+                                        if k.eq_ignore_ascii_case(idh) {
+                                            (k.clone(), new_id.clone())
+                                        } else {
+                                            (k.clone(), v.clone())
+                                        }
+                                    })
+                                    .collect()
+                            };
+                        (
+                            new_id.as_str(),
+                            duplicate::FRESH_ID,
+                            headers,
+                            Some(format!("fresh id for {}", d.id)),
+                        )
                     }
                     _ => (d.id.as_str(), duplicate::REPLAY, got.headers.clone(), None),
                 };
@@ -510,7 +602,11 @@ async fn run_round(
     mut drops_left: u32,
 ) -> Option<Option<Delivered>> {
     let schedule = &ctx.cfg.profile.schedule;
-    let max = if d.single_attempt { 1 } else { schedule.max_attempts.max(1) };
+    let max = if d.single_attempt {
+        1
+    } else {
+        schedule.max_attempts.max(1)
+    };
     let base_faults = {
         let mut f = d.faults();
         if round > 0 && d.intent == Intent::Genuine {
@@ -550,15 +646,30 @@ async fn run_round(
             }
         };
         let headers = ctx.headers(d, &d.id, &signed.headers);
-        let copies = if round == 0 && n == 1 { d.copies.max(1) } else { 1 };
+        let copies = if round == 0 && n == 1 {
+            d.copies.max(1)
+        } else {
+            1
+        };
         let sent_at = now_rfc3339();
         let answers = if copies > 1 {
             let barrier = tokio::sync::Barrier::new(copies as usize);
             let (headers, body, barrier) = (&headers, &signed.body, &barrier);
-            let _permit = ctx.sem.acquire().await.expect("the semaphore is never closed");
+            let _permit = ctx
+                .sem
+                .acquire()
+                .await
+                .expect("the semaphore is never closed");
             let futs = (0..copies).map(|_| async move {
                 barrier.wait().await;
-                exchange::exchange(&ctx.fresh, &ctx.uris[&d.account], headers, Bytes::copy_from_slice(body), ctx.cfg.profile.timeout).await
+                exchange::exchange(
+                    &ctx.fresh,
+                    &ctx.uris[&d.account],
+                    headers,
+                    Bytes::copy_from_slice(body),
+                    ctx.cfg.profile.timeout,
+                )
+                .await
             });
             futures_util::future::join_all(futs).await
         } else {
@@ -617,7 +728,10 @@ async fn run_round(
             dead,
         });
         if delivered {
-            return Some(Some(Delivered { headers, body: signed.body }));
+            return Some(Some(Delivered {
+                headers,
+                body: signed.body,
+            }));
         }
         if last {
             break;

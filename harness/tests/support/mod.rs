@@ -9,12 +9,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
 use hookstorm::history::{Event, HistorySink};
 use hookstorm::profile::Profile;
 use hookstorm::scenario::Scenario;
 use hookstorm::sender::SendConfig;
 use hookstorm::signature::{Secret, VerifyError};
+use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 
@@ -32,7 +32,10 @@ pub struct Seen {
 
 impl Seen {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -57,7 +60,14 @@ pub fn secrets(accounts: &[&str]) -> BTreeMap<String, Vec<Secret>> {
     accounts
         .iter()
         .enumerate()
-        .map(|(i, a)| (a.to_string(), vec![Secret::new(format!("whsec_dGVzdC1zZWNyZXQtbnVtYmVyLXt7e3t{i}"))]))
+        .map(|(i, a)| {
+            (
+                a.to_string(),
+                vec![Secret::new(format!(
+                    "whsec_dGVzdC1zZWNyZXQtbnVtYmVyLXt7e3t{i}"
+                ))],
+            )
+        })
         .collect()
 }
 
@@ -78,14 +88,20 @@ pub fn always(status: u16) -> Behave {
     Arc::new(move |_, _| (status, Duration::ZERO))
 }
 
-pub async fn serve(profile: Profile, secrets: BTreeMap<String, Vec<Secret>>, behave: Behave) -> Server {
+pub async fn serve(
+    profile: Profile,
+    secrets: BTreeMap<String, Vec<Secret>>,
+    behave: Behave,
+) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
     let state = (Arc::new(profile), Arc::new(secrets), behave, seen.clone());
     tokio::spawn(async move {
         loop {
-            let Ok((stream, _)) = listener.accept().await else { return };
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
             let state = state.clone();
             tokio::spawn(async move {
                 let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
@@ -96,17 +112,46 @@ pub async fn serve(profile: Profile, secrets: BTreeMap<String, Vec<Secret>>, beh
                         let hmap = req.headers().clone();
                         let headers = hmap
                             .iter()
-                            .map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                            .map(|(k, v)| {
+                                (
+                                    k.to_string(),
+                                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                                )
+                            })
                             .collect();
-                        let body = req.into_body().collect().await.map(|b| b.to_bytes().to_vec()).unwrap_or_default();
+                        let body = req
+                            .into_body()
+                            .collect()
+                            .await
+                            .map(|b| b.to_bytes().to_vec())
+                            .unwrap_or_default();
                         let account = path.rsplit('/').next().unwrap_or_default().to_string();
                         let keys = secrets.get(&account).cloned().unwrap_or_default();
-                        let verified = profile.scheme.verify(&keys, &hmap, &body, chrono::Utc::now().timestamp(), profile.tolerance_secs());
+                        let verified = profile.scheme.verify(
+                            &keys,
+                            &hmap,
+                            &body,
+                            chrono::Utc::now().timestamp(),
+                            profile.tolerance_secs(),
+                        );
                         let key = serde_json::from_slice::<serde_json::Value>(&body)
                             .ok()
                             .and_then(|v| v["task"]["id"].as_str().map(String::from));
-                        let mut s = Seen { path, headers, body, key, start, end: start, verified };
-                        let n = seen.lock().unwrap().iter().filter(|x| x.key.is_some() && x.key == s.key).count();
+                        let mut s = Seen {
+                            path,
+                            headers,
+                            body,
+                            key,
+                            start,
+                            end: start,
+                            verified,
+                        };
+                        let n = seen
+                            .lock()
+                            .unwrap()
+                            .iter()
+                            .filter(|x| x.key.is_some() && x.key == s.key)
+                            .count();
                         let (status, delay) = behave(&s, n);
                         if !delay.is_zero() {
                             tokio::time::sleep(delay).await;
@@ -120,7 +165,9 @@ pub async fn serve(profile: Profile, secrets: BTreeMap<String, Vec<Secret>>, beh
                         Ok::<_, Infallible>(resp.body(Full::new(Bytes::new())).unwrap())
                     }
                 });
-                let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
             });
         }
     });
@@ -137,7 +184,13 @@ pub fn scenario(dir: &std::path::Path, body: &str) -> Scenario {
     Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
-pub fn config(server: &Server, profile: Profile, accounts: &[&str], time_scale: f64, seed: u64) -> SendConfig {
+pub fn config(
+    server: &Server,
+    profile: Profile,
+    accounts: &[&str],
+    time_scale: f64,
+    seed: u64,
+) -> SendConfig {
     let mut cfg = SendConfig::new(server.url(), profile, secrets(accounts));
     cfg.time_scale = time_scale;
     cfg.seed = seed;
