@@ -314,6 +314,105 @@ pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
+/// A cloneable handle many tasks write events through, concurrently.
+///
+/// Backed by one [`HistoryWriter`] behind a mutex: a line is serialized and
+/// buffered under the lock, so lines never interleave. The first write error
+/// is kept and returned by every later write and by [`HistorySink::finish`],
+/// so nothing is lost silently; `finish` flushes and fsyncs.
+#[derive(Clone)]
+pub struct HistorySink {
+    inner: std::sync::Arc<std::sync::Mutex<SinkState>>,
+}
+
+struct SinkState {
+    writer: Option<HistoryWriter>,
+    error: Option<String>,
+    path: PathBuf,
+}
+
+impl HistorySink {
+    /// Creates (truncates) the history file.
+    pub fn create(path: &Path) -> Result<Self, HistoryError> {
+        Ok(Self::from_writer(HistoryWriter::create(path)?))
+    }
+
+    /// Wraps an open writer.
+    pub fn from_writer(writer: HistoryWriter) -> Self {
+        let path = writer.path.clone();
+        HistorySink {
+            inner: std::sync::Arc::new(std::sync::Mutex::new(SinkState {
+                writer: Some(writer),
+                error: None,
+                path,
+            })),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, SinkState> {
+        // A panic elsewhere while holding the lock leaves a usable writer.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Appends one event.
+    pub fn write(&self, event: Event) -> Result<(), HistoryError> {
+        let mut st = self.lock();
+        let path = st.path.clone();
+        if let Some(msg) = &st.error {
+            return Err(sink_error(&path, msg));
+        }
+        let Some(w) = st.writer.as_mut() else {
+            return Err(sink_error(&path, "history already finished"));
+        };
+        if let Err(e) = w.write(&event) {
+            st.error = Some(e.to_string());
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Lines written so far.
+    pub fn lines(&self) -> u64 {
+        self.lock().writer.as_ref().map(|w| w.lines()).unwrap_or(0)
+    }
+
+    /// The first write error, if any.
+    pub fn error(&self) -> Option<String> {
+        self.lock().error.clone()
+    }
+
+    /// Flushes the buffer to the OS (not fsync): for readers during a run.
+    pub fn flush(&self) -> Result<(), HistoryError> {
+        let mut st = self.lock();
+        match st.writer.as_mut() {
+            Some(w) => w.flush(),
+            None => Ok(()),
+        }
+    }
+
+    /// Flushes and fsyncs; returns the lines written. Later writes fail.
+    pub fn finish(&self) -> Result<u64, HistoryError> {
+        let mut st = self.lock();
+        let path = st.path.clone();
+        if let Some(msg) = &st.error {
+            return Err(sink_error(&path, msg));
+        }
+        let Some(w) = st.writer.take() else {
+            return Err(sink_error(&path, "history already finished"));
+        };
+        let lines = w.lines();
+        w.finish()?;
+        Ok(lines)
+    }
+}
+
+fn sink_error(path: &Path, msg: &str) -> HistoryError {
+    HistoryError::Io {
+        path: path.into(),
+        source: std::io::Error::other(msg.to_string()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -328,7 +427,7 @@ mod tests {
             attempt: n,
             round: 0,
             faults: vec![],
-            sent_at: now_rfc3339(),
+            sent_at: "2026-11-29T10:00:01.000Z".into(),
             status: Some(204),
             latency_ms: Some(1.5),
             error: None,
@@ -363,6 +462,29 @@ mod tests {
             .next()
             .unwrap()
             .starts_with(r#"{"type":"attempt""#));
+    }
+
+    #[test]
+    fn concurrent_sink_writes_lose_no_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.jsonl");
+        let sink = HistorySink::create(&path).unwrap();
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let s = sink.clone();
+                std::thread::spawn(move || {
+                    for n in 0..200 {
+                        s.write(attempt(n, Outcome::Ok)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(sink.finish().unwrap(), 1600);
+        assert!(sink.write(attempt(1, Outcome::Ok)).is_err());
+        assert_eq!(read(&path).unwrap().filter(|e| e.is_ok()).count(), 1600);
     }
 
     #[test]

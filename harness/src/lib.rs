@@ -16,14 +16,22 @@
 //! - [`delivery`]: the delivery body and the job-key rule.
 //! - [`state`]: the receiver state every probe returns.
 //! - [`history`]: the JSON Lines history of attempts.
+//! - [`scenario`]: scenario files (workload and faults as data).
+//! - [`workload`]: a scenario plus a seed becomes a deterministic plan.
+//! - [`fault`]: fault actors over the delivery stream (duplicate, reorder, drop_ack, tamper).
+//! - [`sender`]: delivers a plan over real HTTP the way a profile says.
 #![warn(missing_docs)]
 
 pub mod delivery;
 pub mod error;
 pub mod exit;
+pub mod fault;
 pub mod history;
 pub mod profile;
+pub mod scenario;
 pub mod schedule;
+pub mod sender;
 pub mod signature;
 pub mod state;
 pub mod units;
+pub mod workload;

@@ -385,7 +385,7 @@ impl Scheme {
                 signature_header,
                 timestamp_header,
             } => {
-                let m = macs.first().map(|m| hex::encode(m)).unwrap_or_default();
+                let m = macs.first().map(hex::encode).unwrap_or_default();
                 vec![
                     (timestamp_header.clone(), ts),
                     (signature_header.clone(), format!("v0={m}")),
@@ -656,8 +656,14 @@ mod tests {
             )
             .unwrap();
         assert_eq!(h[0].1.matches("v1=").count(), 2);
-        s.verify(&[new.clone()], h.as_slice(), b"x", 50, Some(300))
-            .unwrap();
+        s.verify(
+            std::slice::from_ref(&new),
+            h.as_slice(),
+            b"x",
+            50,
+            Some(300),
+        )
+        .unwrap();
         s.verify(&[old], h.as_slice(), b"x", 50, Some(300)).unwrap();
         let only_old = s
             .sign(

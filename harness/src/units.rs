@@ -32,7 +32,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationParseError> {
         "d" => value * 86400.0,
         _ => return Err(err()),
     };
-    if !secs.is_finite() || secs < 0.0 || secs > 1e10 {
+    if !secs.is_finite() || !(0.0..=1e10).contains(&secs) {
         return Err(err());
     }
     Ok(Duration::from_secs_f64(secs))

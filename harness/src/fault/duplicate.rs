@@ -1,0 +1,62 @@
+//! `duplicate`: the same delivery more than once.
+//!
+//! Concurrent copies are released at one instant on separate connections
+//! (a provider's retry racing its own first attempt, or two workers picking
+//! the same job): they catch check-then-insert races. Sequential copies come
+//! after the first ack: exact replays of the signed request, replays with a
+//! fresh `Webhook-Id` (which catch receivers deduplicating on that unsigned
+//! header instead of the task id), and dashboard redeliveries.
+
+use rand::Rng;
+
+use crate::history::Intent;
+use crate::scenario::{DuplicateMode, DuplicateSpec};
+use crate::workload::{random_id, Plan, Redelivery};
+
+/// Fault name of concurrent copies.
+pub const CONCURRENT: &str = "duplicate-concurrent";
+/// Fault name of exact replays.
+pub const REPLAY: &str = "duplicate-replay";
+/// Fault name of replays under a fresh delivery id.
+pub const FRESH_ID: &str = "duplicate-fresh-id";
+/// Fault name of dashboard redeliveries.
+pub const REDELIVER: &str = "duplicate-redeliver";
+
+/// Adds copies or redeliveries to a share of the genuine deliveries.
+pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &DuplicateSpec, rng: &mut R) {
+    let mut n = 0;
+    for d in plan.deliveries.iter_mut() {
+        if d.intent != Intent::Genuine || !rng.gen_bool(spec.share) {
+            continue;
+        }
+        n += 1;
+        match spec.mode {
+            DuplicateMode::Concurrent => {
+                d.copies = rng.gen_range(spec.copies[0]..=spec.copies[1]);
+            }
+            DuplicateMode::Sequential => {
+                for _ in 0..spec.replay {
+                    d.redeliveries.push(Redelivery::Replay);
+                }
+                for _ in 0..spec.fresh_id {
+                    d.redeliveries
+                        .push(Redelivery::FreshId(random_id("whd_", rng)));
+                }
+                for _ in 0..spec.redeliver {
+                    d.redeliveries.push(Redelivery::Redeliver);
+                }
+            }
+        }
+    }
+    let action = match spec.mode {
+        DuplicateMode::Concurrent => format!(
+            "send {n} deliveries as {}-{} concurrent copies",
+            spec.copies[0], spec.copies[1]
+        ),
+        DuplicateMode::Sequential => format!(
+            "re-send {n} deliveries after their ack: {} replay(s), {} fresh-id replay(s), {} redelivery(ies) each",
+            spec.replay, spec.fresh_id, spec.redeliver
+        ),
+    };
+    plan.note("duplicate", action, None);
+}

@@ -1,0 +1,330 @@
+//! `tamper`: deliveries a receiver must refuse, and key rotation.
+//!
+//! At plan time it adds forged deliveries on fresh task ids that are never
+//! sent genuinely (so "nothing stored" is checkable), marks replays of
+//! genuine requests past the tolerance, and spreads genuine deliveries over
+//! rotation signings. At send time [`sign`] builds the actual headers with
+//! the wall clock, then breaks them the way each forgery says. Every
+//! forgery is proven, in the tests, to fail [`Scheme::verify`].
+
+use base64::Engine as _;
+use rand::Rng;
+use serde_json::json;
+
+use crate::delivery::TaskStatus;
+use crate::history::Intent;
+use crate::scenario::{Forgery, Scenario, Signing, TamperSpec};
+use crate::signature::{Scheme, Secret, SignInput};
+use crate::workload::{signing_name, task_body, Plan, Redelivery};
+
+/// Adds the forged deliveries and rotation signings of `spec`.
+pub fn apply<R: Rng + ?Sized>(
+    plan: &mut Plan,
+    scenario: &Scenario,
+    spec: &TamperSpec,
+    rng: &mut R,
+) {
+    let mut added = 0;
+    for account in &scenario.accounts {
+        for &forgery in &spec.forgeries {
+            for n in 0..spec.each {
+                if forgery == Forgery::ExpiredReplay {
+                    let genuine: Vec<usize> = plan
+                        .deliveries
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, d)| &d.account == account && d.intent == Intent::Genuine)
+                        .map(|(i, _)| i)
+                        .collect();
+                    if genuine.is_empty() {
+                        plan.note(
+                            "tamper",
+                            "skip expired-replay",
+                            Some(format!("no genuine delivery for {account} to replay")),
+                        );
+                        continue;
+                    }
+                    let i = genuine[rng.gen_range(0..genuine.len())];
+                    plan.deliveries[i]
+                        .redeliveries
+                        .push(Redelivery::ExpiredReplay);
+                    added += 1;
+                    continue;
+                }
+                let key = format!("job-forged-{}-{}", forgery.as_str(), n + 1);
+                let body = task_body(
+                    rng,
+                    Some(key),
+                    TaskStatus::Completed,
+                    crate::workload::EPOCH.into(),
+                );
+                let intent = match forgery {
+                    Forgery::CrossAccount => Intent::CrossAccount,
+                    Forgery::Oversized => Intent::Oversized,
+                    _ => Intent::Forged,
+                };
+                let d = plan.push_new(rng, account, body, intent);
+                d.forgery = Some(forgery);
+                d.detail = Some(forgery.as_str().into());
+                added += 1;
+            }
+        }
+    }
+    if !spec.rotation.is_empty() {
+        let genuine: Vec<usize> = plan
+            .deliveries
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.intent == Intent::Genuine)
+            .map(|(i, _)| i)
+            .collect();
+        let n = genuine.len().max(1);
+        for (k, &i) in genuine.iter().enumerate() {
+            let s = spec.rotation[k * spec.rotation.len() / n];
+            let d = &mut plan.deliveries[i];
+            d.signing = s;
+            d.detail = Some(signing_name(s).into());
+        }
+        let names: Vec<&str> = spec.rotation.iter().map(|&s| signing_name(s)).collect();
+        plan.note(
+            "tamper",
+            format!(
+                "sign {} genuine deliveries in rotation phases {}",
+                genuine.len(),
+                names.join(", ")
+            ),
+            None,
+        );
+    }
+    if added > 0 {
+        let names: Vec<&str> = spec.forgeries.iter().map(|f| f.as_str()).collect();
+        plan.note(
+            "tamper",
+            format!("add {added} must-reject deliveries: {}", names.join(", ")),
+            None,
+        );
+    }
+}
+
+/// The secrets the sender signs with for one account.
+#[derive(Debug, Clone)]
+pub struct Keys {
+    /// Secrets the receiver accepts, oldest first.
+    pub current: Vec<Secret>,
+    /// Secrets the receiver has retired.
+    pub retired: Vec<Secret>,
+    /// Another account's secrets, for cross-account forgeries.
+    pub other_account: Option<Vec<Secret>>,
+    /// A secret the receiver never had.
+    pub wrong: Secret,
+}
+
+/// A secret derived from `seed`, valid for every scheme (`whsec_` + base64).
+pub fn derived_secret(seed: u64, purpose: &str) -> Secret {
+    use rand::SeedableRng;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(crate::workload::derive_seed(
+        seed, "secret", purpose, 0,
+    ));
+    let bytes: [u8; 24] = rng.gen();
+    Secret::new(format!(
+        "whsec_{}",
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    ))
+}
+
+/// A request ready to send: headers (signature, timestamp, scheme id) and body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Signed {
+    /// Headers the scheme sets (or the forgery left).
+    pub headers: Vec<(String, String)>,
+    /// The exact body bytes.
+    pub body: Vec<u8>,
+}
+
+/// What one delivery needs signed.
+#[derive(Debug, Clone, Copy)]
+pub struct SignRequest<'a> {
+    /// The delivery id.
+    pub id: &'a str,
+    /// The body bytes as planned.
+    pub body: &'a [u8],
+    /// The forgery, if any.
+    pub forgery: Option<Forgery>,
+    /// The rotation signing.
+    pub signing: Signing,
+    /// The wall clock, unix seconds.
+    pub now: i64,
+    /// The replay tolerance, seconds.
+    pub tolerance: Option<i64>,
+    /// The receiver's body limit.
+    pub max_body: usize,
+}
+
+/// The header a scheme puts its signature in.
+pub fn signature_header(scheme: &Scheme) -> &str {
+    match scheme {
+        Scheme::TimestampedHex { header } => header,
+        Scheme::StandardWebhooks {
+            signature_header, ..
+        } => signature_header,
+        Scheme::BodyHmac { header, .. } => header,
+        Scheme::Slack {
+            signature_header, ..
+        } => signature_header,
+    }
+}
+
+fn single_signature(scheme: &Scheme) -> bool {
+    matches!(scheme, Scheme::BodyHmac { .. } | Scheme::Slack { .. })
+}
+
+/// Signs one attempt: genuinely, or broken the way its forgery says.
+/// `Err` names why the forgery cannot be expressed with this scheme or
+/// these keys; the sender then skips the delivery and says so.
+pub fn sign(scheme: &Scheme, keys: &Keys, req: SignRequest<'_>) -> Result<Signed, String> {
+    let do_sign =
+        |secrets: &[Secret], ts: i64, body: &[u8]| -> Result<Vec<(String, String)>, String> {
+            scheme
+                .sign(
+                    secrets,
+                    SignInput {
+                        id: req.id,
+                        timestamp: ts,
+                        body,
+                    },
+                )
+                .map_err(|e| format!("cannot sign: {e}"))
+        };
+    let last = || keys.current.last().cloned().into_iter().collect::<Vec<_>>();
+    let genuine_keys: Vec<Secret> = match req.signing {
+        Signing::Current if single_signature(scheme) => last(),
+        Signing::Current => keys.current.clone(),
+        Signing::OldAndNew if single_signature(scheme) => last(),
+        Signing::OldAndNew => keys.retired.iter().chain(&keys.current).cloned().collect(),
+        Signing::NewOnly => last(),
+    };
+    let sig_header = signature_header(scheme).to_string();
+    let replace = |headers: &mut Vec<(String, String)>, f: &dyn Fn(&str) -> String| {
+        for (k, v) in headers.iter_mut() {
+            if k.eq_ignore_ascii_case(&sig_header) {
+                *v = f(v);
+            }
+        }
+    };
+    let timestamped = scheme.has_timestamp();
+    let Some(forgery) = req.forgery else {
+        return Ok(Signed {
+            headers: do_sign(&genuine_keys, req.now, req.body)?,
+            body: req.body.to_vec(),
+        });
+    };
+    let mut body = req.body.to_vec();
+    let headers = match forgery {
+        Forgery::TamperedBody => {
+            let h = do_sign(&genuine_keys, req.now, req.body)?;
+            body = tamper_body(req.body);
+            h
+        }
+        Forgery::WrongSecret => do_sign(std::slice::from_ref(&keys.wrong), req.now, req.body)?,
+        Forgery::MissingHeader => {
+            let mut h = do_sign(&genuine_keys, req.now, req.body)?;
+            h.retain(|(k, _)| !k.eq_ignore_ascii_case(&sig_header));
+            h
+        }
+        Forgery::MalformedHeader => {
+            let mut h = do_sign(&genuine_keys, req.now, req.body)?;
+            let garbage = match scheme {
+                Scheme::TimestampedHex { .. } => "t=not-a-time,v1=zz-not-hex".to_string(),
+                Scheme::StandardWebhooks { .. } => "v1,***not-base64***".to_string(),
+                Scheme::BodyHmac { prefix, .. } => format!("{prefix}not-an-hmac!"),
+                Scheme::Slack { .. } => "v0=zz-not-hex".to_string(),
+            };
+            replace(&mut h, &|_| garbage.clone());
+            h
+        }
+        Forgery::UnknownSchemeOnly => {
+            let mut h = do_sign(&genuine_keys, req.now, req.body)?;
+            let s = scheme.clone();
+            replace(&mut h, &|v| match &s {
+                Scheme::TimestampedHex { .. } => v.replace(",v1=", ",v2="),
+                Scheme::StandardWebhooks { .. } => v.replace("v1,", "v2,"),
+                Scheme::BodyHmac { prefix, .. } => {
+                    format!("v2={}", v.strip_prefix(prefix.as_str()).unwrap_or(v))
+                }
+                Scheme::Slack { .. } => v.replacen("v0=", "v1=", 1),
+            });
+            h
+        }
+        Forgery::StaleTimestamp | Forgery::ExpiredReplay | Forgery::FutureTimestamp => {
+            let tol = match (timestamped, req.tolerance) {
+                (true, Some(t)) => t,
+                _ => {
+                    return Err(format!(
+                        "{}: the scheme has no timestamp tolerance",
+                        forgery.as_str()
+                    ))
+                }
+            };
+            let ts = if forgery == Forgery::FutureTimestamp {
+                req.now + tol + 60
+            } else {
+                req.now - tol - 60
+            };
+            do_sign(&genuine_keys, ts, req.body)?
+        }
+        Forgery::CrossAccount => match &keys.other_account {
+            Some(other) if !other.is_empty() && other != &keys.current => {
+                let other: Vec<Secret> = if single_signature(scheme) {
+                    other.last().cloned().into_iter().collect()
+                } else {
+                    other.clone()
+                };
+                do_sign(&other, req.now, req.body)?
+            }
+            _ => {
+                return Err(
+                    "cross-account: no other account's secret, or it equals this one's".into(),
+                )
+            }
+        },
+        Forgery::Oversized => {
+            body = oversized_body(req.body, req.max_body);
+            do_sign(&genuine_keys, req.now, &body)?
+        }
+        Forgery::RetiredSecret => {
+            if keys.retired.is_empty() {
+                return Err("retired-secret: no retired secret".into());
+            }
+            let retired: Vec<Secret> = if single_signature(scheme) {
+                keys.retired[..1].to_vec()
+            } else {
+                keys.retired.clone()
+            };
+            do_sign(&retired, req.now, req.body)?
+        }
+    };
+    Ok(Signed { headers, body })
+}
+
+/// The body with one value changed after signing.
+fn tamper_body(body: &[u8]) -> Vec<u8> {
+    match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(mut v) => {
+            let credits = v.get("credits").and_then(|c| c.as_u64()).unwrap_or(0);
+            v["credits"] = json!(credits + 1000);
+            serde_json::to_vec(&v).unwrap_or_else(|_| body.to_vec())
+        }
+        Err(_) => {
+            let mut b = body.to_vec();
+            b.push(b' ');
+            b
+        }
+    }
+}
+
+/// A well-formed body larger than `max_body` by 1 KiB of padding.
+fn oversized_body(body: &[u8], max_body: usize) -> Vec<u8> {
+    let mut v: serde_json::Value = serde_json::from_slice(body).unwrap_or_else(|_| json!({}));
+    v["response"] = json!({"result": {"padding": "x".repeat(max_body + 1024)}});
+    serde_json::to_vec(&v).unwrap_or_default()
+}

@@ -1,0 +1,565 @@
+//! Scenarios: one TOML file per way a provider can misbehave.
+//!
+//! A scenario names the invariants it checks, says what a passing receiver
+//! does and what a failure usually means, and describes its workload and
+//! faults as data. Everything random in it is drawn later from the run's
+//! seed ([`crate::workload::plan`]), so a scenario file plus a seed is a
+//! complete, repeatable description of what was sent. Files are parsed with
+//! `deny_unknown_fields`, so a typo is an error naming file and line rather
+//! than a silently ignored key.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{read_toml, ConfigError};
+use crate::units::HumanDuration;
+
+/// The invariant ids a scenario may check.
+pub const INVARIANT_IDS: [&str; 8] = ["I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8"];
+
+/// A parsed, validated scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    /// Unique name (also the history's `scenario` field).
+    pub name: String,
+    /// What the scenario does.
+    pub description: String,
+    /// What a correct receiver does.
+    pub expect: String,
+    /// What a failure usually means and how receivers fix it.
+    pub when_it_fails: String,
+    /// Invariant ids checked (`I1`..`I8`).
+    pub check: Vec<String>,
+    /// Time scale for this scenario; `None` means the run's.
+    pub time_scale: Option<f64>,
+    /// How long the receiver may take to drain its inbox; `None` means the run's.
+    pub drain: Option<Duration>,
+    /// Accounts the workload is sent to (the `{account}` of the URL).
+    pub accounts: Vec<String>,
+    /// The deliveries to generate.
+    pub workload: Workload,
+    /// Faults applied to the delivery stream, in order.
+    pub faults: Vec<FaultSpec>,
+    /// The file it came from.
+    pub path: PathBuf,
+}
+
+/// What to generate: every count here is turned into deliveries by
+/// [`crate::workload::plan`] with the run's seed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Workload {
+    /// Number of jobs (idempotency keys without suffix).
+    pub jobs: usize,
+    /// Tasks per job: 1 is the original, more add resubmissions `-r1`, `-r2`, ….
+    pub tasks_per_job: usize,
+    /// Share of tasks that end FAILED rather than COMPLETED (0..=1).
+    pub failed_share: f64,
+    /// Dashboard test deliveries (`"test": true`), each on a fresh task id.
+    pub test_deliveries: usize,
+    /// Poison events: signed, well formed, `createdAt` not a valid date.
+    pub poison: usize,
+    /// A sequenced workload (per-resource sequence numbers), if any.
+    pub sequenced: Option<Sequenced>,
+}
+
+impl Default for Workload {
+    fn default() -> Self {
+        Workload {
+            jobs: 10,
+            tasks_per_job: 1,
+            failed_share: 0.0,
+            test_deliveries: 0,
+            poison: 0,
+            sequenced: None,
+        }
+    }
+}
+
+/// Per-resource sequenced events, delivered shuffled and with gaps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sequenced {
+    /// Number of resources.
+    pub resources: usize,
+    /// Events per resource.
+    pub events: usize,
+    /// Largest step between two sequence numbers (1 = no gaps).
+    #[serde(default = "default_max_gap")]
+    pub max_gap: u64,
+}
+
+fn default_max_gap() -> u64 {
+    3
+}
+
+/// One fault applied to the delivery stream (`[[fault]]` with a `kind`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum FaultSpec {
+    /// Send deliveries more than once.
+    Duplicate(DuplicateSpec),
+    /// Change the order deliveries are sent in.
+    Reorder(ReorderSpec),
+    /// Discard 2xx answers so the sender retries.
+    DropAck(DropAckSpec),
+    /// Add forged, test, oversized and rotated-key deliveries.
+    Tamper(TamperSpec),
+}
+
+impl FaultSpec {
+    /// The fault's name as the history records it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            FaultSpec::Duplicate(_) => "duplicate",
+            FaultSpec::Reorder(_) => "reorder",
+            FaultSpec::DropAck(_) => "drop-ack",
+            FaultSpec::Tamper(_) => "tamper",
+        }
+    }
+}
+
+/// How duplicates are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DuplicateMode {
+    /// Copies released at the same instant on separate connections.
+    Concurrent,
+    /// Copies sent one after another, after the first ack.
+    Sequential,
+}
+
+/// `kind = "duplicate"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DuplicateSpec {
+    /// Concurrent or sequential.
+    pub mode: DuplicateMode,
+    /// Share of genuine deliveries affected (0..=1).
+    #[serde(default = "one")]
+    pub share: f64,
+    /// Concurrent: fewest and most copies in all (2..=8).
+    #[serde(default = "default_copies")]
+    pub copies: [u32; 2],
+    /// Sequential: exact replays of the acknowledged request.
+    #[serde(default)]
+    pub replay: u32,
+    /// Sequential: replays with a fresh `Webhook-Id` (same body and signature).
+    #[serde(default)]
+    pub fresh_id: u32,
+    /// Sequential: dashboard redeliveries (same id, signed afresh, full schedule).
+    #[serde(default)]
+    pub redeliver: u32,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn default_copies() -> [u32; 2] {
+    [2, 8]
+}
+
+/// How deliveries are reordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReorderMode {
+    /// A seeded shuffle of the whole stream.
+    Shuffle,
+    /// Per job newest first, FAILED after COMPLETED, in waves.
+    Reverse,
+    /// Older tasks of a job held back until the newer are acknowledged;
+    /// their first attempts count as failed.
+    HoldBack,
+}
+
+/// `kind = "reorder"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReorderSpec {
+    /// The mode.
+    pub mode: ReorderMode,
+    /// Hold-back: how many first attempts of a held delivery count as failed.
+    #[serde(default = "default_hold")]
+    pub hold_attempts: u32,
+}
+
+fn default_hold() -> u32 {
+    2
+}
+
+/// `kind = "drop-ack"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DropAckSpec {
+    /// Share of genuine deliveries whose acks are discarded (0..=1).
+    #[serde(default = "one")]
+    pub share: f64,
+    /// How many 2xx answers of each are discarded before one is accepted.
+    #[serde(default = "one_u32")]
+    pub times: u32,
+}
+
+fn one_u32() -> u32 {
+    1
+}
+
+/// A forged (or otherwise must-reject) delivery kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Forgery {
+    /// Signed, then the body changed.
+    TamperedBody,
+    /// Signed with a secret the receiver never had.
+    WrongSecret,
+    /// No signature header.
+    MissingHeader,
+    /// A signature header that does not parse.
+    MalformedHeader,
+    /// Only a signature version the scheme does not define (`v2=`).
+    UnknownSchemeOnly,
+    /// Timestamp older than the tolerance by a minute.
+    StaleTimestamp,
+    /// Timestamp newer than the tolerance by a minute.
+    FutureTimestamp,
+    /// Signed with another account's secret, sent to this account.
+    CrossAccount,
+    /// A body over the receiver's limit (genuinely signed).
+    Oversized,
+    /// A genuine, already delivered request replayed after the tolerance.
+    ExpiredReplay,
+    /// Signed only with a secret the receiver has retired.
+    RetiredSecret,
+}
+
+impl Forgery {
+    /// Every kind, in a fixed order.
+    pub const ALL: [Forgery; 11] = [
+        Forgery::TamperedBody,
+        Forgery::WrongSecret,
+        Forgery::MissingHeader,
+        Forgery::MalformedHeader,
+        Forgery::UnknownSchemeOnly,
+        Forgery::StaleTimestamp,
+        Forgery::FutureTimestamp,
+        Forgery::CrossAccount,
+        Forgery::Oversized,
+        Forgery::ExpiredReplay,
+        Forgery::RetiredSecret,
+    ];
+
+    /// The kebab-case name (the history's `detail`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Forgery::TamperedBody => "tampered-body",
+            Forgery::WrongSecret => "wrong-secret",
+            Forgery::MissingHeader => "missing-header",
+            Forgery::MalformedHeader => "malformed-header",
+            Forgery::UnknownSchemeOnly => "unknown-scheme-only",
+            Forgery::StaleTimestamp => "stale-timestamp",
+            Forgery::FutureTimestamp => "future-timestamp",
+            Forgery::CrossAccount => "cross-account",
+            Forgery::Oversized => "oversized",
+            Forgery::ExpiredReplay => "expired-replay",
+            Forgery::RetiredSecret => "retired-secret",
+        }
+    }
+}
+
+/// Which secrets a genuine delivery is signed with during a key rotation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Signing {
+    /// Every current secret (the normal case).
+    #[serde(rename = "current")]
+    Current,
+    /// The retired secret(s) and the current ones: a provider mid-rotation.
+    #[serde(rename = "old+new")]
+    OldAndNew,
+    /// Only the newest current secret.
+    #[serde(rename = "new-only")]
+    NewOnly,
+}
+
+/// `kind = "tamper"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TamperSpec {
+    /// The forgery kinds to add (default: none).
+    #[serde(default)]
+    pub forgeries: Vec<Forgery>,
+    /// How many of each kind, per account.
+    #[serde(default = "one_usize")]
+    pub each: usize,
+    /// Key rotation: genuine deliveries are split evenly, in order, over these signings.
+    #[serde(default)]
+    pub rotation: Vec<Signing>,
+}
+
+fn one_usize() -> usize {
+    1
+}
+
+/// The file shape: like [`Scenario`] with optional parts.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    name: String,
+    description: String,
+    expect: String,
+    when_it_fails: String,
+    check: Vec<String>,
+    #[serde(default)]
+    time_scale: Option<f64>,
+    #[serde(default)]
+    drain: Option<HumanDuration>,
+    #[serde(default)]
+    accounts: Option<Vec<String>>,
+    #[serde(default)]
+    workload: Workload,
+    #[serde(default, rename = "fault")]
+    faults: Vec<FaultSpec>,
+}
+
+impl Scenario {
+    /// Reads and validates one scenario file.
+    pub fn from_file(path: &Path) -> Result<Scenario, ConfigError> {
+        let file: ScenarioFile = read_toml(path)?;
+        let s = Scenario {
+            name: file.name,
+            description: file.description,
+            expect: file.expect,
+            when_it_fails: file.when_it_fails,
+            check: file.check,
+            time_scale: file.time_scale,
+            drain: file.drain.map(|d| d.0),
+            accounts: file.accounts.unwrap_or_else(|| vec!["acct_a".into()]),
+            workload: file.workload,
+            faults: file.faults,
+            path: path.to_path_buf(),
+        };
+        s.validate().map_err(|m| ConfigError::invalid(path, m))?;
+        Ok(s)
+    }
+
+    /// Reads every `*.toml` file directly in `dir`, sorted by scenario name;
+    /// two files with one name are an error.
+    pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, ConfigError> {
+        let entries = std::fs::read_dir(dir).map_err(|e| ConfigError::new(dir, e.into()))?;
+        let mut out = Vec::new();
+        for entry in entries {
+            let path = entry.map_err(|e| ConfigError::new(dir, e.into()))?.path();
+            if path.is_file() && path.extension().is_some_and(|e| e == "toml") {
+                out.push(Scenario::from_file(&path)?);
+            }
+        }
+        out.sort_by(|a: &Scenario, b| a.name.cmp(&b.name));
+        for pair in out.windows(2) {
+            if pair[0].name == pair[1].name {
+                return Err(ConfigError::invalid(
+                    &pair[1].path,
+                    format!(
+                        "scenario name {:?} is also used by {} (hint: names must be unique)",
+                        pair[1].name,
+                        pair[0].path.display()
+                    ),
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    /// How many accounts (and so secrets) the target must provide.
+    pub fn needs_accounts(&self) -> usize {
+        self.accounts.len()
+    }
+
+    /// The time scale to send with: the command line's when given, else the
+    /// scenario's, else 1 (real time).
+    pub fn effective_time_scale(&self, flag: Option<f64>) -> f64 {
+        flag.or(self.time_scale).unwrap_or(1.0)
+    }
+
+    /// Whether the scenario checks invariant `id` (e.g. `"I4"`).
+    pub fn checks(&self, id: &str) -> bool {
+        self.check.iter().any(|c| c == id)
+    }
+
+    /// The forgeries any tamper fault adds.
+    pub fn forgeries(&self) -> impl Iterator<Item = Forgery> + '_ {
+        self.faults.iter().flat_map(|f| match f {
+            FaultSpec::Tamper(t) => t.forgeries.clone(),
+            _ => Vec::new(),
+        })
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.name.trim().is_empty() || self.name.contains(char::is_whitespace) {
+            return Err(format!(
+                "name {:?}: expected a non-empty name without spaces",
+                self.name
+            ));
+        }
+        if self.check.is_empty() {
+            return Err("check is empty (hint: list invariants like [\"I1\", \"I2\"])".into());
+        }
+        for c in &self.check {
+            if !INVARIANT_IDS.contains(&c.as_str()) {
+                return Err(format!(
+                    "check: {c:?} is not an invariant (expected I1 to I8)"
+                ));
+            }
+        }
+        if let Some(t) = self.time_scale {
+            if !(t.is_finite() && t > 0.0) {
+                return Err(format!("time_scale = {t}: expected a number above 0"));
+            }
+        }
+        if self.accounts.is_empty() {
+            return Err("accounts is empty (hint: omit it for [\"acct_a\"])".into());
+        }
+        for (i, a) in self.accounts.iter().enumerate() {
+            let ok = !a.is_empty()
+                && a.len() <= 64
+                && a.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            if !ok {
+                return Err(format!(
+                    "account {a:?}: expected letters, digits, '_' or '-'"
+                ));
+            }
+            if self.accounts[..i].contains(a) {
+                return Err(format!("account {a:?} is listed twice"));
+            }
+        }
+        let w = &self.workload;
+        if !(0.0..=1.0).contains(&w.failed_share) {
+            return Err("workload.failed_share: expected a share between 0 and 1".into());
+        }
+        if w.tasks_per_job == 0 || w.tasks_per_job > 100 {
+            return Err("workload.tasks_per_job: expected 1 to 100".into());
+        }
+        let total = w.jobs * w.tasks_per_job
+            + w.test_deliveries
+            + w.poison
+            + w.sequenced
+                .as_ref()
+                .map(|s| s.resources * s.events)
+                .unwrap_or(0);
+        if total > 10_000_000 {
+            return Err(format!("workload has {total} deliveries: at most 10000000"));
+        }
+        if let Some(s) = &w.sequenced {
+            if s.max_gap == 0 {
+                return Err("workload.sequenced.max_gap: expected 1 or more".into());
+            }
+        }
+        for f in &self.faults {
+            match f {
+                FaultSpec::Duplicate(d) => {
+                    check_share("duplicate", d.share)?;
+                    let [lo, hi] = d.copies;
+                    if lo < 2 || hi > 8 || lo > hi {
+                        return Err(format!(
+                            "duplicate copies = [{lo}, {hi}]: expected 2 <= low <= high <= 8"
+                        ));
+                    }
+                    if d.mode == DuplicateMode::Sequential
+                        && d.replay + d.fresh_id + d.redeliver == 0
+                    {
+                        return Err("sequential duplicate sends nothing (hint: set replay, fresh_id or redeliver)".into());
+                    }
+                }
+                FaultSpec::Reorder(r) => {
+                    if r.hold_attempts > 9 {
+                        return Err("reorder hold_attempts: expected 0 to 9".into());
+                    }
+                }
+                FaultSpec::DropAck(d) => {
+                    check_share("drop-ack", d.share)?;
+                    if d.times == 0 || d.times > 20 {
+                        return Err("drop-ack times: expected 1 to 20".into());
+                    }
+                }
+                FaultSpec::Tamper(t) => {
+                    if t.forgeries.contains(&Forgery::CrossAccount) && self.accounts.len() < 2 {
+                        return Err(
+                            "tamper cross-account needs two accounts (hint: accounts = [\"acct_a\", \"acct_b\"])"
+                                .into(),
+                        );
+                    }
+                    if t.each > 1000 {
+                        return Err("tamper each: expected at most 1000".into());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_share(fault: &str, share: f64) -> Result<(), String> {
+    if (0.0..=1.0).contains(&share) {
+        Ok(())
+    } else {
+        Err(format!("{fault} share = {share}: expected 0 to 1"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.toml");
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    const HEAD: &str = "name = \"x\"\ndescription = \"d\"\nexpect = \"e\"\nwhen_it_fails = \"w\"\n";
+
+    #[test]
+    fn a_minimal_scenario_gets_the_defaults() {
+        let (_d, p) = write(&format!("{HEAD}check = [\"I1\"]\n"));
+        let s = Scenario::from_file(&p).unwrap();
+        assert_eq!(s.accounts, vec!["acct_a"]);
+        assert_eq!(s.workload, Workload::default());
+        assert!(s.faults.is_empty() && s.time_scale.is_none());
+    }
+
+    #[test]
+    fn malformed_scenario_names_file_and_line() {
+        let (_d, p) = write(&format!(
+            "{HEAD}check = [\"I1\"]\n\n[workload]\njobs = \"many\"\n"
+        ));
+        let e = Scenario::from_file(&p).unwrap_err().to_string();
+        assert!(e.contains("s.toml") && e.contains("line 8"), "{e}");
+    }
+
+    #[test]
+    fn unknown_fault_keys_are_rejected() {
+        let (_d, p) = write(&format!(
+            "{HEAD}check = [\"I1\"]\n[[fault]]\nkind = \"drop-ack\"\nshare = 0.5\ntimez = 2\n"
+        ));
+        let e = Scenario::from_file(&p).unwrap_err().to_string();
+        assert!(e.contains("timez"), "{e}");
+    }
+
+    #[test]
+    fn unknown_invariant_ids_are_rejected() {
+        let (_d, p) = write(&format!("{HEAD}check = [\"I9\"]\n"));
+        let e = Scenario::from_file(&p).unwrap_err().to_string();
+        assert!(e.contains("\"I9\" is not an invariant"), "{e}");
+    }
+
+    #[test]
+    fn cross_account_forgery_needs_two_accounts() {
+        let (_d, p) = write(&format!(
+            "{HEAD}check = [\"I4\"]\n[[fault]]\nkind = \"tamper\"\nforgeries = [\"cross-account\"]\n"
+        ));
+        let e = Scenario::from_file(&p).unwrap_err().to_string();
+        assert!(e.contains("two accounts"), "{e}");
+    }
+}

@@ -1,0 +1,741 @@
+//! The sender: delivers a scenario's plan over real HTTP as a profile says.
+//!
+//! Bounded concurrency (a semaphore held per exchange, not while waiting),
+//! a keep-alive pool, a per-attempt timeout, no redirects, the profile's
+//! retry schedule driven by real time divided by the time scale, and a fresh
+//! wall-clock signature on every attempt. Every attempt becomes one
+//! `Event::Attempt` line; a receiver's failure is data, never an error.
+//! [`SendError`] is only for what makes the whole run impossible.
+//!
+//! Decisions: test and must-reject deliveries (forged, cross-account,
+//! oversized, expired replays) get a single attempt each, to keep runs
+//! short; genuine deliveries and dashboard redeliveries get the full
+//! schedule. `dead` is set only on deliveries that should have landed
+//! (genuine and test). Each delivery's jitter comes from its own random
+//! stream (seed, scenario, delivery index), so concurrency never changes it.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use rand_chacha::ChaCha8Rng;
+use tokio::sync::Semaphore;
+
+use crate::fault::{drop_ack, duplicate, reorder, tamper};
+use crate::history::{
+    now_rfc3339, Attempt, Event, FaultEvent, HistoryError, HistorySink, Intent, Outcome,
+};
+use crate::profile::Profile;
+use crate::scenario::{Forgery, Scenario, Signing};
+use crate::signature::{Scheme, Secret};
+use crate::workload::{self, PlannedDelivery, Redelivery};
+
+pub mod exchange;
+
+use exchange::{classify, Answer, HttpClient};
+
+/// How to send.
+#[derive(Debug, Clone)]
+pub struct SendConfig {
+    /// Target URL; `{account}` is replaced by each delivery's account.
+    pub url: String,
+    /// The sender profile.
+    pub profile: Profile,
+    /// Per account: the secrets the receiver accepts, oldest first.
+    pub secrets: BTreeMap<String, Vec<Secret>>,
+    /// Real waits are divided by this.
+    pub time_scale: f64,
+    /// The seed that drives the plan and the jitter.
+    pub seed: u64,
+    /// Most exchanges in flight at once.
+    pub concurrency: usize,
+    /// The receiver's body limit, in bytes (oversized bodies exceed it).
+    pub max_body: usize,
+    /// Per account: secrets the receiver has retired (key rotation). When an
+    /// account has none, one is derived from the seed: a receiver never had
+    /// it, which is what "retired" means to it.
+    pub retired: BTreeMap<String, Vec<Secret>>,
+    /// How long the reachability probe may take per host.
+    pub probe_timeout: Duration,
+}
+
+impl SendConfig {
+    /// A configuration with defaults: time scale 1, seed 0, 16 in flight,
+    /// 1 MiB body limit, no retired secrets.
+    pub fn new(
+        url: impl Into<String>,
+        profile: Profile,
+        secrets: BTreeMap<String, Vec<Secret>>,
+    ) -> Self {
+        SendConfig {
+            url: url.into(),
+            profile,
+            secrets,
+            time_scale: 1.0,
+            seed: 0,
+            concurrency: 16,
+            max_body: 1 << 20,
+            retired: BTreeMap::new(),
+            probe_timeout: Duration::from_secs(2),
+        }
+    }
+
+    /// The URL for one account.
+    pub fn url_for(&self, account: &str) -> String {
+        self.url.replace("{account}", account)
+    }
+}
+
+/// The whole run cannot go on.
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    /// The target URL is not usable.
+    #[error("target url {url:?}: {reason}")]
+    BadUrl {
+        /// The URL (after `{account}` substitution).
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The configuration does not fit the scenario.
+    #[error("{0}")]
+    Config(String),
+    /// Nothing listens at the target.
+    #[error(
+        "target {url} is unreachable: {error} (hint: is the receiver running and listening there?)"
+    )]
+    Unreachable {
+        /// The URL.
+        url: String,
+        /// The connect error.
+        error: String,
+    },
+    /// The history could not be written: results would be lost.
+    #[error("history: {0}")]
+    History(#[from] HistoryError),
+    /// A sending task crashed.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// What a send did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SendSummary {
+    /// Deliveries planned.
+    pub deliveries: usize,
+    /// Attempt lines written (held-back attempts included).
+    pub attempts: usize,
+    /// Attempts graded `ok`.
+    pub ok: usize,
+    /// Attempts graded `fail`.
+    pub fail: usize,
+    /// Attempts graded `info`.
+    pub info: usize,
+    /// Deliveries that died.
+    pub dead: usize,
+    /// Wall time of the send.
+    pub duration: Duration,
+    /// Every exchange failed to connect.
+    pub unreachable: bool,
+    /// Deliveries skipped because their forgery does not apply to the scheme.
+    pub skipped: usize,
+}
+
+#[derive(Default)]
+struct Stats {
+    summary: SendSummary,
+    exchanges: usize,
+    connect_failures: usize,
+    history_error: Option<HistoryError>,
+}
+
+struct Ctx {
+    scenario: String,
+    cfg: SendConfig,
+    pooled: HttpClient,
+    fresh: HttpClient,
+    sem: Semaphore,
+    uris: BTreeMap<String, http::Uri>,
+    keys: BTreeMap<String, tamper::Keys>,
+    sink: HistorySink,
+    stats: Mutex<Stats>,
+}
+
+/// Plans `scenario` with `cfg.seed` and delivers it, writing every attempt to `sink`.
+pub async fn send(
+    scenario: &Scenario,
+    cfg: &SendConfig,
+    sink: &HistorySink,
+) -> Result<SendSummary, SendError> {
+    let start = Instant::now();
+    let ctx = Arc::new(prepare(scenario, cfg, sink)?);
+    probe(&ctx).await?;
+    let plan = workload::plan(scenario, cfg.seed);
+    for note in &plan.notes {
+        ctx.write(Event::Fault(FaultEvent {
+            scenario: ctx.scenario.clone(),
+            at: now_rfc3339(),
+            fault: note.fault.clone(),
+            action: note.action.clone(),
+            detail: note.detail.clone(),
+        }));
+    }
+    for wave in 0..plan.waves() {
+        let mut set = tokio::task::JoinSet::new();
+        for d in plan.deliveries.iter().filter(|d| d.wave == wave) {
+            let (ctx, d) = (ctx.clone(), d.clone());
+            set.spawn(async move { run_delivery(&ctx, &d).await });
+        }
+        while let Some(r) = set.join_next().await {
+            r.map_err(|e| SendError::Internal(e.to_string()))?;
+        }
+    }
+    let mut st = ctx.stats.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(e) = st.history_error.take() {
+        return Err(SendError::History(e));
+    }
+    let mut s = st.summary.clone();
+    s.deliveries = plan.deliveries.len();
+    s.duration = start.elapsed();
+    s.unreachable = st.exchanges > 0 && st.connect_failures == st.exchanges;
+    Ok(s)
+}
+
+fn prepare(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> Result<Ctx, SendError> {
+    if !(cfg.time_scale.is_finite() && cfg.time_scale > 0.0) {
+        return Err(SendError::Config(format!(
+            "time scale {}: expected a number above 0",
+            cfg.time_scale
+        )));
+    }
+    if cfg.concurrency == 0 {
+        return Err(SendError::Config("concurrency must be 1 or more".into()));
+    }
+    let mut uris = BTreeMap::new();
+    let mut keys = BTreeMap::new();
+    for (i, account) in scenario.accounts.iter().enumerate() {
+        let url = cfg.url_for(account);
+        let uri: http::Uri = url.parse().map_err(|e| SendError::BadUrl {
+            url: url.clone(),
+            reason: format!("{e}"),
+        })?;
+        if uri.scheme_str() != Some("http") || uri.host().is_none() {
+            return Err(SendError::BadUrl {
+                url,
+                reason: "expected http://HOST[:PORT]/PATH (hint: put a TLS-terminating proxy's plain-http side here)".into(),
+            });
+        }
+        uris.insert(account.clone(), uri);
+        let current = cfg.secrets.get(account).filter(|s| !s.is_empty()).cloned().ok_or_else(|| {
+            SendError::Config(format!(
+                "scenario {} needs a secret for account {account:?} (hint: it sends to {} account(s))",
+                scenario.name,
+                scenario.needs_accounts()
+            ))
+        })?;
+        // A secret the scheme cannot key with (e.g. not base64 after whsec_) is a config error.
+        cfg.profile
+            .scheme
+            .sign(
+                &current,
+                crate::signature::SignInput {
+                    id: "whd_check",
+                    timestamp: 0,
+                    body: b"{}",
+                },
+            )
+            .map_err(|e| SendError::Config(format!("secret for account {account:?}: {e}")))?;
+        let retired = cfg
+            .retired
+            .get(account)
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .unwrap_or_else(|| {
+                vec![tamper::derived_secret(
+                    cfg.seed,
+                    &format!("retired:{account}"),
+                )]
+            });
+        let other = scenario
+            .accounts
+            .iter()
+            .cycle()
+            .skip(i + 1)
+            .take(scenario.accounts.len() - 1)
+            .find_map(|a| cfg.secrets.get(a).cloned());
+        keys.insert(
+            account.clone(),
+            tamper::Keys {
+                current,
+                retired,
+                other_account: other,
+                wrong: tamper::derived_secret(cfg.seed, &format!("wrong:{account}")),
+            },
+        );
+    }
+    Ok(Ctx {
+        scenario: scenario.name.clone(),
+        cfg: cfg.clone(),
+        pooled: exchange::client(&cfg.profile, true),
+        fresh: exchange::client(&cfg.profile, false),
+        sem: Semaphore::new(cfg.concurrency),
+        uris,
+        keys,
+        sink: sink.clone(),
+        stats: Mutex::new(Stats::default()),
+    })
+}
+
+/// Connects once to every target host, so a dead target fails the run fast.
+async fn probe(ctx: &Ctx) -> Result<(), SendError> {
+    let mut seen = std::collections::BTreeSet::new();
+    for uri in ctx.uris.values() {
+        let host = uri
+            .host()
+            .unwrap_or_default()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        let port = uri.port_u16().unwrap_or(80);
+        if !seen.insert((host.clone(), port)) {
+            continue;
+        }
+        let res = tokio::time::timeout(
+            ctx.cfg.probe_timeout,
+            tokio::net::TcpStream::connect((host.as_str(), port)),
+        )
+        .await;
+        let error = match res {
+            Ok(Ok(_)) => continue,
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!(
+                "no connection within {}",
+                crate::units::format_duration(ctx.cfg.probe_timeout)
+            ),
+        };
+        return Err(SendError::Unreachable {
+            url: uri.to_string(),
+            error,
+        });
+    }
+    Ok(())
+}
+
+/// One attempt's record, before it becomes a history line.
+struct Record<'a> {
+    d: &'a PlannedDelivery,
+    id: &'a str,
+    attempt: u32,
+    round: u32,
+    faults: Vec<String>,
+    sent_at: String,
+    answer: Option<&'a Answer>,
+    error: Option<String>,
+    outcome: Outcome,
+    intent: Intent,
+    detail: Option<String>,
+    dead: bool,
+}
+
+impl Ctx {
+    fn write(&self, event: Event) {
+        if let Err(e) = self.sink.write(event) {
+            let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+            st.history_error.get_or_insert(e);
+        }
+    }
+
+    fn record(&self, r: Record<'_>) {
+        {
+            let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+            let s = &mut st.summary;
+            s.attempts += 1;
+            match r.outcome {
+                Outcome::Ok => s.ok += 1,
+                Outcome::Fail => s.fail += 1,
+                Outcome::Info => s.info += 1,
+            }
+            if r.dead {
+                s.dead += 1;
+            }
+            if let Some(a) = r.answer {
+                st.exchanges += 1;
+                if a.connect_failed {
+                    st.connect_failures += 1;
+                }
+            }
+        }
+        let body = &r.d.body;
+        self.write(Event::Attempt(Attempt {
+            scenario: self.scenario.clone(),
+            delivery: r.id.to_string(),
+            key: body.task.id.clone(),
+            job: r.d.job(),
+            account: r.d.account.clone(),
+            attempt: r.attempt,
+            round: r.round,
+            faults: r.faults,
+            sent_at: r.sent_at,
+            status: r.answer.and_then(|a| a.status),
+            latency_ms: r.answer.map(|a| a.latency_ms),
+            error: r.error.or_else(|| r.answer.and_then(|a| a.error.clone())),
+            outcome: r.outcome,
+            intent: r.intent,
+            detail: r.detail,
+            task_status: Some(body.task.status),
+            created_at: Some(body.task.created_at.clone()),
+            resource: body.resource.clone(),
+            sequence: body.sequence,
+            poison: r.d.poison,
+            dead: r.dead,
+        }));
+    }
+
+    fn skip(&self, d: &PlannedDelivery, why: String) {
+        self.stats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .summary
+            .skipped += 1;
+        self.write(Event::Fault(FaultEvent {
+            scenario: self.scenario.clone(),
+            at: now_rfc3339(),
+            fault: "tamper".into(),
+            action: format!("skip delivery {} ({})", d.id, d.body.task.id),
+            detail: Some(why),
+        }));
+    }
+
+    /// The full header list of one request: scheme headers plus content
+    /// type, delivery id and event type.
+    fn headers(
+        &self,
+        d: &PlannedDelivery,
+        id: &str,
+        signed: &[(String, String)],
+    ) -> Vec<(String, String)> {
+        let p = &self.cfg.profile;
+        let mut h = vec![("Content-Type".to_string(), "application/json".to_string())];
+        if let Some(idh) = p.delivery_id_header() {
+            if !signed.iter().any(|(k, _)| k.eq_ignore_ascii_case(idh)) {
+                h.push((idh.to_string(), id.to_string()));
+            }
+        }
+        if let Some(ev) = &p.event_header {
+            let v = if d.body.test {
+                "task.test"
+            } else if d.body.task.status == crate::delivery::TaskStatus::Failed {
+                "task.failed"
+            } else {
+                "task.completed"
+            };
+            h.push((ev.clone(), v.to_string()));
+        }
+        h.extend(signed.iter().cloned());
+        h
+    }
+
+    fn sign(
+        &self,
+        d: &PlannedDelivery,
+        id: &str,
+        forgery: Option<Forgery>,
+    ) -> Result<tamper::Signed, String> {
+        let keys = &self.keys[&d.account];
+        tamper::sign(
+            &self.cfg.profile.scheme,
+            keys,
+            tamper::SignRequest {
+                id,
+                body: &d.bytes,
+                forgery,
+                signing: d.signing,
+                now: chrono::Utc::now().timestamp(),
+                tolerance: self.cfg.profile.tolerance_secs(),
+                max_body: self.cfg.max_body,
+            },
+        )
+    }
+
+    async fn exchange(
+        &self,
+        d: &PlannedDelivery,
+        headers: &[(String, String)],
+        body: &[u8],
+        fresh: bool,
+    ) -> Answer {
+        let _permit = self
+            .sem
+            .acquire()
+            .await
+            .expect("the semaphore is never closed");
+        let client = if fresh { &self.fresh } else { &self.pooled };
+        exchange::exchange(
+            client,
+            &self.uris[&d.account],
+            headers,
+            Bytes::copy_from_slice(body),
+            self.cfg.profile.timeout,
+        )
+        .await
+    }
+
+    async fn sleep_scaled(&self, wait: Duration) {
+        if !wait.is_zero() {
+            tokio::time::sleep(wait.div_f64(self.cfg.time_scale)).await;
+        }
+    }
+}
+
+/// The signed request a round ended with, when it was acknowledged.
+struct Delivered {
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
+    let mut rng = workload::rng_for(ctx.cfg.seed, &ctx.scenario, "delivery", d.index as u64);
+    let Some(delivered) = run_round(ctx, d, &mut rng, 0, d.drop_acks).await else {
+        return;
+    };
+    for (r, redelivery) in d.redeliveries.iter().enumerate() {
+        let round = r as u32 + 1;
+        match redelivery {
+            Redelivery::Replay | Redelivery::FreshId(_) => {
+                let Some(got) = delivered.as_ref() else {
+                    ctx.write(Event::Fault(FaultEvent {
+                        scenario: ctx.scenario.clone(),
+                        at: now_rfc3339(),
+                        fault: "duplicate".into(),
+                        action: format!("skip replay of {}", d.id),
+                        detail: Some(
+                            "the delivery was never acknowledged, so there is no request to replay"
+                                .into(),
+                        ),
+                    }));
+                    continue;
+                };
+                let (id, name, headers, detail) = match redelivery {
+                    Redelivery::FreshId(new_id) => {
+                        let headers =
+                            if matches!(ctx.cfg.profile.scheme, Scheme::StandardWebhooks { .. }) {
+                                // The id is signed under this scheme: sign again with the new id.
+                                match ctx.sign(d, new_id, None) {
+                                    Ok(s) => ctx.headers(d, new_id, &s.headers),
+                                    Err(why) => {
+                                        ctx.skip(d, why);
+                                        continue;
+                                    }
+                                }
+                            } else {
+                                let idh =
+                                    ctx.cfg.profile.delivery_id_header().unwrap_or("Webhook-Id");
+                                got.headers
+                                    .iter()
+                                    .map(|(k, v)| {
+                                        if k.eq_ignore_ascii_case(idh) {
+                                            (k.clone(), new_id.clone())
+                                        } else {
+                                            (k.clone(), v.clone())
+                                        }
+                                    })
+                                    .collect()
+                            };
+                        (
+                            new_id.as_str(),
+                            duplicate::FRESH_ID,
+                            headers,
+                            Some(format!("fresh id for {}", d.id)),
+                        )
+                    }
+                    _ => (d.id.as_str(), duplicate::REPLAY, got.headers.clone(), None),
+                };
+                let sent_at = now_rfc3339();
+                let answer = ctx.exchange(d, &headers, &got.body, false).await;
+                let grade = classify(&ctx.cfg.profile, Intent::Genuine, &answer);
+                ctx.record(Record {
+                    d,
+                    id,
+                    attempt: 1,
+                    round,
+                    faults: vec![name.to_string()],
+                    sent_at,
+                    answer: Some(&answer),
+                    error: None,
+                    outcome: grade.outcome,
+                    intent: Intent::Genuine,
+                    detail,
+                    dead: false,
+                });
+            }
+            Redelivery::Redeliver => {
+                let mut rd = d.clone();
+                rd.hold_attempts = 0;
+                rd.copies = 1;
+                rd.single_attempt = false;
+                run_round(ctx, &rd, &mut rng, round, 0).await;
+            }
+            Redelivery::ExpiredReplay => {
+                let mut rd = d.clone();
+                rd.intent = Intent::ExpiredReplay;
+                rd.detail = Some(Forgery::ExpiredReplay.as_str().into());
+                rd.forgery = Some(Forgery::ExpiredReplay);
+                rd.single_attempt = true;
+                rd.copies = 1;
+                rd.hold_attempts = 0;
+                rd.signing = Signing::Current;
+                run_round(ctx, &rd, &mut rng, round, 0).await;
+            }
+        }
+    }
+}
+
+/// One round of attempts (the automatic delivery, or a redelivery).
+/// Returns `None` when the delivery was skipped, `Some(None)` when it died,
+/// `Some(Some(request))` when it was acknowledged.
+async fn run_round(
+    ctx: &Ctx,
+    d: &PlannedDelivery,
+    rng: &mut ChaCha8Rng,
+    round: u32,
+    mut drops_left: u32,
+) -> Option<Option<Delivered>> {
+    let schedule = &ctx.cfg.profile.schedule;
+    let max = if d.single_attempt {
+        1
+    } else {
+        schedule.max_attempts.max(1)
+    };
+    let base_faults = {
+        let mut f = d.faults();
+        if round > 0 && d.intent == Intent::Genuine {
+            f.push(duplicate::REDELIVER.to_string());
+        }
+        f
+    };
+    for n in 1..=max {
+        if n > 1 {
+            let wait = schedule.draw_wait(n, rng).unwrap_or_default();
+            ctx.sleep_scaled(wait).await;
+        }
+        if round == 0 && n <= d.hold_attempts && n < max {
+            let mut faults = base_faults.clone();
+            faults.push(reorder::HOLD_BACK.to_string());
+            ctx.record(Record {
+                d,
+                id: &d.id,
+                attempt: n,
+                round,
+                faults,
+                sent_at: now_rfc3339(),
+                answer: None,
+                error: Some("held back: this attempt was not sent".into()),
+                outcome: Outcome::Fail,
+                intent: d.intent,
+                detail: d.detail.clone(),
+                dead: false,
+            });
+            continue;
+        }
+        let signed = match ctx.sign(d, &d.id, d.forgery) {
+            Ok(s) => s,
+            Err(why) => {
+                ctx.skip(d, why);
+                return None;
+            }
+        };
+        let headers = ctx.headers(d, &d.id, &signed.headers);
+        let copies = if round == 0 && n == 1 {
+            d.copies.max(1)
+        } else {
+            1
+        };
+        let sent_at = now_rfc3339();
+        let answers = if copies > 1 {
+            let barrier = tokio::sync::Barrier::new(copies as usize);
+            let (headers, body, barrier) = (&headers, &signed.body, &barrier);
+            let _permit = ctx
+                .sem
+                .acquire()
+                .await
+                .expect("the semaphore is never closed");
+            let futs = (0..copies).map(|_| async move {
+                barrier.wait().await;
+                exchange::exchange(
+                    &ctx.fresh,
+                    &ctx.uris[&d.account],
+                    headers,
+                    Bytes::copy_from_slice(body),
+                    ctx.cfg.profile.timeout,
+                )
+                .await
+            });
+            futures_util::future::join_all(futs).await
+        } else {
+            vec![ctx.exchange(d, &headers, &signed.body, false).await]
+        };
+        let mut main = None;
+        for (k, answer) in answers.iter().enumerate() {
+            let grade = classify(&ctx.cfg.profile, d.intent, answer);
+            let mut faults = base_faults.clone();
+            if copies > 1 {
+                faults.push(format!("{}:{}/{}", duplicate::CONCURRENT, k + 1, copies));
+            }
+            if k > 0 {
+                ctx.record(Record {
+                    d,
+                    id: &d.id,
+                    attempt: n,
+                    round,
+                    faults,
+                    sent_at: sent_at.clone(),
+                    answer: Some(answer),
+                    error: None,
+                    outcome: grade.outcome,
+                    intent: d.intent,
+                    detail: d.detail.clone(),
+                    dead: false,
+                });
+                continue;
+            }
+            main = Some((grade, faults));
+        }
+        let (grade, mut faults) = main.expect("at least one copy");
+        let answer = &answers[0];
+        let mut outcome = grade.outcome;
+        let mut delivered = grade.delivered;
+        if delivered && drops_left > 0 && !d.single_attempt {
+            drops_left -= 1;
+            outcome = Outcome::Info;
+            delivered = false;
+            faults.push(drop_ack::NAME.to_string());
+        }
+        let last = n == max || grade.give_up || delivered;
+        let dead = last && !delivered && matches!(d.intent, Intent::Genuine | Intent::Test);
+        ctx.record(Record {
+            d,
+            id: &d.id,
+            attempt: n,
+            round,
+            faults,
+            sent_at,
+            answer: Some(answer),
+            error: None,
+            outcome,
+            intent: d.intent,
+            detail: d.detail.clone(),
+            dead,
+        });
+        if delivered {
+            return Some(Some(Delivered {
+                headers,
+                body: signed.body,
+            }));
+        }
+        if last {
+            break;
+        }
+    }
+    Some(None)
+}
