@@ -28,9 +28,12 @@ fn bench(c: &mut Criterion) {
     for group_commit in [true, false] {
         let dir = tempfile::tempdir().expect("tempdir");
         let url = format!("sqlite://{}", dir.path().join("bench.db").display());
-        let config = Config::new(vec![Account::new("acct_a", vec![Secret::new("bench-secret")])])
-            .with_worker(false)
-            .with_group_commit(group_commit);
+        let config = Config::new(vec![Account::new(
+            "acct_a",
+            vec![Secret::new("bench-secret")],
+        )])
+        .with_worker(false)
+        .with_group_commit(group_commit);
         let rx = rt.block_on(spawn(config, &url)).expect("receiver");
         let hook = rx.webhook_url("acct_a");
         let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new())
@@ -38,7 +41,11 @@ fn bench(c: &mut Criterion) {
             .build_http();
         let scheme = Profile::default_profile().scheme;
         let counter = AtomicU64::new(0);
-        let name = if group_commit { "group-commit" } else { "one-commit-per-request" };
+        let name = if group_commit {
+            "group-commit"
+        } else {
+            "one-commit-per-request"
+        };
         group.bench_function(name, |b| {
             b.iter_custom(|iters| {
                 rt.block_on(async {

@@ -79,7 +79,11 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
         return r;
     }
     match (method, path.as_str()) {
-        (Method::GET, "/state") => match app.store.state(WinnerRule::for_defect(app.config.defect)).await {
+        (Method::GET, "/state") => match app
+            .store
+            .state(WinnerRule::for_defect(app.config.defect))
+            .await
+        {
             Ok(s) => json(StatusCode::OK, &s),
             Err(e) => reply(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
         },
@@ -99,10 +103,17 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
             if setup.state != "tasks-submitted" {
                 return reply(
                     StatusCode::BAD_REQUEST,
-                    &format!("unknown setup state {:?} (hint: tasks-submitted)", setup.state),
+                    &format!(
+                        "unknown setup state {:?} (hint: tasks-submitted)",
+                        setup.state
+                    ),
                 );
             }
-            let account = match setup.params.account.or_else(|| app.config.accounts.first().map(|a| a.name.clone())) {
+            let account = match setup
+                .params
+                .account
+                .or_else(|| app.config.accounts.first().map(|a| a.name.clone()))
+            {
                 Some(a) => a,
                 None => return reply(StatusCode::BAD_REQUEST, "no account given or configured"),
             };

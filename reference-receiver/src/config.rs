@@ -164,7 +164,11 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
         "kb" => 1000,
         "mib" | "m" => 1024 * 1024,
         "mb" => 1_000_000,
-        _ => return Err(format!("bad size unit in {s:?} (hint: like 1MiB, 512KiB or 1000)")),
+        _ => {
+            return Err(format!(
+                "bad size unit in {s:?} (hint: like 1MiB, 512KiB or 1000)"
+            ))
+        }
     };
     n.checked_mul(mult)
         .ok_or_else(|| format!("size {s:?} is too large"))

@@ -147,7 +147,9 @@ impl FromStr for Defect {
         Defect::ALL
             .into_iter()
             .find(|d| d.name() == s.trim())
-            .ok_or_else(|| UnknownDefect { name: s.to_string() })
+            .ok_or_else(|| UnknownDefect {
+                name: s.to_string(),
+            })
     }
 }
 

@@ -78,8 +78,14 @@ impl FromStr for Trigger {
             return Ok(Trigger::Always);
         }
         if let Some((a, b)) = s.split_once('/') {
-            let num: u64 = a.trim().parse().map_err(|_| "ratio numerator is not a number".to_string())?;
-            let den: u64 = b.trim().parse().map_err(|_| "ratio denominator is not a number".to_string())?;
+            let num: u64 = a
+                .trim()
+                .parse()
+                .map_err(|_| "ratio numerator is not a number".to_string())?;
+            let den: u64 = b
+                .trim()
+                .parse()
+                .map_err(|_| "ratio denominator is not a number".to_string())?;
             if den == 0 || num > den {
                 return Err("ratio must be n/d with 0 <= n <= d and d > 0".into());
             }
@@ -136,7 +142,9 @@ impl Failpoints {
                 spec: element.to_string(),
                 reason: reason.to_string(),
             };
-            let (name, trigger) = element.split_once('=').ok_or_else(|| err("expected name=trigger"))?;
+            let (name, trigger) = element
+                .split_once('=')
+                .ok_or_else(|| err("expected name=trigger"))?;
             let point = Point::ALL
                 .into_iter()
                 .find(|p| p.name() == name.trim())
@@ -212,8 +220,11 @@ mod tests {
     #[test]
     fn ratio_is_repeatable_for_a_seed_and_roughly_proportional() {
         let run = |seed| {
-            let fp = Failpoints::parse("crash-after-commit=1/20,crash-in-worker=1/50", seed).unwrap();
-            (0..2000).map(|_| fp.decide(Point::CrashAfterCommit)).collect::<Vec<_>>()
+            let fp =
+                Failpoints::parse("crash-after-commit=1/20,crash-in-worker=1/50", seed).unwrap();
+            (0..2000)
+                .map(|_| fp.decide(Point::CrashAfterCommit))
+                .collect::<Vec<_>>()
         };
         assert_eq!(run(7), run(7));
         let n = run(7).iter().filter(|b| **b).count();
@@ -222,7 +233,13 @@ mod tests {
 
     #[test]
     fn bad_specs_are_refused_with_a_hint() {
-        for bad in ["crash-after-commit", "nope=1", "crash-in-worker=0", "crash-in-worker=3/2", "crash-in-worker=x"] {
+        for bad in [
+            "crash-after-commit",
+            "nope=1",
+            "crash-in-worker=0",
+            "crash-in-worker=3/2",
+            "crash-in-worker=x",
+        ] {
             let e = Failpoints::parse(bad, 0).unwrap_err();
             assert!(e.to_string().contains("hint"), "{e}");
         }

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{header, Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hookstorm::delivery::Body;
 use hookstorm::signature::Secret;
+use http::{header, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
 
 use crate::defect::Defect;
@@ -44,7 +44,10 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
     let path = req.uri().path().to_string();
 
     // Defect redirects-to-trailing-slash: a 3xx is a failed attempt for the sender.
-    if config.has(Defect::RedirectsToTrailingSlash) && req.method() == Method::POST && !path.ends_with('/') {
+    if config.has(Defect::RedirectsToTrailingSlash)
+        && req.method() == Method::POST
+        && !path.ends_with('/')
+    {
         let mut r = reply(StatusCode::PERMANENT_REDIRECT, "");
         if let Ok(v) = header::HeaderValue::from_str(&format!("{path}/")) {
             r.headers_mut().insert(header::LOCATION, v);
@@ -63,7 +66,8 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
     };
     if req.method() != Method::POST {
         let mut r = reply(StatusCode::METHOD_NOT_ALLOWED, "use POST");
-        r.headers_mut().insert(header::ALLOW, header::HeaderValue::from_static("POST"));
+        r.headers_mut()
+            .insert(header::ALLOW, header::HeaderValue::from_static("POST"));
         return r;
     }
     let Some(account) = config.account(&account_name) else {
@@ -92,7 +96,11 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
     if !config.has(Defect::SkipsSignatureCheck) {
         let secrets: Vec<Secret> = if config.has(Defect::IgnoresAccountScope) {
             // Defect ignores-account-scope: any account's secret passes for any account.
-            config.accounts.iter().flat_map(|a| a.secrets.iter().cloned()).collect()
+            config
+                .accounts
+                .iter()
+                .flat_map(|a| a.secrets.iter().cloned())
+                .collect()
         } else {
             account.secrets.clone()
         };
@@ -102,12 +110,16 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
             config.profile.tolerance_secs()
         };
         let now = chrono::Utc::now().timestamp();
-        if let Err(e) = config
-            .profile
-            .scheme
-            .verify(&secrets, &parts.headers, &bytes, now, tolerance)
+        if let Err(e) =
+            config
+                .profile
+                .scheme
+                .verify(&secrets, &parts.headers, &bytes, now, tolerance)
         {
-            return reply(StatusCode::UNAUTHORIZED, &format!("signature rejected: {e}"));
+            return reply(
+                StatusCode::UNAUTHORIZED,
+                &format!("signature rejected: {e}"),
+            );
         }
     }
 
@@ -116,7 +128,12 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
     };
     let delivery: Body = match serde_json::from_str(&text) {
         Ok(b) => b,
-        Err(e) => return reply(StatusCode::BAD_REQUEST, &format!("body is not a delivery: {e}")),
+        Err(e) => {
+            return reply(
+                StatusCode::BAD_REQUEST,
+                &format!("body is not a delivery: {e}"),
+            )
+        }
     };
     if delivery.test && !config.has(Defect::StoresTestDeliveries) {
         return no_content();
@@ -151,7 +168,11 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
 
     let result = if config.has(Defect::CheckThenInsert) {
         // Defect check-then-insert: a read, a pause, then a plain insert with no unique key.
-        match app.store.contains(new.account.clone(), new.task_id.clone()).await {
+        match app
+            .store
+            .contains(new.account.clone(), new.task_id.clone())
+            .await
+        {
             Ok(true) => Ok(Inserted::Duplicate),
             Ok(false) => {
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -175,9 +196,10 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
         Ok(Inserted::Duplicate) => no_content(),
         // Defect ok-while-database-down: acknowledges what it could not store.
         Err(_) if config.has(Defect::OkWhileDatabaseDown) => no_content(),
-        Err(crate::StoreError::Unavailable(_)) => {
-            reply(StatusCode::SERVICE_UNAVAILABLE, "database unavailable, retry later")
-        }
+        Err(crate::StoreError::Unavailable(_)) => reply(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "database unavailable, retry later",
+        ),
         Err(_) => reply(StatusCode::INTERNAL_SERVER_ERROR, "storage error"),
     }
 }

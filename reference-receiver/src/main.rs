@@ -14,7 +14,11 @@ use tokio::net::TcpListener;
 
 /// The reference webhook receiver: verify, write, acknowledge, process.
 #[derive(Parser)]
-#[command(name = "hookstorm-receiver", version, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "hookstorm-receiver",
+    version,
+    args_conflicts_with_subcommands = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Cmd>,
@@ -25,7 +29,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Serve webhooks and the admin API (the default).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Run only the worker against a database, e.g. beside a `--no-worker` server.
     Worker(WorkerArgs),
 }
@@ -33,7 +37,11 @@ enum Cmd {
 #[derive(Args, Clone)]
 struct ServeArgs {
     /// Store URL: sqlite:///abs/path.db, sqlite://relative.db or postgres://...
-    #[arg(long, env = "HOOKSTORM_RECEIVER_DB", default_value = "sqlite://hookstorm-receiver.db")]
+    #[arg(
+        long,
+        env = "HOOKSTORM_RECEIVER_DB",
+        default_value = "sqlite://hookstorm-receiver.db"
+    )]
     db: String,
     /// Webhook listen address.
     #[arg(long, default_value = "127.0.0.1:8080")]
@@ -48,7 +56,12 @@ struct ServeArgs {
     #[arg(long = "account", value_name = "NAME=SECRET[,SECRET2]")]
     accounts: Vec<String>,
     /// A single secret for the single account acct_a (alternative to --account).
-    #[arg(long, env = "HOOKSTORM_RECEIVER_SECRETS", hide_env_values = true, value_name = "SECRET[,SECRET2]")]
+    #[arg(
+        long,
+        env = "HOOKSTORM_RECEIVER_SECRETS",
+        hide_env_values = true,
+        value_name = "SECRET[,SECRET2]"
+    )]
     secret: Option<String>,
     /// Provider profile whose signature scheme and tolerance are verified.
     #[arg(long, default_value = "answerline")]
@@ -148,7 +161,10 @@ async fn serve(args: ServeArgs) -> Result<()> {
     }
     if let Some(url) = &args.provider_url {
         let key = std::env::var(&args.provider_key_env).with_context(|| {
-            format!("--provider-url needs the API key in ${} (hint: --provider-key-env VAR)", args.provider_key_env)
+            format!(
+                "--provider-url needs the API key in ${} (hint: --provider-key-env VAR)",
+                args.provider_key_env
+            )
         })?;
         config = config.with_provider(url.clone(), Secret::new(key));
     }
@@ -167,7 +183,10 @@ async fn serve(args: ServeArgs) -> Result<()> {
     let admin = TcpListener::bind(args.admin_listen)
         .await
         .with_context(|| format!("binding {}", args.admin_listen))?;
-    println!("webhooks: http://{}/webhooks/{{account}}", listener.local_addr()?);
+    println!(
+        "webhooks: http://{}/webhooks/{{account}}",
+        listener.local_addr()?
+    );
     println!("admin:    http://{}", admin.local_addr()?);
     if generated {
         // A generated token must be shown or the admin API is unusable; a given one never is.
@@ -217,11 +236,16 @@ fn redact(url: &str) -> String {
 }
 
 #[tokio::main]
-async fn main() -> Result<()> {
+async fn main() {
     let cli = Cli::parse();
-    match cli.command {
-        Some(Cmd::Serve(a)) => serve(a).await,
+    let outcome = match cli.command {
+        Some(Cmd::Serve(a)) => serve(*a).await,
         Some(Cmd::Worker(a)) => worker(a).await,
         None => serve(cli.serve).await,
+    };
+    if let Err(e) = outcome {
+        eprintln!("error: {e:#}");
+        // Nothing was served: the receiver itself is unusable as a target.
+        std::process::exit(hookstorm::exit::TARGET_UNUSABLE);
     }
 }

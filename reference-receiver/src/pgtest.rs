@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 #[derive(Debug, thiserror::Error)]
 pub enum PgTestError {
     /// `initdb`/`pg_ctl` were not found.
-    #[error("postgres binaries not found (hint: install postgresql, or put initdb and pg_ctl on PATH)")]
+    #[error(
+        "postgres binaries not found (hint: install postgresql, or put initdb and pg_ctl on PATH)"
+    )]
     NotInstalled,
     /// A command failed.
     #[error("{0}")]
@@ -54,7 +56,9 @@ fn find_bin() -> Option<PathBuf> {
 }
 
 fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }
 
 impl PgServer {
@@ -77,12 +81,17 @@ impl PgServer {
         let bin = find_bin().ok_or(PgTestError::NotInstalled)?;
         let as_postgres = unsafe { libc::geteuid() } == 0;
         let data = tempfile::Builder::new().prefix("hookstorm-pg-").tempdir()?;
-        let socket = tempfile::Builder::new().prefix("hookstorm-pgsock-").tempdir()?;
+        let socket = tempfile::Builder::new()
+            .prefix("hookstorm-pgsock-")
+            .tempdir()?;
         if as_postgres {
             for dir in [data.path(), socket.path()] {
                 let status = Command::new("chown").arg("postgres:").arg(dir).status()?;
                 if !status.success() {
-                    return Err(PgTestError::Command(format!("chown {} to postgres failed", dir.display())));
+                    return Err(PgTestError::Command(format!(
+                        "chown {} to postgres failed",
+                        dir.display()
+                    )));
                 }
             }
         }
@@ -96,16 +105,19 @@ impl PgServer {
             databases: AtomicU32::new(0),
         };
         let datadir = server.data.path().join("db");
-        server.run("initdb", &[
-            "-D",
-            &datadir.to_string_lossy(),
-            "-U",
-            "postgres",
-            "--auth=trust",
-            "-E",
-            "UTF8",
-            "--no-sync",
-        ])?;
+        server.run(
+            "initdb",
+            &[
+                "-D",
+                &datadir.to_string_lossy(),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
+        )?;
         server.start()?;
         Ok(server)
     }
@@ -149,23 +161,28 @@ impl PgServer {
             self.socket.path().display()
         );
         let log = self.data.path().join("server.log");
-        self.run("pg_ctl", &[
-            "-D",
-            &self.datadir().to_string_lossy(),
-            "-l",
-            &log.to_string_lossy(),
-            "-o",
-            &opts,
-            "-w",
-            "-t",
-            "30",
-            "start",
-        ])?;
+        self.run(
+            "pg_ctl",
+            &[
+                "-D",
+                &self.datadir().to_string_lossy(),
+                "-l",
+                &log.to_string_lossy(),
+                "-o",
+                &opts,
+                "-w",
+                "-t",
+                "30",
+                "start",
+            ],
+        )?;
         self.running = true;
         let deadline = Instant::now() + Duration::from_secs(15);
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
             if Instant::now() > deadline {
-                return Err(PgTestError::Command("postgres did not start accepting".into()));
+                return Err(PgTestError::Command(
+                    "postgres did not start accepting".into(),
+                ));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -175,7 +192,17 @@ impl PgServer {
     /// Stops the server at once (`pg_ctl -m immediate stop`): a crash, as far as clients can tell.
     pub fn stop_immediate(&mut self) -> Result<(), PgTestError> {
         self.running = false;
-        self.run("pg_ctl", &["-D", &self.datadir().to_string_lossy(), "-m", "immediate", "-w", "stop"])
+        self.run(
+            "pg_ctl",
+            &[
+                "-D",
+                &self.datadir().to_string_lossy(),
+                "-m",
+                "immediate",
+                "-w",
+                "stop",
+            ],
+        )
     }
 
     /// The port.

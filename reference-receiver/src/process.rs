@@ -29,7 +29,10 @@ pub struct Processed {
 pub fn process_body(body: &str, keep_retry_suffix: bool) -> Result<Processed, String> {
     let b: Body = serde_json::from_str(body).map_err(|e| format!("body is not a delivery: {e}"))?;
     if !b.task.status.is_final() {
-        return Err(format!("task status {} is not final", b.task.status.as_str()));
+        return Err(format!(
+            "task status {} is not final",
+            b.task.status.as_str()
+        ));
     }
     let created_at = parse_time(&b.task.created_at)?;
     let job_key = b.task.idempotency_key.as_deref().map(|k| {
@@ -72,7 +75,9 @@ pub fn display_time(t: DateTime<Utc>) -> String {
 
 /// Re-renders a stored time for the state; leaves unparsable text as it is.
 pub fn display_stored(text: &str) -> String {
-    parse_time(text).map(display_time).unwrap_or_else(|_| text.to_string())
+    parse_time(text)
+        .map(display_time)
+        .unwrap_or_else(|_| text.to_string())
 }
 
 #[cfg(test)]
@@ -80,7 +85,9 @@ mod tests {
     use super::*;
 
     fn body(created: &str, key: &str) -> String {
-        format!(r#"{{"task":{{"id":"tsk_1","idempotencyKey":"{key}","status":"COMPLETED","createdAt":"{created}"}},"credits":1,"response":{{"result":1}},"resource":"r","sequence":3}}"#)
+        format!(
+            r#"{{"task":{{"id":"tsk_1","idempotencyKey":"{key}","status":"COMPLETED","createdAt":"{created}"}},"credits":1,"response":{{"result":1}},"resource":"r","sequence":3}}"#
+        )
     }
 
     #[test]

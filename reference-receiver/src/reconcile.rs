@@ -9,9 +9,9 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use hookstorm::delivery::Body;
 use http::{header, Request, StatusCode};
 use http_body_util::{BodyExt, Empty};
-use hookstorm::delivery::Body;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use serde::Serialize;
@@ -95,13 +95,14 @@ pub async fn reconcile(app: &App) -> Result<ReconcileCounts, ReconcileError> {
                 Ok(r) => r,
                 Err(_) => break,
             };
-            let resp = match tokio::time::timeout(Duration::from_secs(10), client.request(req)).await {
-                Ok(Ok(r)) => r,
-                _ => {
-                    outcome = Fetch::Failed;
-                    break;
-                }
-            };
+            let resp =
+                match tokio::time::timeout(Duration::from_secs(10), client.request(req)).await {
+                    Ok(Ok(r)) => r,
+                    _ => {
+                        outcome = Fetch::Failed;
+                        break;
+                    }
+                };
             match resp.status() {
                 StatusCode::OK => {
                     outcome = match resp.into_body().collect().await {

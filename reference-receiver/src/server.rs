@@ -49,7 +49,12 @@ pub async fn stopped(rx: &mut watch::Receiver<bool>) {
 
 type Handler = fn(Arc<App>, Request<Incoming>) -> BoxFuture<'static, Response<Full<Bytes>>>;
 
-async fn serve(listener: TcpListener, app: Arc<App>, handler: Handler, mut shutdown: watch::Receiver<bool>) {
+async fn serve(
+    listener: TcpListener,
+    app: Arc<App>,
+    handler: Handler,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {
@@ -85,7 +90,10 @@ async fn serve(listener: TcpListener, app: Arc<App>, handler: Handler, mut shutd
         while conns.try_join_next().is_some() {}
     }
     drop(listener);
-    let _ = tokio::time::timeout(DRAIN_LIMIT, async { while conns.join_next().await.is_some() {} }).await;
+    let _ = tokio::time::timeout(DRAIN_LIMIT, async {
+        while conns.join_next().await.is_some() {}
+    })
+    .await;
 }
 
 /// Serves webhooks on `listener` and the admin API on `admin_listener` until
@@ -99,7 +107,9 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ReceiverError> {
     if config.accounts.is_empty() {
-        return Err(ReceiverError::Config("no account configured (hint: --account NAME=SECRET)".into()));
+        return Err(ReceiverError::Config(
+            "no account configured (hint: --account NAME=SECRET)".into(),
+        ));
     }
     let (stop_tx, stop_rx) = watch::channel(false);
     let wake = Arc::new(Notify::new());
@@ -110,7 +120,13 @@ pub async fn run(
     });
     let worker = config.worker.then(|| {
         let rules = WorkerRules::new(config.defect, config.batch_size, config.failpoints.clone());
-        tokio::spawn(run_worker(store.clone(), rules, config.worker_poll, wake.clone(), stop_rx.clone()))
+        tokio::spawn(run_worker(
+            store.clone(),
+            rules,
+            config.worker_poll,
+            wake.clone(),
+            stop_rx.clone(),
+        ))
     });
     let hooks: Handler = |app, req| Box::pin(crate::handler::handle(app, req));
     let admin: Handler = |app, req| Box::pin(crate::admin::handle(app, req));
@@ -175,16 +191,25 @@ pub async fn spawn(config: Config, store_url: &str) -> Result<Spawned, ReceiverE
 }
 
 /// Like [`spawn`], with a store already open.
-pub async fn spawn_with_store(config: Config, store: Arc<dyn Store>) -> Result<Spawned, ReceiverError> {
+pub async fn spawn_with_store(
+    config: Config,
+    store: Arc<dyn Store>,
+) -> Result<Spawned, ReceiverError> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let admin_listener = TcpListener::bind("127.0.0.1:0").await?;
     let webhook_addr = listener.local_addr()?;
     let admin_addr = admin_listener.local_addr()?;
     let admin_token = config.admin_token.clone();
     let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(run(listener, admin_listener, store.clone(), config, async move {
-        let _ = stopped.await;
-    }));
+    let task = tokio::spawn(run(
+        listener,
+        admin_listener,
+        store.clone(),
+        config,
+        async move {
+            let _ = stopped.await;
+        },
+    ));
     Ok(Spawned {
         webhook_addr,
         admin_addr,

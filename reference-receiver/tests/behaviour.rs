@@ -23,7 +23,9 @@ on_both_stores!(
 );
 
 async fn duplicate_delivered_concurrently_is_stored_once(kind: StoreKind) -> Result<()> {
-    let Some(t) = start(kind, config()).await? else { return Ok(()) };
+    let Some(t) = start(kind, config()).await? else {
+        return Ok(());
+    };
     let d = Delivery::completed("tsk_1", "job-1", "2026-11-29T10:00:00Z");
     let body = d.body();
     let h = signed(SECRET_A, &body, "msg_1", now());
@@ -38,13 +40,18 @@ async fn duplicate_delivered_concurrently_is_stored_once(kind: StoreKind) -> Res
     let s = t.drained().await?;
     ensure!(s.inbox.len() == 1, "inbox {:?}", s.inbox);
     let effects = s.effects.unwrap();
-    ensure!(effects.len() == 1 && effects[0].count == 1, "effects {effects:?}");
+    ensure!(
+        effects.len() == 1 && effects[0].count == 1,
+        "effects {effects:?}"
+    );
     t.rx.shutdown().await?;
     Ok(())
 }
 
 async fn duplicate_answers_204_like_the_first(kind: StoreKind) -> Result<()> {
-    let Some(t) = start(kind, config()).await? else { return Ok(()) };
+    let Some(t) = start(kind, config()).await? else {
+        return Ok(());
+    };
     let d = Delivery::completed("tsk_1", "job-1", "2026-11-29T10:00:00Z");
     ensure!(t.deliver(&d).await? == 204);
     ensure!(t.deliver(&d).await? == 204);
@@ -58,7 +65,9 @@ async fn duplicate_answers_204_like_the_first(kind: StoreKind) -> Result<()> {
 }
 
 async fn test_delivery_is_answered_and_not_stored(kind: StoreKind) -> Result<()> {
-    let Some(t) = start(kind, config()).await? else { return Ok(()) };
+    let Some(t) = start(kind, config()).await? else {
+        return Ok(());
+    };
     let mut d = Delivery::completed("tsk_test", "job-t", "2026-11-29T10:00:00Z");
     d.test = true;
     ensure!(t.deliver(&d).await? == 204);
@@ -67,7 +76,9 @@ async fn test_delivery_is_answered_and_not_stored(kind: StoreKind) -> Result<()>
 }
 
 async fn bad_signature_gets_401_and_stores_nothing(kind: StoreKind) -> Result<()> {
-    let Some(t) = start(kind, config()).await? else { return Ok(()) };
+    let Some(t) = start(kind, config()).await? else {
+        return Ok(());
+    };
     let d = Delivery::completed("tsk_1", "job-1", "2026-11-29T10:00:00Z");
     let body = d.body();
     let url = t.url("acct_a");
@@ -84,13 +95,20 @@ async fn bad_signature_gets_401_and_stores_nothing(kind: StoreKind) -> Result<()
     let h = signed(SECRET_A, &body, "m", now());
     let tampered = body.replace("COMPLETED", "FAILED");
     ensure!(t.http.send(Method::POST, &url, &h, &tampered).await?.0 == 401);
-    ensure!(t.http.deliver(&t.url("acct_nope"), SECRET_A, &d, "m").await? == 404);
+    ensure!(
+        t.http
+            .deliver(&t.url("acct_nope"), SECRET_A, &d, "m")
+            .await?
+            == 404
+    );
     ensure!(t.state().await?.inbox.is_empty());
     Ok(())
 }
 
 async fn oversized_body_gets_413_and_stores_nothing(kind: StoreKind) -> Result<()> {
-    let Some(t) = start(kind, config().with_max_body(1024)).await? else { return Ok(()) };
+    let Some(t) = start(kind, config().with_max_body(1024)).await? else {
+        return Ok(());
+    };
     let mut d = Delivery::completed("tsk_big", "job-1", "2026-11-29T10:00:00Z");
     d.task_id = format!("tsk_{}", "x".repeat(2000));
     ensure!(t.deliver(&d).await? == 413);
@@ -105,21 +123,42 @@ async fn oversized_body_gets_413_and_stores_nothing(kind: StoreKind) -> Result<(
     );
     sock.write_all(req.as_bytes()).await?;
     let mut answer = String::new();
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), sock.read_to_string(&mut answer)).await;
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        sock.read_to_string(&mut answer),
+    )
+    .await;
     ensure!(answer.starts_with("HTTP/1.1 413"), "answer {answer:?}");
     // Still healthy.
-    ensure!(t.deliver(&Delivery::completed("tsk_small", "job-1", "2026-11-29T10:00:00Z")).await? == 204);
+    ensure!(
+        t.deliver(&Delivery::completed(
+            "tsk_small",
+            "job-1",
+            "2026-11-29T10:00:00Z"
+        ))
+        .await?
+            == 204
+    );
     let s = t.drained().await?;
     ensure!(s.inbox.len() == 1 && s.inbox[0].key == "tsk_small");
     Ok(())
 }
 
-async fn winner_is_the_latest_completed_task_whatever_the_arrival_order(kind: StoreKind) -> Result<()> {
-    let Some(t) = start(kind, config()).await? else { return Ok(()) };
+async fn winner_is_the_latest_completed_task_whatever_the_arrival_order(
+    kind: StoreKind,
+) -> Result<()> {
+    let Some(t) = start(kind, config()).await? else {
+        return Ok(());
+    };
     let tasks = vec![
         ("tsk_a", "job-1", "COMPLETED", "2026-11-29T10:00:00Z"),
         ("tsk_c", "job-1-r1", "COMPLETED", "2026-11-29T10:05:00Z"),
-        ("tsk_b", "job-1-r2", "COMPLETED", "2026-11-29T11:05:00+01:00"),
+        (
+            "tsk_b",
+            "job-1-r2",
+            "COMPLETED",
+            "2026-11-29T11:05:00+01:00",
+        ),
         ("tsk_d", "job-1-r3", "FAILED", "2026-11-29T10:10:00Z"),
         ("tsk_e", "job-2", "FAILED", "2026-11-29T10:00:00Z"),
     ];
@@ -154,35 +193,70 @@ async fn winner_is_the_latest_completed_task_whatever_the_arrival_order(kind: St
 }
 
 async fn poison_row_is_marked_failed_and_does_not_block_its_batch(kind: StoreKind) -> Result<()> {
-    let Some(t) = start(kind, config().with_worker(false)).await? else { return Ok(()) };
-    ensure!(t.deliver(&Delivery::completed("tsk_1", "job-1", "2026-11-29T10:00:00Z")).await? == 204);
-    ensure!(t.deliver(&Delivery::completed("tsk_poison", "job-2", "2026-02-30T25:61:00Z")).await? == 204);
-    ensure!(t.deliver(&Delivery::completed("tsk_3", "job-3", "2026-11-29T10:00:00Z")).await? == 204);
-    let out = t
-        .rx
-        .store
-        .process_batch(WorkerRules::new(None, 64, Failpoints::none()))
-        .await?;
-    ensure!(out.claimed == 3 && out.processed == 2 && out.failed == 1, "{out:?}");
+    let Some(t) = start(kind, config().with_worker(false)).await? else {
+        return Ok(());
+    };
+    ensure!(
+        t.deliver(&Delivery::completed(
+            "tsk_1",
+            "job-1",
+            "2026-11-29T10:00:00Z"
+        ))
+        .await?
+            == 204
+    );
+    ensure!(
+        t.deliver(&Delivery::completed(
+            "tsk_poison",
+            "job-2",
+            "2026-02-30T25:61:00Z"
+        ))
+        .await?
+            == 204
+    );
+    ensure!(
+        t.deliver(&Delivery::completed(
+            "tsk_3",
+            "job-3",
+            "2026-11-29T10:00:00Z"
+        ))
+        .await?
+            == 204
+    );
+    let out =
+        t.rx.store
+            .process_batch(WorkerRules::new(None, 64, Failpoints::none()))
+            .await?;
+    ensure!(
+        out.claimed == 3 && out.processed == 2 && out.failed == 1,
+        "{out:?}"
+    );
     let s = t.state().await?;
     ensure!(s.drained());
     let poison = s.inbox.iter().find(|r| r.key == "tsk_poison").unwrap();
-    ensure!(poison.error.as_deref().is_some_and(|e| e.contains("createdAt")), "{poison:?}");
+    ensure!(
+        poison
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("createdAt")),
+        "{poison:?}"
+    );
     ensure!(s.inbox.iter().filter(|r| r.error.is_none()).count() == 2);
     ensure!(s.results.as_ref().unwrap().len() == 2);
     // Nothing left to do: re-running changes nothing.
-    let again = t
-        .rx
-        .store
-        .process_batch(WorkerRules::new(None, 64, Failpoints::none()))
-        .await?;
+    let again =
+        t.rx.store
+            .process_batch(WorkerRules::new(None, 64, Failpoints::none()))
+            .await?;
     ensure!(again.claimed == 0);
     ensure!(t.state().await? == s);
     Ok(())
 }
 
 async fn sequenced_resource_keeps_the_highest_sequence(kind: StoreKind) -> Result<()> {
-    let Some(t) = start(kind, config()).await? else { return Ok(()) };
+    let Some(t) = start(kind, config()).await? else {
+        return Ok(());
+    };
     for (id, seq) in [("tsk_1", 1), ("tsk_3", 3), ("tsk_2", 2)] {
         let mut d = Delivery::completed(id, &format!("job-{id}"), "2026-11-29T10:00:00Z");
         d.resource = Some(("order-7".into(), seq));
@@ -196,21 +270,62 @@ async fn sequenced_resource_keeps_the_highest_sequence(kind: StoreKind) -> Resul
 }
 
 async fn admin_api_needs_the_token_and_is_not_on_the_webhook_port(kind: StoreKind) -> Result<()> {
-    let Some(t) = start(kind, config()).await? else { return Ok(()) };
+    let Some(t) = start(kind, config()).await? else {
+        return Ok(());
+    };
     let admin = t.rx.admin_url();
     let none: Vec<(String, String)> = vec![];
     let wrong = vec![("Authorization".to_string(), "Bearer nope".to_string())];
-    for (method, path) in [(Method::GET, "/state"), (Method::POST, "/reset"), (Method::POST, "/reconcile"), (Method::POST, "/setup")] {
-        ensure!(t.http.send(method.clone(), &format!("{admin}{path}"), &none, "").await?.0 == 401);
-        ensure!(t.http.send(method.clone(), &format!("{admin}{path}"), &wrong, "").await?.0 == 401);
+    for (method, path) in [
+        (Method::GET, "/state"),
+        (Method::POST, "/reset"),
+        (Method::POST, "/reconcile"),
+        (Method::POST, "/setup"),
+    ] {
+        ensure!(
+            t.http
+                .send(method.clone(), &format!("{admin}{path}"), &none, "")
+                .await?
+                .0
+                == 401
+        );
+        ensure!(
+            t.http
+                .send(method.clone(), &format!("{admin}{path}"), &wrong, "")
+                .await?
+                .0
+                == 401
+        );
         let on_webhook = format!("http://{}{path}", t.rx.webhook_addr);
         let status = t.http.send(method, &on_webhook, &t.bearer(), "").await?.0;
-        ensure!(status == 404 || status == 405, "{path} on the webhook port answered {status}");
+        ensure!(
+            status == 404 || status == 405,
+            "{path} on the webhook port answered {status}"
+        );
     }
-    ensure!(t.http.send(Method::GET, &format!("{admin}/state"), &t.bearer(), "").await?.0 == 200);
-    ensure!(t.http.send(Method::GET, &format!("{admin}/healthz"), &none, "").await?.0 == 200);
-    let setup = r#"{"state":"tasks-submitted","params":{"task_ids":["tsk_1","tsk_2"],"account":"acct_a"}}"#;
-    let (status, _, text) = t.http.send(Method::POST, &format!("{admin}/setup"), &t.bearer(), setup).await?;
-    ensure!(status == 200 && text.contains("\"recorded\":2"), "{status} {text}");
+    ensure!(
+        t.http
+            .send(Method::GET, &format!("{admin}/state"), &t.bearer(), "")
+            .await?
+            .0
+            == 200
+    );
+    ensure!(
+        t.http
+            .send(Method::GET, &format!("{admin}/healthz"), &none, "")
+            .await?
+            .0
+            == 200
+    );
+    let setup =
+        r#"{"state":"tasks-submitted","params":{"task_ids":["tsk_1","tsk_2"],"account":"acct_a"}}"#;
+    let (status, _, text) = t
+        .http
+        .send(Method::POST, &format!("{admin}/setup"), &t.bearer(), setup)
+        .await?;
+    ensure!(
+        status == 200 && text.contains("\"recorded\":2"),
+        "{status} {text}"
+    );
     Ok(())
 }

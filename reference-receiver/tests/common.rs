@@ -60,9 +60,15 @@ pub fn config() -> Config {
 }
 
 /// A store URL of this kind (None: Postgres not installed here).
-pub async fn store_url(kind: StoreKind, dir: &tempfile::TempDir) -> Result<Option<(String, Option<Arc<PgServer>>)>> {
+pub async fn store_url(
+    kind: StoreKind,
+    dir: &tempfile::TempDir,
+) -> Result<Option<(String, Option<Arc<PgServer>>)>> {
     Ok(match kind {
-        StoreKind::Sqlite => Some((format!("sqlite://{}", dir.path().join("rx.db").display()), None)),
+        StoreKind::Sqlite => Some((
+            format!("sqlite://{}", dir.path().join("rx.db").display()),
+            None,
+        )),
         StoreKind::Postgres => match tokio::task::spawn_blocking(shared_pg).await? {
             Some(pg) => Some((pg.fresh_database().await?, Some(pg))),
             None => None,
@@ -190,12 +196,19 @@ impl Http {
             .context("request timed out")??;
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
-        let text = String::from_utf8_lossy(&resp.into_body().collect().await?.to_bytes()).into_owned();
+        let text =
+            String::from_utf8_lossy(&resp.into_body().collect().await?.to_bytes()).into_owned();
         Ok((status, headers, text))
     }
 
     /// Posts a delivery signed for `secret` to `url`.
-    pub async fn deliver(&self, url: &str, secret: &str, d: &Delivery, webhook_id: &str) -> Result<u16> {
+    pub async fn deliver(
+        &self,
+        url: &str,
+        secret: &str,
+        d: &Delivery,
+        webhook_id: &str,
+    ) -> Result<u16> {
         let body = d.body();
         let h = signed(secret, &body, webhook_id, now());
         Ok(self.send(Method::POST, url, &h, &body).await?.0)
@@ -208,20 +221,33 @@ impl Target {
     }
 
     pub fn bearer(&self) -> Vec<(String, String)> {
-        vec![("Authorization".into(), format!("Bearer {}", self.rx.admin_token))]
+        vec![(
+            "Authorization".into(),
+            format!("Bearer {}", self.rx.admin_token),
+        )]
     }
 
     /// Delivers to acct_a, signed with its secret.
     pub async fn deliver(&self, d: &Delivery) -> Result<u16> {
         self.http
-            .deliver(&self.url("acct_a"), SECRET_A, d, &format!("msg_{}", d.task_id))
+            .deliver(
+                &self.url("acct_a"),
+                SECRET_A,
+                d,
+                &format!("msg_{}", d.task_id),
+            )
             .await
     }
 
     pub async fn state(&self) -> Result<State> {
         let (status, _, text) = self
             .http
-            .send(Method::GET, &format!("{}/state", self.rx.admin_url()), &self.bearer(), "")
+            .send(
+                Method::GET,
+                &format!("{}/state", self.rx.admin_url()),
+                &self.bearer(),
+                "",
+            )
             .await?;
         if status != 200 {
             bail!("state answered {status}: {text}");
@@ -232,7 +258,12 @@ impl Target {
     pub async fn reset(&self) -> Result<()> {
         let (status, _, _) = self
             .http
-            .send(Method::POST, &format!("{}/reset", self.rx.admin_url()), &self.bearer(), "")
+            .send(
+                Method::POST,
+                &format!("{}/reset", self.rx.admin_url()),
+                &self.bearer(),
+                "",
+            )
             .await?;
         anyhow::ensure!(status == 204, "reset answered {status}");
         Ok(())

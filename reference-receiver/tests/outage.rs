@@ -11,12 +11,20 @@ use crate::common::{config, Delivery, Http, SECRET_A};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_outage_gives_503_then_recovers_without_losing_acknowledged_rows() -> Result<()> {
-    let Some(mut pg) = tokio::task::spawn_blocking(PgServer::start_or_skip).await? else { return Ok(()) };
+    let Some(mut pg) = tokio::task::spawn_blocking(PgServer::start_or_skip).await? else {
+        return Ok(());
+    };
     let url = pg.fresh_database().await?;
     let rx = spawn(config(), &url).await?;
     let http = Http::new();
     let hook = rx.webhook_url("acct_a");
-    let d = |i: usize| Delivery::completed(&format!("tsk_{i}"), &format!("job-{i}"), "2026-11-29T10:00:00Z");
+    let d = |i: usize| {
+        Delivery::completed(
+            &format!("tsk_{i}"),
+            &format!("job-{i}"),
+            "2026-11-29T10:00:00Z",
+        )
+    };
     let mut acked = Vec::new();
     for i in 0..5 {
         ensure!(http.deliver(&hook, SECRET_A, &d(i), "m").await? == 204);
@@ -25,9 +33,20 @@ async fn postgres_outage_gives_503_then_recovers_without_losing_acknowledged_row
     let mut pg = tokio::task::spawn_blocking(move || pg.stop_immediate().map(|_| pg)).await??;
     for i in 5..8 {
         let status = http.deliver(&hook, SECRET_A, &d(i), "m").await?;
-        ensure!(status == 503, "delivery {i} while the database is down answered {status}");
+        ensure!(
+            status == 503,
+            "delivery {i} while the database is down answered {status}"
+        );
     }
-    let health = http.send(http::Method::GET, &format!("{}/healthz", rx.admin_url()), &[], "").await?.0;
+    let health = http
+        .send(
+            http::Method::GET,
+            &format!("{}/healthz", rx.admin_url()),
+            &[],
+            "",
+        )
+        .await?
+        .0;
     ensure!(health == 503, "healthz answered {health}");
     pg = tokio::task::spawn_blocking(move || pg.start().map(|_| pg)).await??;
     // The sender retries; the receiver reconnects by itself.
@@ -39,15 +58,28 @@ async fn postgres_outage_gives_503_then_recovers_without_losing_acknowledged_row
                 acked.push(format!("tsk_{i}"));
                 break;
             }
-            ensure!(Instant::now() < deadline, "no recovery: delivery {i} still answers {status}");
+            ensure!(
+                Instant::now() < deadline,
+                "no recovery: delivery {i} still answers {status}"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
     let t_state = {
-        let bearer = vec![("Authorization".to_string(), format!("Bearer {}", rx.admin_token))];
+        let bearer = vec![(
+            "Authorization".to_string(),
+            format!("Bearer {}", rx.admin_token),
+        )];
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let (status, _, text) = http.send(http::Method::GET, &format!("{}/state", rx.admin_url()), &bearer, "").await?;
+            let (status, _, text) = http
+                .send(
+                    http::Method::GET,
+                    &format!("{}/state", rx.admin_url()),
+                    &bearer,
+                    "",
+                )
+                .await?;
             if status == 200 {
                 let s: hookstorm::state::State = serde_json::from_str(&text)?;
                 if s.drained() && s.inbox.len() == acked.len() {
@@ -59,7 +91,10 @@ async fn postgres_outage_gives_503_then_recovers_without_losing_acknowledged_row
         }
     };
     for key in &acked {
-        ensure!(t_state.inbox.iter().filter(|r| &r.key == key).count() == 1, "{key} lost or doubled");
+        ensure!(
+            t_state.inbox.iter().filter(|r| &r.key == key).count() == 1,
+            "{key} lost or doubled"
+        );
     }
     ensure!(t_state.effects.unwrap().iter().all(|e| e.count == 1));
     rx.shutdown().await?;

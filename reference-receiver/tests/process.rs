@@ -23,13 +23,26 @@ struct Running {
 
 async fn serve(db: &str, extra: &[&str], failpoints: Option<&str>) -> Result<Running> {
     let mut cmd = Command::new(BIN);
-    cmd.args(["serve", "--db", db, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
-        .args(["--admin-token", TOKEN, "--account", &format!("acct_a={SECRET_A}")])
-        .args(extra)
-        .env_remove("HOOKSTORM_FAILPOINTS")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true);
+    cmd.args([
+        "serve",
+        "--db",
+        db,
+        "--listen",
+        "127.0.0.1:0",
+        "--admin-listen",
+        "127.0.0.1:0",
+    ])
+    .args([
+        "--admin-token",
+        TOKEN,
+        "--account",
+        &format!("acct_a={SECRET_A}"),
+    ])
+    .args(extra)
+    .env_remove("HOOKSTORM_FAILPOINTS")
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .kill_on_drop(true);
     if let Some(fp) = failpoints {
         cmd.env("HOOKSTORM_FAILPOINTS", fp);
     }
@@ -57,7 +70,9 @@ async fn serve(db: &str, extra: &[&str], failpoints: Option<&str>) -> Result<Run
 
 async fn state(http: &Http, admin: &str) -> Result<State> {
     let bearer = vec![("Authorization".to_string(), format!("Bearer {TOKEN}"))];
-    let (status, _, text) = http.send(http::Method::GET, &format!("{admin}/state"), &bearer, "").await?;
+    let (status, _, text) = http
+        .send(http::Method::GET, &format!("{admin}/state"), &bearer, "")
+        .await?;
     ensure!(status == 200, "state answered {status}");
     Ok(serde_json::from_str(&text)?)
 }
@@ -93,7 +108,10 @@ async fn crash_after_commit_then_retry_leaves_one_row_processed_once() -> Result
 
     let mut first = serve(&db, &[], Some("crash-after-commit=1")).await?;
     let answer = http.deliver(&first.webhook, SECRET_A, &d, "msg_1").await;
-    ensure!(answer.is_err(), "the crash should cut the answer, got {answer:?}");
+    ensure!(
+        answer.is_err(),
+        "the crash should cut the answer, got {answer:?}"
+    );
     let status = tokio::time::timeout(Duration::from_secs(10), first.child.wait()).await??;
     ensure!(status.signal() == Some(libc::SIGABRT), "exit {status:?}");
 
@@ -120,7 +138,11 @@ async fn worker_process_drains_the_inbox_of_a_server_without_worker() -> Result<
         ensure!(http.deliver(&server.webhook, SECRET_A, &d, "m").await? == 204);
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
-    ensure!(state(&http, &server.admin).await?.inbox.iter().all(|r| !r.processed));
+    ensure!(state(&http, &server.admin)
+        .await?
+        .inbox
+        .iter()
+        .all(|r| !r.processed));
     let mut worker = Command::new(BIN)
         .args(["worker", "--db", &db])
         .stdout(Stdio::null())

@@ -33,7 +33,13 @@ async fn provider(throttled: Arc<AtomicUsize>) -> Result<String> {
                             .headers()
                             .get("authorization")
                             .is_some_and(|v| v == &format!("Bearer {API_KEY}")[..]);
-                        let id = req.uri().path().rsplit('/').next().unwrap_or("").to_string();
+                        let id = req
+                            .uri()
+                            .path()
+                            .rsplit('/')
+                            .next()
+                            .unwrap_or("")
+                            .to_string();
                         let (status, body) = if !auth_ok {
                             (StatusCode::UNAUTHORIZED, String::new())
                         } else {
@@ -55,7 +61,9 @@ async fn provider(throttled: Arc<AtomicUsize>) -> Result<String> {
                         Ok::<_, Infallible>(r)
                     }
                 });
-                let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
             });
         }
     });
@@ -70,22 +78,48 @@ async fn reconcile_fetches_missing_final_tasks_and_skips_the_rest(kind: StoreKin
     let Some(t) = start(kind, config().with_provider(url, Secret::new(API_KEY))).await? else {
         return Ok(());
     };
-    ensure!(t.deliver(&Delivery::completed("tsk_5", "job-5", "2026-11-29T10:00:00Z")).await? == 204);
+    ensure!(
+        t.deliver(&Delivery::completed(
+            "tsk_5",
+            "job-5",
+            "2026-11-29T10:00:00Z"
+        ))
+        .await?
+            == 204
+    );
     let admin = t.rx.admin_url();
     let setup = r#"{"state":"tasks-submitted","params":{"task_ids":["tsk_1","tsk_2","tsk_3","tsk_4","tsk_5"],"account":"acct_a"}}"#;
-    ensure!(t.http.send(Method::POST, &format!("{admin}/setup"), &t.bearer(), setup).await?.0 == 200);
-    let (status, _, text) = t.http.send(Method::POST, &format!("{admin}/reconcile"), &t.bearer(), "").await?;
+    ensure!(
+        t.http
+            .send(Method::POST, &format!("{admin}/setup"), &t.bearer(), setup)
+            .await?
+            .0
+            == 200
+    );
+    let (status, _, text) = t
+        .http
+        .send(Method::POST, &format!("{admin}/reconcile"), &t.bearer(), "")
+        .await?;
     ensure!(status == 200, "{status} {text}");
     let counts: serde_json::Value = serde_json::from_str(&text)?;
-    ensure!(counts["missing"] == 4 && counts["fetched"] == 2 && counts["inserted"] == 1, "{counts}");
-    ensure!(counts["not_found"] == 1 && counts["not_final"] == 1 && counts["throttled"] == 1, "{counts}");
+    ensure!(
+        counts["missing"] == 4 && counts["fetched"] == 2 && counts["inserted"] == 1,
+        "{counts}"
+    );
+    ensure!(
+        counts["not_found"] == 1 && counts["not_final"] == 1 && counts["throttled"] == 1,
+        "{counts}"
+    );
     ensure!(throttled.load(Ordering::SeqCst) > 1, "429 was not retried");
     let s = t.drained().await?;
     let mut keys: Vec<_> = s.inbox.iter().map(|r| r.key.as_str()).collect();
     keys.sort();
     ensure!(keys == ["tsk_1", "tsk_5"], "{keys:?}");
     // A second pass finds tsk_1 present and inserts nothing.
-    let (_, _, text) = t.http.send(Method::POST, &format!("{admin}/reconcile"), &t.bearer(), "").await?;
+    let (_, _, text) = t
+        .http
+        .send(Method::POST, &format!("{admin}/reconcile"), &t.bearer(), "")
+        .await?;
     let again: serde_json::Value = serde_json::from_str(&text)?;
     ensure!(again["inserted"] == 0 && again["missing"] == 3, "{again}");
     Ok(())

@@ -176,7 +176,10 @@ pub async fn open_store(url: &str) -> Result<Arc<dyn Store>, StoreError> {
 }
 
 /// Opens a store: `sqlite:///abs/path.db`, `sqlite://relative.db`, `postgres://…`, `postgresql://…`.
-pub async fn open_store_with(url: &str, options: StoreOptions) -> Result<Arc<dyn Store>, StoreError> {
+pub async fn open_store_with(
+    url: &str,
+    options: StoreOptions,
+) -> Result<Arc<dyn Store>, StoreError> {
     if let Some(path) = url.strip_prefix("sqlite://") {
         if path.is_empty() {
             return Err(StoreError::BadUrl(url.to_string()));

@@ -70,7 +70,10 @@ impl Pool {
             .map_err(|_| StoreError::Unavailable("no database connection free".into()))?
             .map_err(|_| StoreError::Unavailable("pool closed".into()))?;
         let reuse = {
-            let mut idle = self.idle.lock().map_err(|_| StoreError::Unavailable("pool lock poisoned".into()))?;
+            let mut idle = self
+                .idle
+                .lock()
+                .map_err(|_| StoreError::Unavailable("pool lock poisoned".into()))?;
             let mut found = None;
             while let Some(c) = idle.pop() {
                 if !c.is_closed() {
@@ -83,10 +86,11 @@ impl Pool {
         let client = match reuse {
             Some(c) => c,
             None => {
-                let (client, conn) = tokio::time::timeout(CONNECT_TIMEOUT, self.config.connect(NoTls))
-                    .await
-                    .map_err(|_| StoreError::Unavailable("connect timed out".into()))?
-                    .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+                let (client, conn) =
+                    tokio::time::timeout(CONNECT_TIMEOUT, self.config.connect(NoTls))
+                        .await
+                        .map_err(|_| StoreError::Unavailable("connect timed out".into()))?
+                        .map_err(|e| StoreError::Unavailable(e.to_string()))?;
                 tokio::spawn(async move {
                     let _ = conn.await;
                 });
@@ -133,7 +137,8 @@ impl PgStore {
         {
             let c = store.pool.get().await?;
             if options.keying != Keying::AccountTask {
-                c.batch_execute("drop table if exists webhook_inbox").await?;
+                c.batch_execute("drop table if exists webhook_inbox")
+                    .await?;
             }
             c.batch_execute(inbox_ddl(options.keying)).await?;
             c.batch_execute(
@@ -189,7 +194,8 @@ async fn process_batch(store: &PgStore, rules: &WorkerRules) -> Result<BatchOutc
                     } else {
                         "insert into resources (account, resource, sequence) values ($1, $2, $3) on conflict (account, resource) do update set sequence = excluded.sequence where excluded.sequence > resources.sequence"
                     };
-                    tx.execute(sql, &[&account, resource, &(*sequence as i64)]).await?;
+                    tx.execute(sql, &[&account, resource, &(*sequence as i64)])
+                        .await?;
                 }
                 tx.execute(
                     "update webhook_inbox set processed_at = now(), error = null where id = $1",
@@ -272,7 +278,10 @@ async fn read_state(store: &PgStore, rule: WinnerRule) -> Result<State, StoreErr
         })
         .collect();
     let effects = c
-        .query("select task_id, count, account from effects order by account, task_id", &[])
+        .query(
+            "select task_id, count, account from effects order by account, task_id",
+            &[],
+        )
         .await?
         .iter()
         .map(|r| Effect {
@@ -282,7 +291,10 @@ async fn read_state(store: &PgStore, rule: WinnerRule) -> Result<State, StoreErr
         })
         .collect();
     let resources = c
-        .query("select resource, sequence, account from resources order by account, resource", &[])
+        .query(
+            "select resource, sequence, account from resources order by account, resource",
+            &[],
+        )
         .await?
         .iter()
         .map(|r| ResourceRow {
@@ -310,7 +322,11 @@ impl Store for PgStore {
                     &[&d.account, &d.task_id, &d.webhook_id, &d.body],
                 )
                 .await?;
-            Ok(if n == 1 { Inserted::New } else { Inserted::Duplicate })
+            Ok(if n == 1 {
+                Inserted::New
+            } else {
+                Inserted::Duplicate
+            })
         })
     }
 

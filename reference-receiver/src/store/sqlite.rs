@@ -75,7 +75,10 @@ fn now_text() -> String {
     sortable_time(chrono::Utc::now())
 }
 
-fn run_inserts(conn: &mut Connection, batch: Vec<(NewDelivery, oneshot::Sender<Result<Inserted, StoreError>>)>) {
+fn run_inserts(
+    conn: &mut Connection,
+    batch: Vec<(NewDelivery, oneshot::Sender<Result<Inserted, StoreError>>)>,
+) {
     let result = (|| -> Result<Vec<Result<Inserted, StoreError>>, StoreError> {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut out = Vec::with_capacity(batch.len());
@@ -87,7 +90,13 @@ fn run_inserts(conn: &mut Connection, batch: Vec<(NewDelivery, oneshot::Sender<R
             for (d, _) in &batch {
                 out.push(
                     stmt.execute(params![d.account, d.task_id, d.webhook_id, d.body, now])
-                        .map(|n| if n == 1 { Inserted::New } else { Inserted::Duplicate })
+                        .map(|n| {
+                            if n == 1 {
+                                Inserted::New
+                            } else {
+                                Inserted::Duplicate
+                            }
+                        })
                         .map_err(StoreError::from),
                 );
             }
