@@ -21,6 +21,9 @@ use crate::failpoint::Point;
 use crate::server::App;
 use crate::store::{Inserted, NewDelivery};
 
+/// How long the `ack-before-commit` defect waits between its answer and its commit.
+pub const ACK_BEFORE_COMMIT_DELAY: Duration = Duration::from_millis(50);
+
 /// A response with a short text body (or none).
 pub fn reply(status: StatusCode, text: &str) -> Response<Full<Bytes>> {
     let mut r = Response::new(Full::new(Bytes::from(text.to_string())));
@@ -156,7 +159,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
         // Defect ack-before-commit: the answer leaves before the row is durable.
         let app2 = app.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            tokio::time::sleep(ACK_BEFORE_COMMIT_DELAY).await;
             app2.config.failpoints.hit(Point::CrashBeforeCommit);
             if let Ok(Inserted::New) = app2.store.insert(new).await {
                 app2.wake.notify_one();

@@ -157,3 +157,28 @@ async fn worker_process_drains_the_inbox_of_a_server_without_worker() -> Result<
     let _ = tokio::time::timeout(Duration::from_secs(10), server.child.wait()).await?;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ack_before_commit_loses_an_acknowledged_delivery_when_it_crashes() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let db = format!("sqlite://{}", dir.path().join("rx.db").display());
+    let http = Http::new();
+    let d = Delivery::completed("tsk_1", "job-1", "2026-11-29T10:00:00Z");
+    let mut first = serve(
+        &db,
+        &["--defect", "ack-before-commit"],
+        Some("crash-before-commit=1"),
+    )
+    .await?;
+    ensure!(http.deliver(&first.webhook, SECRET_A, &d, "msg_1").await? == 204);
+    let status = tokio::time::timeout(Duration::from_secs(10), first.child.wait()).await??;
+    ensure!(status.signal() == Some(libc::SIGABRT), "exit {status:?}");
+    let mut second = serve(&db, &[], None).await?;
+    ensure!(
+        state(&http, &second.admin).await?.inbox.is_empty(),
+        "the acknowledged row should be lost"
+    );
+    terminate(&second.child);
+    let _ = tokio::time::timeout(Duration::from_secs(10), second.child.wait()).await?;
+    Ok(())
+}
