@@ -1,1 +1,42 @@
-//! The reference webhook receiver (built in its own issue).
+//! hookstorm-receiver: the reference webhook receiver.
+//!
+//! It does what a provider's receiver-design guide asks of a receiver —
+//! verify the signature on the raw body, write the delivery to an inbox keyed
+//! by (account, task id) with "insert, do nothing on conflict", commit, and
+//! only then answer 2xx; a worker processes the inbox afterwards — so that
+//! the harness has a known-good target, and, through [`Defect`], a set of
+//! known-bad ones that each break exactly one invariant.
+//!
+//! # Layout
+//! - [`error`]: the crate's error types.
+//! - [`defect`]: the deliberately broken variants and the invariant catching each.
+//! - [`failpoint`]: crash points driven by `HOOKSTORM_FAILPOINTS`.
+//! - [`config`]: accounts, secrets, limits and options.
+//! - [`store`]: the storage trait and its SQLite and Postgres implementations.
+//! - [`process`]: the pure part of the worker (what a row becomes).
+//! - [`worker`]: the loop that drains the inbox.
+//! - [`handler`]: the webhook endpoint.
+//! - [`admin`]: the admin API on its own listener.
+//! - [`reconcile`]: fetching missing tasks from the provider API.
+//! - [`server`]: listeners, graceful shutdown, [`run`] and [`spawn`].
+//! - [`pgtest`]: a private Postgres server for tests.
+#![warn(missing_docs)]
+
+pub mod admin;
+pub mod config;
+pub mod defect;
+pub mod error;
+pub mod failpoint;
+pub mod handler;
+pub mod pgtest;
+pub mod process;
+pub mod reconcile;
+pub mod server;
+pub mod store;
+pub mod worker;
+
+pub use config::{Account, Config};
+pub use defect::Defect;
+pub use error::{ReceiverError, StoreError};
+pub use server::{run, spawn, Spawned};
+pub use store::{open_store, open_store_with, Store, StoreOptions};

@@ -1,0 +1,131 @@
+//! The admin API, served on its own listener and never on the webhook port.
+//!
+//! Every route but `GET /healthz` needs `Authorization: Bearer <token>`.
+//! `GET /state` returns the `hookstorm::state::State` JSON the harness reads;
+//! `POST /reset`, `POST /setup` and `POST /reconcile` are the companions the
+//! harness calls around a scenario.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{header, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use serde::Deserialize;
+
+use crate::handler::reply;
+use crate::reconcile::reconcile;
+use crate::server::App;
+use crate::store::WinnerRule;
+
+fn json(status: StatusCode, value: &impl serde::Serialize) -> Response<Full<Bytes>> {
+    let body = serde_json::to_vec(value).unwrap_or_default();
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+fn authorized(app: &App, req: &Request<Incoming>) -> bool {
+    let expected = format!("Bearer {}", app.config.admin_token);
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(|v| v.as_bytes())
+        .unwrap_or_default();
+    // Constant-time comparison of equal-length values.
+    given.len() == expected.len()
+        && given
+            .iter()
+            .zip(expected.as_bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
+#[derive(Deserialize)]
+struct Setup {
+    state: String,
+    #[serde(default)]
+    params: SetupParams,
+}
+
+#[derive(Deserialize, Default)]
+struct SetupParams {
+    #[serde(default)]
+    task_ids: Vec<String>,
+    #[serde(default)]
+    account: Option<String>,
+}
+
+/// Answers one admin request.
+pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let path = req.uri().path().to_string();
+    let method = req.method().clone();
+    if method == Method::GET && path == "/healthz" {
+        return match app.store.ping().await {
+            Ok(()) => reply(StatusCode::OK, "ok"),
+            Err(e) => reply(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+        };
+    }
+    if !authorized(&app, &req) {
+        let mut r = reply(StatusCode::UNAUTHORIZED, "admin token required");
+        r.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            header::HeaderValue::from_static("Bearer"),
+        );
+        return r;
+    }
+    match (method, path.as_str()) {
+        (Method::GET, "/state") => match app
+            .store
+            .state(WinnerRule::for_defect(app.config.defect))
+            .await
+        {
+            Ok(s) => json(StatusCode::OK, &s),
+            Err(e) => reply(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+        },
+        (Method::POST, "/reset") => match app.store.reset().await {
+            Ok(()) => reply(StatusCode::NO_CONTENT, ""),
+            Err(e) => reply(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+        },
+        (Method::POST, "/setup") => {
+            let bytes = match Limited::new(req.into_body(), 1 << 20).collect().await {
+                Ok(c) => c.to_bytes(),
+                Err(_) => return reply(StatusCode::PAYLOAD_TOO_LARGE, "setup body too large"),
+            };
+            let setup: Setup = match serde_json::from_slice(&bytes) {
+                Ok(s) => s,
+                Err(e) => return reply(StatusCode::BAD_REQUEST, &format!("bad setup body: {e}")),
+            };
+            if setup.state != "tasks-submitted" {
+                return reply(
+                    StatusCode::BAD_REQUEST,
+                    &format!(
+                        "unknown setup state {:?} (hint: tasks-submitted)",
+                        setup.state
+                    ),
+                );
+            }
+            let account = match setup
+                .params
+                .account
+                .or_else(|| app.config.accounts.first().map(|a| a.name.clone()))
+            {
+                Some(a) => a,
+                None => return reply(StatusCode::BAD_REQUEST, "no account given or configured"),
+            };
+            match app.store.submit_tasks(account, setup.params.task_ids).await {
+                Ok(n) => json(StatusCode::OK, &serde_json::json!({ "recorded": n })),
+                Err(e) => reply(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+            }
+        }
+        (Method::POST, "/reconcile") => match reconcile(&app).await {
+            Ok(counts) => json(StatusCode::OK, &counts),
+            Err(e) => reply(e.status(), &e.to_string()),
+        },
+        _ => reply(StatusCode::NOT_FOUND, "not found"),
+    }
+}

@@ -1,0 +1,174 @@
+//! The deliberately broken variants of the receiver (`--defect NAME`).
+//!
+//! Each is a small, realistic deviation from the guide — the kind of thing a
+//! real receiver gets wrong — and each must be caught by one invariant. The
+//! harness runs its scenario matrix against every variant to prove that its
+//! checks have teeth.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// One deliberately broken variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Defect {
+    /// Answers 204, then commits in a spawned task: a crash in between loses an acknowledged delivery.
+    AckBeforeCommit,
+    /// Keys the inbox by the unsigned `Webhook-Id` header instead of the task id.
+    DedupOnWebhookId,
+    /// Selects, yields, then inserts without a unique key: concurrent duplicates are both stored.
+    CheckThenInsert,
+    /// The winner is the most recently received COMPLETED task, not the most recently created.
+    LastArrivalWins,
+    /// The winner is the most recently created task whatever its status.
+    FailedOverwritesCompleted,
+    /// Uses the full idempotency key (with `-rN`) as the job key.
+    KeepsRetrySuffix,
+    /// Stores `"test": true` deliveries like real ones.
+    StoresTestDeliveries,
+    /// Accepts any signature, or none.
+    SkipsSignatureCheck,
+    /// Accepts signatures whatever their timestamp.
+    IgnoresTimestampTolerance,
+    /// Answers 409 to a duplicate (state stays right).
+    RejectsDuplicates409,
+    /// Answers 204 when the database is unavailable, storing nothing.
+    OkWhileDatabaseDown,
+    /// A failing row aborts its whole batch, which is then retried forever.
+    PoisonBlocksBatch,
+    /// Keys by task id alone and accepts any account's secret for any account.
+    IgnoresAccountScope,
+    /// Answers 308 to the same path with a trailing slash.
+    RedirectsToTrailingSlash,
+    /// Applies every incoming sequence, even a lower one.
+    StaleSequenceOverwrites,
+}
+
+impl Defect {
+    /// Every variant, in documentation order.
+    pub const ALL: [Defect; 15] = [
+        Defect::AckBeforeCommit,
+        Defect::DedupOnWebhookId,
+        Defect::CheckThenInsert,
+        Defect::LastArrivalWins,
+        Defect::FailedOverwritesCompleted,
+        Defect::KeepsRetrySuffix,
+        Defect::StoresTestDeliveries,
+        Defect::SkipsSignatureCheck,
+        Defect::IgnoresTimestampTolerance,
+        Defect::RejectsDuplicates409,
+        Defect::OkWhileDatabaseDown,
+        Defect::PoisonBlocksBatch,
+        Defect::IgnoresAccountScope,
+        Defect::RedirectsToTrailingSlash,
+        Defect::StaleSequenceOverwrites,
+    ];
+
+    /// The `--defect` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Defect::AckBeforeCommit => "ack-before-commit",
+            Defect::DedupOnWebhookId => "dedup-on-webhook-id",
+            Defect::CheckThenInsert => "check-then-insert",
+            Defect::LastArrivalWins => "last-arrival-wins",
+            Defect::FailedOverwritesCompleted => "failed-overwrites-completed",
+            Defect::KeepsRetrySuffix => "keeps-retry-suffix",
+            Defect::StoresTestDeliveries => "stores-test-deliveries",
+            Defect::SkipsSignatureCheck => "skips-signature-check",
+            Defect::IgnoresTimestampTolerance => "ignores-timestamp-tolerance",
+            Defect::RejectsDuplicates409 => "rejects-duplicates-409",
+            Defect::OkWhileDatabaseDown => "ok-while-database-down",
+            Defect::PoisonBlocksBatch => "poison-blocks-batch",
+            Defect::IgnoresAccountScope => "ignores-account-scope",
+            Defect::RedirectsToTrailingSlash => "redirects-to-trailing-slash",
+            Defect::StaleSequenceOverwrites => "stale-sequence-overwrites",
+        }
+    }
+
+    /// What the variant does wrong, in one sentence.
+    pub fn description(self) -> &'static str {
+        match self {
+            Defect::AckBeforeCommit => "answers 204, then commits in a spawned task; a crash in between loses an acknowledged delivery",
+            Defect::DedupOnWebhookId => "keys the inbox by the unsigned Webhook-Id header; the same task under a new Webhook-Id is stored twice",
+            Defect::CheckThenInsert => "selects, yields, then inserts with no unique key; concurrent duplicates are both stored",
+            Defect::LastArrivalWins => "the winner is the most recently received COMPLETED task instead of the most recently created",
+            Defect::FailedOverwritesCompleted => "the winner is the most recently created task even when it FAILED",
+            Defect::KeepsRetrySuffix => "uses the whole idempotency key (with -rN) as the job key, so resubmissions form separate jobs",
+            Defect::StoresTestDeliveries => "stores dashboard test deliveries like real ones",
+            Defect::SkipsSignatureCheck => "accepts any signature, or none",
+            Defect::IgnoresTimestampTolerance => "accepts a valid signature whatever its timestamp, so old captures replay",
+            Defect::RejectsDuplicates409 => "answers 409 to a duplicate instead of 2xx (the state stays right)",
+            Defect::OkWhileDatabaseDown => "answers 204 while the database is unavailable, storing nothing",
+            Defect::PoisonBlocksBatch => "a failing row aborts its whole batch, which stays unprocessed and is retried forever",
+            Defect::IgnoresAccountScope => "keys by task id alone and accepts any account's secret for any account",
+            Defect::RedirectsToTrailingSlash => "answers 308 to every POST without a trailing slash",
+            Defect::StaleSequenceOverwrites => "applies every incoming sequence, even one lower than the stored one",
+        }
+    }
+
+    /// The invariant that must catch it.
+    pub fn caught_by(self) -> &'static str {
+        match self {
+            Defect::AckBeforeCommit => "I1 no-loss",
+            Defect::DedupOnWebhookId => "I2 exactly-once",
+            Defect::CheckThenInsert => "I2 exactly-once",
+            Defect::LastArrivalWins => "I5 correct-winner",
+            Defect::FailedOverwritesCompleted => "I5 correct-winner",
+            Defect::KeepsRetrySuffix => "I5 correct-winner",
+            Defect::StoresTestDeliveries => "I4 no-phantom",
+            Defect::SkipsSignatureCheck => "I4 no-phantom",
+            Defect::IgnoresTimestampTolerance => "I4 no-phantom",
+            Defect::RejectsDuplicates409 => "I7 status-conformance (non-strict)",
+            Defect::OkWhileDatabaseDown => "I1 no-loss",
+            Defect::PoisonBlocksBatch => "I8 poison-isolation",
+            Defect::IgnoresAccountScope => "I4 no-phantom",
+            Defect::RedirectsToTrailingSlash => "I7 status-conformance",
+            Defect::StaleSequenceOverwrites => "I6 no-stale-overwrite",
+        }
+    }
+}
+
+impl fmt::Display for Defect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An unknown defect name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown defect {name:?} (hint: one of {})", Defect::ALL.map(|d| d.name()).join(", "))]
+pub struct UnknownDefect {
+    /// The name given.
+    pub name: String,
+}
+
+impl FromStr for Defect {
+    type Err = UnknownDefect;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Defect::ALL
+            .into_iter()
+            .find(|d| d.name() == s.trim())
+            .ok_or_else(|| UnknownDefect {
+                name: s.to_string(),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_defect_round_trips_through_its_name() {
+        for d in Defect::ALL {
+            assert_eq!(d.name().parse::<Defect>().unwrap(), d);
+            assert!(!d.description().is_empty());
+            assert!(d.caught_by().starts_with('I'));
+        }
+    }
+
+    #[test]
+    fn unknown_defect_error_lists_the_valid_names() {
+        let e = "nope".parse::<Defect>().unwrap_err().to_string();
+        assert!(e.contains("ack-before-commit") && e.contains("stale-sequence-overwrites"));
+    }
+}
