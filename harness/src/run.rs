@@ -189,31 +189,30 @@ async fn run_scenario(
     };
 
     let sink = HistorySink::create(&history_path).map_err(|e| RunError::Io(e.to_string()))?;
-    sink.write(Event::Run(RunHeader {
+    let header = Event::Run(RunHeader {
         run_id: run_id.to_string(),
         seed,
         profile: target.profile.name.clone(),
         time_scale,
         started_at: history::now_rfc3339(),
         version: env!("CARGO_PKG_VERSION").to_string(),
-    }));
-    let cfg = SendConfig {
-        url: target.url.clone(),
-        profile: target.profile.clone(),
-        secrets: target.secrets.clone(),
-        time_scale,
-        seed,
-        concurrency: opts.concurrency,
-        max_body: target.max_body,
-    };
+    });
+    sink.write(header).map_err(|e| RunError::Io(e.to_string()))?;
+    let mut cfg = SendConfig::new(target.url.clone(), target.profile.clone(), target.secrets.clone());
+    cfg.time_scale = time_scale;
+    cfg.seed = seed;
+    cfg.concurrency = opts.concurrency;
+    cfg.max_body = target.max_body;
+    cfg.retired = target.retired.iter().map(|(k, v)| (k.clone(), vec![v.clone()])).collect();
     let sent = sender::send(scenario, &cfg, &sink).await;
-    let lines = sink.finish().await.map_err(|e| RunError::Io(e.to_string()))?;
+    sink.finish().map_err(|e| RunError::Io(e.to_string()))?;
     let summary = match sent {
         Ok(s) => s,
-        Err(SendError::Unreachable(msg)) => return Err(RunError::Target(msg)),
-        Err(e) => return Err(RunError::Target(e.to_string())),
+        Err(e @ (SendError::Unreachable { .. } | SendError::BadUrl { .. } | SendError::Config(_))) => {
+            return Err(RunError::Target(e.to_string()))
+        }
+        Err(e) => return Err(RunError::Io(e.to_string())),
     };
-    let _ = lines;
 
     let drain = scenario.drain.unwrap_or(opts.drain).mul_f64(1.0);
     let (state, drained): (Result<State, ProbeError>, bool) = match probe.wait_drained(drain).await {

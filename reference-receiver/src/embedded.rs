@@ -39,7 +39,7 @@ impl Embedded {
 
     /// Stops the receiver and removes its temporary database.
     pub async fn shutdown(self) {
-        self.spawned.shutdown().await;
+        let _ = self.spawned.shutdown().await;
     }
 }
 

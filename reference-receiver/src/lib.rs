@@ -25,6 +25,7 @@
 pub mod admin;
 pub mod config;
 pub mod defect;
+pub mod embedded;
 pub mod error;
 pub mod failpoint;
 pub mod handler;
