@@ -27,3 +27,6 @@ pub mod schedule;
 pub mod signature;
 pub mod state;
 pub mod units;
+pub mod check;
+pub mod probe;
+pub mod report;
