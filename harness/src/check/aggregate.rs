@@ -90,6 +90,75 @@ impl Interner {
     }
 }
 
+/// The fields of an attempt the checker reads, borrowed (from an [`Attempt`]
+/// or straight from a history line).
+pub(crate) struct AttemptView<'a> {
+    pub delivery: &'a str,
+    pub key: &'a str,
+    pub account: &'a str,
+    pub job: Option<&'a str>,
+    pub attempt: u32,
+    pub faults: Vec<&'a str>,
+    pub status: Option<u16>,
+    pub latency_ms: Option<f64>,
+    pub error: Option<&'a str>,
+    pub outcome: Outcome,
+    pub intent: Intent,
+    pub detail: Option<&'a str>,
+    pub task_status: Option<TaskStatus>,
+    pub created_at: Option<&'a str>,
+    pub resource: Option<&'a str>,
+    pub sequence: Option<u64>,
+    pub poison: bool,
+    pub dead: bool,
+}
+
+impl<'a> From<&'a Attempt> for AttemptView<'a> {
+    fn from(a: &'a Attempt) -> Self {
+        AttemptView {
+            delivery: &a.delivery,
+            key: &a.key,
+            account: &a.account,
+            job: a.job.as_deref(),
+            attempt: a.attempt,
+            faults: a.faults.iter().map(String::as_str).collect(),
+            status: a.status,
+            latency_ms: a.latency_ms,
+            error: a.error.as_deref(),
+            outcome: a.outcome,
+            intent: a.intent,
+            detail: a.detail.as_deref(),
+            task_status: a.task_status,
+            created_at: a.created_at.as_deref(),
+            resource: a.resource.as_deref(),
+            sequence: a.sequence,
+            poison: a.poison,
+            dead: a.dead,
+        }
+    }
+}
+
+/// The fields of a provider task the checker reads, borrowed.
+pub(crate) struct ProviderView<'a> {
+    pub account: &'a str,
+    pub key: &'a str,
+    pub job: Option<&'a str>,
+    pub task_status: TaskStatus,
+    pub created_at: &'a str,
+}
+
+impl<'a> From<&'a ProviderTask> for ProviderView<'a> {
+    fn from(p: &'a ProviderTask) -> Self {
+        ProviderView {
+            account: &p.account,
+            key: &p.key,
+            job: p.job.as_deref(),
+            task_status: p.task_status,
+            created_at: &p.created_at,
+        }
+    }
+}
+
 /// Everything the checker keeps about one (account, key).
 #[derive(Debug, Clone)]
 pub(crate) struct KeyAgg {
@@ -162,8 +231,8 @@ fn parse_time(t: Option<&str>) -> i64 {
         .unwrap_or(NO_TIME)
 }
 
-fn has_fault(a: &Attempt, names: &[&str]) -> bool {
-    a.faults.iter().any(|f| names.contains(&f.as_str()))
+fn has_fault(a: &AttemptView, names: &[&str]) -> bool {
+    a.faults.iter().any(|f| names.contains(f))
 }
 
 impl Aggregator {
@@ -214,8 +283,8 @@ impl Aggregator {
     /// Folds one event (with its 1-based history line) in.
     pub fn push(&mut self, line: u64, event: &Event) {
         match event {
-            Event::Attempt(a) => self.attempt(line, a),
-            Event::Provider(p) => self.provider(line, p),
+            Event::Attempt(a) => self.attempt(line, &AttemptView::from(a)),
+            Event::Provider(p) => self.provider(line, &ProviderView::from(p)),
             Event::Run(_) | Event::Fault(_) => {}
         }
     }
@@ -237,16 +306,16 @@ impl Aggregator {
         }
     }
 
-    fn provider(&mut self, line: u64, p: &ProviderTask) {
-        let i = self.slot(&p.account, &p.key, line);
+    pub(crate) fn provider(&mut self, line: u64, p: &ProviderView) {
+        let i = self.slot(p.account, p.key, line);
         self.keys[i].flags |= flag::PROVIDER;
         if p.task_status.is_final() {
             self.keys[i].flags |= flag::PROVIDER_FINAL;
         }
-        self.describe_task(i, p.job.as_deref(), Some(p.task_status), Some(&p.created_at));
+        self.describe_task(i, p.job, Some(p.task_status), Some(p.created_at));
     }
 
-    fn attempt(&mut self, line: u64, a: &Attempt) {
+    pub(crate) fn attempt(&mut self, line: u64, a: &AttemptView) {
         let c = &mut self.counts;
         c.attempts += 1;
         match a.outcome {
@@ -258,11 +327,11 @@ impl Aggregator {
         a.delivery.hash(&mut h);
         self.deliveries.insert(h.finish());
 
-        let i = self.slot(&a.account, &a.key, line);
+        let i = self.slot(a.account, a.key, line);
         if a.intent == Intent::Genuine {
-            self.describe_task(i, a.job.as_deref(), a.task_status, a.created_at.as_deref());
+            self.describe_task(i, a.job, a.task_status, a.created_at);
         }
-        if let (Some(r), Some(s)) = (&a.resource, a.sequence) {
+        if let (Some(r), Some(s)) = (a.resource, a.sequence) {
             self.sequenced = true;
             if self.keys[i].resource == NONE {
                 self.keys[i].resource = self.strings.intern(r);
@@ -308,12 +377,12 @@ impl Aggregator {
             if self.dead.len() < MAX_DEAD_LETTERS {
                 self.dead.push((
                     DeadLetter {
-                        delivery: a.delivery.clone(),
-                        key: a.key.clone(),
-                        account: a.account.clone(),
+                        delivery: a.delivery.to_string(),
+                        key: a.key.to_string(),
+                        account: a.account.to_string(),
                         attempts: a.attempt,
                         last_status: a.status,
-                        last_error: a.error.clone(),
+                        last_error: a.error.map(str::to_string),
                         recovered: false,
                     },
                     i as u32,
@@ -324,10 +393,10 @@ impl Aggregator {
 
     /// I7's per-attempt rules; non-strict deviations are decided at the end,
     /// once the state says whether it stayed intact.
-    fn status(&mut self, line: u64, i: usize, a: &Attempt) {
+    fn status(&mut self, line: u64, i: usize, a: &AttemptView) {
         let fail = |what: String| Evidence {
-            key: a.key.clone(),
-            account: Some(a.account.clone()),
+            key: a.key.to_string(),
+            account: Some(a.account.to_string()),
             what,
             lines: vec![line],
         };
@@ -339,7 +408,7 @@ impl Aggregator {
         }
         if a.intent.must_reject() && is_2xx(a.status) {
             let s = a.status.unwrap_or_default();
-            let kind = a.detail.as_deref().unwrap_or(match a.intent {
+            let kind = a.detail.unwrap_or(match a.intent {
                 Intent::CrossAccount => "other account's secret",
                 Intent::Oversized => "oversized body",
                 Intent::ExpiredReplay => "expired replay",
@@ -355,7 +424,7 @@ impl Aggregator {
                     fail(format!("answered after {:.0} ms, over the {:.0} ms limit", ms, limit_ms))
                 });
             } else if a.status.is_none()
-                && a.error.as_deref().is_some_and(|e| {
+                && a.error.is_some_and(|e| {
                     let e = e.to_ascii_lowercase();
                     e.contains("timeout") || e.contains("timed out")
                 })

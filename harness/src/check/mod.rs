@@ -28,7 +28,7 @@ use crate::history::Event;
 use crate::state::State;
 
 pub use aggregate::Aggregator;
-pub use files::{check_files, CheckError};
+pub use files::{check_files, read_numbered, CheckError};
 
 /// At most this many evidence items are kept per invariant.
 pub const MAX_EVIDENCE: usize = 10;
