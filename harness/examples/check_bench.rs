@@ -16,7 +16,10 @@ fn peak_rss_kib() -> Option<u64> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let keys: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(200_000);
+    let keys: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(200_000);
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("history.jsonl");
     let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
@@ -51,7 +54,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             serde_json::to_writer(&mut out, &Event::Attempt(a))?;
             out.write_all(b"\n")?;
         }
-        state.inbox.push(InboxRow { key, account: Some("acct_a".into()), processed: true, error: None });
+        state.inbox.push(InboxRow {
+            key,
+            account: Some("acct_a".into()),
+            processed: true,
+            error: None,
+        });
     }
     out.flush()?;
     drop(out);

@@ -18,15 +18,15 @@
 //! - [`history`]: the JSON Lines history of attempts.
 #![warn(missing_docs)]
 
+pub mod check;
 pub mod delivery;
 pub mod error;
 pub mod exit;
 pub mod history;
+pub mod probe;
 pub mod profile;
+pub mod report;
 pub mod schedule;
 pub mod signature;
 pub mod state;
 pub mod units;
-pub mod check;
-pub mod probe;
-pub mod report;

@@ -289,7 +289,13 @@ impl Aggregator {
         }
     }
 
-    fn describe_task(&mut self, i: usize, job: Option<&str>, status: Option<TaskStatus>, created: Option<&str>) {
+    fn describe_task(
+        &mut self,
+        i: usize,
+        job: Option<&str>,
+        status: Option<TaskStatus>,
+        created: Option<&str>,
+    ) {
         if self.keys[i].job == NONE {
             if let Some(j) = job {
                 self.keys[i].job = self.strings.intern(job_key(j));
@@ -402,8 +408,11 @@ impl Aggregator {
         };
         if let Some(s @ 300..=399) = a.status {
             if !has_fault(a, &["redirect"]) {
-                self.status_fail
-                    .push(|| fail(format!("answered {s}: redirects are never followed, every 3xx is a failed attempt")));
+                self.status_fail.push(|| {
+                    fail(format!(
+                        "answered {s}: redirects are never followed, every 3xx is a failed attempt"
+                    ))
+                });
             }
         }
         if a.intent.must_reject() && is_2xx(a.status) {
@@ -421,7 +430,10 @@ impl Aggregator {
             let limit_ms = self.answer_limit.as_secs_f64() * 1000.0;
             if let Some(ms) = a.latency_ms.filter(|&ms| ms > limit_ms) {
                 self.status_fail.push(|| {
-                    fail(format!("answered after {:.0} ms, over the {:.0} ms limit", ms, limit_ms))
+                    fail(format!(
+                        "answered after {:.0} ms, over the {:.0} ms limit",
+                        ms, limit_ms
+                    ))
                 });
             } else if a.status.is_none()
                 && a.error.is_some_and(|e| {
@@ -429,9 +441,8 @@ impl Aggregator {
                     e.contains("timeout") || e.contains("timed out")
                 })
             {
-                self.status_fail.push(|| {
-                    fail(format!("no answer within the {:.0} ms limit", limit_ms))
-                });
+                self.status_fail
+                    .push(|| fail(format!("no answer within the {:.0} ms limit", limit_ms)));
             }
         }
         let agg = &mut self.keys[i];
@@ -456,7 +467,12 @@ impl Aggregator {
     }
 
     /// Grades every requested invariant against `state` (or the probe's error).
-    pub fn finish(self, scenario: &str, state: Result<&State, &str>, opts: &CheckOptions) -> ScenarioCheck {
+    pub fn finish(
+        self,
+        scenario: &str,
+        state: Result<&State, &str>,
+        opts: &CheckOptions,
+    ) -> ScenarioCheck {
         let mut ids = opts.invariants.clone();
         ids.sort();
         ids.dedup();
@@ -487,8 +503,8 @@ impl Aggregator {
                 let results = ids
                     .iter()
                     .map(|&id| {
-                        catch_unwind(AssertUnwindSafe(|| grade(id, &self, &view, opts))).unwrap_or_else(
-                            |panic| {
+                        catch_unwind(AssertUnwindSafe(|| grade(id, &self, &view, opts)))
+                            .unwrap_or_else(|panic| {
                                 let msg = panic
                                     .downcast_ref::<String>()
                                     .cloned()
@@ -499,8 +515,7 @@ impl Aggregator {
                                     Verdict::Unknown,
                                     format!("not checked: the checker failed: {msg}"),
                                 )
-                            },
-                        )
+                            })
                     })
                     .collect();
                 let dead = self
@@ -524,7 +539,12 @@ impl Aggregator {
     }
 }
 
-fn grade(id: InvariantId, agg: &Aggregator, view: &StateView, opts: &CheckOptions) -> InvariantResult {
+fn grade(
+    id: InvariantId,
+    agg: &Aggregator,
+    view: &StateView,
+    opts: &CheckOptions,
+) -> InvariantResult {
     match id {
         InvariantId::I1 => store::no_loss(agg, view, opts),
         InvariantId::I2 => store::exactly_once(agg, view),

@@ -79,7 +79,8 @@ fn missing(field: &str) -> String {
 impl RawLine<'_> {
     /// Folds the line into `fold`; the error names the missing field.
     fn fold(&self, line: u64, fold: &mut Aggregator) -> Result<(), String> {
-        let need = |v: &Option<Cow<'_, str>>, f: &str| v.as_deref().map(|_| ()).ok_or_else(|| missing(f));
+        let need =
+            |v: &Option<Cow<'_, str>>, f: &str| v.as_deref().map(|_| ()).ok_or_else(|| missing(f));
         match self.kind.as_ref() {
             "attempt" => {
                 need(&self.delivery, "delivery")?;
@@ -167,19 +168,31 @@ pub enum CheckError {
 }
 
 /// Reads history events with their 1-based line numbers, skipping blank lines.
-pub fn read_numbered(path: &Path) -> Result<impl Iterator<Item = Result<(u64, Event), CheckError>>, CheckError> {
-    let file = File::open(path).map_err(|source| CheckError::Io { path: path.into(), source })?;
+pub fn read_numbered(
+    path: &Path,
+) -> Result<impl Iterator<Item = Result<(u64, Event), CheckError>>, CheckError> {
+    let file = File::open(path).map_err(|source| CheckError::Io {
+        path: path.into(),
+        source,
+    })?;
     let path = path.to_path_buf();
     Ok(BufReader::with_capacity(1 << 16, file)
         .lines()
         .enumerate()
         .filter(|(_, l)| !matches!(l, Ok(s) if s.trim().is_empty()))
         .map(move |(i, line)| {
-            let line = line.map_err(|source| CheckError::Io { path: path.clone(), source })?;
+            let line = line.map_err(|source| CheckError::Io {
+                path: path.clone(),
+                source,
+            })?;
             let n = i as u64 + 1;
             serde_json::from_str(&line)
                 .map(|e| (n, e))
-                .map_err(|e| CheckError::History { path: path.clone(), line: n, message: e.to_string() })
+                .map_err(|e| CheckError::History {
+                    path: path.clone(),
+                    line: n,
+                    message: e.to_string(),
+                })
         }))
 }
 
@@ -190,20 +203,32 @@ enum States {
 }
 
 fn read_state_file(path: &Path) -> Result<State, CheckError> {
-    let text = std::fs::read_to_string(path).map_err(|source| CheckError::Io { path: path.into(), source })?;
-    serde_json::from_str(&text).map_err(|e| CheckError::State { path: path.into(), message: e.to_string() })
+    let text = std::fs::read_to_string(path).map_err(|source| CheckError::Io {
+        path: path.into(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|e| CheckError::State {
+        path: path.into(),
+        message: e.to_string(),
+    })
 }
 
 fn load_states(path: &Path) -> Result<States, CheckError> {
     if path.is_dir() {
         return Ok(States::Dir(path.to_path_buf()));
     }
-    let text = std::fs::read_to_string(path).map_err(|source| CheckError::Io { path: path.into(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| CheckError::Io {
+        path: path.into(),
+        source,
+    })?;
     match serde_json::from_str::<State>(&text) {
         Ok(s) => Ok(States::One(s)),
         Err(e) => serde_json::from_str::<BTreeMap<String, State>>(&text)
             .map(States::Many)
-            .map_err(|_| CheckError::State { path: path.into(), message: e.to_string() }),
+            .map_err(|_| CheckError::State {
+                path: path.into(),
+                message: e.to_string(),
+            }),
     }
 }
 
@@ -217,7 +242,10 @@ pub fn check_files(
     let states = load_states(state)?;
     let all_as_one = matches!(states, States::One(_)) && scenario.is_none();
     let mut folds: BTreeMap<String, Aggregator> = BTreeMap::new();
-    let file = File::open(history).map_err(|source| CheckError::Io { path: history.into(), source })?;
+    let file = File::open(history).map_err(|source| CheckError::Io {
+        path: history.into(),
+        source,
+    })?;
     let mut reader = BufReader::with_capacity(1 << 16, file);
     let mut buf = String::new();
     let mut line = 0u64;
@@ -225,7 +253,10 @@ pub fn check_files(
         buf.clear();
         let n = reader
             .read_line(&mut buf)
-            .map_err(|source| CheckError::Io { path: history.into(), source })?;
+            .map_err(|source| CheckError::Io {
+                path: history.into(),
+                source,
+            })?;
         if n == 0 {
             break;
         }
@@ -233,7 +264,11 @@ pub fn check_files(
         if buf.trim().is_empty() {
             continue;
         }
-        let bad = |message: String| CheckError::History { path: history.into(), line, message };
+        let bad = |message: String| CheckError::History {
+            path: history.into(),
+            line,
+            message,
+        };
         let raw: RawLine = serde_json::from_str(&buf).map_err(|e| bad(e.to_string()))?;
         let Some(name) = raw.scenario.as_deref() else {
             continue;
@@ -253,7 +288,10 @@ pub fn check_files(
             .entry(f.to_string())
             .or_insert_with(|| Aggregator::new(opts.answer_limit));
         if folds[f].counts.attempts == 0 && folds[f].keys.is_empty() {
-            return Err(CheckError::NoScenario { path: history.into(), scenario: f.to_string() });
+            return Err(CheckError::NoScenario {
+                path: history.into(),
+                scenario: f.to_string(),
+            });
         }
     }
     let mut out = Vec::new();
@@ -261,9 +299,14 @@ pub fn check_files(
         let loaded;
         let found: Result<&State, String> = match &states {
             States::One(s) => Ok(s),
-            States::Many(m) => m.get(&name).ok_or_else(|| format!("{} has no state for this scenario", state.display())),
+            States::Many(m) => m
+                .get(&name)
+                .ok_or_else(|| format!("{} has no state for this scenario", state.display())),
             States::Dir(dir) => {
-                let candidates = [dir.join(format!("{name}.json")), dir.join(format!("{name}.state.json"))];
+                let candidates = [
+                    dir.join(format!("{name}.json")),
+                    dir.join(format!("{name}.state.json")),
+                ];
                 match candidates.iter().find(|p| p.is_file()) {
                     None => Err(format!("no {name}.json in {}", dir.display())),
                     Some(p) => match read_state_file(p) {

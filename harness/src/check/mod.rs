@@ -1,7 +1,7 @@
 //! The checker: reads a history and a receiver's state and grades every
 //! invariant of `invariants.md` (I1–I8) as pass, fail, non-strict or unknown.
 //!
-//! It streams. [`aggregate`] folds each attempt into one compact record per
+//! It streams. The [`Aggregator`] folds each attempt into one compact record per
 //! (account, key) while the history is read, so a million-attempt history
 //! costs a few dozen bytes per key, not per attempt; each invariant module
 //! then compares those records with the state. Evidence keeps only keys and
@@ -374,7 +374,10 @@ mod tests {
     fn invariant_ids_parse_by_code_and_name() {
         assert_eq!("I1".parse::<InvariantId>().unwrap(), InvariantId::I1);
         assert_eq!("i7".parse::<InvariantId>().unwrap(), InvariantId::I7);
-        assert_eq!("no-phantom".parse::<InvariantId>().unwrap(), InvariantId::I4);
+        assert_eq!(
+            "no-phantom".parse::<InvariantId>().unwrap(),
+            InvariantId::I4
+        );
         assert_eq!(
             "I8 poison-isolation".parse::<InvariantId>().unwrap(),
             InvariantId::I8
@@ -395,7 +398,10 @@ mod tests {
         .iter()
         .map(|v| serde_json::to_string(v).unwrap())
         .collect();
-        assert_eq!(v, [r#""pass""#, r#""fail""#, r#""non-strict""#, r#""unknown""#]);
+        assert_eq!(
+            v,
+            [r#""pass""#, r#""fail""#, r#""non-strict""#, r#""unknown""#]
+        );
     }
 
     #[test]

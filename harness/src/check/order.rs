@@ -18,7 +18,7 @@ use super::{Evidence, EvidenceSet, InvariantId, InvariantResult, Verdict};
 fn matches_account(reported: &Option<String>, agg: &Aggregator, account: u32) -> bool {
     reported
         .as_deref()
-        .map_or(true, |a| a == agg.strings.name(account))
+        .is_none_or(|a| a == agg.strings.name(account))
 }
 
 /// I5: the reported winner per job is the most recent COMPLETED task.
@@ -96,7 +96,8 @@ pub(crate) fn correct_winner(agg: &Aggregator, view: &StateView) -> InvariantRes
                     .map(|k| {
                         if k.has(flag::FAILED) {
                             " (a FAILED task)"
-                        } else if k.created < best.map(|b| agg.keys[b].created).unwrap_or_default() {
+                        } else if k.created < best.map(|b| agg.keys[b].created).unwrap_or_default()
+                        {
                             " (an older task)"
                         } else {
                             ""
@@ -182,8 +183,12 @@ pub(crate) fn no_stale_overwrite(agg: &Aggregator, view: &StateView) -> Invarian
             .collect();
         let what = match finals.as_slice() {
             [s] if *s == max => continue,
-            [] => format!("resource {name}: highest stored sequence is {max}, resource not reported"),
-            [s] if *s < max => format!("resource {name}: final sequence {s}, but {max} was stored (stale overwrite)"),
+            [] => {
+                format!("resource {name}: highest stored sequence is {max}, resource not reported")
+            }
+            [s] if *s < max => format!(
+                "resource {name}: final sequence {s}, but {max} was stored (stale overwrite)"
+            ),
             [s] => format!("resource {name}: final sequence {s}, higher than any stored ({max})"),
             many => format!("resource {name}: {} rows reported", many.len()),
         };

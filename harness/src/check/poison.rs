@@ -32,7 +32,11 @@ pub(crate) fn isolation(agg: &Aggregator, view: &StateView) -> InvariantResult {
     for (n, row) in view.state.inbox.iter().enumerate() {
         let aggs = aggs_for_row(agg, view, n);
         let is_poison = aggs.iter().any(|k| k.has(flag::POISON));
-        let lines = || aggs.iter().flat_map(|k| k.evidence_lines()).collect::<Vec<_>>();
+        let lines = || {
+            aggs.iter()
+                .flat_map(|k| k.evidence_lines())
+                .collect::<Vec<_>>()
+        };
         let what = if is_poison {
             if row.processed && row.error.is_some() {
                 continue;

@@ -25,7 +25,11 @@ pub(crate) fn history_only(agg: &Aggregator) -> InvariantResult {
 }
 
 /// I7 against the state.
-pub(crate) fn conformance(agg: &Aggregator, view: &StateView, opts: &CheckOptions) -> InvariantResult {
+pub(crate) fn conformance(
+    agg: &Aggregator,
+    view: &StateView,
+    opts: &CheckOptions,
+) -> InvariantResult {
     let mut fails = EvidenceSet {
         items: agg.status_fail.items.clone(),
         total: agg.status_fail.total,
@@ -41,21 +45,49 @@ pub(crate) fn conformance(agg: &Aggregator, view: &StateView, opts: &CheckOption
             if stored {
                 lenient.push(|| evidence(agg, k, "duplicate answered 4xx; stored once, so the state is intact (answer 2xx: a 4xx asks for more retries)".into(), lines.clone()));
             } else {
-                fails.push(|| evidence(agg, k, "duplicate answered 4xx and the key is not stored".into(), lines.clone()));
+                fails.push(|| {
+                    evidence(
+                        agg,
+                        k,
+                        "duplicate answered 4xx and the key is not stored".into(),
+                        lines.clone(),
+                    )
+                });
             }
         }
         if k.has(flag::TEST_4XX) && !k.has(flag::REAL) {
             if stored {
-                fails.push(|| evidence(agg, k, "test delivery answered 4xx and stored".into(), lines.clone()));
+                fails.push(|| {
+                    evidence(
+                        agg,
+                        k,
+                        "test delivery answered 4xx and stored".into(),
+                        lines.clone(),
+                    )
+                });
             } else {
                 lenient.push(|| evidence(agg, k, "test delivery answered 4xx; nothing stored (a verified test delivery should get a 2xx)".into(), lines.clone()));
             }
         }
         if k.has(flag::GEN_4XX) {
             if stored {
-                lenient.push(|| evidence(agg, k, "genuine delivery answered 4xx; a retry stored it".into(), lines.clone()));
+                lenient.push(|| {
+                    evidence(
+                        agg,
+                        k,
+                        "genuine delivery answered 4xx; a retry stored it".into(),
+                        lines.clone(),
+                    )
+                });
             } else {
-                fails.push(|| evidence(agg, k, "genuine delivery answered 4xx and never stored".into(), lines.clone()));
+                fails.push(|| {
+                    evidence(
+                        agg,
+                        k,
+                        "genuine delivery answered 4xx and never stored".into(),
+                        lines.clone(),
+                    )
+                });
             }
         }
     }
@@ -64,11 +96,18 @@ pub(crate) fn conformance(agg: &Aggregator, view: &StateView, opts: &CheckOption
         let (f, l) = (fails.total, lenient.total);
         let total = f + l;
         let mut items = fails.items;
-        items.extend(lenient.items.into_iter().take(super::MAX_EVIDENCE.saturating_sub(items.len())));
+        items.extend(
+            lenient
+                .items
+                .into_iter()
+                .take(super::MAX_EVIDENCE.saturating_sub(items.len())),
+        );
         return InvariantResult {
             id: InvariantId::I7,
             verdict: Verdict::Fail,
-            summary: format!("{f} answers broke the contract, {l} non-strict deviations, in {attempts} attempts"),
+            summary: format!(
+                "{f} answers broke the contract, {l} non-strict deviations, in {attempts} attempts"
+            ),
             evidence: items,
             evidence_total: total,
         };
@@ -77,7 +116,10 @@ pub(crate) fn conformance(agg: &Aggregator, view: &StateView, opts: &CheckOption
     let (verdict, note) = if opts.strict {
         (Verdict::Fail, "failing under --strict")
     } else {
-        (Verdict::NonStrict, "state intact; fails only under --strict")
+        (
+            Verdict::NonStrict,
+            "state intact; fails only under --strict",
+        )
     };
     lenient.into_result(
         InvariantId::I7,

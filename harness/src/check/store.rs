@@ -9,7 +9,11 @@ use super::{CheckOptions, Evidence, EvidenceSet, InvariantId, InvariantResult, V
 
 /// The history's records that an inbox row stands for (several when the row
 /// carries no account and the key was sent in several accounts).
-pub(crate) fn aggs_for_row<'a>(agg: &'a Aggregator, view: &StateView, row: usize) -> Vec<&'a KeyAgg> {
+pub(crate) fn aggs_for_row<'a>(
+    agg: &'a Aggregator,
+    view: &StateView,
+    row: usize,
+) -> Vec<&'a KeyAgg> {
     let r = &view.state.inbox[row];
     let Some(k) = agg.strings.get(&r.key) else {
         return Vec::new();
@@ -107,7 +111,9 @@ pub(crate) fn exactly_once(agg: &Aggregator, view: &StateView) -> InvariantResul
         let mut seen: HashMap<(Option<&str>, &str), u32> = HashMap::new();
         let mut order = Vec::new();
         for r in results {
-            let c = seen.entry((r.account.as_deref(), r.task_id.as_str())).or_insert(0);
+            let c = seen
+                .entry((r.account.as_deref(), r.task_id.as_str()))
+                .or_insert(0);
             *c += 1;
             if *c == 2 {
                 order.push((r.account.as_deref(), r.task_id.as_str()));
@@ -133,7 +139,11 @@ pub(crate) fn exactly_once(agg: &Aggregator, view: &StateView) -> InvariantResul
 }
 
 /// I3: every inbox row processed; each stored genuine key's effect ran once.
-pub(crate) fn processed_once(agg: &Aggregator, view: &StateView, opts: &CheckOptions) -> InvariantResult {
+pub(crate) fn processed_once(
+    agg: &Aggregator,
+    view: &StateView,
+    opts: &CheckOptions,
+) -> InvariantResult {
     let mut ev = EvidenceSet::default();
     let rows = &view.state.inbox;
     let mut unprocessed = 0usize;
@@ -191,7 +201,10 @@ pub(crate) fn processed_once(agg: &Aggregator, view: &StateView, opts: &CheckOpt
     if let Some(effects) = &view.state.effects {
         let mut inbox: HashMap<&str, Vec<Option<&str>>> = HashMap::new();
         for r in rows {
-            inbox.entry(r.key.as_str()).or_default().push(r.account.as_deref());
+            inbox
+                .entry(r.key.as_str())
+                .or_default()
+                .push(r.account.as_deref());
         }
         for e in effects.iter().filter(|e| e.count > 0) {
             let stored = inbox.get(e.key.as_str()).is_some_and(|accounts| {
@@ -267,7 +280,10 @@ pub(crate) fn no_phantom(agg: &Aggregator, view: &StateView) -> InvariantResult 
     ev.into_result(
         InvariantId::I4,
         Verdict::Fail,
-        format!("all {} inbox rows come from genuine deliveries", view.state.inbox.len()),
+        format!(
+            "all {} inbox rows come from genuine deliveries",
+            view.state.inbox.len()
+        ),
         format!("{total} inbox rows should not exist"),
     )
 }

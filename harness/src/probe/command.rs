@@ -34,7 +34,10 @@ async fn run(cmd: &str, env: &[(&str, String)], timeout: Duration) -> Result<Vec
         .map_err(|e| ProbeError::Io(format!("command `{shown}`: {e}")))?;
     let out = tokio::time::timeout(timeout, child.wait_with_output())
         .await
-        .map_err(|_| ProbeError::Timeout { what: format!("command `{shown}`"), limit: timeout })?
+        .map_err(|_| ProbeError::Timeout {
+            what: format!("command `{shown}`"),
+            limit: timeout,
+        })?
         .map_err(|e| ProbeError::Io(format!("command `{shown}`: {e}")))?;
     if !out.status.success() {
         return Err(ProbeError::Io(format!(
@@ -67,8 +70,9 @@ pub(crate) async fn run_action(
     if out.iter().all(u8::is_ascii_whitespace) {
         return Ok(serde_json::Value::Null);
     }
-    Ok(serde_json::from_slice(&out)
-        .unwrap_or_else(|_| serde_json::Value::String(String::from_utf8_lossy(&out).trim().to_string())))
+    Ok(serde_json::from_slice(&out).unwrap_or_else(|_| {
+        serde_json::Value::String(String::from_utf8_lossy(&out).trim().to_string())
+    }))
 }
 
 #[cfg(test)]
@@ -77,36 +81,50 @@ mod tests {
 
     #[tokio::test]
     async fn command_output_is_read_as_state() {
-        let s = read_state(r#"echo '{"inbox":[{"key":"t1","processed":true}]}'"#, Duration::from_secs(5))
-            .await
-            .unwrap();
+        let s = read_state(
+            r#"echo '{"inbox":[{"key":"t1","processed":true}]}'"#,
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
         assert_eq!(s.inbox[0].key, "t1");
     }
 
     #[tokio::test]
     async fn failing_command_reports_its_stderr_tail() {
-        let e = read_state("echo boom >&2; exit 3", Duration::from_secs(5)).await.unwrap_err();
+        let e = read_state("echo boom >&2; exit 3", Duration::from_secs(5))
+            .await
+            .unwrap_err();
         let e = e.to_string();
         assert!(e.contains("boom") && e.contains('3'), "{e}");
     }
 
     #[tokio::test]
     async fn bad_json_names_what_was_expected() {
-        let e = read_state("echo nope", Duration::from_secs(5)).await.unwrap_err().to_string();
+        let e = read_state("echo nope", Duration::from_secs(5))
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("expected the state JSON"), "{e}");
     }
 
     #[tokio::test]
     async fn slow_command_times_out() {
-        let e = read_state("sleep 5", Duration::from_millis(200)).await.unwrap_err();
+        let e = read_state("sleep 5", Duration::from_millis(200))
+            .await
+            .unwrap_err();
         assert!(matches!(e, ProbeError::Timeout { .. }), "{e}");
     }
 
     #[tokio::test]
     async fn action_commands_see_the_setup_state() {
-        let v = run_action("echo $HOOKSTORM_SETUP_STATE", &[("HOOKSTORM_SETUP_STATE", "kill-after-commit".into())], Duration::from_secs(5))
-            .await
-            .unwrap();
+        let v = run_action(
+            "echo $HOOKSTORM_SETUP_STATE",
+            &[("HOOKSTORM_SETUP_STATE", "kill-after-commit".into())],
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
         assert_eq!(v, serde_json::json!("kill-after-commit"));
     }
 }

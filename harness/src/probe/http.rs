@@ -26,7 +26,10 @@ pub(crate) fn check_url(url: &str) -> Result<(), ProbeError> {
         )));
     }
     if !url.starts_with("http://") {
-        return Err(ProbeError::Config(format!("{}: expected an http:// URL", redact_url(url))));
+        return Err(ProbeError::Config(format!(
+            "{}: expected an http:// URL",
+            redact_url(url)
+        )));
     }
     url.parse::<hyper::Uri>()
         .map(|_| ())
@@ -70,7 +73,9 @@ async fn call(
     if !(200..300).contains(&status) {
         let text = String::from_utf8_lossy(&bytes);
         let tail: String = text.chars().take(200).collect();
-        return Err(ProbeError::Invalid(format!("{method} {shown} answered {status}: {tail}")));
+        return Err(ProbeError::Invalid(format!(
+            "{method} {shown} answered {status}: {tail}"
+        )));
     }
     Ok((status, bytes))
 }
@@ -98,6 +103,7 @@ pub(crate) async fn post(
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(serde_json::Value::Null);
     }
-    Ok(serde_json::from_slice(&bytes)
-        .unwrap_or_else(|_| serde_json::Value::String(String::from_utf8_lossy(&bytes).into_owned())))
+    Ok(serde_json::from_slice(&bytes).unwrap_or_else(|_| {
+        serde_json::Value::String(String::from_utf8_lossy(&bytes).into_owned())
+    }))
 }

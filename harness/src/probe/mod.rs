@@ -135,7 +135,9 @@ impl fmt::Debug for Probe {
 
 /// The sibling URL `name` of a state URL: `http://h/admin/state` -> `http://h/admin/reset`.
 pub fn sibling_url(url: &str, name: &str) -> String {
-    let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
+    let (base, query) = url
+        .split_once('?')
+        .map_or((url, None), |(b, q)| (b, Some(q)));
     let _ = query;
     let after_scheme = base.find("://").map_or(0, |i| i + 3);
     match base[after_scheme..].rfind('/') {
@@ -149,7 +151,9 @@ impl Probe {
     /// `reset`, `setup`, `reconcile` of the state URL.
     pub fn http(url: &str, token: Option<String>) -> Probe {
         Probe {
-            source: Source::Http(http::HttpSource { url: url.to_string() }),
+            source: Source::Http(http::HttpSource {
+                url: url.to_string(),
+            }),
             token: token.map(Secret::new),
             reset: Some(Action::Http(sibling_url(url, "reset"))),
             setup: Some(Action::Http(sibling_url(url, "setup"))),
@@ -177,11 +181,15 @@ impl Probe {
         }
         let token = match (&cfg.token, &cfg.token_env) {
             (Some(_), Some(_)) => {
-                return Err(ProbeError::Config("set either `token` or `token_env`, not both".into()))
+                return Err(ProbeError::Config(
+                    "set either `token` or `token_env`, not both".into(),
+                ))
             }
             (Some(t), None) => Some(Secret::new(t.clone())),
             (None, Some(var)) => Some(Secret::new(std::env::var(var).map_err(|_| {
-                ProbeError::Config(format!("`token_env`: environment variable {var} is not set"))
+                ProbeError::Config(format!(
+                    "`token_env`: environment variable {var} is not set"
+                ))
             })?)),
             (None, None) => None,
         };
@@ -193,7 +201,10 @@ impl Probe {
             http::check_url(url)?;
             Source::Http(http::HttpSource { url: url.clone() })
         } else if let Some(sql) = &cfg.sql {
-            for (name, own, statements) in [("reset", &mut reset, &sql.reset), ("setup", &mut setup, &sql.setup)] {
+            for (name, own, statements) in [
+                ("reset", &mut reset, &sql.reset),
+                ("setup", &mut setup, &sql.setup),
+            ] {
                 if let Some(list) = statements {
                     if own.is_some() {
                         return Err(ProbeError::Config(format!(
@@ -250,7 +261,12 @@ impl Probe {
     ) -> Result<T, ProbeError> {
         tokio::time::timeout(self.timeout, fut)
             .await
-            .unwrap_or_else(|_| Err(ProbeError::Timeout { what: what.to_string(), limit: self.timeout }))
+            .unwrap_or_else(|_| {
+                Err(ProbeError::Timeout {
+                    what: what.to_string(),
+                    limit: self.timeout,
+                })
+            })
     }
 
     /// Reads the receiver's state once.
@@ -276,14 +292,21 @@ impl Probe {
             Action::Command(c) => command::run_action(c, env, self.timeout).await,
             Action::Sql(statements) => match &self.source {
                 Source::Sql(s) => {
-                    let state = env.iter().find(|(k, _)| *k == "HOOKSTORM_SETUP_STATE").map(|(_, v)| v.as_str());
+                    let state = env
+                        .iter()
+                        .find(|(k, _)| *k == "HOOKSTORM_SETUP_STATE")
+                        .map(|(_, v)| v.as_str());
                     let list: Vec<String> = statements
                         .iter()
                         .map(|st| st.replace("{state}", state.unwrap_or_default()))
                         .collect();
-                    self.limit(name, s.execute(list)).await.map(|_| serde_json::Value::Null)
+                    self.limit(name, s.execute(list))
+                        .await
+                        .map(|_| serde_json::Value::Null)
                 }
-                _ => Err(ProbeError::Config(format!("sql {name} statements need a sql state source"))),
+                _ => Err(ProbeError::Config(format!(
+                    "sql {name} statements need a sql state source"
+                ))),
             },
         }
     }
@@ -305,14 +328,21 @@ impl Probe {
             ("HOOKSTORM_SETUP_PARAMS", params.to_string()),
         ];
         let body = serde_json::json!({"state": state, "params": params});
-        self.run_action("setup", self.setup.as_ref(), body, &env).await.map(|_| ())
+        self.run_action("setup", self.setup.as_ref(), body, &env)
+            .await
+            .map(|_| ())
     }
 
     /// Triggers the receiver's reconciliation job; returns what it answered
     /// (JSON, or the command's output as a string; null when empty).
     pub async fn reconcile(&self) -> Result<serde_json::Value, ProbeError> {
-        self.run_action("reconcile", self.reconcile.as_ref(), serde_json::json!({}), &[])
-            .await
+        self.run_action(
+            "reconcile",
+            self.reconcile.as_ref(),
+            serde_json::json!({}),
+            &[],
+        )
+        .await
     }
 
     /// Reads the state until every inbox row is processed or `deadline`
@@ -348,7 +378,11 @@ impl Probe {
         if self.token.is_some() {
             out.push_str(" (bearer token)");
         }
-        for (name, a) in [("reset", &self.reset), ("setup", &self.setup), ("reconcile", &self.reconcile)] {
+        for (name, a) in [
+            ("reset", &self.reset),
+            ("setup", &self.setup),
+            ("reconcile", &self.reconcile),
+        ] {
             if let Some(a) = a {
                 out.push_str(&format!("; {name}: {}", a.describe()));
             }
@@ -357,7 +391,15 @@ impl Probe {
     }
 }
 
-const SECRET_WORDS: [&str; 7] = ["pass", "token", "secret", "key", "auth", "credential", "pwd"];
+const SECRET_WORDS: [&str; 7] = [
+    "pass",
+    "token",
+    "secret",
+    "key",
+    "auth",
+    "credential",
+    "pwd",
+];
 
 fn is_secret_name(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
@@ -434,14 +476,22 @@ mod tests {
 
     #[test]
     fn config_needs_exactly_one_source() {
-        let none = Probe::from_config(&ProbeConfig::default()).unwrap_err().to_string();
-        assert!(none.contains("exactly one of `http`, `sql` or `command`"), "{none}");
+        let none = Probe::from_config(&ProbeConfig::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            none.contains("exactly one of `http`, `sql` or `command`"),
+            "{none}"
+        );
         let two = ProbeConfig {
             http: Some("http://127.0.0.1:1/state".into()),
             command: Some("cat s.json".into()),
             ..ProbeConfig::default()
         };
-        assert!(Probe::from_config(&two).unwrap_err().to_string().contains("more than one"));
+        assert!(Probe::from_config(&two)
+            .unwrap_err()
+            .to_string()
+            .contains("more than one"));
     }
 
     #[test]
@@ -462,8 +512,14 @@ mod tests {
 
     #[test]
     fn sibling_urls_replace_the_last_path_segment() {
-        assert_eq!(sibling_url("http://h:1/admin/state", "reset"), "http://h:1/admin/reset");
-        assert_eq!(sibling_url("http://h:1/state?x=1", "setup"), "http://h:1/setup");
+        assert_eq!(
+            sibling_url("http://h:1/admin/state", "reset"),
+            "http://h:1/admin/reset"
+        );
+        assert_eq!(
+            sibling_url("http://h:1/state?x=1", "setup"),
+            "http://h:1/setup"
+        );
         assert_eq!(sibling_url("http://h:1", "reset"), "http://h:1/reset");
     }
 
@@ -473,7 +529,10 @@ mod tests {
             redact_url("postgres://app:hunter2@db:5432/app?sslmode=disable&password=x"),
             "postgres://***@db:5432/app?sslmode=disable&password=***"
         );
-        assert_eq!(redact_url("http://h/state?token=abc&n=1"), "http://h/state?token=***&n=1");
+        assert_eq!(
+            redact_url("http://h/state?token=abc&n=1"),
+            "http://h/state?token=***&n=1"
+        );
     }
 
     #[test]
@@ -487,10 +546,16 @@ mod tests {
 
     #[test]
     fn describe_never_shows_the_token() {
-        let p = Probe::http("http://127.0.0.1:9/admin/state", Some("sekrit-token".into()));
+        let p = Probe::http(
+            "http://127.0.0.1:9/admin/state",
+            Some("sekrit-token".into()),
+        );
         let d = p.describe();
         assert!(!d.contains("sekrit"), "{d}");
-        assert!(d.contains("bearer token") && d.contains("/admin/reset"), "{d}");
+        assert!(
+            d.contains("bearer token") && d.contains("/admin/reset"),
+            "{d}"
+        );
         assert!(!format!("{p:?}").contains("sekrit"));
     }
 }

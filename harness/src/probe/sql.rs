@@ -25,7 +25,8 @@ pub const DEFAULT_INBOX: &str =
 /// The default results query (every backend).
 pub const DEFAULT_RESULTS: &str = "select task_id, job_key, status, created_at from answers";
 /// The guide's reporting query (Postgres), with the task id as tie-break.
-pub const DEFAULT_WINNERS_POSTGRES: &str = "select distinct on (job_key) job_key, task_id from answers \
+pub const DEFAULT_WINNERS_POSTGRES: &str =
+    "select distinct on (job_key) job_key, task_id from answers \
      where status = 'COMPLETED' order by job_key, created_at desc, task_id desc";
 /// The same for SQLite, which has no `distinct on`.
 pub const DEFAULT_WINNERS_SQLITE: &str = "select a.job_key, a.task_id from answers a \
@@ -96,9 +97,14 @@ impl SqlSource {
         let url = cfg.url.trim();
         let backend = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             Backend::Postgres(url.to_string())
-        } else if let Some(path) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) {
+        } else if let Some(path) = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+        {
             if path.is_empty() {
-                return Err(ProbeError::Config("sqlite url has no path (hint: sqlite:///abs/path.db)".into()));
+                return Err(ProbeError::Config(
+                    "sqlite url has no path (hint: sqlite:///abs/path.db)".into(),
+                ));
             }
             Backend::Sqlite(path.to_string())
         } else {
@@ -169,7 +175,8 @@ impl SqlSource {
                 tokio::task::spawn_blocking(move || {
                     let db = sqlite_open(&path)?;
                     for s in &statements {
-                        db.execute_batch(s).map_err(|e| ProbeError::Sql(format!("{e} (in: {s})")))?;
+                        db.execute_batch(s)
+                            .map_err(|e| ProbeError::Sql(format!("{e} (in: {s})")))?;
                     }
                     Ok(())
                 })
@@ -194,11 +201,17 @@ async fn pg_connect(url: &str) -> Result<tokio_postgres::Client, ProbeError> {
     tokio::spawn(async move {
         let _ = conn.await;
     });
-    client.batch_execute("set timezone to 'UTC'").await.map_err(pg_err)?;
+    client
+        .batch_execute("set timezone to 'UTC'")
+        .await
+        .map_err(pg_err)?;
     Ok(client)
 }
 
-async fn pg_query(url: &str, queries: Vec<Option<String>>) -> Result<Vec<Option<Vec<Row>>>, ProbeError> {
+async fn pg_query(
+    url: &str,
+    queries: Vec<Option<String>>,
+) -> Result<Vec<Option<Vec<Row>>>, ProbeError> {
     use tokio_postgres::SimpleQueryMessage;
     let client = pg_connect(url).await?;
     let mut out = Vec::new();
@@ -228,13 +241,17 @@ async fn pg_query(url: &str, queries: Vec<Option<String>>) -> Result<Vec<Option<
 }
 
 fn sqlite_open(path: &str) -> Result<rusqlite::Connection, ProbeError> {
-    let db = rusqlite::Connection::open(path).map_err(|e| ProbeError::Io(format!("sqlite://{path}: {e}")))?;
+    let db = rusqlite::Connection::open(path)
+        .map_err(|e| ProbeError::Io(format!("sqlite://{path}: {e}")))?;
     db.busy_timeout(std::time::Duration::from_secs(5))
         .map_err(|e| ProbeError::Sql(e.to_string()))?;
     Ok(db)
 }
 
-fn sqlite_query(path: &str, queries: Vec<Option<String>>) -> Result<Vec<Option<Vec<Row>>>, ProbeError> {
+fn sqlite_query(
+    path: &str,
+    queries: Vec<Option<String>>,
+) -> Result<Vec<Option<Vec<Row>>>, ProbeError> {
     use rusqlite::types::ValueRef;
     let db = sqlite_open(path)?;
     let mut out = Vec::new();
@@ -255,7 +272,9 @@ fn sqlite_query(path: &str, queries: Vec<Option<String>>) -> Result<Vec<Option<V
                     ValueRef::Null => Cell::Null,
                     ValueRef::Integer(n) => Cell::Int(n),
                     ValueRef::Real(f) => Cell::Real(f),
-                    ValueRef::Text(t) | ValueRef::Blob(t) => Cell::Text(String::from_utf8_lossy(t).into_owned()),
+                    ValueRef::Text(t) | ValueRef::Blob(t) => {
+                        Cell::Text(String::from_utf8_lossy(t).into_owned())
+                    }
                 };
                 row.insert(name.clone(), v);
             }
@@ -274,7 +293,10 @@ struct RowReader<'a> {
 
 impl RowReader<'_> {
     fn cell(&self, names: &[&str]) -> Option<&Cell> {
-        names.iter().find_map(|n| self.row.get(*n)).filter(|c| **c != Cell::Null)
+        names
+            .iter()
+            .find_map(|n| self.row.get(*n))
+            .filter(|c| **c != Cell::Null)
     }
 
     fn bad(&self, col: &str, what: &str) -> ProbeError {
@@ -312,7 +334,10 @@ impl RowReader<'_> {
         match self.cell(names) {
             Some(Cell::Int(n)) if *n >= 0 => Ok(*n as u64),
             Some(Cell::Real(f)) if *f >= 0.0 && f.fract() == 0.0 => Ok(*f as u64),
-            Some(Cell::Text(t)) => t.trim().parse().map_err(|_| self.bad(names[0], "expected a non-negative integer")),
+            Some(Cell::Text(t)) => t
+                .trim()
+                .parse()
+                .map_err(|_| self.bad(names[0], "expected a non-negative integer")),
             Some(_) => Err(self.bad(names[0], "expected a non-negative integer")),
             None => Err(self.bad(names[0], "missing or null")),
         }
@@ -334,7 +359,10 @@ impl RowReader<'_> {
         if self.row.contains_key("processed_at") {
             return Ok(self.cell(&["processed_at"]).is_some());
         }
-        Err(self.bad("processed", "missing (select `processed` or `processed_at`)"))
+        Err(self.bad(
+            "processed",
+            "missing (select `processed` or `processed_at`)",
+        ))
     }
 }
 
@@ -344,11 +372,15 @@ fn normalize_time(t: &str) -> String {
     use chrono::{DateTime, NaiveDateTime, SecondsFormat, Utc};
     let t = t.trim();
     if let Ok(d) = DateTime::parse_from_rfc3339(t) {
-        return d.with_timezone(&Utc).to_rfc3339_opts(SecondsFormat::AutoSi, true);
+        return d
+            .with_timezone(&Utc)
+            .to_rfc3339_opts(SecondsFormat::AutoSi, true);
     }
     for f in ["%Y-%m-%d %H:%M:%S%.f%#z", "%Y-%m-%dT%H:%M:%S%.f%#z"] {
         if let Ok(d) = DateTime::parse_from_str(t, f) {
-            return d.with_timezone(&Utc).to_rfc3339_opts(SecondsFormat::AutoSi, true);
+            return d
+                .with_timezone(&Utc)
+                .to_rfc3339_opts(SecondsFormat::AutoSi, true);
         }
     }
     for f in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f"] {
@@ -416,7 +448,13 @@ fn to_state(mut sections: Vec<Option<Vec<Row>>>) -> Result<State, ProbeError> {
             account: r.text(&["account"]),
         })
     })?;
-    Ok(State { inbox, results, winners, effects, resources })
+    Ok(State {
+        inbox,
+        results,
+        winners,
+        effects,
+        resources,
+    })
 }
 
 #[cfg(test)]
@@ -425,16 +463,34 @@ mod tests {
 
     #[test]
     fn sql_timestamps_become_rfc3339_and_poison_stays() {
-        assert_eq!(normalize_time("2026-11-29 10:00:00+00"), "2026-11-29T10:00:00Z");
-        assert_eq!(normalize_time("2026-11-29 10:00:00.5+01"), "2026-11-29T09:00:00.500Z");
-        assert_eq!(normalize_time("2026-11-29T10:00:00Z"), "2026-11-29T10:00:00Z");
-        assert_eq!(normalize_time("2026-11-29 10:00:00"), "2026-11-29T10:00:00Z");
-        assert_eq!(normalize_time("2026-02-30T25:61:00Z"), "2026-02-30T25:61:00Z");
+        assert_eq!(
+            normalize_time("2026-11-29 10:00:00+00"),
+            "2026-11-29T10:00:00Z"
+        );
+        assert_eq!(
+            normalize_time("2026-11-29 10:00:00.5+01"),
+            "2026-11-29T09:00:00.500Z"
+        );
+        assert_eq!(
+            normalize_time("2026-11-29T10:00:00Z"),
+            "2026-11-29T10:00:00Z"
+        );
+        assert_eq!(
+            normalize_time("2026-11-29 10:00:00"),
+            "2026-11-29T10:00:00Z"
+        );
+        assert_eq!(
+            normalize_time("2026-02-30T25:61:00Z"),
+            "2026-02-30T25:61:00Z"
+        );
     }
 
     #[test]
     fn bad_urls_and_empty_inbox_queries_are_config_errors() {
-        let cfg = |url: &str| SqlProbeConfig { url: url.into(), ..SqlProbeConfig::default() };
+        let cfg = |url: &str| SqlProbeConfig {
+            url: url.into(),
+            ..SqlProbeConfig::default()
+        };
         assert!(SqlSource::new(&cfg("mysql://x")).is_err());
         assert!(SqlSource::new(&cfg("sqlite://")).is_err());
         let mut c = cfg("sqlite:///tmp/x.db");

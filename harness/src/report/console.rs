@@ -44,7 +44,13 @@ pub fn console_table(report: &RunReport, color: bool) -> String {
         report.run_id, report.seed, report.profile, report.time_scale, report.target
     );
     let ids = report.invariants();
-    let width = report.scenarios.iter().map(|s| s.name.len()).max().unwrap_or(8).max(8);
+    let width = report
+        .scenarios
+        .iter()
+        .map(|s| s.name.len())
+        .max()
+        .unwrap_or(8)
+        .max(8);
     let _ = write!(out, "{:width$}", "scenario");
     for id in &ids {
         let _ = write!(out, "  {:4}", id.code());
@@ -82,11 +88,19 @@ pub fn console_table(report: &RunReport, color: bool) -> String {
                 );
                 for e in &r.evidence {
                     let lines = lines_label(&e.lines);
-                    let at = if lines.is_empty() { String::new() } else { format!(" ({lines})") };
+                    let at = if lines.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({lines})")
+                    };
                     let _ = writeln!(out, "    {}: {}{at}", evidence_label(e), e.what);
                 }
                 if r.evidence_total > r.evidence.len() {
-                    let _ = writeln!(out, "    ... and {} more", r.evidence_total - r.evidence.len());
+                    let _ = writeln!(
+                        out,
+                        "    ... and {} more",
+                        r.evidence_total - r.evidence.len()
+                    );
                 }
                 if r.verdict != Verdict::Unknown {
                     let _ = writeln!(out, "    seed {}; reproduce: {}", report.seed, s.reproduce);

@@ -79,10 +79,20 @@ pub fn render(report: &RunReport) -> String {
             );
             let mut body = String::new();
             for e in &res.evidence {
-                let _ = writeln!(body, "{}: {} [{}]", evidence_label(e), e.what, lines_label(&e.lines));
+                let _ = writeln!(
+                    body,
+                    "{}: {} [{}]",
+                    evidence_label(e),
+                    e.what,
+                    lines_label(&e.lines)
+                );
             }
             if res.evidence_total > res.evidence.len() {
-                let _ = writeln!(body, "... and {} more", res.evidence_total - res.evidence.len());
+                let _ = writeln!(
+                    body,
+                    "... and {} more",
+                    res.evidence_total - res.evidence.len()
+                );
             }
             let _ = writeln!(body, "seed {}; reproduce: {}", report.seed, s.reproduce);
             if failing(res.verdict) {
@@ -94,7 +104,11 @@ pub fn render(report: &RunReport) -> String {
                     esc(&body)
                 );
             } else if res.verdict == Verdict::Unknown {
-                let _ = writeln!(x, ">\n      <skipped message=\"{}\"/>\n    </testcase>", esc(&res.summary));
+                let _ = writeln!(
+                    x,
+                    ">\n      <skipped message=\"{}\"/>\n    </testcase>",
+                    esc(&res.summary)
+                );
             } else if res.verdict == Verdict::NonStrict {
                 let _ = writeln!(
                     x,

@@ -151,7 +151,10 @@ pub enum ReportError {
 /// Writes `report.json`, `junit.xml` and `summary.md` into `dir` (created
 /// if missing); returns their paths.
 pub fn write_reports(dir: &Path, report: &RunReport) -> Result<Vec<PathBuf>, ReportError> {
-    std::fs::create_dir_all(dir).map_err(|source| ReportError::Io { path: dir.into(), source })?;
+    std::fs::create_dir_all(dir).map_err(|source| ReportError::Io {
+        path: dir.into(),
+        source,
+    })?;
     let report = report.redacted();
     let files = [
         ("report.json", json::render(&report)),
@@ -161,7 +164,10 @@ pub fn write_reports(dir: &Path, report: &RunReport) -> Result<Vec<PathBuf>, Rep
     let mut out = Vec::new();
     for (name, text) in files {
         let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|source| ReportError::Io { path: path.clone(), source })?;
+        std::fs::write(&path, text).map_err(|source| ReportError::Io {
+            path: path.clone(),
+            source,
+        })?;
         out.push(path);
     }
     Ok(out)
@@ -182,7 +188,10 @@ pub(crate) fn lines_label(lines: &[u64]) -> String {
         [one] => format!("history line {one}"),
         many => format!(
             "history lines {}",
-            many.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+            many.iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     }
 }

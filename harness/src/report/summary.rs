@@ -30,7 +30,11 @@ fn result_block(out: &mut String, report: &RunReport, s: &ScenarioReport, r: &In
     let _ = writeln!(out, "{}\n", md(&r.summary));
     for e in &r.evidence {
         let lines = lines_label(&e.lines);
-        let at = if lines.is_empty() { String::new() } else { format!(" ({lines} of `{}`)", s.history) };
+        let at = if lines.is_empty() {
+            String::new()
+        } else {
+            format!(" ({lines} of `{}`)", s.history)
+        };
         let _ = writeln!(out, "- `{}`: {}{at}", evidence_label(e), md(&e.what));
     }
     if r.evidence_total > r.evidence.len() {
@@ -42,7 +46,11 @@ fn result_block(out: &mut String, report: &RunReport, s: &ScenarioReport, r: &In
     if !s.when_it_fails.is_empty() && r.verdict != Verdict::Unknown {
         let _ = writeln!(out, "When it fails: {}\n", md(&s.when_it_fails));
     }
-    let _ = writeln!(out, "Reproduce (seed {}):\n\n```sh\n{}\n```\n", report.seed, s.reproduce);
+    let _ = writeln!(
+        out,
+        "Reproduce (seed {}):\n\n```sh\n{}\n```\n",
+        report.seed, s.reproduce
+    );
 }
 
 /// The report as Markdown.
@@ -136,7 +144,11 @@ pub fn render(report: &RunReport) -> String {
             );
         }
         if total > MAX_DEAD_ROWS {
-            let _ = writeln!(out, "\n… {} more in `report.json`.", total - MAX_DEAD_ROWS.min(total));
+            let _ = writeln!(
+                out,
+                "\n… {} more in `report.json`.",
+                total - MAX_DEAD_ROWS.min(total)
+            );
         }
         out.push('\n');
     }

@@ -78,7 +78,10 @@ fn only(id: InvariantId) -> CheckOptions {
 /// Everything but I5, whose `winners` section these states do not have.
 fn no_winners() -> CheckOptions {
     CheckOptions {
-        invariants: InvariantId::ALL.into_iter().filter(|i| *i != InvariantId::I5).collect(),
+        invariants: InvariantId::ALL
+            .into_iter()
+            .filter(|i| *i != InvariantId::I5)
+            .collect(),
         ..CheckOptions::default()
     }
 }
@@ -91,14 +94,22 @@ fn verdict(c: &ScenarioCheck, id: InvariantId) -> Verdict {
 
 #[test]
 fn acked_keys_all_stored_pass_no_loss() {
-    let c = run(vec![ok("t1"), ok("t2")], &inbox(&["t1", "t2"]), &only(InvariantId::I1));
+    let c = run(
+        vec![ok("t1"), ok("t2")],
+        &inbox(&["t1", "t2"]),
+        &only(InvariantId::I1),
+    );
     assert_eq!(verdict(&c, InvariantId::I1), Verdict::Pass);
     assert_eq!(c.results.len(), 1, "only requested invariants are reported");
 }
 
 #[test]
 fn acked_key_missing_from_inbox_fails_no_loss_with_its_line() {
-    let c = run(vec![ok("t1"), ok("t2")], &inbox(&["t1"]), &only(InvariantId::I1));
+    let c = run(
+        vec![ok("t1"), ok("t2")],
+        &inbox(&["t1"]),
+        &only(InvariantId::I1),
+    );
     let r = c.result(InvariantId::I1).unwrap();
     assert_eq!(r.verdict, Verdict::Fail);
     assert_eq!(r.evidence_total, 1);
@@ -116,7 +127,11 @@ fn dropped_ack_key_missing_from_inbox_fails_no_loss() {
 
 #[test]
 fn indeterminate_attempt_may_be_missing_without_failing_no_loss() {
-    let c = run(vec![attempt("t1", Outcome::Info, Some(503))], &inbox(&[]), &only(InvariantId::I1));
+    let c = run(
+        vec![attempt("t1", Outcome::Info, Some(503))],
+        &inbox(&[]),
+        &only(InvariantId::I1),
+    );
     assert_eq!(verdict(&c, InvariantId::I1), Verdict::Pass);
 }
 
@@ -130,7 +145,10 @@ fn provider_task_missing_after_reconciliation_fails_no_loss() {
         task_status: TaskStatus::Completed,
         created_at: "2026-11-29T09:00:00Z".into(),
     });
-    let opts = CheckOptions { reconciled: true, ..only(InvariantId::I1) };
+    let opts = CheckOptions {
+        reconciled: true,
+        ..only(InvariantId::I1)
+    };
     let c = check(vec![(1, p.clone())], SCN, Ok(&inbox(&[])), &opts);
     assert_eq!(verdict(&c, InvariantId::I1), Verdict::Fail);
     let c = check(vec![(1, p)], SCN, Ok(&inbox(&["t9"])), &opts);
@@ -150,10 +168,18 @@ fn inbox_row_without_account_matches_any_account() {
 
 #[test]
 fn duplicate_inbox_row_fails_exactly_once() {
-    let c = run(vec![ok("t1")], &inbox(&["t1", "t1"]), &only(InvariantId::I2));
+    let c = run(
+        vec![ok("t1")],
+        &inbox(&["t1", "t1"]),
+        &only(InvariantId::I2),
+    );
     let r = c.result(InvariantId::I2).unwrap();
     assert_eq!(r.verdict, Verdict::Fail);
-    assert!(r.evidence[0].what.contains("2 inbox rows"), "{:?}", r.evidence);
+    assert!(
+        r.evidence[0].what.contains("2 inbox rows"),
+        "{:?}",
+        r.evidence
+    );
     assert_eq!(r.evidence[0].lines, vec![1]);
 }
 
@@ -178,9 +204,21 @@ fn two_results_rows_for_one_task_fail_exactly_once() {
         account: None,
     };
     s.results = Some(vec![r.clone()]);
-    assert_eq!(verdict(&run(vec![ok("t1")], &s, &only(InvariantId::I2)), InvariantId::I2), Verdict::Pass);
+    assert_eq!(
+        verdict(
+            &run(vec![ok("t1")], &s, &only(InvariantId::I2)),
+            InvariantId::I2
+        ),
+        Verdict::Pass
+    );
     s.results = Some(vec![r.clone(), r]);
-    assert_eq!(verdict(&run(vec![ok("t1")], &s, &only(InvariantId::I2)), InvariantId::I2), Verdict::Fail);
+    assert_eq!(
+        verdict(
+            &run(vec![ok("t1")], &s, &only(InvariantId::I2)),
+            InvariantId::I2
+        ),
+        Verdict::Fail
+    );
 }
 
 // ---- I3 processed-once ----
@@ -189,7 +227,10 @@ fn two_results_rows_for_one_task_fail_exactly_once() {
 fn unprocessed_row_fails_processed_once() {
     let mut s = inbox(&["t1"]);
     s.inbox[0].processed = false;
-    let opts = CheckOptions { drained: false, ..only(InvariantId::I3) };
+    let opts = CheckOptions {
+        drained: false,
+        ..only(InvariantId::I3)
+    };
     let r = run(vec![ok("t1")], &s, &opts);
     let r = r.result(InvariantId::I3).unwrap();
     assert_eq!(r.verdict, Verdict::Fail);
@@ -199,14 +240,34 @@ fn unprocessed_row_fails_processed_once() {
 #[test]
 fn effect_counts_of_exactly_one_pass_and_two_or_zero_fail() {
     let mut s = inbox(&["t1"]);
-    let eff = |count| Some(vec![Effect { key: "t1".into(), count, account: None }]);
+    let eff = |count| {
+        Some(vec![Effect {
+            key: "t1".into(),
+            count,
+            account: None,
+        }])
+    };
     s.effects = eff(1);
-    assert_eq!(verdict(&run(vec![ok("t1")], &s, &only(InvariantId::I3)), InvariantId::I3), Verdict::Pass);
+    assert_eq!(
+        verdict(
+            &run(vec![ok("t1")], &s, &only(InvariantId::I3)),
+            InvariantId::I3
+        ),
+        Verdict::Pass
+    );
     s.effects = eff(2);
-    assert_eq!(verdict(&run(vec![ok("t1")], &s, &only(InvariantId::I3)), InvariantId::I3), Verdict::Fail);
+    assert_eq!(
+        verdict(
+            &run(vec![ok("t1")], &s, &only(InvariantId::I3)),
+            InvariantId::I3
+        ),
+        Verdict::Fail
+    );
     s.effects = eff(0);
     let c = run(vec![ok("t1")], &s, &only(InvariantId::I3));
-    assert!(c.result(InvariantId::I3).unwrap().evidence[0].what.contains("never ran"));
+    assert!(c.result(InvariantId::I3).unwrap().evidence[0]
+        .what
+        .contains("never ran"));
 }
 
 // ---- I4 no-phantom ----
@@ -219,14 +280,22 @@ fn intent(key: &str, intent: Intent, status: u16) -> Attempt {
 
 #[test]
 fn rejected_forgeries_and_unstored_tests_pass_no_phantom() {
-    let h = vec![ok("t1"), intent("t2", Intent::Test, 204), intent("t3", Intent::Forged, 401)];
+    let h = vec![
+        ok("t1"),
+        intent("t2", Intent::Test, 204),
+        intent("t3", Intent::Forged, 401),
+    ];
     let c = run(h, &inbox(&["t1"]), &no_winners());
     assert_eq!(c.verdict(), Verdict::Pass, "{:#?}", c.results);
 }
 
 #[test]
 fn stored_test_delivery_fails_no_phantom() {
-    let c = run(vec![intent("t2", Intent::Test, 204)], &inbox(&["t2"]), &only(InvariantId::I4));
+    let c = run(
+        vec![intent("t2", Intent::Test, 204)],
+        &inbox(&["t2"]),
+        &only(InvariantId::I4),
+    );
     let r = c.result(InvariantId::I4).unwrap();
     assert_eq!(r.verdict, Verdict::Fail);
     assert!(r.evidence[0].what.contains("test"));
@@ -234,13 +303,23 @@ fn stored_test_delivery_fails_no_phantom() {
 
 #[test]
 fn stored_forged_delivery_fails_no_phantom() {
-    let c = run(vec![intent("t3", Intent::Forged, 401)], &inbox(&["t3"]), &only(InvariantId::I4));
-    assert!(c.result(InvariantId::I4).unwrap().evidence[0].what.contains("forged"));
+    let c = run(
+        vec![intent("t3", Intent::Forged, 401)],
+        &inbox(&["t3"]),
+        &only(InvariantId::I4),
+    );
+    assert!(c.result(InvariantId::I4).unwrap().evidence[0]
+        .what
+        .contains("forged"));
 }
 
 #[test]
 fn key_never_sent_fails_no_phantom() {
-    let c = run(vec![ok("t1")], &inbox(&["t1", "old_run_key"]), &only(InvariantId::I4));
+    let c = run(
+        vec![ok("t1")],
+        &inbox(&["t1", "old_run_key"]),
+        &only(InvariantId::I4),
+    );
     let r = c.result(InvariantId::I4).unwrap();
     assert_eq!(r.verdict, Verdict::Fail);
     assert_eq!(r.evidence[0].key, "old_run_key");
@@ -271,7 +350,11 @@ fn winners(pairs: &[(&str, &str)]) -> Option<Vec<Winner>> {
     Some(
         pairs
             .iter()
-            .map(|(j, t)| Winner { job_key: j.to_string(), task_id: t.to_string(), account: None })
+            .map(|(j, t)| Winner {
+                job_key: j.to_string(),
+                task_id: t.to_string(),
+                account: None,
+            })
             .collect(),
     )
 }
@@ -280,7 +363,12 @@ fn job_history() -> Vec<Attempt> {
     // Delivered newest first; the FAILED resubmission is the newest of all.
     vec![
         task("t3", "job-1-r2", TaskStatus::Failed, "2026-11-29T10:03:00Z"),
-        task("t2", "job-1-r1", TaskStatus::Completed, "2026-11-29T10:02:00Z"),
+        task(
+            "t2",
+            "job-1-r1",
+            TaskStatus::Completed,
+            "2026-11-29T10:02:00Z",
+        ),
         task("t1", "job-1", TaskStatus::Completed, "2026-11-29T10:01:00Z"),
     ]
 }
@@ -290,7 +378,12 @@ fn most_recent_completed_task_wins() {
     let mut s = inbox(&["t1", "t2", "t3"]);
     s.winners = winners(&[("job-1", "t2")]);
     let c = run(job_history(), &s, &only(InvariantId::I5));
-    assert_eq!(verdict(&c, InvariantId::I5), Verdict::Pass, "{:#?}", c.results);
+    assert_eq!(
+        verdict(&c, InvariantId::I5),
+        Verdict::Pass,
+        "{:#?}",
+        c.results
+    );
 }
 
 #[test]
@@ -319,17 +412,32 @@ fn winners_keyed_by_unstripped_resubmission_keys_fail() {
     let c = run(job_history(), &s, &only(InvariantId::I5));
     let r = c.result(InvariantId::I5).unwrap();
     assert_eq!(r.verdict, Verdict::Fail);
-    assert!(r.evidence.iter().any(|e| e.key == "job-1-r1"), "{:?}", r.evidence);
+    assert!(
+        r.evidence.iter().any(|e| e.key == "job-1-r1"),
+        "{:?}",
+        r.evidence
+    );
 }
 
 #[test]
 fn no_completed_task_means_no_winner() {
-    let h = vec![task("t3", "job-2", TaskStatus::Failed, "2026-11-29T10:03:00Z")];
+    let h = vec![task(
+        "t3",
+        "job-2",
+        TaskStatus::Failed,
+        "2026-11-29T10:03:00Z",
+    )];
     let mut s = inbox(&["t3"]);
     s.winners = winners(&[]);
-    assert_eq!(verdict(&run(h.clone(), &s, &only(InvariantId::I5)), InvariantId::I5), Verdict::Pass);
+    assert_eq!(
+        verdict(&run(h.clone(), &s, &only(InvariantId::I5)), InvariantId::I5),
+        Verdict::Pass
+    );
     s.winners = winners(&[("job-2", "t3")]);
-    assert_eq!(verdict(&run(h, &s, &only(InvariantId::I5)), InvariantId::I5), Verdict::Fail);
+    assert_eq!(
+        verdict(&run(h, &s, &only(InvariantId::I5)), InvariantId::I5),
+        Verdict::Fail
+    );
 }
 
 #[test]
@@ -340,22 +448,35 @@ fn equal_creation_times_go_to_the_larger_task_id() {
     ];
     let mut s = inbox(&["ta", "tb"]);
     s.winners = winners(&[("job-3", "tb")]);
-    assert_eq!(verdict(&run(h, &s, &only(InvariantId::I5)), InvariantId::I5), Verdict::Pass);
+    assert_eq!(
+        verdict(&run(h, &s, &only(InvariantId::I5)), InvariantId::I5),
+        Verdict::Pass
+    );
 }
 
 #[test]
 fn poison_task_never_wins() {
     let mut p = task("tp", "job-4", TaskStatus::Completed, "2026-02-30T25:61:00Z");
     p.poison = true;
-    let h = vec![task("t1", "job-4", TaskStatus::Completed, "2026-11-29T10:00:00Z"), p];
+    let h = vec![
+        task("t1", "job-4", TaskStatus::Completed, "2026-11-29T10:00:00Z"),
+        p,
+    ];
     let mut s = inbox(&["t1", "tp"]);
     s.winners = winners(&[("job-4", "t1")]);
-    assert_eq!(verdict(&run(h, &s, &only(InvariantId::I5)), InvariantId::I5), Verdict::Pass);
+    assert_eq!(
+        verdict(&run(h, &s, &only(InvariantId::I5)), InvariantId::I5),
+        Verdict::Pass
+    );
 }
 
 #[test]
 fn missing_winners_section_is_unknown() {
-    let c = run(job_history(), &inbox(&["t1", "t2", "t3"]), &only(InvariantId::I5));
+    let c = run(
+        job_history(),
+        &inbox(&["t1", "t2", "t3"]),
+        &only(InvariantId::I5),
+    );
     assert_eq!(verdict(&c, InvariantId::I5), Verdict::Unknown);
 }
 
@@ -372,16 +493,28 @@ fn seq(key: &str, resource: &str, sequence: u64) -> Attempt {
 fn highest_stored_sequence_is_final_and_lower_fails() {
     let h = vec![seq("t1", "order-7", 12), seq("t2", "order-7", 9)];
     let mut s = inbox(&["t1", "t2"]);
-    let res = |sequence| Some(vec![ResourceRow { resource: "order-7".into(), sequence, account: None }]);
+    let res = |sequence| {
+        Some(vec![ResourceRow {
+            resource: "order-7".into(),
+            sequence,
+            account: None,
+        }])
+    };
     s.resources = res(12);
-    assert_eq!(verdict(&run(h.clone(), &s, &only(InvariantId::I6)), InvariantId::I6), Verdict::Pass);
+    assert_eq!(
+        verdict(&run(h.clone(), &s, &only(InvariantId::I6)), InvariantId::I6),
+        Verdict::Pass
+    );
     s.resources = res(9);
     let c = run(h.clone(), &s, &only(InvariantId::I6));
     let r = c.result(InvariantId::I6).unwrap();
     assert_eq!(r.verdict, Verdict::Fail);
     assert!(r.evidence[0].what.contains("stale"));
     s.resources = None;
-    assert_eq!(verdict(&run(h, &s, &only(InvariantId::I6)), InvariantId::I6), Verdict::Unknown);
+    assert_eq!(
+        verdict(&run(h, &s, &only(InvariantId::I6)), InvariantId::I6),
+        Verdict::Unknown
+    );
 }
 
 #[test]
@@ -396,7 +529,11 @@ fn unsequenced_history_passes_no_stale_overwrite_as_not_applicable() {
 
 #[test]
 fn redirect_answer_fails_status_conformance() {
-    let c = run(vec![attempt("t1", Outcome::Fail, Some(301))], &inbox(&[]), &only(InvariantId::I7));
+    let c = run(
+        vec![attempt("t1", Outcome::Fail, Some(301))],
+        &inbox(&[]),
+        &only(InvariantId::I7),
+    );
     assert_eq!(verdict(&c, InvariantId::I7), Verdict::Fail);
 }
 
@@ -406,14 +543,21 @@ fn conflict_on_duplicate_is_non_strict_and_fails_under_strict() {
     let c = run(h.clone(), &inbox(&["t1"]), &only(InvariantId::I7));
     assert_eq!(verdict(&c, InvariantId::I7), Verdict::NonStrict);
     assert_eq!(c.verdict(), Verdict::NonStrict);
-    let strict = CheckOptions { strict: true, ..only(InvariantId::I7) };
+    let strict = CheckOptions {
+        strict: true,
+        ..only(InvariantId::I7)
+    };
     let c = run(h, &inbox(&["t1"]), &strict);
     assert_eq!(verdict(&c, InvariantId::I7), Verdict::Fail);
 }
 
 #[test]
 fn success_answer_to_forged_delivery_fails_status_conformance() {
-    let c = run(vec![intent("t3", Intent::Forged, 200)], &inbox(&[]), &only(InvariantId::I7));
+    let c = run(
+        vec![intent("t3", Intent::Forged, 200)],
+        &inbox(&[]),
+        &only(InvariantId::I7),
+    );
     assert_eq!(verdict(&c, InvariantId::I7), Verdict::Fail);
 }
 
@@ -467,20 +611,32 @@ fn poison_answered_with_server_error_fails() {
     h[0].outcome = Outcome::Info;
     let mut s = inbox(&["tp", "t1"]);
     s.inbox[0].error = Some("bad createdAt".into());
-    assert_eq!(verdict(&run(h, &s, &only(InvariantId::I8)), InvariantId::I8), Verdict::Fail);
+    assert_eq!(
+        verdict(&run(h, &s, &only(InvariantId::I8)), InvariantId::I8),
+        Verdict::Fail
+    );
 }
 
 #[test]
 fn no_poison_passes_as_not_applicable() {
     let c = run(vec![ok("t1")], &inbox(&["t1"]), &only(InvariantId::I8));
-    assert!(c.result(InvariantId::I8).unwrap().summary.contains("no poison"));
+    assert!(c
+        .result(InvariantId::I8)
+        .unwrap()
+        .summary
+        .contains("no poison"));
 }
 
 // ---- unknown ----
 
 #[test]
 fn probe_error_makes_every_invariant_unknown() {
-    let c = check(events(vec![ok("t1")]), SCN, Err("connection refused"), &CheckOptions::default());
+    let c = check(
+        events(vec![ok("t1")]),
+        SCN,
+        Err("connection refused"),
+        &CheckOptions::default(),
+    );
     assert_eq!(c.results.len(), 8);
     assert!(c.results.iter().all(|r| r.verdict == Verdict::Unknown));
     assert!(c.results[0].summary.contains("connection refused"));
@@ -499,7 +655,11 @@ fn counts_and_dead_letters_are_reported() {
     let mut d = attempt("t1", Outcome::Info, Some(503));
     d.dead = true;
     d.attempt = 10;
-    let c = run(vec![ok("t0"), d], &inbox(&["t0", "t1"]), &CheckOptions::default());
+    let c = run(
+        vec![ok("t0"), d],
+        &inbox(&["t0", "t1"]),
+        &CheckOptions::default(),
+    );
     assert_eq!(c.counts.attempts, 2);
     assert_eq!(c.counts.deliveries, 2);
     assert_eq!(c.counts.dead, 1);
@@ -529,10 +689,17 @@ fn check_files_reads_a_history_file_and_a_state_file() -> Result<(), Box<dyn std
     std::fs::write(&state, serde_json::to_string(&inbox(&["t1"]))?)?;
     let out = hookstorm::check::check_files(&history, &state, None, &CheckOptions::default())?;
     assert_eq!(out.len(), 1);
-    assert_eq!(out[0].result(InvariantId::I1).unwrap().verdict, Verdict::Fail);
-    assert_eq!(out[0].result(InvariantId::I1).unwrap().evidence[0].lines, vec![2]);
-    let err = hookstorm::check::check_files(&history, &state, Some("nope"), &CheckOptions::default())
-        .unwrap_err();
+    assert_eq!(
+        out[0].result(InvariantId::I1).unwrap().verdict,
+        Verdict::Fail
+    );
+    assert_eq!(
+        out[0].result(InvariantId::I1).unwrap().evidence[0].lines,
+        vec![2]
+    );
+    let err =
+        hookstorm::check::check_files(&history, &state, Some("nope"), &CheckOptions::default())
+            .unwrap_err();
     assert!(err.to_string().contains("no events for scenario"), "{err}");
     Ok(())
 }
@@ -542,7 +709,11 @@ fn streaming_a_million_attempts() -> Result<(), Box<dyn std::error::Error>> {
     use std::io::Write;
     // 200k keys x 5 attempts; in debug builds this takes a while, so it is
     // cut down unless HOOKSTORM_BIG=1.
-    let keys: usize = if std::env::var("HOOKSTORM_BIG").as_deref() == Ok("1") { 200_000 } else { 20_000 };
+    let keys: usize = if std::env::var("HOOKSTORM_BIG").as_deref() == Ok("1") {
+        200_000
+    } else {
+        20_000
+    };
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("history.jsonl");
     let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
@@ -550,7 +721,11 @@ fn streaming_a_million_attempts() -> Result<(), Box<dyn std::error::Error>> {
     for k in 0..keys {
         let key = format!("tsk_{k:07}");
         for n in 1..=5u32 {
-            let mut a = attempt(&key, if n == 5 { Outcome::Ok } else { Outcome::Info }, Some(if n == 5 { 204 } else { 503 }));
+            let mut a = attempt(
+                &key,
+                if n == 5 { Outcome::Ok } else { Outcome::Info },
+                Some(if n == 5 { 204 } else { 503 }),
+            );
             a.attempt = n;
             a.job = Some(format!("job-{}", k / 2));
             serde_json::to_writer(&mut out, &Event::Attempt(a))?;
@@ -563,15 +738,23 @@ fn streaming_a_million_attempts() -> Result<(), Box<dyn std::error::Error>> {
     let state_path = dir.path().join("state.json");
     std::fs::write(&state_path, serde_json::to_string(&state)?)?;
     let start = std::time::Instant::now();
-    let res = hookstorm::check::check_files(&path, &state_path, Some(SCN), &CheckOptions::default())?;
+    let res =
+        hookstorm::check::check_files(&path, &state_path, Some(SCN), &CheckOptions::default())?;
     let elapsed = start.elapsed();
     println!(
         "checked {} attempts over {keys} keys in {:?}",
         res[0].counts.attempts, elapsed
     );
     assert_eq!(res[0].counts.attempts, keys * 5);
-    assert_eq!(res[0].verdict(), Verdict::Unknown, "winners missing -> I5 unknown");
-    assert_eq!(res[0].result(InvariantId::I1).unwrap().verdict, Verdict::Pass);
+    assert_eq!(
+        res[0].verdict(),
+        Verdict::Unknown,
+        "winners missing -> I5 unknown"
+    );
+    assert_eq!(
+        res[0].result(InvariantId::I1).unwrap().verdict,
+        Verdict::Pass
+    );
     let _ = Duration::ZERO;
     Ok(())
 }

@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
+use hookstorm::probe::{Probe, ProbeConfig, ProbeError, SqlProbeConfig};
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response};
-use hookstorm::probe::{Probe, ProbeConfig, ProbeError, SqlProbeConfig};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -36,11 +36,20 @@ insert into answers (task_id, job_key, status, created_at, response) values
   ('t6', 'job-2', 'COMPLETED', '2026-11-29 10:00:00', '{}');";
 
 fn assert_guide_state(s: &hookstorm::state::State) {
-    let mut inbox: Vec<(String, bool)> = s.inbox.iter().map(|r| (r.key.clone(), r.processed)).collect();
+    let mut inbox: Vec<(String, bool)> = s
+        .inbox
+        .iter()
+        .map(|r| (r.key.clone(), r.processed))
+        .collect();
     inbox.sort();
     assert_eq!(
         inbox,
-        vec![("t1".into(), true), ("t2".into(), true), ("t3".into(), true), ("t4".into(), false)]
+        vec![
+            ("t1".into(), true),
+            ("t2".into(), true),
+            ("t3".into(), true),
+            ("t4".into(), false)
+        ]
     );
     let results = s.results.as_ref().expect("results");
     assert_eq!(results.len(), 5);
@@ -55,7 +64,10 @@ fn assert_guide_state(s: &hookstorm::state::State) {
         .collect();
     winners.sort();
     // Ties on created_at go to the larger task id, as the checker expects.
-    assert_eq!(winners, vec![("job-1".into(), "t2".into()), ("job-2".into(), "t6".into())]);
+    assert_eq!(
+        winners,
+        vec![("job-1".into(), "t2".into()), ("job-2".into(), "t6".into())]
+    );
     assert!(s.effects.is_none() && s.resources.is_none());
 }
 
@@ -65,7 +77,10 @@ fn sqlite_probe(path: &Path, extra: impl FnOnce(&mut SqlProbeConfig)) -> Result<
         ..SqlProbeConfig::default()
     };
     extra(&mut sql);
-    Probe::from_config(&ProbeConfig { sql: Some(sql), ..ProbeConfig::default() })
+    Probe::from_config(&ProbeConfig {
+        sql: Some(sql),
+        ..ProbeConfig::default()
+    })
 }
 
 #[tokio::test]
@@ -76,7 +91,9 @@ async fn sqlite_probe_reads_the_guide_schema_with_default_queries() -> TestResul
     db.execute_batch(GUIDE_SCHEMA)?;
     db.execute_batch(GUIDE_ROWS)?;
     drop(db);
-    let probe = sqlite_probe(&path, |s| s.reset = Some(vec!["delete from webhook_inbox".into()]))?;
+    let probe = sqlite_probe(&path, |s| {
+        s.reset = Some(vec!["delete from webhook_inbox".into()])
+    })?;
     assert_guide_state(&probe.read_state().await?);
     probe.reset().await?;
     assert!(probe.read_state().await?.inbox.is_empty());
@@ -104,7 +121,10 @@ async fn sqlite_probe_maps_the_reference_schema_by_column_name() -> TestResult {
     // The defaults still work on the wider schema...
     let plain = sqlite_probe(&path, |_| {})?.read_state().await?;
     assert_eq!(plain.inbox.len(), 2);
-    assert!(plain.inbox.iter().all(|r| r.account.is_none() && r.processed));
+    assert!(plain
+        .inbox
+        .iter()
+        .all(|r| r.account.is_none() && r.processed));
     // ...and overrides bring in accounts, errors, effects and resources.
     let probe = sqlite_probe(&path, |s| {
         s.inbox = Some("select account, task_id, processed_at, error from webhook_inbox".into());
@@ -119,7 +139,10 @@ async fn sqlite_probe_maps_the_reference_schema_by_column_name() -> TestResult {
     assert!(tp.processed);
     assert_eq!(s.effects.unwrap()[0].count, 1);
     assert_eq!(s.resources.unwrap()[0].sequence, 12);
-    assert!(s.winners.is_none(), "an empty query switches the section off");
+    assert!(
+        s.winners.is_none(),
+        "an empty query switches the section off"
+    );
     Ok(())
 }
 
@@ -128,7 +151,11 @@ async fn sqlite_probe_names_a_missing_table() -> TestResult {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("empty.db");
     rusqlite::Connection::open(&path)?;
-    let e = sqlite_probe(&path, |_| {})?.read_state().await.unwrap_err().to_string();
+    let e = sqlite_probe(&path, |_| {})?
+        .read_state()
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("webhook_inbox"), "{e}");
     Ok(())
 }
@@ -146,13 +173,23 @@ impl Postgres {
     }
 
     fn url(&self) -> String {
-        format!("postgres://hookstorm:pw-not-shown@127.0.0.1:{}/postgres", self.port)
+        format!(
+            "postgres://hookstorm:pw-not-shown@127.0.0.1:{}/postgres",
+            self.port
+        )
     }
 }
 
 impl Drop for Postgres {
     fn drop(&mut self) {
-        let _ = as_postgres(&["pg_ctl", "-D", &self.data().to_string_lossy(), "-m", "immediate", "stop"]);
+        let _ = as_postgres(&[
+            "pg_ctl",
+            "-D",
+            &self.data().to_string_lossy(),
+            "-m",
+            "immediate",
+            "stop",
+        ]);
     }
 }
 
@@ -167,8 +204,13 @@ fn pg_bin(name: &str) -> Option<PathBuf> {
 }
 
 fn as_postgres(args: &[&str]) -> std::io::Result<std::process::Output> {
-    let bin = pg_bin(args[0]).ok_or_else(|| std::io::Error::other(format!("{} not found", args[0])))?;
-    let running_as_root = Command::new("id").arg("-u").output().map(|o| o.stdout.starts_with(b"0")).unwrap_or(false);
+    let bin =
+        pg_bin(args[0]).ok_or_else(|| std::io::Error::other(format!("{} not found", args[0])))?;
+    let running_as_root = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| o.stdout.starts_with(b"0"))
+        .unwrap_or(false);
     let mut cmd = if running_as_root {
         let mut c = Command::new("runuser");
         c.args(["-u", "postgres", "--"]).arg(&bin);
@@ -180,7 +222,11 @@ fn as_postgres(args: &[&str]) -> std::io::Result<std::process::Output> {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// Starts a throwaway Postgres, or returns None (with a note) when its
@@ -188,25 +234,57 @@ fn free_port() -> u16 {
 fn start_postgres() -> Option<Postgres> {
     let required = std::env::var("HOOKSTORM_REQUIRE_POSTGRES").as_deref() == Ok("1");
     if pg_bin("initdb").is_none() || pg_bin("pg_ctl").is_none() {
-        assert!(!required, "HOOKSTORM_REQUIRE_POSTGRES=1 but initdb/pg_ctl are not installed");
+        assert!(
+            !required,
+            "HOOKSTORM_REQUIRE_POSTGRES=1 but initdb/pg_ctl are not installed"
+        );
         eprintln!("note: skipping the Postgres probe test: initdb/pg_ctl not found");
         return None;
     }
-    let dir = tempfile::Builder::new().prefix("hookstorm-pg").tempdir().unwrap();
-    let _ = Command::new("chown").args(["-R", "postgres"]).arg(dir.path()).status();
-    let pg = Postgres { port: free_port(), dir };
+    let dir = tempfile::Builder::new()
+        .prefix("hookstorm-pg")
+        .tempdir()
+        .unwrap();
+    let _ = Command::new("chown")
+        .args(["-R", "postgres"])
+        .arg(dir.path())
+        .status();
+    let pg = Postgres {
+        port: free_port(),
+        dir,
+    };
     let data = pg.data().to_string_lossy().into_owned();
     let pwfile = pg.dir.path().join("pw");
     std::fs::write(&pwfile, "pw-not-shown\n").unwrap();
     let _ = Command::new("chown").arg("postgres").arg(&pwfile).status();
     let out = as_postgres(&[
-        "initdb", "-D", &data, "-U", "hookstorm", "--auth=md5", "--pwfile", &pwfile.to_string_lossy(), "-E", "UTF8",
+        "initdb",
+        "-D",
+        &data,
+        "-U",
+        "hookstorm",
+        "--auth=md5",
+        "--pwfile",
+        &pwfile.to_string_lossy(),
+        "-E",
+        "UTF8",
     ])
     .unwrap();
-    assert!(out.status.success(), "initdb: {}", String::from_utf8_lossy(&out.stderr));
-    let opts = format!("-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off", pg.port, pg.dir.path().display());
+    assert!(
+        out.status.success(),
+        "initdb: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let opts = format!(
+        "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
+        pg.port,
+        pg.dir.path().display()
+    );
     let log = pg.dir.path().join("log").to_string_lossy().into_owned();
-    let out = as_postgres(&["pg_ctl", "-D", &data, "-o", &opts, "-l", &log, "-w", "-t", "30", "start"]).unwrap();
+    let out = as_postgres(&[
+        "pg_ctl", "-D", &data, "-o", &opts, "-l", &log, "-w", "-t", "30", "start",
+    ])
+    .unwrap();
     assert!(
         out.status.success(),
         "pg_ctl start: {} {}",
@@ -218,7 +296,9 @@ fn start_postgres() -> Option<Postgres> {
 
 #[tokio::test]
 async fn postgres_probe_reads_the_guide_schema_with_default_queries() -> TestResult {
-    let Some(pg) = start_postgres() else { return Ok(()) };
+    let Some(pg) = start_postgres() else {
+        return Ok(());
+    };
     let (client, conn) = tokio_postgres::connect(&pg.url(), tokio_postgres::NoTls).await?;
     tokio::spawn(conn);
     client
@@ -229,7 +309,13 @@ async fn postgres_probe_reads_the_guide_schema_with_default_queries() -> TestRes
                created_at timestamptz, response jsonb);",
         )
         .await?;
-    client.batch_execute(&GUIDE_ROWS.replace("'{}'", "'{}'::jsonb").replace(":00'", ":00+00'")).await?;
+    client
+        .batch_execute(
+            &GUIDE_ROWS
+                .replace("'{}'", "'{}'::jsonb")
+                .replace(":00'", ":00+00'"),
+        )
+        .await?;
     let cfg = ProbeConfig {
         sql: Some(SqlProbeConfig {
             url: pg.url(),
@@ -239,7 +325,11 @@ async fn postgres_probe_reads_the_guide_schema_with_default_queries() -> TestRes
         ..ProbeConfig::default()
     };
     let probe = Probe::from_config(&cfg)?;
-    assert!(!probe.describe().contains("pw-not-shown"), "{}", probe.describe());
+    assert!(
+        !probe.describe().contains("pw-not-shown"),
+        "{}",
+        probe.describe()
+    );
     let state = probe.read_state().await?;
     assert_guide_state(&state);
     probe.reset().await?;
@@ -271,7 +361,12 @@ async fn serve_admin(admin: Arc<Mutex<Admin>>) -> SocketAddr {
                             .get("authorization")
                             .is_some_and(|v| v == "Bearer s3cret-token");
                         let path = req.uri().path().to_string();
-                        let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+                        let body = req
+                            .into_body()
+                            .collect()
+                            .await
+                            .map(|b| b.to_bytes())
+                            .unwrap_or_default();
                         let (status, text) = if !authorized {
                             (401, "unauthorized".to_string())
                         } else {
@@ -291,7 +386,10 @@ async fn serve_admin(admin: Arc<Mutex<Admin>>) -> SocketAddr {
                             }
                         };
                         Ok::<_, Infallible>(
-                            Response::builder().status(status).body(Full::new(Bytes::from(text))).unwrap(),
+                            Response::builder()
+                                .status(status)
+                                .body(Full::new(Bytes::from(text)))
+                                .unwrap(),
                         )
                     }
                 });
@@ -317,7 +415,9 @@ async fn http_probe_reads_state_and_posts_actions_with_the_bearer_token() -> Tes
     assert_eq!(s.inbox[0].key, "t1");
     assert_eq!(s.winners, Some(vec![]));
     probe.reset().await?;
-    probe.setup("kill-after-commit", serde_json::json!({"n": 1})).await?;
+    probe
+        .setup("kill-after-commit", serde_json::json!({"n": 1}))
+        .await?;
     assert_eq!(probe.reconcile().await?, serde_json::json!({"inserted": 3}));
     let a = admin.lock().unwrap();
     assert_eq!(a.resets, 1);
@@ -328,12 +428,23 @@ async fn http_probe_reads_state_and_posts_actions_with_the_bearer_token() -> Tes
 
 #[tokio::test]
 async fn http_probe_errors_name_the_status_and_the_expected_json() -> TestResult {
-    let admin = Arc::new(Mutex::new(Admin { body: "not json".into(), ..Admin::default() }));
+    let admin = Arc::new(Mutex::new(Admin {
+        body: "not json".into(),
+        ..Admin::default()
+    }));
     let addr = serve_admin(admin).await;
     let url = format!("http://{addr}/admin/state");
-    let e = Probe::http(&url, None).read_state().await.unwrap_err().to_string();
+    let e = Probe::http(&url, None)
+        .read_state()
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("401"), "{e}");
-    let e = Probe::http(&url, Some("s3cret-token".into())).read_state().await.unwrap_err().to_string();
+    let e = Probe::http(&url, Some("s3cret-token".into()))
+        .read_state()
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("expected the state JSON"), "{e}");
     let refused = format!("http://127.0.0.1:{}/admin/state", free_port());
     assert!(Probe::http(&refused, None).read_state().await.is_err());
@@ -342,11 +453,16 @@ async fn http_probe_errors_name_the_status_and_the_expected_json() -> TestResult
 
 #[tokio::test]
 async fn probe_config_takes_the_token_from_the_environment() -> TestResult {
-    let cfg: ProbeConfig = toml::from_str("http = \"http://127.0.0.1:9/state\"\ntoken_env = \"HOOKSTORM_TEST_UNSET_VAR\"")?;
+    let cfg: ProbeConfig = toml::from_str(
+        "http = \"http://127.0.0.1:9/state\"\ntoken_env = \"HOOKSTORM_TEST_UNSET_VAR\"",
+    )?;
     let e = Probe::from_config(&cfg).unwrap_err().to_string();
     assert!(e.contains("HOOKSTORM_TEST_UNSET_VAR"), "{e}");
     let bad: ProbeConfig = toml::from_str("http = \"https://example.test/state\"")?;
-    assert!(Probe::from_config(&bad).unwrap_err().to_string().contains("https"));
+    assert!(Probe::from_config(&bad)
+        .unwrap_err()
+        .to_string()
+        .contains("https"));
     Ok(())
 }
 
@@ -357,7 +473,10 @@ async fn wait_drained_polls_until_every_row_is_processed() -> TestResult {
     let dir = tempfile::tempdir()?;
     let file = dir.path().join("state.json");
     std::fs::write(&file, r#"{"inbox":[{"key":"t1","processed":false}]}"#)?;
-    let cfg = ProbeConfig { command: Some(format!("cat {}", file.display())), ..ProbeConfig::default() };
+    let cfg = ProbeConfig {
+        command: Some(format!("cat {}", file.display())),
+        ..ProbeConfig::default()
+    };
     let probe = Probe::from_config(&cfg)?;
     let (_, drained) = probe.wait_drained(Duration::from_millis(250)).await?;
     assert!(!drained, "never processed: the deadline passes");
@@ -368,6 +487,9 @@ async fn wait_drained_polls_until_every_row_is_processed() -> TestResult {
     });
     let (state, drained) = probe.wait_drained(Duration::from_secs(5)).await?;
     assert!(drained && state.inbox[0].processed);
-    assert!(matches!(probe.reset().await, Err(ProbeError::NotConfigured("reset"))));
+    assert!(matches!(
+        probe.reset().await,
+        Err(ProbeError::NotConfigured("reset"))
+    ));
     Ok(())
 }

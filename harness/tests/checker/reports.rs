@@ -7,7 +7,8 @@ use std::path::Path;
 use serde_json::Value;
 
 use hookstorm::check::{
-    CheckOptions, Counts, DeadLetter, Evidence, InvariantId, InvariantResult, ScenarioCheck, Verdict,
+    CheckOptions, Counts, DeadLetter, Evidence, InvariantId, InvariantResult, ScenarioCheck,
+    Verdict,
 };
 use hookstorm::probe::{Probe, ProbeConfig, SqlProbeConfig};
 use hookstorm::report::{console_table, write_reports, RunReport, ScenarioReport};
@@ -24,7 +25,14 @@ fn scenario(name: &str, results: Vec<InvariantResult>) -> ScenarioReport {
         check: ScenarioCheck {
             scenario: name.into(),
             results,
-            counts: Counts { deliveries: 2, attempts: 3, ok: 2, fail: 0, info: 1, dead: 0 },
+            counts: Counts {
+                deliveries: 2,
+                attempts: 3,
+                ok: 2,
+                fail: 0,
+                info: 1,
+                dead: 0,
+            },
             dead_letters: vec![],
         },
         reproduce: format!("hookstorm run --target target.toml --scenario {name} --seed 7"),
@@ -59,7 +67,11 @@ fn fixture() -> RunReport {
         last_error: None,
         recovered: false,
     }];
-    let unknown = InvariantResult::new(InvariantId::I5, Verdict::Unknown, "not checked: the state has no winners section");
+    let unknown = InvariantResult::new(
+        InvariantId::I5,
+        Verdict::Unknown,
+        "not checked: the state has no winners section",
+    );
     RunReport {
         run_id: "20261129-100000-7".into(),
         seed: 7,
@@ -71,7 +83,10 @@ fn fixture() -> RunReport {
         strict: false,
         hookstorm_version: "0.1.0".into(),
         scenarios: vec![
-            scenario("baseline", vec![pass(InvariantId::I1), pass(InvariantId::I2), unknown]),
+            scenario(
+                "baseline",
+                vec![pass(InvariantId::I1), pass(InvariantId::I2), unknown],
+            ),
             ack_loss,
         ],
         machine: None,
@@ -89,7 +104,11 @@ fn validate(schema: &Value, root: &Value, v: &Value, at: &str, errors: &mut Vec<
         match k.as_str() {
             "$schema" | "$id" | "title" | "description" | "$defs" => {}
             "$ref" => {
-                let name = s.as_str().unwrap().strip_prefix("#/$defs/").expect("local $ref");
+                let name = s
+                    .as_str()
+                    .unwrap()
+                    .strip_prefix("#/$defs/")
+                    .expect("local $ref");
                 validate(&root["$defs"][name], root, v, at, errors);
             }
             "type" => {
@@ -133,7 +152,9 @@ fn validate(schema: &Value, root: &Value, v: &Value, at: &str, errors: &mut Vec<
                 }
             }
             "maxItems" => {
-                if v.as_array().is_some_and(|a| a.len() as u64 > s.as_u64().unwrap()) {
+                if v.as_array()
+                    .is_some_and(|a| a.len() as u64 > s.as_u64().unwrap())
+                {
                     errors.push(format!("{at}: too many items"));
                 }
             }
@@ -156,7 +177,11 @@ fn validate(schema: &Value, root: &Value, v: &Value, at: &str, errors: &mut Vec<
                 }
             }
             "additionalProperties" => {
-                assert_eq!(s, &Value::Bool(false), "only additionalProperties: false is supported");
+                assert_eq!(
+                    s,
+                    &Value::Bool(false),
+                    "only additionalProperties: false is supported"
+                );
                 if let Some(o) = v.as_object() {
                     let props = obj["properties"].as_object().unwrap();
                     for name in o.keys().filter(|n| !props.contains_key(*n)) {
@@ -246,10 +271,20 @@ fn a_report_from_a_real_check_matches_the_schema() {
         dead: true,
     };
     let state = State {
-        inbox: vec![InboxRow { key: "zz".into(), account: None, processed: false, error: None }],
+        inbox: vec![InboxRow {
+            key: "zz".into(),
+            account: None,
+            processed: false,
+            error: None,
+        }],
         ..State::default()
     };
-    let check = hookstorm::check::check(vec![(1, Event::Attempt(a))], "s", Ok(&state), &CheckOptions::default());
+    let check = hookstorm::check::check(
+        vec![(1, Event::Attempt(a))],
+        "s",
+        Ok(&state),
+        &CheckOptions::default(),
+    );
     let mut report = fixture();
     report.scenarios[0].check = check;
     let v = hookstorm::report::json::to_value(&report);
@@ -342,7 +377,9 @@ fn console_table_snapshot() {
 fn junit_has_one_case_per_scenario_and_invariant() {
     let x = hookstorm::report::junit::render(&fixture());
     assert_eq!(x.matches("<testcase ").count(), 5);
-    assert!(x.contains("<testsuites name=\"hookstorm\" tests=\"5\" failures=\"1\" errors=\"0\" skipped=\"1\""));
+    assert!(x.contains(
+        "<testsuites name=\"hookstorm\" tests=\"5\" failures=\"1\" errors=\"0\" skipped=\"1\""
+    ));
     assert!(x.contains("<failure message=\"1 of 2 acknowledged keys are missing from the inbox\" type=\"fail\">tsk_2 (acct_a)"));
     assert!(x.contains("<skipped message=\"not checked: the state has no winners section\"/>"));
 }
@@ -365,19 +402,30 @@ fn exit_codes_follow_the_worst_verdict_and_strictness() {
 
 #[test]
 fn no_report_contains_a_token_or_password() -> Result<(), Box<dyn std::error::Error>> {
-    let http = Probe::http("http://127.0.0.1:9/admin/state?token=qs-tok3n", Some("bearer-tok3n".into()));
+    let http = Probe::http(
+        "http://127.0.0.1:9/admin/state?token=qs-tok3n",
+        Some("bearer-tok3n".into()),
+    );
     let sql = Probe::from_config(&ProbeConfig {
         sql: Some(SqlProbeConfig {
             url: "postgres://app:db-passw0rd@127.0.0.1:5432/app".into(),
             ..SqlProbeConfig::default()
         }),
-        reconcile: Some("curl -H 'Authorization: Bearer cmd-tok3n' http://u:url-passw0rd@127.0.0.1/reconcile".into()),
+        reconcile: Some(
+            "curl -H 'Authorization: Bearer cmd-tok3n' http://u:url-passw0rd@127.0.0.1/reconcile"
+                .into(),
+        ),
         ..ProbeConfig::default()
     })?;
     let mut r = fixture();
     // Even a caller that forgot to redact cannot leak: the reports redact again.
-    r.target = format!("http://hook:target-passw0rd@127.0.0.1:8080/webhooks; {}; {}", http.describe(), sql.describe());
-    r.scenarios[0].reproduce = "HOOKSTORM_TOKEN=env-tok3n hookstorm run --token flag-tok3n --seed 7".into();
+    r.target = format!(
+        "http://hook:target-passw0rd@127.0.0.1:8080/webhooks; {}; {}",
+        http.describe(),
+        sql.describe()
+    );
+    r.scenarios[0].reproduce =
+        "HOOKSTORM_TOKEN=env-tok3n hookstorm run --token flag-tok3n --seed 7".into();
     r.scenarios[0].notes = vec!["probe: postgres://app:note-passw0rd@db/app".into()];
     let dir = tempfile::tempdir()?;
     let mut texts: Vec<String> = write_reports(dir.path(), &r)?
@@ -387,12 +435,22 @@ fn no_report_contains_a_token_or_password() -> Result<(), Box<dyn std::error::Er
     texts.push(console_table(&r, false));
     for t in &texts {
         for secret in [
-            "qs-tok3n", "bearer-tok3n", "db-passw0rd", "cmd-tok3n", "url-passw0rd",
-            "target-passw0rd", "env-tok3n", "flag-tok3n", "note-passw0rd",
+            "qs-tok3n",
+            "bearer-tok3n",
+            "db-passw0rd",
+            "cmd-tok3n",
+            "url-passw0rd",
+            "target-passw0rd",
+            "env-tok3n",
+            "flag-tok3n",
+            "note-passw0rd",
         ] {
             assert!(!t.contains(secret), "{secret} leaked into:\n{t}");
         }
     }
-    assert!(texts[0].contains("127.0.0.1:5432/app"), "the redacted target is still useful");
+    assert!(
+        texts[0].contains("127.0.0.1:5432/app"),
+        "the redacted target is still useful"
+    );
     Ok(())
 }
