@@ -7,7 +7,7 @@
 //! million-attempt history within a few dozen megabytes.
 
 use std::collections::{HashMap, HashSet};
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
@@ -59,10 +59,54 @@ pub(crate) mod flag {
     pub const REAL: u32 = GENUINE | PROVIDER;
 }
 
+/// A small, fast, non-cryptographic hasher (the Fx mix) for the checker's
+/// own maps: their keys come from our history, not from an adversary.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct Fx(u64);
+
+impl Fx {
+    fn add(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(b));
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.add(i as u64);
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.add(i as u64);
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A `HashMap` with [`Fx`].
+pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
+
 /// Interns strings as `u32` ids.
 #[derive(Default)]
 pub(crate) struct Interner {
-    map: HashMap<Box<str>, u32>,
+    map: FxMap<Box<str>, u32>,
     names: Vec<Box<str>>,
 }
 
@@ -208,8 +252,8 @@ impl KeyAgg {
 pub struct Aggregator {
     pub(crate) strings: Interner,
     pub(crate) keys: Vec<KeyAgg>,
-    index: HashMap<(u32, u32), u32>,
-    deliveries: HashSet<u64>,
+    index: FxMap<(u32, u32), u32>,
+    deliveries: HashSet<u64, BuildHasherDefault<Fx>>,
     pub(crate) counts: Counts,
     dead: Vec<(DeadLetter, u32)>,
     pub(crate) status_fail: EvidenceSet,
@@ -241,8 +285,8 @@ impl Aggregator {
         Aggregator {
             strings: Interner::default(),
             keys: Vec::new(),
-            index: HashMap::new(),
-            deliveries: HashSet::new(),
+            index: FxMap::default(),
+            deliveries: HashSet::default(),
             counts: Counts::default(),
             dead: Vec::new(),
             status_fail: EvidenceSet::default(),
@@ -329,7 +373,7 @@ impl Aggregator {
             Outcome::Fail => c.fail += 1,
             Outcome::Info => c.info += 1,
         }
-        let mut h = DefaultHasher::new();
+        let mut h = std::hash::DefaultHasher::new();
         a.delivery.hash(&mut h);
         self.deliveries.insert(h.finish());
 

@@ -758,3 +758,75 @@ fn streaming_a_million_attempts() -> Result<(), Box<dyn std::error::Error>> {
     let _ = Duration::ZERO;
     Ok(())
 }
+
+#[test]
+fn check_files_grades_each_scenario_against_its_own_state() -> Result<(), Box<dyn std::error::Error>>
+{
+    let dir = tempfile::tempdir()?;
+    let history = dir.path().join("history.jsonl");
+    let mut w = hookstorm::history::HistoryWriter::create(&history)?;
+    let mut b = ok("t2");
+    b.scenario = "second".into();
+    for (_, e) in events(vec![ok("t1"), b]) {
+        w.write(&e)?;
+    }
+    w.finish()?;
+    let opts = no_winners();
+    // A JSON object mapping scenario names to states.
+    let map = dir.path().join("states.json");
+    let states = serde_json::json!({ SCN: inbox(&["t1"]), "second": inbox(&[]) });
+    std::fs::write(&map, states.to_string())?;
+    let out = hookstorm::check::check_files(&history, &map, None, &opts)?;
+    let verdicts: Vec<(&str, Verdict)> = out
+        .iter()
+        .map(|c| (c.scenario.as_str(), c.verdict()))
+        .collect();
+    assert_eq!(
+        verdicts,
+        vec![("second", Verdict::Fail), (SCN, Verdict::Pass)]
+    );
+    // A folder with <scenario>.json; a scenario without a file is unknown.
+    let folder = dir.path().join("states");
+    std::fs::create_dir(&folder)?;
+    std::fs::write(
+        folder.join(format!("{SCN}.json")),
+        serde_json::to_string(&inbox(&["t1"]))?,
+    )?;
+    let out = hookstorm::check::check_files(&history, &folder, None, &opts)?;
+    let verdicts: Vec<(&str, Verdict)> = out
+        .iter()
+        .map(|c| (c.scenario.as_str(), c.verdict()))
+        .collect();
+    assert_eq!(
+        verdicts,
+        vec![("second", Verdict::Unknown), (SCN, Verdict::Pass)]
+    );
+    assert!(
+        out[0].results[0].summary.contains("second.json"),
+        "{}",
+        out[0].results[0].summary
+    );
+    Ok(())
+}
+
+#[test]
+fn check_files_names_the_bad_history_line_and_a_bad_state() -> Result<(), Box<dyn std::error::Error>>
+{
+    let dir = tempfile::tempdir()?;
+    let history = dir.path().join("history.jsonl");
+    let good = serde_json::to_string(&Event::Attempt(ok("t1")))?;
+    std::fs::write(
+        &history,
+        format!("{good}\n\n{{\"type\":\"attempt\",\"scenario\":\"t\"}}\n"),
+    )?;
+    let state = dir.path().join("state.json");
+    std::fs::write(&state, r#"{"inbox": []}"#)?;
+    let e = hookstorm::check::check_files(&history, &state, None, &CheckOptions::default())
+        .unwrap_err();
+    assert!(e.to_string().contains("line 3"), "{e}");
+    std::fs::write(&state, r#"{"rows": []}"#)?;
+    let e = hookstorm::check::check_files(&history, &state, None, &CheckOptions::default())
+        .unwrap_err();
+    assert!(e.to_string().contains("not a receiver state"), "{e}");
+    Ok(())
+}
