@@ -32,7 +32,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DRAIN_POLL: Duration = Duration::from_millis(100);
 
 /// The `[state]` section of a target file.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProbeConfig {
     /// URL that serves the state JSON (GET).
@@ -53,6 +53,23 @@ pub struct ProbeConfig {
     pub command: Option<String>,
     /// Time limit of one probe call.
     pub timeout: Option<HumanDuration>,
+}
+
+impl fmt::Debug for ProbeConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let url = |u: &Option<String>| u.as_deref().map(redact_url);
+        f.debug_struct("ProbeConfig")
+            .field("http", &url(&self.http))
+            .field("reset", &self.reset.as_deref().map(redact_text))
+            .field("setup", &self.setup.as_deref().map(redact_text))
+            .field("reconcile", &self.reconcile.as_deref().map(redact_text))
+            .field("token", &self.token.as_ref().map(|_| "***"))
+            .field("token_env", &self.token_env)
+            .field("sql", &self.sql)
+            .field("command", &self.command.as_deref().map(redact_text))
+            .field("timeout", &self.timeout)
+            .finish()
+    }
 }
 
 /// A probe could not be built or could not read the state.
@@ -542,6 +559,20 @@ mod tests {
             assert!(!t.contains(s), "{s} in {t}");
         }
         assert!(t.contains("psql"));
+    }
+
+    #[test]
+    fn debug_output_of_a_config_hides_secrets() {
+        let cfg = ProbeConfig {
+            token: Some("tok-123".into()),
+            sql: Some(SqlProbeConfig {
+                url: "postgres://u:pw-456@h/db".into(),
+                ..SqlProbeConfig::default()
+            }),
+            ..ProbeConfig::default()
+        };
+        let d = format!("{cfg:?}");
+        assert!(!d.contains("tok-123") && !d.contains("pw-456"), "{d}");
     }
 
     #[test]

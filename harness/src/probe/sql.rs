@@ -35,7 +35,7 @@ pub const DEFAULT_WINNERS_SQLITE: &str = "select a.job_key, a.task_id from answe
      and (b.created_at > a.created_at or (b.created_at = a.created_at and b.task_id > a.task_id)))";
 
 /// The `[state.sql]` section.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SqlProbeConfig {
     /// `postgres://user:password@host/db` or `sqlite:///path/to/file.db`.
@@ -54,6 +54,21 @@ pub struct SqlProbeConfig {
     pub reset: Option<Vec<String>>,
     /// Statements run by `setup` (`{state}` is replaced by the setup state name).
     pub setup: Option<Vec<String>>,
+}
+
+impl std::fmt::Debug for SqlProbeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlProbeConfig")
+            .field("url", &redact_url(&self.url))
+            .field("inbox", &self.inbox)
+            .field("results", &self.results)
+            .field("winners", &self.winners)
+            .field("effects", &self.effects)
+            .field("resources", &self.resources)
+            .field("reset", &self.reset)
+            .field("setup", &self.setup)
+            .finish()
+    }
 }
 
 #[derive(Clone)]
