@@ -20,18 +20,28 @@
 //! - [`workload`]: a scenario plus a seed becomes a deterministic plan.
 //! - [`fault`]: fault actors over the delivery stream (duplicate, reorder, drop_ack, tamper).
 //! - [`sender`]: delivers a plan over real HTTP the way a profile says.
+//! - [`probe`]: reads the receiver's state (HTTP, SQL, command).
+//! - [`check`]: the invariants I1–I8 over history and state.
+//! - [`report`]: report.json, junit.xml, summary.md and the console table.
+//! - [`target`]: the target file (URL, accounts, secrets, probe).
+//! - [`run`]: the pipeline of `hookstorm run`, scenario by scenario.
 #![warn(missing_docs)]
 
+pub mod check;
 pub mod delivery;
 pub mod error;
 pub mod exit;
 pub mod fault;
 pub mod history;
+pub mod probe;
 pub mod profile;
+pub mod report;
+pub mod run;
 pub mod scenario;
 pub mod schedule;
 pub mod sender;
 pub mod signature;
 pub mod state;
+pub mod target;
 pub mod units;
 pub mod workload;

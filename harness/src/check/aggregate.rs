@@ -1,0 +1,654 @@
+//! Folds a history, one event at a time, into one compact record per
+//! (account, key), then hands the records and the state to each invariant.
+//!
+//! Strings (accounts, keys, jobs, resources) are interned once and referred
+//! to by `u32`; a key's record is a few flags, its job, creation time,
+//! sequence and at most [`KEY_LINES`] history line numbers. That keeps a
+//! million-attempt history within a few dozen megabytes.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
+
+use crate::delivery::{job_key, TaskStatus};
+use crate::history::{Attempt, Event, Intent, Outcome, ProviderTask};
+use crate::state::State;
+
+use super::{
+    order, poison, status, store, CheckOptions, Counts, DeadLetter, Evidence, EvidenceSet,
+    InvariantId, InvariantResult, ScenarioCheck, Verdict, MAX_DEAD_LETTERS,
+};
+
+/// "No string" for interned ids; also "any account" in inbox indexes.
+pub(crate) const NONE: u32 = u32::MAX;
+/// History lines kept per key for evidence.
+pub(crate) const KEY_LINES: usize = 4;
+/// Creation time that is missing or not a valid date.
+pub(crate) const NO_TIME: i64 = i64::MIN;
+
+/// Per-key flags.
+pub(crate) mod flag {
+    pub const GENUINE: u32 = 1;
+    pub const TEST: u32 = 1 << 1;
+    pub const FORGED: u32 = 1 << 2;
+    pub const CROSS: u32 = 1 << 3;
+    pub const OVERSIZED: u32 = 1 << 4;
+    pub const EXPIRED: u32 = 1 << 5;
+    /// A genuine attempt came back `ok`.
+    pub const OK: u32 = 1 << 6;
+    /// A genuine attempt got a 2xx whose ack the harness discarded.
+    pub const DROP_ACK: u32 = 1 << 7;
+    pub const POISON: u32 = 1 << 8;
+    pub const COMPLETED: u32 = 1 << 9;
+    pub const FAILED: u32 = 1 << 10;
+    /// The provider reported this task (reconciliation ground truth).
+    pub const PROVIDER: u32 = 1 << 11;
+    /// The provider's task is final.
+    pub const PROVIDER_FINAL: u32 = 1 << 12;
+    /// A genuine duplicate was answered with a 4xx.
+    pub const DUP_4XX: u32 = 1 << 13;
+    /// A test delivery was answered with a 4xx.
+    pub const TEST_4XX: u32 = 1 << 14;
+    /// A genuine first delivery was answered with a 4xx.
+    pub const GEN_4XX: u32 = 1 << 15;
+    /// A poison delivery was answered with a non-2xx status.
+    pub const POISON_NON2XX: u32 = 1 << 16;
+
+    pub const ACKED: u32 = OK | DROP_ACK;
+    pub const REAL: u32 = GENUINE | PROVIDER;
+}
+
+/// A small, fast, non-cryptographic hasher (the Fx mix) for the checker's
+/// own maps: their keys come from our history, not from an adversary.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct Fx(u64);
+
+impl Fx {
+    fn add(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(b));
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.add(i as u64);
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.add(i as u64);
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A `HashMap` with [`Fx`].
+pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
+
+/// Interns strings as `u32` ids.
+#[derive(Default)]
+pub(crate) struct Interner {
+    map: FxMap<Box<str>, u32>,
+    names: Vec<Box<str>>,
+}
+
+impl Interner {
+    pub fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.map.get(s) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(s.into());
+        self.map.insert(s.into(), id);
+        id
+    }
+
+    pub fn get(&self, s: &str) -> Option<u32> {
+        self.map.get(s).copied()
+    }
+
+    pub fn name(&self, id: u32) -> &str {
+        if id == NONE {
+            ""
+        } else {
+            &self.names[id as usize]
+        }
+    }
+}
+
+/// The fields of an attempt the checker reads, borrowed (from an [`Attempt`]
+/// or straight from a history line).
+pub(crate) struct AttemptView<'a> {
+    pub delivery: &'a str,
+    pub key: &'a str,
+    pub account: &'a str,
+    pub job: Option<&'a str>,
+    pub attempt: u32,
+    pub faults: Vec<&'a str>,
+    pub status: Option<u16>,
+    pub latency_ms: Option<f64>,
+    pub error: Option<&'a str>,
+    pub outcome: Outcome,
+    pub intent: Intent,
+    pub detail: Option<&'a str>,
+    pub task_status: Option<TaskStatus>,
+    pub created_at: Option<&'a str>,
+    pub resource: Option<&'a str>,
+    pub sequence: Option<u64>,
+    pub poison: bool,
+    pub dead: bool,
+}
+
+impl<'a> From<&'a Attempt> for AttemptView<'a> {
+    fn from(a: &'a Attempt) -> Self {
+        AttemptView {
+            delivery: &a.delivery,
+            key: &a.key,
+            account: &a.account,
+            job: a.job.as_deref(),
+            attempt: a.attempt,
+            faults: a.faults.iter().map(String::as_str).collect(),
+            status: a.status,
+            latency_ms: a.latency_ms,
+            error: a.error.as_deref(),
+            outcome: a.outcome,
+            intent: a.intent,
+            detail: a.detail.as_deref(),
+            task_status: a.task_status,
+            created_at: a.created_at.as_deref(),
+            resource: a.resource.as_deref(),
+            sequence: a.sequence,
+            poison: a.poison,
+            dead: a.dead,
+        }
+    }
+}
+
+/// The fields of a provider task the checker reads, borrowed.
+pub(crate) struct ProviderView<'a> {
+    pub account: &'a str,
+    pub key: &'a str,
+    pub job: Option<&'a str>,
+    pub task_status: TaskStatus,
+    pub created_at: &'a str,
+}
+
+impl<'a> From<&'a ProviderTask> for ProviderView<'a> {
+    fn from(p: &'a ProviderTask) -> Self {
+        ProviderView {
+            account: &p.account,
+            key: &p.key,
+            job: p.job.as_deref(),
+            task_status: p.task_status,
+            created_at: &p.created_at,
+        }
+    }
+}
+
+/// Everything the checker keeps about one (account, key).
+#[derive(Debug, Clone)]
+pub(crate) struct KeyAgg {
+    pub account: u32,
+    pub key: u32,
+    pub job: u32,
+    pub resource: u32,
+    pub sequence: Option<u64>,
+    pub created: i64,
+    pub flags: u32,
+    pub first_line: u64,
+    pub lines: [u64; KEY_LINES],
+    pub nlines: u8,
+    /// First line of a non-strict status deviation.
+    pub status_line: u64,
+}
+
+impl KeyAgg {
+    pub fn has(&self, f: u32) -> bool {
+        self.flags & f != 0
+    }
+
+    fn add_line(&mut self, line: u64) {
+        if (self.nlines as usize) < KEY_LINES {
+            self.lines[self.nlines as usize] = line;
+            self.nlines += 1;
+        }
+    }
+
+    /// The relevant lines, or the first line when none was marked relevant.
+    pub fn evidence_lines(&self) -> Vec<u64> {
+        if self.nlines == 0 {
+            vec![self.first_line]
+        } else {
+            self.lines[..self.nlines as usize].to_vec()
+        }
+    }
+
+    /// A non-poison task whose status and creation time are known.
+    pub fn completed_at(&self) -> Option<i64> {
+        (self.has(flag::COMPLETED) && !self.has(flag::POISON) && self.created != NO_TIME)
+            .then_some(self.created)
+    }
+}
+
+/// The streaming fold of a scenario's history.
+pub struct Aggregator {
+    pub(crate) strings: Interner,
+    pub(crate) keys: Vec<KeyAgg>,
+    index: FxMap<(u32, u32), u32>,
+    deliveries: HashSet<u64, BuildHasherDefault<Fx>>,
+    pub(crate) counts: Counts,
+    dead: Vec<(DeadLetter, u32)>,
+    pub(crate) status_fail: EvidenceSet,
+    pub(crate) answer_limit: Duration,
+    pub(crate) sequenced: bool,
+}
+
+fn is_2xx(s: Option<u16>) -> bool {
+    matches!(s, Some(200..=299))
+}
+
+fn is_4xx(s: Option<u16>) -> bool {
+    matches!(s, Some(400..=499))
+}
+
+fn parse_time(t: Option<&str>) -> i64 {
+    t.and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .and_then(|d| d.timestamp_nanos_opt())
+        .unwrap_or(NO_TIME)
+}
+
+fn has_fault(a: &AttemptView, names: &[&str]) -> bool {
+    a.faults.iter().any(|f| names.contains(f))
+}
+
+impl Aggregator {
+    /// An empty fold; `answer_limit` is the profile's answer time limit.
+    pub fn new(answer_limit: Duration) -> Self {
+        Aggregator {
+            strings: Interner::default(),
+            keys: Vec::new(),
+            index: FxMap::default(),
+            deliveries: HashSet::default(),
+            counts: Counts::default(),
+            dead: Vec::new(),
+            status_fail: EvidenceSet::default(),
+            answer_limit,
+            sequenced: false,
+        }
+    }
+
+    fn slot(&mut self, account: &str, key: &str, line: u64) -> usize {
+        let a = self.strings.intern(account);
+        let k = self.strings.intern(key);
+        let next = self.keys.len() as u32;
+        let i = *self.index.entry((a, k)).or_insert(next);
+        if i == next {
+            self.keys.push(KeyAgg {
+                account: a,
+                key: k,
+                job: NONE,
+                resource: NONE,
+                sequence: None,
+                created: NO_TIME,
+                flags: 0,
+                first_line: line,
+                lines: [0; KEY_LINES],
+                nlines: 0,
+                status_line: 0,
+            });
+        }
+        i as usize
+    }
+
+    pub(crate) fn lookup(&self, account: u32, key: u32) -> Option<&KeyAgg> {
+        self.index
+            .get(&(account, key))
+            .map(|&i| &self.keys[i as usize])
+    }
+
+    /// Folds one event (with its 1-based history line) in.
+    pub fn push(&mut self, line: u64, event: &Event) {
+        match event {
+            Event::Attempt(a) => self.attempt(line, &AttemptView::from(a)),
+            Event::Provider(p) => self.provider(line, &ProviderView::from(p)),
+            Event::Run(_) | Event::Fault(_) => {}
+        }
+    }
+
+    fn describe_task(
+        &mut self,
+        i: usize,
+        job: Option<&str>,
+        status: Option<TaskStatus>,
+        created: Option<&str>,
+    ) {
+        if self.keys[i].job == NONE {
+            if let Some(j) = job {
+                self.keys[i].job = self.strings.intern(job_key(j));
+            }
+        }
+        let agg = &mut self.keys[i];
+        match status {
+            Some(TaskStatus::Completed) => agg.flags |= flag::COMPLETED,
+            Some(TaskStatus::Failed) => agg.flags |= flag::FAILED,
+            _ => {}
+        }
+        if agg.created == NO_TIME {
+            agg.created = parse_time(created);
+        }
+    }
+
+    pub(crate) fn provider(&mut self, line: u64, p: &ProviderView) {
+        let i = self.slot(p.account, p.key, line);
+        self.keys[i].flags |= flag::PROVIDER;
+        if p.task_status.is_final() {
+            self.keys[i].flags |= flag::PROVIDER_FINAL;
+        }
+        self.describe_task(i, p.job, Some(p.task_status), Some(p.created_at));
+    }
+
+    pub(crate) fn attempt(&mut self, line: u64, a: &AttemptView) {
+        let c = &mut self.counts;
+        c.attempts += 1;
+        match a.outcome {
+            Outcome::Ok => c.ok += 1,
+            Outcome::Fail => c.fail += 1,
+            Outcome::Info => c.info += 1,
+        }
+        let mut h = std::hash::DefaultHasher::new();
+        a.delivery.hash(&mut h);
+        self.deliveries.insert(h.finish());
+
+        let i = self.slot(a.account, a.key, line);
+        if a.intent == Intent::Genuine {
+            self.describe_task(i, a.job, a.task_status, a.created_at);
+        }
+        if let (Some(r), Some(s)) = (a.resource, a.sequence) {
+            self.sequenced = true;
+            if self.keys[i].resource == NONE {
+                self.keys[i].resource = self.strings.intern(r);
+                self.keys[i].sequence = Some(s);
+            }
+        }
+        self.status(line, i, a);
+
+        let agg = &mut self.keys[i];
+        agg.flags |= match a.intent {
+            Intent::Genuine => flag::GENUINE,
+            Intent::Test => flag::TEST,
+            Intent::Forged => flag::FORGED,
+            Intent::CrossAccount => flag::CROSS,
+            Intent::Oversized => flag::OVERSIZED,
+            Intent::ExpiredReplay => flag::EXPIRED,
+        };
+        if a.poison {
+            agg.flags |= flag::POISON;
+            if a.status.is_some() && !is_2xx(a.status) {
+                agg.flags |= flag::POISON_NON2XX;
+                if agg.status_line == 0 {
+                    agg.status_line = line;
+                }
+            }
+        }
+        let genuine = a.intent == Intent::Genuine;
+        let ok = genuine && a.outcome == Outcome::Ok;
+        let drop_ack =
+            genuine && is_2xx(a.status) && has_fault(a, &["drop-ack", "drop_ack", "ack-loss"]);
+        if ok {
+            agg.flags |= flag::OK;
+        }
+        if drop_ack {
+            agg.flags |= flag::DROP_ACK;
+        }
+        if ok || drop_ack || !genuine {
+            agg.add_line(line);
+        }
+
+        if a.dead {
+            self.counts.dead += 1;
+            if self.dead.len() < MAX_DEAD_LETTERS {
+                self.dead.push((
+                    DeadLetter {
+                        delivery: a.delivery.to_string(),
+                        key: a.key.to_string(),
+                        account: a.account.to_string(),
+                        attempts: a.attempt,
+                        last_status: a.status,
+                        last_error: a.error.map(str::to_string),
+                        recovered: false,
+                    },
+                    i as u32,
+                ));
+            }
+        }
+    }
+
+    /// I7's per-attempt rules; non-strict deviations are decided at the end,
+    /// once the state says whether it stayed intact.
+    fn status(&mut self, line: u64, i: usize, a: &AttemptView) {
+        let fail = |what: String| Evidence {
+            key: a.key.to_string(),
+            account: Some(a.account.to_string()),
+            what,
+            lines: vec![line],
+        };
+        if let Some(s @ 300..=399) = a.status {
+            if !has_fault(a, &["redirect"]) {
+                self.status_fail.push(|| {
+                    fail(format!(
+                        "answered {s}: redirects are never followed, every 3xx is a failed attempt"
+                    ))
+                });
+            }
+        }
+        if a.intent.must_reject() && is_2xx(a.status) {
+            let s = a.status.unwrap_or_default();
+            let kind = a.detail.unwrap_or(match a.intent {
+                Intent::CrossAccount => "other account's secret",
+                Intent::Oversized => "oversized body",
+                Intent::ExpiredReplay => "expired replay",
+                _ => "forged",
+            });
+            self.status_fail
+                .push(|| fail(format!("{kind} delivery answered {s}; it must get a 4xx")));
+        }
+        if a.faults.is_empty() {
+            let limit_ms = self.answer_limit.as_secs_f64() * 1000.0;
+            if let Some(ms) = a.latency_ms.filter(|&ms| ms > limit_ms) {
+                self.status_fail.push(|| {
+                    fail(format!(
+                        "answered after {:.0} ms, over the {:.0} ms limit",
+                        ms, limit_ms
+                    ))
+                });
+            } else if a.status.is_none()
+                && a.error.is_some_and(|e| {
+                    let e = e.to_ascii_lowercase();
+                    e.contains("timeout") || e.contains("timed out")
+                })
+            {
+                self.status_fail
+                    .push(|| fail(format!("no answer within the {:.0} ms limit", limit_ms)));
+            }
+        }
+        let agg = &mut self.keys[i];
+        if is_4xx(a.status) {
+            let f = match a.intent {
+                Intent::Genuine
+                    if agg.has(flag::ACKED) || a.faults.iter().any(|f| f.contains("duplicate")) =>
+                {
+                    flag::DUP_4XX
+                }
+                Intent::Genuine => flag::GEN_4XX,
+                Intent::Test => flag::TEST_4XX,
+                _ => 0,
+            };
+            if f != 0 {
+                agg.flags |= f;
+                if agg.status_line == 0 {
+                    agg.status_line = line;
+                }
+            }
+        }
+    }
+
+    /// Grades every requested invariant against `state` (or the probe's error).
+    pub fn finish(
+        self,
+        scenario: &str,
+        state: Result<&State, &str>,
+        opts: &CheckOptions,
+    ) -> ScenarioCheck {
+        let mut ids = opts.invariants.clone();
+        ids.sort();
+        ids.dedup();
+        let mut counts = self.counts.clone();
+        counts.deliveries = self.deliveries.len();
+
+        let (results, dead_letters) = match state {
+            Err(reason) => {
+                let results = ids
+                    .iter()
+                    .map(|&id| {
+                        if id == InvariantId::I7 && !self.status_fail.is_empty() {
+                            status::history_only(&self)
+                        } else {
+                            InvariantResult::new(
+                                id,
+                                Verdict::Unknown,
+                                format!("not checked: the state probe failed: {reason}"),
+                            )
+                        }
+                    })
+                    .collect();
+                let dead = self.dead.iter().map(|(d, _)| d.clone()).collect();
+                (results, dead)
+            }
+            Ok(state) => {
+                let view = StateView::new(&self, state);
+                let results = ids
+                    .iter()
+                    .map(|&id| {
+                        catch_unwind(AssertUnwindSafe(|| grade(id, &self, &view, opts)))
+                            .unwrap_or_else(|panic| {
+                                let msg = panic
+                                    .downcast_ref::<String>()
+                                    .cloned()
+                                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                                    .unwrap_or_default();
+                                InvariantResult::new(
+                                    id,
+                                    Verdict::Unknown,
+                                    format!("not checked: the checker failed: {msg}"),
+                                )
+                            })
+                    })
+                    .collect();
+                let dead = self
+                    .dead
+                    .iter()
+                    .map(|(d, i)| {
+                        let mut d = d.clone();
+                        d.recovered = view.stored(&self.keys[*i as usize]);
+                        d
+                    })
+                    .collect();
+                (results, dead)
+            }
+        };
+        ScenarioCheck {
+            scenario: scenario.to_string(),
+            results,
+            counts,
+            dead_letters,
+        }
+    }
+}
+
+fn grade(
+    id: InvariantId,
+    agg: &Aggregator,
+    view: &StateView,
+    opts: &CheckOptions,
+) -> InvariantResult {
+    match id {
+        InvariantId::I1 => store::no_loss(agg, view, opts),
+        InvariantId::I2 => store::exactly_once(agg, view),
+        InvariantId::I3 => store::processed_once(agg, view, opts),
+        InvariantId::I4 => store::no_phantom(agg, view),
+        InvariantId::I5 => order::correct_winner(agg, view),
+        InvariantId::I6 => order::no_stale_overwrite(agg, view),
+        InvariantId::I7 => status::conformance(agg, view, opts),
+        InvariantId::I8 => poison::isolation(agg, view),
+    }
+}
+
+/// The state, indexed by the aggregator's interned ids.
+pub(crate) struct StateView<'a> {
+    pub state: &'a State,
+    /// (account id or NONE, key id) -> rows; only rows whose strings the history knows.
+    pub inbox: HashMap<(u32, u32), Vec<u32>>,
+    /// key id -> keys of every account, built only when some row has no account.
+    pub by_key: HashMap<u32, Vec<u32>>,
+}
+
+impl<'a> StateView<'a> {
+    fn new(agg: &Aggregator, state: &'a State) -> Self {
+        let mut inbox: HashMap<(u32, u32), Vec<u32>> = HashMap::new();
+        let mut any_none = false;
+        for (n, row) in state.inbox.iter().enumerate() {
+            let key = agg.strings.get(&row.key);
+            let account = match &row.account {
+                None => {
+                    any_none = true;
+                    Some(NONE)
+                }
+                Some(a) => agg.strings.get(a),
+            };
+            if let (Some(a), Some(k)) = (account, key) {
+                inbox.entry((a, k)).or_default().push(n as u32);
+            }
+        }
+        let mut by_key: HashMap<u32, Vec<u32>> = HashMap::new();
+        if any_none {
+            for (i, k) in agg.keys.iter().enumerate() {
+                by_key.entry(k.key).or_default().push(i as u32);
+            }
+        }
+        StateView {
+            state,
+            inbox,
+            by_key,
+        }
+    }
+
+    /// Inbox rows that hold this key (exact account, or rows without account).
+    pub fn rows(&self, k: &KeyAgg) -> impl Iterator<Item = u32> + '_ {
+        let exact = self.inbox.get(&(k.account, k.key)).into_iter().flatten();
+        let any = self.inbox.get(&(NONE, k.key)).into_iter().flatten();
+        exact.chain(any).copied()
+    }
+
+    /// Whether the key is in the inbox.
+    pub fn stored(&self, k: &KeyAgg) -> bool {
+        self.rows(k).next().is_some()
+    }
+}

@@ -1,0 +1,328 @@
+//! `hookstorm check HISTORY STATE`: checks a recorded history again, later,
+//! against saved state, without re-running anything.
+//!
+//! The history is read once, streaming, and folded per scenario. STATE is
+//! either one state JSON (applied to the scenario named by the filter, or,
+//! without a filter, to all events as one scenario named `all`), a JSON
+//! object mapping scenario names to states, or a directory holding
+//! `<scenario>.json` (or `<scenario>.state.json`) per scenario; a scenario
+//! without a state is graded `unknown`.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+
+use crate::delivery::TaskStatus;
+use crate::history::{Event, Intent, Outcome};
+use crate::state::State;
+
+use super::aggregate::{AttemptView, ProviderView};
+use super::{Aggregator, CheckOptions, ScenarioCheck};
+
+/// One history line, flat and borrowed: the union of the attempt and provider
+/// fields the checker reads. Parsing this instead of the tagged [`Event`]
+/// avoids serde's buffering of internally tagged enums and one allocation per
+/// string, which makes checking a large history several times faster.
+#[derive(Deserialize)]
+struct RawLine<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    scenario: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    delivery: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    key: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    job: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    account: Option<Cow<'a, str>>,
+    #[serde(default)]
+    attempt: Option<u32>,
+    #[serde(default, borrow)]
+    faults: Vec<Cow<'a, str>>,
+    #[serde(default)]
+    status: Option<u16>,
+    #[serde(default)]
+    latency_ms: Option<f64>,
+    #[serde(default, borrow)]
+    error: Option<Cow<'a, str>>,
+    #[serde(default)]
+    outcome: Option<Outcome>,
+    #[serde(default)]
+    intent: Option<Intent>,
+    #[serde(default, borrow)]
+    detail: Option<Cow<'a, str>>,
+    #[serde(default)]
+    task_status: Option<TaskStatus>,
+    #[serde(default, borrow)]
+    created_at: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    resource: Option<Cow<'a, str>>,
+    #[serde(default)]
+    sequence: Option<u64>,
+    #[serde(default)]
+    poison: bool,
+    #[serde(default)]
+    dead: bool,
+}
+
+fn missing(field: &str) -> String {
+    format!("missing field `{field}`")
+}
+
+impl RawLine<'_> {
+    /// Folds the line into `fold`; the error names the missing field.
+    fn fold(&self, line: u64, fold: &mut Aggregator) -> Result<(), String> {
+        let need =
+            |v: &Option<Cow<'_, str>>, f: &str| v.as_deref().map(|_| ()).ok_or_else(|| missing(f));
+        match self.kind.as_ref() {
+            "attempt" => {
+                need(&self.delivery, "delivery")?;
+                need(&self.key, "key")?;
+                need(&self.account, "account")?;
+                let view = AttemptView {
+                    delivery: self.delivery.as_deref().unwrap_or_default(),
+                    key: self.key.as_deref().unwrap_or_default(),
+                    account: self.account.as_deref().unwrap_or_default(),
+                    job: self.job.as_deref(),
+                    attempt: self.attempt.ok_or_else(|| missing("attempt"))?,
+                    faults: self.faults.iter().map(|f| f.as_ref()).collect(),
+                    status: self.status,
+                    latency_ms: self.latency_ms,
+                    error: self.error.as_deref(),
+                    outcome: self.outcome.ok_or_else(|| missing("outcome"))?,
+                    intent: self.intent.ok_or_else(|| missing("intent"))?,
+                    detail: self.detail.as_deref(),
+                    task_status: self.task_status,
+                    created_at: self.created_at.as_deref(),
+                    resource: self.resource.as_deref(),
+                    sequence: self.sequence,
+                    poison: self.poison,
+                    dead: self.dead,
+                };
+                fold.attempt(line, &view);
+            }
+            "provider" => {
+                need(&self.key, "key")?;
+                need(&self.account, "account")?;
+                need(&self.created_at, "created_at")?;
+                let view = ProviderView {
+                    account: self.account.as_deref().unwrap_or_default(),
+                    key: self.key.as_deref().unwrap_or_default(),
+                    job: self.job.as_deref(),
+                    task_status: self.task_status.ok_or_else(|| missing("task_status"))?,
+                    created_at: self.created_at.as_deref().unwrap_or_default(),
+                };
+                fold.provider(line, &view);
+            }
+            "run" | "fault" => {}
+            other => return Err(format!("unknown event type {other:?}")),
+        }
+        Ok(())
+    }
+}
+
+/// `hookstorm check` could not read its inputs.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// I/O on a file.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A history line is not an event.
+    #[error("{path}: line {line}: not a history event: {message}")]
+    History {
+        /// The history file.
+        path: PathBuf,
+        /// 1-based line.
+        line: u64,
+        /// What was wrong.
+        message: String,
+    },
+    /// The state file is not a state.
+    #[error("{path}: not a receiver state: {message} (hint: expected {{\"inbox\": [...]}} as in invariants.md)")]
+    State {
+        /// The state file.
+        path: PathBuf,
+        /// What was wrong.
+        message: String,
+    },
+    /// The scenario filter matched nothing in the history.
+    #[error("{path}: no events for scenario {scenario:?}")]
+    NoScenario {
+        /// The history file.
+        path: PathBuf,
+        /// The filter.
+        scenario: String,
+    },
+}
+
+/// Reads history events with their 1-based line numbers, skipping blank lines.
+pub fn read_numbered(
+    path: &Path,
+) -> Result<impl Iterator<Item = Result<(u64, Event), CheckError>>, CheckError> {
+    let file = File::open(path).map_err(|source| CheckError::Io {
+        path: path.into(),
+        source,
+    })?;
+    let path = path.to_path_buf();
+    Ok(BufReader::with_capacity(1 << 16, file)
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !matches!(l, Ok(s) if s.trim().is_empty()))
+        .map(move |(i, line)| {
+            let line = line.map_err(|source| CheckError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            let n = i as u64 + 1;
+            serde_json::from_str(&line)
+                .map(|e| (n, e))
+                .map_err(|e| CheckError::History {
+                    path: path.clone(),
+                    line: n,
+                    message: e.to_string(),
+                })
+        }))
+}
+
+enum States {
+    One(State),
+    Many(BTreeMap<String, State>),
+    Dir(PathBuf),
+}
+
+fn read_state_file(path: &Path) -> Result<State, CheckError> {
+    let text = std::fs::read_to_string(path).map_err(|source| CheckError::Io {
+        path: path.into(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|e| CheckError::State {
+        path: path.into(),
+        message: e.to_string(),
+    })
+}
+
+fn load_states(path: &Path) -> Result<States, CheckError> {
+    if path.is_dir() {
+        return Ok(States::Dir(path.to_path_buf()));
+    }
+    let text = std::fs::read_to_string(path).map_err(|source| CheckError::Io {
+        path: path.into(),
+        source,
+    })?;
+    match serde_json::from_str::<State>(&text) {
+        Ok(s) => Ok(States::One(s)),
+        Err(e) => serde_json::from_str::<BTreeMap<String, State>>(&text)
+            .map(States::Many)
+            .map_err(|_| CheckError::State {
+                path: path.into(),
+                message: e.to_string(),
+            }),
+    }
+}
+
+/// Checks a history file against a state file or folder; one result per scenario.
+pub fn check_files(
+    history: &Path,
+    state: &Path,
+    scenario: Option<&str>,
+    opts: &CheckOptions,
+) -> Result<Vec<ScenarioCheck>, CheckError> {
+    let states = load_states(state)?;
+    let all_as_one = matches!(states, States::One(_)) && scenario.is_none();
+    let mut folds: BTreeMap<String, Aggregator> = BTreeMap::new();
+    let file = File::open(history).map_err(|source| CheckError::Io {
+        path: history.into(),
+        source,
+    })?;
+    let mut reader = BufReader::with_capacity(1 << 16, file);
+    let mut buf = String::new();
+    let mut line = 0u64;
+    loop {
+        buf.clear();
+        let n = reader
+            .read_line(&mut buf)
+            .map_err(|source| CheckError::Io {
+                path: history.into(),
+                source,
+            })?;
+        if n == 0 {
+            break;
+        }
+        line += 1;
+        if buf.trim().is_empty() {
+            continue;
+        }
+        let bad = |message: String| CheckError::History {
+            path: history.into(),
+            line,
+            message,
+        };
+        let raw: RawLine = serde_json::from_str(&buf).map_err(|e| bad(e.to_string()))?;
+        let Some(name) = raw.scenario.as_deref() else {
+            continue;
+        };
+        let name = if all_as_one { "all" } else { name };
+        if scenario.is_some_and(|f| f != name) {
+            continue;
+        }
+        if !folds.contains_key(name) {
+            folds.insert(name.to_string(), Aggregator::new(opts.answer_limit));
+        }
+        let fold = folds.get_mut(name).expect("inserted above");
+        raw.fold(line, fold).map_err(bad)?;
+    }
+    if let Some(f) = scenario {
+        folds
+            .entry(f.to_string())
+            .or_insert_with(|| Aggregator::new(opts.answer_limit));
+        if folds[f].counts.attempts == 0 && folds[f].keys.is_empty() {
+            return Err(CheckError::NoScenario {
+                path: history.into(),
+                scenario: f.to_string(),
+            });
+        }
+    }
+    let mut out = Vec::new();
+    for (name, fold) in folds {
+        let loaded;
+        let found: Result<&State, String> = match &states {
+            States::One(s) => Ok(s),
+            States::Many(m) => m
+                .get(&name)
+                .ok_or_else(|| format!("{} has no state for this scenario", state.display())),
+            States::Dir(dir) => {
+                let candidates = [
+                    dir.join(format!("{name}.json")),
+                    dir.join(format!("{name}.state.json")),
+                ];
+                match candidates.iter().find(|p| p.is_file()) {
+                    None => Err(format!("no {name}.json in {}", dir.display())),
+                    Some(p) => match read_state_file(p) {
+                        Ok(s) => {
+                            loaded = s;
+                            Ok(&loaded)
+                        }
+                        Err(e) => Err(e.to_string()),
+                    },
+                }
+            }
+        };
+        out.push(match &found {
+            Ok(s) => fold.finish(&name, Ok(*s), opts),
+            Err(reason) => fold.finish(&name, Err(reason), opts),
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,210 @@
+//! The ordering invariants: I5 correct-winner and I6 no-stale-overwrite.
+//! Both recompute, from the history, what a receiver that ignores arrival
+//! order must report, and compare it with the `winners` and `resources`
+//! sections.
+//!
+//! I5's rule, from the guide: per (account, job), among the genuine tasks
+//! the receiver knows (stored, or acknowledged), the most recently created
+//! COMPLETED task wins; a tie on `createdAt` goes to the larger task id
+//! (string order); no COMPLETED task means no winner. Poison tasks (whose
+//! `createdAt` is not a date) never take part.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::aggregate::{flag, Aggregator, KeyAgg, StateView, NONE};
+use super::store::evidence;
+use super::{Evidence, EvidenceSet, InvariantId, InvariantResult, Verdict};
+
+fn matches_account(reported: &Option<String>, agg: &Aggregator, account: u32) -> bool {
+    reported
+        .as_deref()
+        .is_none_or(|a| a == agg.strings.name(account))
+}
+
+/// I5: the reported winner per job is the most recent COMPLETED task.
+pub(crate) fn correct_winner(agg: &Aggregator, view: &StateView) -> InvariantResult {
+    let Some(winners) = &view.state.winners else {
+        return InvariantResult::new(
+            InvariantId::I5,
+            Verdict::Unknown,
+            "not checked: the state has no winners section",
+        );
+    };
+    // (account, job) -> the best candidate so far (index into agg.keys).
+    let mut groups: BTreeMap<(u32, u32), Option<usize>> = BTreeMap::new();
+    for (i, k) in agg.keys.iter().enumerate() {
+        if k.job == NONE || !k.has(flag::REAL) || k.has(flag::POISON) {
+            continue;
+        }
+        if !(k.has(flag::ACKED) || view.stored(k)) {
+            continue;
+        }
+        let slot = groups.entry((k.account, k.job)).or_insert(None);
+        if let Some(t) = k.completed_at() {
+            let better = match *slot {
+                None => true,
+                Some(b) => {
+                    let best = &agg.keys[b];
+                    (t, agg.strings.name(k.key)) > (best.created, agg.strings.name(best.key))
+                }
+            };
+            if better {
+                *slot = Some(i);
+            }
+        }
+    }
+    let mut by_job: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (n, w) in winners.iter().enumerate() {
+        by_job.entry(w.job_key.as_str()).or_default().push(n);
+    }
+    let task_lines = |task: &str, account: u32| -> Vec<u64> {
+        agg.strings
+            .get(task)
+            .and_then(|t| agg.lookup(account, t))
+            .map(KeyAgg::evidence_lines)
+            .unwrap_or_default()
+    };
+    let mut ev = EvidenceSet::default();
+    let mut used = vec![false; winners.len()];
+    for (&(account, job), best) in &groups {
+        let job_name = agg.strings.name(job);
+        let reported: Vec<&crate::state::Winner> = by_job
+            .get(job_name)
+            .into_iter()
+            .flatten()
+            .filter(|&&n| matches_account(&winners[n].account, agg, account))
+            .map(|&n| {
+                used[n] = true;
+                &winners[n]
+            })
+            .collect();
+        let expected = best.map(|b| agg.strings.name(agg.keys[b].key));
+        let names: Vec<&str> = reported.iter().map(|w| w.task_id.as_str()).collect();
+        let what = match (expected, names.as_slice()) {
+            (Some(e), [r]) if *r == e => continue,
+            (None, []) => continue,
+            (Some(e), []) => format!("job {job_name}: expected winner {e}, none reported"),
+            (None, rs) => format!(
+                "job {job_name}: no COMPLETED task, yet {} reported as winner",
+                rs.join(", ")
+            ),
+            (Some(e), [r]) => {
+                let why = agg
+                    .strings
+                    .get(r)
+                    .and_then(|t| agg.lookup(account, t))
+                    .map(|k| {
+                        if k.has(flag::FAILED) {
+                            " (a FAILED task)"
+                        } else if k.created < best.map(|b| agg.keys[b].created).unwrap_or_default()
+                        {
+                            " (an older task)"
+                        } else {
+                            ""
+                        }
+                    })
+                    .unwrap_or(" (a task this job never had)");
+                format!("job {job_name}: expected winner {e}, reported {r}{why}")
+            }
+            (Some(e), rs) => format!(
+                "job {job_name}: expected winner {e}, {} winners reported: {}",
+                rs.len(),
+                rs.join(", ")
+            ),
+        };
+        let mut lines: Vec<u64> = expected.map(|e| task_lines(e, account)).unwrap_or_default();
+        for r in &names {
+            lines.extend(task_lines(r, account));
+        }
+        lines.sort_unstable();
+        lines.dedup();
+        ev.push(|| Evidence {
+            key: job_name.to_string(),
+            account: Some(agg.strings.name(account).to_string()),
+            what,
+            lines,
+        });
+    }
+    for (w, _) in winners.iter().zip(&used).filter(|(_, u)| !**u) {
+        ev.push(|| Evidence {
+            key: w.job_key.clone(),
+            account: w.account.clone(),
+            what: format!(
+                "winner {} reported for job key {:?}, which no stored task of this run has (a job key with its -rN suffix kept?)",
+                w.task_id, w.job_key
+            ),
+            lines: Vec::new(),
+        });
+    }
+    let total = ev.total;
+    let jobs = groups.len();
+    ev.into_result(
+        InvariantId::I5,
+        Verdict::Fail,
+        format!("the right winner for all {jobs} jobs (most recent COMPLETED; ties to the larger task id)"),
+        format!("{total} wrong winners among {jobs} jobs"),
+    )
+}
+
+/// I6: the final sequence per resource is the highest stored one.
+pub(crate) fn no_stale_overwrite(agg: &Aggregator, view: &StateView) -> InvariantResult {
+    if !agg.sequenced {
+        return InvariantResult::new(
+            InvariantId::I6,
+            Verdict::Pass,
+            "not applicable: the history has no sequenced events",
+        );
+    }
+    let Some(resources) = &view.state.resources else {
+        return InvariantResult::new(
+            InvariantId::I6,
+            Verdict::Unknown,
+            "not checked: the state has no resources section",
+        );
+    };
+    let mut highest: BTreeMap<(u32, u32), (u64, usize)> = BTreeMap::new();
+    for (i, k) in agg.keys.iter().enumerate() {
+        let Some(seq) = k.sequence else { continue };
+        if k.resource == NONE || !k.has(flag::GENUINE) || !view.stored(k) {
+            continue;
+        }
+        let e = highest.entry((k.account, k.resource)).or_insert((seq, i));
+        if seq > e.0 {
+            *e = (seq, i);
+        }
+    }
+    let mut ev = EvidenceSet::default();
+    for (&(account, resource), &(max, i)) in &highest {
+        let name = agg.strings.name(resource);
+        let finals: Vec<u64> = resources
+            .iter()
+            .filter(|r| r.resource == name && matches_account(&r.account, agg, account))
+            .map(|r| r.sequence)
+            .collect();
+        let what = match finals.as_slice() {
+            [s] if *s == max => continue,
+            [] => {
+                format!("resource {name}: highest stored sequence is {max}, resource not reported")
+            }
+            [s] if *s < max => format!(
+                "resource {name}: final sequence {s}, but {max} was stored (stale overwrite)"
+            ),
+            [s] => format!("resource {name}: final sequence {s}, higher than any stored ({max})"),
+            many => format!("resource {name}: {} rows reported", many.len()),
+        };
+        let k = &agg.keys[i];
+        ev.push(|| {
+            let mut e = evidence(agg, k, what, k.evidence_lines());
+            e.key = name.to_string();
+            e
+        });
+    }
+    let total = ev.total;
+    let n = highest.len();
+    ev.into_result(
+        InvariantId::I6,
+        Verdict::Fail,
+        format!("all {n} resources hold their highest stored sequence"),
+        format!("{total} of {n} resources do not hold their highest stored sequence"),
+    )
+}

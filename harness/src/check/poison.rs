@@ -1,0 +1,70 @@
+//! I8 poison-isolation: a delivery the worker cannot process must be marked
+//! failed, must not block any other row, and must still be answered 2xx
+//! (the handler only stores; processing errors are not the sender's
+//! business).
+
+use super::aggregate::{flag, Aggregator, StateView};
+use super::store::{aggs_for_row, evidence};
+use super::{Evidence, EvidenceSet, InvariantId, InvariantResult, Verdict};
+
+/// I8 against the state.
+pub(crate) fn isolation(agg: &Aggregator, view: &StateView) -> InvariantResult {
+    let poison = agg.keys.iter().filter(|k| k.has(flag::POISON)).count();
+    if poison == 0 {
+        return InvariantResult::new(
+            InvariantId::I8,
+            Verdict::Pass,
+            "not applicable: no poison deliveries",
+        );
+    }
+    let mut ev = EvidenceSet::default();
+    for k in agg.keys.iter().filter(|k| k.has(flag::POISON_NON2XX)) {
+        ev.push(|| {
+            evidence(
+                agg,
+                k,
+                "poison delivery answered with a non-2xx status: processing errors must not reach the sender".into(),
+                vec![k.status_line],
+            )
+        });
+    }
+    let mut blocked = 0usize;
+    for (n, row) in view.state.inbox.iter().enumerate() {
+        let aggs = aggs_for_row(agg, view, n);
+        let is_poison = aggs.iter().any(|k| k.has(flag::POISON));
+        let lines = || {
+            aggs.iter()
+                .flat_map(|k| k.evidence_lines())
+                .collect::<Vec<_>>()
+        };
+        let what = if is_poison {
+            if row.processed && row.error.is_some() {
+                continue;
+            }
+            if row.processed {
+                "poison row processed but not marked failed (error is null)"
+            } else {
+                "poison row left unprocessed: it should be marked failed"
+            }
+        } else {
+            if row.processed || !aggs.iter().any(|k| k.has(flag::REAL)) {
+                continue;
+            }
+            blocked += 1;
+            "genuine row left unprocessed next to a poison row"
+        };
+        ev.push(|| Evidence {
+            key: row.key.clone(),
+            account: row.account.clone(),
+            what: what.to_string(),
+            lines: lines(),
+        });
+    }
+    let total = ev.total;
+    ev.into_result(
+        InvariantId::I8,
+        Verdict::Fail,
+        format!("{poison} poison deliveries marked failed, answered 2xx, blocking nothing"),
+        format!("{total} poison-isolation violations ({blocked} rows blocked)"),
+    )
+}

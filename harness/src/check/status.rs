@@ -1,0 +1,130 @@
+//! I7 status-conformance: the answers themselves. Every 3xx, every 2xx to a
+//! delivery that had to be rejected and every answer slower than the limit
+//! fails outright (decided while streaming); a 4xx to a duplicate, a test
+//! delivery or a genuine first attempt is a non-strict deviation when the
+//! state stayed intact, and a failure when it did not.
+//!
+//! Attempts that carry a harness fault are excused from the time limit (the
+//! fault made them slow), and a 3xx from the harness's own redirecting front
+//! (fault `redirect`) is the fault, not the receiver.
+
+use super::aggregate::{flag, Aggregator, StateView};
+use super::store::evidence;
+use super::{CheckOptions, EvidenceSet, InvariantId, InvariantResult, Verdict};
+
+/// The verdict from the history alone, when the state could not be read.
+pub(crate) fn history_only(agg: &Aggregator) -> InvariantResult {
+    let total = agg.status_fail.total;
+    InvariantResult {
+        id: InvariantId::I7,
+        verdict: Verdict::Fail,
+        summary: format!("{total} answers broke the contract (state probe failed; decided from the history alone)"),
+        evidence: agg.status_fail.items.clone(),
+        evidence_total: total,
+    }
+}
+
+/// I7 against the state.
+pub(crate) fn conformance(
+    agg: &Aggregator,
+    view: &StateView,
+    opts: &CheckOptions,
+) -> InvariantResult {
+    let mut fails = EvidenceSet {
+        items: agg.status_fail.items.clone(),
+        total: agg.status_fail.total,
+    };
+    let mut lenient = EvidenceSet::default();
+    for k in &agg.keys {
+        if !k.has(flag::DUP_4XX | flag::TEST_4XX | flag::GEN_4XX) {
+            continue;
+        }
+        let stored = view.stored(k);
+        let lines = vec![k.status_line];
+        if k.has(flag::DUP_4XX) {
+            if stored {
+                lenient.push(|| evidence(agg, k, "duplicate answered 4xx; stored once, so the state is intact (answer 2xx: a 4xx asks for more retries)".into(), lines.clone()));
+            } else {
+                fails.push(|| {
+                    evidence(
+                        agg,
+                        k,
+                        "duplicate answered 4xx and the key is not stored".into(),
+                        lines.clone(),
+                    )
+                });
+            }
+        }
+        if k.has(flag::TEST_4XX) && !k.has(flag::REAL) {
+            if stored {
+                fails.push(|| {
+                    evidence(
+                        agg,
+                        k,
+                        "test delivery answered 4xx and stored".into(),
+                        lines.clone(),
+                    )
+                });
+            } else {
+                lenient.push(|| evidence(agg, k, "test delivery answered 4xx; nothing stored (a verified test delivery should get a 2xx)".into(), lines.clone()));
+            }
+        }
+        if k.has(flag::GEN_4XX) {
+            if stored {
+                lenient.push(|| {
+                    evidence(
+                        agg,
+                        k,
+                        "genuine delivery answered 4xx; a retry stored it".into(),
+                        lines.clone(),
+                    )
+                });
+            } else {
+                fails.push(|| {
+                    evidence(
+                        agg,
+                        k,
+                        "genuine delivery answered 4xx and never stored".into(),
+                        lines.clone(),
+                    )
+                });
+            }
+        }
+    }
+    let attempts = agg.counts.attempts;
+    if !fails.is_empty() {
+        let (f, l) = (fails.total, lenient.total);
+        let total = f + l;
+        let mut items = fails.items;
+        items.extend(
+            lenient
+                .items
+                .into_iter()
+                .take(super::MAX_EVIDENCE.saturating_sub(items.len())),
+        );
+        return InvariantResult {
+            id: InvariantId::I7,
+            verdict: Verdict::Fail,
+            summary: format!(
+                "{f} answers broke the contract, {l} non-strict deviations, in {attempts} attempts"
+            ),
+            evidence: items,
+            evidence_total: total,
+        };
+    }
+    let n = lenient.total;
+    let (verdict, note) = if opts.strict {
+        (Verdict::Fail, "failing under --strict")
+    } else {
+        (
+            Verdict::NonStrict,
+            "state intact; fails only under --strict",
+        )
+    };
+    lenient.into_result(
+        InvariantId::I7,
+        verdict,
+        format!("all {attempts} answers conform"),
+        format!("{n} non-strict status deviations ({note})"),
+    )
+}

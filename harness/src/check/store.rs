@@ -1,0 +1,289 @@
+//! The storage invariants: I1 no-loss, I2 exactly-once, I3 processed-once,
+//! I4 no-phantom. They compare what the history says was acknowledged (or
+//! never meant to be stored) with the inbox, results and effects sections.
+
+use std::collections::HashMap;
+
+use super::aggregate::{flag, Aggregator, KeyAgg, StateView, NONE};
+use super::{CheckOptions, Evidence, EvidenceSet, InvariantId, InvariantResult, Verdict};
+
+/// The history's records that an inbox row stands for (several when the row
+/// carries no account and the key was sent in several accounts).
+pub(crate) fn aggs_for_row<'a>(
+    agg: &'a Aggregator,
+    view: &StateView,
+    row: usize,
+) -> Vec<&'a KeyAgg> {
+    let r = &view.state.inbox[row];
+    let Some(k) = agg.strings.get(&r.key) else {
+        return Vec::new();
+    };
+    match &r.account {
+        Some(a) => agg
+            .strings
+            .get(a)
+            .and_then(|a| agg.lookup(a, k))
+            .into_iter()
+            .collect(),
+        None => view
+            .by_key
+            .get(&k)
+            .into_iter()
+            .flatten()
+            .map(|&i| &agg.keys[i as usize])
+            .collect(),
+    }
+}
+
+fn lines_of(aggs: &[&KeyAgg]) -> Vec<u64> {
+    let mut lines: Vec<u64> = aggs.iter().flat_map(|k| k.evidence_lines()).collect();
+    lines.sort_unstable();
+    lines.dedup();
+    lines.truncate(super::aggregate::KEY_LINES * 2);
+    lines
+}
+
+pub(crate) fn evidence(agg: &Aggregator, k: &KeyAgg, what: String, lines: Vec<u64>) -> Evidence {
+    Evidence {
+        key: agg.strings.name(k.key).to_string(),
+        account: (k.account != NONE).then(|| agg.strings.name(k.account).to_string()),
+        what,
+        lines,
+    }
+}
+
+/// I1: every acknowledged genuine key (and, after reconciliation, every final
+/// provider task) is in the inbox.
+pub(crate) fn no_loss(agg: &Aggregator, view: &StateView, opts: &CheckOptions) -> InvariantResult {
+    let mut ev = EvidenceSet::default();
+    let mut must = 0usize;
+    for k in &agg.keys {
+        let acked = k.has(flag::GENUINE) && k.has(flag::ACKED);
+        let provider = opts.reconciled && k.has(flag::PROVIDER_FINAL);
+        if !(acked || provider) {
+            continue;
+        }
+        must += 1;
+        if view.stored(k) {
+            continue;
+        }
+        let what = if k.has(flag::OK) {
+            "acknowledged with a 2xx but not in the inbox".to_string()
+        } else if k.has(flag::DROP_ACK) {
+            "answered 2xx (ack discarded by the harness) but not in the inbox".to_string()
+        } else {
+            "a final task the provider knows is not in the inbox after reconciliation".to_string()
+        };
+        ev.push(|| evidence(agg, k, what, k.evidence_lines()));
+    }
+    let total = ev.total;
+    ev.into_result(
+        InvariantId::I1,
+        Verdict::Fail,
+        format!("all {must} acknowledged keys are in the inbox"),
+        format!("{total} of {must} acknowledged keys are missing from the inbox"),
+    )
+}
+
+/// I2: no key twice in the inbox (per account); at most one results row per task.
+pub(crate) fn exactly_once(agg: &Aggregator, view: &StateView) -> InvariantResult {
+    let mut ev = EvidenceSet::default();
+    let mut seen: HashMap<(Option<&str>, &str), (u32, usize)> = HashMap::new();
+    for (n, row) in view.state.inbox.iter().enumerate() {
+        seen.entry((row.account.as_deref(), row.key.as_str()))
+            .or_insert((0, n))
+            .0 += 1;
+    }
+    let mut dups: Vec<_> = seen.iter().filter(|(_, (c, _))| *c > 1).collect();
+    dups.sort_by_key(|(_, (_, first))| *first);
+    for ((account, key), (count, first)) in dups {
+        ev.push(|| Evidence {
+            key: key.to_string(),
+            account: account.map(str::to_string),
+            what: format!("{count} inbox rows for one key"),
+            lines: lines_of(&aggs_for_row(agg, view, *first)),
+        });
+    }
+    let inbox_dups = ev.total;
+    let mut checked = "inbox".to_string();
+    if let Some(results) = &view.state.results {
+        checked.push_str(" and results");
+        let mut seen: HashMap<(Option<&str>, &str), u32> = HashMap::new();
+        let mut order = Vec::new();
+        for r in results {
+            let c = seen
+                .entry((r.account.as_deref(), r.task_id.as_str()))
+                .or_insert(0);
+            *c += 1;
+            if *c == 2 {
+                order.push((r.account.as_deref(), r.task_id.as_str()));
+            }
+        }
+        for (account, task) in order {
+            let count = seen[&(account, task)];
+            ev.push(|| Evidence {
+                key: task.to_string(),
+                account: account.map(str::to_string),
+                what: format!("{count} results rows for one task"),
+                lines: Vec::new(),
+            });
+        }
+    }
+    let results_dups = ev.total - inbox_dups;
+    ev.into_result(
+        InvariantId::I2,
+        Verdict::Fail,
+        format!("no key twice in {checked}"),
+        format!("{inbox_dups} keys stored more than once in the inbox, {results_dups} tasks with several results rows"),
+    )
+}
+
+/// I3: every inbox row processed; each stored genuine key's effect ran once.
+pub(crate) fn processed_once(
+    agg: &Aggregator,
+    view: &StateView,
+    opts: &CheckOptions,
+) -> InvariantResult {
+    let mut ev = EvidenceSet::default();
+    let rows = &view.state.inbox;
+    let mut unprocessed = 0usize;
+    let mut bad_effects = 0usize;
+    let effects_by_key: Option<HashMap<&str, Vec<&crate::state::Effect>>> =
+        view.state.effects.as_ref().map(|effects| {
+            let mut m: HashMap<&str, Vec<_>> = HashMap::new();
+            for e in effects {
+                m.entry(e.key.as_str()).or_default().push(e);
+            }
+            m
+        });
+    for (n, row) in rows.iter().enumerate() {
+        let aggs = aggs_for_row(agg, view, n);
+        let lines = || lines_of(&aggs);
+        let row_ev = |what: String| Evidence {
+            key: row.key.clone(),
+            account: row.account.clone(),
+            what,
+            lines: lines(),
+        };
+        if !row.processed {
+            unprocessed += 1;
+            let why = if opts.drained {
+                "not processed"
+            } else {
+                "not processed when the drain deadline passed"
+            };
+            ev.push(|| row_ev(why.to_string()));
+            continue;
+        }
+        let Some(m) = &effects_by_key else { continue };
+        if !aggs.iter().any(|k| k.has(flag::REAL)) {
+            continue; // a phantom row: I4's business
+        }
+        let count: u64 = m
+            .get(row.key.as_str())
+            .into_iter()
+            .flatten()
+            .filter(|e| e.account.is_none() || row.account.is_none() || e.account == row.account)
+            .map(|e| e.count)
+            .sum();
+        let poison = aggs.iter().any(|k| k.has(flag::POISON));
+        let expected = if poison { 0 } else { 1 };
+        if count != expected {
+            bad_effects += 1;
+            let what = match (poison, count) {
+                (true, c) => format!("poison row's effect ran {c} times (expected 0)"),
+                (false, 0) => "processed, but its effect never ran".to_string(),
+                (false, c) => format!("effect ran {c} times"),
+            };
+            ev.push(|| row_ev(what));
+        }
+    }
+    if let Some(effects) = &view.state.effects {
+        let mut inbox: HashMap<&str, Vec<Option<&str>>> = HashMap::new();
+        for r in rows {
+            inbox
+                .entry(r.key.as_str())
+                .or_default()
+                .push(r.account.as_deref());
+        }
+        for e in effects.iter().filter(|e| e.count > 0) {
+            let stored = inbox.get(e.key.as_str()).is_some_and(|accounts| {
+                accounts
+                    .iter()
+                    .any(|a| e.account.is_none() || a.is_none() || e.account.as_deref() == *a)
+            });
+            if !stored {
+                bad_effects += 1;
+                ev.push(|| Evidence {
+                    key: e.key.clone(),
+                    account: e.account.clone(),
+                    what: format!("effect ran {} times for a key not in the inbox", e.count),
+                    lines: Vec::new(),
+                });
+            }
+        }
+    }
+    let effects_note = if view.state.effects.is_some() {
+        ", each effect ran once"
+    } else {
+        " (effects not reported)"
+    };
+    ev.into_result(
+        InvariantId::I3,
+        Verdict::Fail,
+        format!("all {} inbox rows processed{effects_note}", rows.len()),
+        format!("{unprocessed} rows not processed, {bad_effects} wrong effect counts"),
+    )
+}
+
+fn intents(k: &KeyAgg) -> String {
+    let names = [
+        (flag::TEST, "test"),
+        (flag::FORGED, "forged"),
+        (flag::CROSS, "cross-account"),
+        (flag::OVERSIZED, "oversized"),
+        (flag::EXPIRED, "expired-replay"),
+    ];
+    names
+        .iter()
+        .filter(|(f, _)| k.has(*f))
+        .map(|(_, n)| *n)
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// I4: nothing stored that was never meant to be: test, forged, other-account,
+/// oversized and expired deliveries, and keys the history never sent.
+pub(crate) fn no_phantom(agg: &Aggregator, view: &StateView) -> InvariantResult {
+    let mut ev = EvidenceSet::default();
+    for (n, row) in view.state.inbox.iter().enumerate() {
+        let aggs = aggs_for_row(agg, view, n);
+        if aggs.is_empty() {
+            ev.push(|| Evidence {
+                key: row.key.clone(),
+                account: row.account.clone(),
+                what: "stored, but this run never sent it (left over from an earlier run, or invented)"
+                    .to_string(),
+                lines: Vec::new(),
+            });
+        } else if !aggs.iter().any(|k| k.has(flag::REAL)) {
+            let kinds: Vec<String> = aggs.iter().map(|k| intents(k)).collect();
+            ev.push(|| Evidence {
+                key: row.key.clone(),
+                account: row.account.clone(),
+                what: format!("stored a {} delivery", kinds.join("/")),
+                lines: lines_of(&aggs),
+            });
+        }
+    }
+    let total = ev.total;
+    ev.into_result(
+        InvariantId::I4,
+        Verdict::Fail,
+        format!(
+            "all {} inbox rows come from genuine deliveries",
+            view.state.inbox.len()
+        ),
+        format!("{total} inbox rows should not exist"),
+    )
+}

@@ -1,0 +1,130 @@
+//! The command probe: runs `sh -c CMD` and reads the state JSON from its
+//! standard output. It suits receivers whose state is easiest to reach with
+//! their own tools (`psql -At -c …`, a management command, `curl`).
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::process::Command;
+
+use super::{redact_text, ProbeError};
+use crate::state::State;
+
+fn tail(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(5)..].join(" | ")
+}
+
+/// Runs a command with a time limit; returns its stdout or an error with the stderr tail.
+async fn run(cmd: &str, env: &[(&str, String)], timeout: Duration) -> Result<Vec<u8>, ProbeError> {
+    let shown = redact_text(cmd);
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg(cmd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let child = c
+        .spawn()
+        .map_err(|e| ProbeError::Io(format!("command `{shown}`: {e}")))?;
+    let out = tokio::time::timeout(timeout, child.wait_with_output())
+        .await
+        .map_err(|_| ProbeError::Timeout {
+            what: format!("command `{shown}`"),
+            limit: timeout,
+        })?
+        .map_err(|e| ProbeError::Io(format!("command `{shown}`: {e}")))?;
+    if !out.status.success() {
+        return Err(ProbeError::Io(format!(
+            "command `{shown}` exited with {}: {}",
+            out.status,
+            tail(&out.stderr)
+        )));
+    }
+    Ok(out.stdout)
+}
+
+/// Runs the command and parses its output as the state.
+pub(crate) async fn read_state(cmd: &str, timeout: Duration) -> Result<State, ProbeError> {
+    let out = run(cmd, &[], timeout).await?;
+    serde_json::from_slice(&out).map_err(|e| {
+        ProbeError::Invalid(format!(
+            "command `{}`: expected the state JSON {{\"inbox\": [...], ...}} of invariants.md on stdout: {e}",
+            redact_text(cmd)
+        ))
+    })
+}
+
+/// Runs an action command; its stdout as JSON when it is JSON, else as text.
+pub(crate) async fn run_action(
+    cmd: &str,
+    env: &[(&str, String)],
+    timeout: Duration,
+) -> Result<serde_json::Value, ProbeError> {
+    let out = run(cmd, env, timeout).await?;
+    if out.iter().all(u8::is_ascii_whitespace) {
+        return Ok(serde_json::Value::Null);
+    }
+    Ok(serde_json::from_slice(&out).unwrap_or_else(|_| {
+        serde_json::Value::String(String::from_utf8_lossy(&out).trim().to_string())
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn command_output_is_read_as_state() {
+        let s = read_state(
+            r#"echo '{"inbox":[{"key":"t1","processed":true}]}'"#,
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        assert_eq!(s.inbox[0].key, "t1");
+    }
+
+    #[tokio::test]
+    async fn failing_command_reports_its_stderr_tail() {
+        let e = read_state("echo boom >&2; exit 3", Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        let e = e.to_string();
+        assert!(e.contains("boom") && e.contains('3'), "{e}");
+    }
+
+    #[tokio::test]
+    async fn bad_json_names_what_was_expected() {
+        let e = read_state("echo nope", Duration::from_secs(5))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("expected the state JSON"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn slow_command_times_out() {
+        let e = read_state("sleep 5", Duration::from_millis(200))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, ProbeError::Timeout { .. }), "{e}");
+    }
+
+    #[tokio::test]
+    async fn action_commands_see_the_setup_state() {
+        let v = run_action(
+            "echo $HOOKSTORM_SETUP_STATE",
+            &[("HOOKSTORM_SETUP_STATE", "kill-after-commit".into())],
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        assert_eq!(v, serde_json::json!("kill-after-commit"));
+    }
+}

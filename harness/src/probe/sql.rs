@@ -1,0 +1,526 @@
+//! The SQL probe: reads the state straight from the receiver's own database
+//! (Postgres through tokio-postgres, SQLite through rusqlite), so a receiver
+//! built like the guide needs no admin endpoint at all.
+//!
+//! The default queries fit the guide's schema (`webhook_inbox(task_id, body,
+//! received_at, processed_at)`, `answers(task_id, job_key, status,
+//! created_at, response)`) and select no column the guide lacks, so they
+//! also work on schemas that add `account`, `error` and more. Rows map to the
+//! state by column name (`key` or `task_id`, `account`, `processed` or
+//! `processed_at`, `error`, `job_key`, `status`, `created_at`, `count`,
+//! `resource`, `sequence`), whatever their SQL type: text, booleans,
+//! integers 0/1 and timestamps (returned as RFC 3339) all convert. An empty
+//! query string switches a section off.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+
+use super::{redact_url, ProbeError};
+use crate::state::{Effect, InboxRow, ResourceRow, ResultRow, State, Winner};
+
+/// The default inbox query (every backend).
+pub const DEFAULT_INBOX: &str =
+    "select task_id as key, processed_at is not null as processed from webhook_inbox";
+/// The default results query (every backend).
+pub const DEFAULT_RESULTS: &str = "select task_id, job_key, status, created_at from answers";
+/// The guide's reporting query (Postgres), with the task id as tie-break.
+pub const DEFAULT_WINNERS_POSTGRES: &str =
+    "select distinct on (job_key) job_key, task_id from answers \
+     where status = 'COMPLETED' order by job_key, created_at desc, task_id desc";
+/// The same for SQLite, which has no `distinct on`.
+pub const DEFAULT_WINNERS_SQLITE: &str = "select a.job_key, a.task_id from answers a \
+     where a.status = 'COMPLETED' and not exists (select 1 from answers b \
+     where b.status = 'COMPLETED' and b.job_key = a.job_key \
+     and (b.created_at > a.created_at or (b.created_at = a.created_at and b.task_id > a.task_id)))";
+
+/// The `[state.sql]` section.
+#[derive(Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SqlProbeConfig {
+    /// `postgres://user:password@host/db` or `sqlite:///path/to/file.db`.
+    pub url: String,
+    /// Inbox query (default [`DEFAULT_INBOX`]).
+    pub inbox: Option<String>,
+    /// Results query (default [`DEFAULT_RESULTS`]; empty: not reported).
+    pub results: Option<String>,
+    /// Winners query (default: the guide's reporting query).
+    pub winners: Option<String>,
+    /// Effects query (default: not reported).
+    pub effects: Option<String>,
+    /// Resources query (default: not reported).
+    pub resources: Option<String>,
+    /// Statements that empty the receiver's tables before a scenario.
+    pub reset: Option<Vec<String>>,
+    /// Statements run by `setup` (`{state}` is replaced by the setup state name).
+    pub setup: Option<Vec<String>>,
+}
+
+impl std::fmt::Debug for SqlProbeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlProbeConfig")
+            .field("url", &redact_url(&self.url))
+            .field("inbox", &self.inbox)
+            .field("results", &self.results)
+            .field("winners", &self.winners)
+            .field("effects", &self.effects)
+            .field("resources", &self.resources)
+            .field("reset", &self.reset)
+            .field("setup", &self.setup)
+            .finish()
+    }
+}
+
+#[derive(Clone)]
+enum Backend {
+    Postgres(String),
+    Sqlite(String),
+}
+
+/// A configured SQL source.
+#[derive(Clone)]
+pub(crate) struct SqlSource {
+    backend: Backend,
+    inbox: String,
+    results: Option<String>,
+    winners: Option<String>,
+    effects: Option<String>,
+    resources: Option<String>,
+}
+
+/// One value of a row, whatever the backend returned.
+#[derive(Debug, Clone, PartialEq)]
+enum Cell {
+    Null,
+    Text(String),
+    Int(i64),
+    Real(f64),
+}
+
+type Row = HashMap<String, Cell>;
+
+fn section(q: &Option<String>, default: Option<&str>) -> Option<String> {
+    match q {
+        Some(q) if q.trim().is_empty() => None,
+        Some(q) => Some(q.clone()),
+        None => default.map(str::to_string),
+    }
+}
+
+impl SqlSource {
+    pub fn new(cfg: &SqlProbeConfig) -> Result<SqlSource, ProbeError> {
+        let url = cfg.url.trim();
+        let backend = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Backend::Postgres(url.to_string())
+        } else if let Some(path) = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+        {
+            if path.is_empty() {
+                return Err(ProbeError::Config(
+                    "sqlite url has no path (hint: sqlite:///abs/path.db)".into(),
+                ));
+            }
+            Backend::Sqlite(path.to_string())
+        } else {
+            return Err(ProbeError::Config(format!(
+                "sql url {}: expected postgres://… or sqlite:///path",
+                redact_url(url)
+            )));
+        };
+        let winners_default = match backend {
+            Backend::Postgres(_) => DEFAULT_WINNERS_POSTGRES,
+            Backend::Sqlite(_) => DEFAULT_WINNERS_SQLITE,
+        };
+        Ok(SqlSource {
+            backend,
+            inbox: section(&cfg.inbox, Some(DEFAULT_INBOX))
+                .ok_or_else(|| ProbeError::Config("the inbox query cannot be empty".into()))?,
+            results: section(&cfg.results, Some(DEFAULT_RESULTS)),
+            winners: section(&cfg.winners, Some(winners_default)),
+            effects: section(&cfg.effects, None),
+            resources: section(&cfg.resources, None),
+        })
+    }
+
+    pub fn describe(&self) -> String {
+        match &self.backend {
+            Backend::Postgres(u) => redact_url(u),
+            Backend::Sqlite(p) => format!("sqlite://{p}"),
+        }
+    }
+
+    fn queries(&self) -> Vec<Option<String>> {
+        vec![
+            Some(self.inbox.clone()),
+            self.results.clone(),
+            self.winners.clone(),
+            self.effects.clone(),
+            self.resources.clone(),
+        ]
+    }
+
+    /// Reads every configured section.
+    pub async fn read(&self) -> Result<State, ProbeError> {
+        let queries = self.queries();
+        let rows = match &self.backend {
+            Backend::Postgres(url) => pg_query(url, queries).await?,
+            Backend::Sqlite(path) => {
+                let path = path.clone();
+                tokio::task::spawn_blocking(move || sqlite_query(&path, queries))
+                    .await
+                    .map_err(|e| ProbeError::Io(format!("sqlite: {e}")))??
+            }
+        };
+        to_state(rows)
+    }
+
+    /// Runs statements (reset, setup).
+    pub async fn execute(&self, statements: Vec<String>) -> Result<(), ProbeError> {
+        match &self.backend {
+            Backend::Postgres(url) => {
+                let client = pg_connect(url).await?;
+                for s in &statements {
+                    client.batch_execute(s).await.map_err(pg_err)?;
+                }
+                Ok(())
+            }
+            Backend::Sqlite(path) => {
+                let path = path.clone();
+                tokio::task::spawn_blocking(move || {
+                    let db = sqlite_open(&path)?;
+                    for s in &statements {
+                        db.execute_batch(s)
+                            .map_err(|e| ProbeError::Sql(format!("{e} (in: {s})")))?;
+                    }
+                    Ok(())
+                })
+                .await
+                .map_err(|e| ProbeError::Io(format!("sqlite: {e}")))?
+            }
+        }
+    }
+}
+
+fn pg_err(e: tokio_postgres::Error) -> ProbeError {
+    match e.as_db_error() {
+        Some(db) => ProbeError::Sql(db.message().to_string()),
+        None => ProbeError::Sql(e.to_string()),
+    }
+}
+
+async fn pg_connect(url: &str) -> Result<tokio_postgres::Client, ProbeError> {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .map_err(|e| ProbeError::Io(format!("connecting to {}: {e}", redact_url(url))))?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    client
+        .batch_execute("set timezone to 'UTC'")
+        .await
+        .map_err(pg_err)?;
+    Ok(client)
+}
+
+async fn pg_query(
+    url: &str,
+    queries: Vec<Option<String>>,
+) -> Result<Vec<Option<Vec<Row>>>, ProbeError> {
+    use tokio_postgres::SimpleQueryMessage;
+    let client = pg_connect(url).await?;
+    let mut out = Vec::new();
+    for q in queries {
+        let Some(q) = q else {
+            out.push(None);
+            continue;
+        };
+        let msgs = client
+            .simple_query(&q)
+            .await
+            .map_err(|e| ProbeError::Sql(format!("{} (in: {q})", pg_err(e))))?;
+        let mut rows = Vec::new();
+        for m in msgs {
+            if let SimpleQueryMessage::Row(r) = m {
+                let mut row = Row::new();
+                for (i, c) in r.columns().iter().enumerate() {
+                    let v = r.get(i).map_or(Cell::Null, |s| Cell::Text(s.to_string()));
+                    row.insert(c.name().to_string(), v);
+                }
+                rows.push(row);
+            }
+        }
+        out.push(Some(rows));
+    }
+    Ok(out)
+}
+
+fn sqlite_open(path: &str) -> Result<rusqlite::Connection, ProbeError> {
+    let db = rusqlite::Connection::open(path)
+        .map_err(|e| ProbeError::Io(format!("sqlite://{path}: {e}")))?;
+    db.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(|e| ProbeError::Sql(e.to_string()))?;
+    Ok(db)
+}
+
+fn sqlite_query(
+    path: &str,
+    queries: Vec<Option<String>>,
+) -> Result<Vec<Option<Vec<Row>>>, ProbeError> {
+    use rusqlite::types::ValueRef;
+    let db = sqlite_open(path)?;
+    let mut out = Vec::new();
+    for q in queries {
+        let Some(q) = q else {
+            out.push(None);
+            continue;
+        };
+        let err = |e: rusqlite::Error| ProbeError::Sql(format!("{e} (in: {q})"));
+        let mut stmt = db.prepare(&q).map_err(err)?;
+        let names: Vec<String> = stmt.column_names().iter().map(|s| s.to_string()).collect();
+        let mut rows = Vec::new();
+        let mut it = stmt.query([]).map_err(err)?;
+        while let Some(r) = it.next().map_err(err)? {
+            let mut row = Row::new();
+            for (i, name) in names.iter().enumerate() {
+                let v = match r.get_ref(i).map_err(err)? {
+                    ValueRef::Null => Cell::Null,
+                    ValueRef::Integer(n) => Cell::Int(n),
+                    ValueRef::Real(f) => Cell::Real(f),
+                    ValueRef::Text(t) | ValueRef::Blob(t) => {
+                        Cell::Text(String::from_utf8_lossy(t).into_owned())
+                    }
+                };
+                row.insert(name.clone(), v);
+            }
+            rows.push(row);
+        }
+        out.push(Some(rows));
+    }
+    Ok(out)
+}
+
+struct RowReader<'a> {
+    section: &'static str,
+    n: usize,
+    row: &'a Row,
+}
+
+impl RowReader<'_> {
+    fn cell(&self, names: &[&str]) -> Option<&Cell> {
+        names
+            .iter()
+            .find_map(|n| self.row.get(*n))
+            .filter(|c| **c != Cell::Null)
+    }
+
+    fn bad(&self, col: &str, what: &str) -> ProbeError {
+        ProbeError::Invalid(format!(
+            "{} row {}: column `{col}`: {what} (columns: {})",
+            self.section,
+            self.n + 1,
+            {
+                let mut k: Vec<&str> = self.row.keys().map(String::as_str).collect();
+                k.sort_unstable();
+                k.join(", ")
+            }
+        ))
+    }
+
+    fn text(&self, names: &[&str]) -> Option<String> {
+        self.cell(names).map(|c| match c {
+            Cell::Text(s) => s.clone(),
+            Cell::Int(n) => n.to_string(),
+            Cell::Real(f) => f.to_string(),
+            Cell::Null => String::new(),
+        })
+    }
+
+    fn required(&self, names: &[&str]) -> Result<String, ProbeError> {
+        self.text(names)
+            .ok_or_else(|| self.bad(&names.join("` or `"), "missing or null"))
+    }
+
+    fn time(&self, names: &[&str]) -> Option<String> {
+        self.text(names).map(|t| normalize_time(&t))
+    }
+
+    fn uint(&self, names: &[&str]) -> Result<u64, ProbeError> {
+        match self.cell(names) {
+            Some(Cell::Int(n)) if *n >= 0 => Ok(*n as u64),
+            Some(Cell::Real(f)) if *f >= 0.0 && f.fract() == 0.0 => Ok(*f as u64),
+            Some(Cell::Text(t)) => t
+                .trim()
+                .parse()
+                .map_err(|_| self.bad(names[0], "expected a non-negative integer")),
+            Some(_) => Err(self.bad(names[0], "expected a non-negative integer")),
+            None => Err(self.bad(names[0], "missing or null")),
+        }
+    }
+
+    fn processed(&self) -> Result<bool, ProbeError> {
+        if let Some(c) = self.row.get("processed") {
+            return match c {
+                Cell::Null => Ok(false),
+                Cell::Int(n) => Ok(*n != 0),
+                Cell::Real(f) => Ok(*f != 0.0),
+                Cell::Text(t) => match t.trim().to_ascii_lowercase().as_str() {
+                    "t" | "true" | "1" | "yes" | "y" => Ok(true),
+                    "f" | "false" | "0" | "no" | "n" | "" => Ok(false),
+                    _ => Err(self.bad("processed", "expected a boolean")),
+                },
+            };
+        }
+        if self.row.contains_key("processed_at") {
+            return Ok(self.cell(&["processed_at"]).is_some());
+        }
+        Err(self.bad(
+            "processed",
+            "missing (select `processed` or `processed_at`)",
+        ))
+    }
+}
+
+/// Timestamps as RFC 3339 when they parse as one of the usual SQL forms;
+/// anything else (a poison value) as it is.
+fn normalize_time(t: &str) -> String {
+    use chrono::{DateTime, NaiveDateTime, SecondsFormat, Utc};
+    let t = t.trim();
+    if let Ok(d) = DateTime::parse_from_rfc3339(t) {
+        return d
+            .with_timezone(&Utc)
+            .to_rfc3339_opts(SecondsFormat::AutoSi, true);
+    }
+    for f in ["%Y-%m-%d %H:%M:%S%.f%#z", "%Y-%m-%dT%H:%M:%S%.f%#z"] {
+        if let Ok(d) = DateTime::parse_from_str(t, f) {
+            return d
+                .with_timezone(&Utc)
+                .to_rfc3339_opts(SecondsFormat::AutoSi, true);
+        }
+    }
+    for f in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f"] {
+        if let Ok(d) = NaiveDateTime::parse_from_str(t, f) {
+            return d.and_utc().to_rfc3339_opts(SecondsFormat::AutoSi, true);
+        }
+    }
+    t.to_string()
+}
+
+fn map_rows<T>(
+    section: &'static str,
+    rows: Option<Vec<Row>>,
+    f: impl Fn(&RowReader) -> Result<T, ProbeError>,
+) -> Result<Option<Vec<T>>, ProbeError> {
+    rows.map(|rows| {
+        rows.iter()
+            .enumerate()
+            .map(|(n, row)| f(&RowReader { section, n, row }))
+            .collect()
+    })
+    .transpose()
+}
+
+fn to_state(mut sections: Vec<Option<Vec<Row>>>) -> Result<State, ProbeError> {
+    sections.resize(5, None);
+    let mut it = sections.into_iter();
+    let mut next = || it.next().flatten();
+    let inbox = map_rows("inbox", next(), |r| {
+        Ok(InboxRow {
+            key: r.required(&["key", "task_id"])?,
+            account: r.text(&["account"]),
+            processed: r.processed()?,
+            error: r.text(&["error"]),
+        })
+    })?
+    .unwrap_or_default();
+    let results = map_rows("results", next(), |r| {
+        Ok(ResultRow {
+            task_id: r.required(&["task_id", "key"])?,
+            job_key: r.text(&["job_key"]),
+            status: r.required(&["status"])?,
+            created_at: r.time(&["created_at"]),
+            account: r.text(&["account"]),
+        })
+    })?;
+    let winners = map_rows("winners", next(), |r| {
+        Ok(Winner {
+            job_key: r.required(&["job_key"])?,
+            task_id: r.required(&["task_id", "key"])?,
+            account: r.text(&["account"]),
+        })
+    })?;
+    let effects = map_rows("effects", next(), |r| {
+        Ok(Effect {
+            key: r.required(&["key", "task_id"])?,
+            count: r.uint(&["count"])?,
+            account: r.text(&["account"]),
+        })
+    })?;
+    let resources = map_rows("resources", next(), |r| {
+        Ok(ResourceRow {
+            resource: r.required(&["resource"])?,
+            sequence: r.uint(&["sequence"])?,
+            account: r.text(&["account"]),
+        })
+    })?;
+    Ok(State {
+        inbox,
+        results,
+        winners,
+        effects,
+        resources,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sql_timestamps_become_rfc3339_and_poison_stays() {
+        assert_eq!(
+            normalize_time("2026-11-29 10:00:00+00"),
+            "2026-11-29T10:00:00Z"
+        );
+        assert_eq!(
+            normalize_time("2026-11-29 10:00:00.5+01"),
+            "2026-11-29T09:00:00.500Z"
+        );
+        assert_eq!(
+            normalize_time("2026-11-29T10:00:00Z"),
+            "2026-11-29T10:00:00Z"
+        );
+        assert_eq!(
+            normalize_time("2026-11-29 10:00:00"),
+            "2026-11-29T10:00:00Z"
+        );
+        assert_eq!(
+            normalize_time("2026-02-30T25:61:00Z"),
+            "2026-02-30T25:61:00Z"
+        );
+    }
+
+    #[test]
+    fn bad_urls_and_empty_inbox_queries_are_config_errors() {
+        let cfg = |url: &str| SqlProbeConfig {
+            url: url.into(),
+            ..SqlProbeConfig::default()
+        };
+        assert!(SqlSource::new(&cfg("mysql://x")).is_err());
+        assert!(SqlSource::new(&cfg("sqlite://")).is_err());
+        let mut c = cfg("sqlite:///tmp/x.db");
+        c.inbox = Some(" ".into());
+        assert!(SqlSource::new(&c).is_err());
+        c.inbox = None;
+        c.results = Some(String::new());
+        assert!(SqlSource::new(&c).unwrap().results.is_none());
+    }
+
+    #[test]
+    fn a_missing_column_is_named() {
+        let mut row = Row::new();
+        row.insert("task_id".into(), Cell::Text("t1".into()));
+        let e = to_state(vec![Some(vec![row])]).unwrap_err().to_string();
+        assert!(e.contains("inbox row 1") && e.contains("processed"), "{e}");
+    }
+}

@@ -1,0 +1,197 @@
+//! Reports: render a finished run for people (console table, Markdown
+//! summary for CI step summaries and PR comments) and for machines
+//! (`report.json` with a checked-in schema, JUnit XML for CI test views).
+//!
+//! Reporters never decide a verdict: the checker did, and every renderer
+//! shows the same [`ScenarioCheck`]s. Every text that comes from outside
+//! (target, reproduce command, notes) passes through the probe redaction
+//! before it is rendered, so no report carries a token or a password even
+//! if a caller forgot to redact it.
+
+pub mod console;
+pub mod json;
+pub mod junit;
+pub mod summary;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::check::{InvariantId, ScenarioCheck, Verdict};
+use crate::exit;
+use crate::probe::redact_text;
+
+pub use console::console_table;
+
+/// One run, as every report shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// The run id (also the report folder's name).
+    pub run_id: String,
+    /// The seed that drives everything.
+    pub seed: u64,
+    /// The sender profile.
+    pub profile: String,
+    /// Real time was divided by this.
+    pub time_scale: f64,
+    /// The target, redacted (no userinfo, no tokens).
+    pub target: String,
+    /// When the run started (RFC 3339).
+    pub started_at: String,
+    /// Wall time of the whole run, in seconds.
+    pub duration_s: f64,
+    /// Non-strict deviations fail the run.
+    pub strict: bool,
+    /// hookstorm's version.
+    pub hookstorm_version: String,
+    /// One entry per scenario, in run order.
+    pub scenarios: Vec<ScenarioReport>,
+    /// The machine it ran on, if recorded.
+    pub machine: Option<String>,
+}
+
+/// One scenario of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioReport {
+    /// The scenario's name.
+    pub name: String,
+    /// What the scenario does.
+    pub description: String,
+    /// What a failure usually means and where to look.
+    pub when_it_fails: String,
+    /// The checker's verdicts.
+    pub check: ScenarioCheck,
+    /// The exact command that reproduces this scenario.
+    pub reproduce: String,
+    /// Wall time of the scenario, in seconds.
+    pub duration_s: f64,
+    /// The history file, relative to the report folder.
+    pub history: String,
+    /// The state file, relative to the report folder.
+    pub state: Option<String>,
+    /// Free notes (throughput, probe errors, …).
+    pub notes: Vec<String>,
+}
+
+impl RunReport {
+    /// The run's grade: the worst scenario verdict.
+    pub fn verdict(&self) -> Verdict {
+        self.scenarios
+            .iter()
+            .fold(Verdict::Pass, |v, s| v.worst(s.check.verdict()))
+    }
+
+    /// The documented exit code: 0 pass, 1 any fail (or non-strict under
+    /// `strict`), 2 unknown.
+    pub fn exit_code(&self) -> i32 {
+        match self.verdict() {
+            Verdict::Fail => exit::FAIL,
+            Verdict::Unknown => exit::UNKNOWN,
+            Verdict::NonStrict if self.strict => exit::FAIL,
+            Verdict::NonStrict | Verdict::Pass => exit::PASS,
+        }
+    }
+
+    /// The invariants checked in any scenario, in order.
+    pub fn invariants(&self) -> Vec<InvariantId> {
+        let mut ids: Vec<InvariantId> = self
+            .scenarios
+            .iter()
+            .flat_map(|s| s.check.results.iter().map(|r| r.id))
+            .collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
+    /// A copy with every free text passed through the redaction.
+    pub fn redacted(&self) -> RunReport {
+        let mut r = self.clone();
+        r.target = redact_text(&r.target);
+        r.machine = r.machine.as_deref().map(redact_text);
+        for s in &mut r.scenarios {
+            s.reproduce = redact_text(&s.reproduce);
+            s.description = redact_text(&s.description);
+            s.notes = s.notes.iter().map(|n| redact_text(n)).collect();
+            for res in &mut s.check.results {
+                res.summary = redact_text(&res.summary);
+            }
+            for d in &mut s.check.dead_letters {
+                d.last_error = d.last_error.as_deref().map(redact_text);
+            }
+        }
+        r
+    }
+}
+
+/// How a verdict reads in a column of a table.
+pub(crate) fn verdict_word(v: Verdict, strict: bool) -> &'static str {
+    match v {
+        Verdict::Pass => "pass",
+        Verdict::Fail => "FAIL",
+        Verdict::Unknown => "unknown",
+        Verdict::NonStrict if strict => "FAIL (strict)",
+        Verdict::NonStrict => "non-strict",
+    }
+}
+
+/// Writing a report failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// I/O on a report file.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// Writes `report.json`, `junit.xml` and `summary.md` into `dir` (created
+/// if missing); returns their paths.
+pub fn write_reports(dir: &Path, report: &RunReport) -> Result<Vec<PathBuf>, ReportError> {
+    std::fs::create_dir_all(dir).map_err(|source| ReportError::Io {
+        path: dir.into(),
+        source,
+    })?;
+    let report = report.redacted();
+    let files = [
+        ("report.json", json::render(&report)),
+        ("junit.xml", junit::render(&report)),
+        ("summary.md", summary::render(&report)),
+    ];
+    let mut out = Vec::new();
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|source| ReportError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        out.push(path);
+    }
+    Ok(out)
+}
+
+/// `12 (acct_a)` style label of an evidence key.
+pub(crate) fn evidence_label(e: &crate::check::Evidence) -> String {
+    match &e.account {
+        Some(a) => format!("{} ({a})", e.key),
+        None => e.key.clone(),
+    }
+}
+
+/// `history lines 2, 5` or empty.
+pub(crate) fn lines_label(lines: &[u64]) -> String {
+    match lines {
+        [] => String::new(),
+        [one] => format!("history line {one}"),
+        many => format!(
+            "history lines {}",
+            many.iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}

@@ -1,0 +1,832 @@
+//! The checker against hand-built histories and states: for each invariant
+//! one history that passes and one per way it must fail.
+
+use std::time::Duration;
+
+use hookstorm::check::{check, CheckOptions, InvariantId, ScenarioCheck, Verdict};
+use hookstorm::delivery::TaskStatus;
+use hookstorm::history::{Attempt, Event, Intent, Outcome, ProviderTask};
+use hookstorm::state::{Effect, InboxRow, ResourceRow, ResultRow, State, Winner};
+
+const SCN: &str = "t";
+
+fn attempt(key: &str, outcome: Outcome, status: Option<u16>) -> Attempt {
+    Attempt {
+        scenario: SCN.into(),
+        delivery: format!("whd_{key}"),
+        key: key.into(),
+        job: Some(format!("job-{key}")),
+        account: "acct_a".into(),
+        attempt: 1,
+        round: 0,
+        faults: vec![],
+        sent_at: "2026-11-29T10:00:00Z".into(),
+        status,
+        latency_ms: Some(3.0),
+        error: None,
+        outcome,
+        intent: Intent::Genuine,
+        detail: None,
+        task_status: Some(TaskStatus::Completed),
+        created_at: Some("2026-11-29T09:00:00Z".into()),
+        resource: None,
+        sequence: None,
+        poison: false,
+        dead: false,
+    }
+}
+
+fn ok(key: &str) -> Attempt {
+    attempt(key, Outcome::Ok, Some(204))
+}
+
+fn row(key: &str) -> InboxRow {
+    InboxRow {
+        key: key.into(),
+        account: Some("acct_a".into()),
+        processed: true,
+        error: None,
+    }
+}
+
+fn inbox(keys: &[&str]) -> State {
+    State {
+        inbox: keys.iter().map(|k| row(k)).collect(),
+        ..State::default()
+    }
+}
+
+fn events(attempts: Vec<Attempt>) -> Vec<(u64, Event)> {
+    attempts
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| (i as u64 + 1, Event::Attempt(a)))
+        .collect()
+}
+
+fn run(attempts: Vec<Attempt>, state: &State, opts: &CheckOptions) -> ScenarioCheck {
+    check(events(attempts), SCN, Ok(state), opts)
+}
+
+fn only(id: InvariantId) -> CheckOptions {
+    CheckOptions {
+        invariants: vec![id],
+        ..CheckOptions::default()
+    }
+}
+
+/// Everything but I5, whose `winners` section these states do not have.
+fn no_winners() -> CheckOptions {
+    CheckOptions {
+        invariants: InvariantId::ALL
+            .into_iter()
+            .filter(|i| *i != InvariantId::I5)
+            .collect(),
+        ..CheckOptions::default()
+    }
+}
+
+fn verdict(c: &ScenarioCheck, id: InvariantId) -> Verdict {
+    c.result(id).unwrap().verdict
+}
+
+// ---- I1 no-loss ----
+
+#[test]
+fn acked_keys_all_stored_pass_no_loss() {
+    let c = run(
+        vec![ok("t1"), ok("t2")],
+        &inbox(&["t1", "t2"]),
+        &only(InvariantId::I1),
+    );
+    assert_eq!(verdict(&c, InvariantId::I1), Verdict::Pass);
+    assert_eq!(c.results.len(), 1, "only requested invariants are reported");
+}
+
+#[test]
+fn acked_key_missing_from_inbox_fails_no_loss_with_its_line() {
+    let c = run(
+        vec![ok("t1"), ok("t2")],
+        &inbox(&["t1"]),
+        &only(InvariantId::I1),
+    );
+    let r = c.result(InvariantId::I1).unwrap();
+    assert_eq!(r.verdict, Verdict::Fail);
+    assert_eq!(r.evidence_total, 1);
+    assert_eq!(r.evidence[0].key, "t2");
+    assert_eq!(r.evidence[0].lines, vec![2]);
+}
+
+#[test]
+fn dropped_ack_key_missing_from_inbox_fails_no_loss() {
+    let mut a = attempt("t1", Outcome::Info, Some(200));
+    a.faults = vec!["drop-ack".into()];
+    let c = run(vec![a], &inbox(&[]), &only(InvariantId::I1));
+    assert_eq!(verdict(&c, InvariantId::I1), Verdict::Fail);
+}
+
+#[test]
+fn indeterminate_attempt_may_be_missing_without_failing_no_loss() {
+    let c = run(
+        vec![attempt("t1", Outcome::Info, Some(503))],
+        &inbox(&[]),
+        &only(InvariantId::I1),
+    );
+    assert_eq!(verdict(&c, InvariantId::I1), Verdict::Pass);
+}
+
+#[test]
+fn provider_task_missing_after_reconciliation_fails_no_loss() {
+    let p = Event::Provider(ProviderTask {
+        scenario: SCN.into(),
+        account: "acct_a".into(),
+        key: "t9".into(),
+        job: Some("job-9".into()),
+        task_status: TaskStatus::Completed,
+        created_at: "2026-11-29T09:00:00Z".into(),
+    });
+    let opts = CheckOptions {
+        reconciled: true,
+        ..only(InvariantId::I1)
+    };
+    let c = check(vec![(1, p.clone())], SCN, Ok(&inbox(&[])), &opts);
+    assert_eq!(verdict(&c, InvariantId::I1), Verdict::Fail);
+    let c = check(vec![(1, p)], SCN, Ok(&inbox(&["t9"])), &opts);
+    assert_eq!(verdict(&c, InvariantId::I1), Verdict::Pass);
+}
+
+#[test]
+fn inbox_row_without_account_matches_any_account() {
+    let mut s = inbox(&["t1"]);
+    s.inbox[0].account = None;
+    let c = run(vec![ok("t1")], &s, &CheckOptions::default());
+    assert_eq!(verdict(&c, InvariantId::I1), Verdict::Pass);
+    assert_eq!(verdict(&c, InvariantId::I4), Verdict::Pass);
+}
+
+// ---- I2 exactly-once ----
+
+#[test]
+fn duplicate_inbox_row_fails_exactly_once() {
+    let c = run(
+        vec![ok("t1")],
+        &inbox(&["t1", "t1"]),
+        &only(InvariantId::I2),
+    );
+    let r = c.result(InvariantId::I2).unwrap();
+    assert_eq!(r.verdict, Verdict::Fail);
+    assert!(
+        r.evidence[0].what.contains("2 inbox rows"),
+        "{:?}",
+        r.evidence
+    );
+    assert_eq!(r.evidence[0].lines, vec![1]);
+}
+
+#[test]
+fn same_key_in_two_accounts_is_not_a_duplicate() {
+    let mut b = ok("t1");
+    b.account = "acct_b".into();
+    let mut s = inbox(&["t1", "t1"]);
+    s.inbox[1].account = Some("acct_b".into());
+    let c = run(vec![ok("t1"), b], &s, &no_winners());
+    assert_eq!(c.verdict(), Verdict::Pass, "{:#?}", c.results);
+}
+
+#[test]
+fn two_results_rows_for_one_task_fail_exactly_once() {
+    let mut s = inbox(&["t1"]);
+    let r = ResultRow {
+        task_id: "t1".into(),
+        job_key: Some("job-t1".into()),
+        status: "COMPLETED".into(),
+        created_at: None,
+        account: None,
+    };
+    s.results = Some(vec![r.clone()]);
+    assert_eq!(
+        verdict(
+            &run(vec![ok("t1")], &s, &only(InvariantId::I2)),
+            InvariantId::I2
+        ),
+        Verdict::Pass
+    );
+    s.results = Some(vec![r.clone(), r]);
+    assert_eq!(
+        verdict(
+            &run(vec![ok("t1")], &s, &only(InvariantId::I2)),
+            InvariantId::I2
+        ),
+        Verdict::Fail
+    );
+}
+
+// ---- I3 processed-once ----
+
+#[test]
+fn unprocessed_row_fails_processed_once() {
+    let mut s = inbox(&["t1"]);
+    s.inbox[0].processed = false;
+    let opts = CheckOptions {
+        drained: false,
+        ..only(InvariantId::I3)
+    };
+    let r = run(vec![ok("t1")], &s, &opts);
+    let r = r.result(InvariantId::I3).unwrap();
+    assert_eq!(r.verdict, Verdict::Fail);
+    assert!(r.evidence[0].what.contains("drain deadline"));
+}
+
+#[test]
+fn effect_counts_of_exactly_one_pass_and_two_or_zero_fail() {
+    let mut s = inbox(&["t1"]);
+    let eff = |count| {
+        Some(vec![Effect {
+            key: "t1".into(),
+            count,
+            account: None,
+        }])
+    };
+    s.effects = eff(1);
+    assert_eq!(
+        verdict(
+            &run(vec![ok("t1")], &s, &only(InvariantId::I3)),
+            InvariantId::I3
+        ),
+        Verdict::Pass
+    );
+    s.effects = eff(2);
+    assert_eq!(
+        verdict(
+            &run(vec![ok("t1")], &s, &only(InvariantId::I3)),
+            InvariantId::I3
+        ),
+        Verdict::Fail
+    );
+    s.effects = eff(0);
+    let c = run(vec![ok("t1")], &s, &only(InvariantId::I3));
+    assert!(c.result(InvariantId::I3).unwrap().evidence[0]
+        .what
+        .contains("never ran"));
+}
+
+// ---- I4 no-phantom ----
+
+fn intent(key: &str, intent: Intent, status: u16) -> Attempt {
+    let mut a = attempt(key, Outcome::Fail, Some(status));
+    a.intent = intent;
+    a
+}
+
+#[test]
+fn rejected_forgeries_and_unstored_tests_pass_no_phantom() {
+    let h = vec![
+        ok("t1"),
+        intent("t2", Intent::Test, 204),
+        intent("t3", Intent::Forged, 401),
+    ];
+    let c = run(h, &inbox(&["t1"]), &no_winners());
+    assert_eq!(c.verdict(), Verdict::Pass, "{:#?}", c.results);
+}
+
+#[test]
+fn stored_test_delivery_fails_no_phantom() {
+    let c = run(
+        vec![intent("t2", Intent::Test, 204)],
+        &inbox(&["t2"]),
+        &only(InvariantId::I4),
+    );
+    let r = c.result(InvariantId::I4).unwrap();
+    assert_eq!(r.verdict, Verdict::Fail);
+    assert!(r.evidence[0].what.contains("test"));
+}
+
+#[test]
+fn stored_forged_delivery_fails_no_phantom() {
+    let c = run(
+        vec![intent("t3", Intent::Forged, 401)],
+        &inbox(&["t3"]),
+        &only(InvariantId::I4),
+    );
+    assert!(c.result(InvariantId::I4).unwrap().evidence[0]
+        .what
+        .contains("forged"));
+}
+
+#[test]
+fn key_never_sent_fails_no_phantom() {
+    let c = run(
+        vec![ok("t1")],
+        &inbox(&["t1", "old_run_key"]),
+        &only(InvariantId::I4),
+    );
+    let r = c.result(InvariantId::I4).unwrap();
+    assert_eq!(r.verdict, Verdict::Fail);
+    assert_eq!(r.evidence[0].key, "old_run_key");
+}
+
+#[test]
+fn cross_account_copy_stored_in_the_wrong_account_fails_no_phantom() {
+    let mut b = ok("t1");
+    b.account = "acct_b".into();
+    let x = intent("t1", Intent::CrossAccount, 401);
+    let mut s = inbox(&["t1", "t1"]);
+    s.inbox[1].account = Some("acct_b".into());
+    let c = run(vec![b, x], &s, &only(InvariantId::I4));
+    assert_eq!(verdict(&c, InvariantId::I4), Verdict::Fail);
+}
+
+// ---- I5 correct-winner ----
+
+fn task(key: &str, job: &str, status: TaskStatus, created: &str) -> Attempt {
+    let mut a = ok(key);
+    a.job = Some(job.into());
+    a.task_status = Some(status);
+    a.created_at = Some(created.into());
+    a
+}
+
+fn winners(pairs: &[(&str, &str)]) -> Option<Vec<Winner>> {
+    Some(
+        pairs
+            .iter()
+            .map(|(j, t)| Winner {
+                job_key: j.to_string(),
+                task_id: t.to_string(),
+                account: None,
+            })
+            .collect(),
+    )
+}
+
+fn job_history() -> Vec<Attempt> {
+    // Delivered newest first; the FAILED resubmission is the newest of all.
+    vec![
+        task("t3", "job-1-r2", TaskStatus::Failed, "2026-11-29T10:03:00Z"),
+        task(
+            "t2",
+            "job-1-r1",
+            TaskStatus::Completed,
+            "2026-11-29T10:02:00Z",
+        ),
+        task("t1", "job-1", TaskStatus::Completed, "2026-11-29T10:01:00Z"),
+    ]
+}
+
+#[test]
+fn most_recent_completed_task_wins() {
+    let mut s = inbox(&["t1", "t2", "t3"]);
+    s.winners = winners(&[("job-1", "t2")]);
+    let c = run(job_history(), &s, &only(InvariantId::I5));
+    assert_eq!(
+        verdict(&c, InvariantId::I5),
+        Verdict::Pass,
+        "{:#?}",
+        c.results
+    );
+}
+
+#[test]
+fn failed_newer_than_completed_reported_as_winner_fails() {
+    let mut s = inbox(&["t1", "t2", "t3"]);
+    s.winners = winners(&[("job-1", "t3")]);
+    let c = run(job_history(), &s, &only(InvariantId::I5));
+    let r = c.result(InvariantId::I5).unwrap();
+    assert_eq!(r.verdict, Verdict::Fail);
+    assert!(r.evidence[0].what.contains("FAILED"), "{:?}", r.evidence);
+}
+
+#[test]
+fn last_arrival_winner_fails() {
+    let mut s = inbox(&["t1", "t2", "t3"]);
+    s.winners = winners(&[("job-1", "t1")]);
+    let c = run(job_history(), &s, &only(InvariantId::I5));
+    let r = c.result(InvariantId::I5).unwrap();
+    assert!(r.evidence[0].what.contains("older"), "{:?}", r.evidence);
+}
+
+#[test]
+fn winners_keyed_by_unstripped_resubmission_keys_fail() {
+    let mut s = inbox(&["t1", "t2", "t3"]);
+    s.winners = winners(&[("job-1", "t1"), ("job-1-r1", "t2")]);
+    let c = run(job_history(), &s, &only(InvariantId::I5));
+    let r = c.result(InvariantId::I5).unwrap();
+    assert_eq!(r.verdict, Verdict::Fail);
+    assert!(
+        r.evidence.iter().any(|e| e.key == "job-1-r1"),
+        "{:?}",
+        r.evidence
+    );
+}
+
+#[test]
+fn no_completed_task_means_no_winner() {
+    let h = vec![task(
+        "t3",
+        "job-2",
+        TaskStatus::Failed,
+        "2026-11-29T10:03:00Z",
+    )];
+    let mut s = inbox(&["t3"]);
+    s.winners = winners(&[]);
+    assert_eq!(
+        verdict(&run(h.clone(), &s, &only(InvariantId::I5)), InvariantId::I5),
+        Verdict::Pass
+    );
+    s.winners = winners(&[("job-2", "t3")]);
+    assert_eq!(
+        verdict(&run(h, &s, &only(InvariantId::I5)), InvariantId::I5),
+        Verdict::Fail
+    );
+}
+
+#[test]
+fn equal_creation_times_go_to_the_larger_task_id() {
+    let h = vec![
+        task("ta", "job-3", TaskStatus::Completed, "2026-11-29T10:00:00Z"),
+        task("tb", "job-3", TaskStatus::Completed, "2026-11-29T10:00:00Z"),
+    ];
+    let mut s = inbox(&["ta", "tb"]);
+    s.winners = winners(&[("job-3", "tb")]);
+    assert_eq!(
+        verdict(&run(h, &s, &only(InvariantId::I5)), InvariantId::I5),
+        Verdict::Pass
+    );
+}
+
+#[test]
+fn poison_task_never_wins() {
+    let mut p = task("tp", "job-4", TaskStatus::Completed, "2026-02-30T25:61:00Z");
+    p.poison = true;
+    let h = vec![
+        task("t1", "job-4", TaskStatus::Completed, "2026-11-29T10:00:00Z"),
+        p,
+    ];
+    let mut s = inbox(&["t1", "tp"]);
+    s.winners = winners(&[("job-4", "t1")]);
+    assert_eq!(
+        verdict(&run(h, &s, &only(InvariantId::I5)), InvariantId::I5),
+        Verdict::Pass
+    );
+}
+
+#[test]
+fn missing_winners_section_is_unknown() {
+    let c = run(
+        job_history(),
+        &inbox(&["t1", "t2", "t3"]),
+        &only(InvariantId::I5),
+    );
+    assert_eq!(verdict(&c, InvariantId::I5), Verdict::Unknown);
+}
+
+// ---- I6 no-stale-overwrite ----
+
+fn seq(key: &str, resource: &str, sequence: u64) -> Attempt {
+    let mut a = ok(key);
+    a.resource = Some(resource.into());
+    a.sequence = Some(sequence);
+    a
+}
+
+#[test]
+fn highest_stored_sequence_is_final_and_lower_fails() {
+    let h = vec![seq("t1", "order-7", 12), seq("t2", "order-7", 9)];
+    let mut s = inbox(&["t1", "t2"]);
+    let res = |sequence| {
+        Some(vec![ResourceRow {
+            resource: "order-7".into(),
+            sequence,
+            account: None,
+        }])
+    };
+    s.resources = res(12);
+    assert_eq!(
+        verdict(&run(h.clone(), &s, &only(InvariantId::I6)), InvariantId::I6),
+        Verdict::Pass
+    );
+    s.resources = res(9);
+    let c = run(h.clone(), &s, &only(InvariantId::I6));
+    let r = c.result(InvariantId::I6).unwrap();
+    assert_eq!(r.verdict, Verdict::Fail);
+    assert!(r.evidence[0].what.contains("stale"));
+    s.resources = None;
+    assert_eq!(
+        verdict(&run(h, &s, &only(InvariantId::I6)), InvariantId::I6),
+        Verdict::Unknown
+    );
+}
+
+#[test]
+fn unsequenced_history_passes_no_stale_overwrite_as_not_applicable() {
+    let c = run(vec![ok("t1")], &inbox(&["t1"]), &only(InvariantId::I6));
+    let r = c.result(InvariantId::I6).unwrap();
+    assert_eq!(r.verdict, Verdict::Pass);
+    assert!(r.summary.contains("not applicable"));
+}
+
+// ---- I7 status-conformance ----
+
+#[test]
+fn redirect_answer_fails_status_conformance() {
+    let c = run(
+        vec![attempt("t1", Outcome::Fail, Some(301))],
+        &inbox(&[]),
+        &only(InvariantId::I7),
+    );
+    assert_eq!(verdict(&c, InvariantId::I7), Verdict::Fail);
+}
+
+#[test]
+fn conflict_on_duplicate_is_non_strict_and_fails_under_strict() {
+    let h = vec![ok("t1"), attempt("t1", Outcome::Fail, Some(409))];
+    let c = run(h.clone(), &inbox(&["t1"]), &only(InvariantId::I7));
+    assert_eq!(verdict(&c, InvariantId::I7), Verdict::NonStrict);
+    assert_eq!(c.verdict(), Verdict::NonStrict);
+    let strict = CheckOptions {
+        strict: true,
+        ..only(InvariantId::I7)
+    };
+    let c = run(h, &inbox(&["t1"]), &strict);
+    assert_eq!(verdict(&c, InvariantId::I7), Verdict::Fail);
+}
+
+#[test]
+fn success_answer_to_forged_delivery_fails_status_conformance() {
+    let c = run(
+        vec![intent("t3", Intent::Forged, 200)],
+        &inbox(&[]),
+        &only(InvariantId::I7),
+    );
+    assert_eq!(verdict(&c, InvariantId::I7), Verdict::Fail);
+}
+
+#[test]
+fn slow_answer_fails_status_conformance() {
+    let mut a = ok("t1");
+    a.latency_ms = Some(15_500.0);
+    let c = run(vec![a], &inbox(&["t1"]), &only(InvariantId::I7));
+    assert_eq!(verdict(&c, InvariantId::I7), Verdict::Fail);
+}
+
+#[test]
+fn server_errors_are_allowed() {
+    let h = vec![attempt("t1", Outcome::Info, Some(503)), ok("t1")];
+    let c = run(h, &inbox(&["t1"]), &no_winners());
+    assert_eq!(c.verdict(), Verdict::Pass, "{:#?}", c.results);
+}
+
+// ---- I8 poison-isolation ----
+
+fn poison_history() -> Vec<Attempt> {
+    let mut p = ok("tp");
+    p.poison = true;
+    p.created_at = Some("2026-02-30T25:61:00Z".into());
+    vec![p, ok("t1")]
+}
+
+#[test]
+fn poison_marked_failed_and_others_processed_pass() {
+    let mut s = inbox(&["tp", "t1"]);
+    s.inbox[0].error = Some("bad createdAt".into());
+    let c = run(poison_history(), &s, &no_winners());
+    assert_eq!(c.verdict(), Verdict::Pass, "{:#?}", c.results);
+}
+
+#[test]
+fn poison_unprocessed_and_blocking_others_fails() {
+    let mut s = inbox(&["tp", "t1"]);
+    s.inbox[0].processed = false;
+    s.inbox[1].processed = false;
+    let c = run(poison_history(), &s, &only(InvariantId::I8));
+    let r = c.result(InvariantId::I8).unwrap();
+    assert_eq!(r.verdict, Verdict::Fail);
+    assert_eq!(r.evidence_total, 2);
+}
+
+#[test]
+fn poison_answered_with_server_error_fails() {
+    let mut h = poison_history();
+    h[0].status = Some(500);
+    h[0].outcome = Outcome::Info;
+    let mut s = inbox(&["tp", "t1"]);
+    s.inbox[0].error = Some("bad createdAt".into());
+    assert_eq!(
+        verdict(&run(h, &s, &only(InvariantId::I8)), InvariantId::I8),
+        Verdict::Fail
+    );
+}
+
+#[test]
+fn no_poison_passes_as_not_applicable() {
+    let c = run(vec![ok("t1")], &inbox(&["t1"]), &only(InvariantId::I8));
+    assert!(c
+        .result(InvariantId::I8)
+        .unwrap()
+        .summary
+        .contains("no poison"));
+}
+
+// ---- unknown ----
+
+#[test]
+fn probe_error_makes_every_invariant_unknown() {
+    let c = check(
+        events(vec![ok("t1")]),
+        SCN,
+        Err("connection refused"),
+        &CheckOptions::default(),
+    );
+    assert_eq!(c.results.len(), 8);
+    assert!(c.results.iter().all(|r| r.verdict == Verdict::Unknown));
+    assert!(c.results[0].summary.contains("connection refused"));
+    assert_eq!(c.verdict(), Verdict::Unknown);
+}
+
+#[test]
+fn probe_error_still_reports_status_failures_proven_by_the_history() {
+    let h = vec![attempt("t1", Outcome::Fail, Some(302))];
+    let c = check(events(h), SCN, Err("down"), &only(InvariantId::I7));
+    assert_eq!(verdict(&c, InvariantId::I7), Verdict::Fail);
+}
+
+#[test]
+fn counts_and_dead_letters_are_reported() {
+    let mut d = attempt("t1", Outcome::Info, Some(503));
+    d.dead = true;
+    d.attempt = 10;
+    let c = run(
+        vec![ok("t0"), d],
+        &inbox(&["t0", "t1"]),
+        &CheckOptions::default(),
+    );
+    assert_eq!(c.counts.attempts, 2);
+    assert_eq!(c.counts.deliveries, 2);
+    assert_eq!(c.counts.dead, 1);
+    assert_eq!(c.dead_letters[0].attempts, 10);
+    assert!(c.dead_letters[0].recovered);
+}
+
+#[test]
+fn events_of_other_scenarios_are_ignored() {
+    let mut other = ok("t9");
+    other.scenario = "other".into();
+    let c = run(vec![ok("t1"), other], &inbox(&["t1"]), &no_winners());
+    assert_eq!(c.counts.attempts, 1);
+    assert_eq!(c.verdict(), Verdict::Pass);
+}
+
+#[test]
+fn check_files_reads_a_history_file_and_a_state_file() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let history = dir.path().join("history.jsonl");
+    let mut w = hookstorm::history::HistoryWriter::create(&history)?;
+    for (_, e) in events(vec![ok("t1"), ok("t2")]) {
+        w.write(&e)?;
+    }
+    w.finish()?;
+    let state = dir.path().join("state.json");
+    std::fs::write(&state, serde_json::to_string(&inbox(&["t1"]))?)?;
+    let out = hookstorm::check::check_files(&history, &state, None, &CheckOptions::default())?;
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        out[0].result(InvariantId::I1).unwrap().verdict,
+        Verdict::Fail
+    );
+    assert_eq!(
+        out[0].result(InvariantId::I1).unwrap().evidence[0].lines,
+        vec![2]
+    );
+    let err =
+        hookstorm::check::check_files(&history, &state, Some("nope"), &CheckOptions::default())
+            .unwrap_err();
+    assert!(err.to_string().contains("no events for scenario"), "{err}");
+    Ok(())
+}
+
+#[test]
+fn streaming_a_million_attempts() -> Result<(), Box<dyn std::error::Error>> {
+    use std::io::Write;
+    // 200k keys x 5 attempts; in debug builds this takes a while, so it is
+    // cut down unless HOOKSTORM_BIG=1.
+    let keys: usize = if std::env::var("HOOKSTORM_BIG").as_deref() == Ok("1") {
+        200_000
+    } else {
+        20_000
+    };
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("history.jsonl");
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
+    let mut state = State::default();
+    for k in 0..keys {
+        let key = format!("tsk_{k:07}");
+        for n in 1..=5u32 {
+            let mut a = attempt(
+                &key,
+                if n == 5 { Outcome::Ok } else { Outcome::Info },
+                Some(if n == 5 { 204 } else { 503 }),
+            );
+            a.attempt = n;
+            a.job = Some(format!("job-{}", k / 2));
+            serde_json::to_writer(&mut out, &Event::Attempt(a))?;
+            out.write_all(b"\n")?;
+        }
+        state.inbox.push(row(&key));
+    }
+    out.flush()?;
+    drop(out);
+    let state_path = dir.path().join("state.json");
+    std::fs::write(&state_path, serde_json::to_string(&state)?)?;
+    let start = std::time::Instant::now();
+    let res =
+        hookstorm::check::check_files(&path, &state_path, Some(SCN), &CheckOptions::default())?;
+    let elapsed = start.elapsed();
+    println!(
+        "checked {} attempts over {keys} keys in {:?}",
+        res[0].counts.attempts, elapsed
+    );
+    assert_eq!(res[0].counts.attempts, keys * 5);
+    assert_eq!(
+        res[0].verdict(),
+        Verdict::Unknown,
+        "winners missing -> I5 unknown"
+    );
+    assert_eq!(
+        res[0].result(InvariantId::I1).unwrap().verdict,
+        Verdict::Pass
+    );
+    let _ = Duration::ZERO;
+    Ok(())
+}
+
+#[test]
+fn check_files_grades_each_scenario_against_its_own_state() -> Result<(), Box<dyn std::error::Error>>
+{
+    let dir = tempfile::tempdir()?;
+    let history = dir.path().join("history.jsonl");
+    let mut w = hookstorm::history::HistoryWriter::create(&history)?;
+    let mut b = ok("t2");
+    b.scenario = "second".into();
+    for (_, e) in events(vec![ok("t1"), b]) {
+        w.write(&e)?;
+    }
+    w.finish()?;
+    let opts = no_winners();
+    // A JSON object mapping scenario names to states.
+    let map = dir.path().join("states.json");
+    let states = serde_json::json!({ SCN: inbox(&["t1"]), "second": inbox(&[]) });
+    std::fs::write(&map, states.to_string())?;
+    let out = hookstorm::check::check_files(&history, &map, None, &opts)?;
+    let verdicts: Vec<(&str, Verdict)> = out
+        .iter()
+        .map(|c| (c.scenario.as_str(), c.verdict()))
+        .collect();
+    assert_eq!(
+        verdicts,
+        vec![("second", Verdict::Fail), (SCN, Verdict::Pass)]
+    );
+    // A folder with <scenario>.json; a scenario without a file is unknown.
+    let folder = dir.path().join("states");
+    std::fs::create_dir(&folder)?;
+    std::fs::write(
+        folder.join(format!("{SCN}.json")),
+        serde_json::to_string(&inbox(&["t1"]))?,
+    )?;
+    let out = hookstorm::check::check_files(&history, &folder, None, &opts)?;
+    let verdicts: Vec<(&str, Verdict)> = out
+        .iter()
+        .map(|c| (c.scenario.as_str(), c.verdict()))
+        .collect();
+    assert_eq!(
+        verdicts,
+        vec![("second", Verdict::Unknown), (SCN, Verdict::Pass)]
+    );
+    assert!(
+        out[0].results[0].summary.contains("second.json"),
+        "{}",
+        out[0].results[0].summary
+    );
+    Ok(())
+}
+
+#[test]
+fn check_files_names_the_bad_history_line_and_a_bad_state() -> Result<(), Box<dyn std::error::Error>>
+{
+    let dir = tempfile::tempdir()?;
+    let history = dir.path().join("history.jsonl");
+    let good = serde_json::to_string(&Event::Attempt(ok("t1")))?;
+    std::fs::write(
+        &history,
+        format!("{good}\n\n{{\"type\":\"attempt\",\"scenario\":\"t\"}}\n"),
+    )?;
+    let state = dir.path().join("state.json");
+    std::fs::write(&state, r#"{"inbox": []}"#)?;
+    let e = hookstorm::check::check_files(&history, &state, None, &CheckOptions::default())
+        .unwrap_err();
+    assert!(e.to_string().contains("line 3"), "{e}");
+    std::fs::write(&state, r#"{"rows": []}"#)?;
+    let e = hookstorm::check::check_files(&history, &state, None, &CheckOptions::default())
+        .unwrap_err();
+    assert!(e.to_string().contains("not a receiver state"), "{e}");
+    Ok(())
+}

@@ -1,0 +1,456 @@
+//! The reports of a small fixed run: report.json validated against the
+//! checked-in schema, snapshots of summary.md and the console table, JUnit
+//! structure, exit codes, and no secret in any of them.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use hookstorm::check::{
+    CheckOptions, Counts, DeadLetter, Evidence, InvariantId, InvariantResult, ScenarioCheck,
+    Verdict,
+};
+use hookstorm::probe::{Probe, ProbeConfig, SqlProbeConfig};
+use hookstorm::report::{console_table, write_reports, RunReport, ScenarioReport};
+
+fn pass(id: InvariantId) -> InvariantResult {
+    InvariantResult::new(id, Verdict::Pass, format!("{} holds", id.name()))
+}
+
+fn scenario(name: &str, results: Vec<InvariantResult>) -> ScenarioReport {
+    ScenarioReport {
+        name: name.into(),
+        description: format!("{name} scenario"),
+        when_it_fails: "the inbox insert is not keyed by task id".into(),
+        check: ScenarioCheck {
+            scenario: name.into(),
+            results,
+            counts: Counts {
+                deliveries: 2,
+                attempts: 3,
+                ok: 2,
+                fail: 0,
+                info: 1,
+                dead: 0,
+            },
+            dead_letters: vec![],
+        },
+        reproduce: format!("hookstorm run --target target.toml --scenario {name} --seed 7"),
+        duration_s: 1.25,
+        history: format!("{name}/history.jsonl"),
+        state: Some(format!("{name}/state.json")),
+        notes: vec![],
+    }
+}
+
+fn fixture() -> RunReport {
+    let mut fail = InvariantResult::new(
+        InvariantId::I1,
+        Verdict::Fail,
+        "1 of 2 acknowledged keys are missing from the inbox",
+    );
+    fail.evidence = vec![Evidence {
+        key: "tsk_2".into(),
+        account: Some("acct_a".into()),
+        what: "acknowledged with a 2xx but not in the inbox".into(),
+        lines: vec![3],
+    }];
+    fail.evidence_total = 1;
+    let mut ack_loss = scenario("ack-loss", vec![fail, pass(InvariantId::I2)]);
+    ack_loss.check.counts.dead = 1;
+    ack_loss.check.dead_letters = vec![DeadLetter {
+        delivery: "whd_9".into(),
+        key: "tsk_9".into(),
+        account: "acct_a".into(),
+        attempts: 10,
+        last_status: Some(503),
+        last_error: None,
+        recovered: false,
+    }];
+    let unknown = InvariantResult::new(
+        InvariantId::I5,
+        Verdict::Unknown,
+        "not checked: the state has no winners section",
+    );
+    RunReport {
+        run_id: "20261129-100000-7".into(),
+        seed: 7,
+        profile: "answerline".into(),
+        time_scale: 100.0,
+        target: "http://127.0.0.1:8080/webhooks/{account}".into(),
+        started_at: "2026-11-29T10:00:00.000Z".into(),
+        duration_s: 2.5,
+        strict: false,
+        hookstorm_version: "0.1.0".into(),
+        scenarios: vec![
+            scenario(
+                "baseline",
+                vec![pass(InvariantId::I1), pass(InvariantId::I2), unknown],
+            ),
+            ack_loss,
+        ],
+        machine: None,
+    }
+}
+
+// ---- a small JSON Schema validator for the keywords the schema uses ----
+
+fn validate(schema: &Value, root: &Value, v: &Value, at: &str, errors: &mut Vec<String>) {
+    let Some(obj) = schema.as_object() else {
+        errors.push(format!("{at}: schema is not an object"));
+        return;
+    };
+    for (k, s) in obj {
+        match k.as_str() {
+            "$schema" | "$id" | "title" | "description" | "$defs" => {}
+            "$ref" => {
+                let name = s
+                    .as_str()
+                    .unwrap()
+                    .strip_prefix("#/$defs/")
+                    .expect("local $ref");
+                validate(&root["$defs"][name], root, v, at, errors);
+            }
+            "type" => {
+                let types: Vec<&str> = match s {
+                    Value::String(t) => vec![t.as_str()],
+                    Value::Array(a) => a.iter().map(|t| t.as_str().unwrap()).collect(),
+                    _ => panic!("bad type"),
+                };
+                let ok = types.iter().any(|t| match *t {
+                    "object" => v.is_object(),
+                    "array" => v.is_array(),
+                    "string" => v.is_string(),
+                    "boolean" => v.is_boolean(),
+                    "null" => v.is_null(),
+                    "number" => v.is_number(),
+                    "integer" => v.is_u64() || v.is_i64(),
+                    other => panic!("unknown type {other}"),
+                });
+                if !ok {
+                    errors.push(format!("{at}: expected {types:?}, got {v}"));
+                }
+            }
+            "enum" => {
+                if !s.as_array().unwrap().contains(v) {
+                    errors.push(format!("{at}: {v} not in {s}"));
+                }
+            }
+            "const" => {
+                if s != v {
+                    errors.push(format!("{at}: {v} is not {s}"));
+                }
+            }
+            "minimum" => {
+                if v.as_f64().is_some_and(|n| n < s.as_f64().unwrap()) {
+                    errors.push(format!("{at}: {v} < {s}"));
+                }
+            }
+            "maximum" => {
+                if v.as_f64().is_some_and(|n| n > s.as_f64().unwrap()) {
+                    errors.push(format!("{at}: {v} > {s}"));
+                }
+            }
+            "maxItems" => {
+                if v.as_array()
+                    .is_some_and(|a| a.len() as u64 > s.as_u64().unwrap())
+                {
+                    errors.push(format!("{at}: too many items"));
+                }
+            }
+            "required" => {
+                if let Some(o) = v.as_object() {
+                    for r in s.as_array().unwrap() {
+                        if !o.contains_key(r.as_str().unwrap()) {
+                            errors.push(format!("{at}: missing required {r}"));
+                        }
+                    }
+                }
+            }
+            "properties" => {
+                if let Some(o) = v.as_object() {
+                    for (name, sub) in s.as_object().unwrap() {
+                        if let Some(x) = o.get(name) {
+                            validate(sub, root, x, &format!("{at}.{name}"), errors);
+                        }
+                    }
+                }
+            }
+            "additionalProperties" => {
+                assert_eq!(
+                    s,
+                    &Value::Bool(false),
+                    "only additionalProperties: false is supported"
+                );
+                if let Some(o) = v.as_object() {
+                    let props = obj["properties"].as_object().unwrap();
+                    for name in o.keys().filter(|n| !props.contains_key(*n)) {
+                        errors.push(format!("{at}: property {name} is not in the schema"));
+                    }
+                }
+            }
+            "items" => {
+                if let Some(a) = v.as_array() {
+                    for (i, x) in a.iter().enumerate() {
+                        validate(s, root, x, &format!("{at}[{i}]"), errors);
+                    }
+                }
+            }
+            other => panic!("the test validator does not support keyword {other}"),
+        }
+    }
+}
+
+fn schema() -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../reports/schema/report.schema.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn schema_errors(v: &Value) -> Vec<String> {
+    let s = schema();
+    let mut errors = Vec::new();
+    validate(&s, &s, v, "$", &mut errors);
+    errors
+}
+
+#[test]
+fn report_json_matches_the_checked_in_schema() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let files = write_reports(dir.path(), &fixture())?;
+    assert_eq!(files.len(), 3);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json"))?)?;
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    assert_eq!(v["verdict"], "fail");
+    assert_eq!(v["exit_code"], 1);
+    assert_eq!(v["scenarios"][0]["check"]["results"][0]["name"], "no-loss");
+    // A drifted report (a new field, a missing one) no longer validates.
+    let mut drifted = v.clone();
+    drifted["scenarios"][0]["surprise"] = Value::Bool(true);
+    drifted.as_object_mut().unwrap().remove("seed");
+    let errors = schema_errors(&drifted);
+    assert!(errors.iter().any(|e| e.contains("surprise")), "{errors:?}");
+    assert!(errors.iter().any(|e| e.contains("seed")), "{errors:?}");
+    // And the report reads back into the same type.
+    let back: RunReport = serde_json::from_value(v.clone()).or_else(|_| {
+        let mut plain = v.clone();
+        let o = plain.as_object_mut().unwrap();
+        for k in ["format_version", "verdict", "exit_code"] {
+            o.remove(k);
+        }
+        serde_json::from_value(plain)
+    })?;
+    assert_eq!(back.scenarios.len(), 2);
+    Ok(())
+}
+
+#[test]
+fn a_report_from_a_real_check_matches_the_schema() {
+    use hookstorm::history::{Attempt, Event, Intent, Outcome};
+    use hookstorm::state::{InboxRow, State};
+    let a = Attempt {
+        scenario: "s".into(),
+        delivery: "whd_1".into(),
+        key: "t1".into(),
+        job: None,
+        account: "acct_a".into(),
+        attempt: 1,
+        round: 0,
+        faults: vec![],
+        sent_at: "2026-11-29T10:00:00Z".into(),
+        status: Some(503),
+        latency_ms: Some(1.0),
+        error: None,
+        outcome: Outcome::Info,
+        intent: Intent::Genuine,
+        detail: None,
+        task_status: None,
+        created_at: None,
+        resource: None,
+        sequence: None,
+        poison: false,
+        dead: true,
+    };
+    let state = State {
+        inbox: vec![InboxRow {
+            key: "zz".into(),
+            account: None,
+            processed: false,
+            error: None,
+        }],
+        ..State::default()
+    };
+    let check = hookstorm::check::check(
+        vec![(1, Event::Attempt(a))],
+        "s",
+        Ok(&state),
+        &CheckOptions::default(),
+    );
+    let mut report = fixture();
+    report.scenarios[0].check = check;
+    let v = hookstorm::report::json::to_value(&report);
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+}
+
+const SUMMARY: &str = "# hookstorm: ❌ FAIL
+
+Run `20261129-100000-7` · seed `7` · profile `answerline` · time scale 100× · target `http://127.0.0.1:8080/webhooks/{account}` · 2.5 s · hookstorm 0.1.0
+
+| scenario | I1 | I2 | I5 | verdict |
+|---|:-:|:-:|:-:|---|
+| baseline | ✅ | ✅ | ❔ | unknown |
+| ack-loss | ❌ | ✅ | – | FAIL |
+
+I1 no-loss · I2 exactly-once · I5 correct-winner
+
+✅ pass · ❌ fail · ⚠️ non-strict (fails only with `--strict`) · ❔ unknown (not decided) · – not checked
+
+## Failures
+
+### ack-loss · I1 no-loss ❌
+
+1 of 2 acknowledged keys are missing from the inbox
+
+- `tsk_2 (acct_a)`: acknowledged with a 2xx but not in the inbox (history line 3 of `ack-loss/history.jsonl`)
+
+When it fails: the inbox insert is not keyed by task id
+
+Reproduce (seed 7):
+
+```sh
+hookstorm run --target target.toml --scenario ack-loss --seed 7
+```
+
+## Not decided
+
+### baseline · I5 correct-winner ❔
+
+not checked: the state has no winners section
+
+Reproduce (seed 7):
+
+```sh
+hookstorm run --target target.toml --scenario baseline --seed 7
+```
+
+## Dead letters (1)
+
+| scenario | delivery | key | account | attempts | last status | last error | recovered |
+|---|---|---|---|--:|--:|---|:-:|
+| ack-loss | `whd_9` | `tsk_9` | acct_a | 10 | 503 | – | no |
+
+";
+
+#[test]
+fn summary_markdown_snapshot() {
+    let text = hookstorm::report::summary::render(&fixture());
+    if text != SUMMARY {
+        println!("{text}");
+    }
+    assert_eq!(text, SUMMARY);
+}
+
+const CONSOLE: &str = "hookstorm run 20261129-100000-7  seed 7  profile answerline  time scale 100x  target http://127.0.0.1:8080/webhooks/{account}
+scenario  I1    I2    I5    verdict         time
+baseline  ok    ok    ?     unknown         1.2s
+ack-loss  FAIL  ok    -     FAIL            1.2s
+
+FAIL ack-loss I1 no-loss: 1 of 2 acknowledged keys are missing from the inbox
+    tsk_2 (acct_a): acknowledged with a 2xx but not in the inbox (history line 3)
+    seed 7; reproduce: hookstorm run --target target.toml --scenario ack-loss --seed 7
+unknown baseline I5 correct-winner: not checked: the state has no winners section
+
+verdict: FAIL (exit 1)
+";
+
+#[test]
+fn console_table_snapshot() {
+    let text = console_table(&fixture(), false);
+    if text != CONSOLE {
+        println!("{text}");
+    }
+    assert_eq!(text, CONSOLE);
+    let colored = console_table(&fixture(), true);
+    assert!(colored.contains("\x1b[31mFAIL"));
+}
+
+#[test]
+fn junit_has_one_case_per_scenario_and_invariant() {
+    let x = hookstorm::report::junit::render(&fixture());
+    assert_eq!(x.matches("<testcase ").count(), 5);
+    assert!(x.contains(
+        "<testsuites name=\"hookstorm\" tests=\"5\" failures=\"1\" errors=\"0\" skipped=\"1\""
+    ));
+    assert!(x.contains("<failure message=\"1 of 2 acknowledged keys are missing from the inbox\" type=\"fail\">tsk_2 (acct_a)"));
+    assert!(x.contains("<skipped message=\"not checked: the state has no winners section\"/>"));
+}
+
+#[test]
+fn exit_codes_follow_the_worst_verdict_and_strictness() {
+    let mut r = fixture();
+    assert_eq!(r.exit_code(), 1);
+    r.scenarios.remove(1);
+    assert_eq!(r.verdict(), Verdict::Unknown);
+    assert_eq!(r.exit_code(), 2);
+    r.scenarios[0].check.results.remove(2);
+    r.scenarios[0].check.results[0].verdict = Verdict::NonStrict;
+    assert_eq!(r.exit_code(), 0);
+    r.strict = true;
+    assert_eq!(r.exit_code(), 1);
+    r.scenarios[0].check.results[0].verdict = Verdict::Pass;
+    assert_eq!(r.exit_code(), 0);
+}
+
+#[test]
+fn no_report_contains_a_token_or_password() -> Result<(), Box<dyn std::error::Error>> {
+    let http = Probe::http(
+        "http://127.0.0.1:9/admin/state?token=qs-tok3n",
+        Some("bearer-tok3n".into()),
+    );
+    let sql = Probe::from_config(&ProbeConfig {
+        sql: Some(SqlProbeConfig {
+            url: "postgres://app:db-passw0rd@127.0.0.1:5432/app".into(),
+            ..SqlProbeConfig::default()
+        }),
+        reconcile: Some(
+            "curl -H 'Authorization: Bearer cmd-tok3n' http://u:url-passw0rd@127.0.0.1/reconcile"
+                .into(),
+        ),
+        ..ProbeConfig::default()
+    })?;
+    let mut r = fixture();
+    // Even a caller that forgot to redact cannot leak: the reports redact again.
+    r.target = format!(
+        "http://hook:target-passw0rd@127.0.0.1:8080/webhooks; {}; {}",
+        http.describe(),
+        sql.describe()
+    );
+    r.scenarios[0].reproduce =
+        "HOOKSTORM_TOKEN=env-tok3n hookstorm run --token flag-tok3n --seed 7".into();
+    r.scenarios[0].notes = vec!["probe: postgres://app:note-passw0rd@db/app".into()];
+    let dir = tempfile::tempdir()?;
+    let mut texts: Vec<String> = write_reports(dir.path(), &r)?
+        .iter()
+        .map(std::fs::read_to_string)
+        .collect::<Result<_, _>>()?;
+    texts.push(console_table(&r, false));
+    for t in &texts {
+        for secret in [
+            "qs-tok3n",
+            "bearer-tok3n",
+            "db-passw0rd",
+            "cmd-tok3n",
+            "url-passw0rd",
+            "target-passw0rd",
+            "env-tok3n",
+            "flag-tok3n",
+            "note-passw0rd",
+        ] {
+            assert!(!t.contains(secret), "{secret} leaked into:\n{t}");
+        }
+    }
+    assert!(
+        texts[0].contains("127.0.0.1:5432/app"),
+        "the redacted target is still useful"
+    );
+    Ok(())
+}
