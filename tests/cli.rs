@@ -14,11 +14,18 @@ fn hookstorm(args: &[&str], cwd: &Path) -> Output {
 }
 
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 fn scenario_dir() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios").display().to_string()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .display()
+        .to_string()
 }
 
 #[test]
@@ -36,10 +43,29 @@ fn schedule_json_lists_ten_attempts_within_the_contract_window() {
 #[test]
 fn run_writes_every_report_and_exits_zero_on_the_reference_receiver() {
     let dir = tempfile::tempdir().unwrap();
-    let o = hookstorm(&["run", "--scenario-dir", &scenario_dir(), "--scenario", "baseline", "--seed", "3", "--out", "out"], dir.path());
+    let o = hookstorm(
+        &[
+            "run",
+            "--scenario-dir",
+            &scenario_dir(),
+            "--scenario",
+            "baseline",
+            "--seed",
+            "3",
+            "--out",
+            "out",
+        ],
+        dir.path(),
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let latest = dir.path().join("out/latest");
-    for f in ["report.json", "junit.xml", "summary.md", "baseline/history.jsonl", "baseline/state.json"] {
+    for f in [
+        "report.json",
+        "junit.xml",
+        "summary.md",
+        "baseline/history.jsonl",
+        "baseline/state.json",
+    ] {
         assert!(latest.join(f).exists(), "missing {f}");
     }
     assert!(text(&o).contains("seed 3"));
@@ -49,25 +75,57 @@ fn run_writes_every_report_and_exits_zero_on_the_reference_receiver() {
 fn a_broken_receiver_exits_one_and_names_the_reproduce_command() {
     let dir = tempfile::tempdir().unwrap();
     let o = hookstorm(
-        &["run", "--scenario-dir", &scenario_dir(), "--defect", "check-then-insert", "--scenario", "concurrent-duplicates", "--seed", "8", "--out", "out"],
+        &[
+            "run",
+            "--scenario-dir",
+            &scenario_dir(),
+            "--defect",
+            "check-then-insert",
+            "--scenario",
+            "concurrent-duplicates",
+            "--seed",
+            "8",
+            "--out",
+            "out",
+        ],
         dir.path(),
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let summary = std::fs::read_to_string(dir.path().join("out/latest/summary.md")).unwrap();
     assert!(summary.contains("I2"), "{summary}");
-    assert!(summary.contains("--defect check-then-insert --scenario concurrent-duplicates --seed 8"), "{summary}");
+    assert!(
+        summary.contains("--defect check-then-insert --scenario concurrent-duplicates --seed 8"),
+        "{summary}"
+    );
 }
 
 #[test]
 fn an_unreachable_target_exits_three() {
     let dir = tempfile::tempdir().unwrap();
     // A port nothing listens on: bind, read the port, drop the listener.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let target = format!(
         "url = \"http://127.0.0.1:{port}/webhooks/{{account}}\"\n[accounts.acct_a]\nsecrets = [\"s3cr3t-value-one\"]\n[state]\nhttp = \"http://127.0.0.1:{port}/state\"\n"
     );
     std::fs::write(dir.path().join("t.toml"), target).unwrap();
-    let o = hookstorm(&["run", "--scenario-dir", &scenario_dir(), "--target", "t.toml", "--scenario", "baseline", "--out", "out"], dir.path());
+    let o = hookstorm(
+        &[
+            "run",
+            "--scenario-dir",
+            &scenario_dir(),
+            "--target",
+            "t.toml",
+            "--scenario",
+            "baseline",
+            "--out",
+            "out",
+        ],
+        dir.path(),
+    );
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     assert!(!text(&o).contains("s3cr3t-value-one"));
 }
@@ -75,7 +133,16 @@ fn an_unreachable_target_exits_three() {
 #[test]
 fn usage_errors_exit_254_with_a_hint() {
     let dir = tempfile::tempdir().unwrap();
-    let o = hookstorm(&["run", "--scenario-dir", &scenario_dir(), "--scenario", "no-such-scenario"], dir.path());
+    let o = hookstorm(
+        &[
+            "run",
+            "--scenario-dir",
+            &scenario_dir(),
+            "--scenario",
+            "no-such-scenario",
+        ],
+        dir.path(),
+    );
     assert_eq!(o.status.code(), Some(254));
     assert!(text(&o).contains("hint: one of"), "{}", text(&o));
     let o = hookstorm(&["run", "--defect", "not-a-defect"], dir.path());
@@ -87,10 +154,13 @@ fn usage_errors_exit_254_with_a_hint() {
 #[test]
 fn a_malformed_scenario_file_is_named_with_its_line() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("broken.toml"), "name = \"broken\"\ndescription = \"x\"\nbogus_key = 1\n").unwrap();
+    std::fs::write(
+        dir.path().join("broken.toml"),
+        "name = \"broken\"\ndescription = \"x\"\nbogus_key = 1\n",
+    )
+    .unwrap();
     let o = hookstorm(&["run", "--scenario", "broken.toml"], dir.path());
     assert_eq!(o.status.code(), Some(254), "{}", text(&o));
     let t = text(&o);
     assert!(t.contains("broken.toml") && t.contains("line"), "{t}");
 }
-

@@ -25,7 +25,12 @@ pub fn scenarios(names: &[&str]) -> Vec<Scenario> {
     }
     names
         .iter()
-        .map(|n| all.iter().find(|s| s.name == *n).unwrap_or_else(|| panic!("no scenario {n}")).clone())
+        .map(|n| {
+            all.iter()
+                .find(|s| s.name == *n)
+                .unwrap_or_else(|| panic!("no scenario {n}"))
+                .clone()
+        })
         .collect()
 }
 
@@ -45,12 +50,25 @@ pub fn options(seed: u64, out: &Path, strict: bool) -> RunOptions {
 
 /// Runs scenarios against the built-in receiver (with `defect`, on `db` or a
 /// temp SQLite file) and returns the outcome.
-pub async fn run_embedded(defect: Option<Defect>, db: Option<&str>, names: &[&str], seed: u64, strict: bool) -> (RunOutcome, tempfile::TempDir) {
+pub async fn run_embedded(
+    defect: Option<Defect>,
+    db: Option<&str>,
+    names: &[&str],
+    seed: u64,
+    strict: bool,
+) -> (RunOutcome, tempfile::TempDir) {
     let out = tempfile::tempdir().expect("tempdir");
-    let (receiver, target) = hookstorm_receiver::embedded::start(defect, db).await.expect("receiver starts");
-    let outcome = hookstorm::run::run(&target, &scenarios(names), &options(seed, out.path(), strict), &mut |_| {})
+    let (receiver, target) = hookstorm_receiver::embedded::start(defect, db)
         .await
-        .expect("run completes");
+        .expect("receiver starts");
+    let outcome = hookstorm::run::run(
+        &target,
+        &scenarios(names),
+        &options(seed, out.path(), strict),
+        &mut |_| {},
+    )
+    .await
+    .expect("run completes");
     receiver.shutdown().await;
     (outcome, out)
 }
@@ -74,7 +92,14 @@ pub fn non_passing(report: &RunReport) -> Vec<String> {
     for s in &report.scenarios {
         for r in &s.check.results {
             if r.verdict != Verdict::Pass {
-                out.push(format!("{} {} {:?}: {} {:?}", s.name, r.id, r.verdict, r.summary, r.evidence.first()));
+                out.push(format!(
+                    "{} {} {:?}: {} {:?}",
+                    s.name,
+                    r.id,
+                    r.verdict,
+                    r.summary,
+                    r.evidence.first()
+                ));
             }
         }
     }

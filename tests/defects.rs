@@ -8,22 +8,93 @@ use crate::common::*;
 
 /// variant → (scenario that exposes it, invariant that must catch it, verdict).
 const MATRIX: &[(&str, &str, InvariantId, Verdict)] = &[
-    ("dedup-on-webhook-id", "sequential-duplicates", InvariantId::I2, Verdict::Fail),
-    ("check-then-insert", "concurrent-duplicates", InvariantId::I2, Verdict::Fail),
-    ("last-arrival-wins", "delayed-older", InvariantId::I5, Verdict::Fail),
-    ("failed-overwrites-completed", "reverse-order", InvariantId::I5, Verdict::Fail),
-    ("keeps-retry-suffix", "reverse-order", InvariantId::I5, Verdict::Fail),
-    ("stores-test-deliveries", "test-delivery", InvariantId::I4, Verdict::Fail),
-    ("skips-signature-check", "bad-signature", InvariantId::I4, Verdict::Fail),
-    ("ignores-timestamp-tolerance", "bad-signature", InvariantId::I4, Verdict::Fail),
-    ("rejects-duplicates-409", "sequential-duplicates", InvariantId::I7, Verdict::NonStrict),
-    ("poison-blocks-batch", "poison-event", InvariantId::I8, Verdict::Fail),
-    ("ignores-account-scope", "account-isolation", InvariantId::I1, Verdict::Fail),
-    ("redirects-to-trailing-slash", "baseline", InvariantId::I7, Verdict::Fail),
-    ("stale-sequence-overwrites", "sequenced-resources", InvariantId::I6, Verdict::Fail),
+    (
+        "dedup-on-webhook-id",
+        "sequential-duplicates",
+        InvariantId::I2,
+        Verdict::Fail,
+    ),
+    (
+        "check-then-insert",
+        "concurrent-duplicates",
+        InvariantId::I2,
+        Verdict::Fail,
+    ),
+    (
+        "last-arrival-wins",
+        "delayed-older",
+        InvariantId::I5,
+        Verdict::Fail,
+    ),
+    (
+        "failed-overwrites-completed",
+        "reverse-order",
+        InvariantId::I5,
+        Verdict::Fail,
+    ),
+    (
+        "keeps-retry-suffix",
+        "reverse-order",
+        InvariantId::I5,
+        Verdict::Fail,
+    ),
+    (
+        "stores-test-deliveries",
+        "test-delivery",
+        InvariantId::I4,
+        Verdict::Fail,
+    ),
+    (
+        "skips-signature-check",
+        "bad-signature",
+        InvariantId::I4,
+        Verdict::Fail,
+    ),
+    (
+        "ignores-timestamp-tolerance",
+        "bad-signature",
+        InvariantId::I4,
+        Verdict::Fail,
+    ),
+    (
+        "rejects-duplicates-409",
+        "sequential-duplicates",
+        InvariantId::I7,
+        Verdict::NonStrict,
+    ),
+    (
+        "poison-blocks-batch",
+        "poison-event",
+        InvariantId::I8,
+        Verdict::Fail,
+    ),
+    (
+        "ignores-account-scope",
+        "account-isolation",
+        InvariantId::I1,
+        Verdict::Fail,
+    ),
+    (
+        "redirects-to-trailing-slash",
+        "baseline",
+        InvariantId::I7,
+        Verdict::Fail,
+    ),
+    (
+        "stale-sequence-overwrites",
+        "sequenced-resources",
+        InvariantId::I6,
+        Verdict::Fail,
+    ),
 ];
 
-async fn caught(defect: &str, scenario: &str, id: InvariantId, expected: Verdict, db: Option<&str>) {
+async fn caught(
+    defect: &str,
+    scenario: &str,
+    id: InvariantId,
+    expected: Verdict,
+    db: Option<&str>,
+) {
     let d: Defect = defect.parse().expect("defect name");
     let (outcome, _dir) = run_embedded(Some(d), db, &[scenario], 5, false).await;
     let got = verdict(&outcome.report, scenario, id);
@@ -35,7 +106,11 @@ async fn caught(defect: &str, scenario: &str, id: InvariantId, expected: Verdict
     );
     let code = outcome.report.exit_code();
     match expected {
-        Verdict::NonStrict => assert_eq!(code, hookstorm::exit::PASS, "non-strict alone does not fail a lenient run"),
+        Verdict::NonStrict => assert_eq!(
+            code,
+            hookstorm::exit::PASS,
+            "non-strict alone does not fail a lenient run"
+        ),
         _ => assert_eq!(code, hookstorm::exit::FAIL),
     }
 }
@@ -49,9 +124,13 @@ async fn every_broken_variant_is_caught_by_its_invariant_on_sqlite() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_broken_variant_is_caught_by_its_invariant_on_postgres() {
-    let Some(pg) = hookstorm_receiver::pgtest::PgServer::start_or_skip() else { return };
+    let Some(pg) = hookstorm_receiver::pgtest::PgServer::start_or_skip() else {
+        return;
+    };
     for (defect, scenario, id, expected) in MATRIX {
-        caught(defect, scenario, *id, *expected, Some(&pg.url())).await;
+        // Some variants change the inbox's key: each gets its own database.
+        let db = pg.fresh_database().await.expect("fresh database");
+        caught(defect, scenario, *id, *expected, Some(&db)).await;
     }
 }
 

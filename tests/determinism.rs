@@ -12,7 +12,15 @@ fn deliveries(path: &std::path::Path) -> Vec<String> {
         .filter_map(|e| match e.unwrap() {
             Event::Attempt(a) => Some(format!(
                 "{} {} {} {} {:?} {:?} {:?} {:?} {:?}",
-                a.delivery, a.key, a.account, a.attempt, a.intent, a.detail, a.faults, a.task_status, a.created_at
+                a.delivery,
+                a.key,
+                a.account,
+                a.attempt,
+                a.intent,
+                a.detail,
+                a.faults,
+                a.task_status,
+                a.created_at
             )),
             _ => None,
         })
@@ -30,9 +38,32 @@ async fn same_seed_gives_identical_deliveries_and_verdicts() -> TestResult {
         let ha = deliveries(&a.dir.join(name).join("history.jsonl"));
         let hb = deliveries(&b.dir.join(name).join("history.jsonl"));
         assert!(!ha.is_empty());
-        assert_eq!(ha, hb, "{name}: deliveries differ between two runs with one seed");
-        let va: Vec<_> = a.report.scenarios.iter().find(|s| s.name == name).unwrap().check.results.iter().map(|r| (r.id, r.verdict)).collect();
-        let vb: Vec<_> = b.report.scenarios.iter().find(|s| s.name == name).unwrap().check.results.iter().map(|r| (r.id, r.verdict)).collect();
+        assert_eq!(
+            ha, hb,
+            "{name}: deliveries differ between two runs with one seed"
+        );
+        let va: Vec<_> = a
+            .report
+            .scenarios
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap()
+            .check
+            .results
+            .iter()
+            .map(|r| (r.id, r.verdict))
+            .collect();
+        let vb: Vec<_> = b
+            .report
+            .scenarios
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap()
+            .check
+            .results
+            .iter()
+            .map(|r| (r.id, r.verdict))
+            .collect();
         assert_eq!(va, vb);
     }
     let (c, _dc) = run_embedded(None, None, &["reverse-order"], 100, false).await;

@@ -4,8 +4,8 @@
 //! runs are reproducible from their seed, and the SQL probe reads a receiver
 //! that knows nothing of hookstorm.
 
-mod common;
 mod cli;
+mod common;
 mod defects;
 mod determinism;
 mod reference;

@@ -8,14 +8,24 @@ use crate::common::*;
 
 async fn sql_probe_run(db_url: String, probe_url: String) -> hookstorm::report::RunReport {
     let out = tempfile::tempdir().unwrap();
-    let (receiver, mut target) = hookstorm_receiver::embedded::start(None, Some(&db_url)).await.unwrap();
-    target.state = ProbeConfig {
-        sql: Some(SqlProbeConfig { url: probe_url, ..Default::default() }),
-        ..Default::default()
-    };
-    let outcome = hookstorm::run::run(&target, &scenarios(&["baseline", "reverse-order"]), &options(21, out.path(), false), &mut |_| {})
+    let (receiver, mut target) = hookstorm_receiver::embedded::start(None, Some(&db_url))
         .await
         .unwrap();
+    target.state = ProbeConfig {
+        sql: Some(SqlProbeConfig {
+            url: probe_url,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let outcome = hookstorm::run::run(
+        &target,
+        &scenarios(&["baseline", "reverse-order"]),
+        &options(21, out.path(), false),
+        &mut |_| {},
+    )
+    .await
+    .unwrap();
     receiver.shutdown().await;
     outcome.report
 }
@@ -40,7 +50,9 @@ async fn sql_probe_reads_the_reference_receivers_sqlite_database_with_default_qu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sql_probe_reads_the_reference_receivers_postgres_database_with_default_queries() {
-    let Some(pg) = hookstorm_receiver::pgtest::PgServer::start_or_skip() else { return };
+    let Some(pg) = hookstorm_receiver::pgtest::PgServer::start_or_skip() else {
+        return;
+    };
     let report = sql_probe_run(pg.url(), pg.url()).await;
     assert_checked(&report);
 }

@@ -10,7 +10,9 @@ fn main() {
         Ok(cli) => cli,
         Err(e) => {
             let code = match e.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => hookstorm::exit::PASS,
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    hookstorm::exit::PASS
+                }
                 _ => hookstorm::exit::USAGE,
             };
             let _ = e.print();

@@ -97,14 +97,22 @@ pub async fn run(
 ) -> Result<RunOutcome, RunError> {
     let started = Instant::now();
     let started_at = history::now_rfc3339();
-    let run_id = format!("{}-{:08x}", chrono::Utc::now().format("%Y%m%d-%H%M%S"), opts.seed as u32);
+    let run_id = format!(
+        "{}-{:08x}",
+        chrono::Utc::now().format("%Y%m%d-%H%M%S"),
+        opts.seed as u32
+    );
     let dir = opts.out_dir.join(&run_id);
     std::fs::create_dir_all(&dir).map_err(|e| RunError::Io(format!("{}: {e}", dir.display())))?;
     let probe = Probe::from_config(&target.state).map_err(|e| RunError::Target(e.to_string()))?;
 
     let mut reports = Vec::new();
     for (i, scenario) in scenarios.iter().enumerate() {
-        on_event(RunEvent::ScenarioStarted { name: &scenario.name, index: i + 1, total: scenarios.len() });
+        on_event(RunEvent::ScenarioStarted {
+            name: &scenario.name,
+            index: i + 1,
+            total: scenarios.len(),
+        });
         let report = run_scenario(target, &probe, scenario, opts, &dir, &run_id).await?;
         on_event(RunEvent::ScenarioFinished(&report));
         reports.push(report);
@@ -139,7 +147,10 @@ async fn run_scenario(
 ) -> Result<ScenarioReport, RunError> {
     let started = Instant::now();
     let seed = scenario_seed(opts.seed, &scenario.name);
-    let time_scale = opts.time_scale.or(scenario.time_scale).unwrap_or(opts.default_time_scale);
+    let time_scale = opts
+        .time_scale
+        .or(scenario.time_scale)
+        .unwrap_or(opts.default_time_scale);
     let dir = run_dir.join(&scenario.name);
     std::fs::create_dir_all(&dir).map_err(|e| RunError::Io(format!("{}: {e}", dir.display())))?;
     let history_path = dir.join("history.jsonl");
@@ -156,17 +167,28 @@ async fn run_scenario(
         opts.reproduce,
         scenario.name,
         opts.seed,
-        opts.time_scale.map(|t| format!(" --time-scale {t}")).unwrap_or_default()
+        opts.time_scale
+            .map(|t| format!(" --time-scale {t}"))
+            .unwrap_or_default()
     );
 
-    let missing: Vec<&String> = scenario.accounts.iter().filter(|a| !target.secrets.contains_key(*a)).collect();
+    let missing: Vec<&String> = scenario
+        .accounts
+        .iter()
+        .filter(|a| !target.secrets.contains_key(*a))
+        .collect();
     if !missing.is_empty() {
         let reason = format!(
             "needs account(s) {} that the target does not define (hint: add [accounts.NAME] to the target file, or --skip {})",
             missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
             scenario.name
         );
-        let check = check::check(std::iter::empty(), &scenario.name, Err(reason.as_str()), &check_options(&invariants, opts, target, false));
+        let check = check::check(
+            std::iter::empty(),
+            &scenario.name,
+            Err(reason.as_str()),
+            &check_options(&invariants, opts, target, false),
+        );
         return Ok(ScenarioReport {
             name: scenario.name.clone(),
             description: scenario.description.clone(),
@@ -181,7 +203,9 @@ async fn run_scenario(
     }
 
     if let Err(e) = probe.reset().await {
-        notes.push(format!("reset failed: {e}; rows from earlier runs are ignored by key"));
+        notes.push(format!(
+            "reset failed: {e}; rows from earlier runs are ignored by key"
+        ));
     }
     let before: HashSet<(Option<String>, String)> = match probe.read_state().await {
         Ok(s) => s.inbox.into_iter().map(|r| (r.account, r.key)).collect(),
@@ -197,32 +221,43 @@ async fn run_scenario(
         started_at: history::now_rfc3339(),
         version: env!("CARGO_PKG_VERSION").to_string(),
     });
-    sink.write(header).map_err(|e| RunError::Io(e.to_string()))?;
-    let mut cfg = SendConfig::new(target.url.clone(), target.profile.clone(), target.secrets.clone());
+    sink.write(header)
+        .map_err(|e| RunError::Io(e.to_string()))?;
+    let mut cfg = SendConfig::new(
+        target.url.clone(),
+        target.profile.clone(),
+        target.secrets.clone(),
+    );
     cfg.time_scale = time_scale;
     cfg.seed = seed;
     cfg.concurrency = opts.concurrency;
     cfg.max_body = target.max_body;
-    cfg.retired = target.retired.iter().map(|(k, v)| (k.clone(), vec![v.clone()])).collect();
+    cfg.retired = target
+        .retired
+        .iter()
+        .map(|(k, v)| (k.clone(), vec![v.clone()]))
+        .collect();
     let sent = sender::send(scenario, &cfg, &sink).await;
     sink.finish().map_err(|e| RunError::Io(e.to_string()))?;
     let summary = match sent {
         Ok(s) => s,
-        Err(e @ (SendError::Unreachable { .. } | SendError::BadUrl { .. } | SendError::Config(_))) => {
-            return Err(RunError::Target(e.to_string()))
-        }
+        Err(
+            e @ (SendError::Unreachable { .. } | SendError::BadUrl { .. } | SendError::Config(_)),
+        ) => return Err(RunError::Target(e.to_string())),
         Err(e) => return Err(RunError::Io(e.to_string())),
     };
 
     let drain = scenario.drain.unwrap_or(opts.drain).mul_f64(1.0);
-    let (state, drained): (Result<State, ProbeError>, bool) = match probe.wait_drained(drain).await {
+    let (state, drained): (Result<State, ProbeError>, bool) = match probe.wait_drained(drain).await
+    {
         Ok((s, d)) => (Ok(s), d),
         Err(e) => (Err(e), false),
     };
     let state = state.map(|s| without_earlier_rows(s, &before));
     if let Ok(s) = &state {
         let json = serde_json::to_vec_pretty(s).unwrap_or_default();
-        std::fs::write(&state_path, json).map_err(|e| RunError::Io(format!("{}: {e}", state_path.display())))?;
+        std::fs::write(&state_path, json)
+            .map_err(|e| RunError::Io(format!("{}: {e}", state_path.display())))?;
     }
     let probe_error = state.as_ref().err().map(|e| e.to_string());
     let events = history::read(&history_path)
@@ -233,14 +268,28 @@ async fn run_scenario(
         Ok(s) => Ok(s),
         Err(_) => Err(probe_error.as_deref().unwrap_or("probe failed")),
     };
-    let check: ScenarioCheck = check::check(events, &scenario.name, state_ref, &check_options(&invariants, opts, target, drained));
+    let check: ScenarioCheck = check::check(
+        events,
+        &scenario.name,
+        state_ref,
+        &check_options(&invariants, opts, target, drained),
+    );
     if !drained {
-        notes.push(format!("the inbox did not drain within {}", crate::units::format_duration(drain)));
+        notes.push(format!(
+            "the inbox did not drain within {}",
+            crate::units::format_duration(drain)
+        ));
     }
     notes.push(format!(
         "{} deliveries, {} attempts ({} ok, {} fail, {} info, {} dead) in {:.1}s at time scale {}",
-        summary.deliveries, summary.attempts, summary.ok, summary.fail, summary.info, summary.dead,
-        summary.duration.as_secs_f64(), time_scale
+        summary.deliveries,
+        summary.attempts,
+        summary.ok,
+        summary.fail,
+        summary.info,
+        summary.dead,
+        summary.duration.as_secs_f64(),
+        time_scale
     ));
     Ok(ScenarioReport {
         name: scenario.name.clone(),
@@ -250,14 +299,25 @@ async fn run_scenario(
         reproduce,
         duration_s: started.elapsed().as_secs_f64(),
         history: format!("{}/history.jsonl", scenario.name),
-        state: state.is_ok().then(|| format!("{}/state.json", scenario.name)),
+        state: state
+            .is_ok()
+            .then(|| format!("{}/state.json", scenario.name)),
         notes,
     })
 }
 
-fn check_options(invariants: &[InvariantId], opts: &RunOptions, target: &Target, drained: bool) -> CheckOptions {
+fn check_options(
+    invariants: &[InvariantId],
+    opts: &RunOptions,
+    target: &Target,
+    drained: bool,
+) -> CheckOptions {
     CheckOptions {
-        invariants: if invariants.is_empty() { InvariantId::ALL.to_vec() } else { invariants.to_vec() },
+        invariants: if invariants.is_empty() {
+            InvariantId::ALL.to_vec()
+        } else {
+            invariants.to_vec()
+        },
         strict: opts.strict,
         answer_limit: target.profile.timeout,
         drained,
@@ -265,11 +325,24 @@ fn check_options(invariants: &[InvariantId], opts: &RunOptions, target: &Target,
     }
 }
 
-/// Drops inbox rows that were there before the scenario started, so a
-/// receiver without a reset hook can still be checked.
+/// Drops rows that were there before the scenario started (inbox, results,
+/// winners and effects of those keys), so a receiver without a reset hook can
+/// still be checked scenario by scenario.
 fn without_earlier_rows(mut state: State, before: &HashSet<(Option<String>, String)>) -> State {
-    if !before.is_empty() {
-        state.inbox.retain(|r| !before.contains(&(r.account.clone(), r.key.clone())));
+    if before.is_empty() {
+        return state;
+    }
+    let earlier =
+        |account: &Option<String>, key: &str| before.contains(&(account.clone(), key.to_string()));
+    state.inbox.retain(|r| !earlier(&r.account, &r.key));
+    if let Some(rows) = state.results.as_mut() {
+        rows.retain(|r| !earlier(&r.account, &r.task_id));
+    }
+    if let Some(rows) = state.winners.as_mut() {
+        rows.retain(|r| !earlier(&r.account, &r.task_id));
+    }
+    if let Some(rows) = state.effects.as_mut() {
+        rows.retain(|r| !earlier(&r.account, &r.key));
     }
     state
 }
@@ -282,8 +355,15 @@ fn point_latest(out: &Path, run_id: &str) {
 }
 
 fn machine() -> String {
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    format!("{} {} · {} cores", std::env::consts::OS, std::env::consts::ARCH, cores)
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    format!(
+        "{} {} · {} cores",
+        std::env::consts::OS,
+        std::env::consts::ARCH,
+        cores
+    )
 }
 
 #[cfg(test)]

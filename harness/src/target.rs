@@ -81,8 +81,12 @@ impl Target {
 
     /// Resolves a parsed target file.
     pub fn resolve(file: TargetFile, path: &Path) -> Result<Target, ConfigError> {
-        let profile = Profile::resolve(file.profile.as_deref().unwrap_or(crate::profile::DEFAULT_PROFILE))
-            .map_err(|e| ConfigError::invalid(path, e.to_string()))?;
+        let profile = Profile::resolve(
+            file.profile
+                .as_deref()
+                .unwrap_or(crate::profile::DEFAULT_PROFILE),
+        )
+        .map_err(|e| ConfigError::invalid(path, e.to_string()))?;
         check_url(&file.url, file.allow_insecure).map_err(|m| ConfigError::invalid(path, m))?;
         if file.accounts.is_empty() {
             return Err(ConfigError::invalid(path, "no [accounts.NAME] table (hint: [accounts.acct_a] secrets_env = \"HOOKSTORM_SECRET\")"));
@@ -93,12 +97,24 @@ impl Target {
             let mut list = acct.secrets;
             if let Some(var) = &acct.secrets_env {
                 let value = std::env::var(var).map_err(|_| {
-                    ConfigError::invalid(path, format!("accounts.{name}: environment variable {var} is not set"))
+                    ConfigError::invalid(
+                        path,
+                        format!("accounts.{name}: environment variable {var} is not set"),
+                    )
                 })?;
-                list.extend(value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(Secret::new));
+                list.extend(
+                    value
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty())
+                        .map(Secret::new),
+                );
             }
             if list.is_empty() {
-                return Err(ConfigError::invalid(path, format!("accounts.{name}: no secret (hint: secrets_env = \"VAR\")")));
+                return Err(ConfigError::invalid(
+                    path,
+                    format!("accounts.{name}: no secret (hint: secrets_env = \"VAR\")"),
+                ));
             }
             if let Some(r) = acct.retired {
                 retired.insert(name.clone(), r);
@@ -136,12 +152,16 @@ pub fn check_url(url: &str, allow_insecure: Option<bool>) -> Result<(), String> 
     let scheme = uri.scheme_str().unwrap_or("");
     let host = uri.host().unwrap_or("");
     if scheme != "http" && scheme != "https" {
-        return Err(format!("url {:?}: expected http:// or https://", redact_url(url)));
+        return Err(format!(
+            "url {:?}: expected http:// or https://",
+            redact_url(url)
+        ));
     }
     if host.is_empty() {
         return Err(format!("url {:?} has no host", redact_url(url)));
     }
-    let loopback = host == "localhost" || host.starts_with("127.") || host == "[::1]" || host == "::1";
+    let loopback =
+        host == "localhost" || host.starts_with("127.") || host == "[::1]" || host == "::1";
     if scheme == "http" && !loopback && allow_insecure != Some(true) {
         return Err(format!(
             "url {:?} is not https; real senders mark such deliveries dead at once (hint: allow_insecure = true to test anyway)",
@@ -176,9 +196,15 @@ mod tests {
 
     #[test]
     fn urls_are_redacted_for_reports() {
-        assert_eq!(redact_url("postgres://u:pw@h:5432/db"), "postgres://***@h:5432/db");
+        assert_eq!(
+            redact_url("postgres://u:pw@h:5432/db"),
+            "postgres://***@h:5432/db"
+        );
         assert_eq!(redact_url("http://h/x?token=abc"), "http://h/x?***");
-        assert_eq!(redact_url("http://127.0.0.1:8080/webhooks"), "http://127.0.0.1:8080/webhooks");
+        assert_eq!(
+            redact_url("http://127.0.0.1:8080/webhooks"),
+            "http://127.0.0.1:8080/webhooks"
+        );
     }
 
     #[test]
@@ -203,7 +229,9 @@ mod tests {
     fn a_missing_secret_env_is_a_clear_error() {
         let text = "url = \"http://127.0.0.1:1/w\"\n[accounts.acct_a]\nsecrets_env = \"HOOKSTORM_TEST_UNSET_VAR\"\n[state]\nhttp = \"http://127.0.0.1:2/state\"\n";
         let file: TargetFile = crate::error::parse_toml(Path::new("t.toml"), text).unwrap();
-        let e = Target::resolve(file, Path::new("t.toml")).unwrap_err().to_string();
+        let e = Target::resolve(file, Path::new("t.toml"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("HOOKSTORM_TEST_UNSET_VAR is not set"), "{e}");
     }
 }

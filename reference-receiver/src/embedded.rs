@@ -51,7 +51,10 @@ fn secret() -> Secret {
 /// on SQLite in a temporary folder, and returns it with the target that
 /// tests it: two accounts, `acct_a` in the middle of a key rotation (two
 /// valid secrets and a retired one), and the admin API as the state probe.
-pub async fn start(defect: Option<Defect>, db: Option<&str>) -> Result<(Embedded, Target), ReceiverError> {
+pub async fn start(
+    defect: Option<Defect>,
+    db: Option<&str>,
+) -> Result<(Embedded, Target), ReceiverError> {
     let (dir, url) = match db {
         Some(url) => (None, url.to_string()),
         None => {
@@ -70,7 +73,9 @@ pub async fn start(defect: Option<Defect>, db: Option<&str>) -> Result<(Embedded
         .map(|(name, list)| Account::new(name.clone(), list.clone()))
         .collect();
     let profile = Profile::default_profile();
-    let config = Config::new(accounts).with_defect(defect).with_profile(profile.clone());
+    let config = Config::new(accounts)
+        .with_defect(defect)
+        .with_profile(profile.clone());
     let spawned = spawn(config, &url).await?;
     let target = Target {
         url: format!("http://{}/webhooks/{{account}}", spawned.webhook_addr),

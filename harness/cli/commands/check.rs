@@ -56,12 +56,21 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let mut worst = Verdict::Pass;
     for c in &checks {
         for r in &c.results {
-            println!("{:<14} {:<24} {:<10} {}", c.scenario, r.id.to_string(), r.verdict.to_string(), r.summary);
+            println!(
+                "{:<14} {:<24} {:<10} {}",
+                c.scenario,
+                r.id.to_string(),
+                r.verdict.to_string(),
+                r.summary
+            );
             for e in &r.evidence {
-                println!("{:<14} {:<24} {:<10}   {} {} (history lines {:?})", "", "", "", e.key, e.what, e.lines);
+                println!(
+                    "{:<14} {:<24} {:<10}   {} {} (history lines {:?})",
+                    "", "", "", e.key, e.what, e.lines
+                );
             }
         }
-        worst = worst.max(c.verdict());
+        worst = worst.worst(c.verdict());
     }
     Ok(match worst {
         Verdict::Fail => hookstorm::exit::FAIL,

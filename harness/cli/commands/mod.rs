@@ -1,6 +1,8 @@
 //! Subcommands of the CLI, one module each; `dispatch` runs one and returns
 //! its exit code.
 
+mod check;
+mod run;
 mod schedule;
 mod sign;
 
@@ -14,11 +16,16 @@ pub struct Cli {
     command: Command,
 }
 
-const EXIT_CODES: &str = "Exit codes: 0 all pass, 1 some invariant failed, 2 unknown (could not decide), \
+const EXIT_CODES: &str =
+    "Exit codes: 0 all pass, 1 some invariant failed, 2 unknown (could not decide), \
 3 the target was unusable (unreachable, bad config), 254 usage error.";
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run scenarios against a receiver (the built-in reference receiver when no target is given).
+    Run(run::Args),
+    /// Re-check a stored history against a stored state, without re-running.
+    Check(check::Args),
     /// Print the retry schedule of one delivery (attempt, wait, cumulative, min and max).
     Schedule(schedule::Args),
     /// Print the headers a real sender would send for a body read from stdin.
@@ -28,6 +35,8 @@ enum Command {
 /// Runs the chosen subcommand and returns the process exit code.
 pub fn dispatch(cli: Cli) -> i32 {
     let result = match cli.command {
+        Command::Run(a) => run::run(a),
+        Command::Check(a) => check::run(a),
         Command::Schedule(a) => schedule::run(a),
         Command::Sign(a) => sign::run(a),
     };

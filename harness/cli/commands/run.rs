@@ -66,7 +66,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Ok(s) => s,
         Err(e) => return Ok(super::usage_error(format!("{e:#}"))),
     };
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(run_async(args, scenarios))
 }
 
@@ -86,26 +88,40 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>) -> anyhow::Result<i32> 
             }
         }
         None => {
-            let defect = match args.defect.as_deref().map(str::parse::<hookstorm_receiver::Defect>).transpose() {
+            let defect = match args
+                .defect
+                .as_deref()
+                .map(str::parse::<hookstorm_receiver::Defect>)
+                .transpose()
+            {
                 Ok(d) => d,
                 Err(e) => return Ok(super::usage_error(e)),
             };
             if let Some(d) = &args.defect {
                 reproduce.push_str(&format!(" --defect {d}"));
             }
-            let (receiver, target) = hookstorm_receiver::embedded::start(defect, args.receiver_db.as_deref())
-                .await
-                .context("starting the built-in reference receiver")?;
+            let (receiver, target) =
+                hookstorm_receiver::embedded::start(defect, args.receiver_db.as_deref())
+                    .await
+                    .context("starting the built-in reference receiver")?;
             eprintln!(
                 "built-in reference receiver{} on {} (SQLite in a temp folder)",
-                args.defect.as_deref().map(|d| format!(" with defect {d}")).unwrap_or_default(),
+                args.defect
+                    .as_deref()
+                    .map(|d| format!(" with defect {d}"))
+                    .unwrap_or_default(),
                 receiver.webhook_addr()
             );
             embedded = Some(receiver);
             target
         }
     };
-    eprintln!("seed {seed} · profile {} · {} scenario(s) · target {}", target.profile.name, scenarios.len(), target.describe());
+    eprintln!(
+        "seed {seed} · profile {} · {} scenario(s) · target {}",
+        target.profile.name,
+        scenarios.len(),
+        target.describe()
+    );
     let opts = RunOptions {
         seed,
         time_scale: args.time_scale,
@@ -118,7 +134,9 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>) -> anyhow::Result<i32> 
     };
     let mut progress = |ev: RunEvent<'_>| match ev {
         RunEvent::ScenarioStarted { name, index, total } => eprintln!("[{index}/{total}] {name} …"),
-        RunEvent::ScenarioFinished(r) => eprintln!("      {} in {:.1}s", r.check.verdict(), r.duration_s),
+        RunEvent::ScenarioFinished(r) => {
+            eprintln!("      {} in {:.1}s", r.check.verdict(), r.duration_s)
+        }
     };
     let outcome = hookstorm::run::run(&target, &scenarios, &opts, &mut progress).await;
     if let Some(r) = embedded {
@@ -126,7 +144,10 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>) -> anyhow::Result<i32> 
     }
     match outcome {
         Ok(o) => {
-            println!("{}", hookstorm::report::console_table(&o.report, !args.no_color && is_tty()));
+            println!(
+                "{}",
+                hookstorm::report::console_table(&o.report, !args.no_color && is_tty())
+            );
             println!("reports: {}", o.dir.display());
             Ok(o.report.exit_code())
         }
@@ -139,13 +160,20 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>) -> anyhow::Result<i32> 
 }
 
 fn select_scenarios(args: &Args) -> anyhow::Result<Vec<Scenario>> {
-    let dir = args.scenario_dir.clone().unwrap_or_else(default_scenario_dir);
+    let dir = args
+        .scenario_dir
+        .clone()
+        .unwrap_or_else(default_scenario_dir);
     let mut picked = Vec::new();
     if args.scenarios.is_empty() {
         picked = Scenario::load_dir(&dir)?;
     } else {
         for s in &args.scenarios {
-            let path = if s.ends_with(".toml") { PathBuf::from(s) } else { dir.join(format!("{s}.toml")) };
+            let path = if s.ends_with(".toml") {
+                PathBuf::from(s)
+            } else {
+                dir.join(format!("{s}.toml"))
+            };
             if !path.exists() {
                 let known: Vec<String> = Scenario::load_dir(&dir)
                     .map(|v| v.into_iter().map(|s| s.name).collect())

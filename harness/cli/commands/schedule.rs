@@ -65,7 +65,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         let range = if r.min_wait == r.max_wait {
             format_duration(r.min_wait)
         } else {
-            format!("{}–{}", format_duration(r.min_wait), format_duration(r.max_wait))
+            format!(
+                "{}–{}",
+                format_duration(r.min_wait),
+                format_duration(r.max_wait)
+            )
         };
         println!(
             "{:>7}  {:>12}  {:>14}  {:>18}  {:>16}  {:>16}",

@@ -37,23 +37,36 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(var) = &args.secret_env {
         match std::env::var(var) {
             Ok(v) => secrets.extend(v.split(',').filter(|s| !s.is_empty()).map(Secret::new)),
-            Err(_) => return Ok(super::usage_error(format!("environment variable {var} is not set"))),
+            Err(_) => {
+                return Ok(super::usage_error(format!(
+                    "environment variable {var} is not set"
+                )))
+            }
         }
     }
     if secrets.is_empty() {
-        return Ok(super::usage_error("no secret given (hint: --secret S or --secret-env VAR)"));
+        return Ok(super::usage_error(
+            "no secret given (hint: --secret S or --secret-env VAR)",
+        ));
     }
     let mut body = Vec::new();
     std::io::stdin().read_to_end(&mut body)?;
-    let id = args
-        .id
-        .unwrap_or_else(|| format!("whd_{:016x}", rand_id()));
-    let timestamp = args.timestamp.unwrap_or_else(|| chrono::Utc::now().timestamp());
+    let id = args.id.unwrap_or_else(|| format!("whd_{:016x}", rand_id()));
+    let timestamp = args
+        .timestamp
+        .unwrap_or_else(|| chrono::Utc::now().timestamp());
     let mut headers = Vec::new();
     if let Some(h) = &profile.id_header {
         headers.push((h.clone(), id.clone()));
     }
-    match profile.scheme.sign(&secrets, SignInput { id: &id, timestamp, body: &body }) {
+    match profile.scheme.sign(
+        &secrets,
+        SignInput {
+            id: &id,
+            timestamp,
+            body: &body,
+        },
+    ) {
         Ok(h) => headers.extend(h),
         Err(e) => return Ok(super::usage_error(format!("cannot sign: {e}"))),
     }
@@ -67,6 +80,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 fn rand_id() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos(),
+    );
     h.finish()
 }

@@ -213,9 +213,14 @@ impl Probe {
         let timeout = cfg.timeout.map_or(DEFAULT_TIMEOUT, |t| t.0);
         let mut reset = cfg.reset.as_deref().map(Action::parse);
         let mut setup = cfg.setup.as_deref().map(Action::parse);
-        let reconcile = cfg.reconcile.as_deref().map(Action::parse);
+        let mut reconcile = cfg.reconcile.as_deref().map(Action::parse);
         let source = if let Some(url) = &cfg.http {
             http::check_url(url)?;
+            // An HTTP state URL implies its siblings (`…/reset`, `…/setup`,
+            // `…/reconcile`), as the reference receiver serves them.
+            reset.get_or_insert_with(|| Action::Http(sibling_url(url, "reset")));
+            setup.get_or_insert_with(|| Action::Http(sibling_url(url, "setup")));
+            reconcile.get_or_insert_with(|| Action::Http(sibling_url(url, "reconcile")));
             Source::Http(http::HttpSource { url: url.clone() })
         } else if let Some(sql) = &cfg.sql {
             for (name, own, statements) in [
