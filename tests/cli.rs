@@ -164,3 +164,58 @@ fn a_malformed_scenario_file_is_named_with_its_line() {
     let t = text(&o);
     assert!(t.contains("broken.toml") && t.contains("line"), "{t}");
 }
+
+#[test]
+fn flags_alone_test_a_running_receiver_with_secrets_from_the_environment() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (receiver, target) = rt
+        .block_on(hookstorm_receiver::embedded::start(None, None))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let join = |v: &Vec<hookstorm::signature::Secret>| {
+        v.iter()
+            .map(|s| s.expose().to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let out = Command::new(env!("CARGO_BIN_EXE_hookstorm"))
+        .args([
+            "run",
+            "--scenario-dir",
+            &scenario_dir(),
+            "--scenario",
+            "baseline",
+            "--scenario",
+            "account-isolation",
+            "--seed",
+            "6",
+            "--out",
+            "out",
+            "--url",
+            &target.url,
+            "--secret-env",
+            "acct_a=HS_SECRETS_A",
+            "--secret-env",
+            "acct_b=HS_SECRETS_B",
+            "--state-http",
+            target.state.http.as_deref().unwrap(),
+            "--state-token-env",
+            "HS_ADMIN_TOKEN",
+        ])
+        .env("HS_SECRETS_A", join(&target.secrets["acct_a"]))
+        .env("HS_SECRETS_B", join(&target.secrets["acct_b"]))
+        .env("HS_ADMIN_TOKEN", target.state.token.clone().unwrap())
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    rt.block_on(receiver.shutdown());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let summary = std::fs::read_to_string(dir.path().join("out/latest/report.json")).unwrap();
+    assert!(
+        summary.contains("--secret-env acct_a=HS_SECRETS_A"),
+        "{summary}"
+    );
+    for s in target.secrets.values().flatten() {
+        assert!(!summary.contains(s.expose()) && !text(&out).contains(s.expose()));
+    }
+}

@@ -31,8 +31,8 @@ pub struct AccountFile {
     pub retired: Option<Secret>,
 }
 
-/// The `hookstorm.toml` file.
-#[derive(Debug, Clone, Deserialize)]
+/// The `hookstorm.toml` file (or the same built from command-line flags).
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TargetFile {
     /// The receiver URL; `{account}` is replaced per delivery.
@@ -136,10 +136,10 @@ impl Target {
         self.secrets.keys().cloned().collect()
     }
 
-    /// A description for reports: the URL without userinfo or query, and the
-    /// probe kind; never a secret.
+    /// A description for reports: the URL without userinfo or query; never a
+    /// secret.
     pub fn describe(&self) -> String {
-        format!("{} (profile {})", redact_url(&self.url), self.profile.name)
+        redact_url(&self.url)
     }
 }
 

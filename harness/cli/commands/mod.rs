@@ -5,6 +5,7 @@ mod check;
 mod run;
 mod schedule;
 mod sign;
+mod target_flags;
 
 use clap::{Parser, Subcommand};
 

@@ -18,10 +18,8 @@ use hookstorm::units::HumanDuration;
 /// Arguments of `hookstorm run`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Target file (hookstorm.toml). Without it (and without --url) the
-    /// built-in reference receiver is started and tested.
-    #[arg(long)]
-    target: Option<PathBuf>,
+    #[command(flatten)]
+    target: super::target_flags::TargetFlags,
     /// Scenario name or .toml file; repeat for several. Default: every scenario.
     #[arg(long = "scenario")]
     scenarios: Vec<String>,
@@ -62,6 +60,13 @@ pub struct Args {
 
 /// Runs the scenarios and returns the verdict's exit code.
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    if let Some(t) = args.time_scale {
+        if !(t.is_finite() && t > 0.0) {
+            return Ok(super::usage_error(format!(
+                "--time-scale {t}: expected a number above 0, like 100"
+            )));
+        }
+    }
     let scenarios = match select_scenarios(&args) {
         Ok(s) => s,
         Err(e) => return Ok(super::usage_error(format!("{e:#}"))),
@@ -76,10 +81,10 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>) -> anyhow::Result<i32> 
     let seed = args.seed.unwrap_or_else(rand_seed);
     let mut reproduce = String::from("hookstorm run");
     let mut embedded = None;
-    let target: Target = match &args.target {
-        Some(path) => {
-            reproduce.push_str(&format!(" --target {}", path.display()));
-            match Target::from_file(path) {
+    let target: Target = match args.target.given() {
+        true => {
+            reproduce.push_str(&args.target.reproduce());
+            match args.target.resolve() {
                 Ok(t) => t,
                 Err(e) => {
                     eprintln!("error: {e}");
@@ -87,7 +92,7 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>) -> anyhow::Result<i32> 
                 }
             }
         }
-        None => {
+        false => {
             let defect = match args
                 .defect
                 .as_deref()

@@ -156,6 +156,8 @@ pub(crate) fn processed_once(
             }
             m
         });
+    // A key stored twice is I2's finding; its effect count is judged once.
+    let mut effect_judged: std::collections::HashSet<(Option<&str>, &str)> = Default::default();
     for (n, row) in rows.iter().enumerate() {
         let aggs = aggs_for_row(agg, view, n);
         let lines = || lines_of(&aggs);
@@ -178,6 +180,9 @@ pub(crate) fn processed_once(
         let Some(m) = &effects_by_key else { continue };
         if !aggs.iter().any(|k| k.has(flag::REAL)) {
             continue; // a phantom row: I4's business
+        }
+        if !effect_judged.insert((row.account.as_deref(), row.key.as_str())) {
+            continue;
         }
         let count: u64 = m
             .get(row.key.as_str())

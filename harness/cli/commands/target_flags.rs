@@ -1,0 +1,200 @@
+//! Target flags of `hookstorm run`: the same fields as `hookstorm.toml`, for
+//! people who would rather not write a file. Flags override the file
+//! (defaults < file < environment < command line).
+
+use std::path::{Path, PathBuf};
+
+use hookstorm::error::{read_toml, ConfigError};
+use hookstorm::probe::SqlProbeConfig;
+use hookstorm::signature::Secret;
+use hookstorm::target::{AccountFile, Target, TargetFile};
+
+/// Flags that describe a target.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TargetFlags {
+    /// Target file (hookstorm.toml). Without it and without --url the
+    /// built-in reference receiver is started and tested.
+    #[arg(long)]
+    pub target: Option<PathBuf>,
+    /// Receiver URL; `{account}` is replaced by each delivery's account.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Sender profile: a built-in name or a .toml file.
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// ACCOUNT=SECRET[,SECRET…] (or just SECRET for account acct_a); repeatable.
+    /// Prefer --secret-env: command lines are visible to other users.
+    #[arg(long = "secret", value_name = "ACCOUNT=SECRETS")]
+    pub secrets: Vec<String>,
+    /// ACCOUNT=VAR (or just VAR for acct_a): the account's secrets come from
+    /// environment variable VAR, comma separated; repeatable.
+    #[arg(long = "secret-env", value_name = "ACCOUNT=VAR")]
+    pub secret_envs: Vec<String>,
+    /// State probe: URL of a GET returning the state JSON.
+    #[arg(long)]
+    pub state_http: Option<String>,
+    /// Environment variable holding the state URL's bearer token.
+    #[arg(long)]
+    pub state_token_env: Option<String>,
+    /// State probe: the receiver's database URL (postgres://… or sqlite://…), default queries.
+    #[arg(long)]
+    pub state_sql: Option<String>,
+    /// State probe: a command that prints the state JSON.
+    #[arg(long)]
+    pub state_command: Option<String>,
+    /// Send to a non-https URL that is not loopback.
+    #[arg(long)]
+    pub allow_insecure: bool,
+}
+
+impl TargetFlags {
+    /// Whether any flag names a target (otherwise the built-in receiver is used).
+    pub fn given(&self) -> bool {
+        self.target.is_some() || self.url.is_some()
+    }
+
+    /// The command-line words that reproduce this target (no secrets: only
+    /// the file, URL and the names of environment variables).
+    pub fn reproduce(&self) -> String {
+        let mut out = String::new();
+        if let Some(t) = &self.target {
+            out.push_str(&format!(" --target {}", t.display()));
+        }
+        if let Some(u) = &self.url {
+            out.push_str(&format!(" --url '{}'", hookstorm::target::redact_url(u)));
+        }
+        if let Some(p) = &self.profile {
+            out.push_str(&format!(" --profile {p}"));
+        }
+        if !self.secrets.is_empty() {
+            out.push_str(" --secret …");
+        }
+        for e in &self.secret_envs {
+            out.push_str(&format!(" --secret-env {e}"));
+        }
+        for (flag, v) in [
+            ("--state-http", &self.state_http),
+            ("--state-token-env", &self.state_token_env),
+            ("--state-command", &self.state_command),
+        ] {
+            if let Some(v) = v {
+                out.push_str(&format!(" {flag} '{v}'"));
+            }
+        }
+        if let Some(v) = &self.state_sql {
+            out.push_str(&format!(
+                " --state-sql '{}'",
+                hookstorm::target::redact_url(v)
+            ));
+        }
+        out
+    }
+
+    /// The target file overridden by the flags, resolved.
+    pub fn resolve(&self) -> Result<Target, ConfigError> {
+        let origin: PathBuf = self
+            .target
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("<command line>"));
+        let mut file: TargetFile = match &self.target {
+            Some(path) => read_toml(path)?,
+            None => TargetFile::default(),
+        };
+        if let Some(u) = &self.url {
+            file.url = u.clone();
+        }
+        if let Some(p) = &self.profile {
+            file.profile = Some(p.clone());
+        }
+        if self.allow_insecure {
+            file.allow_insecure = Some(true);
+        }
+        for spec in &self.secrets {
+            let (account, list) = split_account(spec);
+            let entry = file
+                .accounts
+                .entry(account)
+                .or_insert_with(AccountFile::default);
+            entry.secrets = list
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(Secret::new)
+                .collect();
+        }
+        for spec in &self.secret_envs {
+            let (account, var) = split_account(spec);
+            file.accounts
+                .entry(account)
+                .or_insert_with(AccountFile::default)
+                .secrets_env = Some(var);
+        }
+        let probe_flags = [
+            self.state_http.is_some(),
+            self.state_sql.is_some(),
+            self.state_command.is_some(),
+        ];
+        if probe_flags.iter().any(|f| *f) {
+            file.state = Default::default();
+            file.state.http = self.state_http.clone();
+            file.state.command = self.state_command.clone();
+            file.state.sql = self.state_sql.as_ref().map(|url| SqlProbeConfig {
+                url: url.clone(),
+                ..Default::default()
+            });
+        }
+        if let Some(var) = &self.state_token_env {
+            file.state.token = None;
+            file.state.token_env = Some(var.clone());
+        }
+        if file.url.is_empty() {
+            return Err(ConfigError::invalid(
+                &origin,
+                "no receiver URL (hint: --url URL or url = \"…\" in the target file)",
+            ));
+        }
+        Target::resolve(file, Path::new(&origin))
+    }
+}
+
+/// `acct=value` → (acct, value); a bare value belongs to `acct_a`.
+fn split_account(spec: &str) -> (String, String) {
+    match spec.split_once('=') {
+        Some((a, v)) if !a.is_empty() && !a.contains(',') => (a.to_string(), v.to_string()),
+        _ => ("acct_a".to_string(), spec.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_alone_describe_a_target() {
+        let flags = TargetFlags {
+            url: Some("http://127.0.0.1:9/webhooks/{account}".into()),
+            secrets: vec!["acct_a=s1,s2".into(), "acct_b=s3".into()],
+            state_http: Some("http://127.0.0.1:9/state".into()),
+            ..Default::default()
+        };
+        let t = flags.resolve().unwrap();
+        assert_eq!(t.secrets["acct_a"].len(), 2);
+        assert_eq!(t.accounts(), vec!["acct_a", "acct_b"]);
+        assert!(!flags.reproduce().contains("s1"));
+    }
+
+    #[test]
+    fn no_url_is_a_clear_error() {
+        let flags = TargetFlags {
+            secrets: vec!["s".into()],
+            ..Default::default()
+        };
+        let e = flags.resolve().unwrap_err().to_string();
+        assert!(e.contains("no receiver URL"), "{e}");
+    }
+
+    #[test]
+    fn a_bare_secret_belongs_to_acct_a() {
+        assert_eq!(split_account("abc"), ("acct_a".into(), "abc".into()));
+        assert_eq!(split_account("acct_b=x=y"), ("acct_b".into(), "x=y".into()));
+    }
+}
