@@ -219,3 +219,54 @@ fn flags_alone_test_a_running_receiver_with_secrets_from_the_environment() {
         assert!(!summary.contains(s.expose()) && !text(&out).contains(s.expose()));
     }
 }
+
+#[test]
+fn check_re_reads_stored_files_and_catches_a_lost_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = hookstorm(
+        &[
+            "run",
+            "--scenario-dir",
+            &scenario_dir(),
+            "--scenario",
+            "baseline",
+            "--seed",
+            "12",
+            "--out",
+            "out",
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let base = dir.path().join("out/latest/baseline");
+    let (history, state) = (base.join("history.jsonl"), base.join("state.json"));
+    let o = hookstorm(
+        &["check", history.to_str().unwrap(), state.to_str().unwrap()],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("I1 no-loss"), "{}", text(&o));
+
+    // Drop one acknowledged row from the stored state: I1 must fail.
+    let mut s: serde_json::Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    let lost = s["inbox"].as_array_mut().unwrap().remove(0);
+    let broken = dir.path().join("broken-state.json");
+    std::fs::write(&broken, serde_json::to_vec(&s).unwrap()).unwrap();
+    let o = hookstorm(
+        &["check", history.to_str().unwrap(), broken.to_str().unwrap()],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let key = lost["key"].as_str().unwrap();
+    assert!(
+        text(&o).contains(key),
+        "the lost key is named: {}",
+        text(&o)
+    );
+
+    let o = hookstorm(
+        &["check", "no-such-history.jsonl", state.to_str().unwrap()],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+}

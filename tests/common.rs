@@ -43,7 +43,9 @@ pub fn options(seed: u64, out: &Path, strict: bool) -> RunOptions {
         strict,
         out_dir: out.to_path_buf(),
         concurrency: 32,
-        drain: Duration::from_secs(20),
+        // A correct receiver drains in well under a second here; a broken one
+        // (poison-blocks-batch) never does, and waits this out.
+        drain: Duration::from_secs(6),
         reproduce: "hookstorm run".into(),
     }
 }
@@ -57,18 +59,27 @@ pub async fn run_embedded(
     seed: u64,
     strict: bool,
 ) -> (RunOutcome, tempfile::TempDir) {
+    run_embedded_scaled(defect, db, names, seed, strict, None).await
+}
+
+/// Like [`run_embedded`] with every scenario's time scale overridden.
+pub async fn run_embedded_scaled(
+    defect: Option<Defect>,
+    db: Option<&str>,
+    names: &[&str],
+    seed: u64,
+    strict: bool,
+    time_scale: Option<f64>,
+) -> (RunOutcome, tempfile::TempDir) {
     let out = tempfile::tempdir().expect("tempdir");
     let (receiver, target) = hookstorm_receiver::embedded::start(defect, db)
         .await
         .expect("receiver starts");
-    let outcome = hookstorm::run::run(
-        &target,
-        &scenarios(names),
-        &options(seed, out.path(), strict),
-        &mut |_| {},
-    )
-    .await
-    .expect("run completes");
+    let mut opts = options(seed, out.path(), strict);
+    opts.time_scale = time_scale;
+    let outcome = hookstorm::run::run(&target, &scenarios(names), &opts, &mut |_| {})
+        .await
+        .expect("run completes");
     receiver.shutdown().await;
     (outcome, out)
 }

@@ -96,7 +96,10 @@ async fn caught(
     db: Option<&str>,
 ) {
     let d: Defect = defect.parse().expect("defect name");
-    let (outcome, _dir) = run_embedded(Some(d), db, &[scenario], 5, false).await;
+    // At 1000x a delivery that never succeeds (a redirecting receiver) runs
+    // its whole 10-attempt schedule in under 3 s.
+    let (outcome, _dir) =
+        run_embedded_scaled(Some(d), db, &[scenario], 5, false, Some(1000.0)).await;
     let got = verdict(&outcome.report, scenario, id);
     assert_eq!(
         got,
