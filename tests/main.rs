@@ -10,3 +10,4 @@ mod defects;
 mod determinism;
 mod reference;
 mod sql_probe;
+mod tls;

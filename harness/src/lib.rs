@@ -24,6 +24,7 @@
 //! - [`check`]: the invariants I1–I8 over history and state.
 //! - [`report`]: report.json, junit.xml, summary.md and the console table.
 //! - [`target`]: the target file (URL, accounts, secrets, probe).
+//! - [`tls`]: https for the sender and the HTTP probe.
 //! - [`run`]: the pipeline of `hookstorm run`, scenario by scenario.
 #![warn(missing_docs)]
 
@@ -43,5 +44,6 @@ pub mod sender;
 pub mod signature;
 pub mod state;
 pub mod target;
+pub mod tls;
 pub mod units;
 pub mod workload;

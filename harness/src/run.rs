@@ -104,7 +104,9 @@ pub async fn run(
     );
     let dir = opts.out_dir.join(&run_id);
     std::fs::create_dir_all(&dir).map_err(|e| RunError::Io(format!("{}: {e}", dir.display())))?;
-    let probe = Probe::from_config(&target.state).map_err(|e| RunError::Target(e.to_string()))?;
+    let probe = Probe::from_config(&target.state)
+        .map_err(|e| RunError::Target(e.to_string()))?
+        .with_roots(target.roots.clone());
 
     let mut reports = Vec::new();
     for (i, scenario) in scenarios.iter().enumerate() {
@@ -232,6 +234,7 @@ async fn run_scenario(
     cfg.seed = seed;
     cfg.concurrency = opts.concurrency;
     cfg.max_body = target.max_body;
+    cfg.roots = target.roots.clone();
     cfg.retired = target
         .retired
         .iter()

@@ -46,6 +46,9 @@ pub struct TargetFile {
     /// The receiver's body limit in bytes (oversized bodies go past it).
     #[serde(default)]
     pub max_body: Option<usize>,
+    /// A PEM file of CA certificates to trust for https, beyond the web roots.
+    #[serde(default)]
+    pub ca_cert: Option<std::path::PathBuf>,
     /// Accounts and their secrets.
     pub accounts: BTreeMap<String, AccountFile>,
     /// How to read the receiver's state.
@@ -67,6 +70,8 @@ pub struct Target {
     pub max_body: usize,
     /// The probe configuration.
     pub state: ProbeConfig,
+    /// Extra trusted CA certificates for https.
+    pub roots: crate::tls::TrustedRoots,
 }
 
 /// The default body limit assumed for a receiver (1 MiB).
@@ -121,7 +126,19 @@ impl Target {
             }
             secrets.insert(name, list);
         }
+        let roots = match &file.ca_cert {
+            Some(p) => {
+                let p = path
+                    .parent()
+                    .map(|d| d.join(p))
+                    .unwrap_or_else(|| p.clone());
+                crate::tls::TrustedRoots::load_pem(&p)
+                    .map_err(|e| ConfigError::invalid(path, e.to_string()))?
+            }
+            None => Default::default(),
+        };
         Ok(Target {
+            roots,
             url: file.url,
             profile,
             secrets,

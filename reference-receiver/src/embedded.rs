@@ -83,6 +83,7 @@ pub async fn start(
         secrets,
         retired,
         max_body: DEFAULT_MAX_BODY,
+        roots: Default::default(),
         state: ProbeConfig {
             http: Some(format!("{}/state", spawned.admin_url())),
             token: Some(spawned.admin_token.clone()),

@@ -5,7 +5,10 @@
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::Request;
+use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
+
+use crate::tls::TrustedRoots;
 use hyper_util::rt::TokioExecutor;
 
 use super::{redact_url, ProbeError};
@@ -19,15 +22,9 @@ pub(crate) struct HttpSource {
 
 /// Checks that the probe can call this URL.
 pub(crate) fn check_url(url: &str) -> Result<(), ProbeError> {
-    if url.starts_with("https://") {
+    if !url.starts_with("http://") && !url.starts_with("https://") {
         return Err(ProbeError::Config(format!(
-            "{}: https is not supported for state URLs (hint: serve the admin endpoint over http on a private address, or use a `command` probe with curl)",
-            redact_url(url)
-        )));
-    }
-    if !url.starts_with("http://") {
-        return Err(ProbeError::Config(format!(
-            "{}: expected an http:// URL",
+            "{}: expected an http:// or https:// URL",
             redact_url(url)
         )));
     }
@@ -41,10 +38,12 @@ async fn call(
     url: &str,
     token: Option<&str>,
     body: Option<serde_json::Value>,
+    roots: &TrustedRoots,
 ) -> Result<(u16, Bytes), ProbeError> {
     check_url(url)?;
     let shown = redact_url(url);
-    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let client = Client::builder(TokioExecutor::new())
+        .build::<_, Full<Bytes>>(crate::tls::connector(HttpConnector::new(), roots));
     let mut req = Request::builder().method(method.clone()).uri(url);
     if let Some(t) = token {
         req = req.header(hyper::header::AUTHORIZATION, format!("Bearer {t}"));
@@ -82,8 +81,12 @@ async fn call(
 
 impl HttpSource {
     /// GETs and parses the state.
-    pub async fn read(&self, token: Option<&str>) -> Result<State, ProbeError> {
-        let (_, bytes) = call(hyper::Method::GET, &self.url, token, None).await?;
+    pub async fn read(
+        &self,
+        token: Option<&str>,
+        roots: &TrustedRoots,
+    ) -> Result<State, ProbeError> {
+        let (_, bytes) = call(hyper::Method::GET, &self.url, token, None, roots).await?;
         serde_json::from_slice(&bytes).map_err(|e| {
             ProbeError::Invalid(format!(
                 "GET {}: expected the state JSON {{\"inbox\": [...], ...}} of invariants.md: {e}",
@@ -98,8 +101,9 @@ pub(crate) async fn post(
     url: &str,
     token: Option<&str>,
     body: serde_json::Value,
+    roots: &TrustedRoots,
 ) -> Result<serde_json::Value, ProbeError> {
-    let (_, bytes) = call(hyper::Method::POST, url, token, Some(body)).await?;
+    let (_, bytes) = call(hyper::Method::POST, url, token, Some(body), roots).await?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(serde_json::Value::Null);
     }

@@ -142,6 +142,7 @@ pub struct Probe {
     setup: Option<Action>,
     reconcile: Option<Action>,
     timeout: Duration,
+    roots: crate::tls::TrustedRoots,
 }
 
 impl fmt::Debug for Probe {
@@ -176,7 +177,14 @@ impl Probe {
             setup: Some(Action::Http(sibling_url(url, "setup"))),
             reconcile: Some(Action::Http(sibling_url(url, "reconcile"))),
             timeout: DEFAULT_TIMEOUT,
+            roots: Default::default(),
         }
+    }
+
+    /// Trusts these CA certificates too for https state URLs.
+    pub fn with_roots(mut self, roots: crate::tls::TrustedRoots) -> Probe {
+        self.roots = roots;
+        self
     }
 
     /// Builds a probe from a `[state]` section, validating it.
@@ -252,6 +260,7 @@ impl Probe {
             setup,
             reconcile,
             timeout,
+            roots: Default::default(),
         })
     }
 
@@ -295,7 +304,10 @@ impl Probe {
     pub async fn read_state(&self) -> Result<State, ProbeError> {
         let token = self.token.as_ref().map(Secret::expose);
         match &self.source {
-            Source::Http(h) => self.limit("reading the state", h.read(token)).await,
+            Source::Http(h) => {
+                self.limit("reading the state", h.read(token, &self.roots))
+                    .await
+            }
             Source::Sql(s) => self.limit("reading the state", s.read()).await,
             Source::Command(c) => command::read_state(c, self.timeout).await,
         }
@@ -310,7 +322,10 @@ impl Probe {
     ) -> Result<serde_json::Value, ProbeError> {
         let token = self.token.as_ref().map(Secret::expose);
         match action.ok_or(ProbeError::NotConfigured(name))? {
-            Action::Http(url) => self.limit(name, http::post(url, token, body)).await,
+            Action::Http(url) => {
+                self.limit(name, http::post(url, token, body, &self.roots))
+                    .await
+            }
             Action::Command(c) => command::run_action(c, env, self.timeout).await,
             Action::Sql(statements) => match &self.source {
                 Source::Sql(s) => {

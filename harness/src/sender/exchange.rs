@@ -15,10 +15,11 @@ use hyper_util::client::legacy::Client;
 
 use crate::history::{Intent, Outcome};
 use crate::profile::Profile;
+use crate::tls::TrustedRoots;
 use crate::units::format_duration;
 
-/// The HTTP client the sender uses.
-pub type HttpClient = Client<HttpConnector, Full<Bytes>>;
+/// The HTTP client the sender uses (http and https).
+pub type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
 /// What came back from one exchange.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,7 +36,7 @@ pub struct Answer {
 
 /// Builds a client: keep-alive pool, or a fresh connection per request when
 /// `pooled` is false (for copies that must not share a connection).
-pub fn client(profile: &Profile, pooled: bool) -> HttpClient {
+pub fn client(profile: &Profile, pooled: bool, roots: &TrustedRoots) -> HttpClient {
     let mut conn = HttpConnector::new();
     conn.set_nodelay(true);
     conn.set_connect_timeout(Some(profile.connect_timeout.unwrap_or(profile.timeout)));
@@ -44,7 +45,7 @@ pub fn client(profile: &Profile, pooled: bool) -> HttpClient {
     if !pooled {
         b.pool_max_idle_per_host(0);
     }
-    b.build(conn)
+    b.build(crate::tls::connector(conn, roots))
 }
 
 /// Sends one POST and waits for its answer, up to `timeout`.

@@ -58,6 +58,8 @@ pub struct SendConfig {
     pub retired: BTreeMap<String, Vec<Secret>>,
     /// How long the reachability probe may take per host.
     pub probe_timeout: Duration,
+    /// CA certificates trusted beyond the web roots (https targets).
+    pub roots: crate::tls::TrustedRoots,
 }
 
 impl SendConfig {
@@ -78,6 +80,7 @@ impl SendConfig {
             max_body: 1 << 20,
             retired: BTreeMap::new(),
             probe_timeout: Duration::from_secs(2),
+            roots: Default::default(),
         }
     }
 
@@ -220,10 +223,10 @@ fn prepare(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> Result<
             url: url.clone(),
             reason: format!("{e}"),
         })?;
-        if uri.scheme_str() != Some("http") || uri.host().is_none() {
+        if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
             return Err(SendError::BadUrl {
                 url,
-                reason: "expected http://HOST[:PORT]/PATH (hint: put a TLS-terminating proxy's plain-http side here)".into(),
+                reason: "expected http(s)://HOST[:PORT]/PATH".into(),
             });
         }
         uris.insert(account.clone(), uri);
@@ -277,8 +280,8 @@ fn prepare(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> Result<
     Ok(Ctx {
         scenario: scenario.name.clone(),
         cfg: cfg.clone(),
-        pooled: exchange::client(&cfg.profile, true),
-        fresh: exchange::client(&cfg.profile, false),
+        pooled: exchange::client(&cfg.profile, true, &cfg.roots),
+        fresh: exchange::client(&cfg.profile, false, &cfg.roots),
         sem: Semaphore::new(cfg.concurrency),
         uris,
         keys,
@@ -297,7 +300,13 @@ async fn probe(ctx: &Ctx) -> Result<(), SendError> {
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_string();
-        let port = uri.port_u16().unwrap_or(80);
+        let port = uri
+            .port_u16()
+            .unwrap_or(if uri.scheme_str() == Some("https") {
+                443
+            } else {
+                80
+            });
         if !seen.insert((host.clone(), port)) {
             continue;
         }
