@@ -24,7 +24,7 @@ const EXIT_CODES: &str =
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run scenarios against a receiver (the built-in reference receiver when no target is given).
-    Run(run::Args),
+    Run(Box<run::Args>),
     /// Re-check a stored history against a stored state, without re-running.
     Check(check::Args),
     /// Print the retry schedule of one delivery (attempt, wait, cumulative, min and max).
@@ -36,7 +36,7 @@ enum Command {
 /// Runs the chosen subcommand and returns the process exit code.
 pub fn dispatch(cli: Cli) -> i32 {
     let result = match cli.command {
-        Command::Run(a) => run::run(a),
+        Command::Run(a) => run::run(*a),
         Command::Check(a) => check::run(a),
         Command::Schedule(a) => schedule::run(a),
         Command::Sign(a) => sign::run(a),

@@ -111,10 +111,7 @@ impl TargetFlags {
         }
         for spec in &self.secrets {
             let (account, list) = split_account(spec);
-            let entry = file
-                .accounts
-                .entry(account)
-                .or_insert_with(AccountFile::default);
+            let entry = file.accounts.entry(account).or_default();
             entry.secrets = list
                 .split(',')
                 .filter(|s| !s.is_empty())
@@ -123,10 +120,7 @@ impl TargetFlags {
         }
         for spec in &self.secret_envs {
             let (account, var) = split_account(spec);
-            file.accounts
-                .entry(account)
-                .or_insert_with(AccountFile::default)
-                .secrets_env = Some(var);
+            file.accounts.entry(account).or_default().secrets_env = Some(var);
         }
         let probe_flags = [
             self.state_http.is_some(),
