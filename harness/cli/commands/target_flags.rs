@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use hookstorm::error::{read_toml, ConfigError};
 use hookstorm::probe::SqlProbeConfig;
 use hookstorm::signature::Secret;
-use hookstorm::target::{AccountFile, Target, TargetFile};
+use hookstorm::target::{Target, TargetFile};
 
 /// Flags that describe a target.
 #[derive(Debug, Clone, Default, clap::Args)]
