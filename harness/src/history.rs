@@ -287,6 +287,14 @@ impl HistoryWriter {
 pub fn read(
     path: &Path,
 ) -> Result<impl Iterator<Item = Result<Event, HistoryError>>, HistoryError> {
+    Ok(read_numbered(path)?.map(|r| r.map(|(_, e)| e)))
+}
+
+/// Like [`read`], with each event's 1-based line number (blank lines are
+/// skipped but counted), as the checker's evidence cites them.
+pub fn read_numbered(
+    path: &Path,
+) -> Result<impl Iterator<Item = Result<(u64, Event), HistoryError>>, HistoryError> {
     let file = File::open(path).map_err(|source| HistoryError::Io {
         path: path.into(),
         source,
@@ -301,11 +309,13 @@ pub fn read(
                 path: path.clone(),
                 source,
             })?;
-            serde_json::from_str(&line).map_err(|e| HistoryError::Line {
-                path: path.clone(),
-                line: i + 1,
-                message: e.to_string(),
-            })
+            serde_json::from_str(&line)
+                .map(|e| (i as u64 + 1, e))
+                .map_err(|e| HistoryError::Line {
+                    path: path.clone(),
+                    line: i + 1,
+                    message: e.to_string(),
+                })
         }))
 }
 

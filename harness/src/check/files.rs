@@ -171,29 +171,26 @@ pub enum CheckError {
 pub fn read_numbered(
     path: &Path,
 ) -> Result<impl Iterator<Item = Result<(u64, Event), CheckError>>, CheckError> {
-    let file = File::open(path).map_err(|source| CheckError::Io {
-        path: path.into(),
-        source,
-    })?;
-    let path = path.to_path_buf();
-    Ok(BufReader::with_capacity(1 << 16, file)
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !matches!(l, Ok(s) if s.trim().is_empty()))
-        .map(move |(i, line)| {
-            let line = line.map_err(|source| CheckError::Io {
-                path: path.clone(),
-                source,
-            })?;
-            let n = i as u64 + 1;
-            serde_json::from_str(&line)
-                .map(|e| (n, e))
-                .map_err(|e| CheckError::History {
-                    path: path.clone(),
-                    line: n,
-                    message: e.to_string(),
-                })
-        }))
+    Ok(crate::history::read_numbered(path)
+        .map_err(CheckError::from)?
+        .map(|r| r.map_err(CheckError::from)))
+}
+
+impl From<crate::history::HistoryError> for CheckError {
+    fn from(e: crate::history::HistoryError) -> Self {
+        match e {
+            crate::history::HistoryError::Io { path, source } => CheckError::Io { path, source },
+            crate::history::HistoryError::Line {
+                path,
+                line,
+                message,
+            } => CheckError::History {
+                path,
+                line: line as u64,
+                message,
+            },
+        }
+    }
 }
 
 enum States {
