@@ -25,14 +25,19 @@
 //! - [`report`]: report.json, junit.xml, summary.md and the console table.
 //! - [`target`]: the target file (URL, accounts, secrets, probe).
 //! - [`run`]: the pipeline of `hookstorm run`, scenario by scenario.
+//! - [`lifecycle`]: starting, signalling and restarting the receiver's processes.
+//! - [`tcpproxy`]: a TCP fault proxy between a receiver and its database.
+//! - [`chaos`]: process and database faults carried out during a scenario.
 #![warn(missing_docs)]
 
+pub mod chaos;
 pub mod check;
 pub mod delivery;
 pub mod error;
 pub mod exit;
 pub mod fault;
 pub mod history;
+pub mod lifecycle;
 pub mod probe;
 pub mod profile;
 pub mod report;
@@ -43,5 +48,6 @@ pub mod sender;
 pub mod signature;
 pub mod state;
 pub mod target;
+pub mod tcpproxy;
 pub mod units;
 pub mod workload;
