@@ -302,6 +302,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut p = Process::new("t", "echo hi; exec sleep 30", BTreeMap::new());
         p.spawn(dir.path(), &BTreeMap::new()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
         p.signal(Signal::Stop).unwrap();
         p.signal(Signal::Cont).unwrap();
         assert!(p.running());
