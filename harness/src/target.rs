@@ -12,6 +12,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::{read_toml, ConfigError};
+use crate::lifecycle::{DatabaseConfig, LifecycleConfig};
 use crate::probe::ProbeConfig;
 use crate::profile::Profile;
 use crate::signature::Secret;
@@ -50,6 +51,12 @@ pub struct TargetFile {
     pub accounts: BTreeMap<String, AccountFile>,
     /// How to read the receiver's state.
     pub state: ProbeConfig,
+    /// How to start, watch and restart the receiver (process scenarios).
+    #[serde(default)]
+    pub lifecycle: Option<LifecycleConfig>,
+    /// How to cut the receiver's database (db-outage).
+    #[serde(default)]
+    pub database: Option<DatabaseConfig>,
 }
 
 /// A resolved target, ready to send to.
@@ -67,6 +74,10 @@ pub struct Target {
     pub max_body: usize,
     /// The probe configuration.
     pub state: ProbeConfig,
+    /// Lifecycle control, when the harness owns the receiver's processes.
+    pub lifecycle: Option<LifecycleConfig>,
+    /// Database control (empty when none).
+    pub database: DatabaseConfig,
 }
 
 /// The default body limit assumed for a receiver (1 MiB).
@@ -128,6 +139,8 @@ impl Target {
             retired,
             max_body: file.max_body.unwrap_or(DEFAULT_MAX_BODY),
             state: file.state,
+            lifecycle: file.lifecycle,
+            database: file.database.unwrap_or_default(),
         })
     }
 

@@ -175,6 +175,11 @@ impl Supervisor {
         }
     }
 
+    /// Whether a process has exited (reaping it).
+    pub fn exited(&mut self, role: Role) -> bool {
+        self.process(role).is_some_and(|p| p.exited().is_some())
+    }
+
     /// Sets extra environment for the next starts of a process (failpoints).
     pub fn set_env(&mut self, role: Role, env: BTreeMap<String, String>) {
         match role {

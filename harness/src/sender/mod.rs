@@ -58,6 +58,9 @@ pub struct SendConfig {
     pub retired: BTreeMap<String, Vec<Secret>>,
     /// How long the reachability probe may take per host.
     pub probe_timeout: Duration,
+    /// Spread the deliveries' starts evenly over this (a steady stream for
+    /// process faults to act on); `None` starts them all at once.
+    pub spread: Option<Duration>,
 }
 
 impl SendConfig {
@@ -78,6 +81,7 @@ impl SendConfig {
             max_body: 1 << 20,
             retired: BTreeMap::new(),
             probe_timeout: Duration::from_secs(2),
+            spread: None,
         }
     }
 
@@ -181,9 +185,16 @@ pub async fn send(
             detail: note.detail.clone(),
         }));
     }
+    let gap = cfg
+        .spread
+        .map(|s| s / plan.deliveries.len().max(1) as u32)
+        .filter(|g| !g.is_zero());
     for wave in 0..plan.waves() {
         let mut set = tokio::task::JoinSet::new();
         for d in plan.deliveries.iter().filter(|d| d.wave == wave) {
+            if let Some(gap) = gap {
+                tokio::time::sleep(gap).await;
+            }
             let (ctx, d) = (ctx.clone(), d.clone());
             set.spawn(async move { run_delivery(&ctx, &d).await });
         }
