@@ -172,8 +172,60 @@ pub async fn finish(sup: &mut Supervisor, scenario: &Scenario) -> Result<(), Lif
     sup.ensure_up().await
 }
 
+/// Crash points in force per process: the point, how many crashes it may
+/// still cause, and the seed of the next start.
+#[derive(Debug, Default)]
+struct CrashPoints {
+    points: Vec<(Role, String, u32, u64)>,
+}
+
+impl CrashPoints {
+    fn of(scenario: &Scenario, sup: &Supervisor, seed: u64) -> CrashPoints {
+        let mut points = Vec::new();
+        if sup.supports_failpoints() {
+            for f in &scenario.faults {
+                match f {
+                    FaultSpec::Kill(KillSpec {
+                        failpoint: Some(fp),
+                        count,
+                        ..
+                    }) => points.push((Role::Receiver, fp.clone(), *count, seed)),
+                    FaultSpec::KillWorker(KillWorkerSpec {
+                        failpoint: Some(fp),
+                        count,
+                        ..
+                    }) => points.push((Role::Worker, fp.clone(), *count, seed)),
+                    _ => {}
+                }
+            }
+        }
+        CrashPoints { points }
+    }
+
+    /// Counts a crash of `role` and sets the environment of its next start:
+    /// the point with a fresh seed while crashes remain, else none.
+    fn crashed(&mut self, sup: &mut Supervisor, role: Role) {
+        for (r, fp, left, seed) in &mut self.points {
+            if *r != role {
+                continue;
+            }
+            *left = left.saturating_sub(1);
+            *seed = seed.wrapping_add(1);
+            let env = if *left > 0 {
+                failpoint_env(fp, *seed)
+            } else {
+                BTreeMap::new()
+            };
+            sup.set_env(role, env);
+        }
+    }
+}
+
 /// Runs the scenario's process faults until `done` turns true (the sender
 /// finished); a database cut in progress is always restored first.
+///
+/// Crash points (`failpoint`) fire at most `count` times: after that the
+/// process is restarted without them, so a scenario always ends.
 pub async fn nemesis(
     sup: &mut Supervisor,
     scenario: &Scenario,
@@ -181,6 +233,7 @@ pub async fn nemesis(
     mut done: watch::Receiver<bool>,
 ) -> Actions {
     let mut acts = Actions::default();
+    let mut cps = CrashPoints::of(scenario, sup, seed);
     let start = Instant::now();
     let mut rng = crate::workload::rng_for(seed, &scenario.name, "nemesis", 0);
     for f in &scenario.faults {
@@ -192,7 +245,7 @@ pub async fn nemesis(
                 } else {
                     moments(&mut rng, k.count, k.over.0)
                 };
-                signals(sup, Role::Receiver, k, &moments, start, &mut done, &mut acts).await
+                signals(sup, Role::Receiver, k, &moments, start, &mut done, &mut acts, &mut cps).await
             }
             FaultSpec::KillWorker(k) => {
                 let crash_points = k.failpoint.is_some() && sup.supports_failpoints();
@@ -208,7 +261,7 @@ pub async fn nemesis(
                     pause: Default::default(),
                     failpoint: k.failpoint.clone(),
                 };
-                signals(sup, Role::Worker, &spec, &moments, start, &mut done, &mut acts).await
+                signals(sup, Role::Worker, &spec, &moments, start, &mut done, &mut acts, &mut cps).await
             }
             FaultSpec::CutDatabase(c) => cut(sup, c, start, &mut acts).await,
             _ => Ok(()),
@@ -219,7 +272,7 @@ pub async fn nemesis(
     }
     // Crash points keep firing until the stream ends: keep reviving.
     while !*done.borrow() {
-        if let Err(e) = revive_all(sup, &mut acts).await {
+        if let Err(e) = revive_all(sup, &mut acts, &mut cps).await {
             acts.errors.push(e.to_string());
             break;
         }
@@ -242,17 +295,46 @@ fn moments(rng: &mut impl Rng, count: u32, over: Duration) -> Vec<Duration> {
     m
 }
 
-async fn revive_all(sup: &mut Supervisor, acts: &mut Actions) -> Result<(), LifecycleError> {
+async fn revive_all(
+    sup: &mut Supervisor,
+    acts: &mut Actions,
+    cps: &mut CrashPoints,
+) -> Result<(), LifecycleError> {
     for role in [Role::Receiver, Role::Worker] {
-        if acts.crashes >= MAX_CRASH_RESTARTS {
-            return Ok(());
+        if acts.crashes >= MAX_CRASH_RESTARTS || !sup.exited(role) {
+            continue;
         }
-        if sup.revive(role).await?.is_some() {
-            acts.crashes += 1;
-            acts.restarts += 1;
-        }
+        acts.crashes += 1;
+        cps.crashed(sup, role);
+        restart(sup, role, "it crashed", acts, cps).await?;
     }
     Ok(())
+}
+
+/// Restarts a process; a crash while it starts (a crash point hit by a
+/// request that arrived early) counts as a crash and is restarted again.
+async fn restart(
+    sup: &mut Supervisor,
+    role: Role,
+    why: &str,
+    acts: &mut Actions,
+    cps: &mut CrashPoints,
+) -> Result<(), LifecycleError> {
+    let mut tries = 0;
+    loop {
+        match sup.restart(role, why).await {
+            Ok(()) => {
+                acts.restarts += 1;
+                return Ok(());
+            }
+            Err(LifecycleError::Exited { .. }) if tries < 20 => {
+                tries += 1;
+                acts.crashes += 1;
+                cps.crashed(sup, role);
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Sleeps until `until` while reviving crashed processes; false when `done` fired.
@@ -261,17 +343,19 @@ async fn wait_until(
     until: Instant,
     done: &mut watch::Receiver<bool>,
     acts: &mut Actions,
+    cps: &mut CrashPoints,
 ) -> Result<bool, LifecycleError> {
     while Instant::now() < until {
         if *done.borrow() {
             return Ok(false);
         }
-        revive_all(sup, acts).await?;
+        revive_all(sup, acts, cps).await?;
         tokio::time::sleep(Duration::from_millis(5).min(until - Instant::now())).await;
     }
     Ok(!*done.borrow())
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn signals(
     sup: &mut Supervisor,
     role: Role,
@@ -280,16 +364,18 @@ async fn signals(
     start: Instant,
     done: &mut watch::Receiver<bool>,
     acts: &mut Actions,
+    cps: &mut CrashPoints,
 ) -> Result<(), LifecycleError> {
     for m in moments {
-        if !wait_until(sup, start + *m, done, acts).await? {
+        if !wait_until(sup, start + *m, done, acts, cps).await? {
             break;
         }
         match k.signal {
             KillSignal::Kill => {
                 sup.kill(role).await?;
                 acts.signals += 1;
-                sup.restart(role, "after SIGKILL").await?;
+                restart(sup, role, "after SIGKILL", acts, cps).await?;
+                continue;
             }
             KillSignal::Term => {
                 sup.signal(role, Signal::Term)?;
@@ -302,16 +388,15 @@ async fn signals(
                     tokio::time::sleep(Duration::from_millis(5)).await;
                 }
                 sup.kill(role).await?;
-                sup.restart(role, "after SIGTERM").await?;
+                restart(sup, role, "after SIGTERM", acts, cps).await?;
+                continue;
             }
             KillSignal::Stop => {
                 sup.signal(role, Signal::Stop)?;
                 tokio::time::sleep(k.pause.0).await;
                 sup.signal(role, Signal::Cont)?;
-                continue;
             }
         }
-        acts.restarts += 1;
     }
     Ok(())
 }
