@@ -44,9 +44,14 @@ async fn run_on(
     seed: u64,
 ) -> (RunOutcome, tempfile::TempDir) {
     let out = tempfile::tempdir().expect("tempdir");
-    let outcome = hookstorm::run::run(target, scenarios, &options(seed, out.path(), false), &mut |_| {})
-        .await
-        .expect("run completes");
+    let outcome = hookstorm::run::run(
+        target,
+        scenarios,
+        &options(seed, out.path(), false),
+        &mut |_| {},
+    )
+    .await
+    .expect("run completes");
     (outcome, out)
 }
 
@@ -90,8 +95,8 @@ async fn reference_receiver_on_sqlite_survives_every_process_fault() -> TestResu
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reference_receiver_on_postgres_survives_every_process_fault_and_both_outages(
-) -> TestResult {
+async fn reference_receiver_on_postgres_survives_every_process_fault_and_both_outages() -> TestResult
+{
     let Some(pg) = PgServer::start_or_skip() else {
         return Ok(());
     };
@@ -101,7 +106,10 @@ async fn reference_receiver_on_postgres_survives_every_process_fault_and_both_ou
     let (outcome, _out) = run_on(&c.target, &scenarios(&PROCESS_SCENARIOS), 12).await;
     assert_all_pass(&outcome, "postgres via proxy");
     let history = std::fs::read_to_string(outcome.dir.join("db-outage/history.jsonl"))?;
-    assert!(history.contains("proxy 127.0.0.1"), "the cut went through the proxy");
+    assert!(
+        history.contains("proxy 127.0.0.1"),
+        "the cut went through the proxy"
+    );
     assert!(
         history.contains("\"status\":503"),
         "the receiver answered 503 while its database was gone"
@@ -130,7 +138,11 @@ async fn ack_before_commit_is_caught_by_kill_between_commit_and_ack() -> TestRes
     let c = child(Some(Defect::AckBeforeCommit), None, true);
     let (outcome, _out) = run_on(&c.target, &scenarios(&["kill-between-commit-and-ack"]), 14).await;
     assert_eq!(
-        verdict(&outcome.report, "kill-between-commit-and-ack", InvariantId::I1),
+        verdict(
+            &outcome.report,
+            "kill-between-commit-and-ack",
+            InvariantId::I1
+        ),
         Some(Verdict::Fail),
         "{:#?}",
         non_passing(&outcome.report)
@@ -272,7 +284,10 @@ fn ctrl_c_mid_run_leaves_no_receiver_process_behind() -> TestResult {
         if let Some(s) = run.try_wait()? {
             break s;
         }
-        assert!(Instant::now() < deadline, "hookstorm did not exit on SIGINT");
+        assert!(
+            Instant::now() < deadline,
+            "hookstorm did not exit on SIGINT"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(status.code(), Some(130));

@@ -26,8 +26,8 @@ use crate::scenario::{
     CutDatabaseSpec, CutMode, CutVia, FaultSpec, KillSignal, KillSpec, KillWorkerSpec, Scenario,
 };
 use crate::state::State;
-use crate::tcpproxy::Mode;
 use crate::target::Target;
+use crate::tcpproxy::Mode;
 
 /// Most restarts after crash points in one scenario (a receiver that
 /// crashes on every request would otherwise loop for ever).
@@ -122,17 +122,23 @@ impl Actions {
 }
 
 /// Sets failpoint environments and restarts what needs it, before sending.
-pub async fn prepare(sup: &mut Supervisor, scenario: &Scenario, seed: u64) -> Result<(), LifecycleError> {
+pub async fn prepare(
+    sup: &mut Supervisor,
+    scenario: &Scenario,
+    seed: u64,
+) -> Result<(), LifecycleError> {
     if !sup.supports_failpoints() {
         return Ok(());
     }
     for f in &scenario.faults {
         let (role, fp) = match f {
             FaultSpec::Kill(KillSpec {
-                failpoint: Some(fp), ..
+                failpoint: Some(fp),
+                ..
             }) => (Role::Receiver, fp),
             FaultSpec::KillWorker(KillWorkerSpec {
-                failpoint: Some(fp), ..
+                failpoint: Some(fp),
+                ..
             }) => (Role::Worker, fp),
             _ => continue,
         };
@@ -245,7 +251,17 @@ pub async fn nemesis(
                 } else {
                     moments(&mut rng, k.count, k.over.0)
                 };
-                signals(sup, Role::Receiver, k, &moments, start, &mut done, &mut acts, &mut cps).await
+                signals(
+                    sup,
+                    Role::Receiver,
+                    k,
+                    &moments,
+                    start,
+                    &mut done,
+                    &mut acts,
+                    &mut cps,
+                )
+                .await
             }
             FaultSpec::KillWorker(k) => {
                 let crash_points = k.failpoint.is_some() && sup.supports_failpoints();
@@ -261,7 +277,17 @@ pub async fn nemesis(
                     pause: Default::default(),
                     failpoint: k.failpoint.clone(),
                 };
-                signals(sup, Role::Worker, &spec, &moments, start, &mut done, &mut acts, &mut cps).await
+                signals(
+                    sup,
+                    Role::Worker,
+                    &spec,
+                    &moments,
+                    start,
+                    &mut done,
+                    &mut acts,
+                    &mut cps,
+                )
+                .await
             }
             FaultSpec::CutDatabase(c) => cut(sup, c, start, &mut acts).await,
             _ => Ok(()),
@@ -444,7 +470,9 @@ impl Tally {
             .collect();
         let mut counts: BTreeMap<(Option<String>, &str), usize> = BTreeMap::new();
         for r in &state.inbox {
-            *counts.entry((r.account.clone(), r.key.as_str())).or_default() += 1;
+            *counts
+                .entry((r.account.clone(), r.key.as_str()))
+                .or_default() += 1;
         }
         let mut t = Tally {
             doubled: counts.values().filter(|n| **n > 1).count(),
@@ -513,7 +541,9 @@ mod tests {
     fn a_cut_uses_the_proxy_first_and_names_what_is_missing() {
         let spec: CutDatabaseSpec = toml::from_str("via = \"auto\"").unwrap();
         let mut db = crate::lifecycle::DatabaseConfig::default();
-        assert!(choose_cut(&spec, &db).unwrap_err().contains("needs database control"));
+        assert!(choose_cut(&spec, &db)
+            .unwrap_err()
+            .contains("needs database control"));
         db.stop = Some("x".into());
         db.start = Some("y".into());
         assert_eq!(choose_cut(&spec, &db).unwrap(), Cut::Commands);

@@ -272,7 +272,7 @@ async fn run_scenario(
         .map(|(k, v)| (k.clone(), vec![v.clone()]))
         .collect();
     cfg.spread = chaos::spread(scenario);
-    let (sent, actions) = match supervisor.as_deref_mut() {
+    let (sent, actions) = match supervisor {
         Some(sup) if chaos::applies(scenario) => {
             sup.attach(sink.clone(), &scenario.name, &dir);
             let mut actions = chaos::Actions::default();

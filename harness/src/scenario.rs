@@ -664,7 +664,9 @@ impl Scenario {
                 }
                 FaultSpec::CutDatabase(c) => {
                     if c.duration.0.is_zero() || c.duration.0 > Duration::from_secs(3600) {
-                        return Err("cut-database duration: expected more than 0 and at most 1h".into());
+                        return Err(
+                            "cut-database duration: expected more than 0 and at most 1h".into()
+                        );
                     }
                 }
             }

@@ -239,6 +239,15 @@ mod tests {
     }
 
     #[test]
+    fn lifecycle_and_database_tables_are_read_from_the_target_file() {
+        let text = "url = \"http://127.0.0.1:1/w\"\n[accounts.acct_a]\nsecrets = [\"s\"]\n[state]\nhttp = \"http://127.0.0.1:2/state\"\n[lifecycle]\nstart = \"./r\"\nready = { tcp = \"127.0.0.1:1\" }\n[lifecycle.worker]\nstart = \"./w\"\n[database]\nproxy = { listen = \"127.0.0.1:3\", upstream = \"127.0.0.1:5432\" }\n";
+        let file: TargetFile = crate::error::parse_toml(Path::new("t.toml"), text).unwrap();
+        let t = Target::resolve(file, Path::new("t.toml")).unwrap();
+        assert_eq!(t.lifecycle.unwrap().worker.unwrap().start, "./w");
+        assert_eq!(t.database.proxy.unwrap().upstream, "127.0.0.1:5432");
+    }
+
+    #[test]
     fn a_missing_secret_env_is_a_clear_error() {
         let text = "url = \"http://127.0.0.1:1/w\"\n[accounts.acct_a]\nsecrets_env = \"HOOKSTORM_TEST_UNSET_VAR\"\n[state]\nhttp = \"http://127.0.0.1:2/state\"\n";
         let file: TargetFile = crate::error::parse_toml(Path::new("t.toml"), text).unwrap();

@@ -8,14 +8,14 @@
 
 use std::net::SocketAddr;
 
-use anyhow::{bail, Context, Result};
-use clap::{Args, Parser, Subcommand};
-use hookstorm::profile::Profile;
-use hookstorm::signature::Secret;
 use crate::config::parse_size;
 use crate::failpoint::Failpoints;
 use crate::store::{Keying, StoreOptions, WorkerRules};
 use crate::{open_store_with, Account, Config, Defect};
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use hookstorm::profile::Profile;
+use hookstorm::signature::Secret;
 use tokio::net::TcpListener;
 
 /// The reference webhook receiver: verify, write, acknowledge, process.

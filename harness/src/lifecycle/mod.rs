@@ -240,7 +240,9 @@ start = "./worker"
         let l: LifecycleConfig =
             toml::from_str("start = \"x\"\nready = { tcp = \"127.0.0.1:1\" }\n").unwrap();
         assert!(matches!(l.ready, Ready::Tcp { .. }));
-        assert!(toml::from_str::<LifecycleConfig>("start = \"x\"\nready = { udp = \"x\" }\n").is_err());
+        assert!(
+            toml::from_str::<LifecycleConfig>("start = \"x\"\nready = { udp = \"x\" }\n").is_err()
+        );
     }
 
     #[test]

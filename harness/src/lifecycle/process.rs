@@ -293,7 +293,11 @@ mod tests {
         assert!(live_groups().contains(&(pid as i32)));
         drop(p);
         tokio::time::sleep(Duration::from_millis(100)).await;
-        assert_eq!(group_members(pid as i32), Vec::<i32>::new(), "the group survived its owner");
+        assert_eq!(
+            group_members(pid as i32),
+            Vec::<i32>::new(),
+            "the group survived its owner"
+        );
         assert!(!live_groups().contains(&(pid as i32)));
     }
 

@@ -97,12 +97,14 @@ impl Supervisor {
         log_dir: &Path,
     ) -> Result<Supervisor, LifecycleError> {
         let proxy = match &db.proxy {
-            Some(p) => Some(Proxy::start(&p.listen, &p.upstream).await.map_err(|source| {
-                LifecycleError::Proxy {
-                    listen: p.listen.clone(),
-                    source,
-                }
-            })?),
+            Some(p) => Some(
+                Proxy::start(&p.listen, &p.upstream)
+                    .await
+                    .map_err(|source| LifecycleError::Proxy {
+                        listen: p.listen.clone(),
+                        source,
+                    })?,
+            ),
             None => None,
         };
         let receiver = Process::new("receiver", &cfg.start, cfg.env.clone());
@@ -249,7 +251,12 @@ impl Supervisor {
         };
         self.record(
             fault,
-            format!("{} {} (pid {})", signal.name(), role.name(), pid.unwrap_or(0)),
+            format!(
+                "{} {} (pid {})",
+                signal.name(),
+                role.name(),
+                pid.unwrap_or(0)
+            ),
             None,
         );
         Ok(())
@@ -408,7 +415,11 @@ fn lock_sqlite(path: &Path) -> Result<SqliteLock, LifecycleError> {
 }
 
 /// Waits until `ready` holds, failing early when the process exits.
-async fn wait_ready(p: &mut Process, ready: &Ready, timeout: Duration) -> Result<(), LifecycleError> {
+async fn wait_ready(
+    p: &mut Process,
+    ready: &Ready,
+    timeout: Duration,
+) -> Result<(), LifecycleError> {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(status) = p.exited() {

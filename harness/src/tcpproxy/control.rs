@@ -45,7 +45,12 @@ async fn route(proxy: Arc<Proxy>, req: Request<Incoming>) -> Response<Full<Bytes
         (&Method::POST, "/mode") => {
             let body = match Limited::new(req.into_body(), 4096).collect().await {
                 Ok(b) => b.to_bytes(),
-                Err(_) => return json(StatusCode::BAD_REQUEST, r#"{"error":"body too large"}"#.into()),
+                Err(_) => {
+                    return json(
+                        StatusCode::BAD_REQUEST,
+                        r#"{"error":"body too large"}"#.into(),
+                    )
+                }
             };
             match serde_json::from_slice::<Mode>(&body) {
                 Ok(m) => {

@@ -227,7 +227,12 @@ async fn handle(shared: Arc<Shared>, client: TcpStream) {
     pump(shared, client, upstream, rx).await;
 }
 
-async fn pump(shared: Arc<Shared>, mut a: TcpStream, mut b: TcpStream, mut rx: watch::Receiver<Mode>) {
+async fn pump(
+    shared: Arc<Shared>,
+    mut a: TcpStream,
+    mut b: TcpStream,
+    mut rx: watch::Receiver<Mode>,
+) {
     let mut buf_a = vec![0u8; 16 * 1024];
     let mut buf_b = vec![0u8; 16 * 1024];
     loop {
@@ -368,7 +373,11 @@ mod tests {
         let mut d = TcpStream::connect(p.local_addr()).await.unwrap();
         let t = std::time::Instant::now();
         assert!(roundtrip(&mut d).await.is_ok());
-        assert!(t.elapsed() >= Duration::from_millis(200), "{:?}", t.elapsed());
+        assert!(
+            t.elapsed() >= Duration::from_millis(200),
+            "{:?}",
+            t.elapsed()
+        );
     }
 
     #[test]
