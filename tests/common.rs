@@ -17,11 +17,16 @@ pub fn scenario_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")
 }
 
-/// Loads scenarios by name (all when `names` is empty).
+/// Loads scenarios by name (when `names` is empty: all but the process
+/// scenarios, which need the receiver as a child process; tests/chaos.rs
+/// runs those).
 pub fn scenarios(names: &[&str]) -> Vec<Scenario> {
     let all = Scenario::load_dir(&scenario_dir()).expect("shipped scenarios load");
     if names.is_empty() {
-        return all;
+        return all
+            .into_iter()
+            .filter(|s| !hookstorm::chaos::applies(s))
+            .collect();
     }
     names
         .iter()

@@ -147,8 +147,8 @@ async fn duplicates_answered_409_fail_only_under_strict() {
 #[test]
 fn the_matrix_names_every_variant_the_harness_can_reach_without_process_control() {
     // ack-before-commit and ok-while-database-down need a killed process or a
-    // cut database (kill-between-commit-and-ack, db-outage); every other
-    // variant must be in the matrix.
+    // cut database (kill-between-commit-and-ack, db-outage): tests/chaos.rs
+    // proves those are caught; every other variant must be in the matrix.
     let needs_process_control = ["ack-before-commit", "ok-while-database-down"];
     for d in Defect::ALL {
         let name = d.name();

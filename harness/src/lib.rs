@@ -26,14 +26,19 @@
 //! - [`target`]: the target file (URL, accounts, secrets, probe).
 //! - [`tls`]: https for the sender and the HTTP probe.
 //! - [`run`]: the pipeline of `hookstorm run`, scenario by scenario.
+//! - [`lifecycle`]: starting, signalling and restarting the receiver's processes.
+//! - [`tcpproxy`]: a TCP fault proxy between a receiver and its database.
+//! - [`chaos`]: process and database faults carried out during a scenario.
 #![warn(missing_docs)]
 
+pub mod chaos;
 pub mod check;
 pub mod delivery;
 pub mod error;
 pub mod exit;
 pub mod fault;
 pub mod history;
+pub mod lifecycle;
 pub mod probe;
 pub mod profile;
 pub mod report;
@@ -45,5 +50,6 @@ pub mod signature;
 pub mod state;
 pub mod target;
 pub mod tls;
+pub mod tcpproxy;
 pub mod units;
 pub mod workload;

@@ -10,8 +10,10 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::chaos;
 use crate::check::{self, CheckOptions, InvariantId, ScenarioCheck};
 use crate::history::{self, Event, HistorySink, RunHeader};
+use crate::lifecycle::Supervisor;
 use crate::probe::{Probe, ProbeError};
 use crate::report::{self, RunReport, ScenarioReport};
 use crate::scenario::Scenario;
@@ -107,6 +109,16 @@ pub async fn run(
     let probe = Probe::from_config(&target.state)
         .map_err(|e| RunError::Target(e.to_string()))?
         .with_roots(target.roots.clone());
+    // With lifecycle control the harness owns the receiver's processes for the
+    // whole run; dropping the supervisor (error, Ctrl-C) kills them.
+    let mut supervisor = match &target.lifecycle {
+        Some(life) => Some(
+            Supervisor::start(life.clone(), target.database.clone(), &dir)
+                .await
+                .map_err(|e| RunError::Target(e.to_string()))?,
+        ),
+        None => None,
+    };
 
     let mut reports = Vec::new();
     for (i, scenario) in scenarios.iter().enumerate() {
@@ -115,9 +127,21 @@ pub async fn run(
             index: i + 1,
             total: scenarios.len(),
         });
-        let report = run_scenario(target, &probe, scenario, opts, &dir, &run_id).await?;
+        let report = run_scenario(
+            target,
+            &probe,
+            scenario,
+            opts,
+            &dir,
+            &run_id,
+            supervisor.as_mut(),
+        )
+        .await?;
         on_event(RunEvent::ScenarioFinished(&report));
         reports.push(report);
+    }
+    if let Some(sup) = supervisor.take() {
+        sup.shutdown().await;
     }
 
     let time_scale = opts.time_scale.unwrap_or(opts.default_time_scale);
@@ -146,6 +170,7 @@ async fn run_scenario(
     opts: &RunOptions,
     run_dir: &Path,
     run_id: &str,
+    mut supervisor: Option<&mut Supervisor>,
 ) -> Result<ScenarioReport, RunError> {
     let started = Instant::now();
     let seed = scenario_seed(opts.seed, &scenario.name);
@@ -179,12 +204,16 @@ async fn run_scenario(
         .iter()
         .filter(|a| !target.secrets.contains_key(*a))
         .collect();
-    if !missing.is_empty() {
-        let reason = format!(
+    let skip = if !missing.is_empty() {
+        Some(format!(
             "needs account(s) {} that the target does not define (hint: add [accounts.NAME] to the target file, or --skip {})",
             missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
             scenario.name
-        );
+        ))
+    } else {
+        chaos::missing_control(scenario, target)
+    };
+    if let Some(reason) = skip {
         let check = check::check(
             std::iter::empty(),
             &scenario.name,
@@ -225,6 +254,11 @@ async fn run_scenario(
     });
     sink.write(header)
         .map_err(|e| RunError::Io(e.to_string()))?;
+    if let Some(sup) = supervisor.as_deref_mut() {
+        if let Err(e) = sup.ensure_up().await {
+            return Err(RunError::Target(e.to_string()));
+        }
+    }
     let mut cfg = SendConfig::new(
         target.url.clone(),
         target.profile.clone(),
@@ -240,7 +274,34 @@ async fn run_scenario(
         .iter()
         .map(|(k, v)| (k.clone(), vec![v.clone()]))
         .collect();
-    let sent = sender::send(scenario, &cfg, &sink).await;
+    cfg.spread = chaos::spread(scenario);
+    let (sent, actions) = match supervisor {
+        Some(sup) if chaos::applies(scenario) => {
+            sup.attach(sink.clone(), &scenario.name, &dir);
+            let mut actions = chaos::Actions::default();
+            if let Err(e) = chaos::prepare(sup, scenario, seed).await {
+                actions.errors.push(e.to_string());
+            }
+            let (done_tx, done_rx) = tokio::sync::watch::channel(false);
+            let send = async {
+                let r = sender::send(scenario, &cfg, &sink).await;
+                let _ = done_tx.send(true);
+                r
+            };
+            let (sent, acted) = tokio::join!(send, chaos::nemesis(sup, scenario, seed, done_rx));
+            actions.signals += acted.signals;
+            actions.crashes += acted.crashes;
+            actions.restarts += acted.restarts;
+            actions.cuts += acted.cuts;
+            actions.errors.extend(acted.errors);
+            if let Err(e) = chaos::finish(sup, scenario).await {
+                actions.errors.push(e.to_string());
+            }
+            sup.detach();
+            (sent, Some(actions))
+        }
+        _ => (sender::send(scenario, &cfg, &sink).await, None),
+    };
     sink.finish().map_err(|e| RunError::Io(e.to_string()))?;
     let summary = match sent {
         Ok(s) => s,
@@ -263,10 +324,18 @@ async fn run_scenario(
             .map_err(|e| RunError::Io(format!("{}: {e}", state_path.display())))?;
     }
     let probe_error = state.as_ref().err().map(|e| e.to_string());
-    let events = history::read(&history_path)
+    let events: Vec<(u64, Event)> = history::read(&history_path)
         .map_err(|e| RunError::Io(e.to_string()))?
         .enumerate()
-        .filter_map(|(i, e)| e.ok().map(|e| (i as u64 + 1, e)));
+        .filter_map(|(i, e)| e.ok().map(|e| (i as u64 + 1, e)))
+        .collect();
+    if let Some(acts) = &actions {
+        let tally = state
+            .as_ref()
+            .ok()
+            .map(|s| chaos::Tally::measure(events.iter().map(|(_, e)| e), s));
+        notes.push(chaos::note(acts, tally.as_ref()));
+    }
     let state_ref = match &state {
         Ok(s) => Ok(s),
         Err(_) => Err(probe_error.as_deref().unwrap_or("probe failed")),

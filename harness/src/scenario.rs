@@ -107,6 +107,12 @@ pub enum FaultSpec {
     DropAck(DropAckSpec),
     /// Add forged, test, oversized and rotated-key deliveries.
     Tamper(TamperSpec),
+    /// Signal the receiver process (SIGKILL by default) under load and restart it.
+    Kill(KillSpec),
+    /// Cut the receiver's database for a while under load.
+    CutDatabase(CutDatabaseSpec),
+    /// Kill the separate worker process mid-batch and restart it.
+    KillWorker(KillWorkerSpec),
 }
 
 impl FaultSpec {
@@ -117,8 +123,162 @@ impl FaultSpec {
             FaultSpec::Reorder(_) => "reorder",
             FaultSpec::DropAck(_) => "drop-ack",
             FaultSpec::Tamper(_) => "tamper",
+            FaultSpec::Kill(_) => "kill",
+            FaultSpec::CutDatabase(_) => "cut-database",
+            FaultSpec::KillWorker(_) => "kill-worker",
         }
     }
+
+    /// Whether the fault acts on processes or the database (lifecycle
+    /// control) rather than on the delivery stream.
+    pub fn is_process_fault(&self) -> bool {
+        matches!(
+            self,
+            FaultSpec::Kill(_) | FaultSpec::CutDatabase(_) | FaultSpec::KillWorker(_)
+        )
+    }
+
+    /// How long a process fault spreads the deliveries' first attempts over
+    /// (a steady stream to act on).
+    pub fn spread(&self) -> Option<Duration> {
+        match self {
+            FaultSpec::Kill(k) => Some(k.over.0),
+            FaultSpec::CutDatabase(c) => Some(c.over.0),
+            FaultSpec::KillWorker(k) => Some(k.over.0),
+            _ => None,
+        }
+    }
+}
+
+/// The signal of a `kill` fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KillSignal {
+    /// SIGKILL, then restart.
+    Kill,
+    /// SIGTERM (graceful), then restart.
+    Term,
+    /// SIGSTOP for `pause`, then SIGCONT.
+    Stop,
+}
+
+/// `kind = "kill"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KillSpec {
+    /// The signal.
+    #[serde(default = "default_signal")]
+    pub signal: KillSignal,
+    /// How many times, at seeded random moments within `over`.
+    #[serde(default = "default_kills")]
+    pub count: u32,
+    /// The steady stream's length: first attempts are spread over it.
+    #[serde(default = "default_over")]
+    pub over: HumanDuration,
+    /// SIGSTOP only: how long the process stays paused.
+    #[serde(default = "default_pause")]
+    pub pause: HumanDuration,
+    /// A crash point the receiver fires itself (`crash-after-commit=1/8`),
+    /// used instead of timed kills when the target's lifecycle says
+    /// `failpoints = true`.
+    #[serde(default)]
+    pub failpoint: Option<String>,
+}
+
+/// `kind = "kill-worker"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KillWorkerSpec {
+    /// How many SIGKILLs, at seeded random moments within `over`.
+    #[serde(default = "default_kills")]
+    pub count: u32,
+    /// The steady stream's length.
+    #[serde(default = "default_over")]
+    pub over: HumanDuration,
+    /// A worker crash point (`crash-in-worker=3`) used instead of timed
+    /// kills when the target's lifecycle says `failpoints = true`.
+    #[serde(default)]
+    pub failpoint: Option<String>,
+}
+
+/// How a database is cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CutVia {
+    /// The fault proxy if configured, else the stop/start commands, else a SQLite lock.
+    Auto,
+    /// The fault proxy.
+    Proxy,
+    /// The stop and start commands.
+    Commands,
+    /// An exclusive lock on the SQLite file.
+    SqliteLock,
+}
+
+/// What the fault proxy does during the cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CutMode {
+    /// Reset new connections.
+    Refuse,
+    /// Reset existing and new connections.
+    Reset,
+    /// Swallow traffic: the receiver's own timeouts must end its waits.
+    Blackhole,
+    /// Delay every chunk by `latency`.
+    Latency,
+}
+
+/// `kind = "cut-database"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CutDatabaseSpec {
+    /// How.
+    #[serde(default = "default_via")]
+    pub via: CutVia,
+    /// Proxy mode.
+    #[serde(default = "default_cut_mode")]
+    pub mode: CutMode,
+    /// Proxy latency mode: the delay per chunk.
+    #[serde(default = "default_latency")]
+    pub latency: HumanDuration,
+    /// When the cut starts, after sending starts.
+    #[serde(default = "default_at")]
+    pub at: HumanDuration,
+    /// How long the database stays cut (real time, never scaled).
+    #[serde(default = "default_outage")]
+    pub duration: HumanDuration,
+    /// The steady stream's length.
+    #[serde(default = "default_over")]
+    pub over: HumanDuration,
+}
+
+fn default_signal() -> KillSignal {
+    KillSignal::Kill
+}
+fn default_kills() -> u32 {
+    3
+}
+fn default_over() -> HumanDuration {
+    HumanDuration(Duration::from_secs(2))
+}
+fn default_pause() -> HumanDuration {
+    HumanDuration(Duration::from_millis(500))
+}
+fn default_via() -> CutVia {
+    CutVia::Auto
+}
+fn default_cut_mode() -> CutMode {
+    CutMode::Reset
+}
+fn default_latency() -> HumanDuration {
+    HumanDuration(Duration::from_millis(200))
+}
+fn default_at() -> HumanDuration {
+    HumanDuration(Duration::from_millis(300))
+}
+fn default_outage() -> HumanDuration {
+    HumanDuration(Duration::from_secs(1))
 }
 
 /// How duplicates are sent.
@@ -491,6 +651,22 @@ impl Scenario {
                     }
                     if t.each > 1000 {
                         return Err("tamper each: expected at most 1000".into());
+                    }
+                }
+                FaultSpec::Kill(KillSpec { count, over, .. })
+                | FaultSpec::KillWorker(KillWorkerSpec { count, over, .. }) => {
+                    if *count > 1000 {
+                        return Err(format!("{} count: expected at most 1000", f.name()));
+                    }
+                    if over.0 > Duration::from_secs(3600) {
+                        return Err(format!("{} over: expected at most 1h", f.name()));
+                    }
+                }
+                FaultSpec::CutDatabase(c) => {
+                    if c.duration.0.is_zero() || c.duration.0 > Duration::from_secs(3600) {
+                        return Err(
+                            "cut-database duration: expected more than 0 and at most 1h".into()
+                        );
                     }
                 }
             }

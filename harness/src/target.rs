@@ -12,6 +12,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::{read_toml, ConfigError};
+use crate::lifecycle::{DatabaseConfig, LifecycleConfig};
 use crate::probe::ProbeConfig;
 use crate::profile::Profile;
 use crate::signature::Secret;
@@ -53,6 +54,12 @@ pub struct TargetFile {
     pub accounts: BTreeMap<String, AccountFile>,
     /// How to read the receiver's state.
     pub state: ProbeConfig,
+    /// How to start, watch and restart the receiver (process scenarios).
+    #[serde(default)]
+    pub lifecycle: Option<LifecycleConfig>,
+    /// How to cut the receiver's database (db-outage).
+    #[serde(default)]
+    pub database: Option<DatabaseConfig>,
 }
 
 /// A resolved target, ready to send to.
@@ -72,6 +79,10 @@ pub struct Target {
     pub state: ProbeConfig,
     /// Extra trusted CA certificates for https.
     pub roots: crate::tls::TrustedRoots,
+    /// Lifecycle control, when the harness owns the receiver's processes.
+    pub lifecycle: Option<LifecycleConfig>,
+    /// Database control (empty when none).
+    pub database: DatabaseConfig,
 }
 
 /// The default body limit assumed for a receiver (1 MiB).
@@ -145,6 +156,8 @@ impl Target {
             retired,
             max_body: file.max_body.unwrap_or(DEFAULT_MAX_BODY),
             state: file.state,
+            lifecycle: file.lifecycle,
+            database: file.database.unwrap_or_default(),
         })
     }
 
@@ -240,6 +253,15 @@ mod tests {
         let file: TargetFile = read_toml(&path).unwrap_or_else(|e| panic!("{e}"));
         assert!(file.url.contains("{account}"));
         assert!(!file.accounts.is_empty());
+    }
+
+    #[test]
+    fn lifecycle_and_database_tables_are_read_from_the_target_file() {
+        let text = "url = \"http://127.0.0.1:1/w\"\n[accounts.acct_a]\nsecrets = [\"s\"]\n[state]\nhttp = \"http://127.0.0.1:2/state\"\n[lifecycle]\nstart = \"./r\"\nready = { tcp = \"127.0.0.1:1\" }\n[lifecycle.worker]\nstart = \"./w\"\n[database]\nproxy = { listen = \"127.0.0.1:3\", upstream = \"127.0.0.1:5432\" }\n";
+        let file: TargetFile = crate::error::parse_toml(Path::new("t.toml"), text).unwrap();
+        let t = Target::resolve(file, Path::new("t.toml")).unwrap();
+        assert_eq!(t.lifecycle.unwrap().worker.unwrap().start, "./w");
+        assert_eq!(t.database.proxy.unwrap().upstream, "127.0.0.1:5432");
     }
 
     #[test]

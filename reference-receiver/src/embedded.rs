@@ -89,6 +89,8 @@ pub async fn start(
             token: Some(spawned.admin_token.clone()),
             ..Default::default()
         },
+        lifecycle: None,
+        database: Default::default(),
     };
     Ok((Embedded { spawned, _dir: dir }, target))
 }

@@ -20,9 +20,13 @@
 //! - [`reconcile`]: fetching missing tasks from the provider API.
 //! - [`server`]: listeners, graceful shutdown, [`run`] and [`spawn`].
 //! - [`pgtest`]: a private Postgres server for tests.
+//! - [`cli`]: the command line (also `hookstorm receiver`).
+//! - [`child`]: the reference receiver as a supervised child process.
 #![warn(missing_docs)]
 
 pub mod admin;
+pub mod child;
+pub mod cli;
 pub mod config;
 pub mod defect;
 pub mod embedded;

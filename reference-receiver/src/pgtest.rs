@@ -237,6 +237,33 @@ impl PgServer {
         Ok(self.database_url(&name))
     }
 
+    /// Shell commands that stop (`-m immediate`) and start this server, for
+    /// a target's `[database] stop` / `start` (process scenarios).
+    pub fn ctl_commands(&self) -> (String, String) {
+        use hookstorm::lifecycle::shell_quote as q;
+        let exe = self.bin.join("pg_ctl");
+        let prefix = if self.as_postgres {
+            format!("runuser -u postgres -- {}", q(&exe.to_string_lossy()))
+        } else {
+            q(&exe.to_string_lossy())
+        };
+        let data = q(&self.datadir().to_string_lossy());
+        let opts = format!(
+            "-p {} -c listen_addresses=127.0.0.1 -k {} -c fsync=on -c shared_buffers=16MB -c max_connections=60",
+            self.port,
+            self.socket.path().display()
+        );
+        let log = self.data.path().join("server.log");
+        (
+            format!("{prefix} -D {data} -m immediate -w stop"),
+            format!(
+                "{prefix} -D {data} -l {} -o {} -w -t 30 start",
+                q(&log.to_string_lossy()),
+                q(&opts)
+            ),
+        )
+    }
+
     /// The data directory.
     pub fn data_dir(&self) -> &Path {
         self.data.path()

@@ -2,6 +2,7 @@
 //! its exit code.
 
 mod check;
+mod proxy;
 mod run;
 mod schedule;
 mod sign;
@@ -31,6 +32,10 @@ enum Command {
     Schedule(schedule::Args),
     /// Print the headers a real sender would send for a body read from stdin.
     Sign(sign::Args),
+    /// Run a TCP fault proxy (refuse, reset, blackhole, latency) with a small HTTP control API.
+    Proxy(proxy::Args),
+    /// Run the reference receiver (as `hookstorm-receiver` does); lifecycle targets start it with `{hookstorm} receiver`.
+    Receiver(hookstorm_receiver::cli::Cli),
 }
 
 /// Runs the chosen subcommand and returns the process exit code.
@@ -40,6 +45,8 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Check(a) => check::run(a),
         Command::Schedule(a) => schedule::run(a),
         Command::Sign(a) => sign::run(a),
+        Command::Proxy(a) => proxy::run(a),
+        Command::Receiver(cli) => Ok(hookstorm_receiver::cli::main_with(cli)),
     };
     match result {
         Ok(code) => code,

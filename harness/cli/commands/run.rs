@@ -3,7 +3,10 @@
 //! With no target at all, it starts the built-in reference receiver on an
 //! embedded SQLite database in a temporary folder and tests that: the main
 //! job of the README, and a way to watch the harness catch a known bug
-//! (`--defect NAME`).
+//! (`--defect NAME`). The built-in receiver runs as a child process of
+//! this binary (`hookstorm receiver`, with a separate worker), so the
+//! process scenarios can kill it for real. Ctrl-C (or SIGTERM) stops every
+//! process the harness started before it exits.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -80,7 +83,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 async fn run_async(args: Args, scenarios: Vec<Scenario>) -> anyhow::Result<i32> {
     let seed = args.seed.unwrap_or_else(rand_seed);
     let mut reproduce = String::from("hookstorm run");
-    let mut embedded = None;
+    let mut child = None;
     let target: Target = match args.target.given() {
         true => {
             reproduce.push_str(&args.target.reproduce());
@@ -105,19 +108,26 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>) -> anyhow::Result<i32> 
             if let Some(d) = &args.defect {
                 reproduce.push_str(&format!(" --defect {d}"));
             }
-            let (receiver, target) =
-                hookstorm_receiver::embedded::start(defect, args.receiver_db.as_deref())
-                    .await
-                    .context("starting the built-in reference receiver")?;
+            let mut copts = hookstorm_receiver::child::ChildOptions::new("{hookstorm} receiver");
+            copts.defect = defect;
+            copts.db = args.receiver_db.clone();
+            let prepared = hookstorm_receiver::child::prepare(&copts)
+                .context("preparing the built-in reference receiver")?;
             eprintln!(
-                "built-in reference receiver{} on {} (SQLite in a temp folder)",
+                "built-in reference receiver{} as a child process on {} ({})",
                 args.defect
                     .as_deref()
                     .map(|d| format!(" with defect {d}"))
                     .unwrap_or_default(),
-                receiver.webhook_addr()
+                hookstorm::target::redact_url(&prepared.target.url),
+                if args.receiver_db.is_some() {
+                    "the given database"
+                } else {
+                    "SQLite in a temp folder"
+                }
             );
-            embedded = Some(receiver);
+            let target = prepared.target.clone();
+            child = Some(prepared);
             target
         }
     };
@@ -143,10 +153,16 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>) -> anyhow::Result<i32> 
             eprintln!("      {} in {:.1}s", r.check.verdict(), r.duration_s)
         }
     };
-    let outcome = hookstorm::run::run(&target, &scenarios, &opts, &mut progress).await;
-    if let Some(r) = embedded {
-        r.shutdown().await;
-    }
+    let outcome = tokio::select! {
+        o = hookstorm::run::run(&target, &scenarios, &opts, &mut progress) => o,
+        _ = interrupted() => {
+            // Dropping the run kills its supervisor's processes; make sure of every group.
+            hookstorm::lifecycle::kill_all();
+            eprintln!("interrupted: stopped every process the harness started");
+            return Ok(INTERRUPTED);
+        }
+    };
+    drop(child);
     match outcome {
         Ok(o) => {
             println!(
@@ -161,6 +177,18 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>) -> anyhow::Result<i32> 
             Ok(exit::TARGET_UNUSABLE)
         }
         Err(e) => Err(e.into()),
+    }
+}
+
+/// The conventional exit code of a process ended by SIGINT.
+const INTERRUPTED: i32 = 130;
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn interrupted() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
     }
 }
 

@@ -25,5 +25,7 @@ pub fn apply(plan: &mut Plan, scenario: &Scenario, spec: &FaultSpec, rng: &mut C
         FaultSpec::Reorder(r) => reorder::apply(plan, r, rng),
         FaultSpec::DropAck(d) => drop_ack::apply(plan, d, rng),
         FaultSpec::Tamper(t) => tamper::apply(plan, scenario, t, rng),
+        // Process and database faults act at run time (`crate::chaos`), not on the plan.
+        FaultSpec::Kill(_) | FaultSpec::CutDatabase(_) | FaultSpec::KillWorker(_) => {}
     }
 }

@@ -60,6 +60,9 @@ pub struct SendConfig {
     pub probe_timeout: Duration,
     /// CA certificates trusted beyond the web roots (https targets).
     pub roots: crate::tls::TrustedRoots,
+    /// Spread the deliveries' starts evenly over this (a steady stream for
+    /// process faults to act on); `None` starts them all at once.
+    pub spread: Option<Duration>,
 }
 
 impl SendConfig {
@@ -81,6 +84,7 @@ impl SendConfig {
             retired: BTreeMap::new(),
             probe_timeout: Duration::from_secs(2),
             roots: Default::default(),
+            spread: None,
         }
     }
 
@@ -184,9 +188,16 @@ pub async fn send(
             detail: note.detail.clone(),
         }));
     }
+    let gap = cfg
+        .spread
+        .map(|s| s / plan.deliveries.len().max(1) as u32)
+        .filter(|g| !g.is_zero());
     for wave in 0..plan.waves() {
         let mut set = tokio::task::JoinSet::new();
         for d in plan.deliveries.iter().filter(|d| d.wave == wave) {
+            if let Some(gap) = gap {
+                tokio::time::sleep(gap).await;
+            }
             let (ctx, d) = (ctx.clone(), d.clone());
             set.spawn(async move { run_delivery(&ctx, &d).await });
         }

@@ -1,0 +1,556 @@
+//! Process and database faults, carried out while the sender delivers a
+//! steady stream: the nemesis of a scenario.
+//!
+//! `kill` sends SIGKILL (or SIGTERM, or SIGSTOP for a pause) to the receiver
+//! at seeded random moments and restarts it; when the target's receiver
+//! honours `HOOKSTORM_FAILPOINTS` and the fault names a crash point, the
+//! receiver crashes itself at that point instead (deterministic), and the
+//! nemesis restarts it each time. `kill-worker` does the same to the worker.
+//! `cut-database` cuts the database through the fault proxy, the stop/start
+//! commands or a SQLite lock, and restores it.
+//!
+//! The nemesis never decides a verdict: the checker reads what the history
+//! and the state say. It only counts what it did, and [`Tally`] measures
+//! what the kills did to the attempts, for the report's notes.
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use rand::Rng;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::history::{Event, Intent, Outcome};
+use crate::lifecycle::{Cut, LifecycleError, Role, Signal, Supervisor};
+use crate::scenario::{
+    CutDatabaseSpec, CutMode, CutVia, FaultSpec, KillSignal, KillSpec, KillWorkerSpec, Scenario,
+};
+use crate::state::State;
+use crate::target::Target;
+use crate::tcpproxy::Mode;
+
+/// Most restarts after crash points in one scenario (a receiver that
+/// crashes on every request would otherwise loop for ever).
+pub const MAX_CRASH_RESTARTS: u32 = 200;
+
+/// Whether the scenario has process or database faults.
+pub fn applies(scenario: &Scenario) -> bool {
+    scenario.faults.iter().any(FaultSpec::is_process_fault)
+}
+
+/// The spread of the steady stream the scenario's process faults want.
+pub fn spread(scenario: &Scenario) -> Option<Duration> {
+    scenario.faults.iter().filter_map(FaultSpec::spread).max()
+}
+
+/// Why the scenario cannot run against this target, if it cannot.
+pub fn missing_control(scenario: &Scenario, target: &Target) -> Option<String> {
+    if !applies(scenario) {
+        return None;
+    }
+    let Some(life) = &target.lifecycle else {
+        return Some(format!(
+            "needs lifecycle control, which the target does not describe (hint: add [lifecycle] start = \"…\" and ready = {{ http = \"…\" }} to the target file, or --skip {})",
+            scenario.name
+        ));
+    };
+    for f in &scenario.faults {
+        match f {
+            FaultSpec::KillWorker(_) if life.worker.is_none() => {
+                return Some(format!(
+                    "needs a separate worker process (hint: add [lifecycle.worker] start = \"…\", or --skip {})",
+                    scenario.name
+                ))
+            }
+            FaultSpec::CutDatabase(c) => {
+                if let Err(why) = choose_cut(c, &target.database) {
+                    return Some(format!("{why} (hint: or --skip {})", scenario.name));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn choose_cut(c: &CutDatabaseSpec, db: &crate::lifecycle::DatabaseConfig) -> Result<Cut, String> {
+    let mode = match c.mode {
+        CutMode::Refuse => Mode::Refuse,
+        CutMode::Reset => Mode::Reset,
+        CutMode::Blackhole => Mode::Blackhole,
+        CutMode::Latency => Mode::Latency {
+            latency_ms: c.latency.0.as_millis() as u64,
+        },
+    };
+    let proxy = db.proxy.is_some().then_some(Cut::Proxy(mode));
+    let commands = db.has_commands().then_some(Cut::Commands);
+    let sqlite = db.sqlite.is_some().then_some(Cut::SqliteLock);
+    let pick = match c.via {
+        CutVia::Auto => proxy.or(commands).or(sqlite),
+        CutVia::Proxy => proxy,
+        CutVia::Commands => commands,
+        CutVia::SqliteLock => sqlite,
+    };
+    pick.ok_or_else(|| {
+        format!(
+            "needs database control via {:?}, which the target does not describe ([database] proxy = {{ listen, upstream }}, stop + start commands, or sqlite = PATH)",
+            c.via
+        )
+    })
+}
+
+/// What the nemesis did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Actions {
+    /// Signals sent by the harness (kill, terminate, pause).
+    pub signals: u32,
+    /// Crashes at crash points (the process exited by itself).
+    pub crashes: u32,
+    /// Restarts.
+    pub restarts: u32,
+    /// Database cuts.
+    pub cuts: u32,
+    /// Things that went wrong while acting (the scenario is then unknown-prone).
+    pub errors: Vec<String>,
+}
+
+impl Actions {
+    /// Kills injected: signals that ended a process, plus crash points fired.
+    pub fn kills(&self) -> u32 {
+        self.signals + self.crashes
+    }
+}
+
+/// Sets failpoint environments and restarts what needs it, before sending.
+pub async fn prepare(
+    sup: &mut Supervisor,
+    scenario: &Scenario,
+    seed: u64,
+) -> Result<(), LifecycleError> {
+    if !sup.supports_failpoints() {
+        return Ok(());
+    }
+    for f in &scenario.faults {
+        let (role, fp) = match f {
+            FaultSpec::Kill(KillSpec {
+                failpoint: Some(fp),
+                ..
+            }) => (Role::Receiver, fp),
+            FaultSpec::KillWorker(KillWorkerSpec {
+                failpoint: Some(fp),
+                ..
+            }) => (Role::Worker, fp),
+            _ => continue,
+        };
+        sup.set_env(role, failpoint_env(fp, seed));
+        sup.kill(role).await?;
+        sup.restart(role, &format!("with crash point {fp}")).await?;
+    }
+    Ok(())
+}
+
+fn failpoint_env(fp: &str, seed: u64) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("HOOKSTORM_FAILPOINTS".to_string(), fp.to_string()),
+        ("HOOKSTORM_FAILPOINT_SEED".to_string(), seed.to_string()),
+    ])
+}
+
+/// Clears failpoints (restarting processes that had them) and makes sure
+/// everything runs again, after sending.
+pub async fn finish(sup: &mut Supervisor, scenario: &Scenario) -> Result<(), LifecycleError> {
+    if sup.supports_failpoints() {
+        for f in &scenario.faults {
+            let role = match f {
+                FaultSpec::Kill(KillSpec {
+                    failpoint: Some(_), ..
+                }) => Role::Receiver,
+                FaultSpec::KillWorker(KillWorkerSpec {
+                    failpoint: Some(_), ..
+                }) => Role::Worker,
+                _ => continue,
+            };
+            sup.set_env(role, BTreeMap::new());
+            sup.kill(role).await?;
+            sup.restart(role, "crash point cleared").await?;
+        }
+    }
+    sup.ensure_up().await
+}
+
+/// Crash points in force per process: the point, how many crashes it may
+/// still cause, and the seed of the next start.
+#[derive(Debug, Default)]
+struct CrashPoints {
+    points: Vec<(Role, String, u32, u64)>,
+}
+
+impl CrashPoints {
+    fn of(scenario: &Scenario, sup: &Supervisor, seed: u64) -> CrashPoints {
+        let mut points = Vec::new();
+        if sup.supports_failpoints() {
+            for f in &scenario.faults {
+                match f {
+                    FaultSpec::Kill(KillSpec {
+                        failpoint: Some(fp),
+                        count,
+                        ..
+                    }) => points.push((Role::Receiver, fp.clone(), *count, seed)),
+                    FaultSpec::KillWorker(KillWorkerSpec {
+                        failpoint: Some(fp),
+                        count,
+                        ..
+                    }) => points.push((Role::Worker, fp.clone(), *count, seed)),
+                    _ => {}
+                }
+            }
+        }
+        CrashPoints { points }
+    }
+
+    /// Counts a crash of `role` and sets the environment of its next start:
+    /// the point with a fresh seed while crashes remain, else none.
+    fn crashed(&mut self, sup: &mut Supervisor, role: Role) {
+        for (r, fp, left, seed) in &mut self.points {
+            if *r != role {
+                continue;
+            }
+            *left = left.saturating_sub(1);
+            *seed = seed.wrapping_add(1);
+            let env = if *left > 0 {
+                failpoint_env(fp, *seed)
+            } else {
+                BTreeMap::new()
+            };
+            sup.set_env(role, env);
+        }
+    }
+}
+
+/// Runs the scenario's process faults until `done` turns true (the sender
+/// finished); a database cut in progress is always restored first.
+///
+/// Crash points (`failpoint`) fire at most `count` times: after that the
+/// process is restarted without them, so a scenario always ends.
+pub async fn nemesis(
+    sup: &mut Supervisor,
+    scenario: &Scenario,
+    seed: u64,
+    mut done: watch::Receiver<bool>,
+) -> Actions {
+    let mut acts = Actions::default();
+    let mut cps = CrashPoints::of(scenario, sup, seed);
+    let start = Instant::now();
+    let mut rng = crate::workload::rng_for(seed, &scenario.name, "nemesis", 0);
+    for f in &scenario.faults {
+        let r = match f {
+            FaultSpec::Kill(k) => {
+                let crash_points = k.failpoint.is_some() && sup.supports_failpoints();
+                let moments = if crash_points {
+                    Vec::new()
+                } else {
+                    moments(&mut rng, k.count, k.over.0)
+                };
+                signals(
+                    sup,
+                    Role::Receiver,
+                    k,
+                    &moments,
+                    start,
+                    &mut done,
+                    &mut acts,
+                    &mut cps,
+                )
+                .await
+            }
+            FaultSpec::KillWorker(k) => {
+                let crash_points = k.failpoint.is_some() && sup.supports_failpoints();
+                let moments = if crash_points {
+                    Vec::new()
+                } else {
+                    moments(&mut rng, k.count, k.over.0)
+                };
+                let spec = KillSpec {
+                    signal: KillSignal::Kill,
+                    count: k.count,
+                    over: k.over,
+                    pause: Default::default(),
+                    failpoint: k.failpoint.clone(),
+                };
+                signals(
+                    sup,
+                    Role::Worker,
+                    &spec,
+                    &moments,
+                    start,
+                    &mut done,
+                    &mut acts,
+                    &mut cps,
+                )
+                .await
+            }
+            FaultSpec::CutDatabase(c) => cut(sup, c, start, &mut acts).await,
+            _ => Ok(()),
+        };
+        if let Err(e) = r {
+            acts.errors.push(e.to_string());
+        }
+    }
+    // Crash points keep firing until the stream ends: keep reviving.
+    while !*done.borrow() {
+        if let Err(e) = revive_all(sup, &mut acts, &mut cps).await {
+            acts.errors.push(e.to_string());
+            break;
+        }
+        if tokio::time::timeout(Duration::from_millis(5), done.changed())
+            .await
+            .is_ok_and(|r| r.is_err())
+        {
+            break;
+        }
+    }
+    acts
+}
+
+fn moments(rng: &mut impl Rng, count: u32, over: Duration) -> Vec<Duration> {
+    let span = over.as_secs_f64().max(0.001);
+    let mut m: Vec<Duration> = (0..count)
+        .map(|_| Duration::from_secs_f64(rng.gen_range(0.05 * span..0.9 * span)))
+        .collect();
+    m.sort();
+    m
+}
+
+async fn revive_all(
+    sup: &mut Supervisor,
+    acts: &mut Actions,
+    cps: &mut CrashPoints,
+) -> Result<(), LifecycleError> {
+    for role in [Role::Receiver, Role::Worker] {
+        if acts.crashes >= MAX_CRASH_RESTARTS || !sup.exited(role) {
+            continue;
+        }
+        acts.crashes += 1;
+        cps.crashed(sup, role);
+        restart(sup, role, "it crashed", acts, cps).await?;
+    }
+    Ok(())
+}
+
+/// Restarts a process; a crash while it starts (a crash point hit by a
+/// request that arrived early) counts as a crash and is restarted again.
+async fn restart(
+    sup: &mut Supervisor,
+    role: Role,
+    why: &str,
+    acts: &mut Actions,
+    cps: &mut CrashPoints,
+) -> Result<(), LifecycleError> {
+    let mut tries = 0;
+    loop {
+        match sup.restart(role, why).await {
+            Ok(()) => {
+                acts.restarts += 1;
+                return Ok(());
+            }
+            Err(LifecycleError::Exited { .. }) if tries < 20 => {
+                tries += 1;
+                acts.crashes += 1;
+                cps.crashed(sup, role);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Sleeps until `until` while reviving crashed processes; false when `done` fired.
+async fn wait_until(
+    sup: &mut Supervisor,
+    until: Instant,
+    done: &mut watch::Receiver<bool>,
+    acts: &mut Actions,
+    cps: &mut CrashPoints,
+) -> Result<bool, LifecycleError> {
+    while Instant::now() < until {
+        if *done.borrow() {
+            return Ok(false);
+        }
+        revive_all(sup, acts, cps).await?;
+        tokio::time::sleep(Duration::from_millis(5).min(until - Instant::now())).await;
+    }
+    Ok(!*done.borrow())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn signals(
+    sup: &mut Supervisor,
+    role: Role,
+    k: &KillSpec,
+    moments: &[Duration],
+    start: Instant,
+    done: &mut watch::Receiver<bool>,
+    acts: &mut Actions,
+    cps: &mut CrashPoints,
+) -> Result<(), LifecycleError> {
+    for m in moments {
+        if !wait_until(sup, start + *m, done, acts, cps).await? {
+            break;
+        }
+        match k.signal {
+            KillSignal::Kill => {
+                sup.kill(role).await?;
+                acts.signals += 1;
+                restart(sup, role, "after SIGKILL", acts, cps).await?;
+                continue;
+            }
+            KillSignal::Term => {
+                sup.signal(role, Signal::Term)?;
+                acts.signals += 1;
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while sup.pid(role).is_some() && Instant::now() < deadline {
+                    if sup.exited(role) {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                sup.kill(role).await?;
+                restart(sup, role, "after SIGTERM", acts, cps).await?;
+                continue;
+            }
+            KillSignal::Stop => {
+                sup.signal(role, Signal::Stop)?;
+                tokio::time::sleep(k.pause.0).await;
+                sup.signal(role, Signal::Cont)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn cut(
+    sup: &mut Supervisor,
+    c: &CutDatabaseSpec,
+    start: Instant,
+    acts: &mut Actions,
+) -> Result<(), LifecycleError> {
+    let how = choose_cut(c, sup.database()).map_err(|reason| LifecycleError::Command {
+        command: "cut-database".into(),
+        reason,
+    })?;
+    tokio::time::sleep_until(start + c.at.0).await;
+    sup.cut_database(how).await?;
+    acts.cuts += 1;
+    tokio::time::sleep(c.duration.0).await;
+    sup.restore_database(how).await
+}
+
+/// What the kills did to the attempts, measured from the history and state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Genuine attempts cut off with no answer (reset, closed, timed out).
+    pub interrupted: usize,
+    /// Of those, attempts whose delivery is stored: the receiver had
+    /// committed it when the kill ended the exchange, or a retry stored it.
+    /// With a crash-after-commit point every one of them landed between
+    /// commit and answer.
+    pub stored_after_interruption: usize,
+    /// Deliveries acknowledged (2xx) whose row is missing.
+    pub lost: usize,
+    /// Deliveries stored more than once.
+    pub doubled: usize,
+}
+
+impl Tally {
+    /// Measures a scenario's events against its (filtered) state.
+    pub fn measure<'a>(events: impl IntoIterator<Item = &'a Event>, state: &State) -> Tally {
+        let stored: HashSet<(Option<String>, &str)> = state
+            .inbox
+            .iter()
+            .map(|r| (r.account.clone(), r.key.as_str()))
+            .collect();
+        let mut counts: BTreeMap<(Option<String>, &str), usize> = BTreeMap::new();
+        for r in &state.inbox {
+            *counts
+                .entry((r.account.clone(), r.key.as_str()))
+                .or_default() += 1;
+        }
+        let mut t = Tally {
+            doubled: counts.values().filter(|n| **n > 1).count(),
+            ..Tally::default()
+        };
+        let mut acked = HashSet::new();
+        for e in events {
+            let Event::Attempt(a) = e else { continue };
+            if a.intent != Intent::Genuine || a.poison {
+                continue;
+            }
+            let key = (Some(a.account.clone()), a.key.as_str());
+            let is_stored = stored.contains(&key) || stored.contains(&(None, a.key.as_str()));
+            if a.outcome == Outcome::Info && a.status.is_none() {
+                t.interrupted += 1;
+                if is_stored {
+                    t.stored_after_interruption += 1;
+                }
+            }
+            if a.outcome == Outcome::Ok && !is_stored && acked.insert(key) {
+                t.lost += 1;
+            }
+        }
+        t
+    }
+}
+
+/// The report note for a scenario with process faults.
+pub fn note(acts: &Actions, tally: Option<&Tally>) -> String {
+    let mut s = format!(
+        "process faults: {} kill(s) injected ({} by the harness, {} at crash points), {} restart(s), {} database cut(s)",
+        acts.kills(),
+        acts.signals,
+        acts.crashes,
+        acts.restarts,
+        acts.cuts
+    );
+    if let Some(t) = tally {
+        s.push_str(&format!(
+            "; {} attempt(s) interrupted, {} of them stored (landed between commit and answer or by a retry); {} acknowledged deliveries lost; {} stored twice",
+            t.interrupted, t.stored_after_interruption, t.lost, t.doubled
+        ));
+    }
+    for e in &acts.errors {
+        s.push_str(&format!("; error: {e}"));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn kill_moments_are_seeded_sorted_and_inside_the_stream() {
+        let mut a = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        let mut b = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        let m = moments(&mut a, 5, Duration::from_secs(2));
+        assert_eq!(m, moments(&mut b, 5, Duration::from_secs(2)));
+        assert!(m.windows(2).all(|w| w[0] <= w[1]));
+        assert!(m.iter().all(|d| *d < Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn a_cut_uses_the_proxy_first_and_names_what_is_missing() {
+        let spec: CutDatabaseSpec = toml::from_str("via = \"auto\"").unwrap();
+        let mut db = crate::lifecycle::DatabaseConfig::default();
+        assert!(choose_cut(&spec, &db)
+            .unwrap_err()
+            .contains("needs database control"));
+        db.stop = Some("x".into());
+        db.start = Some("y".into());
+        assert_eq!(choose_cut(&spec, &db).unwrap(), Cut::Commands);
+        db.proxy = Some(crate::lifecycle::ProxyConfig {
+            listen: "a".into(),
+            upstream: "b".into(),
+        });
+        assert_eq!(choose_cut(&spec, &db).unwrap(), Cut::Proxy(Mode::Reset));
+    }
+}

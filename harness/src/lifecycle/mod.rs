@@ -1,0 +1,255 @@
+//! Lifecycle control: the harness owns the receiver's processes (and, on
+//! request, its database) so that it can produce the failures below HTTP
+//! for real — a SIGKILL between commit and answer, a dead worker, a
+//! database that goes away.
+//!
+//! The target file describes how to start the receiver (`[lifecycle]`), how
+//! to know it is ready (a health URL or a TCP port), an optional separate
+//! worker (`[lifecycle.worker]`), and how to cut its database
+//! (`[database]`: stop/start commands, a TCP fault proxy, or a SQLite file
+//! to lock). [`Supervisor`] carries that out: every process runs under
+//! `sh -c` in its own process group with its output in files of the report
+//! folder, and every action it takes is an `Event::Fault` line in the
+//! history. Cleanup is guaranteed three ways: [`Process`]'s `Drop` kills its
+//! group, [`kill_all`] kills every live group (the CLI calls it on Ctrl-C),
+//! and an error path never leaves a child behind.
+//!
+//! Commands may say `{hookstorm}`: it becomes the path of the running
+//! `hookstorm` binary, so `"{hookstorm} receiver …"` starts the reference
+//! receiver as a real process.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use crate::units::HumanDuration;
+
+mod process;
+mod supervisor;
+
+pub use process::{group_members, kill_all, live_groups, Process, Signal};
+pub use supervisor::{Cut, Role, Supervisor, SupervisorEvent};
+
+/// How long a process may take to become ready when the file says nothing.
+pub const DEFAULT_READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// `[lifecycle]`: how the harness starts and watches the receiver.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LifecycleConfig {
+    /// The command that starts the receiver (run with `sh -c`).
+    pub start: String,
+    /// Extra environment for it.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// How to know it is ready.
+    pub ready: Ready,
+    /// How long it may take to become ready.
+    #[serde(default)]
+    pub ready_timeout: Option<HumanDuration>,
+    /// The receiver honours `HOOKSTORM_FAILPOINTS` (the reference receiver
+    /// does): deterministic crash points are used where a scenario has them.
+    #[serde(default)]
+    pub failpoints: bool,
+    /// A separate worker process, if the receiver has one.
+    #[serde(default)]
+    pub worker: Option<WorkerConfig>,
+}
+
+/// `[lifecycle.worker]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerConfig {
+    /// The command that starts the worker.
+    pub start: String,
+    /// Extra environment for it.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+/// How to know a process is ready.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged, deny_unknown_fields)]
+pub enum Ready {
+    /// `{ http = "http://127.0.0.1:8081/healthz" }`: a GET answers 2xx.
+    Http {
+        /// The health URL.
+        http: String,
+    },
+    /// `{ tcp = "127.0.0.1:8080" }`: a TCP connect succeeds.
+    Tcp {
+        /// The address.
+        tcp: String,
+    },
+}
+
+impl std::fmt::Display for Ready {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ready::Http { http } => write!(f, "GET {http} answers 2xx"),
+            Ready::Tcp { tcp } => write!(f, "{tcp} accepts connections"),
+        }
+    }
+}
+
+/// `[database]`: how the harness cuts the receiver's database.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseConfig {
+    /// A command that stops the database (e.g. `pg_ctl -D … -m immediate stop`).
+    #[serde(default)]
+    pub stop: Option<String>,
+    /// A command that starts it again.
+    #[serde(default)]
+    pub start: Option<String>,
+    /// A fault proxy the receiver's connection string points at.
+    #[serde(default)]
+    pub proxy: Option<ProxyConfig>,
+    /// A SQLite file: the outage holds an exclusive lock on it.
+    #[serde(default)]
+    pub sqlite: Option<PathBuf>,
+}
+
+impl DatabaseConfig {
+    /// Whether stop and start commands are both given.
+    pub fn has_commands(&self) -> bool {
+        self.stop.is_some() && self.start.is_some()
+    }
+}
+
+/// `[database.proxy]` (or `proxy = { … }`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxyConfig {
+    /// Where the proxy listens (the receiver connects here).
+    pub listen: String,
+    /// The real database.
+    pub upstream: String,
+}
+
+/// Lifecycle control failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LifecycleError {
+    /// A process could not be started.
+    #[error("cannot start {name} ({command:?}): {source}")]
+    Spawn {
+        /// Which process.
+        name: String,
+        /// The command (as written, `{hookstorm}` unexpanded).
+        command: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// It did not become ready in time.
+    #[error("{name} was not ready within {timeout} ({ready}) (hint: see {log})")]
+    NotReady {
+        /// Which process.
+        name: String,
+        /// The readiness check.
+        ready: String,
+        /// How long was waited.
+        timeout: String,
+        /// Its log file.
+        log: String,
+    },
+    /// It exited while the harness waited for it.
+    #[error("{name} exited ({status}) before it was ready (hint: see {log})")]
+    Exited {
+        /// Which process.
+        name: String,
+        /// Its exit status.
+        status: String,
+        /// Its log file.
+        log: String,
+    },
+    /// A database command failed.
+    #[error("database command {command:?} failed: {reason}")]
+    Command {
+        /// The command.
+        command: String,
+        /// What happened.
+        reason: String,
+    },
+    /// The fault proxy could not listen.
+    #[error("fault proxy on {listen}: {source}")]
+    Proxy {
+        /// Its listen address.
+        listen: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The SQLite file could not be locked.
+    #[error("cannot lock {path}: {reason}")]
+    Lock {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// A signal could not be sent.
+    #[error("cannot signal {name}: {source}")]
+    Signal {
+        /// Which process.
+        name: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Replaces `{hookstorm}` with the running binary's path.
+pub fn expand(command: &str) -> String {
+    if !command.contains("{hookstorm}") {
+        return command.to_string();
+    }
+    let exe = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "hookstorm".into());
+    command.replace("{hookstorm}", &shell_quote(&exe))
+}
+
+/// Quotes `s` for `sh -c` when it needs it.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:=,@%".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lifecycle_tables_parse_with_either_readiness_check() {
+        let text = r#"
+start = "./receiver --port 8080"
+env = { RUST_LOG = "info" }
+ready = { http = "http://127.0.0.1:8081/healthz" }
+ready_timeout = "5s"
+[worker]
+start = "./worker"
+"#;
+        let l: LifecycleConfig = toml::from_str(text).unwrap();
+        assert!(matches!(l.ready, Ready::Http { .. }));
+        assert_eq!(l.worker.unwrap().start, "./worker");
+        let l: LifecycleConfig =
+            toml::from_str("start = \"x\"\nready = { tcp = \"127.0.0.1:1\" }\n").unwrap();
+        assert!(matches!(l.ready, Ready::Tcp { .. }));
+        assert!(
+            toml::from_str::<LifecycleConfig>("start = \"x\"\nready = { udp = \"x\" }\n").is_err()
+        );
+    }
+
+    #[test]
+    fn hookstorm_placeholder_becomes_the_binary_path() {
+        let e = expand("{hookstorm} receiver --listen 127.0.0.1:1");
+        assert!(!e.contains("{hookstorm}") && e.ends_with(" receiver --listen 127.0.0.1:1"));
+        assert_eq!(shell_quote("a b'c"), "'a b'\\''c'");
+        assert_eq!(shell_quote("/usr/bin/x"), "/usr/bin/x");
+    }
+}

@@ -1,0 +1,323 @@
+//! One supervised process: `sh -c COMMAND` in its own process group, output
+//! appended to a log file, signalled as a group.
+//!
+//! A process group, not a pid, is what gets signalled: `sh -c` may fork the
+//! real program (or a script may start several), and a SIGKILL must reach
+//! all of them. Every live group is also in a process-wide registry so that
+//! [`kill_all`] (called on Ctrl-C) can end them even while their owners are
+//! still borrowed elsewhere.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use tokio::process::{Child, Command};
+
+use super::{expand, LifecycleError};
+
+static LIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+fn live() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {
+    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Sends SIGKILL to every process group the harness started and still owns.
+pub fn kill_all() {
+    for pgid in std::mem::take(&mut *live()) {
+        // SAFETY: killpg only sends a signal; a stale group id fails with ESRCH.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// The process groups the harness started and still owns.
+pub fn live_groups() -> Vec<i32> {
+    live().iter().copied().collect()
+}
+
+/// Pids of the live (not zombie) processes in group `pgid`, from `/proc`.
+pub fn group_members(pgid: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Fields after the parenthesised command: state, ppid, pgrp, …
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if f.len() > 2 && f[0] != "Z" && f[2].parse::<i32>().ok() == Some(pgid) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// A signal the harness sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// SIGKILL: die now, no cleanup.
+    Kill,
+    /// SIGTERM: shut down gracefully.
+    Term,
+    /// SIGSTOP: pause.
+    Stop,
+    /// SIGCONT: resume.
+    Cont,
+}
+
+impl Signal {
+    /// The signal's name (`SIGKILL`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Signal::Kill => "SIGKILL",
+            Signal::Term => "SIGTERM",
+            Signal::Stop => "SIGSTOP",
+            Signal::Cont => "SIGCONT",
+        }
+    }
+
+    fn raw(self) -> i32 {
+        match self {
+            Signal::Kill => libc::SIGKILL,
+            Signal::Term => libc::SIGTERM,
+            Signal::Stop => libc::SIGSTOP,
+            Signal::Cont => libc::SIGCONT,
+        }
+    }
+}
+
+/// A supervised process; dropping it kills its group.
+#[derive(Debug)]
+pub struct Process {
+    name: String,
+    command: String,
+    env: BTreeMap<String, String>,
+    child: Option<Child>,
+    pgid: Option<i32>,
+    log: PathBuf,
+    starts: u32,
+}
+
+impl Process {
+    /// A process not started yet; `name` is also its log file's stem.
+    pub fn new(name: &str, command: &str, env: BTreeMap<String, String>) -> Process {
+        Process {
+            name: name.to_string(),
+            command: command.to_string(),
+            env,
+            child: None,
+            pgid: None,
+            log: PathBuf::from(format!("{name}.log")),
+            starts: 0,
+        }
+    }
+
+    /// Its name (`receiver`, `worker`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The log file of its latest start.
+    pub fn log(&self) -> &Path {
+        &self.log
+    }
+
+    /// The pid (= process group id) of the running process.
+    pub fn pid(&self) -> Option<u32> {
+        self.pgid.map(|p| p as u32)
+    }
+
+    /// How many times it was started.
+    pub fn starts(&self) -> u32 {
+        self.starts
+    }
+
+    /// Starts it with `extra` environment on top of its own, output
+    /// appended to `<log_dir>/<name>.log`. A running process is killed first.
+    pub async fn spawn(
+        &mut self,
+        log_dir: &Path,
+        extra: &BTreeMap<String, String>,
+    ) -> Result<u32, LifecycleError> {
+        self.kill().await;
+        let err = |source| LifecycleError::Spawn {
+            name: self.name.clone(),
+            command: self.command.clone(),
+            source,
+        };
+        std::fs::create_dir_all(log_dir).map_err(err)?;
+        self.log = log_dir.join(format!("{}.log", self.name));
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .map_err(err)?;
+        let errf = out.try_clone().map_err(err)?;
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(expand(&self.command))
+            .envs(&self.env)
+            .envs(extra)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(errf)
+            .process_group(0);
+        let child = cmd.spawn().map_err(err)?;
+        let pid = child.id().unwrap_or(0) as i32;
+        live().insert(pid);
+        self.child = Some(child);
+        self.pgid = Some(pid);
+        self.starts += 1;
+        Ok(pid as u32)
+    }
+
+    /// Sends `signal` to the whole group.
+    pub fn signal(&self, signal: Signal) -> Result<(), LifecycleError> {
+        let Some(pgid) = self.pgid else {
+            return Ok(());
+        };
+        // SAFETY: killpg only sends a signal to a group this process created.
+        let rc = unsafe { libc::killpg(pgid, signal.raw()) };
+        if rc != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::ESRCH) {
+                return Err(LifecycleError::Signal {
+                    name: self.name.clone(),
+                    source: e,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether it exited (reaping it); `Some(status text)` when it did.
+    pub fn exited(&mut self) -> Option<String> {
+        let child = self.child.as_mut()?;
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                // The leader is gone; make sure nothing else of its group lingers.
+                self.forget(true);
+                Some(status.to_string())
+            }
+            Ok(None) => None,
+            Err(e) => Some(e.to_string()),
+        }
+    }
+
+    /// Whether it runs.
+    pub fn running(&mut self) -> bool {
+        self.child.is_some() && self.exited().is_none()
+    }
+
+    /// SIGKILLs the group and reaps the leader.
+    pub async fn kill(&mut self) {
+        if self.child.is_none() {
+            return;
+        }
+        let _ = self.signal(Signal::Kill);
+        if let Some(child) = self.child.as_mut() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+        }
+        self.forget(false);
+    }
+
+    /// SIGTERM, then SIGKILL after `grace` if it is still there.
+    pub async fn terminate(&mut self, grace: Duration) {
+        if self.child.is_none() {
+            return;
+        }
+        let _ = self.signal(Signal::Cont);
+        let _ = self.signal(Signal::Term);
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if self.exited().is_some() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.kill().await;
+    }
+
+    fn forget(&mut self, kill_group: bool) {
+        if let Some(pgid) = self.pgid.take() {
+            if kill_group {
+                // SAFETY: see `signal`.
+                unsafe {
+                    libc::killpg(pgid, libc::SIGKILL);
+                }
+            }
+            live().remove(&pgid);
+        }
+        self.child = None;
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.pgid.take() {
+            // SAFETY: see `signal`. The leader is reaped by tokio's orphan reaper.
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+            live().remove(&pgid);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alive(pid: u32) -> bool {
+        // SAFETY: signal 0 only checks for existence.
+        unsafe { libc::kill(pid as i32, 0) == 0 }
+    }
+
+    #[tokio::test]
+    async fn a_dropped_process_takes_its_whole_group_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = Process::new("sleeper", "sleep 30 & echo started; wait", BTreeMap::new());
+        let pid = p.spawn(dir.path(), &BTreeMap::new()).await.unwrap();
+        assert!(alive(pid));
+        assert!(live_groups().contains(&(pid as i32)));
+        drop(p);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(
+            group_members(pid as i32),
+            Vec::<i32>::new(),
+            "the group survived its owner"
+        );
+        assert!(!live_groups().contains(&(pid as i32)));
+    }
+
+    #[tokio::test]
+    async fn kill_stop_and_terminate_act_on_the_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = Process::new("t", "echo hi; exec sleep 30", BTreeMap::new());
+        p.spawn(dir.path(), &BTreeMap::new()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        p.signal(Signal::Stop).unwrap();
+        p.signal(Signal::Cont).unwrap();
+        assert!(p.running());
+        p.terminate(Duration::from_secs(2)).await;
+        assert!(!p.running());
+        p.spawn(dir.path(), &BTreeMap::new()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        p.kill().await;
+        assert!(!p.running());
+        assert_eq!(p.starts(), 2);
+        let log = std::fs::read_to_string(dir.path().join("t.log")).unwrap();
+        assert_eq!(log.matches("hi").count(), 2);
+    }
+}

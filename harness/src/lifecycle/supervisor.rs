@@ -1,0 +1,483 @@
+//! The supervisor: starts the receiver (and its worker and fault proxy),
+//! waits for it to be ready, signals, restarts, cuts the database, and
+//! writes each action to the scenario's history as an `Event::Fault`.
+//!
+//! Fault names are verbs, as everywhere in the history: `kill`, `pause`,
+//! `resume`, `terminate`, `restart`, `cut-database`, `restore-database`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::process::{Process, Signal};
+use super::{DatabaseConfig, LifecycleConfig, LifecycleError, Ready, DEFAULT_READY_TIMEOUT};
+use crate::history::{now_rfc3339, Event, FaultEvent, HistorySink};
+use crate::tcpproxy::{Mode, Proxy};
+
+/// Which of the receiver's processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The process that answers webhooks.
+    Receiver,
+    /// The separate worker.
+    Worker,
+}
+
+impl Role {
+    fn name(self) -> &'static str {
+        match self {
+            Role::Receiver => "receiver",
+            Role::Worker => "worker",
+        }
+    }
+}
+
+/// How the database is cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// Through the fault proxy, in this mode.
+    Proxy(Mode),
+    /// With the stop command (the start command restores it).
+    Commands,
+    /// By holding an exclusive lock on the SQLite file.
+    SqliteLock,
+}
+
+/// One action the supervisor took, as recorded in the history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SupervisorEvent {
+    /// The fault verb.
+    pub fault: String,
+    /// What it did.
+    pub action: String,
+}
+
+/// Owns the receiver's processes for a run.
+pub struct Supervisor {
+    cfg: LifecycleConfig,
+    db: DatabaseConfig,
+    receiver: Process,
+    worker: Option<Process>,
+    proxy: Option<Proxy>,
+    log_dir: PathBuf,
+    env: BTreeMap<String, String>,
+    worker_env: BTreeMap<String, String>,
+    sink: Option<(HistorySink, String)>,
+    lock: Option<SqliteLock>,
+    actions: Vec<SupervisorEvent>,
+}
+
+impl std::fmt::Debug for Supervisor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Supervisor")
+            .field("receiver", &self.receiver)
+            .field("worker", &self.worker)
+            .field("proxy", &self.proxy)
+            .finish_non_exhaustive()
+    }
+}
+
+struct SqliteLock(rusqlite::Connection);
+
+impl std::fmt::Debug for SqliteLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SqliteLock")
+    }
+}
+
+impl Supervisor {
+    /// Starts the fault proxy (if any), the receiver and the worker, and
+    /// waits for the receiver to be ready. Logs go to `log_dir`.
+    pub async fn start(
+        cfg: LifecycleConfig,
+        db: DatabaseConfig,
+        log_dir: &Path,
+    ) -> Result<Supervisor, LifecycleError> {
+        let proxy = match &db.proxy {
+            Some(p) => Some(
+                Proxy::start(&p.listen, &p.upstream)
+                    .await
+                    .map_err(|source| LifecycleError::Proxy {
+                        listen: p.listen.clone(),
+                        source,
+                    })?,
+            ),
+            None => None,
+        };
+        let receiver = Process::new("receiver", &cfg.start, cfg.env.clone());
+        let worker = cfg
+            .worker
+            .as_ref()
+            .map(|w| Process::new("worker", &w.start, w.env.clone()));
+        let mut sup = Supervisor {
+            cfg,
+            db,
+            receiver,
+            worker,
+            proxy,
+            log_dir: log_dir.to_path_buf(),
+            env: BTreeMap::new(),
+            worker_env: BTreeMap::new(),
+            sink: None,
+            lock: None,
+            actions: Vec::new(),
+        };
+        sup.spawn(Role::Receiver).await?;
+        if sup.worker.is_some() {
+            sup.spawn(Role::Worker).await?;
+        }
+        Ok(sup)
+    }
+
+    /// Sends later actions to `sink` under `scenario`, and later logs to `log_dir`.
+    pub fn attach(&mut self, sink: HistorySink, scenario: &str, log_dir: &Path) {
+        self.sink = Some((sink, scenario.to_string()));
+        self.log_dir = log_dir.to_path_buf();
+        self.actions.clear();
+    }
+
+    /// Stops recording to the scenario's history.
+    pub fn detach(&mut self) {
+        self.sink = None;
+    }
+
+    /// The actions taken since the last [`attach`](Self::attach).
+    pub fn actions(&self) -> &[SupervisorEvent] {
+        &self.actions
+    }
+
+    /// Whether a separate worker is supervised.
+    pub fn has_worker(&self) -> bool {
+        self.worker.is_some()
+    }
+
+    /// Whether the receiver honours `HOOKSTORM_FAILPOINTS`.
+    pub fn supports_failpoints(&self) -> bool {
+        self.cfg.failpoints
+    }
+
+    /// The database configuration.
+    pub fn database(&self) -> &DatabaseConfig {
+        &self.db
+    }
+
+    /// The fault proxy, if one runs.
+    pub fn proxy(&self) -> Option<&Proxy> {
+        self.proxy.as_ref()
+    }
+
+    /// The pid of a process, when it runs.
+    pub fn pid(&self, role: Role) -> Option<u32> {
+        match role {
+            Role::Receiver => self.receiver.pid(),
+            Role::Worker => self.worker.as_ref().and_then(Process::pid),
+        }
+    }
+
+    /// Whether a process has exited (reaping it).
+    pub fn exited(&mut self, role: Role) -> bool {
+        self.process(role).is_some_and(|p| p.exited().is_some())
+    }
+
+    /// Sets extra environment for the next starts of a process (failpoints).
+    pub fn set_env(&mut self, role: Role, env: BTreeMap<String, String>) {
+        match role {
+            Role::Receiver => self.env = env,
+            Role::Worker => self.worker_env = env,
+        }
+    }
+
+    /// Writes one action to the history (when attached) and remembers it.
+    pub fn record(&mut self, fault: &str, action: String, detail: Option<String>) {
+        if let Some((sink, scenario)) = &self.sink {
+            let _ = sink.write(Event::Fault(FaultEvent {
+                scenario: scenario.clone(),
+                at: now_rfc3339(),
+                fault: fault.to_string(),
+                action: action.clone(),
+                detail,
+            }));
+        }
+        self.actions.push(SupervisorEvent {
+            fault: fault.to_string(),
+            action,
+        });
+    }
+
+    fn process(&mut self, role: Role) -> Option<&mut Process> {
+        match role {
+            Role::Receiver => Some(&mut self.receiver),
+            Role::Worker => self.worker.as_mut(),
+        }
+    }
+
+    async fn spawn(&mut self, role: Role) -> Result<u32, LifecycleError> {
+        let dir = self.log_dir.clone();
+        let env = match role {
+            Role::Receiver => self.env.clone(),
+            Role::Worker => self.worker_env.clone(),
+        };
+        let ready = self.cfg.ready.clone();
+        let timeout = self
+            .cfg
+            .ready_timeout
+            .map(|d| d.0)
+            .unwrap_or(DEFAULT_READY_TIMEOUT);
+        let Some(p) = self.process(role) else {
+            return Ok(0);
+        };
+        let pid = p.spawn(&dir, &env).await?;
+        if role == Role::Receiver {
+            wait_ready(p, &ready, timeout).await?;
+        }
+        Ok(pid)
+    }
+
+    /// Sends `signal` to a process and records it.
+    pub fn signal(&mut self, role: Role, signal: Signal) -> Result<(), LifecycleError> {
+        let Some(p) = self.process(role) else {
+            return Ok(());
+        };
+        let pid = p.pid();
+        p.signal(signal)?;
+        let fault = match signal {
+            Signal::Kill => "kill",
+            Signal::Stop => "pause",
+            Signal::Cont => "resume",
+            Signal::Term => "terminate",
+        };
+        self.record(
+            fault,
+            format!(
+                "{} {} (pid {})",
+                signal.name(),
+                role.name(),
+                pid.unwrap_or(0)
+            ),
+            None,
+        );
+        Ok(())
+    }
+
+    /// SIGKILLs a process, reaps it and records the kill.
+    pub async fn kill(&mut self, role: Role) -> Result<(), LifecycleError> {
+        self.signal(role, Signal::Kill)?;
+        if let Some(p) = self.process(role) {
+            p.kill().await;
+        }
+        Ok(())
+    }
+
+    /// Starts a process again (waiting for the receiver to be ready) and records it.
+    pub async fn restart(&mut self, role: Role, why: &str) -> Result<(), LifecycleError> {
+        let started = Instant::now();
+        let pid = self.spawn(role).await?;
+        self.record(
+            "restart",
+            format!("start {} (pid {pid})", role.name()),
+            Some(format!(
+                "{why}; ready after {} ms",
+                started.elapsed().as_millis()
+            )),
+        );
+        Ok(())
+    }
+
+    /// Whether a process exited by itself since it was started; restarts it
+    /// if so. Returns the exit status seen.
+    pub async fn revive(&mut self, role: Role) -> Result<Option<String>, LifecycleError> {
+        let Some(p) = self.process(role) else {
+            return Ok(None);
+        };
+        let status = p.exited();
+        if let Some(s) = &status {
+            self.restart(role, &format!("it exited ({s})")).await?;
+        }
+        Ok(status)
+    }
+
+    /// Makes sure every supervised process runs (after a scenario).
+    pub async fn ensure_up(&mut self) -> Result<(), LifecycleError> {
+        for role in [Role::Receiver, Role::Worker] {
+            let Some(p) = self.process(role) else {
+                continue;
+            };
+            if !p.running() {
+                self.restart(role, "it was not running").await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Cuts the database and records it.
+    pub async fn cut_database(&mut self, cut: Cut) -> Result<(), LifecycleError> {
+        let action = match cut {
+            Cut::Proxy(mode) => {
+                let Some(p) = &self.proxy else {
+                    return Err(LifecycleError::Command {
+                        command: "proxy".into(),
+                        reason: "no [database] proxy configured".into(),
+                    });
+                };
+                p.set_mode(mode);
+                format!("proxy {} -> {mode}", p.local_addr())
+            }
+            Cut::Commands => {
+                let cmd = self.db.stop.clone().unwrap_or_default();
+                run_command(&cmd).await?;
+                "stop command".to_string()
+            }
+            Cut::SqliteLock => {
+                let path = self.db.sqlite.clone().unwrap_or_default();
+                self.lock = Some(lock_sqlite(&path)?);
+                format!("exclusive lock on {}", path.display())
+            }
+        };
+        self.record("cut-database", action, None);
+        Ok(())
+    }
+
+    /// Brings the database back after [`cut_database`](Self::cut_database).
+    pub async fn restore_database(&mut self, cut: Cut) -> Result<(), LifecycleError> {
+        let action = match cut {
+            Cut::Proxy(_) => {
+                if let Some(p) = &self.proxy {
+                    p.set_mode(Mode::Pass);
+                }
+                "proxy -> pass".to_string()
+            }
+            Cut::Commands => {
+                let cmd = self.db.start.clone().unwrap_or_default();
+                run_command(&cmd).await?;
+                "start command".to_string()
+            }
+            Cut::SqliteLock => {
+                if let Some(SqliteLock(conn)) = self.lock.take() {
+                    let _ = conn.execute_batch("ROLLBACK");
+                }
+                "lock released".to_string()
+            }
+        };
+        self.record("restore-database", action, None);
+        Ok(())
+    }
+
+    /// Stops everything: SIGTERM, then SIGKILL after a grace period.
+    pub async fn shutdown(mut self) {
+        if let Some(SqliteLock(conn)) = self.lock.take() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        if let Some(w) = self.worker.as_mut() {
+            w.terminate(Duration::from_secs(2)).await;
+        }
+        self.receiver.terminate(Duration::from_secs(3)).await;
+    }
+}
+
+async fn run_command(cmd: &str) -> Result<(), LifecycleError> {
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::process::Command::new("sh")
+            .arg("-c")
+            .arg(super::expand(cmd))
+            .stdin(std::process::Stdio::null())
+            .output(),
+    )
+    .await;
+    let fail = |reason: String| LifecycleError::Command {
+        command: cmd.to_string(),
+        reason,
+    };
+    match out {
+        Err(_) => Err(fail("no exit within 60s".into())),
+        Ok(Err(e)) => Err(fail(e.to_string())),
+        Ok(Ok(o)) if !o.status.success() => Err(fail(format!(
+            "{}: {}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr).trim()
+        ))),
+        Ok(Ok(_)) => Ok(()),
+    }
+}
+
+fn lock_sqlite(path: &Path) -> Result<SqliteLock, LifecycleError> {
+    let fail = |e: rusqlite::Error| LifecycleError::Lock {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    };
+    let conn = rusqlite::Connection::open(path).map_err(fail)?;
+    conn.busy_timeout(Duration::from_secs(10)).map_err(fail)?;
+    conn.execute_batch("BEGIN EXCLUSIVE").map_err(fail)?;
+    Ok(SqliteLock(conn))
+}
+
+/// Waits until `ready` holds, failing early when the process exits.
+async fn wait_ready(
+    p: &mut Process,
+    ready: &Ready,
+    timeout: Duration,
+) -> Result<(), LifecycleError> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = p.exited() {
+            return Err(LifecycleError::Exited {
+                name: p.name().to_string(),
+                status,
+                log: p.log().display().to_string(),
+            });
+        }
+        if is_ready(ready).await {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            let log = p.log().display().to_string();
+            p.kill().await;
+            return Err(LifecycleError::NotReady {
+                name: p.name().to_string(),
+                ready: ready.to_string(),
+                timeout: crate::units::format_duration(timeout),
+                log,
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// One readiness check.
+pub(crate) async fn is_ready(ready: &Ready) -> bool {
+    let check = async {
+        match ready {
+            Ready::Tcp { tcp } => TcpStream::connect(tcp.as_str()).await.is_ok(),
+            Ready::Http { http } => http_ok(http).await.unwrap_or(false),
+        }
+    };
+    tokio::time::timeout(Duration::from_millis(500), check)
+        .await
+        .unwrap_or(false)
+}
+
+async fn http_ok(url: &str) -> Option<bool> {
+    let uri: http::Uri = url.parse().ok()?;
+    let host = uri.host()?;
+    let port = uri.port_u16().unwrap_or(80);
+    let mut s = TcpStream::connect((host.trim_matches(|c| c == '[' || c == ']'), port))
+        .await
+        .ok()?;
+    let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.ok()?;
+    let mut buf = [0u8; 16];
+    let mut n = 0;
+    while n < 12 {
+        let k = s.read(&mut buf[n..]).await.ok()?;
+        if k == 0 {
+            break;
+        }
+        n += k;
+    }
+    let line = std::str::from_utf8(&buf[..n]).ok()?;
+    Some(line.starts_with("HTTP/1.") && line.get(9..10) == Some("2"))
+}

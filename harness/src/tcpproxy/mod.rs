@@ -1,0 +1,390 @@
+//! A TCP fault proxy: sits between a receiver and its database (the
+//! receiver's connection string points at the proxy) and, on command,
+//! refuses new connections, resets existing ones, black-holes traffic or
+//! adds latency.
+//!
+//! It knows nothing of the database's protocol, so it works for any
+//! database reached over TCP. The harness drives it through [`Proxy`];
+//! people who want it in their own tests run `hookstorm proxy` and use the
+//! small HTTP API of [`control`]. Modes:
+//!
+//! - `pass`: bytes flow both ways.
+//! - `refuse`: new connections are accepted and reset at once; existing
+//!   ones keep working.
+//! - `reset`: every existing connection is aborted with a TCP reset, and so
+//!   is every new one.
+//! - `blackhole`: bytes are read and discarded, nothing is forwarded or
+//!   answered: the receiver's own timeouts are what end its wait. A
+//!   connection black-holed once is reset when the mode changes, since its
+//!   stream is no longer in a state either end can use.
+//! - `latency`: every chunk is held for the given time before it is forwarded.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub mod control;
+
+/// What the proxy does with traffic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Mode {
+    /// Forward both ways.
+    Pass,
+    /// Reset new connections; keep existing ones.
+    Refuse,
+    /// Reset existing and new connections.
+    Reset,
+    /// Swallow traffic, forward nothing.
+    Blackhole,
+    /// Forward every chunk after a delay.
+    Latency {
+        /// The delay per chunk, in milliseconds.
+        latency_ms: u64,
+    },
+}
+
+impl Mode {
+    /// The mode's name (`pass`, `refuse`, …).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Mode::Pass => "pass",
+            Mode::Refuse => "refuse",
+            Mode::Reset => "reset",
+            Mode::Blackhole => "blackhole",
+            Mode::Latency { .. } => "latency",
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Mode::Latency { latency_ms } => write!(f, "latency {latency_ms}ms"),
+            m => f.write_str(m.name()),
+        }
+    }
+}
+
+/// Counters of what the proxy did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ProxyStats {
+    /// Connections accepted.
+    pub accepted: u64,
+    /// Connections forwarded to the upstream.
+    pub forwarded: u64,
+    /// Connections ended with a reset by the proxy.
+    pub reset: u64,
+    /// Upstream connects that failed.
+    pub upstream_failures: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    accepted: AtomicU64,
+    forwarded: AtomicU64,
+    reset: AtomicU64,
+    upstream_failures: AtomicU64,
+}
+
+struct Shared {
+    upstream: String,
+    mode: watch::Sender<Mode>,
+    counters: Counters,
+}
+
+/// A running proxy; dropping it stops accepting (open connections end when
+/// their peers close or the mode resets them).
+pub struct Proxy {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    accept: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proxy")
+            .field("listen", &self.addr)
+            .field("upstream", &self.shared.upstream)
+            .field("mode", &self.mode())
+            .finish()
+    }
+}
+
+impl Proxy {
+    /// Binds `listen` and forwards to `upstream` (`host:port`), starting in `pass`.
+    pub async fn start(listen: &str, upstream: &str) -> std::io::Result<Proxy> {
+        let listener = TcpListener::bind(listen).await?;
+        Ok(Self::with_listener(listener, upstream))
+    }
+
+    /// Forwards connections from an already bound listener.
+    pub fn with_listener(listener: TcpListener, upstream: &str) -> Proxy {
+        let addr = listener
+            .local_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)));
+        let (tx, _) = watch::channel(Mode::Pass);
+        let shared = Arc::new(Shared {
+            upstream: upstream.to_string(),
+            mode: tx,
+            counters: Counters::default(),
+        });
+        let s = shared.clone();
+        let accept = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                };
+                s.counters.accepted.fetch_add(1, Ordering::Relaxed);
+                let _ = stream.set_nodelay(true);
+                tokio::spawn(handle(s.clone(), stream));
+            }
+        });
+        Proxy {
+            shared,
+            addr,
+            accept,
+        }
+    }
+
+    /// Where the proxy listens.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Where it forwards to.
+    pub fn upstream(&self) -> &str {
+        &self.shared.upstream
+    }
+
+    /// The current mode.
+    pub fn mode(&self) -> Mode {
+        *self.shared.mode.borrow()
+    }
+
+    /// Switches the mode; existing connections react at once.
+    pub fn set_mode(&self, mode: Mode) {
+        self.shared.mode.send_replace(mode);
+    }
+
+    /// What the proxy has done so far.
+    pub fn stats(&self) -> ProxyStats {
+        let c = &self.shared.counters;
+        ProxyStats {
+            accepted: c.accepted.load(Ordering::Relaxed),
+            forwarded: c.forwarded.load(Ordering::Relaxed),
+            reset: c.reset.load(Ordering::Relaxed),
+            upstream_failures: c.upstream_failures.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+        // Wake every connection so none outlives the proxy in a black hole.
+        self.shared.mode.send_replace(Mode::Reset);
+    }
+}
+
+fn abort(shared: &Shared, streams: &[&TcpStream]) {
+    for s in streams {
+        let _ = s.set_zero_linger();
+    }
+    shared.counters.reset.fetch_add(1, Ordering::Relaxed);
+}
+
+async fn handle(shared: Arc<Shared>, client: TcpStream) {
+    let mut rx = shared.mode.subscribe();
+    let mode = *rx.borrow_and_update();
+    match mode {
+        Mode::Refuse | Mode::Reset => return abort(&shared, &[&client]),
+        Mode::Blackhole => {
+            return blackhole(&shared, client, None, rx).await;
+        }
+        Mode::Pass | Mode::Latency { .. } => {}
+    }
+    let upstream = match TcpStream::connect(shared.upstream.as_str()).await {
+        Ok(u) => u,
+        Err(_) => {
+            shared
+                .counters
+                .upstream_failures
+                .fetch_add(1, Ordering::Relaxed);
+            return abort(&shared, &[&client]);
+        }
+    };
+    let _ = upstream.set_nodelay(true);
+    shared.counters.forwarded.fetch_add(1, Ordering::Relaxed);
+    pump(shared, client, upstream, rx).await;
+}
+
+async fn pump(
+    shared: Arc<Shared>,
+    mut a: TcpStream,
+    mut b: TcpStream,
+    mut rx: watch::Receiver<Mode>,
+) {
+    let mut buf_a = vec![0u8; 16 * 1024];
+    let mut buf_b = vec![0u8; 16 * 1024];
+    loop {
+        tokio::select! {
+            r = a.read(&mut buf_a) => {
+                let n = match r { Ok(0) | Err(_) => return, Ok(n) => n };
+                delay(&rx).await;
+                if b.write_all(&buf_a[..n]).await.is_err() { return; }
+            }
+            r = b.read(&mut buf_b) => {
+                let n = match r { Ok(0) | Err(_) => return, Ok(n) => n };
+                delay(&rx).await;
+                if a.write_all(&buf_b[..n]).await.is_err() { return; }
+            }
+            changed = rx.changed() => {
+                if changed.is_err() {
+                    return abort(&shared, &[&a, &b]);
+                }
+                let mode = *rx.borrow_and_update();
+                match mode {
+                    Mode::Reset => return abort(&shared, &[&a, &b]),
+                    Mode::Blackhole => return blackhole(&shared, a, Some(b), rx).await,
+                    Mode::Pass | Mode::Refuse | Mode::Latency { .. } => {}
+                }
+            }
+        }
+    }
+}
+
+async fn delay(rx: &watch::Receiver<Mode>) {
+    let mode = *rx.borrow();
+    if let Mode::Latency { latency_ms } = mode {
+        tokio::time::sleep(Duration::from_millis(latency_ms)).await;
+    }
+}
+
+/// Reads and discards from both ends until the mode changes, then resets both.
+async fn blackhole(
+    shared: &Shared,
+    mut a: TcpStream,
+    mut b: Option<TcpStream>,
+    mut rx: watch::Receiver<Mode>,
+) {
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut buf_b = vec![0u8; 16 * 1024];
+    let mut a_open = true;
+    let mut b_open = b.is_some();
+    loop {
+        tokio::select! {
+            r = a.read(&mut buf), if a_open => {
+                if matches!(r, Ok(0) | Err(_)) { a_open = false; }
+            }
+            r = async { match b.as_mut() { Some(s) => s.read(&mut buf_b).await, None => std::future::pending().await } }, if b_open => {
+                if matches!(r, Ok(0) | Err(_)) { b_open = false; }
+            }
+            changed = rx.changed() => {
+                let gone = changed.is_err();
+                if gone || *rx.borrow_and_update() != Mode::Blackhole {
+                    let mut ends = vec![&a];
+                    if let Some(s) = b.as_ref() { ends.push(s); }
+                    return abort(shared, &ends);
+                }
+            }
+        }
+        if !a_open && !b_open {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn echo_server() -> SocketAddr {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = l.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 1024];
+                    while let Ok(n) = s.read(&mut buf).await {
+                        if n == 0 || s.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    async fn roundtrip(s: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+        s.write_all(b"ping").await?;
+        let mut buf = [0u8; 4];
+        tokio::time::timeout(Duration::from_millis(500), s.read_exact(&mut buf))
+            .await
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "timeout"))??;
+        Ok(buf.to_vec())
+    }
+
+    #[tokio::test]
+    async fn pass_forwards_both_ways_and_reset_aborts_open_connections() {
+        let up = echo_server().await;
+        let p = Proxy::start("127.0.0.1:0", &up.to_string()).await.unwrap();
+        let mut c = TcpStream::connect(p.local_addr()).await.unwrap();
+        assert_eq!(roundtrip(&mut c).await.unwrap(), b"ping");
+        p.set_mode(Mode::Reset);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(roundtrip(&mut c).await.is_err());
+        assert!(p.stats().reset >= 1);
+    }
+
+    #[tokio::test]
+    async fn refuse_resets_new_connections_but_keeps_open_ones() {
+        let up = echo_server().await;
+        let p = Proxy::start("127.0.0.1:0", &up.to_string()).await.unwrap();
+        let mut old = TcpStream::connect(p.local_addr()).await.unwrap();
+        assert!(roundtrip(&mut old).await.is_ok());
+        p.set_mode(Mode::Refuse);
+        let mut new = TcpStream::connect(p.local_addr()).await.unwrap();
+        assert!(roundtrip(&mut new).await.is_err());
+        assert_eq!(roundtrip(&mut old).await.unwrap(), b"ping");
+        p.set_mode(Mode::Pass);
+        let mut again = TcpStream::connect(p.local_addr()).await.unwrap();
+        assert!(roundtrip(&mut again).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn blackhole_answers_nothing_and_latency_delays() {
+        let up = echo_server().await;
+        let p = Proxy::start("127.0.0.1:0", &up.to_string()).await.unwrap();
+        p.set_mode(Mode::Blackhole);
+        let mut c = TcpStream::connect(p.local_addr()).await.unwrap();
+        let e = roundtrip(&mut c).await.unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+        p.set_mode(Mode::Latency { latency_ms: 120 });
+        let mut d = TcpStream::connect(p.local_addr()).await.unwrap();
+        let t = std::time::Instant::now();
+        assert!(roundtrip(&mut d).await.is_ok());
+        assert!(
+            t.elapsed() >= Duration::from_millis(200),
+            "{:?}",
+            t.elapsed()
+        );
+    }
+
+    #[test]
+    fn modes_read_as_json() {
+        let m: Mode = serde_json::from_str(r#"{"mode":"latency","latency_ms":5}"#).unwrap();
+        assert_eq!(m, Mode::Latency { latency_ms: 5 });
+        let m: Mode = serde_json::from_str(r#"{"mode":"blackhole"}"#).unwrap();
+        assert_eq!(m.to_string(), "blackhole");
+    }
+}
