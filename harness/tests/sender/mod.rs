@@ -326,7 +326,7 @@ async fn bad_urls_and_missing_secrets_are_config_errors() {
     );
     let (sink, _) = sink(dir.path());
     let cfg = hookstorm::sender::SendConfig::new(
-        "https://example.com/{account}",
+        "ftp://127.0.0.1/{account}",
         Profile::default_profile(),
         secrets(&["acct_a", "acct_b"]),
     );
