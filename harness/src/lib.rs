@@ -25,20 +25,32 @@
 //! - [`report`]: report.json, junit.xml, summary.md and the console table.
 //! - [`target`]: the target file (URL, accounts, secrets, probe).
 //! - [`run`]: the pipeline of `hookstorm run`, scenario by scenario.
+//! - [`front`]: the fault front, an HTTP proxy before the receiver.
+//! - [`provider`]: the provider API (task lookups) receivers reconcile against.
+//! - [`redelivery`]: the dashboard's redelivery rules (pending, hourly limit).
+//! - [`catalog`]: run hooks for the front, the provider API and their notes.
+//! - [`gaps`]: retry gaps measured against the scaled schedule.
+//! - [`serve`]: the small HTTP server loop the front and the provider share.
 #![warn(missing_docs)]
 
+pub mod catalog;
 pub mod check;
 pub mod delivery;
 pub mod error;
 pub mod exit;
 pub mod fault;
+pub mod gaps;
+pub mod front;
 pub mod history;
 pub mod probe;
 pub mod profile;
+pub mod provider;
+pub mod redelivery;
 pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod schedule;
+pub mod serve;
 pub mod sender;
 pub mod signature;
 pub mod state;

@@ -105,6 +105,10 @@ pub async fn run(
     let dir = opts.out_dir.join(&run_id);
     std::fs::create_dir_all(&dir).map_err(|e| RunError::Io(format!("{}: {e}", dir.display())))?;
     let probe = Probe::from_config(&target.state).map_err(|e| RunError::Target(e.to_string()))?;
+    if let Some(p) = &target.provider {
+        p.serve()
+            .map_err(|e| RunError::Target(format!("provider API on {}: {e}", p.url())))?;
+    }
 
     let mut reports = Vec::new();
     for (i, scenario) in scenarios.iter().enumerate() {
@@ -177,12 +181,16 @@ async fn run_scenario(
         .iter()
         .filter(|a| !target.secrets.contains_key(*a))
         .collect();
-    if !missing.is_empty() {
-        let reason = format!(
+    let unmet = if !missing.is_empty() {
+        Some(format!(
             "needs account(s) {} that the target does not define (hint: add [accounts.NAME] to the target file, or --skip {})",
             missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
             scenario.name
-        );
+        ))
+    } else {
+        crate::catalog::unmet_needs(scenario, target, probe)
+    };
+    if let Some(reason) = unmet {
         let check = check::check(
             std::iter::empty(),
             &scenario.name,
@@ -223,6 +231,8 @@ async fn run_scenario(
     });
     sink.write(header)
         .map_err(|e| RunError::Io(e.to_string()))?;
+    let reconcile = crate::catalog::load_provider(scenario, target, seed, time_scale, &sink);
+    let front = crate::catalog::start_front(scenario, target, seed, &sink).await?;
     let mut cfg = SendConfig::new(
         target.url.clone(),
         target.profile.clone(),
@@ -237,7 +247,17 @@ async fn run_scenario(
         .iter()
         .map(|(k, v)| (k.clone(), vec![v.clone()]))
         .collect();
+    if let Some(f) = &front {
+        cfg.url = f.url();
+        cfg.front = Some(f.tags());
+    }
     let sent = sender::send(scenario, &cfg, &sink).await;
+    if let Some(f) = front {
+        notes.extend(crate::catalog::front_note(f.stop().await));
+    }
+    if let Some(book) = &reconcile {
+        notes.push(crate::catalog::reconcile(probe, book, &sink).await);
+    }
     sink.finish().map_err(|e| RunError::Io(e.to_string()))?;
     let summary = match sent {
         Ok(s) => s,
@@ -272,7 +292,10 @@ async fn run_scenario(
         events,
         &scenario.name,
         state_ref,
-        &check_options(&invariants, opts, target, drained),
+        &CheckOptions {
+            reconciled: reconcile.is_some(),
+            ..check_options(&invariants, opts, target, drained)
+        },
     );
     if !drained {
         notes.push(format!(
@@ -291,6 +314,7 @@ async fn run_scenario(
         summary.duration.as_secs_f64(),
         time_scale
     ));
+    notes.extend(crate::catalog::send_notes(scenario, target, &summary, &check, time_scale, &history_path));
     Ok(ScenarioReport {
         name: scenario.name.clone(),
         description: scenario.description.clone(),

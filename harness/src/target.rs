@@ -14,6 +14,7 @@ use serde::Deserialize;
 use crate::error::{read_toml, ConfigError};
 use crate::probe::ProbeConfig;
 use crate::profile::Profile;
+use crate::provider::Provider;
 use crate::signature::Secret;
 
 /// The secrets of one account.
@@ -50,6 +51,21 @@ pub struct TargetFile {
     pub accounts: BTreeMap<String, AccountFile>,
     /// How to read the receiver's state.
     pub state: ProbeConfig,
+    /// The provider API the harness serves for reconciliation scenarios.
+    #[serde(default)]
+    pub provider: Option<ProviderFile>,
+}
+
+/// `[provider]`: where the harness serves its provider API, and its key.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderFile {
+    /// The address to listen on (`127.0.0.1:7070`); the receiver's
+    /// reconciliation job must be configured with `http://` plus this.
+    pub listen: String,
+    /// An environment variable holding the API key the receiver sends.
+    #[serde(default)]
+    pub key_env: Option<String>,
 }
 
 /// A resolved target, ready to send to.
@@ -67,6 +83,8 @@ pub struct Target {
     pub max_body: usize,
     /// The probe configuration.
     pub state: ProbeConfig,
+    /// The provider API (bound, served during the run), if configured.
+    pub provider: Option<Provider>,
 }
 
 /// The default body limit assumed for a receiver (1 MiB).
@@ -121,7 +139,25 @@ impl Target {
             }
             secrets.insert(name, list);
         }
+        let provider = match &file.provider {
+            None => None,
+            Some(p) => {
+                let key = match &p.key_env {
+                    Some(var) => Secret::new(std::env::var(var).map_err(|_| {
+                        ConfigError::invalid(
+                            path,
+                            format!("provider: environment variable {var} is not set"),
+                        )
+                    })?),
+                    None => return Err(ConfigError::invalid(path, "provider: no key (hint: key_env = \"HOOKSTORM_PROVIDER_KEY\")")),
+                };
+                Some(Provider::bind(&p.listen, key).map_err(|e| {
+                    ConfigError::invalid(path, format!("provider: cannot listen on {}: {e}", p.listen))
+                })?)
+            }
+        };
         Ok(Target {
+            provider,
             url: file.url,
             profile,
             secrets,

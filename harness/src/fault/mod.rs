@@ -25,5 +25,7 @@ pub fn apply(plan: &mut Plan, scenario: &Scenario, spec: &FaultSpec, rng: &mut C
         FaultSpec::Reorder(r) => reorder::apply(plan, r, rng),
         FaultSpec::DropAck(d) => drop_ack::apply(plan, d, rng),
         FaultSpec::Tamper(t) => tamper::apply(plan, scenario, t, rng),
+        // Carried out while sending (the front, the dashboard, the provider API).
+        FaultSpec::Front(_) | FaultSpec::Redeliver(_) | FaultSpec::Reconcile(_) => {}
     }
 }

@@ -23,6 +23,9 @@ use rand_chacha::ChaCha8Rng;
 use tokio::sync::Semaphore;
 
 use crate::fault::{drop_ack, duplicate, reorder, tamper};
+use crate::front::FrontTags;
+use crate::profile::REDELIVERY_LIMIT_PER_HOUR;
+use crate::redelivery::{Desk, Refusal, Standing};
 use crate::history::{
     now_rfc3339, Attempt, Event, FaultEvent, HistoryError, HistorySink, Intent, Outcome,
 };
@@ -58,6 +61,8 @@ pub struct SendConfig {
     pub retired: BTreeMap<String, Vec<Secret>>,
     /// How long the reachability probe may take per host.
     pub probe_timeout: Duration,
+    /// The fault front's action tags, when a front stands before the receiver.
+    pub front: Option<FrontTags>,
 }
 
 impl SendConfig {
@@ -78,6 +83,7 @@ impl SendConfig {
             max_body: 1 << 20,
             retired: BTreeMap::new(),
             probe_timeout: Duration::from_secs(2),
+            front: None,
         }
     }
 
@@ -140,6 +146,25 @@ pub struct SendSummary {
     pub unreachable: bool,
     /// Deliveries skipped because their forgery does not apply to the scheme.
     pub skipped: usize,
+    /// The first redirect answered, if any.
+    pub redirect: Option<RedirectFinding>,
+    /// Dashboard redeliveries sent.
+    pub redelivered: usize,
+    /// Redelivery requests refused because the delivery was pending.
+    pub refused_pending: usize,
+    /// Redelivery requests that hit the hourly limit and had to wait.
+    pub throttled: usize,
+}
+
+/// A 3xx answer seen while sending: the URL to register instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedirectFinding {
+    /// The status.
+    pub status: u16,
+    /// Its `Location`, if it had one.
+    pub location: Option<String>,
+    /// The harness's own redirecting front answered it, not the receiver.
+    pub by_front: bool,
 }
 
 #[derive(Default)]
@@ -160,6 +185,8 @@ struct Ctx {
     keys: BTreeMap<String, tamper::Keys>,
     sink: HistorySink,
     stats: Mutex<Stats>,
+    desk: Desk,
+    while_pending: u32,
 }
 
 /// Plans `scenario` with `cfg.seed` and delivers it, writing every attempt to `sink`.
@@ -284,6 +311,14 @@ fn prepare(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> Result<
         keys,
         sink: sink.clone(),
         stats: Mutex::new(Stats::default()),
+        desk: Desk::new(
+            scenario
+                .redeliver()
+                .and_then(|r| r.hourly_limit)
+                .unwrap_or(REDELIVERY_LIMIT_PER_HOUR),
+            cfg.time_scale,
+        ),
+        while_pending: scenario.redeliver().map(|r| r.while_pending).unwrap_or(0),
     })
 }
 
@@ -390,6 +425,36 @@ impl Ctx {
             poison: r.d.poison,
             dead: r.dead,
         }));
+    }
+
+    /// Adds the front's action on this request to `faults`, and notes the
+    /// first redirect.
+    fn claim(&self, body: &[u8], answer: &Answer, faults: &mut Vec<String>) {
+        let tag = self.cfg.front.as_ref().and_then(|t| t.take(body));
+        if let Some(status @ 300..=399) = answer.status {
+            let by_front = tag.as_deref() == Some(crate::front::REDIRECT);
+            let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+            st.summary.redirect.get_or_insert(RedirectFinding {
+                status,
+                location: answer.location.clone(),
+                by_front,
+            });
+        }
+        faults.extend(tag);
+    }
+
+    fn note(&self, fault: &str, action: String, detail: Option<String>) {
+        self.write(Event::Fault(FaultEvent {
+            scenario: self.scenario.clone(),
+            at: now_rfc3339(),
+            fault: fault.into(),
+            action,
+            detail,
+        }));
+    }
+
+    fn tally(&self, f: impl FnOnce(&mut SendSummary)) {
+        f(&mut self.stats.lock().unwrap_or_else(|p| p.into_inner()).summary);
     }
 
     fn skip(&self, d: &PlannedDelivery, why: String) {
@@ -554,12 +619,14 @@ async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
                 let sent_at = now_rfc3339();
                 let answer = ctx.exchange(d, &headers, &got.body, false).await;
                 let grade = classify(&ctx.cfg.profile, Intent::Genuine, &answer);
+                let mut faults = vec![name.to_string()];
+                ctx.claim(&got.body, &answer, &mut faults);
                 ctx.record(Record {
                     d,
                     id,
                     attempt: 1,
                     round,
-                    faults: vec![name.to_string()],
+                    faults,
                     sent_at,
                     answer: Some(&answer),
                     error: None,
@@ -570,6 +637,32 @@ async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
                 });
             }
             Redelivery::Redeliver => {
+                let standing = if delivered.is_some() {
+                    Standing::Delivered
+                } else {
+                    Standing::Dead
+                };
+                loop {
+                    match ctx.desk.request(&d.account, standing) {
+                        Ok(()) => break,
+                        Err(Refusal::HourlyLimit { limit, retry_in }) => {
+                            ctx.tally(|s| s.throttled += 1);
+                            ctx.note(
+                                "redeliver",
+                                format!(
+                                    "hourly limit of {limit} redeliveries reached for account {}; delivery {} waits {}",
+                                    d.account,
+                                    d.id,
+                                    crate::units::format_duration(retry_in)
+                                ),
+                                None,
+                            );
+                            tokio::time::sleep(retry_in.max(Duration::from_millis(1))).await;
+                        }
+                        Err(Refusal::Pending) => break,
+                    }
+                }
+                ctx.tally(|s| s.redelivered += 1);
                 let mut rd = d.clone();
                 rd.hold_attempts = 0;
                 rd.copies = 1;
@@ -682,6 +775,7 @@ async fn run_round(
             if copies > 1 {
                 faults.push(format!("{}:{}/{}", duplicate::CONCURRENT, k + 1, copies));
             }
+            ctx.claim(&signed.body, answer, &mut faults);
             if k > 0 {
                 ctx.record(Record {
                     d,
@@ -727,6 +821,18 @@ async fn run_round(
             detail: d.detail.clone(),
             dead,
         });
+        if round == 0 && n == 1 && !last && !delivered && d.intent == Intent::Genuine {
+            for _ in 0..ctx.while_pending {
+                if let Err(why) = ctx.desk.request(&d.account, Standing::Pending) {
+                    ctx.tally(|s| s.refused_pending += 1);
+                    ctx.note(
+                        "redeliver",
+                        format!("refused a redelivery of {} ({})", d.id, d.body.task.id),
+                        Some(why.to_string()),
+                    );
+                }
+            }
+        }
         if delivered {
             return Some(Some(Delivered {
                 headers,
