@@ -2,6 +2,7 @@
 //! its exit code.
 
 mod check;
+mod provider;
 mod run;
 mod schedule;
 mod sign;
@@ -30,6 +31,8 @@ enum Command {
     Schedule(schedule::Args),
     /// Print the headers a real sender would send for a body read from stdin.
     Sign(sign::Args),
+    /// Serve the provider API (task lookups) for testing a reconciliation job by hand.
+    Provider(provider::Args),
 }
 
 /// Runs the chosen subcommand and returns the process exit code.
@@ -39,6 +42,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Check(a) => check::run(a),
         Command::Schedule(a) => schedule::run(a),
         Command::Sign(a) => sign::run(a),
+        Command::Provider(a) => provider::run(a),
     };
     match result {
         Ok(code) => code,

@@ -429,14 +429,23 @@ impl Ctx {
 
     /// Adds the front's action on this request to `faults`, and notes the
     /// first redirect.
-    fn claim(&self, body: &[u8], answer: &Answer, faults: &mut Vec<String>) {
+    fn claim(&self, d: &PlannedDelivery, body: &[u8], answer: &Answer, faults: &mut Vec<String>) {
         let tag = self.cfg.front.as_ref().and_then(|t| t.take(body));
         if let Some(status @ 300..=399) = answer.status {
             let by_front = tag.as_deref() == Some(crate::front::REDIRECT);
+            // A relative Location is resolved against the URL sent to.
+            let location = answer.location.as_ref().map(|l| match (l.starts_with('/'), self.uris.get(&d.account)) {
+                (true, Some(u)) => format!(
+                    "{}://{}{l}",
+                    u.scheme_str().unwrap_or("http"),
+                    u.authority().map(|a| a.as_str()).unwrap_or_default()
+                ),
+                _ => l.clone(),
+            });
             let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
             st.summary.redirect.get_or_insert(RedirectFinding {
                 status,
-                location: answer.location.clone(),
+                location,
                 by_front,
             });
         }
@@ -620,7 +629,7 @@ async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
                 let answer = ctx.exchange(d, &headers, &got.body, false).await;
                 let grade = classify(&ctx.cfg.profile, Intent::Genuine, &answer);
                 let mut faults = vec![name.to_string()];
-                ctx.claim(&got.body, &answer, &mut faults);
+                ctx.claim(d, &got.body, &answer, &mut faults);
                 ctx.record(Record {
                     d,
                     id,
@@ -775,7 +784,7 @@ async fn run_round(
             if copies > 1 {
                 faults.push(format!("{}:{}/{}", duplicate::CONCURRENT, k + 1, copies));
             }
-            ctx.claim(&signed.body, answer, &mut faults);
+            ctx.claim(d, &signed.body, answer, &mut faults);
             if k > 0 {
                 ctx.record(Record {
                     d,
