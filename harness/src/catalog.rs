@@ -144,7 +144,7 @@ pub(crate) fn send_notes(
     history: &Path,
 ) -> Vec<String> {
     let mut notes = Vec::new();
-    if let Some(r) = &summary.redirect {
+    for r in &summary.redirects {
         let location = r.location.as_deref().unwrap_or("(no Location header)");
         notes.push(if r.by_front {
             format!(

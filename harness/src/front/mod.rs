@@ -346,7 +346,19 @@ async fn forward(
     match s.client.request(req).await {
         Ok(resp) => {
             s.count(|c| c.forwarded += 1);
-            let (parts, body) = resp.into_parts();
+            let (mut parts, body) = resp.into_parts();
+            // A relative redirect of the receiver's own is made absolute, so
+            // the finding names the receiver's URL and not the front's.
+            if parts.status.is_redirection() {
+                let loc = parts.headers.get(hyper::header::LOCATION).cloned();
+                if let Some(l) = loc.as_ref().and_then(|v| v.to_str().ok()) {
+                    if l.starts_with('/') {
+                        if let Ok(v) = format!("http://{}{l}", s.upstream).parse() {
+                            parts.headers.insert(hyper::header::LOCATION, v);
+                        }
+                    }
+                }
+            }
             let bytes = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
             Ok(Response::from_parts(parts, serve::full(bytes)))
         }

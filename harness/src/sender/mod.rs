@@ -146,8 +146,9 @@ pub struct SendSummary {
     pub unreachable: bool,
     /// Deliveries skipped because their forgery does not apply to the scheme.
     pub skipped: usize,
-    /// The first redirect answered, if any.
-    pub redirect: Option<RedirectFinding>,
+    /// The first redirect the receiver answered, and the first the
+    /// harness's own front answered (at most one of each).
+    pub redirects: Vec<RedirectFinding>,
     /// Dashboard redeliveries sent.
     pub redelivered: usize,
     /// Redelivery requests refused because the delivery was pending.
@@ -443,11 +444,14 @@ impl Ctx {
                 _ => l.clone(),
             });
             let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
-            st.summary.redirect.get_or_insert(RedirectFinding {
-                status,
-                location,
-                by_front,
-            });
+            let found = &mut st.summary.redirects;
+            if !found.iter().any(|r| r.by_front == by_front) {
+                found.push(RedirectFinding {
+                    status,
+                    location,
+                    by_front,
+                });
+            }
         }
         faults.extend(tag);
     }
