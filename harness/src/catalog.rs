@@ -112,15 +112,24 @@ pub(crate) async fn reconcile(probe: &Probe, book: &TaskBook, sink: &HistorySink
         let n = ids.len();
         let params = serde_json::json!({ "task_ids": ids, "account": account });
         if let Err(e) = probe.setup("tasks-submitted", params).await {
-            record(format!("setup tasks-submitted for {account} failed"), Some(e.to_string()));
+            record(
+                format!("setup tasks-submitted for {account} failed"),
+                Some(e.to_string()),
+            );
             return format!("reconciliation not run: setup tasks-submitted failed: {e}");
         }
-        record(format!("told the receiver {n} task(s) of {account} were submitted"), None);
+        record(
+            format!("told the receiver {n} task(s) of {account} were submitted"),
+            None,
+        );
     }
     match probe.reconcile().await {
         Ok(v) => {
             let counts = v.to_string();
-            record("the receiver reconciled against the provider API".into(), Some(counts.clone()));
+            record(
+                "the receiver reconciled against the provider API".into(),
+                Some(counts.clone()),
+            );
             format!(
                 "reconciliation after the outage: {} final task(s) at the provider; receiver reported {counts}",
                 book.final_tasks().len()
@@ -179,7 +188,8 @@ pub(crate) fn send_notes(
                     &events,
                     &target.profile.schedule,
                     time_scale,
-                    Duration::from_millis(50) + f.stall_for.0.mul_f64(f64::from(f.stall_body as u8)),
+                    Duration::from_millis(50)
+                        + f.stall_for.0.mul_f64(f64::from(f.stall_body as u8)),
                 );
                 if g.measured > 0 {
                     notes.push(format!(

@@ -33,7 +33,11 @@ pub fn measure<'a>(
     let mut sent: HashMap<(String, u32), Vec<(u32, i64)>> = HashMap::new();
     for e in events {
         let Event::Attempt(a) = e else { continue };
-        if a.status.is_none() && a.error.as_deref().is_some_and(|t| t.starts_with("held back")) {
+        if a.status.is_none()
+            && a.error
+                .as_deref()
+                .is_some_and(|t| t.starts_with("held back"))
+        {
             continue;
         }
         let Ok(t) = chrono::DateTime::parse_from_rfc3339(&a.sent_at) else {

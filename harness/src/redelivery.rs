@@ -72,7 +72,10 @@ impl Desk {
         }
         let mut map = self.granted.lock().unwrap_or_else(|p| p.into_inner());
         let q = map.entry(account.to_string()).or_default();
-        while q.front().is_some_and(|t| now.duration_since(*t) >= self.hour) {
+        while q
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= self.hour)
+        {
             q.pop_front();
         }
         if q.len() as u32 >= self.limit {

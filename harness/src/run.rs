@@ -314,7 +314,14 @@ async fn run_scenario(
         summary.duration.as_secs_f64(),
         time_scale
     ));
-    notes.extend(crate::catalog::send_notes(scenario, target, &summary, &check, time_scale, &history_path));
+    notes.extend(crate::catalog::send_notes(
+        scenario,
+        target,
+        &summary,
+        &check,
+        time_scale,
+        &history_path,
+    ));
     Ok(ScenarioReport {
         name: scenario.name.clone(),
         description: scenario.description.clone(),

@@ -45,7 +45,9 @@ impl From<&str> for Cut {
 
 /// A request handler.
 pub type Handler = Arc<
-    dyn Fn(Request<Incoming>) -> Pin<Box<dyn Future<Output = Result<Response<AnyBody>, Cut>> + Send>>
+    dyn Fn(
+            Request<Incoming>,
+        ) -> Pin<Box<dyn Future<Output = Result<Response<AnyBody>, Cut>> + Send>>
         + Send
         + Sync,
 >;
@@ -91,10 +93,7 @@ async fn accept_loop(listener: TcpListener, handler: Handler, mut stop: watch::R
                 let _ = stream.set_nodelay(true);
                 let handler = handler.clone();
                 conns.spawn(async move {
-                    let svc = service_fn(move |req: Request<Incoming>| {
-                        let fut = handler(req);
-                        async move { fut.await }
-                    });
+                    let svc = service_fn(move |req: Request<Incoming>| handler(req));
                     let _ = http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), svc)
                         .await;

@@ -149,10 +149,18 @@ impl Target {
                             format!("provider: environment variable {var} is not set"),
                         )
                     })?),
-                    None => return Err(ConfigError::invalid(path, "provider: no key (hint: key_env = \"HOOKSTORM_PROVIDER_KEY\")")),
+                    None => {
+                        return Err(ConfigError::invalid(
+                            path,
+                            "provider: no key (hint: key_env = \"HOOKSTORM_PROVIDER_KEY\")",
+                        ))
+                    }
                 };
                 Some(Provider::bind(&p.listen, key).map_err(|e| {
-                    ConfigError::invalid(path, format!("provider: cannot listen on {}: {e}", p.listen))
+                    ConfigError::invalid(
+                        path,
+                        format!("provider: cannot listen on {}: {e}", p.listen),
+                    )
                 })?)
             }
         };
@@ -259,6 +267,27 @@ mod tests {
         let file: TargetFile = read_toml(&path).unwrap_or_else(|e| panic!("{e}"));
         assert!(file.url.contains("{account}"));
         assert!(!file.accounts.is_empty());
+    }
+
+    #[test]
+    fn a_provider_section_binds_the_api_with_the_key_from_the_environment() {
+        let base = "url = \"http://127.0.0.1:1/w\"\n[accounts.acct_a]\nsecrets = [\"s\"]\n[state]\nhttp = \"http://127.0.0.1:2/state\"\n[provider]\nlisten = \"127.0.0.1:0\"\n";
+        std::env::set_var("HOOKSTORM_TEST_PROVIDER_KEY", "pk");
+        let text = format!("{base}key_env = \"HOOKSTORM_TEST_PROVIDER_KEY\"\n");
+        let file: TargetFile = crate::error::parse_toml(Path::new("t.toml"), &text).unwrap();
+        let t = Target::resolve(file, Path::new("t.toml")).unwrap();
+        let p = t.provider.expect("provider bound");
+        assert!(p.url().starts_with("http://127.0.0.1:"));
+        assert_eq!(p.key().expose(), "pk");
+        let text = format!("{base}key_env = \"HOOKSTORM_TEST_UNSET_PROVIDER\"\n");
+        let file: TargetFile = crate::error::parse_toml(Path::new("t.toml"), &text).unwrap();
+        let e = Target::resolve(file, Path::new("t.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("HOOKSTORM_TEST_UNSET_PROVIDER is not set"),
+            "{e}"
+        );
     }
 
     #[test]

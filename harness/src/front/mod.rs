@@ -200,7 +200,12 @@ impl Front {
 
     /// What it did so far.
     pub fn counts(&self) -> FrontCounts {
-        *self.shared.0.counts.lock().unwrap_or_else(|p| p.into_inner())
+        *self
+            .shared
+            .0
+            .counts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// Stops the front and returns what it did.
@@ -269,7 +274,10 @@ async fn handle(s: &Shared, req: Request<Incoming>) -> Result<Response<AnyBody>,
             let location = format!("http://{}{}/", s.upstream, path.trim_end_matches('/'));
             s.tags.push(key, REDIRECT.into());
             s.count(|c| c.redirected += 1);
-            s.record(format!("answered {code} to attempt {n}, location {location}"), id);
+            s.record(
+                format!("answered {code} to attempt {n}, location {location}"),
+                id,
+            );
             let mut r = serve::text(code, "moved");
             if let Ok(v) = hyper::header::HeaderValue::from_str(&location) {
                 r.headers_mut().insert(hyper::header::LOCATION, v);
@@ -359,14 +367,24 @@ async fn forward(
                     }
                 }
             }
-            let bytes = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+            let bytes = body
+                .collect()
+                .await
+                .map(|b| b.to_bytes())
+                .unwrap_or_default();
             Ok(Response::from_parts(parts, serve::full(bytes)))
         }
         Err(e) => {
             s.tags.push(key, "front:upstream-unreachable".into());
             s.count(|c| c.unreachable += 1);
-            s.record("could not reach the receiver; answered 502".into(), Some(e.to_string()));
-            Ok(serve::text(502, "receiver unreachable behind the fault front"))
+            s.record(
+                "could not reach the receiver; answered 502".into(),
+                Some(e.to_string()),
+            );
+            Ok(serve::text(
+                502,
+                "receiver unreachable behind the fault front",
+            ))
         }
     }
 }

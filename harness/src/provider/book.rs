@@ -42,7 +42,9 @@ pub struct TaskBook {
 impl BookTask {
     /// The task's id (from its body).
     pub fn id(&self) -> Option<String> {
-        serde_json::from_str::<Body>(&self.body).ok().map(|b| b.task.id)
+        serde_json::from_str::<Body>(&self.body)
+            .ok()
+            .map(|b| b.task.id)
     }
 
     /// Its status `elapsed_ms` (scaled) after the book was loaded.
@@ -58,7 +60,11 @@ impl BookTask {
 
 /// A lifecycle that ends with `last` at `end_ms` (QUEUED, PROCESSING,
 /// maybe requeued and PROCESSING again, then `last`).
-fn lifecycle<R: Rng + ?Sized>(rng: &mut R, end_ms: i64, last: TaskStatus) -> Vec<(i64, TaskStatus)> {
+fn lifecycle<R: Rng + ?Sized>(
+    rng: &mut R,
+    end_ms: i64,
+    last: TaskStatus,
+) -> Vec<(i64, TaskStatus)> {
     // The contract: up to 4 h queued, up to 5 min from first start to finish.
     let run = rng.gen_range(1_000..=300_000i64);
     let start = end_ms - run;
@@ -89,7 +95,8 @@ pub fn from_plan(scenario: &Scenario, seed: u64, time_scale: f64, finished: bool
     let mut seen = std::collections::HashSet::new();
     let mut tasks = Vec::new();
     for d in &plan.deliveries {
-        if d.intent != Intent::Genuine || !seen.insert((d.account.clone(), d.body.task.id.clone())) {
+        if d.intent != Intent::Genuine || !seen.insert((d.account.clone(), d.body.task.id.clone()))
+        {
             continue;
         }
         let end = if finished {
@@ -121,7 +128,10 @@ pub fn from_plan(scenario: &Scenario, seed: u64, time_scale: f64, finished: bool
     for i in 0..spec.pending {
         let body = extra(&mut rng, i);
         // Never final within a run: queued, started, maybe back in the queue.
-        let mut stages = vec![(-5_000, TaskStatus::Queued), (-2_000, TaskStatus::Processing)];
+        let mut stages = vec![
+            (-5_000, TaskStatus::Queued),
+            (-2_000, TaskStatus::Processing),
+        ];
         if i % 2 == 1 {
             stages.push((-1_000, TaskStatus::Queued));
         }

@@ -184,7 +184,9 @@ impl Provider {
                     .book
                     .tasks
                     .iter()
-                    .filter(|t| !t.expired && t.status_at(elapsed) == crate::delivery::TaskStatus::Queued)
+                    .filter(|t| {
+                        !t.expired && t.status_at(elapsed) == crate::delivery::TaskStatus::Queued
+                    })
                     .filter_map(BookTask::id)
                     .filter(|id| !st.removed.contains(id))
                     .collect();

@@ -24,12 +24,12 @@ use tokio::sync::Semaphore;
 
 use crate::fault::{drop_ack, duplicate, reorder, tamper};
 use crate::front::FrontTags;
-use crate::profile::REDELIVERY_LIMIT_PER_HOUR;
-use crate::redelivery::{Desk, Refusal, Standing};
 use crate::history::{
     now_rfc3339, Attempt, Event, FaultEvent, HistoryError, HistorySink, Intent, Outcome,
 };
 use crate::profile::Profile;
+use crate::profile::REDELIVERY_LIMIT_PER_HOUR;
+use crate::redelivery::{Desk, Refusal, Standing};
 use crate::scenario::{Forgery, Scenario, Signing};
 use crate::signature::{Scheme, Secret};
 use crate::workload::{self, PlannedDelivery, Redelivery};
@@ -435,13 +435,15 @@ impl Ctx {
         if let Some(status @ 300..=399) = answer.status {
             let by_front = tag.as_deref() == Some(crate::front::REDIRECT);
             // A relative Location is resolved against the URL sent to.
-            let location = answer.location.as_ref().map(|l| match (l.starts_with('/'), self.uris.get(&d.account)) {
-                (true, Some(u)) => format!(
-                    "{}://{}{l}",
-                    u.scheme_str().unwrap_or("http"),
-                    u.authority().map(|a| a.as_str()).unwrap_or_default()
-                ),
-                _ => l.clone(),
+            let location = answer.location.as_ref().map(|l| {
+                match (l.starts_with('/'), self.uris.get(&d.account)) {
+                    (true, Some(u)) => format!(
+                        "{}://{}{l}",
+                        u.scheme_str().unwrap_or("http"),
+                        u.authority().map(|a| a.as_str()).unwrap_or_default()
+                    ),
+                    _ => l.clone(),
+                }
             });
             let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
             let found = &mut st.summary.redirects;

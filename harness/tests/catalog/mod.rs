@@ -17,7 +17,11 @@ async fn through_front(
     s: &Scenario,
     server: &Server,
     time_scale: f64,
-) -> (hookstorm::sender::SendSummary, Vec<Event>, hookstorm::front::FrontCounts) {
+) -> (
+    hookstorm::sender::SendSummary,
+    Vec<Event>,
+    hookstorm::front::FrontCounts,
+) {
     let profile = Profile::default_profile();
     let (sink, path) = sink(dir);
     let front = Front::start(FrontConfig {
@@ -73,7 +77,13 @@ async fn front_fails_the_first_attempts_then_forwards_bytes_that_still_verify() 
     assert!(seen.iter().all(|s| s.verified.is_ok()));
     for a in attempts(&events) {
         let tagged = a.faults.iter().any(|f| f == "front:429");
-        assert_eq!(tagged, a.attempt <= 2, "attempt {} {:?}", a.attempt, a.faults);
+        assert_eq!(
+            tagged,
+            a.attempt <= 2,
+            "attempt {} {:?}",
+            a.attempt,
+            a.faults
+        );
         assert_eq!(a.outcome == Outcome::Ok, a.attempt == 3);
     }
     let faults = events
@@ -137,18 +147,17 @@ async fn a_stalled_upload_is_cut_and_only_the_retry_arrives_whole() {
     }
 }
 
-async fn get(
-    url: &str,
-    method: http::Method,
-    key: Option<&str>,
-) -> (u16, serde_json::Value) {
+async fn get(url: &str, method: http::Method, key: Option<&str>) -> (u16, serde_json::Value) {
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .build_http::<Empty<Bytes>>();
     let mut req = http::Request::builder().method(method).uri(url);
     if let Some(k) = key {
         req = req.header("Authorization", format!("Bearer {k}"));
     }
-    let resp = client.request(req.body(Empty::new()).unwrap()).await.unwrap();
+    let resp = client
+        .request(req.body(Empty::new()).unwrap())
+        .await
+        .unwrap();
     let status = resp.status().as_u16();
     let body = resp.into_body().collect().await.unwrap().to_bytes();
     (status, serde_json::from_slice(&body).unwrap_or_default())
@@ -165,7 +174,11 @@ async fn the_provider_api_serves_final_tasks_throttles_forgets_and_requires_its_
     provider.serve().unwrap();
     let b = book::from_plan(&s, 9, 1.0, true);
     let finals = b.final_tasks();
-    assert_eq!(finals.len(), 3, "pending and expired tasks are not final ground truth");
+    assert_eq!(
+        finals.len(),
+        3,
+        "pending and expired tasks are not final ground truth"
+    );
     let expired = b.tasks.iter().find(|t| t.expired).unwrap().id().unwrap();
     let submitted: usize = b.submitted().iter().map(|(_, ids)| ids.len()).sum();
     assert_eq!(submitted, 6);
@@ -183,11 +196,17 @@ async fn the_provider_api_serves_final_tasks_throttles_forgets_and_requires_its_
     let gone = format!("{base}/v1/async/task/{expired}");
     assert_eq!(get(&gone, http::Method::GET, Some("k-test")).await.0, 404);
     let unknown = format!("{base}/v1/async/task/tsk_unknown");
-    assert_eq!(get(&unknown, http::Method::GET, Some("k-test")).await.0, 404);
+    assert_eq!(
+        get(&unknown, http::Method::GET, Some("k-test")).await.0,
+        404
+    );
 
     let status_url = format!("{base}/v1/async/status");
     let (_, st) = get(&status_url, http::Method::GET, Some("k-test")).await;
-    assert_eq!(st["queuedTasks"].as_u64().unwrap() + st["processingTasks"].as_u64().unwrap(), 2);
+    assert_eq!(
+        st["queuedTasks"].as_u64().unwrap() + st["processingTasks"].as_u64().unwrap(),
+        2
+    );
     let queue = format!("{base}/v1/async/queue");
     let (code, del) = get(&queue, http::Method::DELETE, Some("k-test")).await;
     assert_eq!(code, 200);
@@ -207,7 +226,10 @@ async fn a_provider_lifecycle_goes_back_to_queued_and_ends_final() {
         let end = t.stages.last().unwrap();
         assert!(end.1.is_final());
         assert!(!t.status_at(end.0 - 1).is_final());
-        assert_eq!(t.status_at(i64::MIN), hookstorm::delivery::TaskStatus::Queued);
+        assert_eq!(
+            t.status_at(i64::MIN),
+            hookstorm::delivery::TaskStatus::Queued
+        );
         if t.stages.len() > 3 {
             requeued += 1;
         }
