@@ -33,7 +33,7 @@
 //! - [`serve`]: the small HTTP server loop the front and the provider share.
 #![warn(missing_docs)]
 
-pub mod catalog;
+mod catalog;
 pub mod check;
 pub mod delivery;
 pub mod error;
