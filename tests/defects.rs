@@ -76,7 +76,7 @@ const MATRIX: &[(&str, &str, InvariantId, Verdict)] = &[
     ),
     (
         "redirects-to-trailing-slash",
-        "baseline",
+        "redirect",
         InvariantId::I7,
         Verdict::Fail,
     ),

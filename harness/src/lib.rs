@@ -29,27 +29,39 @@
 //! - [`lifecycle`]: starting, signalling and restarting the receiver's processes.
 //! - [`tcpproxy`]: a TCP fault proxy between a receiver and its database.
 //! - [`chaos`]: process and database faults carried out during a scenario.
+//! - [`front`]: the fault front, an HTTP proxy before the receiver.
+//! - [`provider`]: the provider API (task lookups) receivers reconcile against.
+//! - [`redelivery`]: the dashboard's redelivery rules (pending, hourly limit).
+//! - [`catalog`]: run hooks for the front, the provider API and their notes.
+//! - [`gaps`]: retry gaps measured against the scaled schedule.
+//! - [`serve`]: the small HTTP server loop the front and the provider share.
 #![warn(missing_docs)]
 
+mod catalog;
 pub mod chaos;
 pub mod check;
 pub mod delivery;
 pub mod error;
 pub mod exit;
 pub mod fault;
+pub mod front;
+pub mod gaps;
 pub mod history;
 pub mod lifecycle;
 pub mod probe;
 pub mod profile;
+pub mod provider;
+pub mod redelivery;
 pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod schedule;
 pub mod sender;
+pub mod serve;
 pub mod signature;
 pub mod state;
 pub mod target;
-pub mod tls;
 pub mod tcpproxy;
+pub mod tls;
 pub mod units;
 pub mod workload;

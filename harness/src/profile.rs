@@ -18,6 +18,10 @@ use crate::schedule::{Jitter, Schedule, Waits};
 use crate::signature::{Encoding, Scheme};
 use crate::units::HumanDuration;
 
+/// Dashboard redeliveries allowed per account per hour (`contract.md`,
+/// "Redelivery": the project's default, configurable per scenario).
+pub const REDELIVERY_LIMIT_PER_HOUR: u32 = 100;
+
 /// Names of the built-in profiles, default first.
 pub const BUILTIN_NAMES: [&str; 8] = [
     "answerline",

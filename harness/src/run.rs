@@ -119,6 +119,10 @@ pub async fn run(
         ),
         None => None,
     };
+    if let Some(p) = &target.provider {
+        p.serve()
+            .map_err(|e| RunError::Target(format!("provider API on {}: {e}", p.url())))?;
+    }
 
     let mut reports = Vec::new();
     for (i, scenario) in scenarios.iter().enumerate() {
@@ -212,6 +216,7 @@ async fn run_scenario(
         ))
     } else {
         chaos::missing_control(scenario, target)
+            .or_else(|| crate::catalog::unmet_needs(scenario, target, probe))
     };
     if let Some(reason) = skip {
         let check = check::check(
@@ -259,6 +264,8 @@ async fn run_scenario(
             return Err(RunError::Target(e.to_string()));
         }
     }
+    let reconcile = crate::catalog::load_provider(scenario, target, seed, time_scale, &sink);
+    let front = crate::catalog::start_front(scenario, target, seed, &sink).await?;
     let mut cfg = SendConfig::new(
         target.url.clone(),
         target.profile.clone(),
@@ -275,6 +282,10 @@ async fn run_scenario(
         .map(|(k, v)| (k.clone(), vec![v.clone()]))
         .collect();
     cfg.spread = chaos::spread(scenario);
+    if let Some(f) = &front {
+        cfg.url = f.url();
+        cfg.front = Some(f.tags());
+    }
     let (sent, actions) = match supervisor {
         Some(sup) if chaos::applies(scenario) => {
             sup.attach(sink.clone(), &scenario.name, &dir);
@@ -302,6 +313,12 @@ async fn run_scenario(
         }
         _ => (sender::send(scenario, &cfg, &sink).await, None),
     };
+    if let Some(f) = front {
+        notes.extend(crate::catalog::front_note(f.stop().await));
+    }
+    if let Some(book) = &reconcile {
+        notes.push(crate::catalog::reconcile(probe, book, &sink).await);
+    }
     sink.finish().map_err(|e| RunError::Io(e.to_string()))?;
     let summary = match sent {
         Ok(s) => s,
@@ -344,7 +361,10 @@ async fn run_scenario(
         events,
         &scenario.name,
         state_ref,
-        &check_options(&invariants, opts, target, drained),
+        &CheckOptions {
+            reconciled: reconcile.is_some(),
+            ..check_options(&invariants, opts, target, drained)
+        },
     );
     if !drained {
         notes.push(format!(
@@ -362,6 +382,14 @@ async fn run_scenario(
         summary.dead,
         summary.duration.as_secs_f64(),
         time_scale
+    ));
+    notes.extend(crate::catalog::send_notes(
+        scenario,
+        target,
+        &summary,
+        &check,
+        time_scale,
+        &history_path,
     ));
     Ok(ScenarioReport {
         name: scenario.name.clone(),

@@ -113,6 +113,12 @@ pub enum FaultSpec {
     CutDatabase(CutDatabaseSpec),
     /// Kill the separate worker process mid-batch and restart it.
     KillWorker(KillWorkerSpec),
+    /// Put the fault front (an HTTP proxy) before the receiver.
+    Front(FrontSpec),
+    /// Dashboard redelivery rules: hourly limit, refused pending requests.
+    Redeliver(RedeliverSpec),
+    /// Reconcile against the harness's provider API after sending.
+    Reconcile(ReconcileSpec),
 }
 
 impl FaultSpec {
@@ -126,6 +132,9 @@ impl FaultSpec {
             FaultSpec::Kill(_) => "kill",
             FaultSpec::CutDatabase(_) => "cut-database",
             FaultSpec::KillWorker(_) => "kill-worker",
+            FaultSpec::Front(_) => "front",
+            FaultSpec::Redeliver(_) => "redeliver",
+            FaultSpec::Reconcile(_) => "reconcile",
         }
     }
 
@@ -461,6 +470,80 @@ fn one_usize() -> usize {
     1
 }
 
+/// `kind = "front"`: the fault front answers, delays or stalls attempts
+/// before they reach the receiver; everything else is forwarded verbatim.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FrontSpec {
+    /// Share of deliveries affected (0..=1), chosen by body from the seed.
+    #[serde(default = "one")]
+    pub share: f64,
+    /// The first k attempts of an affected delivery are answered `status`
+    /// (or stalled, with `stall_body`) instead of forwarded.
+    #[serde(default)]
+    pub fail_first: u32,
+    /// The status answered to those attempts: a 5xx or 429.
+    #[serde(default = "default_front_status")]
+    pub status: u16,
+    /// Answer every affected attempt with this redirect (301, 302, 307, 308).
+    #[serde(default)]
+    pub redirect: Option<u16>,
+    /// Hold every forwarded request this long (real time) first.
+    #[serde(default)]
+    pub delay: Option<HumanDuration>,
+    /// The first `fail_first` attempts dribble part of the body to the
+    /// receiver, stall, and are then cut on both sides.
+    #[serde(default)]
+    pub stall_body: bool,
+    /// Bytes forwarded before the stall.
+    #[serde(default = "default_stall_bytes")]
+    pub stall_after_bytes: usize,
+    /// How long the stall lasts before the cut (real time).
+    #[serde(default = "default_stall_for")]
+    pub stall_for: HumanDuration,
+}
+
+fn default_front_status() -> u16 {
+    503
+}
+
+fn default_stall_bytes() -> usize {
+    40
+}
+
+fn default_stall_for() -> HumanDuration {
+    HumanDuration(Duration::from_secs(1))
+}
+
+/// `kind = "redeliver"`: how the provider's dashboard treats redelivery requests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedeliverSpec {
+    /// Redeliveries allowed per account per (scaled) hour; default: the profile's.
+    #[serde(default)]
+    pub hourly_limit: Option<u32>,
+    /// Per delivery, redelivery requests made while it is still pending
+    /// (they must be refused).
+    #[serde(default)]
+    pub while_pending: u32,
+}
+
+/// `kind = "reconcile"`: after sending, tell the receiver which tasks were
+/// submitted and trigger its reconciliation against the provider API.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReconcileSpec {
+    /// Extra submitted tasks that never finish (QUEUED or PROCESSING).
+    #[serde(default)]
+    pub pending: usize,
+    /// Extra submitted tasks the provider no longer keeps (404).
+    #[serde(default)]
+    pub expired: usize,
+    /// Share of task lookups answered 429 once before being served.
+    #[serde(default)]
+    pub throttle_share: f64,
+}
+
 /// The file shape: like [`Scenario`] with optional parts.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -544,6 +627,30 @@ impl Scenario {
     /// Whether the scenario checks invariant `id` (e.g. `"I4"`).
     pub fn checks(&self, id: &str) -> bool {
         self.check.iter().any(|c| c == id)
+    }
+
+    /// The scenario's fault front, if it asks for one.
+    pub fn front(&self) -> Option<&FrontSpec> {
+        self.faults.iter().find_map(|f| match f {
+            FaultSpec::Front(x) => Some(x),
+            _ => None,
+        })
+    }
+
+    /// The scenario's redelivery rules, if it sets any.
+    pub fn redeliver(&self) -> Option<&RedeliverSpec> {
+        self.faults.iter().find_map(|f| match f {
+            FaultSpec::Redeliver(x) => Some(x),
+            _ => None,
+        })
+    }
+
+    /// The scenario's reconciliation step, if it has one.
+    pub fn reconcile(&self) -> Option<&ReconcileSpec> {
+        self.faults.iter().find_map(|f| match f {
+            FaultSpec::Reconcile(x) => Some(x),
+            _ => None,
+        })
     }
 
     /// The forgeries any tamper fault adds.
@@ -667,6 +774,45 @@ impl Scenario {
                         return Err(
                             "cut-database duration: expected more than 0 and at most 1h".into()
                         );
+                    }
+                }
+                FaultSpec::Front(f) => {
+                    check_share("front", f.share)?;
+                    if !(f.status == 429 || (500..=599).contains(&f.status)) {
+                        return Err(format!(
+                            "front status = {}: expected 429 or a 5xx",
+                            f.status
+                        ));
+                    }
+                    if let Some(r) = f.redirect {
+                        if ![301, 302, 307, 308].contains(&r) {
+                            return Err(format!(
+                                "front redirect = {r}: expected 301, 302, 307 or 308"
+                            ));
+                        }
+                    }
+                    if f.fail_first > 100 {
+                        return Err("front fail_first: expected 0 to 100".into());
+                    }
+                    if f.stall_body && f.fail_first == 0 {
+                        return Err(
+                            "front stall_body stalls the first fail_first attempts (hint: set fail_first = 1)"
+                                .into(),
+                        );
+                    }
+                }
+                FaultSpec::Redeliver(r) => {
+                    if r.hourly_limit == Some(0) {
+                        return Err("redeliver hourly_limit: expected 1 or more".into());
+                    }
+                    if r.while_pending > 10 {
+                        return Err("redeliver while_pending: expected 0 to 10".into());
+                    }
+                }
+                FaultSpec::Reconcile(r) => {
+                    check_share("reconcile throttle", r.throttle_share)?;
+                    if r.pending + r.expired > 10_000 {
+                        return Err("reconcile pending + expired: expected at most 10000".into());
                     }
                 }
             }

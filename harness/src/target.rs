@@ -15,6 +15,7 @@ use crate::error::{read_toml, ConfigError};
 use crate::lifecycle::{DatabaseConfig, LifecycleConfig};
 use crate::probe::ProbeConfig;
 use crate::profile::Profile;
+use crate::provider::Provider;
 use crate::signature::Secret;
 
 /// The secrets of one account.
@@ -60,6 +61,21 @@ pub struct TargetFile {
     /// How to cut the receiver's database (db-outage).
     #[serde(default)]
     pub database: Option<DatabaseConfig>,
+    /// The provider API the harness serves for reconciliation scenarios.
+    #[serde(default)]
+    pub provider: Option<ProviderFile>,
+}
+
+/// `[provider]`: where the harness serves its provider API, and its key.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderFile {
+    /// The address to listen on (`127.0.0.1:7070`); the receiver's
+    /// reconciliation job must be configured with `http://` plus this.
+    pub listen: String,
+    /// An environment variable holding the API key the receiver sends.
+    #[serde(default)]
+    pub key_env: Option<String>,
 }
 
 /// A resolved target, ready to send to.
@@ -83,6 +99,8 @@ pub struct Target {
     pub lifecycle: Option<LifecycleConfig>,
     /// Database control (empty when none).
     pub database: DatabaseConfig,
+    /// The provider API (bound, served during the run), if configured.
+    pub provider: Option<Provider>,
 }
 
 /// The default body limit assumed for a receiver (1 MiB).
@@ -148,8 +166,34 @@ impl Target {
             }
             None => Default::default(),
         };
+        let provider = match &file.provider {
+            None => None,
+            Some(p) => {
+                let key = match &p.key_env {
+                    Some(var) => Secret::new(std::env::var(var).map_err(|_| {
+                        ConfigError::invalid(
+                            path,
+                            format!("provider: environment variable {var} is not set"),
+                        )
+                    })?),
+                    None => {
+                        return Err(ConfigError::invalid(
+                            path,
+                            "provider: no key (hint: key_env = \"HOOKSTORM_PROVIDER_KEY\")",
+                        ))
+                    }
+                };
+                Some(Provider::bind(&p.listen, key).map_err(|e| {
+                    ConfigError::invalid(
+                        path,
+                        format!("provider: cannot listen on {}: {e}", p.listen),
+                    )
+                })?)
+            }
+        };
         Ok(Target {
             roots,
+            provider,
             url: file.url,
             profile,
             secrets,
@@ -262,6 +306,27 @@ mod tests {
         let t = Target::resolve(file, Path::new("t.toml")).unwrap();
         assert_eq!(t.lifecycle.unwrap().worker.unwrap().start, "./w");
         assert_eq!(t.database.proxy.unwrap().upstream, "127.0.0.1:5432");
+    }
+
+    #[test]
+    fn a_provider_section_binds_the_api_with_the_key_from_the_environment() {
+        let base = "url = \"http://127.0.0.1:1/w\"\n[accounts.acct_a]\nsecrets = [\"s\"]\n[state]\nhttp = \"http://127.0.0.1:2/state\"\n[provider]\nlisten = \"127.0.0.1:0\"\n";
+        std::env::set_var("HOOKSTORM_TEST_PROVIDER_KEY", "pk");
+        let text = format!("{base}key_env = \"HOOKSTORM_TEST_PROVIDER_KEY\"\n");
+        let file: TargetFile = crate::error::parse_toml(Path::new("t.toml"), &text).unwrap();
+        let t = Target::resolve(file, Path::new("t.toml")).unwrap();
+        let p = t.provider.expect("provider bound");
+        assert!(p.url().starts_with("http://127.0.0.1:"));
+        assert_eq!(p.key().expose(), "pk");
+        let text = format!("{base}key_env = \"HOOKSTORM_TEST_UNSET_PROVIDER\"\n");
+        let file: TargetFile = crate::error::parse_toml(Path::new("t.toml"), &text).unwrap();
+        let e = Target::resolve(file, Path::new("t.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("HOOKSTORM_TEST_UNSET_PROVIDER is not set"),
+            "{e}"
+        );
     }
 
     #[test]

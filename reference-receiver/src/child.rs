@@ -20,6 +20,7 @@ use hookstorm::lifecycle::{
 };
 use hookstorm::probe::ProbeConfig;
 use hookstorm::profile::Profile;
+use hookstorm::provider::Provider;
 use hookstorm::signature::Secret;
 use hookstorm::target::{Target, DEFAULT_MAX_BODY};
 use hookstorm::units::HumanDuration;
@@ -144,15 +145,23 @@ pub fn prepare(opts: &ChildOptions) -> Result<ChildTarget, ReceiverError> {
         .map(|d| format!(" --defect {}", d.name()))
         .unwrap_or_default();
     let db_arg = shell_quote(&db_url);
+    // The harness's provider API, bound now so the receiver's reconciler can
+    // be pointed at it; its key reaches the child through the environment.
+    let provider = Provider::bind("127.0.0.1:0", Secret::new(random_token()))?;
     let start = format!(
-        "exec {} serve --db {db_arg} --listen 127.0.0.1:{web} --admin-listen 127.0.0.1:{admin} --profile {} --no-worker{defect}",
+        "exec {} serve --db {db_arg} --listen 127.0.0.1:{web} --admin-listen 127.0.0.1:{admin} --profile {} --no-worker --provider-url {}{defect}",
         opts.command,
-        shell_quote(&profile.name)
+        shell_quote(&profile.name),
+        shell_quote(&provider.url())
     );
     let worker = format!("exec {} worker --db {db_arg}{defect}", opts.command);
     let env = BTreeMap::from([
         ("HOOKSTORM_RECEIVER_ACCOUNTS".to_string(), accounts),
         ("HOOKSTORM_ADMIN_TOKEN".to_string(), token.clone()),
+        (
+            "HOOKSTORM_PROVIDER_KEY".to_string(),
+            provider.key().expose().to_string(),
+        ),
     ]);
     let lifecycle = LifecycleConfig {
         start,
@@ -181,6 +190,7 @@ pub fn prepare(opts: &ChildOptions) -> Result<ChildTarget, ReceiverError> {
         },
         lifecycle: Some(lifecycle),
         database,
+        provider: Some(provider),
     };
     Ok(ChildTarget {
         target,

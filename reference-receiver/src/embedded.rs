@@ -11,6 +11,7 @@ use std::net::SocketAddr;
 
 use hookstorm::probe::ProbeConfig;
 use hookstorm::profile::Profile;
+use hookstorm::provider::Provider;
 use hookstorm::signature::Secret;
 use hookstorm::target::{Target, DEFAULT_MAX_BODY};
 
@@ -50,7 +51,8 @@ fn secret() -> Secret {
 /// Starts the reference receiver (optionally broken by `defect`) on `db`, or
 /// on SQLite in a temporary folder, and returns it with the target that
 /// tests it: two accounts, `acct_a` in the middle of a key rotation (two
-/// valid secrets and a retired one), and the admin API as the state probe.
+/// valid secrets and a retired one), the admin API as the state probe, and
+/// a provider API on 127.0.0.1 that the receiver reconciles against.
 pub async fn start(
     defect: Option<Defect>,
     db: Option<&str>,
@@ -73,9 +75,13 @@ pub async fn start(
         .map(|(name, list)| Account::new(name.clone(), list.clone()))
         .collect();
     let profile = Profile::default_profile();
+    // The harness's provider API: bound now, so the receiver knows its URL;
+    // the run starts serving it and loads each scenario's tasks.
+    let provider = Provider::bind("127.0.0.1:0", Secret::new(random_token()))?;
     let config = Config::new(accounts)
         .with_defect(defect)
-        .with_profile(profile.clone());
+        .with_profile(profile.clone())
+        .with_provider(provider.url(), provider.key().clone());
     let spawned = spawn(config, &url).await?;
     let target = Target {
         url: format!("http://{}/webhooks/{{account}}", spawned.webhook_addr),
@@ -91,6 +97,7 @@ pub async fn start(
         },
         lifecycle: None,
         database: Default::default(),
+        provider: Some(provider),
     };
     Ok((Embedded { spawned, _dir: dir }, target))
 }

@@ -2,6 +2,7 @@
 //! its exit code.
 
 mod check;
+mod provider;
 mod proxy;
 mod run;
 mod schedule;
@@ -36,6 +37,8 @@ enum Command {
     Proxy(proxy::Args),
     /// Run the reference receiver (as `hookstorm-receiver` does); lifecycle targets start it with `{hookstorm} receiver`.
     Receiver(hookstorm_receiver::cli::Cli),
+    /// Serve the provider API (task lookups) for testing a reconciliation job by hand.
+    Provider(provider::Args),
 }
 
 /// Runs the chosen subcommand and returns the process exit code.
@@ -47,6 +50,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Sign(a) => sign::run(a),
         Command::Proxy(a) => proxy::run(a),
         Command::Receiver(cli) => Ok(hookstorm_receiver::cli::main_with(cli)),
+        Command::Provider(a) => provider::run(a),
     };
     match result {
         Ok(code) => code,

@@ -224,7 +224,7 @@ fn select_scenarios(args: &Args) -> anyhow::Result<Vec<Scenario>> {
 }
 
 /// `./scenarios` when run from a checkout, else the folder shipped with the source.
-fn default_scenario_dir() -> PathBuf {
+pub(super) fn default_scenario_dir() -> PathBuf {
     let local = Path::new("scenarios");
     if local.join("baseline.toml").exists() {
         return local.to_path_buf();

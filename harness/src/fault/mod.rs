@@ -27,5 +27,7 @@ pub fn apply(plan: &mut Plan, scenario: &Scenario, spec: &FaultSpec, rng: &mut C
         FaultSpec::Tamper(t) => tamper::apply(plan, scenario, t, rng),
         // Process and database faults act at run time (`crate::chaos`), not on the plan.
         FaultSpec::Kill(_) | FaultSpec::CutDatabase(_) | FaultSpec::KillWorker(_) => {}
+        // Carried out while sending (the front, the dashboard, the provider API).
+        FaultSpec::Front(_) | FaultSpec::Redeliver(_) | FaultSpec::Reconcile(_) => {}
     }
 }

@@ -69,6 +69,27 @@ pub fn console_table(report: &RunReport, color: bool) -> String {
         let word = format!("{:10}", verdict_word(v, report.strict));
         let _ = writeln!(out, "  {}  {:>7.1}s", paint(&word, v, color), s.duration_s);
     }
+    let dead: Vec<String> = report
+        .scenarios
+        .iter()
+        .filter(|s| s.check.counts.dead > 0)
+        .map(|s| {
+            let recovered = s.check.dead_letters.iter().filter(|d| d.recovered).count();
+            format!("{} {} ({recovered} recovered)", s.name, s.check.counts.dead)
+        })
+        .collect();
+    if !dead.is_empty() {
+        let _ = writeln!(
+            out,
+            "\ndead letters: {} (listed in summary.md and report.json)",
+            dead.join(", ")
+        );
+    }
+    for s in &report.scenarios {
+        for n in s.notes.iter().filter(|n| n.starts_with("redirect:")) {
+            let _ = writeln!(out, "{}: {n}", s.name);
+        }
+    }
     let mut any = false;
     let order = [Verdict::Fail, Verdict::NonStrict, Verdict::Unknown];
     for which in order {

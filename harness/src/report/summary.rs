@@ -152,5 +152,15 @@ pub fn render(report: &RunReport) -> String {
         }
         out.push('\n');
     }
+
+    if report.scenarios.iter().any(|s| !s.notes.is_empty()) {
+        out.push_str("## Notes\n\n");
+        for s in &report.scenarios {
+            for n in &s.notes {
+                let _ = writeln!(out, "- {}: {}", md(&s.name), md(n));
+            }
+        }
+        out.push('\n');
+    }
     out
 }

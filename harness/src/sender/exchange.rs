@@ -32,6 +32,8 @@ pub struct Answer {
     pub error: Option<String>,
     /// The connection could not be made: nothing was sent.
     pub connect_failed: bool,
+    /// The `Location` header of a 3xx answer.
+    pub location: Option<String>,
 }
 
 /// Builds a client: keep-alive pool, or a fresh connection per request when
@@ -70,6 +72,7 @@ pub async fn exchange(
                 latency_ms: 0.0,
                 error: Some(format!("cannot build the request: {e}")),
                 connect_failed: true,
+                location: None,
             }
         }
     };
@@ -77,28 +80,38 @@ pub async fn exchange(
         let resp = client.request(req).await?;
         let latency = ms(start);
         let status = resp.status().as_u16();
+        let location = resp
+            .status()
+            .is_redirection()
+            .then(|| resp.headers().get(http::header::LOCATION))
+            .flatten()
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         // Read (a bounded amount of) the answer so the connection can be reused.
         let _ = Limited::new(resp.into_body(), 64 * 1024).collect().await;
-        Ok::<_, hyper_util::client::legacy::Error>((status, latency))
+        Ok::<_, hyper_util::client::legacy::Error>((status, latency, location))
     };
     match tokio::time::timeout(timeout, fut).await {
-        Ok(Ok((status, latency))) => Answer {
+        Ok(Ok((status, latency, location))) => Answer {
             status: Some(status),
             latency_ms: latency,
             error: None,
             connect_failed: false,
+            location,
         },
         Ok(Err(e)) => Answer {
             status: None,
             latency_ms: ms(start),
             error: Some(error_text(&e)),
             connect_failed: e.is_connect(),
+            location: None,
         },
         Err(_) => Answer {
             status: None,
             latency_ms: ms(start),
             error: Some(format!("timeout after {}", format_duration(timeout))),
             connect_failed: false,
+            location: None,
         },
     }
 }
@@ -167,6 +180,7 @@ mod tests {
             latency_ms: 1.0,
             error: None,
             connect_failed,
+            location: None,
         }
     }
 

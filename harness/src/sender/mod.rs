@@ -23,10 +23,13 @@ use rand_chacha::ChaCha8Rng;
 use tokio::sync::Semaphore;
 
 use crate::fault::{drop_ack, duplicate, reorder, tamper};
+use crate::front::FrontTags;
 use crate::history::{
     now_rfc3339, Attempt, Event, FaultEvent, HistoryError, HistorySink, Intent, Outcome,
 };
 use crate::profile::Profile;
+use crate::profile::REDELIVERY_LIMIT_PER_HOUR;
+use crate::redelivery::{Desk, Refusal, Standing};
 use crate::scenario::{Forgery, Scenario, Signing};
 use crate::signature::{Scheme, Secret};
 use crate::workload::{self, PlannedDelivery, Redelivery};
@@ -63,6 +66,8 @@ pub struct SendConfig {
     /// Spread the deliveries' starts evenly over this (a steady stream for
     /// process faults to act on); `None` starts them all at once.
     pub spread: Option<Duration>,
+    /// The fault front's action tags, when a front stands before the receiver.
+    pub front: Option<FrontTags>,
 }
 
 impl SendConfig {
@@ -85,6 +90,7 @@ impl SendConfig {
             probe_timeout: Duration::from_secs(2),
             roots: Default::default(),
             spread: None,
+            front: None,
         }
     }
 
@@ -147,6 +153,26 @@ pub struct SendSummary {
     pub unreachable: bool,
     /// Deliveries skipped because their forgery does not apply to the scheme.
     pub skipped: usize,
+    /// The first redirect the receiver answered, and the first the
+    /// harness's own front answered (at most one of each).
+    pub redirects: Vec<RedirectFinding>,
+    /// Dashboard redeliveries sent.
+    pub redelivered: usize,
+    /// Redelivery requests refused because the delivery was pending.
+    pub refused_pending: usize,
+    /// Redelivery requests that hit the hourly limit and had to wait.
+    pub throttled: usize,
+}
+
+/// A 3xx answer seen while sending: the URL to register instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedirectFinding {
+    /// The status.
+    pub status: u16,
+    /// Its `Location`, if it had one.
+    pub location: Option<String>,
+    /// The harness's own redirecting front answered it, not the receiver.
+    pub by_front: bool,
 }
 
 #[derive(Default)]
@@ -167,6 +193,8 @@ struct Ctx {
     keys: BTreeMap<String, tamper::Keys>,
     sink: HistorySink,
     stats: Mutex<Stats>,
+    desk: Desk,
+    while_pending: u32,
 }
 
 /// Plans `scenario` with `cfg.seed` and delivers it, writing every attempt to `sink`.
@@ -298,6 +326,14 @@ fn prepare(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> Result<
         keys,
         sink: sink.clone(),
         stats: Mutex::new(Stats::default()),
+        desk: Desk::new(
+            scenario
+                .redeliver()
+                .and_then(|r| r.hourly_limit)
+                .unwrap_or(REDELIVERY_LIMIT_PER_HOUR),
+            cfg.time_scale,
+        ),
+        while_pending: scenario.redeliver().map(|r| r.while_pending).unwrap_or(0),
     })
 }
 
@@ -410,6 +446,50 @@ impl Ctx {
             poison: r.d.poison,
             dead: r.dead,
         }));
+    }
+
+    /// Adds the front's action on this request to `faults`, and notes the
+    /// first redirect.
+    fn claim(&self, d: &PlannedDelivery, body: &[u8], answer: &Answer, faults: &mut Vec<String>) {
+        let tag = self.cfg.front.as_ref().and_then(|t| t.take(body));
+        if let Some(status @ 300..=399) = answer.status {
+            let by_front = tag.as_deref() == Some(crate::front::REDIRECT);
+            // A relative Location is resolved against the URL sent to.
+            let location = answer.location.as_ref().map(|l| {
+                match (l.starts_with('/'), self.uris.get(&d.account)) {
+                    (true, Some(u)) => format!(
+                        "{}://{}{l}",
+                        u.scheme_str().unwrap_or("http"),
+                        u.authority().map(|a| a.as_str()).unwrap_or_default()
+                    ),
+                    _ => l.clone(),
+                }
+            });
+            let mut st = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+            let found = &mut st.summary.redirects;
+            if !found.iter().any(|r| r.by_front == by_front) {
+                found.push(RedirectFinding {
+                    status,
+                    location,
+                    by_front,
+                });
+            }
+        }
+        faults.extend(tag);
+    }
+
+    fn note(&self, fault: &str, action: String, detail: Option<String>) {
+        self.write(Event::Fault(FaultEvent {
+            scenario: self.scenario.clone(),
+            at: now_rfc3339(),
+            fault: fault.into(),
+            action,
+            detail,
+        }));
+    }
+
+    fn tally(&self, f: impl FnOnce(&mut SendSummary)) {
+        f(&mut self.stats.lock().unwrap_or_else(|p| p.into_inner()).summary);
     }
 
     fn skip(&self, d: &PlannedDelivery, why: String) {
@@ -574,12 +654,14 @@ async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
                 let sent_at = now_rfc3339();
                 let answer = ctx.exchange(d, &headers, &got.body, false).await;
                 let grade = classify(&ctx.cfg.profile, Intent::Genuine, &answer);
+                let mut faults = vec![name.to_string()];
+                ctx.claim(d, &got.body, &answer, &mut faults);
                 ctx.record(Record {
                     d,
                     id,
                     attempt: 1,
                     round,
-                    faults: vec![name.to_string()],
+                    faults,
                     sent_at,
                     answer: Some(&answer),
                     error: None,
@@ -590,6 +672,32 @@ async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
                 });
             }
             Redelivery::Redeliver => {
+                let standing = if delivered.is_some() {
+                    Standing::Delivered
+                } else {
+                    Standing::Dead
+                };
+                loop {
+                    match ctx.desk.request(&d.account, standing) {
+                        Ok(()) => break,
+                        Err(Refusal::HourlyLimit { limit, retry_in }) => {
+                            ctx.tally(|s| s.throttled += 1);
+                            ctx.note(
+                                "redeliver",
+                                format!(
+                                    "hourly limit of {limit} redeliveries reached for account {}; delivery {} waits {}",
+                                    d.account,
+                                    d.id,
+                                    crate::units::format_duration(retry_in)
+                                ),
+                                None,
+                            );
+                            tokio::time::sleep(retry_in.max(Duration::from_millis(1))).await;
+                        }
+                        Err(Refusal::Pending) => break,
+                    }
+                }
+                ctx.tally(|s| s.redelivered += 1);
                 let mut rd = d.clone();
                 rd.hold_attempts = 0;
                 rd.copies = 1;
@@ -702,6 +810,7 @@ async fn run_round(
             if copies > 1 {
                 faults.push(format!("{}:{}/{}", duplicate::CONCURRENT, k + 1, copies));
             }
+            ctx.claim(d, &signed.body, answer, &mut faults);
             if k > 0 {
                 ctx.record(Record {
                     d,
@@ -747,6 +856,18 @@ async fn run_round(
             detail: d.detail.clone(),
             dead,
         });
+        if round == 0 && n == 1 && !last && !delivered && d.intent == Intent::Genuine {
+            for _ in 0..ctx.while_pending {
+                if let Err(why) = ctx.desk.request(&d.account, Standing::Pending) {
+                    ctx.tally(|s| s.refused_pending += 1);
+                    ctx.note(
+                        "redeliver",
+                        format!("refused a redelivery of {} ({})", d.id, d.body.task.id),
+                        Some(why.to_string()),
+                    );
+                }
+            }
+        }
         if delivered {
             return Some(Some(Delivered {
                 headers,

@@ -459,7 +459,10 @@ async fn probe_config_takes_the_token_from_the_environment() -> TestResult {
     let e = Probe::from_config(&cfg).unwrap_err().to_string();
     assert!(e.contains("HOOKSTORM_TEST_UNSET_VAR"), "{e}");
     let https: ProbeConfig = toml::from_str("http = \"https://example.test/state\"")?;
-    assert!(Probe::from_config(&https).is_ok(), "https state URLs are supported");
+    assert!(
+        Probe::from_config(&https).is_ok(),
+        "https state URLs are supported"
+    );
     let bad: ProbeConfig = toml::from_str("http = \"ftp://example.test/state\"")?;
     assert!(Probe::from_config(&bad)
         .unwrap_err()

@@ -354,6 +354,8 @@ scenario  I1    I2    I5    verdict         time
 baseline  ok    ok    ?     unknown         1.2s
 ack-loss  FAIL  ok    -     FAIL            1.2s
 
+dead letters: ack-loss 1 (0 recovered) (listed in summary.md and report.json)
+
 FAIL ack-loss I1 no-loss: 1 of 2 acknowledged keys are missing from the inbox
     tsk_2 (acct_a): acknowledged with a 2xx but not in the inbox (history line 3)
     seed 7; reproduce: hookstorm run --target target.toml --scenario ack-loss --seed 7

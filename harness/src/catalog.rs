@@ -1,0 +1,204 @@
+//! The run pipeline's hooks for the catalog scenarios that need more than a
+//! sender: the fault front before the receiver, the provider API and the
+//! reconciliation step, and the notes they add to a scenario's report
+//! (redirect findings, redeliveries, dead letters, retry gaps).
+//!
+//! Kept apart from [`crate::run`] so the pipeline there stays a plain
+//! sequence of steps.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::check::ScenarioCheck;
+use crate::front::{Front, FrontConfig, FrontCounts};
+use crate::history::{now_rfc3339, Event, FaultEvent, HistorySink};
+use crate::probe::Probe;
+use crate::provider::book::{self, TaskBook};
+use crate::run::RunError;
+use crate::scenario::Scenario;
+use crate::sender::SendSummary;
+use crate::target::Target;
+
+/// Why a scenario cannot run against this target, if it cannot.
+pub(crate) fn unmet_needs(scenario: &Scenario, target: &Target, probe: &Probe) -> Option<String> {
+    scenario.reconcile()?;
+    if target.provider.is_none() {
+        return Some(format!(
+            "needs the harness's provider API (hint: add [provider] listen = \"127.0.0.1:7070\" and key_env = \"VAR\" to the target file, point the receiver's reconciliation at http://127.0.0.1:7070 with that key, or --skip {})",
+            scenario.name
+        ));
+    }
+    if !probe.can_setup() || !probe.can_reconcile() {
+        return Some(format!(
+            "needs setup and reconcile hooks (hint: [state] setup = URL and reconcile = URL, or --skip {})",
+            scenario.name
+        ));
+    }
+    None
+}
+
+/// Loads the scenario's tasks into the provider API (all finished) and
+/// records the final ones in the history; `None` when it does not reconcile.
+pub(crate) fn load_provider(
+    scenario: &Scenario,
+    target: &Target,
+    seed: u64,
+    time_scale: f64,
+    sink: &HistorySink,
+) -> Option<TaskBook> {
+    scenario.reconcile()?;
+    let provider = target.provider.as_ref()?;
+    let book = book::from_plan(scenario, seed, time_scale, true);
+    for task in book.final_tasks() {
+        let _ = sink.write(Event::Provider(task));
+    }
+    provider.load(book.clone());
+    Some(book)
+}
+
+/// Starts the scenario's fault front, if it asks for one.
+pub(crate) async fn start_front(
+    scenario: &Scenario,
+    target: &Target,
+    seed: u64,
+    sink: &HistorySink,
+) -> Result<Option<Front>, RunError> {
+    let Some(spec) = scenario.front() else {
+        return Ok(None);
+    };
+    let front = Front::start(FrontConfig {
+        scenario: scenario.name.clone(),
+        spec: spec.clone(),
+        seed,
+        target_url: target.url.clone(),
+        sink: Some(sink.clone()),
+    })
+    .await
+    .map_err(|e| RunError::Target(e.to_string()))?;
+    Ok(Some(front))
+}
+
+/// One line on what the front did.
+pub(crate) fn front_note(c: FrontCounts) -> Option<String> {
+    let mut parts = Vec::new();
+    for (n, what) in [
+        (c.failed, "answered with an error status"),
+        (c.redirected, "redirected"),
+        (c.delayed, "held"),
+        (c.stalled, "stalled mid-upload and cut"),
+        (c.unreachable, "found the receiver unreachable"),
+        (c.forwarded, "forwarded"),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {what}"));
+        }
+    }
+    (!parts.is_empty()).then(|| format!("fault front: {}", parts.join(", ")))
+}
+
+/// Tells the receiver which tasks were submitted, triggers its
+/// reconciliation against the provider API, and says what it did.
+pub(crate) async fn reconcile(probe: &Probe, book: &TaskBook, sink: &HistorySink) -> String {
+    let record = |action: String, detail: Option<String>| {
+        let _ = sink.write(Event::Fault(FaultEvent {
+            scenario: book.scenario.clone(),
+            at: now_rfc3339(),
+            fault: "reconcile".into(),
+            action,
+            detail,
+        }));
+    };
+    for (account, ids) in book.submitted() {
+        let n = ids.len();
+        let params = serde_json::json!({ "task_ids": ids, "account": account });
+        if let Err(e) = probe.setup("tasks-submitted", params).await {
+            record(
+                format!("setup tasks-submitted for {account} failed"),
+                Some(e.to_string()),
+            );
+            return format!("reconciliation not run: setup tasks-submitted failed: {e}");
+        }
+        record(
+            format!("told the receiver {n} task(s) of {account} were submitted"),
+            None,
+        );
+    }
+    match probe.reconcile().await {
+        Ok(v) => {
+            let counts = v.to_string();
+            record(
+                "the receiver reconciled against the provider API".into(),
+                Some(counts.clone()),
+            );
+            format!(
+                "reconciliation after the outage: {} final task(s) at the provider; receiver reported {counts}",
+                book.final_tasks().len()
+            )
+        }
+        Err(e) => {
+            record("reconcile failed".into(), Some(e.to_string()));
+            format!("reconciliation failed: {e}")
+        }
+    }
+}
+
+/// Notes from the send: redirect findings, redeliveries, dead letters, and
+/// retry gaps against the scaled schedule where the front forced retries.
+pub(crate) fn send_notes(
+    scenario: &Scenario,
+    target: &Target,
+    summary: &SendSummary,
+    check: &ScenarioCheck,
+    time_scale: f64,
+    history: &Path,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    for r in &summary.redirects {
+        let location = r.location.as_deref().unwrap_or("(no Location header)");
+        notes.push(if r.by_front {
+            format!(
+                "redirect: the harness's front answered {}; redirects are never followed, so those deliveries failed. A receiver URL that redirects must be replaced: register the final URL instead: {location}",
+                r.status
+            )
+        } else {
+            format!(
+                "redirect: the receiver URL answered {}; redirects are never followed, so every such attempt failed. Register the final URL instead: {location}",
+                r.status
+            )
+        });
+    }
+    if summary.redelivered + summary.refused_pending + summary.throttled > 0 {
+        notes.push(format!(
+            "dashboard redeliveries: {} sent, {} refused while pending, {} waited for the hourly limit",
+            summary.redelivered, summary.refused_pending, summary.throttled
+        ));
+    }
+    let dead = check.counts.dead;
+    if dead > 0 {
+        let recovered = check.dead_letters.iter().filter(|d| d.recovered).count();
+        notes.push(format!(
+            "dead letters: {dead} deliveries ran out of attempts ({recovered} of those listed recovered later); see the dead letter list"
+        ));
+    }
+    if let Some(f) = scenario.front() {
+        if f.fail_first > 0 && f.redirect.is_none() {
+            if let Ok(events) = crate::history::read(history) {
+                let events: Vec<Event> = events.filter_map(Result::ok).collect();
+                let g = crate::gaps::measure(
+                    &events,
+                    &target.profile.schedule,
+                    time_scale,
+                    Duration::from_millis(50)
+                        + f.stall_for.0.mul_f64(f64::from(f.stall_body as u8)),
+                );
+                if g.measured > 0 {
+                    notes.push(format!(
+                        "retry gaps: {} of {} within the schedule at time scale {time_scale} (shortest at {:.2}x its minimum)",
+                        g.within, g.measured, g.min_ratio
+                    ));
+                }
+            }
+        }
+    }
+    notes
+}

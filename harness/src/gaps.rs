@@ -1,0 +1,83 @@
+//! Retry-gap evidence: do the gaps between a delivery's attempts follow the
+//! profile's schedule at the run's time scale?
+//!
+//! Not an invariant (the schedule is the harness's own behaviour, not the
+//! receiver's), but the retry-schedule scenario promises that attempts
+//! follow it, so the report shows the measurement in its notes.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use crate::history::Event;
+use crate::schedule::Schedule;
+
+/// How the measured gaps compare with the scaled schedule.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GapReport {
+    /// Gaps measured (attempt n-1 to n of one delivery and round).
+    pub measured: usize,
+    /// Gaps inside `[min, max + slack]` of the scaled schedule.
+    pub within: usize,
+    /// Smallest measured gap divided by its scaled minimum.
+    pub min_ratio: f64,
+}
+
+/// Measures the gaps of every delivery in `events` against `schedule`
+/// divided by `time_scale`. `slack` absorbs each attempt's own duration.
+pub fn measure<'a>(
+    events: impl IntoIterator<Item = &'a Event>,
+    schedule: &Schedule,
+    time_scale: f64,
+    slack: Duration,
+) -> GapReport {
+    let mut sent: HashMap<(String, u32), Vec<(u32, i64)>> = HashMap::new();
+    for e in events {
+        let Event::Attempt(a) = e else { continue };
+        if a.status.is_none()
+            && a.error
+                .as_deref()
+                .is_some_and(|t| t.starts_with("held back"))
+        {
+            continue;
+        }
+        let Ok(t) = chrono::DateTime::parse_from_rfc3339(&a.sent_at) else {
+            continue;
+        };
+        sent.entry((a.delivery.clone(), a.round))
+            .or_default()
+            .push((a.attempt, t.timestamp_micros()));
+    }
+    let mut r = GapReport {
+        min_ratio: f64::INFINITY,
+        ..Default::default()
+    };
+    for list in sent.values_mut() {
+        list.sort();
+        list.dedup_by_key(|(n, _)| *n);
+        for w in list.windows(2) {
+            let (n, t) = w[1];
+            if n != w[0].0 + 1 {
+                continue;
+            }
+            let Some(base) = schedule.base_wait(n) else {
+                continue;
+            };
+            let (lo, hi) = schedule.jitter.range(base);
+            let lo = lo.as_secs_f64() / time_scale;
+            let hi = hi.as_secs_f64() / time_scale + slack.as_secs_f64();
+            let gap = (t - w[0].1) as f64 / 1e6;
+            r.measured += 1;
+            // sent_at has second precision or better; allow a millisecond of rounding.
+            if gap + 0.001 >= lo && gap <= hi {
+                r.within += 1;
+            }
+            if lo > 0.0 {
+                r.min_ratio = r.min_ratio.min(gap / lo);
+            }
+        }
+    }
+    if r.measured == 0 {
+        r.min_ratio = 0.0;
+    }
+    r
+}
