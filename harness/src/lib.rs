@@ -25,8 +25,10 @@
 //! - [`report`]: report.json, junit.xml, summary.md and the console table.
 //! - [`target`]: the target file (URL, accounts, secrets, probe).
 //! - [`run`]: the pipeline of `hookstorm run`, scenario by scenario.
+//! - [`bench`]: `hookstorm bench`, load and correctness at once.
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod check;
 pub mod delivery;
 pub mod error;
