@@ -1,6 +1,7 @@
 //! Subcommands of the CLI, one module each; `dispatch` runs one and returns
 //! its exit code.
 
+mod bench;
 mod check;
 mod run;
 mod schedule;
@@ -30,6 +31,10 @@ enum Command {
     Schedule(schedule::Args),
     /// Print the headers a real sender would send for a body read from stdin.
     Sign(sign::Args),
+    /// Load and benchmark a receiver: latency, throughput, and the checker's verdict.
+    Bench(bench::Args),
+    /// Serve the null receiver (verifies the signature, answers 204, stores nothing).
+    NullReceiver(bench::NullArgs),
 }
 
 /// Runs the chosen subcommand and returns the process exit code.
@@ -39,6 +44,8 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Check(a) => check::run(a),
         Command::Schedule(a) => schedule::run(a),
         Command::Sign(a) => sign::run(a),
+        Command::Bench(a) => bench::run(a),
+        Command::NullReceiver(a) => bench::null_receiver(a),
     };
     match result {
         Ok(code) => code,
