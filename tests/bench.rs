@@ -41,6 +41,7 @@ fn options(url: String, sign_with: Secret, out: &Path) -> BenchOptions {
         secrets: BTreeMap::from([("acct_a".to_string(), vec![sign_with])]),
         rate: None,
         connections: 4,
+        threads: 2,
         duration: Duration::from_secs(1),
         warmup: Duration::ZERO,
         ramp_steps: 3,

@@ -87,7 +87,7 @@ pub struct Args {
     /// Reports folder.
     #[arg(long, default_value = "reports")]
     out: PathBuf,
-    /// Worker threads of the sender's runtime (default: one per core).
+    /// Sender threads, one single-threaded runtime each (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
     /// Print bench.json to stdout instead of the console summary.
@@ -165,7 +165,7 @@ pub fn null_receiver(args: NullArgs) -> anyhow::Result<i32> {
 
 /// Runs a bench and returns its exit code (the checker's verdict when checked).
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let rt = runtime(args.threads)?;
+    let rt = runtime(None)?;
     rt.block_on(run_async(args))
 }
 
@@ -291,6 +291,7 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
         secrets,
         rate: args.rate,
         connections: args.connections,
+        threads: args.threads.unwrap_or_else(bench::default_threads),
         duration: args.duration.0,
         warmup: args.warmup.0,
         ramp_steps: args.steps,

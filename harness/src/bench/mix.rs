@@ -9,9 +9,9 @@
 //! A duplicate regenerates its original's body from the original's slot,
 //! so no history of bodies is kept in memory.
 
-use chrono::{DateTime, Duration as ChronoDuration, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 
+#[cfg(test)]
 use crate::delivery::{Body, Task, TaskStatus};
 
 /// Fault name of a redelivery of an earlier slot.
@@ -131,7 +131,6 @@ pub struct Generator {
     mix: Mix,
     accounts: usize,
     prefix: String,
-    epoch: DateTime<Utc>,
 }
 
 /// How far back a duplicate may reach.
@@ -156,9 +155,6 @@ impl Generator {
             mix,
             accounts: accounts.max(1),
             prefix: format!("{:08x}", splitmix(seed ^ 0xB3AC) as u32),
-            epoch: DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
-                .expect("a valid date")
-                .with_timezone(&Utc),
         }
     }
 
@@ -199,55 +195,156 @@ impl Generator {
         }
     }
 
-    /// The delivery of slot `slot`.
+    /// The delivery of slot `slot`. Strings are built by hand (this runs
+    /// once per request at up to 100k/s); the body is exactly the JSON that
+    /// serializing the matching [`Body`] gives.
     pub fn item(&self, slot: u64) -> Item {
         let kind = self.kind(slot);
         let (orig, orig_kind) = self.original(slot);
         let pair = orig / 2;
         let p = &self.prefix;
-        let (job, idem, created) = match orig_kind {
-            Kind::ReorderNewer => (
-                format!("job-{p}-p{pair}"),
-                format!("job-{p}-p{pair}-r1"),
-                2 * pair + 1,
-            ),
-            Kind::ReorderOlder => (format!("job-{p}-p{pair}"), format!("job-{p}-p{pair}"), 2 * pair),
+        let mut job = String::with_capacity(32);
+        job.push_str("job-");
+        job.push_str(p);
+        job.push('-');
+        let created = match orig_kind {
+            Kind::ReorderNewer | Kind::ReorderOlder => {
+                job.push('p');
+                push_dec(&mut job, pair);
+                if orig_kind == Kind::ReorderNewer {
+                    2 * pair + 1
+                } else {
+                    2 * pair
+                }
+            }
             _ => {
-                let j = format!("job-{p}-{orig}");
-                (j.clone(), j, orig)
+                push_dec(&mut job, orig);
+                orig
             }
         };
-        let created_at = (self.epoch + ChronoDuration::seconds(created as i64))
-            .to_rfc3339_opts(SecondsFormat::Secs, true);
-        let key = format!("tsk_{p}{orig:010x}");
+        let mut idem = job.clone();
+        if orig_kind == Kind::ReorderNewer {
+            idem.push_str("-r1");
+        }
+        let mut created_at = String::with_capacity(20);
+        push_rfc3339(&mut created_at, EPOCH_2026 + created as i64, None);
+        let mut key = String::with_capacity(24);
+        key.push_str("tsk_");
+        key.push_str(p);
+        push_hex(&mut key, orig, 10);
+        let mut id = String::with_capacity(24);
+        id.push_str("whd_");
+        id.push_str(p);
+        push_hex(&mut id, orig, 10);
         let h = self.hash(orig, 3);
-        let body = Body {
-            task: Task {
-                id: key.clone(),
-                idempotency_key: Some(idem),
-                status: TaskStatus::Completed,
-                created_at: created_at.clone(),
-            },
-            credits: (h % 9) as u32 + 1,
-            response: Some(
-                serde_json::json!({"result": {"answer": format!("answer {:08x}", h as u32)}}),
-            ),
-            test: false,
-            resource: None,
-            sequence: None,
-        };
+        let mut body = String::with_capacity(200);
+        body.push_str(r#"{"task":{"id":""#);
+        body.push_str(&key);
+        body.push_str(r#"","idempotencyKey":""#);
+        body.push_str(&idem);
+        body.push_str(r#"","status":"COMPLETED","createdAt":""#);
+        body.push_str(&created_at);
+        body.push_str(r#""},"credits":"#);
+        push_dec(&mut body, h % 9 + 1);
+        body.push_str(r#","response":{"result":{"answer":"answer "#);
+        push_hex(&mut body, u64::from(h as u32), 8);
+        body.push_str(r#""}}}"#);
         Item {
             slot,
             kind,
             account: (pair % self.accounts as u64) as usize,
-            id: format!("whd_{p}{orig:010x}"),
+            id,
             key,
             job,
             created_at,
-            body: serde_json::to_vec(&body).expect("a body always serializes"),
+            body: body.into_bytes(),
             copies: if kind == Kind::Concurrent { 2 } else { 1 },
         }
     }
+}
+
+/// 2026-01-01T00:00:00Z in unix seconds: createdAt of slot 0.
+const EPOCH_2026: i64 = 1_767_225_600;
+
+/// Appends `v` in lowercase hex, zero-padded to `width` digits.
+pub fn push_hex(out: &mut String, v: u64, width: usize) {
+    const D: &[u8; 16] = b"0123456789abcdef";
+    let mut buf = [b'0'; 16];
+    let mut n = v;
+    let mut i = 16;
+    while n > 0 || i == 16 {
+        i -= 1;
+        buf[i] = D[(n & 15) as usize];
+        n >>= 4;
+    }
+    let start = (16 - width.min(16)).min(i);
+    out.push_str(std::str::from_utf8(&buf[start..]).expect("ascii"));
+}
+
+/// Appends `v` in decimal.
+pub fn push_dec(out: &mut String, v: u64) {
+    let mut buf = [0u8; 20];
+    let mut n = v;
+    let mut i = 20;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.push_str(std::str::from_utf8(&buf[i..]).expect("ascii"));
+}
+
+fn push_2(out: &mut String, v: u32) {
+    out.push((b'0' + (v / 10) as u8) as char);
+    out.push((b'0' + (v % 10) as u8) as char);
+}
+
+/// Appends unix time `secs` (UTC) as RFC 3339, with `.mmm` when `millis`
+/// is given: `2026-01-01T00:00:00Z`, `2026-01-01T00:00:00.042Z`.
+pub fn push_rfc3339(out: &mut String, secs: i64, millis: Option<u32>) {
+    let days = secs.div_euclid(86_400);
+    let tod = secs.rem_euclid(86_400) as u32;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    push_dec(out, y.max(0) as u64);
+    out.push('-');
+    push_2(out, m);
+    out.push('-');
+    push_2(out, d);
+    out.push('T');
+    push_2(out, tod / 3600);
+    out.push(':');
+    push_2(out, tod / 60 % 60);
+    out.push(':');
+    push_2(out, tod % 60);
+    if let Some(ms) = millis {
+        out.push('.');
+        out.push((b'0' + (ms / 100 % 10) as u8) as char);
+        push_2(out, ms % 100);
+    }
+    out.push('Z');
+}
+
+/// The wall clock now: unix seconds and RFC 3339 with milliseconds.
+pub fn wall_clock() -> (i64, String) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = now.as_secs() as i64;
+    let mut s = String::with_capacity(24);
+    push_rfc3339(&mut s, secs, Some(now.subsec_millis()));
+    (secs, s)
 }
 
 #[cfg(test)]
@@ -303,6 +400,45 @@ mod tests {
         assert_eq!(n.job, o.job);
         assert_ne!(n.key, o.key);
         assert!(n.created_at > o.created_at);
+    }
+
+    #[test]
+    fn bodies_are_exactly_the_serialized_contract_body() {
+        let g = Generator::new(9, Mix::default(), 2);
+        for slot in 0..2_000 {
+            let it = g.item(slot);
+            let body: Body = serde_json::from_slice(&it.body).unwrap();
+            let expect = Body {
+                task: Task {
+                    id: it.key.clone(),
+                    idempotency_key: body.task.idempotency_key.clone(),
+                    status: TaskStatus::Completed,
+                    created_at: it.created_at.clone(),
+                },
+                ..body.clone()
+            };
+            assert_eq!(body, expect);
+            assert_eq!(serde_json::to_vec(&body).unwrap(), it.body);
+            let idem = body.task.idempotency_key.unwrap();
+            assert_eq!(crate::delivery::job_key(&idem), it.job);
+        }
+    }
+
+    #[test]
+    fn hand_formatted_times_match_chrono() {
+        use chrono::{SecondsFormat, TimeZone, Utc};
+        for secs in [0i64, 951_782_400, 1_767_225_600, 1_795_991_524, 4_102_444_799] {
+            let mut s = String::new();
+            push_rfc3339(&mut s, secs, Some(42));
+            let c = Utc.timestamp_opt(secs, 42_000_000).unwrap();
+            assert_eq!(s, c.to_rfc3339_opts(SecondsFormat::Millis, true));
+            let mut s = String::new();
+            push_rfc3339(&mut s, secs, None);
+            assert_eq!(s, c.to_rfc3339_opts(SecondsFormat::Secs, true));
+        }
+        let mut h = String::new();
+        push_hex(&mut h, 0xab, 10);
+        assert_eq!(h, "00000000ab");
     }
 
     #[test]

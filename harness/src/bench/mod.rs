@@ -107,6 +107,8 @@ pub struct BenchOptions {
     pub rate: Option<Rate>,
     /// Connections.
     pub connections: usize,
+    /// Sender threads, each with a single-threaded runtime.
+    pub threads: usize,
     /// Measured time (the whole ramp for a ramp).
     pub duration: Duration,
     /// Unmeasured time before it.
@@ -164,11 +166,21 @@ fn summarize(t: &Tally) -> (Percentiles, Percentiles, f64) {
     } else {
         t.failed() as f64 / t.requests as f64
     };
-    (
-        Percentiles::of(&t.latency.corrected),
-        Percentiles::of(&t.latency.uncorrected),
-        err,
-    )
+    let corrected = Percentiles::of(&t.latency.corrected);
+    // Closed loop records one view only (the send is the intended time).
+    let uncorrected = if t.latency.uncorrected.is_empty() {
+        corrected
+    } else {
+        Percentiles::of(&t.latency.uncorrected)
+    };
+    (corrected, uncorrected, err)
+}
+
+/// One sender thread per available core.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
 
 /// Runs a bench and writes `bench.json` (and points `<out>/latest` at it).
@@ -243,6 +255,8 @@ pub async fn run(opts: &BenchOptions) -> Result<BenchOutcome, BenchError> {
                     connections: opts.connections,
                     duration: step_len,
                     warmup: if i == 0 { opts.warmup } else { Duration::ZERO },
+                    threads: opts.threads,
+                    live: opts.progress,
                 };
                 let r = load::run_phase(&target, &gen, phase, slot, Some(sink.clone()), |l| {
                     progress.attach(l)
@@ -283,6 +297,8 @@ pub async fn run(opts: &BenchOptions) -> Result<BenchOutcome, BenchError> {
                 connections: opts.connections,
                 duration: opts.duration,
                 warmup: opts.warmup,
+                threads: opts.threads,
+                    live: opts.progress,
             };
             let r = load::run_phase(&target, &gen, phase, 0, Some(sink.clone()), |l| {
                 progress.attach(l)
