@@ -58,6 +58,14 @@ pub struct LoadTarget {
     pub authority: String,
     /// Path per account index (`{account}` substituted).
     pub paths: Vec<String>,
+    /// The same paths, parsed.
+    pub uris: Vec<http::Uri>,
+    /// `Host` header value, parsed.
+    pub host: http::HeaderValue,
+    /// The profile's delivery id header, parsed.
+    pub id_header: Option<http::HeaderName>,
+    /// The profile's event header, parsed.
+    pub event_header: Option<http::HeaderName>,
     /// Account names, by index.
     pub accounts: Vec<String>,
     /// Account names as JSON strings, by index (for history lines).
@@ -141,7 +149,22 @@ impl LoadTarget {
             .map_err(|e| bad(format!("cannot resolve {host_port}: {e}")))?
             .next()
             .ok_or_else(|| bad(format!("{host_port} resolves to nothing")))?;
+        let header = |name: &str| {
+            http::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|e| bad(format!("profile header {name:?}: {e}")))
+        };
+        let id_header = profile.delivery_id_header().map(header).transpose()?;
+        let event_header = profile.event_header.as_deref().map(header).transpose()?;
+        let uris = paths
+            .iter()
+            .map(|p| p.parse::<http::Uri>().map_err(|e| bad(format!("{e}"))))
+            .collect::<Result<_, _>>()?;
+        let host = http::HeaderValue::from_str(&authority).map_err(|e| bad(format!("{e}")))?;
         Ok(LoadTarget {
+            uris,
+            host,
+            id_header,
+            event_header,
             addr,
             authority,
             paths,
@@ -518,8 +541,9 @@ fn request(
     item: &Item,
     now_unix: i64,
 ) -> Result<http::Request<Full<Bytes>>, String> {
-    let p = &t.profile;
-    let signed = p
+    use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, HOST};
+    let signed = t
+        .profile
         .scheme
         .sign(
             &t.secrets[item.account],
@@ -530,22 +554,34 @@ fn request(
             },
         )
         .map_err(|e| format!("cannot sign: {e}"))?;
-    let mut b = http::Request::post(t.paths[item.account].as_str())
-        .header(http::header::HOST, t.authority.as_str())
-        .header(http::header::CONTENT_TYPE, "application/json");
-    if let Some(idh) = p.delivery_id_header() {
-        if !signed.iter().any(|(k, _)| k.eq_ignore_ascii_case(idh)) {
-            b = b.header(idh, item.id.as_str());
+    let bad = |e: &dyn std::fmt::Display| format!("cannot build the request: {e}");
+    // Built in place: the request builder moves its parts on every header.
+    let mut req = http::Request::new(Full::new(Bytes::copy_from_slice(&item.body)));
+    *req.method_mut() = http::Method::POST;
+    *req.uri_mut() = t.uris[item.account].clone();
+    let h = req.headers_mut();
+    h.reserve(4 + signed.len());
+    h.insert(HOST, t.host.clone());
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(idh) = &t.id_header {
+        if !signed
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case(idh.as_str()))
+        {
+            h.insert(
+                idh.clone(),
+                HeaderValue::from_str(&item.id).map_err(|e| bad(&e))?,
+            );
         }
     }
-    if let Some(ev) = &p.event_header {
-        b = b.header(ev.as_str(), "task.completed");
+    if let Some(ev) = &t.event_header {
+        h.insert(ev.clone(), HeaderValue::from_static("task.completed"));
     }
-    for (k, v) in &signed {
-        b = b.header(k.as_str(), v.as_str());
+    for (k, v) in signed {
+        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|e| bad(&e))?;
+        h.append(name, HeaderValue::try_from(v).map_err(|e| bad(&e))?);
     }
-    b.body(Full::new(Bytes::copy_from_slice(&item.body)))
-        .map_err(|e| format!("cannot build the request: {e}"))
+    Ok(req)
 }
 
 const FLUSH_AT: usize = 64 * 1024;
