@@ -787,9 +787,10 @@ pub async fn run_phase(
     let measured = finished.saturating_duration_since(measure_from);
     PhaseResult {
         tally,
-        // Open loop stops claiming at `end`; the wall time is the schedule's.
+        // Open loop: at least the schedule's length; longer when the
+        // receiver fell behind and the last answers came late.
         measured: match phase.pace {
-            Pace::Open(_) => phase.duration.max(Duration::from_millis(1)),
+            Pace::Open(_) => phase.duration.max(measured),
             Pace::Closed => measured.max(Duration::from_millis(1)),
         },
         next_slot: next.load(Ordering::Relaxed),
