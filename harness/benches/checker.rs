@@ -73,8 +73,8 @@ fn bench(c: &mut Criterion) {
         group.throughput(Throughput::Elements(keys as u64 * 5));
         group.bench_function(format!("{}-attempts", keys * 5), |b| {
             b.iter(|| {
-                let res = check_files(&history, &state, None, &CheckOptions::default())
-                    .expect("checks");
+                let res =
+                    check_files(&history, &state, None, &CheckOptions::default()).expect("checks");
                 assert_eq!(res[0].verdict(), Verdict::Pass);
                 res
             })

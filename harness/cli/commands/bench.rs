@@ -243,9 +243,14 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
                 let addr = listener.local_addr()?;
                 let (tx, rx) = tokio::sync::oneshot::channel::<()>();
                 null_stop = Some(tx);
-                tokio::spawn(bench::null::serve(listener, p.clone(), list.clone(), async {
-                    let _ = rx.await;
-                }));
+                tokio::spawn(bench::null::serve(
+                    listener,
+                    p.clone(),
+                    list.clone(),
+                    async {
+                        let _ = rx.await;
+                    },
+                ));
                 eprintln!("built-in null receiver on {addr}");
                 format!("http://{addr}/webhooks/{{account}}")
             }

@@ -158,7 +158,9 @@ mod tests {
 
     #[test]
     fn without_a_stall_both_views_agree() {
-        let rec = simulate(1000, Duration::from_millis(1), |_| Duration::from_micros(200));
+        let rec = simulate(1000, Duration::from_millis(1), |_| {
+            Duration::from_micros(200)
+        });
         let c = Percentiles::of(&rec.corrected);
         let u = Percentiles::of(&rec.uncorrected);
         assert!((c.p99_ms - u.p99_ms).abs() < 0.01, "{c:?} {u:?}");

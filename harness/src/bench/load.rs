@@ -13,16 +13,15 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
+use std::future::Future;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::future::Future;
-use std::pin::Pin;
 use std::task::Poll;
 use std::time::{Duration, Instant};
-
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -219,11 +218,11 @@ impl LineSink {
         let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let res = match g.1.take() {
             Some(e) => Err(e),
-            None => g
-                .0
-                .flush()
-                .and_then(|_| g.0.sync_all())
-                .map_err(|e| e.to_string()),
+            None => {
+                g.0.flush()
+                    .and_then(|_| g.0.sync_all())
+                    .map_err(|e| e.to_string())
+            }
         };
         res.map_err(|message| LoadError::History {
             path: self.path.clone(),
@@ -273,7 +272,10 @@ fn attempt_line(
         None => s.push_str("null"),
     }
     s.push_str(r#","latency_ms":"#);
-    super::mix::push_dec(&mut s, (a.latency_ms * 1000.0).round().max(0.0) as u64 / 1000);
+    super::mix::push_dec(
+        &mut s,
+        (a.latency_ms * 1000.0).round().max(0.0) as u64 / 1000,
+    );
     s.push('.');
     let frac = (a.latency_ms * 1000.0).round().max(0.0) as u64 % 1000;
     s.push((b'0' + (frac / 100) as u8) as char);
@@ -485,7 +487,7 @@ async fn exchange(
 ) -> Answer {
     let ms = |s: Instant| s.elapsed().as_secs_f64() * 1000.0;
     let fut = async {
-        if conn.as_ref().map_or(true, |c| c.closed) {
+        if !matches!(conn, Some(c) if !c.closed) {
             *conn = Some(Box::pin(connect(addr)).await.map_err(|e| (e, true))?);
         }
         let c = conn.as_mut().expect("connected above");
@@ -599,8 +601,8 @@ async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<Tally>>>, me: usize) {
         let slot = shared.next.fetch_add(1, Ordering::Relaxed);
         let intended = match shared.pace {
             Pace::Open(rate) => {
-                let at = shared.start
-                    + Duration::from_secs_f64((slot - shared.first) as f64 / rate);
+                let at =
+                    shared.start + Duration::from_secs_f64((slot - shared.first) as f64 / rate);
                 if at >= shared.end {
                     break;
                 }
@@ -653,10 +655,9 @@ async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<Tally>>>, me: usize) {
                 let lat = Duration::from_secs_f64(a.latency_ms / 1000.0);
                 let corrected = lat + sent.saturating_duration_since(intended);
                 if shared.live {
-                    let _ = tl
-                        .recent
-                        .corrected
-                        .record((corrected.as_micros() as u64).clamp(1, super::latency::MAX_MICROS));
+                    let _ = tl.recent.corrected.record(
+                        (corrected.as_micros() as u64).clamp(1, super::latency::MAX_MICROS),
+                    );
                 }
                 if !measured {
                     tl.warmup_requests += 1;
@@ -689,7 +690,15 @@ async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<Tally>>>, me: usize) {
         if let Some(sink) = &shared.sink {
             for (i, a) in answers.iter().enumerate() {
                 let grade = classify(&t.profile, Intent::Genuine, a);
-                attempt_line(&mut lines, t, &item, i as u32 + 1, &sent_at, a, grade.outcome);
+                attempt_line(
+                    &mut lines,
+                    t,
+                    &item,
+                    i as u32 + 1,
+                    &sent_at,
+                    a,
+                    grade.outcome,
+                );
             }
             if lines.len() >= FLUSH_AT {
                 sink.append(&lines);

@@ -166,7 +166,7 @@ impl Generator {
     pub fn kind(&self, slot: u64) -> Kind {
         let pair = slot / 2;
         if unit(self.hash(pair, 1)) < self.mix.reorder {
-            return if slot % 2 == 0 {
+            return if slot & 1 == 0 {
                 Kind::ReorderNewer
             } else {
                 Kind::ReorderOlder
@@ -427,7 +427,13 @@ mod tests {
     #[test]
     fn hand_formatted_times_match_chrono() {
         use chrono::{SecondsFormat, TimeZone, Utc};
-        for secs in [0i64, 951_782_400, 1_767_225_600, 1_795_991_524, 4_102_444_799] {
+        for secs in [
+            0i64,
+            951_782_400,
+            1_767_225_600,
+            1_795_991_524,
+            4_102_444_799,
+        ] {
             let mut s = String::new();
             push_rfc3339(&mut s, secs, Some(42));
             let c = Utc.timestamp_opt(secs, 42_000_000).unwrap();
@@ -443,12 +449,16 @@ mod tests {
 
     #[test]
     fn out_of_range_shares_are_rejected() {
-        let mut m = Mix::default();
-        m.reorder = 1.5;
+        let m = Mix {
+            reorder: 1.5,
+            ..Mix::default()
+        };
         assert!(m.validate().is_err());
-        m = Mix::default();
-        m.duplicates = 0.7;
-        m.concurrent_duplicates = 0.7;
+        let m = Mix {
+            duplicates: 0.7,
+            concurrent_duplicates: 0.7,
+            ..Mix::default()
+        };
         assert!(m.validate().is_err());
         assert!(Mix::default().validate().is_ok());
     }

@@ -236,7 +236,8 @@ pub async fn run(opts: &BenchOptions) -> Result<BenchOutcome, BenchError> {
         started_at: started_at.clone(),
         version: env!("CARGO_PKG_VERSION").to_string(),
     });
-    let sink = LineSink::create(&history_path, &header).map_err(|e| BenchError::Io(e.to_string()))?;
+    let sink =
+        LineSink::create(&history_path, &header).map_err(|e| BenchError::Io(e.to_string()))?;
     let gen = Generator::new(opts.seed, opts.mix, opts.accounts.len());
     let progress = progress::Progress::start(opts.progress);
 
@@ -298,7 +299,7 @@ pub async fn run(opts: &BenchOptions) -> Result<BenchOutcome, BenchError> {
                 duration: opts.duration,
                 warmup: opts.warmup,
                 threads: opts.threads,
-                    live: opts.progress,
+                live: opts.progress,
             };
             let r = load::run_phase(&target, &gen, phase, 0, Some(sink.clone()), |l| {
                 progress.attach(l)
