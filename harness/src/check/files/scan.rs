@@ -43,7 +43,9 @@ impl<'a> Scanner<'a> {
         self.eat(b'"')?;
         let start = self.i;
         let rest = &self.b[start..];
-        let end = rest.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+        let end = rest
+            .iter()
+            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
         if rest[end] != b'"' {
             return None;
         }
@@ -85,7 +87,10 @@ impl<'a> Scanner<'a> {
             b'-' | b'0'..=b'9' => {
                 let start = self.i;
                 while self.i < self.b.len()
-                    && matches!(self.b[self.i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                    && matches!(
+                        self.b[self.i],
+                        b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'
+                    )
                 {
                     self.i += 1;
                 }
