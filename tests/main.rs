@@ -4,6 +4,7 @@
 //! runs are reproducible from their seed, and the SQL probe reads a receiver
 //! that knows nothing of hookstorm.
 
+mod bench;
 mod catalog;
 mod chaos;
 mod cli;

@@ -20,8 +20,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(200_000);
-    let dir = tempfile::tempdir()?;
-    let path = dir.path().join("history.jsonl");
+    // A second argument keeps the files in that folder (for profiling `hookstorm check`).
+    let keep = std::env::args().nth(2).map(std::path::PathBuf::from);
+    let tmp = tempfile::tempdir()?;
+    let dir_path = keep.unwrap_or_else(|| tmp.path().to_path_buf());
+    std::fs::create_dir_all(&dir_path)?;
+    let path = dir_path.join("history.jsonl");
     let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
     let mut state = State::default();
     for k in 0..keys {
@@ -63,7 +67,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     out.flush()?;
     drop(out);
-    let state_path = dir.path().join("state.json");
+    let state_path = dir_path.join("state.json");
     std::fs::write(&state_path, serde_json::to_string(&state)?)?;
     drop(state);
     let size = std::fs::metadata(&path)?.len();

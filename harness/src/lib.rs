@@ -35,8 +35,10 @@
 //! - [`catalog`]: run hooks for the front, the provider API and their notes.
 //! - [`gaps`]: retry gaps measured against the scaled schedule.
 //! - [`serve`]: the small HTTP server loop the front and the provider share.
+//! - [`bench`]: `hookstorm bench`, load and correctness at once.
 #![warn(missing_docs)]
 
+pub mod bench;
 mod catalog;
 pub mod chaos;
 pub mod check;

@@ -1,6 +1,8 @@
-//! The handler path on SQLite, with and without group commit: N concurrent
-//! signed deliveries over real HTTP per iteration; throughput is durable
-//! acknowledgements per second (each 204 follows its own commit).
+//! The handler path on SQLite, with and without group commit, and on
+//! Postgres (`fsync=on`, `synchronous_commit=on`, one commit per request;
+//! skipped when Postgres is not installed): N concurrent signed deliveries
+//! over real HTTP per iteration; throughput is durable acknowledgements per
+//! second (each 204 follows its commit).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -19,15 +21,34 @@ const CONCURRENT: usize = 64;
 
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let mut group = c.benchmark_group("handler-sqlite");
+    let mut group = c.benchmark_group("handler");
     group
         .sample_size(10)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3))
         .throughput(Throughput::Elements(CONCURRENT as u64));
-    for group_commit in [true, false] {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let url = format!("sqlite://{}", dir.path().join("bench.db").display());
+    let pg = hookstorm_receiver::pgtest::PgServer::start_or_skip();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cases: Vec<(String, String, bool)> = [true, false]
+        .into_iter()
+        .map(|gc| {
+            let url = format!(
+                "sqlite://{}",
+                dir.path().join(format!("bench-{gc}.db")).display()
+            );
+            let name = if gc {
+                "sqlite/group-commit"
+            } else {
+                "sqlite/one-commit-per-request"
+            };
+            (name.to_string(), url, gc)
+        })
+        .collect();
+    if let Some(pg) = &pg {
+        let url = rt.block_on(pg.fresh_database()).expect("database");
+        cases.push(("postgres/one-commit-per-request".into(), url, false));
+    }
+    for (name, url, group_commit) in cases {
         let config = Config::new(vec![Account::new(
             "acct_a",
             vec![Secret::new("bench-secret")],
@@ -41,12 +62,7 @@ fn bench(c: &mut Criterion) {
             .build_http();
         let scheme = Profile::default_profile().scheme;
         let counter = AtomicU64::new(0);
-        let name = if group_commit {
-            "group-commit"
-        } else {
-            "one-commit-per-request"
-        };
-        group.bench_function(name, |b| {
+        group.bench_function(name.as_str(), |b| {
             b.iter_custom(|iters| {
                 rt.block_on(async {
                     let start = Instant::now();

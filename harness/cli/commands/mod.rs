@@ -1,6 +1,7 @@
 //! Subcommands of the CLI, one module each; `dispatch` runs one and returns
 //! its exit code.
 
+mod bench;
 mod check;
 mod provider;
 mod proxy;
@@ -39,6 +40,10 @@ enum Command {
     Receiver(hookstorm_receiver::cli::Cli),
     /// Serve the provider API (task lookups) for testing a reconciliation job by hand.
     Provider(provider::Args),
+    /// Load and benchmark a receiver: latency, throughput, and the checker's verdict.
+    Bench(bench::Args),
+    /// Serve the null receiver (verifies the signature, answers 204, stores nothing).
+    NullReceiver(bench::NullArgs),
 }
 
 /// Runs the chosen subcommand and returns the process exit code.
@@ -51,6 +56,8 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Proxy(a) => proxy::run(a),
         Command::Receiver(cli) => Ok(hookstorm_receiver::cli::main_with(cli)),
         Command::Provider(a) => provider::run(a),
+        Command::Bench(a) => bench::run(a),
+        Command::NullReceiver(a) => bench::null_receiver(a),
     };
     match result {
         Ok(code) => code,

@@ -22,6 +22,8 @@ use crate::history::{Event, Intent, Outcome};
 use crate::state::State;
 
 use super::aggregate::{AttemptView, ProviderView};
+
+mod scan;
 use super::{Aggregator, CheckOptions, ScenarioCheck};
 
 /// One history line, flat and borrowed: the union of the attempt and provider
@@ -266,7 +268,10 @@ pub fn check_files(
             line,
             message,
         };
-        let raw: RawLine = serde_json::from_str(&buf).map_err(|e| bad(e.to_string()))?;
+        let raw: RawLine = match scan::parse(&buf) {
+            Some(raw) => raw,
+            None => serde_json::from_str(&buf).map_err(|e| bad(e.to_string()))?,
+        };
         let Some(name) = raw.scenario.as_deref() else {
             continue;
         };

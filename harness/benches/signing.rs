@@ -1,0 +1,44 @@
+//! Signing one delivery body per built-in scheme (what the sender does on
+//! every attempt), with one and with two secrets (a key rotation).
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use hookstorm::bench::mix::{Generator, Mix};
+use hookstorm::profile::{Profile, BUILTIN_NAMES};
+use hookstorm::signature::{Secret, SignInput};
+
+fn bench(c: &mut Criterion) {
+    let body = Generator::new(1, Mix::none(), 1).item(0).body;
+    let secrets = [
+        hookstorm::fault::tamper::derived_secret(1, "a"),
+        hookstorm::fault::tamper::derived_secret(1, "b"),
+    ];
+    let mut group = c.benchmark_group("sign");
+    group.throughput(Throughput::Elements(1));
+    for name in BUILTIN_NAMES {
+        let profile = Profile::builtin(name).expect("built in");
+        for n in [1usize, 2] {
+            let keys: Vec<Secret> = secrets[..n].to_vec();
+            group.bench_function(format!("{name}/{n}-secret"), |b| {
+                b.iter(|| {
+                    profile
+                        .scheme
+                        .sign(
+                            black_box(&keys),
+                            SignInput {
+                                id: "whd_0123456789abcdef",
+                                timestamp: 1_795_000_000,
+                                body: black_box(&body),
+                            },
+                        )
+                        .expect("signs")
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

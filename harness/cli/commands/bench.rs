@@ -1,0 +1,358 @@
+//! `hookstorm bench`: how much the receiver takes before it breaks, and
+//! whether it stays correct while it does; and `hookstorm null-receiver`,
+//! the verify-and-204 server that bench, oha and wrk all hit for raw
+//! sender comparisons.
+//!
+//! Targets: a target file, a plain `--url` with `--secret-env`, the
+//! built-in null receiver (`--null`), or, with none of them, the built-in
+//! reference receiver on SQLite in a temporary folder.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use hookstorm::bench::{self, mix::Mix, BenchOptions, Rate};
+use hookstorm::exit;
+use hookstorm::probe::Probe;
+use hookstorm::profile::Profile;
+use hookstorm::signature::Secret;
+use hookstorm::units::HumanDuration;
+
+/// Arguments of `hookstorm bench`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Target file (hookstorm.toml). Without it, --url or --null, the
+    /// built-in reference receiver is started and benched.
+    #[arg(long, conflicts_with = "url")]
+    target: Option<PathBuf>,
+    /// Receiver URL (`{account}` is replaced); needs --secret-env. No state
+    /// probe, so no check.
+    #[arg(long)]
+    url: Option<String>,
+    /// Environment variable holding the secret(s) for --url, comma separated.
+    #[arg(long)]
+    secret_env: Option<String>,
+    /// Sender profile for --url and --null: a built-in name or a .toml file.
+    #[arg(long, default_value = hookstorm::profile::DEFAULT_PROFILE)]
+    profile: String,
+    /// Open loop: constant arrival rate (`5000/s`), or a ramp (`1000..20000/s`).
+    /// Without it: closed loop, as fast as the receiver answers.
+    #[arg(long)]
+    rate: Option<Rate>,
+    /// Connections (closed loop: requests in flight).
+    #[arg(long, default_value_t = 50)]
+    connections: usize,
+    /// Measured time (a ramp's steps share it).
+    #[arg(long, default_value = "10s")]
+    duration: HumanDuration,
+    /// Time before measuring starts (sent and checked, not measured).
+    #[arg(long, default_value = "2s")]
+    warmup: HumanDuration,
+    /// Steps of a ramp.
+    #[arg(long, default_value_t = 5)]
+    steps: usize,
+    /// A ramp step breaks when its p99 exceeds this.
+    #[arg(long, default_value = "100ms")]
+    break_p99: HumanDuration,
+    /// A ramp step breaks when more than this share of requests fail.
+    #[arg(long, default_value_t = 0.01)]
+    break_errors: f64,
+    /// Share of deliveries sent again later (same id and body).
+    #[arg(long, default_value_t = 0.05)]
+    duplicates: f64,
+    /// Share of deliveries sent as two concurrent copies.
+    #[arg(long, default_value_t = 0.02)]
+    concurrent_duplicates: f64,
+    /// Share of deliveries in reordered pairs (newer task first).
+    #[arg(long, default_value_t = 0.05)]
+    reorder: f64,
+    /// Do not check the receiver's state afterwards.
+    #[arg(long)]
+    no_check: bool,
+    /// Bench the built-in null receiver (or, with --url, treat the target as
+    /// one): raw sender throughput, no check.
+    #[arg(long)]
+    null: bool,
+    /// Seed of the deliveries. Random when absent.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// How long to wait for the receiver to drain before checking.
+    #[arg(long, default_value = "60s")]
+    drain: HumanDuration,
+    /// Built-in receiver only: its database (default: SQLite in a temp folder).
+    #[arg(long)]
+    receiver_db: Option<String>,
+    /// Reports folder.
+    #[arg(long, default_value = "reports")]
+    out: PathBuf,
+    /// Sender threads, one single-threaded runtime each (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Print bench.json to stdout instead of the console summary.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `hookstorm null-receiver`.
+#[derive(Debug, clap::Args)]
+pub struct NullArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8088")]
+    listen: SocketAddr,
+    /// Sender profile whose scheme is verified.
+    #[arg(long, default_value = hookstorm::profile::DEFAULT_PROFILE)]
+    profile: String,
+    /// Environment variable holding the accepted secret(s), comma separated.
+    #[arg(long, default_value = "HOOKSTORM_SECRET")]
+    secret_env: String,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+fn runtime(threads: Option<usize>) -> anyhow::Result<tokio::runtime::Runtime> {
+    let mut b = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = threads {
+        b.worker_threads(n.max(1));
+    }
+    Ok(b.enable_all().build()?)
+}
+
+fn secrets_from_env(var: &str) -> Result<Vec<Secret>, String> {
+    let v = std::env::var(var).map_err(|_| {
+        format!("environment variable {var} is not set (hint: export {var}=whsec_…)")
+    })?;
+    let list: Vec<Secret> = v
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(Secret::new)
+        .collect();
+    if list.is_empty() {
+        return Err(format!("environment variable {var} holds no secret"));
+    }
+    Ok(list)
+}
+
+/// Serves the null receiver until interrupted.
+pub fn null_receiver(args: NullArgs) -> anyhow::Result<i32> {
+    let profile = match Profile::resolve(&args.profile) {
+        Ok(p) => p,
+        Err(e) => return Ok(super::usage_error(e)),
+    };
+    let secrets = match secrets_from_env(&args.secret_env) {
+        Ok(s) => s,
+        Err(e) => return Ok(super::usage_error(e)),
+    };
+    let rt = runtime(args.threads)?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", args.listen))?;
+        eprintln!(
+            "null receiver on http://{}/ (profile {}; verifies, answers 204, stores nothing)",
+            listener.local_addr()?,
+            profile.name
+        );
+        bench::null::serve(listener, profile, secrets, async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await;
+        Ok(exit::PASS)
+    })
+}
+
+/// Runs a bench and returns its exit code (the checker's verdict when checked).
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let rt = runtime(None)?;
+    rt.block_on(run_async(args))
+}
+
+fn random_secret() -> Secret {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    let seed = (nanos as u64) ^ u64::from(std::process::id()).rotate_left(32);
+    hookstorm::fault::tamper::derived_secret(seed, "null-receiver")
+}
+
+async fn run_async(args: Args) -> anyhow::Result<i32> {
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos() as u64
+            % 1_000_000_000
+    });
+    let mix = Mix {
+        duplicates: args.duplicates,
+        concurrent_duplicates: args.concurrent_duplicates,
+        reorder: args.reorder,
+    };
+    let mut embedded = None;
+    let mut null_stop: Option<tokio::sync::oneshot::Sender<()>> = None;
+    let accounts: Vec<String>;
+    let (url, profile, secrets, probe, desc, no_check_reason);
+    if let Some(path) = &args.target {
+        let t = match hookstorm::target::Target::from_file(path) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(exit::TARGET_UNUSABLE);
+            }
+        };
+        accounts = t.accounts();
+        probe = if args.no_check || args.null {
+            None
+        } else {
+            match Probe::from_config(&t.state) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return Ok(exit::TARGET_UNUSABLE);
+                }
+            }
+        };
+        desc = t.describe();
+        (url, profile, secrets) = (t.url, t.profile, t.secrets);
+        no_check_reason = "--no-check".to_string();
+    } else if args.url.is_some() || args.null {
+        let p = match Profile::resolve(&args.profile) {
+            Ok(p) => p,
+            Err(e) => return Ok(super::usage_error(e)),
+        };
+        let list = match (&args.secret_env, &args.url) {
+            (Some(var), _) => match secrets_from_env(var) {
+                Ok(s) => s,
+                Err(e) => return Ok(super::usage_error(e)),
+            },
+            (None, None) => vec![random_secret()],
+            (None, Some(_)) => {
+                return Ok(super::usage_error(
+                    "--url needs --secret-env VAR (the secret the receiver verifies)",
+                ))
+            }
+        };
+        accounts = vec!["acct_a".to_string()];
+        let u = match &args.url {
+            Some(u) => u.clone(),
+            None => {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+                let addr = listener.local_addr()?;
+                let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+                null_stop = Some(tx);
+                tokio::spawn(bench::null::serve(
+                    listener,
+                    p.clone(),
+                    list.clone(),
+                    async {
+                        let _ = rx.await;
+                    },
+                ));
+                eprintln!("built-in null receiver on {addr}");
+                format!("http://{addr}/webhooks/{{account}}")
+            }
+        };
+        desc = hookstorm::target::redact_url(&u);
+        url = u;
+        profile = p;
+        secrets = BTreeMap::from([(accounts[0].clone(), list)]);
+        probe = None;
+        no_check_reason = if args.null {
+            "null receiver: it stores nothing".into()
+        } else {
+            "no state probe for a plain --url (hint: use --target FILE)".into()
+        };
+    } else {
+        let (receiver, t) = hookstorm_receiver::embedded::start(None, args.receiver_db.as_deref())
+            .await
+            .context("starting the built-in reference receiver")?;
+        eprintln!(
+            "built-in reference receiver on {} ({})",
+            receiver.webhook_addr(),
+            if args.receiver_db.is_some() {
+                "the given database"
+            } else {
+                "SQLite in a temp folder"
+            }
+        );
+        embedded = Some(receiver);
+        accounts = t.accounts();
+        probe = if args.no_check {
+            None
+        } else {
+            Some(Probe::from_config(&t.state)?)
+        };
+        desc = "built-in reference receiver".to_string();
+        (url, profile, secrets) = (t.url, t.profile, t.secrets);
+        no_check_reason = "--no-check".to_string();
+    }
+    let opts = BenchOptions {
+        url,
+        profile,
+        accounts,
+        secrets,
+        rate: args.rate,
+        connections: args.connections,
+        threads: args.threads.unwrap_or_else(bench::default_threads),
+        duration: args.duration.0,
+        warmup: args.warmup.0,
+        ramp_steps: args.steps,
+        p99_limit: args.break_p99.0,
+        error_limit: args.break_errors,
+        mix,
+        seed,
+        probe,
+        no_check_reason,
+        drain: args.drain.0.max(Duration::from_millis(100)),
+        out_dir: args.out.clone(),
+        progress: is_tty(),
+        target_desc: desc,
+    };
+    eprintln!(
+        "seed {seed} · {} · {} connections · {} (+{} warmup)",
+        opts.rate
+            .map(|r| format!("open loop {r}"))
+            .unwrap_or_else(|| "closed loop".into()),
+        opts.connections,
+        hookstorm::units::format_duration(opts.duration),
+        hookstorm::units::format_duration(opts.warmup)
+    );
+    let outcome = bench::run(&opts).await;
+    if let Some(tx) = null_stop {
+        let _ = tx.send(());
+    }
+    if let Some(r) = embedded {
+        r.shutdown().await;
+    }
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e @ bench::BenchError::Config(_)) => return Ok(super::usage_error(e)),
+        Err(e @ bench::BenchError::Target(_)) => {
+            eprintln!("error: {e}");
+            return Ok(exit::TARGET_UNUSABLE);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&outcome.result)?);
+    } else {
+        print!("{}", outcome.result.console());
+        println!("reports: {}", outcome.dir.join("bench.json").display());
+    }
+    Ok(match &outcome.result.check {
+        Some(v) => match v.check.verdict() {
+            hookstorm::check::Verdict::Pass | hookstorm::check::Verdict::NonStrict => exit::PASS,
+            hookstorm::check::Verdict::Fail => exit::FAIL,
+            hookstorm::check::Verdict::Unknown => exit::UNKNOWN,
+        },
+        None => exit::PASS,
+    })
+}
+
+fn is_tty() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal()
+}

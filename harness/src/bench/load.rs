@@ -1,0 +1,813 @@
+//! The load loops: open loop at a constant arrival rate, closed loop as fast
+//! as the receiver answers.
+//!
+//! Each worker owns one HTTP/1 connection (hyper's `client::conn::http1`
+//! over a `TcpStream`, no pool in the way) and a second one, opened lazily,
+//! for the other copy of a concurrent duplicate. Workers claim slots from
+//! one atomic counter. In open loop slot `k` is due at `start + k / rate`;
+//! a worker sleeps until then and the latency is measured from that
+//! intended time, so a slow receiver cannot slow the load down and hide its
+//! latency. Every request is signed at send time with the profile's scheme
+//! and becomes one attempt line, buffered per worker and appended to the
+//! history in batches, so memory stays flat however long the run.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::future::Future;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::{Connection, SendRequest};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+
+use super::latency::Recorder;
+use super::mix::{Generator, Item};
+use crate::history::{Intent, Outcome};
+use crate::profile::Profile;
+use crate::sender::exchange::{classify, Answer};
+use crate::signature::{Secret, SignInput};
+
+/// The scenario name bench attempts carry in the history.
+pub const SCENARIO: &str = "bench";
+
+/// How the load is driven.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pace {
+    /// Constant arrival rate, requests per second.
+    Open(f64),
+    /// As fast as the receiver answers.
+    Closed,
+}
+
+/// Where and how to send.
+#[derive(Clone)]
+pub struct LoadTarget {
+    /// Socket address of the receiver.
+    pub addr: SocketAddr,
+    /// `Host` header value.
+    pub authority: String,
+    /// Path per account index (`{account}` substituted).
+    pub paths: Vec<String>,
+    /// The same paths, parsed.
+    pub uris: Vec<http::Uri>,
+    /// `Host` header value, parsed.
+    pub host: http::HeaderValue,
+    /// The profile's delivery id header, parsed.
+    pub id_header: Option<http::HeaderName>,
+    /// The profile's event header, parsed.
+    pub event_header: Option<http::HeaderName>,
+    /// Account names, by index.
+    pub accounts: Vec<String>,
+    /// Account names as JSON strings, by index (for history lines).
+    pub accounts_json: Vec<String>,
+    /// Secrets per account index (current first).
+    pub secrets: Vec<Vec<Secret>>,
+    /// The sender profile (scheme, timeout, success statuses, headers).
+    pub profile: Profile,
+}
+
+/// A load target could not be prepared.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The URL is not usable.
+    #[error("target url {url:?}: {reason}")]
+    BadUrl {
+        /// The URL.
+        url: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An account has no secret.
+    #[error("account {0:?} has no secret (hint: the target file must define one)")]
+    NoSecret(String),
+    /// The history could not be written.
+    #[error("history {path}: {message}")]
+    History {
+        /// The file.
+        path: String,
+        /// The error.
+        message: String,
+    },
+}
+
+impl LoadTarget {
+    /// Resolves `url` (may contain `{account}`) for `accounts`.
+    pub async fn resolve(
+        url: &str,
+        profile: Profile,
+        accounts: &[String],
+        secrets: &BTreeMap<String, Vec<Secret>>,
+    ) -> Result<LoadTarget, LoadError> {
+        let bad = |reason: String| LoadError::BadUrl {
+            url: url.to_string(),
+            reason,
+        };
+        let mut paths = Vec::new();
+        let mut authority = String::new();
+        let mut sec = Vec::new();
+        for a in accounts {
+            let uri: http::Uri = url
+                .replace("{account}", a)
+                .parse()
+                .map_err(|e| bad(format!("{e}")))?;
+            if uri.scheme_str() != Some("http") {
+                return Err(bad(
+                    "expected http://HOST:PORT/PATH (bench drives raw HTTP/1 connections; for an https receiver, bench its plain-http side or use `hookstorm run`)".into(),
+                ));
+            }
+            authority = uri
+                .authority()
+                .map(|a| a.to_string())
+                .ok_or_else(|| bad("no host".into()))?;
+            paths.push(
+                uri.path_and_query()
+                    .map(|p| p.to_string())
+                    .unwrap_or_else(|| "/".into()),
+            );
+            let s = secrets
+                .get(a)
+                .filter(|s| !s.is_empty())
+                .cloned()
+                .ok_or_else(|| LoadError::NoSecret(a.clone()))?;
+            sec.push(s);
+        }
+        let host_port = if authority.contains(':') {
+            authority.clone()
+        } else {
+            format!("{authority}:80")
+        };
+        let addr = tokio::net::lookup_host(host_port.as_str())
+            .await
+            .map_err(|e| bad(format!("cannot resolve {host_port}: {e}")))?
+            .next()
+            .ok_or_else(|| bad(format!("{host_port} resolves to nothing")))?;
+        let header = |name: &str| {
+            http::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|e| bad(format!("profile header {name:?}: {e}")))
+        };
+        let id_header = profile.delivery_id_header().map(header).transpose()?;
+        let event_header = profile.event_header.as_deref().map(header).transpose()?;
+        let uris = paths
+            .iter()
+            .map(|p| p.parse::<http::Uri>().map_err(|e| bad(format!("{e}"))))
+            .collect::<Result<_, _>>()?;
+        let host = http::HeaderValue::from_str(&authority).map_err(|e| bad(format!("{e}")))?;
+        Ok(LoadTarget {
+            uris,
+            host,
+            id_header,
+            event_header,
+            addr,
+            authority,
+            paths,
+            accounts: accounts.to_vec(),
+            accounts_json: accounts
+                .iter()
+                .map(|a| serde_json::to_string(a).unwrap_or_else(|_| "\"\"".into()))
+                .collect(),
+            secrets: sec,
+            profile,
+        })
+    }
+}
+
+/// Appends attempt lines to the history in batches.
+#[derive(Clone)]
+pub struct LineSink {
+    inner: Arc<Mutex<(File, Option<String>)>>,
+    path: String,
+}
+
+impl LineSink {
+    /// Creates (truncates) the file and writes the run header line.
+    pub fn create(path: &Path, header: &crate::history::Event) -> Result<LineSink, LoadError> {
+        let err = |e: &dyn std::fmt::Display| LoadError::History {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        };
+        let file = File::create(path).map_err(|e| err(&e))?;
+        let mut w = file;
+        let mut line = serde_json::to_vec(header).map_err(|e| err(&e))?;
+        line.push(b'\n');
+        w.write_all(&line).map_err(|e| err(&e))?;
+        Ok(LineSink {
+            inner: Arc::new(Mutex::new((w, None))),
+            path: path.display().to_string(),
+        })
+    }
+
+    /// Appends whole lines; the first error is kept for [`LineSink::finish`].
+    pub fn append(&self, lines: &[u8]) {
+        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        if g.1.is_none() {
+            if let Err(e) = g.0.write_all(lines) {
+                g.1 = Some(e.to_string());
+            }
+        }
+    }
+
+    /// Flushes and fsyncs.
+    pub fn finish(&self) -> Result<(), LoadError> {
+        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let res = match g.1.take() {
+            Some(e) => Err(e),
+            None => {
+                g.0.flush()
+                    .and_then(|_| g.0.sync_all())
+                    .map_err(|e| e.to_string())
+            }
+        };
+        res.map_err(|message| LoadError::History {
+            path: self.path.clone(),
+            message,
+        })
+    }
+}
+
+/// Appends one attempt line: the same JSON as `Event::Attempt` (a test
+/// reads it back), written by hand because serde's escaping of strings we
+/// generated ourselves is a measurable share of a 100k/s sender. Only the
+/// account and the error text can need escaping; they go through serde_json.
+fn attempt_line(
+    out: &mut Vec<u8>,
+    t: &LoadTarget,
+    item: &Item,
+    copy: u32,
+    sent_at: &str,
+    a: &Answer,
+    outcome: Outcome,
+) {
+    let mut s = String::with_capacity(400);
+    s.push_str(r#"{"type":"attempt","scenario":""#);
+    s.push_str(SCENARIO);
+    s.push_str(r#"","delivery":""#);
+    s.push_str(&item.id);
+    s.push_str(r#"","key":""#);
+    s.push_str(&item.key);
+    s.push_str(r#"","job":""#);
+    s.push_str(&item.job);
+    s.push_str(r#"","account":"#);
+    s.push_str(&t.accounts_json[item.account]);
+    s.push_str(r#","attempt":1,"round":0,"faults":["#);
+    for (i, f) in item.faults(copy).iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push('"');
+        s.push_str(f);
+        s.push('"');
+    }
+    s.push_str(r#"],"sent_at":""#);
+    s.push_str(sent_at);
+    s.push_str(r#"","status":"#);
+    match a.status {
+        Some(code) => super::mix::push_dec(&mut s, u64::from(code)),
+        None => s.push_str("null"),
+    }
+    s.push_str(r#","latency_ms":"#);
+    super::mix::push_dec(
+        &mut s,
+        (a.latency_ms * 1000.0).round().max(0.0) as u64 / 1000,
+    );
+    s.push('.');
+    let frac = (a.latency_ms * 1000.0).round().max(0.0) as u64 % 1000;
+    s.push((b'0' + (frac / 100) as u8) as char);
+    s.push((b'0' + (frac / 10 % 10) as u8) as char);
+    s.push((b'0' + (frac % 10) as u8) as char);
+    s.push_str(r#","error":"#);
+    match &a.error {
+        Some(e) => s.push_str(&serde_json::to_string(e).unwrap_or_else(|_| "null".into())),
+        None => s.push_str("null"),
+    }
+    s.push_str(match outcome {
+        Outcome::Ok => r#","outcome":"ok""#,
+        Outcome::Fail => r#","outcome":"fail""#,
+        Outcome::Info => r#","outcome":"info""#,
+    });
+    s.push_str(r#","intent":"genuine","task_status":"COMPLETED","created_at":""#);
+    s.push_str(&item.created_at);
+    s.push_str("\"}\n");
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// What one worker saw; merged at the end and read by the progress line.
+#[derive(Debug, Clone, Default)]
+pub struct Tally {
+    /// Latencies of measured requests (after warmup).
+    pub latency: Recorder,
+    /// Latencies since the progress line last looked.
+    pub recent: Recorder,
+    /// Requests completed per second of the phase, warmup included.
+    pub per_second: Vec<u64>,
+    /// Measured requests by status (`"204"`, …) or `"error"`.
+    pub statuses: BTreeMap<String, u64>,
+    /// Measured transport errors by kind.
+    pub errors: BTreeMap<String, u64>,
+    /// Measured requests.
+    pub requests: u64,
+    /// Measured requests graded `ok`.
+    pub ok: u64,
+    /// Requests during warmup.
+    pub warmup_requests: u64,
+    /// Errors since the progress line last looked.
+    pub recent_errors: u64,
+    /// Requests since the progress line last looked.
+    pub recent_requests: u64,
+}
+
+impl Tally {
+    /// Adds another worker's tally.
+    pub fn merge(&mut self, o: &Tally) {
+        self.latency.merge(&o.latency);
+        if self.per_second.len() < o.per_second.len() {
+            self.per_second.resize(o.per_second.len(), 0);
+        }
+        for (i, n) in o.per_second.iter().enumerate() {
+            self.per_second[i] += n;
+        }
+        for (k, v) in &o.statuses {
+            *self.statuses.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &o.errors {
+            *self.errors.entry(k.clone()).or_default() += v;
+        }
+        self.requests += o.requests;
+        self.ok += o.ok;
+        self.warmup_requests += o.warmup_requests;
+    }
+
+    /// Requests that did not get a success status.
+    pub fn failed(&self) -> u64 {
+        self.requests - self.ok
+    }
+}
+
+/// One phase of load: a pace held for a duration after a warmup.
+#[derive(Debug, Clone, Copy)]
+pub struct Phase {
+    /// Open or closed loop.
+    pub pace: Pace,
+    /// Connections (workers).
+    pub connections: usize,
+    /// Measured time.
+    pub duration: Duration,
+    /// Time before it, sent but not measured.
+    pub warmup: Duration,
+    /// Sender threads (one single-threaded runtime each).
+    pub threads: usize,
+    /// Keep recent latencies for a live progress line.
+    pub live: bool,
+}
+
+/// Live view of a phase for the progress line.
+#[derive(Clone)]
+pub struct Live {
+    /// One tally per worker.
+    pub tallies: Arc<Vec<Mutex<Tally>>>,
+    /// When the phase started.
+    pub start: Instant,
+    /// When measuring starts.
+    pub measure_from: Instant,
+}
+
+impl Live {
+    /// Takes the recent counters of every worker: (requests, errors, p99 ms).
+    pub fn take_recent(&self) -> (u64, u64, f64) {
+        let mut rec = Recorder::default();
+        let (mut n, mut e) = (0, 0);
+        for t in self.tallies.iter() {
+            let mut t = t.lock().unwrap_or_else(|p| p.into_inner());
+            rec.merge(&t.recent);
+            t.recent.reset();
+            n += t.recent_requests;
+            e += t.recent_errors;
+            t.recent_requests = 0;
+            t.recent_errors = 0;
+        }
+        let p99 = super::latency::Percentiles::of(&rec.corrected).p99_ms;
+        (n, e, p99)
+    }
+}
+
+struct Shared {
+    target: LoadTarget,
+    gen: Generator,
+    next: Arc<AtomicU64>,
+    first: u64,
+    pace: Pace,
+    start: Instant,
+    measure_from: Instant,
+    end: Instant,
+    sink: Option<LineSink>,
+    stop: Arc<AtomicBool>,
+    live: bool,
+}
+
+type ConnFut = Pin<Box<Connection<TokioIo<TcpStream>, Full<Bytes>>>>;
+
+/// One HTTP/1 connection whose driver is polled by the worker's own task
+/// (no separate connection task, so no cross-task wakeup per request).
+struct Conn {
+    send: SendRequest<Full<Bytes>>,
+    driver: ConnFut,
+    closed: bool,
+}
+
+async fn connect(addr: SocketAddr) -> Result<Conn, String> {
+    let stream = TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    let _ = stream.set_nodelay(true);
+    let (send, driver) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| format!("handshake: {e}"))?;
+    Ok(Conn {
+        send,
+        driver: Box::pin(driver),
+        closed: false,
+    })
+}
+
+/// Polls `fut` while driving the connection; `None` when the connection
+/// ended before `fut` could finish.
+async fn drive<F: Future>(driver: &mut ConnFut, closed: &mut bool, fut: F) -> Option<F::Output> {
+    let mut fut = std::pin::pin!(fut);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
+            return Poll::Ready(Some(v));
+        }
+        if *closed {
+            return Poll::Ready(None);
+        }
+        if driver.as_mut().poll(cx).is_ready() {
+            *closed = true;
+            // The dispatcher is gone: a pending request resolves with its error now.
+            return Poll::Ready(match fut.as_mut().poll(cx) {
+                Poll::Ready(v) => Some(v),
+                Poll::Pending => None,
+            });
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// Error kinds short enough to count.
+fn error_kind(text: &str) -> String {
+    let t = text.to_ascii_lowercase();
+    for k in [
+        "timeout",
+        "refused",
+        "reset",
+        "closed",
+        "broken pipe",
+        "connect",
+    ] {
+        if t.contains(k) {
+            return k.to_string();
+        }
+    }
+    text.chars().take(60).collect()
+}
+
+/// Sends one copy on `conn` (connecting first when needed).
+async fn exchange(
+    conn: &mut Option<Conn>,
+    addr: SocketAddr,
+    req: http::Request<Full<Bytes>>,
+    timeout: Duration,
+    sent: Instant,
+) -> Answer {
+    let ms = |s: Instant| s.elapsed().as_secs_f64() * 1000.0;
+    let fut = async {
+        if !matches!(conn, Some(c) if !c.closed) {
+            *conn = Some(Box::pin(connect(addr)).await.map_err(|e| (e, true))?);
+        }
+        let c = conn.as_mut().expect("connected above");
+        if !matches!(
+            drive(&mut c.driver, &mut c.closed, c.send.ready()).await,
+            Some(Ok(()))
+        ) {
+            *conn = Some(Box::pin(connect(addr)).await.map_err(|e| (e, true))?);
+        }
+        let c = conn.as_mut().expect("connected above");
+        let resp = drive(&mut c.driver, &mut c.closed, c.send.send_request(req))
+            .await
+            .ok_or_else(|| ("connection closed".to_string(), false))?
+            .map_err(|e| (e.to_string(), false))?;
+        let status = resp.status().as_u16();
+        let latency = ms(sent);
+        let _ = drive(&mut c.driver, &mut c.closed, resp.into_body().collect()).await;
+        Ok::<_, (String, bool)>((status, latency))
+    };
+    match tokio::time::timeout(timeout, fut).await {
+        Ok(Ok((status, latency))) => Answer {
+            location: None,
+            status: Some(status),
+            latency_ms: latency,
+            error: None,
+            connect_failed: false,
+        },
+        Ok(Err((error, connect_failed))) => {
+            *conn = None;
+            Answer {
+                location: None,
+                status: None,
+                latency_ms: ms(sent),
+                error: Some(error),
+                connect_failed,
+            }
+        }
+        Err(_) => {
+            *conn = None;
+            Answer {
+                location: None,
+                status: None,
+                latency_ms: ms(sent),
+                error: Some(format!(
+                    "timeout after {}",
+                    crate::units::format_duration(timeout)
+                )),
+                connect_failed: false,
+            }
+        }
+    }
+}
+
+fn request(
+    t: &LoadTarget,
+    item: &Item,
+    now_unix: i64,
+) -> Result<http::Request<Full<Bytes>>, String> {
+    use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, HOST};
+    let signed = t
+        .profile
+        .scheme
+        .sign(
+            &t.secrets[item.account],
+            SignInput {
+                id: &item.id,
+                timestamp: now_unix,
+                body: &item.body,
+            },
+        )
+        .map_err(|e| format!("cannot sign: {e}"))?;
+    let bad = |e: &dyn std::fmt::Display| format!("cannot build the request: {e}");
+    // Built in place: the request builder moves its parts on every header.
+    let mut req = http::Request::new(Full::new(Bytes::copy_from_slice(&item.body)));
+    *req.method_mut() = http::Method::POST;
+    *req.uri_mut() = t.uris[item.account].clone();
+    let h = req.headers_mut();
+    h.reserve(4 + signed.len());
+    h.insert(HOST, t.host.clone());
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(idh) = &t.id_header {
+        if !signed
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case(idh.as_str()))
+        {
+            h.insert(
+                idh.clone(),
+                HeaderValue::from_str(&item.id).map_err(|e| bad(&e))?,
+            );
+        }
+    }
+    if let Some(ev) = &t.event_header {
+        h.insert(ev.clone(), HeaderValue::from_static("task.completed"));
+    }
+    for (k, v) in signed {
+        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|e| bad(&e))?;
+        h.append(name, HeaderValue::try_from(v).map_err(|e| bad(&e))?);
+    }
+    Ok(req)
+}
+
+const FLUSH_AT: usize = 64 * 1024;
+
+async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<Tally>>>, me: usize) {
+    let t = &shared.target;
+    let mut conn: Option<Conn> = None;
+    let mut conn2: Option<Conn> = None;
+    let mut lines: Vec<u8> = Vec::with_capacity(FLUSH_AT + 4096);
+    let timeout = t.profile.timeout;
+    loop {
+        if shared.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let slot = shared.next.fetch_add(1, Ordering::Relaxed);
+        let intended = match shared.pace {
+            Pace::Open(rate) => {
+                let at =
+                    shared.start + Duration::from_secs_f64((slot - shared.first) as f64 / rate);
+                if at >= shared.end {
+                    break;
+                }
+                tokio::time::sleep_until(at.into()).await;
+                at
+            }
+            Pace::Closed => {
+                let now = Instant::now();
+                if now >= shared.end {
+                    break;
+                }
+                now
+            }
+        };
+        let item = shared.gen.item(slot);
+        let (now_unix, sent_at) = super::mix::wall_clock();
+        let sent = Instant::now();
+        let answers: Vec<Answer> = match request(t, &item, now_unix) {
+            Err(e) => vec![Answer {
+                location: None,
+                status: None,
+                latency_ms: 0.0,
+                error: Some(e),
+                connect_failed: true,
+            }],
+            Ok(req) if item.copies > 1 => {
+                let again = request(t, &item, now_unix).expect("signed once already");
+                let (a, b) = tokio::join!(
+                    exchange(&mut conn, t.addr, req, timeout, sent),
+                    exchange(&mut conn2, t.addr, again, timeout, sent)
+                );
+                vec![a, b]
+            }
+            Ok(req) => vec![exchange(&mut conn, t.addr, req, timeout, sent).await],
+        };
+        let done = Instant::now();
+        let measured = intended >= shared.measure_from;
+        {
+            let mut tl = tally[me].lock().unwrap_or_else(|p| p.into_inner());
+            let sec = done.saturating_duration_since(shared.start).as_secs() as usize;
+            if tl.per_second.len() <= sec {
+                tl.per_second.resize(sec + 1, 0);
+            }
+            for a in &answers {
+                let ok = a.status.is_some_and(|s| t.profile.is_success(s));
+                tl.per_second[sec] += 1;
+                tl.recent_requests += 1;
+                if !ok {
+                    tl.recent_errors += 1;
+                }
+                let lat = Duration::from_secs_f64(a.latency_ms / 1000.0);
+                let corrected = lat + sent.saturating_duration_since(intended);
+                if shared.live {
+                    let _ = tl.recent.corrected.record(
+                        (corrected.as_micros() as u64).clamp(1, super::latency::MAX_MICROS),
+                    );
+                }
+                if !measured {
+                    tl.warmup_requests += 1;
+                    continue;
+                }
+                match shared.pace {
+                    Pace::Open(_) => tl.latency.record_durations(corrected, lat),
+                    // Closed loop sends when it claims: both views are one.
+                    Pace::Closed => {
+                        let _ = tl
+                            .latency
+                            .corrected
+                            .record((lat.as_micros() as u64).clamp(1, super::latency::MAX_MICROS));
+                    }
+                }
+                tl.requests += 1;
+                if ok {
+                    tl.ok += 1;
+                }
+                let key = match (a.status, &a.error) {
+                    (Some(s), _) => s.to_string(),
+                    (None, _) => "error".to_string(),
+                };
+                *tl.statuses.entry(key).or_default() += 1;
+                if let Some(e) = &a.error {
+                    *tl.errors.entry(error_kind(e)).or_default() += 1;
+                }
+            }
+        }
+        if let Some(sink) = &shared.sink {
+            for (i, a) in answers.iter().enumerate() {
+                let grade = classify(&t.profile, Intent::Genuine, a);
+                attempt_line(
+                    &mut lines,
+                    t,
+                    &item,
+                    i as u32 + 1,
+                    &sent_at,
+                    a,
+                    grade.outcome,
+                );
+            }
+            if lines.len() >= FLUSH_AT {
+                sink.append(&lines);
+                lines.clear();
+            }
+        }
+    }
+    if let Some(sink) = &shared.sink {
+        sink.append(&lines);
+    }
+}
+
+/// What a phase did.
+#[derive(Debug, Clone)]
+pub struct PhaseResult {
+    /// Every worker's tally, merged.
+    pub tally: Tally,
+    /// Measured wall time (from the end of warmup to the last answer).
+    pub measured: Duration,
+    /// The next free slot (for a following phase).
+    pub next_slot: u64,
+}
+
+/// Runs one phase from slot `first`; `on_start` gets the live view (for a
+/// progress line) before the workers start.
+pub async fn run_phase(
+    target: &LoadTarget,
+    gen: &Generator,
+    phase: Phase,
+    first: u64,
+    sink: Option<LineSink>,
+    on_start: impl FnOnce(Live),
+) -> PhaseResult {
+    let connections = phase.connections.max(1);
+    let start = Instant::now() + Duration::from_millis(5);
+    let measure_from = start + phase.warmup;
+    let end = measure_from + phase.duration;
+    let next = Arc::new(AtomicU64::new(first));
+    let shared = Arc::new(Shared {
+        target: target.clone(),
+        gen: gen.clone(),
+        next: next.clone(),
+        first,
+        pace: phase.pace,
+        start,
+        measure_from,
+        end,
+        sink,
+        stop: Arc::new(AtomicBool::new(false)),
+        live: phase.live,
+    });
+    let tallies: Arc<Vec<Mutex<Tally>>> =
+        Arc::new((0..connections).map(|_| Mutex::default()).collect());
+    on_start(Live {
+        tallies: tallies.clone(),
+        start,
+        measure_from,
+    });
+    // One single-threaded runtime per core, each with its share of the
+    // connections: no work stealing and no cross-thread wakeups per request.
+    let threads = phase.threads.clamp(1, connections);
+    let (shared2, tallies2) = (shared.clone(), tallies.clone());
+    let joined = tokio::task::spawn_blocking(move || {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let (shared, tallies) = (shared2.clone(), tallies2.clone());
+                std::thread::Builder::new()
+                    .name(format!("bench-{t}"))
+                    .spawn(move || {
+                        let rt = tokio::runtime::Builder::new_current_thread()
+                            .enable_all()
+                            .build()
+                            .expect("a current-thread runtime builds");
+                        rt.block_on(async move {
+                            let mut set = tokio::task::JoinSet::new();
+                            for me in (t..connections).step_by(threads) {
+                                set.spawn(worker(shared.clone(), tallies.clone(), me));
+                            }
+                            while set.join_next().await.is_some() {}
+                        })
+                    })
+            })
+            .collect();
+        for h in handles.into_iter().flatten() {
+            let _ = h.join();
+        }
+    })
+    .await;
+    drop(joined);
+    let finished = Instant::now();
+    let mut tally = Tally::default();
+    for t in tallies.iter() {
+        tally.merge(&t.lock().unwrap_or_else(|p| p.into_inner()));
+    }
+    let measured = finished.saturating_duration_since(measure_from);
+    PhaseResult {
+        tally,
+        // Open loop: at least the schedule's length; longer when the
+        // receiver fell behind and the last answers came late.
+        measured: match phase.pace {
+            Pace::Open(_) => phase.duration.max(measured),
+            Pace::Closed => measured.max(Duration::from_millis(1)),
+        },
+        next_slot: next.load(Ordering::Relaxed),
+    }
+}

@@ -1,0 +1,426 @@
+//! `hookstorm bench`: load and correctness at once.
+//!
+//! Load tools measure speed and know nothing of signatures or state; the
+//! bench sends real, freshly signed deliveries of the profile (with a share
+//! of duplicates, concurrent duplicates and reordered pairs), records every
+//! attempt in a history, and afterwards runs the same checker as `run` on
+//! the receiver's state, so the verdict is part of the result.
+//!
+//! - [`mix`]: the deliveries, deterministic from the seed, made on the fly.
+//! - [`load`]: open loop (constant arrival rate) and closed loop workers.
+//! - [`latency`]: HdrHistogram recording, corrected for coordinated omission.
+//! - [`result`]: `bench.json`, ramp break detection, console summary.
+//! - [`progress`]: the live progress line.
+//! - [`null`]: the null receiver (verify, answer 204, store nothing).
+
+pub mod latency;
+pub mod load;
+pub mod mix;
+pub mod null;
+pub mod progress;
+pub mod result;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::check::{check_files, CheckOptions, InvariantId};
+use crate::history::{Event, RunHeader};
+use crate::probe::Probe;
+use crate::profile::Profile;
+use crate::signature::Secret;
+
+use latency::Percentiles;
+use load::{LineSink, LoadTarget, Pace, Phase, Tally};
+use mix::{Generator, Mix};
+use result::{BenchResult, Machine, Ramp, RampStep};
+
+/// The `--rate` flag: a constant rate or a ramp.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rate {
+    /// Requests per second.
+    Fixed(f64),
+    /// From `from` to `to` requests per second, in steps.
+    Ramp {
+        /// First step's rate.
+        from: f64,
+        /// Last step's rate.
+        to: f64,
+    },
+}
+
+/// A rate flag could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("expected RATE like 5000/s or a ramp like 1000..20000/s, got {0:?}")]
+pub struct RateParseError(pub String);
+
+impl FromStr for Rate {
+    type Err = RateParseError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = || RateParseError(s.to_string());
+        let t = s.trim();
+        let t = t.strip_suffix("/s").unwrap_or(t);
+        let num = |x: &str| -> Result<f64, RateParseError> {
+            let v: f64 = x.trim().replace('_', "").parse().map_err(|_| err())?;
+            if v.is_finite() && v > 0.0 {
+                Ok(v)
+            } else {
+                Err(err())
+            }
+        };
+        match t.split_once("..") {
+            Some((a, b)) => {
+                let (from, to) = (num(a)?, num(b)?);
+                if to < from {
+                    return Err(err());
+                }
+                Ok(Rate::Ramp { from, to })
+            }
+            None => Ok(Rate::Fixed(num(t)?)),
+        }
+    }
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rate::Fixed(r) => write!(f, "{r}/s"),
+            Rate::Ramp { from, to } => write!(f, "{from}..{to}/s"),
+        }
+    }
+}
+
+/// How to bench.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Receiver URL; `{account}` is replaced per delivery.
+    pub url: String,
+    /// Sender profile.
+    pub profile: Profile,
+    /// Accounts to spread deliveries over.
+    pub accounts: Vec<String>,
+    /// Secrets per account.
+    pub secrets: BTreeMap<String, Vec<Secret>>,
+    /// Open loop rate or ramp; `None` is closed loop.
+    pub rate: Option<Rate>,
+    /// Connections.
+    pub connections: usize,
+    /// Sender threads, each with a single-threaded runtime.
+    pub threads: usize,
+    /// Measured time (the whole ramp for a ramp).
+    pub duration: Duration,
+    /// Unmeasured time before it.
+    pub warmup: Duration,
+    /// Steps of a ramp.
+    pub ramp_steps: usize,
+    /// A ramp step breaks when its p99 exceeds this.
+    pub p99_limit: Duration,
+    /// A ramp step breaks when its error share exceeds this.
+    pub error_limit: f64,
+    /// The delivery mix.
+    pub mix: Mix,
+    /// Seed of the deliveries.
+    pub seed: u64,
+    /// Reads the receiver's state; `None` skips the check.
+    pub probe: Option<Probe>,
+    /// Why there is no probe (shown instead of a verdict).
+    pub no_check_reason: String,
+    /// How long to wait for the inbox to drain before checking.
+    pub drain: Duration,
+    /// Reports folder; the bench writes `<out>/<run-id>/bench.json`.
+    pub out_dir: PathBuf,
+    /// Show the live progress line.
+    pub progress: bool,
+    /// What is benched, for the report (no secrets).
+    pub target_desc: String,
+}
+
+/// The bench could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// Bad options.
+    #[error("{0}")]
+    Config(String),
+    /// The target cannot be used.
+    #[error("target unusable: {0}")]
+    Target(String),
+    /// Reports or history could not be written.
+    #[error("cannot write reports: {0}")]
+    Io(String),
+}
+
+/// A finished bench.
+#[derive(Debug)]
+pub struct BenchOutcome {
+    /// The result (also in `bench.json`).
+    pub result: BenchResult,
+    /// `<out>/<run-id>`.
+    pub dir: PathBuf,
+}
+
+fn summarize(t: &Tally) -> (Percentiles, Percentiles, f64) {
+    let err = if t.requests == 0 {
+        0.0
+    } else {
+        t.failed() as f64 / t.requests as f64
+    };
+    let corrected = Percentiles::of(&t.latency.corrected);
+    // Closed loop records one view only (the send is the intended time).
+    let uncorrected = if t.latency.uncorrected.is_empty() {
+        corrected
+    } else {
+        Percentiles::of(&t.latency.uncorrected)
+    };
+    (corrected, uncorrected, err)
+}
+
+/// One sender thread per available core.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// Runs a bench and writes `bench.json` (and points `<out>/latest` at it).
+pub async fn run(opts: &BenchOptions) -> Result<BenchOutcome, BenchError> {
+    opts.mix.validate().map_err(BenchError::Config)?;
+    if opts.connections == 0 {
+        return Err(BenchError::Config("connections must be 1 or more".into()));
+    }
+    if opts.accounts.is_empty() {
+        return Err(BenchError::Config("no account to send for".into()));
+    }
+    let started_at = crate::history::now_rfc3339();
+    let run_id = format!(
+        "{}-bench-{:08x}",
+        chrono::Utc::now().format("%Y%m%d-%H%M%S"),
+        opts.seed as u32
+    );
+    let dir = opts.out_dir.join(&run_id);
+    std::fs::create_dir_all(&dir).map_err(|e| BenchError::Io(format!("{}: {e}", dir.display())))?;
+    let target = LoadTarget::resolve(
+        &opts.url,
+        opts.profile.clone(),
+        &opts.accounts,
+        &opts.secrets,
+    )
+    .await
+    .map_err(|e| BenchError::Target(e.to_string()))?;
+    if let Err(e) = tokio::time::timeout(
+        Duration::from_secs(2),
+        tokio::net::TcpStream::connect(target.addr),
+    )
+    .await
+    .map_err(|_| "no connection within 2s".to_string())
+    .and_then(|r| r.map_err(|e| e.to_string()))
+    {
+        return Err(BenchError::Target(format!(
+            "{} is unreachable: {e} (hint: is the receiver running and listening there?)",
+            target.addr
+        )));
+    }
+    let mut notes = Vec::new();
+    if let Some(p) = &opts.probe {
+        if let Err(e) = p.reset().await {
+            notes.push(format!("reset failed: {e}"));
+        }
+    }
+    let history_path = dir.join("history.jsonl");
+    let header = Event::Run(RunHeader {
+        run_id: run_id.clone(),
+        seed: opts.seed,
+        profile: opts.profile.name.clone(),
+        time_scale: 1.0,
+        started_at: started_at.clone(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    });
+    let sink =
+        LineSink::create(&history_path, &header).map_err(|e| BenchError::Io(e.to_string()))?;
+    let gen = Generator::new(opts.seed, opts.mix, opts.accounts.len());
+    let progress = progress::Progress::start(opts.progress);
+
+    let (mode, tally, measured, ramp, target_rate) = match opts.rate {
+        Some(Rate::Ramp { from, to }) => {
+            let steps = opts.ramp_steps.max(2);
+            let step_len = opts.duration / steps as u32;
+            let mut all = Tally::default();
+            let mut out = Vec::new();
+            let mut slot = 0;
+            let mut measured = Duration::ZERO;
+            for i in 0..steps {
+                let rate = from + (to - from) * i as f64 / (steps - 1) as f64;
+                let phase = Phase {
+                    pace: Pace::Open(rate),
+                    connections: opts.connections,
+                    duration: step_len,
+                    warmup: if i == 0 { opts.warmup } else { Duration::ZERO },
+                    threads: opts.threads,
+                    live: opts.progress,
+                };
+                let r = load::run_phase(&target, &gen, phase, slot, Some(sink.clone()), |l| {
+                    progress.attach(l)
+                })
+                .await;
+                slot = r.next_slot;
+                let (lat, _, err) = summarize(&r.tally);
+                out.push(RampStep {
+                    rate,
+                    achieved: r.tally.requests as f64 / r.measured.as_secs_f64(),
+                    requests: r.tally.requests,
+                    p99_ms: lat.p99_ms,
+                    error_rate: err,
+                });
+                measured += r.measured;
+                // The series of a ramp runs on: append this step's seconds.
+                let mut t = r.tally;
+                let series = std::mem::take(&mut t.per_second);
+                all.merge(&t);
+                all.per_second.extend(series);
+            }
+            let p99_limit_ms = opts.p99_limit.as_secs_f64() * 1000.0;
+            let ramp = Ramp {
+                broke_at: result::find_break(&out, p99_limit_ms, opts.error_limit),
+                steps: out,
+                p99_limit_ms,
+                error_limit: opts.error_limit,
+            };
+            ("ramp", all, measured, Some(ramp), Some(to))
+        }
+        other => {
+            let (pace, mode, rate) = match other {
+                Some(Rate::Fixed(r)) => (Pace::Open(r), "open", Some(r)),
+                _ => (Pace::Closed, "closed", None),
+            };
+            let phase = Phase {
+                pace,
+                connections: opts.connections,
+                duration: opts.duration,
+                warmup: opts.warmup,
+                threads: opts.threads,
+                live: opts.progress,
+            };
+            let r = load::run_phase(&target, &gen, phase, 0, Some(sink.clone()), |l| {
+                progress.attach(l)
+            })
+            .await;
+            (mode, r.tally, r.measured, None, rate)
+        }
+    };
+    progress.stop();
+    sink.finish().map_err(|e| BenchError::Io(e.to_string()))?;
+
+    let (check, check_skipped) = match &opts.probe {
+        None => (None, Some(opts.no_check_reason.clone())),
+        Some(probe) => match check(probe, opts, &dir, &history_path).await {
+            Ok(v) => (Some(v), None),
+            Err(why) => (None, Some(why)),
+        },
+    };
+    let check_skipped = match (check_skipped, notes.is_empty()) {
+        (Some(s), false) => Some(format!("{s}; {}", notes.join("; "))),
+        (s, _) => s,
+    };
+
+    let (latency, latency_uncorrected, error_rate) = summarize(&tally);
+    let result = BenchResult {
+        run_id: run_id.clone(),
+        started_at,
+        mode: mode.into(),
+        target: opts.target_desc.clone(),
+        profile: opts.profile.name.clone(),
+        seed: opts.seed,
+        connections: opts.connections,
+        duration_s: measured.as_secs_f64(),
+        warmup_s: opts.warmup.as_secs_f64(),
+        target_rate,
+        requests: tally.requests,
+        warmup_requests: tally.warmup_requests,
+        achieved_rate: tally.requests as f64 / measured.as_secs_f64().max(1e-3),
+        latency,
+        latency_uncorrected,
+        statuses: tally.statuses.clone(),
+        errors: tally.errors.clone(),
+        error_rate,
+        throughput: tally.per_second.clone(),
+        ramp,
+        mix: opts.mix,
+        check,
+        check_skipped,
+        machine: Machine::detect(),
+        peak_rss_mib: result::peak_rss_mib(),
+        history: Some("history.jsonl".into()),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    let json = serde_json::to_vec_pretty(&result).map_err(|e| BenchError::Io(e.to_string()))?;
+    let path = dir.join("bench.json");
+    std::fs::write(&path, json).map_err(|e| BenchError::Io(format!("{}: {e}", path.display())))?;
+    let latest = opts.out_dir.join("latest");
+    let _ = std::fs::remove_file(&latest);
+    #[cfg(unix)]
+    let _ = std::os::unix::fs::symlink(&run_id, &latest);
+    Ok(BenchOutcome { result, dir })
+}
+
+/// Drains, reads the state, saves it, and checks the history against it.
+async fn check(
+    probe: &Probe,
+    opts: &BenchOptions,
+    dir: &std::path::Path,
+    history: &std::path::Path,
+) -> Result<result::Verdict, String> {
+    let (state, drained) = probe
+        .wait_drained(opts.drain)
+        .await
+        .map_err(|e| format!("cannot read the receiver's state: {e}"))?;
+    let state_path = dir.join("state.json");
+    let json = serde_json::to_vec(&state).map_err(|e| e.to_string())?;
+    drop(state);
+    std::fs::write(&state_path, json).map_err(|e| format!("{}: {e}", state_path.display()))?;
+    let copts = CheckOptions {
+        invariants: InvariantId::ALL.to_vec(),
+        strict: false,
+        answer_limit: opts.profile.timeout,
+        drained,
+        reconciled: false,
+    };
+    let (history, state_path) = (history.to_path_buf(), state_path.clone());
+    let res = tokio::task::spawn_blocking(move || {
+        check_files(&history, &state_path, Some(load::SCENARIO), &copts)
+    })
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| e.to_string())?;
+    let check = res
+        .into_iter()
+        .next()
+        .ok_or_else(|| "the checker returned nothing".to_string())?;
+    Ok(result::Verdict {
+        verdict: check.verdict().to_string(),
+        check,
+        drained,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_parse_as_fixed_or_ramp() {
+        assert_eq!("5000/s".parse(), Ok(Rate::Fixed(5000.0)));
+        assert_eq!("250".parse(), Ok(Rate::Fixed(250.0)));
+        assert_eq!(
+            "1000..20000/s".parse(),
+            Ok(Rate::Ramp {
+                from: 1000.0,
+                to: 20000.0
+            })
+        );
+        for bad in ["", "fast", "0/s", "-5/s", "20..10/s", "1..x/s"] {
+            let e = bad.parse::<Rate>().unwrap_err();
+            assert!(e.to_string().contains("expected RATE"), "{bad}: {e}");
+        }
+    }
+}

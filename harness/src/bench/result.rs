@@ -1,0 +1,331 @@
+//! The result of a bench: `bench.json` and its console summary.
+//!
+//! One serializable [`BenchResult`] holds what the run measured (rate,
+//! corrected and uncorrected percentiles, statuses, errors, throughput per
+//! second), the ramp steps and where the receiver broke, the checker's
+//! verdict, and the machine it ran on, so numbers can be compared later.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::latency::Percentiles;
+use super::mix::Mix;
+use crate::check::ScenarioCheck;
+
+/// The machine a bench ran on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Machine {
+    /// Operating system.
+    pub os: String,
+    /// CPU architecture.
+    pub arch: String,
+    /// Cores available to the process.
+    pub cores: usize,
+    /// CPU model name from /proc/cpuinfo, when readable.
+    pub cpu_model: Option<String>,
+    /// Total memory in MiB, when readable.
+    pub memory_mib: Option<u64>,
+}
+
+impl Machine {
+    /// Describes this machine.
+    pub fn detect() -> Machine {
+        let cpu_model = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        });
+        let memory_mib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+                .map(|kib| kib / 1024)
+        });
+        Machine {
+            os: std::env::consts::OS.into(),
+            arch: std::env::consts::ARCH.into(),
+            cores: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            cpu_model,
+            memory_mib,
+        }
+    }
+
+    /// One line: `linux x86_64 · 2 cores · Intel …`.
+    pub fn describe(&self) -> String {
+        let mut s = format!("{} {} · {} cores", self.os, self.arch, self.cores);
+        if let Some(m) = &self.cpu_model {
+            s.push_str(&format!(" · {m}"));
+        }
+        s
+    }
+}
+
+/// Peak resident memory of this process in MiB (Linux), if readable.
+pub fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+/// One step of a ramp.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RampStep {
+    /// Target rate, requests per second.
+    pub rate: f64,
+    /// Achieved rate.
+    pub achieved: f64,
+    /// Requests measured.
+    pub requests: u64,
+    /// Corrected p99 in milliseconds.
+    pub p99_ms: f64,
+    /// Share of requests without a success status.
+    pub error_rate: f64,
+}
+
+/// A ramp and where it broke.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Ramp {
+    /// The steps, in order.
+    pub steps: Vec<RampStep>,
+    /// p99 above this (ms) breaks.
+    pub p99_limit_ms: f64,
+    /// Error share above this breaks.
+    pub error_limit: f64,
+    /// Index of the first step that broke.
+    pub broke_at: Option<usize>,
+}
+
+/// The first step whose p99 is above `p99_limit_ms` or whose error share
+/// is above `error_limit`.
+pub fn find_break(steps: &[RampStep], p99_limit_ms: f64, error_limit: f64) -> Option<usize> {
+    steps
+        .iter()
+        .position(|s| s.p99_ms > p99_limit_ms || s.error_rate > error_limit)
+}
+
+/// What the checker said about the receiver's state after the bench.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    /// pass, fail, unknown, non-strict.
+    pub verdict: String,
+    /// The full check.
+    pub check: ScenarioCheck,
+    /// The inbox drained before the state was read.
+    pub drained: bool,
+}
+
+/// `bench.json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BenchResult {
+    /// The run id (the report folder's name).
+    pub run_id: String,
+    /// When it started (RFC 3339).
+    pub started_at: String,
+    /// `open`, `closed` or `ramp`.
+    pub mode: String,
+    /// What was benched (redacted).
+    pub target: String,
+    /// The sender profile.
+    pub profile: String,
+    /// The seed of the deliveries.
+    pub seed: u64,
+    /// Connections.
+    pub connections: usize,
+    /// Measured seconds.
+    pub duration_s: f64,
+    /// Warmup seconds.
+    pub warmup_s: f64,
+    /// Target rate (open loop; the last step of a ramp).
+    pub target_rate: Option<f64>,
+    /// Requests measured.
+    pub requests: u64,
+    /// Requests sent during warmup.
+    pub warmup_requests: u64,
+    /// Measured requests per second.
+    pub achieved_rate: f64,
+    /// Latency from the intended send time (open loop) or the send (closed).
+    pub latency: Percentiles,
+    /// Latency from the actual send time.
+    pub latency_uncorrected: Percentiles,
+    /// Measured requests by status, `error` for no answer.
+    pub statuses: BTreeMap<String, u64>,
+    /// Transport errors by kind.
+    pub errors: BTreeMap<String, u64>,
+    /// Share of measured requests without a success status.
+    pub error_rate: f64,
+    /// Requests completed in each second of the run (warmup included).
+    pub throughput: Vec<u64>,
+    /// The ramp, when the rate was a range.
+    pub ramp: Option<Ramp>,
+    /// The delivery mix.
+    pub mix: Mix,
+    /// The checker's verdict, unless checking was off.
+    pub check: Option<Verdict>,
+    /// Why there is no verdict.
+    pub check_skipped: Option<String>,
+    /// The machine.
+    pub machine: Machine,
+    /// Peak RSS of the harness in MiB.
+    pub peak_rss_mib: Option<f64>,
+    /// The history file, relative to the run folder.
+    pub history: Option<String>,
+    /// hookstorm's version.
+    pub version: String,
+}
+
+impl BenchResult {
+    /// The console summary.
+    pub fn console(&self) -> String {
+        let mut s = String::new();
+        let l = &self.latency;
+        let _ = writeln!(
+            s,
+            "bench {} · {} · {} connections · {:.1}s measured (+{:.1}s warmup)",
+            self.mode, self.target, self.connections, self.duration_s, self.warmup_s
+        );
+        let _ = writeln!(
+            s,
+            "  rate      {:.0} req/s achieved{} · {} requests",
+            self.achieved_rate,
+            self.target_rate
+                .map(|r| format!(" (target {r:.0}/s)"))
+                .unwrap_or_default(),
+            self.requests
+        );
+        let _ = writeln!(
+            s,
+            "  latency   p50 {:.2} ms · p90 {:.2} · p99 {:.2} · p99.9 {:.2} · max {:.2}{}",
+            l.p50_ms,
+            l.p90_ms,
+            l.p99_ms,
+            l.p999_ms,
+            l.max_ms,
+            if self.mode == "closed" {
+                ""
+            } else {
+                " (from intended send time)"
+            }
+        );
+        let statuses: Vec<String> = self
+            .statuses
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "  statuses  {} · errors {:.2}%",
+            statuses.join(", "),
+            self.error_rate * 100.0
+        );
+        for (k, v) in &self.errors {
+            let _ = writeln!(s, "    {k}: {v}");
+        }
+        if !self.throughput.is_empty() {
+            let series: Vec<String> = self.throughput.iter().map(|n| n.to_string()).collect();
+            let _ = writeln!(s, "  per second {}", series.join(" "));
+        }
+        if let Some(r) = &self.ramp {
+            for (i, st) in r.steps.iter().enumerate() {
+                let mark = if r.broke_at == Some(i) {
+                    "  <- breaks"
+                } else {
+                    ""
+                };
+                let _ = writeln!(
+                    s,
+                    "  step {:>2}  {:>8.0}/s → {:>8.0}/s  p99 {:>8.2} ms  errors {:>6.2}%{mark}",
+                    i + 1,
+                    st.rate,
+                    st.achieved,
+                    st.p99_ms,
+                    st.error_rate * 100.0
+                );
+            }
+            match r.broke_at {
+                Some(i) => {
+                    let _ = writeln!(
+                        s,
+                        "  breaks at {:.0}/s (p99 > {} ms or errors > {}%)",
+                        r.steps[i].rate,
+                        r.p99_limit_ms,
+                        r.error_limit * 100.0
+                    );
+                }
+                None => {
+                    let _ = writeln!(s, "  no break within the ramp");
+                }
+            }
+        }
+        match (&self.check, &self.check_skipped) {
+            (Some(v), _) => {
+                let _ = writeln!(
+                    s,
+                    "  check     {} ({} deliveries, {} attempts{})",
+                    v.verdict,
+                    v.check.counts.deliveries,
+                    v.check.counts.attempts,
+                    if v.drained { "" } else { ", inbox not drained" }
+                );
+                for r in &v.check.results {
+                    let _ = writeln!(s, "    {} {}: {}", r.id, r.verdict, r.summary);
+                }
+            }
+            (None, Some(why)) => {
+                let _ = writeln!(s, "  check     skipped ({why})");
+            }
+            _ => {}
+        }
+        let _ = writeln!(
+            s,
+            "  machine   {}{}",
+            self.machine.describe(),
+            self.peak_rss_mib
+                .map(|m| format!(" · harness peak RSS {m:.0} MiB"))
+                .unwrap_or_default()
+        );
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(rate: f64, p99_ms: f64, error_rate: f64) -> RampStep {
+        RampStep {
+            rate,
+            achieved: rate,
+            requests: 100,
+            p99_ms,
+            error_rate,
+        }
+    }
+
+    #[test]
+    fn ramp_breaks_at_the_first_step_over_a_limit() {
+        let steps = vec![
+            step(1000.0, 2.0, 0.0),
+            step(2000.0, 5.0, 0.005),
+            step(3000.0, 150.0, 0.0),
+            step(4000.0, 900.0, 0.2),
+        ];
+        assert_eq!(find_break(&steps, 100.0, 0.01), Some(2));
+        assert_eq!(find_break(&steps, 1000.0, 0.01), Some(3));
+        assert_eq!(find_break(&steps, 1000.0, 0.001), Some(1));
+        assert_eq!(find_break(&steps[..2], 100.0, 0.01), None);
+    }
+
+    #[test]
+    fn machine_names_its_cores() {
+        let m = Machine::detect();
+        assert!(m.cores >= 1);
+        assert!(m.describe().contains("cores"));
+    }
+}

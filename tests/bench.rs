@@ -1,0 +1,184 @@
+//! `hookstorm bench`: a short closed-loop bench against the reference
+//! receiver stays correct with duplicates mixed in and writes a complete
+//! bench.json; the open loop holds its rate; a ramp reports its steps; and
+//! the null receiver refuses a sender that signs wrongly.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use hookstorm::bench::{self, mix::Mix, BenchOptions, Rate};
+use hookstorm::history::{self, Event};
+use hookstorm::profile::Profile;
+use hookstorm::signature::Secret;
+
+fn secret(purpose: &str) -> Secret {
+    hookstorm::fault::tamper::derived_secret(7, purpose)
+}
+
+/// Starts the null receiver accepting `accept`; returns its URL and a stopper.
+async fn null_receiver(accept: Secret) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(bench::null::serve(
+        listener,
+        Profile::default_profile(),
+        vec![accept],
+        async {
+            let _ = rx.await;
+        },
+    ));
+    (format!("http://{addr}/webhooks/{{account}}"), tx)
+}
+
+fn options(url: String, sign_with: Secret, out: &Path) -> BenchOptions {
+    BenchOptions {
+        url,
+        profile: Profile::default_profile(),
+        accounts: vec!["acct_a".into()],
+        secrets: BTreeMap::from([("acct_a".to_string(), vec![sign_with])]),
+        rate: None,
+        connections: 4,
+        threads: 2,
+        duration: Duration::from_secs(1),
+        warmup: Duration::ZERO,
+        ramp_steps: 3,
+        p99_limit: Duration::from_millis(100),
+        error_limit: 0.01,
+        mix: Mix::none(),
+        seed: 11,
+        probe: None,
+        no_check_reason: "null receiver".into(),
+        drain: Duration::from_secs(5),
+        out_dir: out.to_path_buf(),
+        progress: false,
+        target_desc: "null".into(),
+    }
+}
+
+#[test]
+fn bench_against_the_reference_receiver_passes_with_duplicates_mixed_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_hookstorm"))
+        .args([
+            "bench",
+            "--duration",
+            "1500ms",
+            "--warmup",
+            "200ms",
+            "--connections",
+            "8",
+            "--duplicates",
+            "0.1",
+            "--concurrent-duplicates",
+            "0.05",
+            "--reorder",
+            "0.1",
+            "--seed",
+            "5",
+            "--out",
+            "reports",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.contains("check     pass"), "{text}");
+    let run = dir.path().join("reports/latest");
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("bench.json")).unwrap()).unwrap();
+    assert_eq!(v["mode"], "closed");
+    assert!(v["requests"].as_u64().unwrap() > 50, "{v}");
+    assert!(v["achieved_rate"].as_f64().unwrap() > 0.0);
+    let l = &v["latency"];
+    let ms = |k: &str| l[k].as_f64().unwrap();
+    assert!(ms("p50_ms") > 0.0);
+    assert!(ms("p50_ms") <= ms("p90_ms") && ms("p90_ms") <= ms("p99_ms"));
+    assert!(ms("p99_ms") <= ms("p999_ms") && ms("p999_ms") <= ms("max_ms"));
+    assert!(v["statuses"]["204"].as_u64().unwrap() > 0, "{v}");
+    assert!(!v["throughput"].as_array().unwrap().is_empty());
+    assert!(v["machine"]["cores"].as_u64().unwrap() >= 1);
+    assert_eq!(v["check"]["verdict"], "pass", "{v}");
+    assert_eq!(v["check"]["check"]["results"].as_array().unwrap().len(), 8);
+
+    // The history holds every attempt, with the mixed-in faults named.
+    let mut faults = BTreeMap::<String, usize>::new();
+    let mut attempts = 0;
+    for e in history::read(&run.join("history.jsonl")).unwrap() {
+        if let Event::Attempt(a) = e.unwrap() {
+            attempts += 1;
+            for f in a.faults {
+                let name = f.split(':').next().unwrap().to_string();
+                *faults.entry(name).or_default() += 1;
+            }
+        }
+    }
+    let warm = v["warmup_requests"].as_u64().unwrap();
+    assert_eq!(attempts as u64, v["requests"].as_u64().unwrap() + warm);
+    for f in ["duplicate-replay", "duplicate-concurrent", "reorder"] {
+        assert!(faults.get(f).copied().unwrap_or(0) > 0, "{f}: {faults:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_loop_holds_its_target_rate() {
+    let out = tempfile::tempdir().unwrap();
+    let key = secret("open-loop-key");
+    let (url, stop) = null_receiver(key.clone()).await;
+    let mut opts = options(url, key, out.path());
+    opts.rate = Some(Rate::Fixed(500.0));
+    opts.connections = 16;
+    let r = bench::run(&opts).await.unwrap().result;
+    let _ = stop.send(());
+    assert!(
+        (450.0..=550.0).contains(&r.achieved_rate),
+        "achieved {} req/s for a target of 500",
+        r.achieved_rate
+    );
+    assert!((450..=550).contains(&r.requests), "{}", r.requests);
+    assert_eq!(r.statuses.get("204").copied(), Some(r.requests));
+    assert_eq!(r.mode, "open");
+    assert!(r.check.is_none() && r.check_skipped.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ramp_reports_every_step_and_no_break_on_a_fast_receiver() {
+    let out = tempfile::tempdir().unwrap();
+    let key = secret("ramp-key");
+    let (url, stop) = null_receiver(key.clone()).await;
+    let mut opts = options(url, key, out.path());
+    opts.rate = Some(Rate::Ramp {
+        from: 100.0,
+        to: 300.0,
+    });
+    opts.duration = Duration::from_millis(1500);
+    opts.connections = 8;
+    let r = bench::run(&opts).await.unwrap().result;
+    let _ = stop.send(());
+    let ramp = r.ramp.expect("a ramp result");
+    let rates: Vec<f64> = ramp.steps.iter().map(|s| s.rate).collect();
+    assert_eq!(rates, vec![100.0, 200.0, 300.0]);
+    for s in &ramp.steps {
+        assert!(s.requests > 0 && s.error_rate == 0.0, "{s:?}");
+    }
+    assert_eq!(ramp.broke_at, None, "{ramp:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn null_receiver_refuses_a_sender_that_signs_wrongly() {
+    let out = tempfile::tempdir().unwrap();
+    let (url, stop) = null_receiver(secret("the-right-key")).await;
+    let opts = options(url, secret("the-wrong-key"), out.path());
+    let r = bench::run(&opts).await.unwrap().result;
+    let _ = stop.send(());
+    assert!(r.requests > 0);
+    assert_eq!(r.statuses.get("401").copied(), Some(r.requests), "{r:?}");
+    assert!((r.error_rate - 1.0).abs() < 1e-9);
+}
