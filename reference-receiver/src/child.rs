@@ -26,7 +26,6 @@ use hookstorm::target::{Target, DEFAULT_MAX_BODY};
 use hookstorm::units::HumanDuration;
 
 use crate::config::random_token;
-use crate::embedded::ACCOUNTS;
 use crate::{Defect, ReceiverError};
 
 /// How to run the reference receiver as a child.
@@ -69,10 +68,6 @@ pub struct ChildTarget {
 /// A free port on 127.0.0.1 (bound and released).
 pub fn free_port() -> std::io::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-fn secret() -> Secret {
-    Secret::new(format!("whsec_{}", random_token()))
 }
 
 /// `host:port` of a `postgres://` URL, and the URL with it replaced.
@@ -126,11 +121,7 @@ pub fn prepare(opts: &ChildOptions) -> Result<ChildTarget, ReceiverError> {
     let web = free_port()?;
     let admin = free_port()?;
     let token = random_token();
-    let mut secrets = BTreeMap::new();
-    secrets.insert(ACCOUNTS[0].to_string(), vec![secret(), secret()]);
-    secrets.insert(ACCOUNTS[1].to_string(), vec![secret()]);
-    let mut retired = BTreeMap::new();
-    retired.insert(ACCOUNTS[0].to_string(), secret());
+    let (secrets, retired) = crate::embedded::fresh_secrets();
     let accounts = secrets
         .iter()
         .map(|(name, list)| {

@@ -48,6 +48,17 @@ fn secret() -> Secret {
     Secret::new(format!("whsec_{}", random_token()))
 }
 
+/// Fresh random secrets for [`ACCOUNTS`]: `acct_a` mid-rotation (two valid
+/// secrets, plus a retired one it no longer accepts), `acct_b` with one.
+pub(crate) fn fresh_secrets() -> (BTreeMap<String, Vec<Secret>>, BTreeMap<String, Secret>) {
+    let mut secrets = BTreeMap::new();
+    secrets.insert(ACCOUNTS[0].to_string(), vec![secret(), secret()]);
+    secrets.insert(ACCOUNTS[1].to_string(), vec![secret()]);
+    let mut retired = BTreeMap::new();
+    retired.insert(ACCOUNTS[0].to_string(), secret());
+    (secrets, retired)
+}
+
 /// Starts the reference receiver (optionally broken by `defect`) on `db`, or
 /// on SQLite in a temporary folder, and returns it with the target that
 /// tests it: two accounts, `acct_a` in the middle of a key rotation (two
@@ -65,11 +76,7 @@ pub async fn start(
             (Some(dir), url)
         }
     };
-    let mut secrets = BTreeMap::new();
-    secrets.insert(ACCOUNTS[0].to_string(), vec![secret(), secret()]);
-    secrets.insert(ACCOUNTS[1].to_string(), vec![secret()]);
-    let mut retired = BTreeMap::new();
-    retired.insert(ACCOUNTS[0].to_string(), secret());
+    let (secrets, retired) = fresh_secrets();
     let accounts = secrets
         .iter()
         .map(|(name, list)| Account::new(name.clone(), list.clone()))
