@@ -185,25 +185,13 @@ fn a_process_scenario_against_a_target_without_lifecycle_is_unknown_with_a_hint(
     });
 }
 
-/// Pids whose parent is `ppid`, from /proc.
+/// Pids whose parent is `ppid`.
 fn children_of(ppid: u32) -> Vec<i32> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        if f.len() > 1 && f[0] != "Z" && f[1].parse::<u32>().ok() == Some(ppid) {
-            out.push(pid);
-        }
-    }
-    out
+    hookstorm::lifecycle::processes()
+        .into_iter()
+        .filter(|p| p.ppid as u32 == ppid)
+        .map(|p| p.pid)
+        .collect()
 }
 
 fn write_lifecycle_target(dir: &Path) -> std::io::Result<std::path::PathBuf> {

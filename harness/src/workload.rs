@@ -101,6 +101,39 @@ pub struct PlannedDelivery {
 }
 
 impl PlannedDelivery {
+    /// A delivery with no fault applied yet: signed with the current
+    /// secrets, one copy, first wave.
+    #[allow(clippy::too_many_arguments)]
+    pub fn plain(
+        index: usize,
+        id: String,
+        account: &str,
+        body: Body,
+        bytes: Vec<u8>,
+        intent: Intent,
+        poison: bool,
+        single_attempt: bool,
+    ) -> PlannedDelivery {
+        PlannedDelivery {
+            index,
+            id,
+            account: account.to_string(),
+            poison,
+            body,
+            bytes,
+            intent,
+            detail: None,
+            forgery: None,
+            signing: Signing::Current,
+            wave: 0,
+            hold_attempts: 0,
+            drop_acks: 0,
+            copies: 1,
+            redeliveries: Vec::new(),
+            single_attempt,
+        }
+    }
+
     /// The job key, if the task has an idempotency key.
     pub fn job(&self) -> Option<String> {
         self.body
@@ -180,24 +213,9 @@ impl<'a> Builder<'a> {
     fn push(&mut self, account: &str, body: Body, intent: Intent) -> &mut PlannedDelivery {
         let bytes = serde_json::to_vec(&body).expect("a body always serializes");
         let single = intent != Intent::Genuine;
-        let d = PlannedDelivery {
-            index: self.next,
-            id: random_id("whd_", self.rng),
-            account: account.to_string(),
-            poison: body.task.created_at == POISON_CREATED_AT,
-            body,
-            bytes,
-            intent,
-            detail: None,
-            forgery: None,
-            signing: Signing::Current,
-            wave: 0,
-            hold_attempts: 0,
-            drop_acks: 0,
-            copies: 1,
-            redeliveries: Vec::new(),
-            single_attempt: single,
-        };
+        let poison = body.task.created_at == POISON_CREATED_AT;
+        let id = random_id("whd_", self.rng);
+        let d = PlannedDelivery::plain(self.next, id, account, body, bytes, intent, poison, single);
         self.next += 1;
         self.out.push(d);
         self.out.last_mut().expect("just pushed")
@@ -350,24 +368,11 @@ impl Plan {
             .max()
             .unwrap_or(0);
         let bytes = serde_json::to_vec(&body).expect("a body always serializes");
-        self.deliveries.push(PlannedDelivery {
-            index,
-            id: random_id("whd_", rng),
-            account: account.to_string(),
-            poison: false,
-            body,
-            bytes,
-            intent,
-            detail: None,
-            forgery: None,
-            signing: Signing::Current,
-            wave: 0,
-            hold_attempts: 0,
-            drop_acks: 0,
-            copies: 1,
-            redeliveries: Vec::new(),
-            single_attempt: intent != Intent::Genuine,
-        });
+        let id = random_id("whd_", rng);
+        let single = intent != Intent::Genuine;
+        self.deliveries.push(PlannedDelivery::plain(
+            index, id, account, body, bytes, intent, false, single,
+        ));
         self.deliveries.last_mut().expect("just pushed")
     }
 

@@ -28,7 +28,7 @@ use crate::units::HumanDuration;
 mod process;
 mod supervisor;
 
-pub use process::{group_members, kill_all, live_groups, Process, Signal};
+pub use process::{group_members, kill_all, live_groups, processes, ProcEntry, Process, Signal};
 pub use supervisor::{Cut, Role, Supervisor, SupervisorEvent};
 
 /// How long a process may take to become ready when the file says nothing.

@@ -38,8 +38,19 @@ pub fn live_groups() -> Vec<i32> {
     live().iter().copied().collect()
 }
 
-/// Pids of the live (not zombie) processes in group `pgid`, from `/proc`.
-pub fn group_members(pgid: i32) -> Vec<i32> {
+/// One live (not zombie) process, as `/proc/<pid>/stat` describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcEntry {
+    /// Its pid.
+    pub pid: i32,
+    /// Its parent's pid.
+    pub ppid: i32,
+    /// Its process group.
+    pub pgrp: i32,
+}
+
+/// Every live (not zombie) process on the machine, from `/proc`.
+pub fn processes() -> Vec<ProcEntry> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -56,11 +67,22 @@ pub fn group_members(pgid: i32) -> Vec<i32> {
             continue;
         };
         let f: Vec<&str> = rest.split_whitespace().collect();
-        if f.len() > 2 && f[0] != "Z" && f[2].parse::<i32>().ok() == Some(pgid) {
-            out.push(pid);
+        if f.len() > 2 && f[0] != "Z" {
+            if let (Ok(ppid), Ok(pgrp)) = (f[1].parse(), f[2].parse()) {
+                out.push(ProcEntry { pid, ppid, pgrp });
+            }
         }
     }
     out
+}
+
+/// Pids of the live (not zombie) processes in group `pgid`.
+pub fn group_members(pgid: i32) -> Vec<i32> {
+    processes()
+        .into_iter()
+        .filter(|p| p.pgrp == pgid)
+        .map(|p| p.pid)
+        .collect()
 }
 
 /// A signal the harness sends.
