@@ -29,6 +29,19 @@ fn deliveries(path: &std::path::Path) -> Vec<String> {
     out
 }
 
+/// (invariant, verdict) of every check of one scenario.
+fn verdicts(
+    report: &hookstorm::report::RunReport,
+    name: &str,
+) -> Vec<(hookstorm::check::InvariantId, hookstorm::check::Verdict)> {
+    let s = report
+        .scenarios
+        .iter()
+        .find(|s| s.name == name)
+        .expect("scenario ran");
+    s.check.results.iter().map(|r| (r.id, r.verdict)).collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn same_seed_gives_identical_deliveries_and_verdicts() -> TestResult {
     let names = ["reverse-order", "ack-loss", "bad-signature"];
@@ -42,29 +55,7 @@ async fn same_seed_gives_identical_deliveries_and_verdicts() -> TestResult {
             ha, hb,
             "{name}: deliveries differ between two runs with one seed"
         );
-        let va: Vec<_> = a
-            .report
-            .scenarios
-            .iter()
-            .find(|s| s.name == name)
-            .unwrap()
-            .check
-            .results
-            .iter()
-            .map(|r| (r.id, r.verdict))
-            .collect();
-        let vb: Vec<_> = b
-            .report
-            .scenarios
-            .iter()
-            .find(|s| s.name == name)
-            .unwrap()
-            .check
-            .results
-            .iter()
-            .map(|r| (r.id, r.verdict))
-            .collect();
-        assert_eq!(va, vb);
+        assert_eq!(verdicts(&a.report, name), verdicts(&b.report, name));
     }
     let (c, _dc) = run_embedded(None, None, &["reverse-order"], 100, false).await;
     assert_ne!(

@@ -489,6 +489,15 @@ impl Scheme {
     }
 }
 
+/// Whether an `Authorization` header value is `Bearer <token>`, compared in
+/// constant time (the provider API and the admin API both gate on this).
+pub fn bearer_matches(authorization: Option<&[u8]>, token: &str) -> bool {
+    use subtle::ConstantTimeEq;
+    let given = authorization.unwrap_or_default();
+    let expected = format!("Bearer {token}");
+    given.len() == expected.len() && bool::from(given.ct_eq(expected.as_bytes()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -731,6 +740,15 @@ mod tests {
             s.verify(&[Secret::new("k")], none.as_slice(), b"x", 5, Some(300)),
             Err(VerifyError::MissingHeader("Webhook-Signature".into()))
         );
+    }
+
+    #[test]
+    fn bearer_tokens_match_only_exactly() {
+        assert!(bearer_matches(Some(b"Bearer t0k"), "t0k"));
+        assert!(!bearer_matches(Some(b"Bearer t0K"), "t0k"));
+        assert!(!bearer_matches(Some(b"Bearer t0k2"), "t0k"));
+        assert!(!bearer_matches(Some(b"t0k"), "t0k"));
+        assert!(!bearer_matches(None, "t0k"));
     }
 
     #[test]

@@ -30,19 +30,8 @@ fn json(status: StatusCode, value: &impl serde::Serialize) -> Response<Full<Byte
 }
 
 fn authorized(app: &App, req: &Request<Incoming>) -> bool {
-    let expected = format!("Bearer {}", app.config.admin_token);
-    let given = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .map(|v| v.as_bytes())
-        .unwrap_or_default();
-    // Constant-time comparison of equal-length values.
-    given.len() == expected.len()
-        && given
-            .iter()
-            .zip(expected.as_bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
+    let given = req.headers().get(header::AUTHORIZATION);
+    hookstorm::signature::bearer_matches(given.map(|v| v.as_bytes()), &app.config.admin_token)
 }
 
 #[derive(Deserialize)]

@@ -148,18 +148,8 @@ impl Provider {
     }
 
     fn authorized(&self, req: &Request<Incoming>) -> bool {
-        let expected = format!("Bearer {}", self.inner.key.expose());
-        let given = req
-            .headers()
-            .get(hyper::header::AUTHORIZATION)
-            .map(|v| v.as_bytes())
-            .unwrap_or_default();
-        given.len() == expected.len()
-            && given
-                .iter()
-                .zip(expected.as_bytes())
-                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                == 0
+        let given = req.headers().get(hyper::header::AUTHORIZATION);
+        crate::signature::bearer_matches(given.map(|v| v.as_bytes()), self.inner.key.expose())
     }
 
     fn handle(&self, req: Request<Incoming>) -> Response<AnyBody> {
