@@ -11,6 +11,7 @@ mod cli;
 mod common;
 mod defects;
 mod determinism;
+mod foreign;
 mod reference;
 mod sql_probe;
 mod tls;
