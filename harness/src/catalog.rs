@@ -165,7 +165,7 @@ pub(crate) async fn reconcile(probe: &Probe, book: &TaskBook, sink: &HistorySink
             Ok(state) => {
                 stored_all = finals.iter().all(|t| {
                     state.inbox.iter().any(|r| {
-                        r.key == t.key && r.account.as_ref().map_or(true, |a| *a == t.account)
+                        r.key == t.key && r.account.as_ref().is_none_or(|a| *a == t.account)
                     })
                 });
                 Some(state.inbox.len())

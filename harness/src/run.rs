@@ -384,7 +384,7 @@ async fn run_scenario(
                 .filter(|(a, k)| {
                     !s.inbox
                         .iter()
-                        .any(|r| &r.key == k && r.account.as_ref().map_or(true, |ra| ra == a))
+                        .any(|r| &r.key == k && r.account.as_ref().is_none_or(|ra| ra == a))
                 })
                 .count();
             notes.push(format!(

@@ -40,6 +40,7 @@ fn baseline_against(reply: Reply) -> super::ForeignRun {
 
 fn assert_nothing_acknowledged_fails_i9(run: &super::ForeignRun) {
     assert_eq!(run.code, 1, "{}", run.explain());
+    assert_eq!(run.scenario_verdict("baseline"), Some(Verdict::Fail));
     assert_eq!(
         run.verdict("baseline", InvariantId::I9),
         Some(Verdict::Fail),

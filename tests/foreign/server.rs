@@ -67,6 +67,7 @@ pub enum Reply {
     /// Close the connection without a byte.
     Close,
     /// Wait this long without answering, then close.
+    #[allow(dead_code)]
     Hang(Duration),
 }
 

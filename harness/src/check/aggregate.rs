@@ -428,7 +428,7 @@ impl Aggregator {
         }
         let genuine = a.intent == Intent::Genuine;
         let ok = genuine && a.outcome == Outcome::Ok;
-        let drop_ack = genuine && is_2xx(a.status) && tags.iter().any(|t| *t == FaultTag::DropAck);
+        let drop_ack = genuine && is_2xx(a.status) && tags.contains(&FaultTag::DropAck);
         if ok {
             agg.flags |= flag::OK;
         }
