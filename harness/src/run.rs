@@ -152,11 +152,11 @@ pub async fn run(
         reports.push(report);
         rechecks.push(recheck);
     }
-    // Rows the last scenario's read did not see yet, then every scenario
-    // that got late rows is judged again with them.
-    if let (Some(last), Ok(state)) = (rechecks.len().checked_sub(1), probe.read_state().await) {
-        if rechecks[last].is_some() {
-            owners.take_final(last, &state);
+    // Rows no scenario's read saw yet, then every scenario that got late
+    // rows is judged again with them.
+    if rechecks.iter().any(Option::is_some) {
+        if let Ok(state) = probe.read_state().await {
+            owners.take_final(&state);
         }
     }
     for (&i, rows) in owners.late() {
