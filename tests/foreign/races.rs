@@ -228,13 +228,23 @@ fn check_then_insert_on_a_thread_pool_is_caught_on_every_seed() {
     let runs = run_seeds(Store::CheckThenInsert, 1..=20);
     let line = summary(&runs, |r| r.i2);
     eprintln!("check-then-insert, I2 per seed: {line}");
-    let missed: Vec<&SeedRun> = runs.iter().filter(|r| r.i2 != Some(Verdict::Fail)).collect();
+    // Caught on every seed, and by most copy groups of each: the copies of
+    // one delivery really race (when the copy groups of all deliveries went
+    // out together and were not held at their last byte, about a third of
+    // the groups raced here, 1 of 8 on some seeds).
+    let missed: Vec<&SeedRun> = runs
+        .iter()
+        .filter(|r| r.i2 != Some(Verdict::Fail) || r.keys.0 * 2 < r.keys.1)
+        .collect();
     assert!(
         missed.is_empty(),
-        "caught on {} of {} seeds ({line}); first miss:\n{}",
+        "caught by most copy groups on {} of {} seeds ({line}); first miss:\n{}",
         runs.len() - missed.len(),
         runs.len(),
-        missed.first().map(|r| r.explain.as_str()).unwrap_or_default()
+        missed
+            .first()
+            .map(|r| r.explain.as_str())
+            .unwrap_or_default()
     );
 }
 

@@ -112,7 +112,9 @@ impl Ready {
         let timeout = self.timeout;
         let answers = futures_util::future::join_all(copies.into_iter().map(|r| async move {
             match r {
-                Ok((mut conn, at, write_error)) => answer(&mut conn, at, timeout, write_error).await,
+                Ok((mut conn, at, write_error)) => {
+                    answer(&mut conn, at, timeout, write_error).await
+                }
                 Err(a) => a,
             }
         }))
@@ -169,7 +171,11 @@ fn request_bytes(
         out.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
     }
     out.extend_from_slice(
-        format!("Content-Length: {}\r\nConnection: close\r\n\r\n", body.len()).as_bytes(),
+        format!(
+            "Content-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .as_bytes(),
     );
     out.extend_from_slice(body);
     Ok(out)
@@ -245,7 +251,10 @@ async fn prepare_one(c: &Copies<'_>, prefix: &[u8]) -> Result<Conn, Answer> {
         Ok(Err((e, connect_failed))) => Err(failed(start, e, connect_failed)),
         Err(_) => Err(failed(
             start,
-            format!("timeout after {} before the release", format_duration(c.timeout)),
+            format!(
+                "timeout after {} before the release",
+                format_duration(c.timeout)
+            ),
             false,
         )),
     }
@@ -370,8 +379,11 @@ fn parse_head(raw: &[u8]) -> Result<Head, String> {
         if name.eq_ignore_ascii_case("location") {
             head.location = Some(value.to_string());
         } else if name.eq_ignore_ascii_case("content-length") {
-            head.content_length =
-                Some(value.parse().map_err(|_| bad("Content-Length is not a number"))?);
+            head.content_length = Some(
+                value
+                    .parse()
+                    .map_err(|_| bad("Content-Length is not a number"))?,
+            );
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
             head.chunked = value
                 .rsplit(',')
@@ -477,7 +489,9 @@ mod tests {
         let uri: http::Uri = "http://user@127.0.0.1:8080/webhooks/a?x=1".parse().unwrap();
         let b = request_bytes(&uri, &[("X-A".into(), "1".into())], b"{}").unwrap();
         let text = String::from_utf8(b).unwrap();
-        assert!(text.starts_with("POST /webhooks/a?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-A: 1\r\n"));
+        assert!(
+            text.starts_with("POST /webhooks/a?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-A: 1\r\n")
+        );
         assert!(text.ends_with("Content-Length: 2\r\nConnection: close\r\n\r\n{}"));
         assert!(request_bytes(&uri, &[("X-A".into(), "a\r\nb".into())], b"").is_err());
     }

@@ -77,7 +77,9 @@ impl Raw {
     }
 
     fn uri(&self) -> http::Uri {
-        format!("http://{}/webhooks/acct_a", self.addr).parse().unwrap()
+        format!("http://{}/webhooks/acct_a", self.addr)
+            .parse()
+            .unwrap()
     }
 }
 
@@ -198,9 +200,15 @@ async fn an_answer_that_is_not_http_has_no_status_and_is_not_an_ack() {
     let p = Profile::default_profile();
     for (reply, says) in [
         (&b"SSH-2.0-OpenSSH_9.6\r\n\r\n"[..], "malformed answer"),
-        (b"HTTP/1.1 200 OK\r\nContent-Ty", "closed inside the answer head"),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Ty",
+            "closed inside the answer head",
+        ),
         (b"", "closed before the status line"),
-        (b"HTTP/1.1 200 OK\r\nbroken header\r\n\r\n", "malformed answer"),
+        (
+            b"HTTP/1.1 200 OK\r\nbroken header\r\n\r\n",
+            "malformed answer",
+        ),
     ] {
         let a = one_answer(reply).await;
         assert_eq!(a.status, None, "{reply:?}: {a:?}");
@@ -264,7 +272,10 @@ async fn an_answer_that_never_comes_times_out_from_the_release() {
     let released = copies::release(&c).await;
     for a in &released.answers {
         assert_eq!(a.status, None);
-        assert!(a.error.as_deref().unwrap().starts_with("timeout after"), "{a:?}");
+        assert!(
+            a.error.as_deref().unwrap().starts_with("timeout after"),
+            "{a:?}"
+        );
         assert!(a.latency_ms >= 290.0, "{a:?}");
     }
 }
@@ -318,7 +329,10 @@ async fn https_copies_are_released_over_tls_with_the_trusted_roots() {
     c.tls = Some(Arc::new(hookstorm::tls::client_config(&Default::default())));
     let refused = copies::release(&c).await;
     assert!(
-        refused.answers.iter().all(|a| a.status.is_none() && a.connect_failed),
+        refused
+            .answers
+            .iter()
+            .all(|a| a.status.is_none() && a.connect_failed),
         "{:?}",
         refused.answers
     );
