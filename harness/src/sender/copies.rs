@@ -10,9 +10,10 @@
 //! whole request but its final byte, and only when every copy has done so
 //! are the final bytes written, one right after the other. A receiver that
 //! parses as it reads has all N requests waiting one byte short, on N
-//! workers, and gets them complete within microseconds (the spread of the
-//! release writes is reported in [`Released::spread`]; on loopback it is a
-//! few tens of microseconds for 8 copies).
+//! workers, and gets them complete within microseconds: the spread of the
+//! release writes ([`Released::spread`]) measured over 160 groups of 2-8
+//! copies on loopback was 54 µs median, 0.4 ms at p90 and 5 ms at worst (a
+//! preemption on a busy 2-core machine).
 //!
 //! Each answer is then read as HTTP/1.1 (status line, headers, a body by
 //! `Content-Length`, chunked or up to the close, at most [`ANSWER_LIMIT`]
