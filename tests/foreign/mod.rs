@@ -9,6 +9,7 @@
 
 mod acks;
 mod guide;
+mod races;
 mod server;
 
 use std::path::{Path, PathBuf};
