@@ -52,6 +52,11 @@ pub fn options(seed: u64, out: &Path, strict: bool) -> RunOptions {
         // (poison-blocks-batch) never does, and waits this out.
         drain: Duration::from_secs(6),
         reproduce: "hookstorm run".into(),
+        // The library-level tests check scenarios; tests/gate.rs checks the preflight.
+        preflight: false,
+        max_fail: None,
+        timeout: None,
+        require_all: false,
     }
 }
 
