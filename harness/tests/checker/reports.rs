@@ -488,7 +488,8 @@ fn with_skips() -> RunReport {
 fn skipped_scenarios_are_listed_in_every_report_and_leave_the_exit_code_alone() {
     let r = with_skips();
     assert_eq!(r.exit_code(), 0);
-    let line = "1 of 3 scenarios ran; 2 skipped: need [lifecycle] (1), a second account (1)";
+    // Ties are listed in the order of the needs: accounts before lifecycle.
+    let line = "1 of 3 scenarios ran; 2 skipped: need a second account (1), [lifecycle] (1)";
     assert_eq!(r.coverage_line(), line);
     assert!(console_table(&r, false).contains(&format!("{line}\nverdict: pass (exit 0)")));
     assert!(console_table(&r, false).contains("skipped kill-under-load: needs [lifecycle]"));
