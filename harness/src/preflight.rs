@@ -297,9 +297,18 @@ impl Finding {
             Problem::Rejected(s) => format!(
                 "the receiver answered {s} to {what} for {acct} ({d}): a receiver answers 2xx to every verified delivery (a test delivery stores nothing)"
             ),
-            Problem::Failing { status, tries } => format!(
-                "the receiver answered {} to {tries} tries of {what} for {acct} ({d}): is it healthy, its database up?",
-                status.map_or("with an error".to_string(), |s| s.to_string())
+            Problem::Failing {
+                status: Some(s),
+                tries,
+            } => format!(
+                "the receiver answered {s} to {tries} tries of {what} for {acct} ({d}): is it healthy, its database up?"
+            ),
+            Problem::Failing {
+                status: None,
+                tries,
+            } => format!(
+                "{tries} tries of {what} for {acct} got no answer ({d}): does the receiver speak HTTP at {}, and is it healthy?",
+                words.url
             ),
             Problem::TimedOut(limit) => format!(
                 "the receiver did not answer {what} for {acct} within {} ({d}): is it stuck?",
@@ -523,7 +532,7 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
                 let found = s
                     .inbox
                     .iter()
-                    .any(|r| &r.key == key && r.account.as_ref().map_or(true, |a| a == account));
+                    .any(|r| &r.key == key && r.account.as_ref().is_none_or(|a| a == account));
                 if found {
                     break Some(start.elapsed());
                 }

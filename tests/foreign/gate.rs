@@ -15,7 +15,15 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use super::{secret_for, verify_answerline, Reply, Request, Server, SECRET_A, SECRET_B};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use hookstorm::check::{InvariantId, Verdict};
+
+use super::{
+    run_hookstorm, secret_for, verify_answerline, ForeignRun, Reply, Request, Server, SECRET_A,
+    SECRET_B,
+};
 
 /// Every configuration mistake must be reported within this.
 const VERDICT_WITHIN: Duration = Duration::from_secs(5);
@@ -113,6 +121,33 @@ fn http_state(server: &Server) -> String {
     format!("[state]\nhttp = \"{}/admin/state\"\n", server.base())
 }
 
+/// `hookstorm run --target` with the foreign secrets, timed.
+fn run_foreign(toml: &str, args: &[&str]) -> (ForeignRun, Duration) {
+    let sd = scenario_dir();
+    let mut all = vec!["--scenario-dir", &sd];
+    all.extend_from_slice(args);
+    let start = Instant::now();
+    let r = run_hookstorm(toml, &all);
+    (r, start.elapsed())
+}
+
+/// Like [`assert_unusable_fast`] for a [`ForeignRun`]: exit 3, fast, the
+/// hint in the output, and no report written.
+fn assert_foreign_unusable_fast(toml: &str, needle: &str) {
+    let (r, took) = run_foreign(toml, &["--scenario", "baseline"]);
+    assert_eq!(r.code, 3, "expected exit 3: {}", r.explain());
+    assert!(took < VERDICT_WITHIN, "took {took:?}: {}", r.explain());
+    assert!(
+        r.output.contains(needle),
+        "expected {needle:?} in:\n{}",
+        r.output
+    );
+    assert!(
+        !r.reports().join("report.json").exists(),
+        "a preflight failure runs no scenario"
+    );
+}
+
 fn assert_unusable_fast(r: &Ran, needle: &str) {
     assert_eq!(r.code, 3, "expected exit 3: {}", r.text);
     assert!(
@@ -167,12 +202,10 @@ fn a_state_endpoint_answering_500_ends_the_run_in_seconds() {
     let server = receiver(|req| {
         (req.path == "/admin/state").then(|| Reply::Status(500, "database is locked".into()))
     });
-    let r = run_target(
+    assert_foreign_unusable_fast(
         &target_toml(&server, super::ACCOUNTS, &http_state(&server)),
-        &[],
+        "the state source answered 500 instead of the state JSON",
     );
-    assert_unusable_fast(&r, "the state source answered 500");
-    assert!(r.text.contains("[state] http in t.toml"), "{}", r.text);
 }
 
 #[test]
@@ -181,11 +214,10 @@ fn a_state_endpoint_answering_html_ends_the_run_in_seconds() {
         (req.path == "/admin/state")
             .then(|| Reply::Status(200, "<html><body>Login</body></html>".into()))
     });
-    let r = run_target(
+    assert_foreign_unusable_fast(
         &target_toml(&server, super::ACCOUNTS, &http_state(&server)),
-        &[],
+        "not with the state JSON",
     );
-    assert_unusable_fast(&r, "not with the state JSON");
 }
 
 #[test]
@@ -204,11 +236,10 @@ fn a_state_endpoint_answering_an_empty_object_ends_the_run_in_seconds() {
 fn a_hanging_state_endpoint_ends_the_run_in_seconds() {
     let server =
         receiver(|req| (req.path == "/admin/state").then(|| Reply::Hang(Duration::from_secs(6))));
-    let r = run_target(
+    assert_foreign_unusable_fast(
         &target_toml(&server, super::ACCOUNTS, &http_state(&server)),
-        &[],
+        "the state source did not answer within 3s",
     );
-    assert_unusable_fast(&r, "the state source did not answer within 3s");
 }
 
 #[test]
@@ -247,13 +278,10 @@ fn a_receiver_that_redirects_everything_is_told_which_url_to_register() {
             )
         })
     });
-    let r = run_target(
+    assert_foreign_unusable_fast(
         &target_toml(&server, super::ACCOUNTS, &http_state(&server)),
-        &[],
-    );
-    assert_unusable_fast(
-        &r,
-        "every delivery was answered 308 to /hooks/answers: register that URL (url in t.toml)",
+        // run_hookstorm gives the target file by its absolute path: the hint names it so.
+        "every delivery was answered 308 to /hooks/answers: register that URL (url in /",
     );
 }
 
@@ -526,5 +554,86 @@ fn list_shows_tags_needs_and_invariants() {
         r.text.contains("worker-crash") && !r.text.contains("baseline"),
         "{}",
         r.text
+    );
+}
+
+#[test]
+fn a_receiver_that_drops_every_connection_ends_the_run_in_seconds() {
+    // A port that accepts and closes (a proxy with no upstream, TLS expected).
+    let server = receiver(|req| req.path.starts_with("/webhooks/").then_some(Reply::Close));
+    assert_foreign_unusable_fast(
+        &target_toml(&server, super::ACCOUNTS, &http_state(&server)),
+        "3 tries of a correctly signed test delivery for acct_a got no answer",
+    );
+}
+
+/// A first receiver as many teams write it: the inbox in a map keyed by
+/// (account, task id), test deliveries acknowledged and not stored, an
+/// admin state endpoint that knows nothing of sequenced resources.
+fn map_receiver() -> Server {
+    let inbox: Arc<Mutex<HashSet<(String, String)>>> = Arc::default();
+    receiver(move |req| {
+        let mut rows = inbox.lock().unwrap();
+        match (req.method.as_str(), req.path.as_str()) {
+            ("GET", "/admin/state") => {
+                let list: Vec<serde_json::Value> = rows
+                    .iter()
+                    .map(|(a, k)| serde_json::json!({"key": k, "account": a, "processed": true}))
+                    .collect();
+                Some(Reply::json(&serde_json::json!({ "inbox": list })))
+            }
+            ("POST", "/admin/reset") => {
+                rows.clear();
+                Some(Reply::status(204))
+            }
+            ("POST", p) if p.starts_with("/webhooks/") => {
+                let account = req.last_segment();
+                let verified = secret_for(account).is_some_and(|s| verify_answerline(s, req));
+                let body = req.json();
+                Some(match (verified, body) {
+                    (false, _) => Reply::status(401),
+                    (true, None) => Reply::status(400),
+                    (true, Some(b)) if b["test"] == true => Reply::status(204),
+                    (true, Some(b)) => {
+                        let key = b["task"]["id"].as_str().unwrap_or_default().to_string();
+                        rows.insert((account.to_string(), key));
+                        Reply::status(204)
+                    }
+                })
+            }
+            _ => None,
+        }
+    })
+}
+
+#[test]
+fn a_state_without_sequenced_resources_skips_that_scenario_and_runs_the_rest() {
+    let server = map_receiver();
+    let (r, _) = run_foreign(
+        &target_toml(&server, super::ACCOUNTS, &http_state(&server)),
+        &[
+            "--scenario",
+            "test-delivery",
+            "--scenario",
+            "sequenced-resources",
+            "--seed",
+            "3",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.explain());
+    assert_eq!(r.scenario_verdict("test-delivery"), Some(Verdict::Pass));
+    assert_eq!(
+        r.verdict("test-delivery", InvariantId::I4),
+        Some(Verdict::Pass)
+    );
+    assert_eq!(r.verdict("sequenced-resources", InvariantId::I6), None);
+    let report = r.report.as_ref().expect("report.json");
+    let skip = report.scenarios[1].skipped.as_ref().expect("skipped");
+    assert_eq!(skip.need, Some(hookstorm::coverage::Need::Resources));
+    assert!(
+        r.output
+            .contains("1 of 2 scenarios ran; 1 skipped: need resources in the state (1)"),
+        "{}",
+        r.output
     );
 }
