@@ -637,3 +637,39 @@ fn a_state_without_sequenced_resources_skips_that_scenario_and_runs_the_rest() {
         r.output
     );
 }
+
+#[test]
+fn the_target_file_selects_scenarios_and_can_require_every_one() {
+    let server = map_receiver();
+    let base = target_toml(&server, super::ACCOUNTS, &http_state(&server));
+    let select = "[scenarios]\nonly = [\"test-delivery\", \"sequenced-resources\", \"kill-under-load\"]\nskip_tags = [\"process\"]\n";
+    let (r, _) = run_foreign(&format!("{base}{select}"), &["--seed", "5"]);
+    assert_eq!(r.code, 0, "{}", r.explain());
+    assert!(
+        r.output
+            .contains("1 of 2 scenarios ran; 1 skipped: need resources in the state (1)"),
+        "{}",
+        r.output
+    );
+    let (r, _) = run_foreign(
+        &format!("{base}{select}require_all = true\n"),
+        &["--seed", "5"],
+    );
+    assert_eq!(r.code, 1, "{}", r.explain());
+    assert!(
+        r.output.contains("(--require-all: skips fail the run)"),
+        "{}",
+        r.output
+    );
+    let (r, _) = run_foreign(
+        &format!("{base}[scenarios]\nskip = [\"no-such-scenario\"]\n"),
+        &[],
+    );
+    assert_eq!(r.code, 254, "{}", r.output);
+    assert!(
+        r.output
+            .contains("[scenarios] skip: no scenario \"no-such-scenario\""),
+        "{}",
+        r.output
+    );
+}
