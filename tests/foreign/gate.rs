@@ -325,7 +325,7 @@ fn a_target_without_lifecycle_provider_or_second_account_skips_and_says_so() {
     let sd = scenario_dir();
     let run = |extra: &[&str]| {
         let mut args = vec![
-            "run",
+            extra[0],
             "--scenario-dir",
             &sd,
             "--url",
@@ -349,7 +349,7 @@ fn a_target_without_lifecycle_provider_or_second_account_skips_and_says_so() {
         ] {
             args.extend(["--scenario", s]);
         }
-        args.extend_from_slice(extra);
+        args.extend_from_slice(&extra[1..]);
         hookstorm(
             dir.path(),
             &args,
@@ -361,7 +361,15 @@ fn a_target_without_lifecycle_provider_or_second_account_skips_and_says_so() {
     };
     let line =
         "1 of 4 scenarios ran; 3 skipped: need a second account (1), [lifecycle] (1), [provider] (1)";
-    let r = run(&[]);
+    let r = run(&["doctor"]);
+    assert_eq!(r.code, 0, "{}", r.text);
+    assert!(
+        r.text
+            .contains("target usable; with it 1 of 4 scenarios would run; 3 skipped"),
+        "{}",
+        r.text
+    );
+    let r = run(&["run"]);
     assert_eq!(r.code, 0, "{}", r.text);
     assert!(r.text.contains(line), "{}", r.text);
     assert!(
@@ -384,7 +392,7 @@ fn a_target_without_lifecycle_provider_or_second_account_skips_and_says_so() {
     assert_eq!(json["coverage"]["line"], line);
     assert_eq!(json["exit_code"], 0);
 
-    let r = run(&["--require-all"]);
+    let r = run(&["run", "--require-all"]);
     assert_eq!(r.code, 1, "{}", r.text);
     assert!(
         r.text

@@ -244,7 +244,7 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
         };
         drop(child);
         return Ok(match outcome {
-            Ok(d) => doctor_report(&d, &words),
+            Ok(d) => doctor_report(&d, &words, opts.require_all),
             Err(e) => {
                 eprintln!("error: {e}");
                 exit::TARGET_UNUSABLE
@@ -306,8 +306,9 @@ fn preflight_lines(pf: &Preflight, words: &Words) -> String {
     out
 }
 
-/// Prints what `doctor` found; returns 0 when the target is usable, else 3.
-fn doctor_report(d: &hookstorm::run::Doctor, words: &Words) -> i32 {
+/// Prints what `doctor` found; returns 0 when the target is usable, 3 when
+/// it is not, 1 when a run would fail because `--require-all` meets skips.
+fn doctor_report(d: &hookstorm::run::Doctor, words: &Words, require_all: bool) -> i32 {
     print!("{}", preflight_lines(&d.preflight, words));
     if let Some(f) = d.preflight.problem() {
         println!("target unusable: {}", f.render(words));
@@ -323,6 +324,10 @@ fn doctor_report(d: &hookstorm::run::Doctor, words: &Words) -> i32 {
         "target usable; with it {}",
         coverage.line().replacen(" ran", " would run", 1)
     );
+    if require_all && coverage.skipped > 0 {
+        println!("--require-all: a run would fail on these skips");
+        return exit::FAIL;
+    }
     exit::PASS
 }
 
