@@ -110,10 +110,16 @@ pub async fn run(
         .map_err(|e| RunError::Target(e.to_string()))?
         .with_roots(target.roots.clone());
     // With lifecycle control the harness owns the receiver's processes for the
-    // whole run; dropping the supervisor (error, Ctrl-C) kills them.
+    // whole run; dropping the supervisor (error, Ctrl-C) kills them. With
+    // database control alone it runs the fault proxy and cuts the database.
     let mut supervisor = match &target.lifecycle {
         Some(life) => Some(
             Supervisor::start(life.clone(), target.database.clone(), &dir)
+                .await
+                .map_err(|e| RunError::Target(e.to_string()))?,
+        ),
+        None if target.database.has_control() => Some(
+            Supervisor::database_only(target.database.clone(), &dir)
                 .await
                 .map_err(|e| RunError::Target(e.to_string()))?,
         ),
@@ -293,18 +299,19 @@ async fn run_scenario(
             if let Err(e) = chaos::prepare(sup, scenario, seed).await {
                 actions.errors.push(e.to_string());
             }
+            let gauge = std::sync::Arc::new(crate::gauge::TrafficGauge::new());
+            cfg.gauge = Some(gauge.clone());
             let (done_tx, done_rx) = tokio::sync::watch::channel(false);
             let send = async {
                 let r = sender::send(scenario, &cfg, &sink).await;
                 let _ = done_tx.send(true);
                 r
             };
-            let (sent, acted) = tokio::join!(send, chaos::nemesis(sup, scenario, seed, done_rx));
-            actions.signals += acted.signals;
-            actions.crashes += acted.crashes;
-            actions.restarts += acted.restarts;
-            actions.cuts += acted.cuts;
-            actions.errors.extend(acted.errors);
+            let (sent, acted) = tokio::join!(
+                send,
+                chaos::nemesis(sup, scenario, seed, &gauge, done_rx)
+            );
+            actions.merge(acted);
             if let Err(e) = chaos::finish(sup, scenario).await {
                 actions.errors.push(e.to_string());
             }
@@ -346,18 +353,20 @@ async fn run_scenario(
         .enumerate()
         .filter_map(|(i, e)| e.ok().map(|e| (i as u64 + 1, e)))
         .collect();
+    let mut unexercised = None;
     if let Some(acts) = &actions {
         let tally = state
             .as_ref()
             .ok()
             .map(|s| chaos::Tally::measure(events.iter().map(|(_, e)| e), s));
         notes.push(chaos::note(acts, tally.as_ref()));
+        unexercised = chaos::not_exercised(scenario, acts, tally.as_ref());
     }
     let state_ref = match &state {
         Ok(s) => Ok(s),
         Err(_) => Err(probe_error.as_deref().unwrap_or("probe failed")),
     };
-    let check: ScenarioCheck = check::check(
+    let mut check: ScenarioCheck = check::check(
         events,
         &scenario.name,
         state_ref,
@@ -366,6 +375,10 @@ async fn run_scenario(
             ..check_options(&invariants, opts, target, drained)
         },
     );
+    if let Some(reason) = unexercised {
+        check.not_exercised(&reason);
+        notes.push(format!("not exercised: {reason}"));
+    }
     if !drained {
         notes.push(format!(
             "the inbox did not drain within {}",

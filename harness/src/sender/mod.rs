@@ -24,6 +24,7 @@ use tokio::sync::Semaphore;
 
 use crate::fault::{drop_ack, duplicate, reorder, tamper};
 use crate::front::FrontTags;
+use crate::gauge::TrafficGauge;
 use crate::history::{
     now_rfc3339, Attempt, Event, FaultEvent, HistoryError, HistorySink, Intent, Outcome,
 };
@@ -68,6 +69,8 @@ pub struct SendConfig {
     pub spread: Option<Duration>,
     /// The fault front's action tags, when a front stands before the receiver.
     pub front: Option<FrontTags>,
+    /// Live traffic counters for the nemesis, updated around every exchange.
+    pub gauge: Option<Arc<TrafficGauge>>,
 }
 
 impl SendConfig {
@@ -91,6 +94,7 @@ impl SendConfig {
             roots: Default::default(),
             spread: None,
             front: None,
+            gauge: None,
         }
     }
 
@@ -571,14 +575,20 @@ impl Ctx {
             .await
             .expect("the semaphore is never closed");
         let client = if fresh { &self.fresh } else { &self.pooled };
-        exchange::exchange(
+        let ticket = self.cfg.gauge.as_deref().map(TrafficGauge::begin);
+        let answer = exchange::exchange(
             client,
             &self.uris[&d.account],
             headers,
             Bytes::copy_from_slice(body),
             self.cfg.profile.timeout,
         )
-        .await
+        .await;
+        if let (Some(t), Some(status)) = (ticket, answer.status) {
+            let latency = Duration::from_secs_f64(answer.latency_ms.max(0.0) / 1000.0);
+            t.answered(self.cfg.profile.is_success(status), latency);
+        }
+        answer
     }
 
     async fn sleep_scaled(&self, wait: Duration) {
