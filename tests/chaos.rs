@@ -80,16 +80,32 @@ fn count_before(notes: &str, what: &str) -> Option<u64> {
         .ok()
 }
 
-/// Every database cut of the run's outage scenarios was answered during.
+/// Every database cut of the run's outage scenarios held until as many
+/// attempts as its scenario's `seen` were answered during it.
 fn assert_cuts_seen(outcome: &RunOutcome, what: &str) {
-    for name in ["db-outage", "db-blackhole"] {
-        let n = notes(outcome, name);
+    for scenario in scenarios(&["db-outage", "db-blackhole"]) {
+        let n = notes(outcome, &scenario.name);
         if n.is_empty() {
             continue;
         }
+        let want = scenario
+            .faults
+            .iter()
+            .find_map(|f| match f {
+                FaultSpec::CutDatabase(c) => Some(u64::from(c.seen)),
+                _ => None,
+            })
+            .expect("a cut");
         let seen = count_before(&n, "attempt(s) answered during the cut").unwrap_or(0);
-        eprintln!("{what} · {name}: {seen} attempt(s) answered during the cut");
-        assert!(seen >= 3, "{what} {name}: the cut holds until seen: {n}");
+        eprintln!(
+            "{what} · {}: {seen} attempt(s) answered during the cut",
+            scenario.name
+        );
+        assert!(
+            seen >= want,
+            "{what} {}: the cut holds until {want} seen: {n}",
+            scenario.name
+        );
     }
 }
 
