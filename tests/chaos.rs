@@ -268,6 +268,31 @@ async fn kills_land_under_load_when_the_receiver_is_slow_to_restart() -> TestRes
     let interrupted = count_before(&kul, "attempt(s) interrupted").unwrap_or(0);
     assert!(kills > 0 && interrupted > 0, "{kul}");
     assert!(kul.contains(" 0 acknowledged deliveries lost"), "{kul}");
+    // No kill fired the moment the receiver was ready again: each one after
+    // a restart waited for the restarted receiver to acknowledge attempts.
+    let history = std::fs::read_to_string(outcome.dir.join("kill-under-load/history.jsonl"))?;
+    let mut acks_since_restart: Option<usize> = None;
+    let mut checked = 0;
+    for line in history.lines() {
+        let e: serde_json::Value = serde_json::from_str(line)?;
+        match (e["type"].as_str(), e["fault"].as_str(), e["outcome"].as_str()) {
+            (Some("fault"), Some("restart"), _) => acks_since_restart = Some(0),
+            (Some("fault"), Some("kill"), _) => {
+                if let Some(n) = acks_since_restart {
+                    assert!(n >= 1, "a kill fired with no ack since the restart: {kul}");
+                    checked += 1;
+                }
+                acks_since_restart = None;
+            }
+            (Some("attempt"), _, Some("ok")) => {
+                if let Some(n) = acks_since_restart.as_mut() {
+                    *n += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(checked > 0, "some kill followed a restart: {kul}");
     Ok(())
 }
 
