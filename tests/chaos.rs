@@ -161,7 +161,10 @@ async fn reference_receiver_on_postgres_survives_every_process_fault_and_both_ou
     assert_all_pass(&outcome, "postgres via proxy");
     assert_cuts_seen(&outcome, "postgres via proxy");
     let history = std::fs::read_to_string(outcome.dir.join("db-blackhole/history.jsonl"))?;
-    assert!(history.contains("-> blackhole"), "the blackhole went through the proxy");
+    assert!(
+        history.contains("-> blackhole"),
+        "the blackhole went through the proxy"
+    );
     let history = std::fs::read_to_string(outcome.dir.join("db-outage/history.jsonl"))?;
     assert!(
         history.contains("proxy 127.0.0.1"),
@@ -275,7 +278,11 @@ async fn kills_land_under_load_when_the_receiver_is_slow_to_restart() -> TestRes
     let mut checked = 0;
     for line in history.lines() {
         let e: serde_json::Value = serde_json::from_str(line)?;
-        match (e["type"].as_str(), e["fault"].as_str(), e["outcome"].as_str()) {
+        match (
+            e["type"].as_str(),
+            e["fault"].as_str(),
+            e["outcome"].as_str(),
+        ) {
             (Some("fault"), Some("restart"), _) => acks_since_restart = Some(0),
             (Some("fault"), Some("kill"), _) => {
                 if let Some(n) = acks_since_restart {

@@ -833,7 +833,10 @@ mod tests {
             ..Actions::default()
         };
         let why = not_exercised(&s, &acts, Some(&Tally::default())).unwrap();
-        assert!(why.contains("no attempt was answered while the database was cut"), "{why}");
+        assert!(
+            why.contains("no attempt was answered while the database was cut"),
+            "{why}"
+        );
         acts.cut_seen = vec![seen(0), seen(4)];
         assert_eq!(not_exercised(&s, &acts, Some(&Tally::default())), None);
         let why = not_exercised(&s, &Actions::default(), None).unwrap();
@@ -849,8 +852,15 @@ mod tests {
         };
         let quiet = Tally::default();
         let why = not_exercised(&s, &acts, Some(&quiet)).unwrap();
-        assert!(why.contains("3 kill(s) of the receiver interrupted no attempt"), "{why}");
-        assert_eq!(not_exercised(&s, &acts, None), None, "no state: unknown anyway");
+        assert!(
+            why.contains("3 kill(s) of the receiver interrupted no attempt"),
+            "{why}"
+        );
+        assert_eq!(
+            not_exercised(&s, &acts, None),
+            None,
+            "no state: unknown anyway"
+        );
         let hit = Tally {
             interrupted: 2,
             ..Tally::default()
@@ -859,7 +869,10 @@ mod tests {
         acts.receiver_crashes = 1;
         assert_eq!(not_exercised(&s, &acts, Some(&quiet)), None);
         let pause = scenario_with("kind = \"kill\"\nsignal = \"stop\"");
-        assert_eq!(not_exercised(&pause, &Actions::default(), Some(&quiet)), None);
+        assert_eq!(
+            not_exercised(&pause, &Actions::default(), Some(&quiet)),
+            None
+        );
     }
 
     #[test]

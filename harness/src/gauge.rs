@@ -95,7 +95,7 @@ impl TrafficGauge {
         self.window_answered.store(0, Ordering::SeqCst);
         self.window_acks.store(0, Ordering::SeqCst);
         let w = self.window.load(Ordering::SeqCst);
-        if w % 2 == 0 {
+        if w & 1 == 0 {
             self.window.store(w + 1, Ordering::SeqCst);
         }
     }
@@ -111,7 +111,7 @@ impl TrafficGauge {
     /// Closes the window and returns what it saw.
     pub fn close_window(&self) -> WindowCount {
         let w = self.window.load(Ordering::SeqCst);
-        if w % 2 == 1 {
+        if w & 1 == 1 {
             self.window.store(w + 1, Ordering::SeqCst);
         }
         self.window_count()
@@ -137,7 +137,7 @@ impl Ticket<'_> {
         }
         // Inside the window only if it opened before the exchange started
         // and is still the same window now.
-        if self.window % 2 == 1 && g.window.load(Ordering::SeqCst) == self.window {
+        if self.window & 1 == 1 && g.window.load(Ordering::SeqCst) == self.window {
             g.window_answered.fetch_add(1, Ordering::SeqCst);
             if ack {
                 g.window_acks.fetch_add(1, Ordering::SeqCst);
@@ -178,7 +178,13 @@ mod tests {
         let late = g.begin();
         let seen = g.close_window();
         late.answered(true, MS);
-        assert_eq!(seen, WindowCount { answered: 1, acks: 0 });
+        assert_eq!(
+            seen,
+            WindowCount {
+                answered: 1,
+                acks: 0
+            }
+        );
         assert_eq!((g.answered(), g.acks()), (3, 2));
     }
 

@@ -307,10 +307,8 @@ async fn run_scenario(
                 let _ = done_tx.send(true);
                 r
             };
-            let (sent, acted) = tokio::join!(
-                send,
-                chaos::nemesis(sup, scenario, seed, &gauge, done_rx)
-            );
+            let (sent, acted) =
+                tokio::join!(send, chaos::nemesis(sup, scenario, seed, &gauge, done_rx));
             actions.merge(acted);
             if let Err(e) = chaos::finish(sup, scenario).await {
                 actions.errors.push(e.to_string());

@@ -794,8 +794,7 @@ impl Scenario {
                     if c.max.0 < c.duration.0 || c.max.0 > Duration::from_secs(3600) {
                         return Err(format!(
                             "cut-database max = {}: expected at least duration ({}) and at most 1h",
-                            c.max,
-                            c.duration
+                            c.max, c.duration
                         ));
                     }
                     if c.seen == 0 || c.seen > 1000 {
@@ -911,7 +910,11 @@ mod tests {
         let FaultSpec::CutDatabase(c) = &s.faults[0] else {
             panic!("{:?}", s.faults)
         };
-        assert_eq!(c.duration.0, Duration::from_secs(2), "duration is the minimum");
+        assert_eq!(
+            c.duration.0,
+            Duration::from_secs(2),
+            "duration is the minimum"
+        );
         assert_eq!((c.seen, c.max.0), (3, Duration::from_secs(30)));
         let (_d, p) = write(&format!(
             "{HEAD}check = [\"I1\"]\n[[fault]]\nkind = \"cut-database\"\nmin = \"500ms\"\nseen = 1\nmax = \"5s\"\n"

@@ -128,7 +128,10 @@ impl PgPool {
                 return Err("pool closed".into());
             }
             if now >= deadline {
-                return Err(format!("no usable connection within {:?}: {last}", self.wait));
+                return Err(format!(
+                    "no usable connection within {:?}: {last}",
+                    self.wait
+                ));
             }
             if st.open < self.max {
                 st.open += 1;
@@ -247,7 +250,9 @@ impl Drop for Receiver {
 fn start_receiver(db_via_proxy: &str, on_error: OnDbError, pool_wait: Duration) -> Receiver {
     let pool = Arc::new(PgPool::new(db_via_proxy.to_string(), 8, pool_wait));
     let handler_pool = pool.clone();
-    let server = Server::start(16, move |req: &Request| handle(&handler_pool, on_error, req));
+    let server = Server::start(16, move |req: &Request| {
+        handle(&handler_pool, on_error, req)
+    });
     let stop = Arc::new(AtomicBool::new(false));
     let (worker_pool, worker_stop) = (pool.clone(), stop.clone());
     let worker = std::thread::spawn(move || {
@@ -298,9 +303,7 @@ fn fresh_database(pg: &PgServer) -> String {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     rt.block_on(async {
         let url = pg.fresh_database().await.expect("fresh database");
-        let (client, conn) = tokio_postgres::connect(&url, NoTls)
-            .await
-            .expect("connect");
+        let (client, conn) = tokio_postgres::connect(&url, NoTls).await.expect("connect");
         tokio::spawn(async move {
             let _ = conn.await;
         });
@@ -341,7 +344,10 @@ fn setup() -> Option<Setup> {
     let listen = format!("127.0.0.1:{port}");
     let upstream = format!("127.0.0.1:{}", pg.port());
     let via_proxy = db_url.replace(&upstream, &listen);
-    assert_ne!(via_proxy, db_url, "the receiver must connect through the proxy");
+    assert_ne!(
+        via_proxy, db_url,
+        "the receiver must connect through the proxy"
+    );
     Some(Setup {
         _pg: pg,
         db_url,
@@ -354,7 +360,11 @@ fn setup() -> Option<Setup> {
 /// "N attempt(s) answered during the cut" from the scenario's notes.
 fn answered_during_cut(notes: &str) -> Option<u64> {
     let i = notes.find(" attempt(s) answered during the cut")?;
-    notes[..i].rsplit(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+    notes[..i]
+        .rsplit(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
 }
 
 fn notes(run: &super::ForeignRun, scenario: &str) -> String {
@@ -403,7 +413,14 @@ fn a_receiver_that_answers_503_without_its_database_passes_db_outage_on_five_see
         let seed_text = seed.to_string();
         let run = run_hookstorm(
             &target,
-            &["--scenario", "db-outage", "--seed", &seed_text, "--drain", "10s"],
+            &[
+                "--scenario",
+                "db-outage",
+                "--seed",
+                &seed_text,
+                "--drain",
+                "10s",
+            ],
         );
         let notes = notes(&run, "db-outage");
         eprintln!(
@@ -438,7 +455,14 @@ fn a_receiver_that_answers_503_without_its_database_passes_db_blackhole() {
     let started = Instant::now();
     let run = run_hookstorm(
         &target,
-        &["--scenario", "db-blackhole", "--seed", "1", "--drain", "10s"],
+        &[
+            "--scenario",
+            "db-blackhole",
+            "--seed",
+            "1",
+            "--drain",
+            "10s",
+        ],
     );
     let notes = notes(&run, "db-blackhole");
     eprintln!(
@@ -453,8 +477,8 @@ fn a_receiver_that_answers_503_without_its_database_passes_db_blackhole() {
         run.explain()
     );
     assert!(answered_during_cut(&notes).unwrap_or(0) > 0, "{notes}");
-    let history = std::fs::read_to_string(run.reports().join("db-blackhole/history.jsonl"))
-        .expect("history");
+    let history =
+        std::fs::read_to_string(run.reports().join("db-blackhole/history.jsonl")).expect("history");
     assert!(history.contains("-> blackhole"), "the cut was a blackhole");
 }
 
@@ -462,7 +486,11 @@ fn a_receiver_that_answers_503_without_its_database_passes_db_blackhole() {
 fn a_pool_that_waits_longer_than_the_cut_leaves_db_outage_unknown_not_passed() {
     let Some(s) = setup() else { return };
     // psycopg_pool's and HikariCP's default wait: 30 s.
-    let rx = start_receiver(&s.via_proxy, OnDbError::Unavailable, Duration::from_secs(30));
+    let rx = start_receiver(
+        &s.via_proxy,
+        OnDbError::Unavailable,
+        Duration::from_secs(30),
+    );
     let target = target_file(&rx.server.base(), &s.db_url, &s.listen, &s.upstream);
     // The shipped scenario with its bound shortened to 3 s (the shipped 20 s
     // would behave the same, only slower).
