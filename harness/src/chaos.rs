@@ -502,10 +502,7 @@ impl<R: Rng> Placement<'_, R> {
                 .typical_latency()
                 .unwrap_or(Duration::from_millis(1))
                 .min(Duration::from_millis(200));
-            let into = typical.mul_f64(self.rng.gen_range(0.0..0.9));
-            if !into.is_zero() {
-                tokio::time::sleep(into).await;
-            }
+            pause(typical.mul_f64(self.rng.gen_range(0.2..0.9))).await;
             if gauge.in_flight() > 0 {
                 return Ok(true);
             }
@@ -515,6 +512,20 @@ impl<R: Rng> Placement<'_, R> {
     /// The acknowledgement count now: the mark for the next kill.
     fn mark(&self) -> u64 {
         self.gauge.map(TrafficGauge::acks).unwrap_or(0)
+    }
+}
+
+/// Waits `d`. Below the timer's 1 ms resolution it yields instead of
+/// sleeping, so a kill can land inside an exchange that takes less than a
+/// millisecond (a fast receiver answers in a few hundred microseconds).
+async fn pause(d: Duration) {
+    if d >= Duration::from_millis(2) {
+        tokio::time::sleep(d).await;
+        return;
+    }
+    let until = std::time::Instant::now() + d;
+    while std::time::Instant::now() < until {
+        tokio::task::yield_now().await;
     }
 }
 
