@@ -622,28 +622,18 @@ async fn cut(
         }
         tokio::time::sleep(POLL.min(max - held)).await;
     }
-    let answered = gauge.close_window();
-    let held = began.elapsed();
-    let restored = sup.restore_database(how).await;
     let seen = CutSeen {
-        answered,
-        held,
+        answered: gauge.close_window(),
+        held: began.elapsed(),
         reached,
     };
-    sup.record("cut-database", seen.action(), Some(seen.detail(c)));
     acts.cut_seen.push(seen);
-    restored
+    sup.restore_database_noting(how, Some(seen.detail(c))).await
 }
 
 impl CutSeen {
-    /// The history's action line: how many attempts were answered during the cut.
-    fn action(&self) -> String {
-        format!(
-            "{} attempt(s) answered while the database was cut ({} acknowledged)",
-            self.answered.answered, self.answered.acks
-        )
-    }
-
+    /// The history's detail on `restore-database`: what the cut saw and
+    /// why it ended.
     fn detail(&self, c: &CutDatabaseSpec) -> String {
         let why = if self.reached {
             "until seen"
@@ -653,7 +643,9 @@ impl CutSeen {
             "until the stream ended"
         };
         format!(
-            "held {} {why} (at least {}, at most {}, until {} answered)",
+            "{} attempt(s) answered while the database was cut ({} acknowledged); held {} {why} (at least {}, at most {}, until {} answered)",
+            self.answered.answered,
+            self.answered.acks,
             crate::units::format_duration(self.held),
             c.duration,
             c.max,

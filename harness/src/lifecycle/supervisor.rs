@@ -357,6 +357,16 @@ impl Supervisor {
 
     /// Brings the database back after [`cut_database`](Self::cut_database).
     pub async fn restore_database(&mut self, cut: Cut) -> Result<(), LifecycleError> {
+        self.restore_database_noting(cut, None).await
+    }
+
+    /// Like [`restore_database`](Self::restore_database), with `detail`
+    /// (what the cut saw) on the history's `restore-database` line.
+    pub async fn restore_database_noting(
+        &mut self,
+        cut: Cut,
+        detail: Option<String>,
+    ) -> Result<(), LifecycleError> {
         let action = match cut {
             Cut::Proxy(_) => {
                 if let Some(p) = &self.proxy {
@@ -376,7 +386,7 @@ impl Supervisor {
                 "lock released".to_string()
             }
         };
-        self.record("restore-database", action, None);
+        self.record("restore-database", action, detail);
         Ok(())
     }
 
