@@ -49,6 +49,7 @@ pub mod fault;
 pub mod front;
 pub mod gaps;
 pub mod history;
+pub mod interrupt;
 pub mod lifecycle;
 pub mod probe;
 pub mod profile;

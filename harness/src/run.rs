@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use crate::chaos;
 use crate::check::{self, CheckOptions, InvariantId, ScenarioCheck};
 use crate::history::{self, Event, HistorySink, RunHeader};
+use crate::interrupt::Stop;
 use crate::lifecycle::Supervisor;
 use crate::probe::{Probe, ProbeError};
 use crate::report::{self, RunReport, ScenarioReport};
@@ -97,6 +98,20 @@ pub async fn run(
     opts: &RunOptions,
     on_event: &mut (dyn FnMut(RunEvent<'_>) + Send),
 ) -> Result<RunOutcome, RunError> {
+    run_until(target, scenarios, opts, on_event, &Stop::never()).await
+}
+
+/// Runs every scenario against the target until `stop` is requested. A
+/// stopped run drops the scenario in progress (its processes are killed
+/// with the supervisor), writes the reports of the scenarios that
+/// finished, marked `interrupted`, and points `latest` at them.
+pub async fn run_until(
+    target: &Target,
+    scenarios: &[Scenario],
+    opts: &RunOptions,
+    on_event: &mut (dyn FnMut(RunEvent<'_>) + Send),
+    stop: &Stop,
+) -> Result<RunOutcome, RunError> {
     let started = Instant::now();
     let started_at = history::now_rfc3339();
     let run_id = format!(
@@ -112,11 +127,12 @@ pub async fn run(
     // With lifecycle control the harness owns the receiver's processes for the
     // whole run; dropping the supervisor (error, Ctrl-C) kills them.
     let mut supervisor = match &target.lifecycle {
-        Some(life) => Some(
-            Supervisor::start(life.clone(), target.database.clone(), &dir)
-                .await
-                .map_err(|e| RunError::Target(e.to_string()))?,
-        ),
+        Some(life) => tokio::select! {
+            s = Supervisor::start(life.clone(), target.database.clone(), &dir) => {
+                Some(s.map_err(|e| RunError::Target(e.to_string()))?)
+            }
+            _ = stop.wait() => None,
+        },
         None => None,
     };
     if let Some(p) = &target.provider {
@@ -126,26 +142,37 @@ pub async fn run(
 
     let mut reports = Vec::new();
     for (i, scenario) in scenarios.iter().enumerate() {
+        if stop.requested() {
+            break;
+        }
         on_event(RunEvent::ScenarioStarted {
             name: &scenario.name,
             index: i + 1,
             total: scenarios.len(),
         });
-        let report = run_scenario(
-            target,
-            &probe,
-            scenario,
-            opts,
-            &dir,
-            &run_id,
-            supervisor.as_mut(),
-        )
-        .await?;
+        let report = tokio::select! {
+            r = run_scenario(
+                target,
+                &probe,
+                scenario,
+                opts,
+                &dir,
+                &run_id,
+                supervisor.as_mut(),
+            ) => r?,
+            _ = stop.wait() => break,
+        };
         on_event(RunEvent::ScenarioFinished(&report));
         reports.push(report);
     }
+    let interrupted = stop.requested();
     if let Some(sup) = supervisor.take() {
-        sup.shutdown().await;
+        if interrupted {
+            // Stopped by the user: no graceful shutdown, every group is killed now.
+            drop(sup);
+        } else {
+            sup.shutdown().await;
+        }
     }
 
     let time_scale = opts.time_scale.unwrap_or(opts.default_time_scale);
@@ -161,6 +188,7 @@ pub async fn run(
         hookstorm_version: env!("CARGO_PKG_VERSION").to_string(),
         scenarios: reports,
         machine: Some(machine()),
+        interrupted,
     };
     report::write_reports(&dir, &report).map_err(|e| RunError::Io(e.to_string()))?;
     point_latest(&opts.out_dir, &run_id);

@@ -43,7 +43,13 @@ impl ForeignRun {
     /// The scenario's overall verdict.
     pub fn scenario_verdict(&self, scenario: &str) -> Option<Verdict> {
         let r = self.report.as_ref()?;
-        Some(r.scenarios.iter().find(|s| s.name == scenario)?.check.verdict())
+        Some(
+            r.scenarios
+                .iter()
+                .find(|s| s.name == scenario)?
+                .check
+                .verdict(),
+        )
     }
 
     /// Everything that did not pass, plus the console output, for messages.

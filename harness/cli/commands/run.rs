@@ -6,7 +6,8 @@
 //! (`--defect NAME`). The built-in receiver runs as a child process of
 //! this binary (`hookstorm receiver`, with a separate worker), so the
 //! process scenarios can kill it for real. Ctrl-C (or SIGTERM) stops every
-//! process the harness started before it exits.
+//! process the harness started, writes the reports of the scenarios that
+//! finished (marked interrupted), points `latest` at them and exits 130.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -56,7 +57,7 @@ pub struct Args {
     /// Built-in receiver only: its database (default: SQLite in a temp folder).
     #[arg(long)]
     receiver_db: Option<String>,
-    /// No colours in the console table.
+    /// No colours in the console table (the same as `--color never`).
     #[arg(long)]
     no_color: bool,
 }
@@ -81,6 +82,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 }
 
 async fn run_async(args: Args, scenarios: Vec<Scenario>) -> anyhow::Result<i32> {
+    // Before anything starts: a signal from now on ends the run in order.
+    let stop = hookstorm::interrupt::on_signals().context("installing the Ctrl-C handler")?;
     let seed = args.seed.unwrap_or_else(rand_seed);
     let mut reproduce = String::from("hookstorm run");
     let mut child = None;
@@ -90,7 +93,7 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>) -> anyhow::Result<i32> 
             match args.target.resolve() {
                 Ok(t) => t,
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    errln!("error: {e}");
                     return Ok(exit::TARGET_UNUSABLE);
                 }
             }
@@ -113,7 +116,7 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>) -> anyhow::Result<i32> 
             copts.db = args.receiver_db.clone();
             let prepared = hookstorm_receiver::child::prepare(&copts)
                 .context("preparing the built-in reference receiver")?;
-            eprintln!(
+            info!(
                 "built-in reference receiver{} as a child process on {} ({})",
                 args.defect
                     .as_deref()
@@ -131,7 +134,7 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>) -> anyhow::Result<i32> 
             target
         }
     };
-    eprintln!(
+    info!(
         "seed {seed} · profile {} · {} scenario(s) · target {}",
         target.profile.name,
         scenarios.len(),
@@ -148,47 +151,34 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>) -> anyhow::Result<i32> 
         reproduce,
     };
     let mut progress = |ev: RunEvent<'_>| match ev {
-        RunEvent::ScenarioStarted { name, index, total } => eprintln!("[{index}/{total}] {name} …"),
+        RunEvent::ScenarioStarted { name, index, total } => info!("[{index}/{total}] {name} …"),
         RunEvent::ScenarioFinished(r) => {
-            eprintln!("      {} in {:.1}s", r.check.verdict(), r.duration_s)
+            info!("      {} in {:.1}s", r.check.verdict(), r.duration_s);
+            for n in &r.notes {
+                detail!("      note: {n}");
+            }
         }
     };
-    let outcome = tokio::select! {
-        o = hookstorm::run::run(&target, &scenarios, &opts, &mut progress) => o,
-        _ = interrupted() => {
-            // Dropping the run kills its supervisor's processes; make sure of every group.
-            hookstorm::lifecycle::kill_all();
-            eprintln!("interrupted: stopped every process the harness started");
-            return Ok(INTERRUPTED);
-        }
-    };
+    let outcome = hookstorm::run::run_until(&target, &scenarios, &opts, &mut progress, &stop).await;
+    if stop.requested() {
+        // The run dropped its supervisor; make sure of every group it started.
+        hookstorm::lifecycle::kill_all();
+        errln!("interrupted: stopped every process the harness started");
+    }
     drop(child);
     match outcome {
         Ok(o) => {
-            println!(
-                "{}",
-                hookstorm::report::console_table(&o.report, !args.no_color && is_tty())
-            );
-            println!("reports: {}", o.dir.display());
+            let color = !args.no_color && crate::ui::color_stdout();
+            outln!("{}", hookstorm::report::console_table(&o.report, color));
+            outln!("reports: {}", o.dir.display());
             Ok(o.report.exit_code())
         }
+        Err(_) if stop.requested() => Ok(exit::INTERRUPTED),
         Err(hookstorm::run::RunError::Target(m)) => {
-            eprintln!("error: target unusable: {m}");
+            errln!("error: target unusable: {m}");
             Ok(exit::TARGET_UNUSABLE)
         }
         Err(e) => Err(e.into()),
-    }
-}
-
-/// The conventional exit code of a process ended by SIGINT.
-const INTERRUPTED: i32 = 130;
-
-/// Resolves on Ctrl-C or SIGTERM.
-async fn interrupted() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
     }
 }
 
@@ -238,9 +228,4 @@ fn rand_seed() -> u64 {
         .unwrap_or_default()
         .as_nanos() as u64;
     (nanos ^ (u64::from(std::process::id()) << 32)) % 1_000_000_000
-}
-
-fn is_tty() -> bool {
-    use std::io::IsTerminal;
-    std::io::stdout().is_terminal()
 }

@@ -1,5 +1,5 @@
 //! The checker: reads a history and a receiver's state and grades every
-//! invariant of `invariants.md` (I1–I8) as pass, fail, non-strict or unknown.
+//! invariant of `docs/invariants.md` (I1–I8) as pass, fail, non-strict or unknown.
 //!
 //! It streams. The [`Aggregator`] folds each attempt into one compact record per
 //! (account, key) while the history is read, so a million-attempt history
@@ -28,7 +28,7 @@ use crate::history::Event;
 use crate::state::State;
 
 pub use aggregate::Aggregator;
-pub use files::{check_files, read_numbered, CheckError};
+pub use files::{check_files, check_history, read_numbered, CheckError, FileCheck, EMPTY_HISTORY};
 
 /// At most this many evidence items are kept per invariant.
 pub const MAX_EVIDENCE: usize = 10;
