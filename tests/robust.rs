@@ -336,7 +336,7 @@ fn sigint_during_bench_writes_bench_json_and_removes_the_receivers_folder() {
     };
     let header_only = |p: &Path| std::fs::metadata(p).map(|m| m.len() < 1024).unwrap_or(true);
     let deadline = Instant::now() + Duration::from_secs(30);
-    while history().as_deref().map_or(true, header_only) {
+    while history().as_deref().is_none_or(header_only) {
         assert!(Instant::now() < deadline, "no attempt reached the history");
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -7,6 +7,7 @@
 //! assert the verdict: the broken ones are caught by the invariant that
 //! names their bug, the correct twins pass on several seeds.
 
+mod redirecting;
 mod server;
 
 use std::path::{Path, PathBuf};
