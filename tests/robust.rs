@@ -129,6 +129,7 @@ fn read_json(path: &Path) -> Value {
 #[test]
 fn sigint_during_run_writes_the_finished_scenarios_marked_interrupted() {
     let dir = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
     let started = Instant::now();
     // baseline is quick; long-outage-reconcile and manual-redelivery wait for
     // whole compressed retry windows, so the signal lands in the middle.
@@ -149,7 +150,7 @@ fn sigint_during_run_writes_the_finished_scenarios_marked_interrupted() {
             "out",
         ],
         dir.path(),
-        &[],
+        &[("TMPDIR", tmp.path())],
     );
     // The second scenario's folder appears once the first one finished and
     // was checked: that is the moment to interrupt, not a guessed delay.
@@ -219,6 +220,13 @@ fn sigint_during_run_writes_the_finished_scenarios_marked_interrupted() {
     // `latest` names the run folder itself.
     let target = std::fs::read_link(&latest).unwrap();
     assert_eq!(target.to_str(), report["run_id"].as_str());
+    // The built-in receiver's processes are gone with its temporary database.
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "temporary folders left behind: {left:?}");
 }
 
 #[test]
