@@ -493,6 +493,7 @@ fn writing_into_a_closed_pipe_ends_quietly() {
     let scen = scenario_dir();
     let h = history.to_str().unwrap().to_string();
     let s = state.to_str().unwrap().to_string();
+    let db = format!("sqlite://{}", dir.path().join("w.db").display());
     let cases: Vec<(Vec<&str>, i32)> = vec![
         (vec!["schedule"], 0),
         (vec!["schedule", "--json"], 0),
@@ -509,6 +510,9 @@ fn writing_into_a_closed_pipe_ends_quietly() {
         ),
         // check still reports its verdict through the exit code.
         (vec!["check", &h, &s], 0),
+        // Code that prints with println! (the receiver subcommand) ends as a
+        // process killed by SIGPIPE is reported: 141, and nothing on stderr.
+        (vec!["receiver", "worker", "--db", &db], 141),
     ];
     for (args, code) in cases {
         let started = Instant::now();
