@@ -58,18 +58,27 @@ impl Stop {
 }
 
 /// Installs handlers for SIGINT and SIGTERM now and returns a [`Stop`]
-/// that the first of them requests. Must be called inside a tokio runtime.
+/// that the first of them requests. A second signal means "now": every
+/// process group the harness started is killed and the process exits with
+/// [`crate::exit::INTERRUPTED`] without waiting for the reports. Must be
+/// called inside a tokio runtime.
 pub fn on_signals() -> std::io::Result<Stop> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut int = signal(SignalKind::interrupt())?;
     let mut term = signal(SignalKind::terminate())?;
     let (handle, stop) = channel();
     tokio::spawn(async move {
-        tokio::select! {
-            _ = int.recv() => {}
-            _ = term.recv() => {}
+        for n in 0..2 {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+            if n == 0 {
+                handle.stop();
+            }
         }
-        handle.stop();
+        crate::lifecycle::kill_all();
+        std::process::exit(crate::exit::INTERRUPTED);
     });
     Ok(stop)
 }
