@@ -51,6 +51,7 @@ pub fn options(seed: u64, out: &Path, strict: bool) -> RunOptions {
         // A correct receiver drains in well under a second here; a broken one
         // (poison-blocks-batch) never does, and waits this out.
         drain: Duration::from_secs(6),
+        settle: hookstorm::probe::DEFAULT_SETTLE,
         reproduce: "hookstorm run".into(),
     }
 }

@@ -96,8 +96,17 @@ pub(crate) fn front_note(c: FrontCounts) -> Option<String> {
     (!parts.is_empty()).then(|| format!("fault front: {}", parts.join(", ")))
 }
 
-/// Tells the receiver which tasks were submitted, triggers its
-/// reconciliation against the provider API, and says what it did.
+/// Most calls of the reconcile hook in one scenario.
+pub(crate) const MAX_RECONCILE_CALLS: u32 = 20;
+/// The pause between two calls of the reconcile hook (a scheduler's next run).
+const RECONCILE_PAUSE: Duration = Duration::from_millis(250);
+
+/// Tells the receiver which tasks were submitted, then triggers its
+/// reconciliation against the provider API the way a scheduler would:
+/// again while it reports throttled lookups or stores more, until every
+/// final task is stored, at most [`MAX_RECONCILE_CALLS`] times. A
+/// reconciler that stops at its first 429 and resumes on its next run is
+/// right, and gets that next run. Says what it did.
 pub(crate) async fn reconcile(probe: &Probe, book: &TaskBook, sink: &HistorySink) -> String {
     let record = |action: String, detail: Option<String>| {
         let _ = sink.write(Event::Fault(FaultEvent {
@@ -123,23 +132,62 @@ pub(crate) async fn reconcile(probe: &Probe, book: &TaskBook, sink: &HistorySink
             None,
         );
     }
-    match probe.reconcile().await {
-        Ok(v) => {
-            let counts = v.to_string();
-            record(
-                "the receiver reconciled against the provider API".into(),
-                Some(counts.clone()),
-            );
-            format!(
-                "reconciliation after the outage: {} final task(s) at the provider; receiver reported {counts}",
-                book.final_tasks().len()
-            )
+    let finals = book.final_tasks();
+    let mut last = serde_json::Value::Null;
+    let mut previous_rows = None;
+    let mut calls = 0;
+    let mut stored_all = false;
+    while calls < MAX_RECONCILE_CALLS {
+        calls += 1;
+        match probe.reconcile().await {
+            Ok(v) => {
+                record(
+                    format!("the receiver reconciled against the provider API (call {calls})"),
+                    Some(v.to_string()),
+                );
+                last = v;
+            }
+            Err(e) => {
+                record(
+                    format!("reconcile call {calls} failed"),
+                    Some(e.to_string()),
+                );
+                if calls == 1 {
+                    return format!("reconciliation failed: {e}");
+                }
+                break;
+            }
         }
-        Err(e) => {
-            record("reconcile failed".into(), Some(e.to_string()));
-            format!("reconciliation failed: {e}")
+        // Stop, as a scheduler's next run would find nothing to do, once
+        // every final task is stored, or once the hook reports nothing
+        // throttled and the inbox stopped growing.
+        let rows = match probe.read_state().await {
+            Ok(state) => {
+                stored_all = finals.iter().all(|t| {
+                    state.inbox.iter().any(|r| {
+                        r.key == t.key && r.account.as_ref().is_none_or(|a| *a == t.account)
+                    })
+                });
+                Some(state.inbox.len())
+            }
+            Err(_) => None,
+        };
+        let throttled = last.get("throttled").and_then(|t| t.as_u64()).unwrap_or(0);
+        if stored_all || (throttled == 0 && rows.is_some() && rows == previous_rows) {
+            break;
         }
+        previous_rows = rows;
+        tokio::time::sleep(RECONCILE_PAUSE).await;
     }
+    format!(
+        "reconciliation after the outage: {} final task(s) at the provider; the reconcile hook was called {calls} time(s), the way a scheduler would, until {}; its last answer: {last}",
+        finals.len(),
+        if stored_all {
+            "every final task was stored"
+        } else {
+            "it reported nothing throttled and stored nothing more"
+        }
+    )
 }
 
 /// Notes from the send: redirect findings, redeliveries, dead letters, and

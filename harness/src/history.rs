@@ -123,6 +123,36 @@ pub struct Attempt {
     pub dead: bool,
 }
 
+impl Attempt {
+    /// A first attempt of a genuine delivery, answered 204 and `ok`: the
+    /// base that tests and tools adjust field by field.
+    pub fn acknowledged(scenario: &str, account: &str, key: &str) -> Attempt {
+        Attempt {
+            scenario: scenario.to_string(),
+            delivery: format!("whd_{key}"),
+            key: key.to_string(),
+            job: None,
+            account: account.to_string(),
+            attempt: 1,
+            round: 0,
+            faults: Vec::new(),
+            sent_at: now_rfc3339(),
+            status: Some(204),
+            latency_ms: Some(1.0),
+            error: None,
+            outcome: Outcome::Ok,
+            intent: Intent::Genuine,
+            detail: None,
+            task_status: None,
+            created_at: None,
+            resource: None,
+            sequence: None,
+            poison: false,
+            dead: false,
+        }
+    }
+}
+
 /// Something a fault actor (nemesis) did, outside any single attempt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FaultEvent {

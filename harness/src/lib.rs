@@ -16,16 +16,18 @@
 //! - [`delivery`]: the delivery body and the job-key rule.
 //! - [`state`]: the receiver state every probe returns.
 //! - [`history`]: the JSON Lines history of attempts.
+//! - [`tag`]: fault tags as a type: what each excuses.
 //! - [`scenario`]: scenario files (workload and faults as data).
 //! - [`workload`]: a scenario plus a seed becomes a deterministic plan.
 //! - [`fault`]: fault actors over the delivery stream (duplicate, reorder, drop_ack, tamper).
 //! - [`sender`]: delivers a plan over real HTTP the way a profile says.
 //! - [`probe`]: reads the receiver's state (HTTP, SQL, command).
-//! - [`check`]: the invariants I1–I8 over history and state.
+//! - [`check`]: the invariants I1–I9 over history and state.
 //! - [`report`]: report.json, junit.xml, summary.md and the console table.
 //! - [`target`]: the target file (URL, accounts, secrets, probe).
 //! - [`tls`]: https for the sender and the HTTP probe.
 //! - [`run`]: the pipeline of `hookstorm run`, scenario by scenario.
+//! - [`late`]: rows that land after their scenario's state was read.
 //! - [`lifecycle`]: starting, signalling and restarting the receiver's processes.
 //! - [`tcpproxy`]: a TCP fault proxy between a receiver and its database.
 //! - [`chaos`]: process and database faults carried out during a scenario.
@@ -50,6 +52,7 @@ pub mod front;
 pub mod gaps;
 pub mod history;
 pub mod interrupt;
+pub mod late;
 pub mod lifecycle;
 pub mod probe;
 pub mod profile;
@@ -63,6 +66,7 @@ pub mod sender;
 pub mod serve;
 pub mod signature;
 pub mod state;
+pub mod tag;
 pub mod target;
 pub mod tcpproxy;
 pub mod tls;

@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 
 use crate::chaos;
 use crate::check::{self, CheckOptions, InvariantId, ScenarioCheck};
-use crate::history::{self, Event, HistorySink, RunHeader};
+use crate::history::{self, Event, HistorySink, Intent, Outcome, RunHeader};
 use crate::interrupt::Stop;
+use crate::late::Owners;
 use crate::lifecycle::Supervisor;
-use crate::probe::{Probe, ProbeError};
+use crate::probe::{Probe, Settled};
 use crate::report::{self, RunReport, ScenarioReport};
 use crate::scenario::Scenario;
 use crate::sender::{self, SendConfig, SendError};
@@ -37,8 +38,11 @@ pub struct RunOptions {
     pub out_dir: PathBuf,
     /// Concurrent requests at most.
     pub concurrency: usize,
-    /// How long to wait for the receiver's inbox to drain after sending.
+    /// How long to wait at most for the receiver's state to settle after sending.
     pub drain: Duration,
+    /// A state with acknowledged keys still missing that has not changed
+    /// for this long is read as it is (see [`Probe::wait_settled`]).
+    pub settle: Duration,
     /// The command that reproduces this run, without `--scenario`/`--seed`.
     pub reproduce: String,
 }
@@ -141,6 +145,8 @@ pub async fn run_until(
     }
 
     let mut reports = Vec::new();
+    let mut owners = Owners::default();
+    let mut rechecks: Vec<Option<Recheck>> = Vec::new();
     for (i, scenario) in scenarios.iter().enumerate() {
         if stop.requested() {
             break;
@@ -150,7 +156,7 @@ pub async fn run_until(
             index: i + 1,
             total: scenarios.len(),
         });
-        let report = tokio::select! {
+        let (report, recheck) = tokio::select! {
             r = run_scenario(
                 target,
                 &probe,
@@ -159,11 +165,26 @@ pub async fn run_until(
                 &dir,
                 &run_id,
                 supervisor.as_mut(),
+                (i, &mut owners),
             ) => r?,
             _ = stop.wait() => break,
         };
         on_event(RunEvent::ScenarioFinished(&report));
         reports.push(report);
+        rechecks.push(recheck);
+    }
+    // Rows the last scenario's read did not see yet, then every scenario
+    // that got late rows is judged again with them.
+    // (Not after Ctrl-C: the user asked to stop, not for one more read.)
+    if let (Some(last), false) = (rechecks.len().checked_sub(1), stop.requested()) {
+        if let (Some(_), Ok(state)) = (&rechecks[last], probe.read_state().await) {
+            owners.take_final(last, &state);
+        }
+    }
+    for (&i, rows) in owners.late() {
+        if let (Some(report), Some(Some(r))) = (reports.get_mut(i), rechecks.get(i)) {
+            judge_late_rows(report, r, rows);
+        }
     }
     let interrupted = stop.requested();
     if let Some(sup) = supervisor.take() {
@@ -195,6 +216,7 @@ pub async fn run_until(
     Ok(RunOutcome { report, dir })
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn run_scenario(
     target: &Target,
     probe: &Probe,
@@ -203,7 +225,8 @@ async fn run_scenario(
     run_dir: &Path,
     run_id: &str,
     mut supervisor: Option<&mut Supervisor>,
-) -> Result<ScenarioReport, RunError> {
+    (index, owners): (usize, &mut Owners),
+) -> Result<(ScenarioReport, Option<Recheck>), RunError> {
     let started = Instant::now();
     let seed = scenario_seed(opts.seed, &scenario.name);
     let time_scale = opts
@@ -253,17 +276,20 @@ async fn run_scenario(
             Err(reason.as_str()),
             &check_options(&invariants, opts, target, false),
         );
-        return Ok(ScenarioReport {
-            name: scenario.name.clone(),
-            description: scenario.description.clone(),
-            when_it_fails: scenario.when_it_fails.clone(),
-            check,
-            reproduce,
-            duration_s: 0.0,
-            history: String::new(),
-            state: None,
-            notes: vec![reason],
-        });
+        return Ok((
+            ScenarioReport {
+                name: scenario.name.clone(),
+                description: scenario.description.clone(),
+                when_it_fails: scenario.when_it_fails.clone(),
+                check,
+                reproduce,
+                duration_s: 0.0,
+                history: String::new(),
+                state: None,
+                notes: vec![reason],
+            },
+            None,
+        ));
     }
 
     if let Err(e) = probe.reset().await {
@@ -356,24 +382,50 @@ async fn run_scenario(
         Err(e) => return Err(RunError::Io(e.to_string())),
     };
 
-    let drain = scenario.drain.unwrap_or(opts.drain).mul_f64(1.0);
-    let (state, drained): (Result<State, ProbeError>, bool) = match probe.wait_drained(drain).await
-    {
-        Ok((s, d)) => (Ok(s), d),
-        Err(e) => (Err(e), false),
-    };
-    let state = state.map(|s| without_earlier_rows(s, &before));
-    if let Ok(s) = &state {
-        let json = serde_json::to_vec_pretty(s).unwrap_or_default();
-        std::fs::write(&state_path, json)
-            .map_err(|e| RunError::Io(format!("{}: {e}", state_path.display())))?;
-    }
-    let probe_error = state.as_ref().err().map(|e| e.to_string());
     let events: Vec<(u64, Event)> = history::read(&history_path)
         .map_err(|e| RunError::Io(e.to_string()))?
         .enumerate()
         .filter_map(|(i, e)| e.ok().map(|e| (i as u64 + 1, e)))
         .collect();
+    owners.claim(index, events.iter().map(|(_, e)| e));
+    let expect = keys_to_store(events.iter().map(|(_, e)| e), reconcile.is_some());
+
+    let drain = scenario.drain.unwrap_or(opts.drain);
+    let (state, settled) = match probe.wait_settled(&expect, opts.settle, drain).await {
+        Ok((s, how)) => (Ok(s), Some(how)),
+        Err(e) => (Err(e), None),
+    };
+    let drained = match settled {
+        Some(Settled::Complete | Settled::Stable) => true,
+        _ => state.as_ref().is_ok_and(State::drained),
+    };
+    let mut state = state.map(|s| without_earlier_rows(s, &before));
+    if let Ok(s) = &mut state {
+        let late = owners.take_late(index, s);
+        if late > 0 {
+            notes.push(format!(
+                "{late} row(s) of keys an earlier scenario sent landed while this one ran: they are judged with the scenario that sent them, not here"
+            ));
+        }
+        if settled == Some(Settled::Stable) {
+            let missing = expect
+                .iter()
+                .filter(|(a, k)| {
+                    !s.inbox
+                        .iter()
+                        .any(|r| &r.key == k && r.account.as_ref().is_none_or(|ra| ra == a))
+                })
+                .count();
+            notes.push(format!(
+                "the state stopped changing for {} with {missing} acknowledged key(s) not in the inbox; it was read as it was",
+                crate::units::format_duration(opts.settle)
+            ));
+        }
+        let json = serde_json::to_vec_pretty(s).unwrap_or_default();
+        std::fs::write(&state_path, json)
+            .map_err(|e| RunError::Io(format!("{}: {e}", state_path.display())))?;
+    }
+    let probe_error = state.as_ref().err().map(|e| e.to_string());
     if let Some(acts) = &actions {
         let tally = state
             .as_ref()
@@ -385,18 +437,19 @@ async fn run_scenario(
         Ok(s) => Ok(s),
         Err(_) => Err(probe_error.as_deref().unwrap_or("probe failed")),
     };
-    let check: ScenarioCheck = check::check(
-        events,
-        &scenario.name,
-        state_ref,
-        &CheckOptions {
-            reconciled: reconcile.is_some(),
-            ..check_options(&invariants, opts, target, drained)
-        },
-    );
+    let check_opts = CheckOptions {
+        reconciled: reconcile.is_some(),
+        ..check_options(&invariants, opts, target, drained)
+    };
+    let check: ScenarioCheck = check::check(events, &scenario.name, state_ref, &check_opts);
+    let recheck = state.is_ok().then(|| Recheck {
+        history: history_path.clone(),
+        state: state_path.clone(),
+        opts: check_opts,
+    });
     if !drained {
         notes.push(format!(
-            "the inbox did not drain within {}",
+            "the state did not settle (every acknowledged key stored, every row processed or marked failed) within {}",
             crate::units::format_duration(drain)
         ));
     }
@@ -419,19 +472,88 @@ async fn run_scenario(
         time_scale,
         &history_path,
     ));
-    Ok(ScenarioReport {
-        name: scenario.name.clone(),
-        description: scenario.description.clone(),
-        when_it_fails: scenario.when_it_fails.clone(),
-        check,
-        reproduce,
-        duration_s: started.elapsed().as_secs_f64(),
-        history: format!("{}/history.jsonl", scenario.name),
-        state: state
-            .is_ok()
-            .then(|| format!("{}/state.json", scenario.name)),
-        notes,
-    })
+    Ok((
+        ScenarioReport {
+            name: scenario.name.clone(),
+            description: scenario.description.clone(),
+            when_it_fails: scenario.when_it_fails.clone(),
+            check,
+            reproduce,
+            duration_s: started.elapsed().as_secs_f64(),
+            history: format!("{}/history.jsonl", scenario.name),
+            state: state
+                .is_ok()
+                .then(|| format!("{}/state.json", scenario.name)),
+            notes,
+        },
+        recheck,
+    ))
+}
+
+/// What it takes to judge a scenario again once late rows turn up.
+#[derive(Debug)]
+struct Recheck {
+    history: PathBuf,
+    state: PathBuf,
+    opts: CheckOptions,
+}
+
+/// The keys the receiver must end up storing: every genuine key it
+/// acknowledged (a 2xx, also one the harness discarded), and after a
+/// reconciliation every final task the provider knows.
+fn keys_to_store<'a>(
+    events: impl IntoIterator<Item = &'a Event>,
+    reconciled: bool,
+) -> HashSet<(String, String)> {
+    let mut keys = HashSet::new();
+    for e in events {
+        match e {
+            Event::Attempt(a)
+                if a.intent == Intent::Genuine
+                    && (a.outcome == Outcome::Ok || matches!(a.status, Some(200..=299))) =>
+            {
+                keys.insert((a.account.clone(), a.key.clone()));
+            }
+            Event::Provider(p) if reconciled => {
+                keys.insert((p.account.clone(), p.key.clone()));
+            }
+            _ => {}
+        }
+    }
+    keys
+}
+
+/// Judges a scenario again with the rows that landed after its state was
+/// read, rewrites its state.json with them and says so in its notes.
+fn judge_late_rows(report: &mut ScenarioReport, r: &Recheck, rows: &[crate::state::InboxRow]) {
+    let mut state: State = match std::fs::read(&r.state)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+    {
+        Some(s) => s,
+        None => return,
+    };
+    state.inbox.extend(rows.iter().cloned());
+    let events = match history::read(&r.history) {
+        Ok(events) => events
+            .enumerate()
+            .filter_map(|(i, e)| e.ok().map(|e| (i as u64 + 1, e))),
+        Err(_) => return,
+    };
+    let before = report.check.verdict();
+    report.check = check::check(events, &report.name, Ok(&state), &r.opts);
+    let keys: Vec<&str> = rows.iter().take(5).map(|r| r.key.as_str()).collect();
+    report.notes.push(format!(
+        "{} row(s) landed after this scenario's state was read ({}{}); judged again with them: {} -> {}",
+        rows.len(),
+        keys.join(", "),
+        if rows.len() > keys.len() { ", …" } else { "" },
+        before,
+        report.check.verdict()
+    ));
+    if let Ok(json) = serde_json::to_vec_pretty(&state) {
+        let _ = std::fs::write(&r.state, json);
+    }
 }
 
 fn check_options(

@@ -17,7 +17,7 @@ use crate::error::{read_toml, ConfigError};
 use crate::units::HumanDuration;
 
 /// The invariant ids a scenario may check.
-pub const INVARIANT_IDS: [&str; 8] = ["I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8"];
+pub const INVARIANT_IDS: [&str; 9] = ["I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "I9"];
 
 /// A parsed, validated scenario.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,7 +30,7 @@ pub struct Scenario {
     pub expect: String,
     /// What a failure usually means and how receivers fix it.
     pub when_it_fails: String,
-    /// Invariant ids checked (`I1`..`I8`).
+    /// Invariant ids checked (`I1`..`I9`).
     pub check: Vec<String>,
     /// Time scale for this scenario; `None` means the run's.
     pub time_scale: Option<f64>,
@@ -674,7 +674,7 @@ impl Scenario {
         for c in &self.check {
             if !INVARIANT_IDS.contains(&c.as_str()) {
                 return Err(format!(
-                    "check: {c:?} is not an invariant (expected I1 to I8)"
+                    "check: {c:?} is not an invariant (expected I1 to I9)"
                 ));
             }
         }
@@ -871,9 +871,9 @@ mod tests {
 
     #[test]
     fn unknown_invariant_ids_are_rejected() {
-        let (_d, p) = write(&format!("{HEAD}check = [\"I9\"]\n"));
+        let (_d, p) = write(&format!("{HEAD}check = [\"I10\"]\n"));
         let e = Scenario::from_file(&p).unwrap_err().to_string();
-        assert!(e.contains("\"I9\" is not an invariant"), "{e}");
+        assert!(e.contains("\"I10\" is not an invariant"), "{e}");
     }
 
     #[test]

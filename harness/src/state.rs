@@ -15,12 +15,22 @@ pub struct InboxRow {
     /// The account it was received for; absent when the receiver has one.
     #[serde(default)]
     pub account: Option<String>,
-    /// Whether the worker processed it (successfully or by marking it failed).
+    /// Whether the worker processed it.
     #[serde(default)]
     pub processed: bool,
-    /// The processing error, for rows marked failed.
+    /// The processing error, for rows marked failed. A row with an error
+    /// is settled whether or not `processed` is set.
     #[serde(default)]
     pub error: Option<String>,
+}
+
+impl InboxRow {
+    /// Whether the worker is done with the row: processed, or marked failed
+    /// (`error` set). A receiver that records the error on a poison row and
+    /// leaves `processed_at` empty has settled it.
+    pub fn settled(&self) -> bool {
+        self.processed || self.error.is_some()
+    }
 }
 
 /// One results row.
@@ -98,9 +108,9 @@ pub struct State {
 }
 
 impl State {
-    /// Whether every inbox row is processed.
+    /// Whether every inbox row is settled (processed or marked failed).
     pub fn drained(&self) -> bool {
-        self.inbox.iter().all(|r| r.processed)
+        self.inbox.iter().all(InboxRow::settled)
     }
 }
 
@@ -121,6 +131,20 @@ mod tests {
         let s: State = serde_json::from_str(text).unwrap();
         assert!(s.drained());
         assert_eq!(s.winners.unwrap()[0].task_id, "tsk_1");
+    }
+
+    #[test]
+    fn a_row_marked_failed_is_settled_without_processed() {
+        let s: State = serde_json::from_str(
+            r#"{"inbox": [{"key": "a", "processed": false, "error": "bad createdAt"},
+                          {"key": "b", "processed": true}]}"#,
+        )
+        .unwrap();
+        assert!(s.inbox.iter().all(InboxRow::settled));
+        assert!(s.drained());
+        let s: State =
+            serde_json::from_str(r#"{"inbox": [{"key": "a", "processed": false}]}"#).unwrap();
+        assert!(!s.drained());
     }
 
     #[test]

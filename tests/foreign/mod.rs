@@ -7,6 +7,8 @@
 //! assert the verdict: the broken ones are caught by the invariant that
 //! names their bug, the correct twins pass on several seeds.
 
+mod acks;
+mod guide;
 mod redirecting;
 mod server;
 
@@ -16,7 +18,7 @@ use std::process::Command;
 use hookstorm::check::{InvariantId, Verdict};
 use hookstorm::report::RunReport;
 
-pub use server::{verify_answerline, Reply, Request, Server};
+pub use server::{http_get, verify_answerline, Reply, Request, Server};
 
 /// The secret every foreign receiver verifies with (acct_a).
 pub const SECRET_A: &str = "foreign-secret-a-0123456789";
@@ -75,6 +77,11 @@ impl ForeignRun {
 /// the temp folder) and runs `hookstorm run --target` with `args`, the two
 /// secrets in the environment as `FOREIGN_SECRET_A` / `FOREIGN_SECRET_B`.
 pub fn run_hookstorm(target_toml: &str, args: &[&str]) -> ForeignRun {
+    run_hookstorm_with(target_toml, args, &[])
+}
+
+/// Like [`run_hookstorm`] with more environment variables.
+pub fn run_hookstorm_with(target_toml: &str, args: &[&str], env: &[(&str, &str)]) -> ForeignRun {
     let dir = tempfile::tempdir().expect("tempdir");
     let target = dir.path().join("target.toml");
     std::fs::write(
@@ -92,6 +99,7 @@ pub fn run_hookstorm(target_toml: &str, args: &[&str]) -> ForeignRun {
         .env("FOREIGN_SECRET_A", SECRET_A)
         .env("FOREIGN_SECRET_B", SECRET_B)
         .env("NO_COLOR", "1")
+        .envs(env.iter().copied())
         .output()
         .expect("run hookstorm");
     let report = read_report(&dir.path().join("reports").join("latest"));

@@ -27,6 +27,8 @@ pub struct Request {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// The declared body was over [`MAX_BODY`]; it was not read.
+    pub too_large: bool,
 }
 
 impl Request {
@@ -65,6 +67,7 @@ pub enum Reply {
     /// Close the connection without a byte.
     Close,
     /// Wait this long without answering, then close.
+    #[allow(dead_code)]
     Hang(Duration),
 }
 
@@ -219,13 +222,15 @@ fn read_request(stream: &TcpStream) -> Option<Request> {
         .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
         .and_then(|(_, v)| v.parse().ok())
         .unwrap_or(0);
-    let mut body = vec![0; len.min(MAX_BODY + 1)];
+    let too_large = len > MAX_BODY;
+    let mut body = vec![0; if too_large { 0 } else { len }];
     r.read_exact(&mut body).ok()?;
     Some(Request {
         method,
         path,
         headers,
         body,
+        too_large,
     })
 }
 
@@ -258,4 +263,47 @@ pub fn verify_answerline(secret: &[u8], req: &Request) -> bool {
     mac.update(&req.body);
     let expected = hex::encode(mac.finalize().into_bytes());
     sigs.iter().any(|s| s.eq_ignore_ascii_case(&expected))
+}
+
+/// A blocking GET with a bearer token, as a reconciliation job would make
+/// it: `(status, body)`, or `None` when the exchange failed.
+pub fn http_get(base: &str, path: &str, bearer: &str) -> Option<(u16, String)> {
+    let host = base.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = TcpStream::connect(host).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {bearer}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).ok()?;
+    let text = String::from_utf8_lossy(&raw);
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    let chunked = head.lines().any(|l| {
+        l.to_ascii_lowercase()
+            .starts_with("transfer-encoding: chunked")
+    });
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
+    Some((status, body))
+}
+
+fn dechunk(mut rest: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || after.len() < n {
+            break;
+        }
+        out.push_str(&after[..n]);
+        rest = after[n..].trim_start_matches("\r\n");
+    }
+    out
 }

@@ -48,9 +48,16 @@ pub struct Args {
     /// Concurrent requests at most.
     #[arg(long, default_value_t = 64)]
     concurrency: usize,
-    /// How long to wait for the receiver to drain its inbox after a scenario.
+    /// How long to wait at most, after a scenario, for the receiver's state
+    /// to settle (every acknowledged key stored, every row processed or
+    /// marked failed).
     #[arg(long, default_value = "30s")]
     drain: HumanDuration,
+    /// Read a state that still misses acknowledged keys once it has not
+    /// changed for this long (raise it for receivers whose queue or worker
+    /// pauses longer between writes).
+    #[arg(long, default_value_t = HumanDuration(hookstorm::probe::DEFAULT_SETTLE))]
+    settle: HumanDuration,
     /// Built-in receiver only: switch on one deliberate bug (see `hookstorm-receiver --help`).
     #[arg(long)]
     defect: Option<String>,
@@ -148,6 +155,7 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>) -> anyhow::Result<i32> 
         out_dir: args.out.clone(),
         concurrency: args.concurrency.max(1),
         drain: args.drain.0.max(Duration::from_millis(100)),
+        settle: args.settle.0.max(Duration::from_millis(100)),
         reproduce,
     };
     let mut progress = |ev: RunEvent<'_>| match ev {

@@ -14,9 +14,10 @@ use std::time::Duration;
 use crate::delivery::{job_key, TaskStatus};
 use crate::history::{Attempt, Event, Intent, Outcome, ProviderTask};
 use crate::state::State;
+use crate::tag::FaultTag;
 
 use super::{
-    order, poison, status, store, CheckOptions, Counts, DeadLetter, Evidence, EvidenceSet,
+    ack, order, poison, status, store, CheckOptions, Counts, DeadLetter, Evidence, EvidenceSet,
     InvariantId, InvariantResult, ScenarioCheck, Verdict, MAX_DEAD_LETTERS,
 };
 
@@ -54,6 +55,11 @@ pub(crate) mod flag {
     pub const GEN_4XX: u32 = 1 << 15;
     /// A poison delivery was answered with a non-2xx status.
     pub const POISON_NON2XX: u32 = 1 << 16;
+    /// A genuine attempt reached the receiver and was not acknowledged
+    /// (not an answer the harness gave itself by design).
+    pub const RECEIVER_MISSED: u32 = 1 << 17;
+    /// The genuine delivery ran out of attempts (a round ended dead).
+    pub const DIED: u32 = 1 << 18;
 
     pub const ACKED: u32 = OK | DROP_ACK;
     pub const REAL: u32 = GENUINE | PROVIDER;
@@ -218,6 +224,13 @@ pub(crate) struct KeyAgg {
     pub nlines: u8,
     /// First line of a non-strict status deviation.
     pub status_line: u64,
+    /// Line of the last genuine attempt that reached the receiver and was
+    /// not acknowledged (0: none).
+    pub missed_line: u64,
+    /// The status of that attempt (0: no answer).
+    pub missed_status: u16,
+    /// Genuine attempts made.
+    pub genuine_attempts: u32,
 }
 
 impl KeyAgg {
@@ -275,8 +288,9 @@ fn parse_time(t: Option<&str>) -> i64 {
         .unwrap_or(NO_TIME)
 }
 
-fn has_fault(a: &AttemptView, names: &[&str]) -> bool {
-    a.faults.iter().any(|f| names.contains(f))
+/// The attempt's fault tags, parsed (no allocation when it has none).
+fn tags(a: &AttemptView) -> Vec<FaultTag> {
+    a.faults.iter().map(|f| FaultTag::parse(f)).collect()
 }
 
 impl Aggregator {
@@ -313,6 +327,9 @@ impl Aggregator {
                 lines: [0; KEY_LINES],
                 nlines: 0,
                 status_line: 0,
+                missed_line: 0,
+                missed_status: 0,
+                genuine_attempts: 0,
             });
         }
         i as usize
@@ -388,7 +405,8 @@ impl Aggregator {
                 self.keys[i].sequence = Some(s);
             }
         }
-        self.status(line, i, a);
+        let tags = tags(a);
+        self.status(line, i, a, &tags);
 
         let agg = &mut self.keys[i];
         agg.flags |= match a.intent {
@@ -410,13 +428,26 @@ impl Aggregator {
         }
         let genuine = a.intent == Intent::Genuine;
         let ok = genuine && a.outcome == Outcome::Ok;
-        let drop_ack =
-            genuine && is_2xx(a.status) && has_fault(a, &["drop-ack", "drop_ack", "ack-loss"]);
+        let drop_ack = genuine && is_2xx(a.status) && tags.contains(&FaultTag::DropAck);
         if ok {
             agg.flags |= flag::OK;
         }
         if drop_ack {
             agg.flags |= flag::DROP_ACK;
+        }
+        if genuine {
+            agg.genuine_attempts += 1;
+            // I9: an attempt the receiver itself saw and did not acknowledge.
+            // A transport error, a malformed answer or a connection closed
+            // before the status line has no status: never an acknowledgement.
+            if !ok && !drop_ack && !tags.iter().any(FaultTag::answered_by_harness) {
+                agg.flags |= flag::RECEIVER_MISSED;
+                agg.missed_line = line;
+                agg.missed_status = a.status.unwrap_or(0);
+            }
+            if a.dead {
+                agg.flags |= flag::DIED;
+            }
         }
         if ok || drop_ack || !genuine {
             agg.add_line(line);
@@ -443,7 +474,7 @@ impl Aggregator {
 
     /// I7's per-attempt rules; non-strict deviations are decided at the end,
     /// once the state says whether it stayed intact.
-    fn status(&mut self, line: u64, i: usize, a: &AttemptView) {
+    fn status(&mut self, line: u64, i: usize, a: &AttemptView, tags: &[FaultTag]) {
         let fail = |what: String| Evidence {
             key: a.key.to_string(),
             account: Some(a.account.to_string()),
@@ -451,7 +482,7 @@ impl Aggregator {
             lines: vec![line],
         };
         if let Some(s @ 300..=399) = a.status {
-            if !has_fault(a, &["redirect"]) {
+            if !tags.contains(&FaultTag::FrontRedirect) {
                 self.status_fail.push(|| {
                     fail(format!(
                         "answered {s}: redirects are never followed, every 3xx is a failed attempt"
@@ -470,7 +501,8 @@ impl Aggregator {
             self.status_fail
                 .push(|| fail(format!("{kind} delivery answered {s}; it must get a 4xx")));
         }
-        if a.faults.is_empty() {
+        // Only the harness holding or stalling the request excuses slowness.
+        if !tags.iter().any(FaultTag::excuses_slowness) {
             let limit_ms = self.answer_limit.as_secs_f64() * 1000.0;
             if let Some(ms) = a.latency_ms.filter(|&ms| ms > limit_ms) {
                 self.status_fail.push(|| {
@@ -493,7 +525,7 @@ impl Aggregator {
         if is_4xx(a.status) {
             let f = match a.intent {
                 Intent::Genuine
-                    if agg.has(flag::ACKED) || a.faults.iter().any(|f| f.contains("duplicate")) =>
+                    if agg.has(flag::ACKED) || tags.iter().any(FaultTag::is_duplicate) =>
                 {
                     flag::DUP_4XX
                 }
@@ -530,6 +562,8 @@ impl Aggregator {
                     .map(|&id| {
                         if id == InvariantId::I7 && !self.status_fail.is_empty() {
                             status::history_only(&self)
+                        } else if id == InvariantId::I9 {
+                            ack::acknowledged(&self)
                         } else {
                             InvariantResult::new(
                                 id,
@@ -598,6 +632,7 @@ fn grade(
         InvariantId::I6 => order::no_stale_overwrite(agg, view),
         InvariantId::I7 => status::conformance(agg, view, opts),
         InvariantId::I8 => poison::isolation(agg, view),
+        InvariantId::I9 => ack::acknowledged(agg),
     }
 }
 

@@ -1,5 +1,5 @@
 //! The checker: reads a history and a receiver's state and grades every
-//! invariant of `docs/invariants.md` (I1–I8) as pass, fail, non-strict or unknown.
+//! invariant (I1–I9, see `docs/invariants.md`) as pass, fail, non-strict or unknown.
 //!
 //! It streams. The [`Aggregator`] folds each attempt into one compact record per
 //! (account, key) while the history is read, so a million-attempt history
@@ -11,6 +11,7 @@
 //! section, a failed probe or a panic inside an invariant all yield
 //! `unknown` with the reason.
 
+mod ack;
 mod aggregate;
 mod files;
 mod order;
@@ -35,7 +36,7 @@ pub const MAX_EVIDENCE: usize = 10;
 /// At most this many dead letters are kept per scenario (`Counts::dead` has the total).
 pub const MAX_DEAD_LETTERS: usize = 1000;
 
-/// One of the invariants I1–I8.
+/// One of the invariants I1–I9.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum InvariantId {
     /// no-loss
@@ -54,11 +55,13 @@ pub enum InvariantId {
     I7,
     /// poison-isolation
     I8,
+    /// acknowledged
+    I9,
 }
 
 impl InvariantId {
     /// Every invariant, in order.
-    pub const ALL: [InvariantId; 8] = [
+    pub const ALL: [InvariantId; 9] = [
         InvariantId::I1,
         InvariantId::I2,
         InvariantId::I3,
@@ -67,6 +70,7 @@ impl InvariantId {
         InvariantId::I6,
         InvariantId::I7,
         InvariantId::I8,
+        InvariantId::I9,
     ];
 
     /// The invariant's name (`no-loss`, …).
@@ -80,6 +84,7 @@ impl InvariantId {
             InvariantId::I6 => "no-stale-overwrite",
             InvariantId::I7 => "status-conformance",
             InvariantId::I8 => "poison-isolation",
+            InvariantId::I9 => "acknowledged",
         }
     }
 
@@ -94,6 +99,7 @@ impl InvariantId {
             InvariantId::I6 => "I6",
             InvariantId::I7 => "I7",
             InvariantId::I8 => "I8",
+            InvariantId::I9 => "I9",
         }
     }
 }
@@ -106,7 +112,7 @@ impl fmt::Display for InvariantId {
 
 /// An invariant name could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("expected INVARIANT like I1 or no-loss (I1..I8), got {0:?}")]
+#[error("expected INVARIANT like I1 or no-loss (I1..I9), got {0:?}")]
 pub struct InvariantParseError(pub String);
 
 impl FromStr for InvariantId {
@@ -283,7 +289,7 @@ impl Default for CheckOptions {
 pub struct ScenarioCheck {
     /// The scenario.
     pub scenario: String,
-    /// One result per requested invariant, in I1..I8 order.
+    /// One result per requested invariant, in I1..I9 order.
     pub results: Vec<InvariantResult>,
     /// What the history contained.
     pub counts: Counts,
@@ -382,7 +388,11 @@ mod tests {
             "I8 poison-isolation".parse::<InvariantId>().unwrap(),
             InvariantId::I8
         );
-        let e = "I9".parse::<InvariantId>().unwrap_err().to_string();
+        assert_eq!(
+            "acknowledged".parse::<InvariantId>().unwrap(),
+            InvariantId::I9
+        );
+        let e = "I10".parse::<InvariantId>().unwrap_err().to_string();
         assert!(e.contains("expected INVARIANT like I1"), "{e}");
         assert_eq!(InvariantId::I5.to_string(), "I5 correct-winner");
     }

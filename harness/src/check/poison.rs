@@ -1,5 +1,6 @@
 //! I8 poison-isolation: a delivery the worker cannot process must be marked
-//! failed, must not block any other row, and must still be answered 2xx
+//! failed (`error` set; `processed` may stay false: the row is settled
+//! either way), must not block any other row, and must still be answered 2xx
 //! (the handler only stores; processing errors are not the sender's
 //! business).
 
@@ -38,7 +39,8 @@ pub(crate) fn isolation(agg: &Aggregator, view: &StateView) -> InvariantResult {
                 .collect::<Vec<_>>()
         };
         let what = if is_poison {
-            if row.processed && row.error.is_some() {
+            // Marked failed is settled, whether or not `processed` is set.
+            if row.error.is_some() {
                 continue;
             }
             if row.processed {
@@ -47,7 +49,7 @@ pub(crate) fn isolation(agg: &Aggregator, view: &StateView) -> InvariantResult {
                 "poison row left unprocessed: it should be marked failed"
             }
         } else {
-            if row.processed || !aggs.iter().any(|k| k.has(flag::REAL)) {
+            if row.settled() || !aggs.iter().any(|k| k.has(flag::REAL)) {
                 continue;
             }
             blocked += 1;

@@ -56,7 +56,7 @@ pub(crate) fn evidence(agg: &Aggregator, k: &KeyAgg, what: String, lines: Vec<u6
 /// provider task) is in the inbox.
 pub(crate) fn no_loss(agg: &Aggregator, view: &StateView, opts: &CheckOptions) -> InvariantResult {
     let mut ev = EvidenceSet::default();
-    let mut must = 0usize;
+    let (mut must, mut acked_n) = (0usize, 0usize);
     for k in &agg.keys {
         let acked = k.has(flag::GENUINE) && k.has(flag::ACKED);
         let provider = opts.reconciled && k.has(flag::PROVIDER_FINAL);
@@ -64,6 +64,7 @@ pub(crate) fn no_loss(agg: &Aggregator, view: &StateView, opts: &CheckOptions) -
             continue;
         }
         must += 1;
+        acked_n += usize::from(acked);
         if view.stored(k) {
             continue;
         }
@@ -71,17 +72,24 @@ pub(crate) fn no_loss(agg: &Aggregator, view: &StateView, opts: &CheckOptions) -
             "acknowledged with a 2xx but not in the inbox".to_string()
         } else if k.has(flag::DROP_ACK) {
             "answered 2xx (ack discarded by the harness) but not in the inbox".to_string()
+        } else if k.has(flag::GENUINE) {
+            "never acknowledged, and still not in the inbox after reconciliation: a final task the provider knows".to_string()
         } else {
-            "a final task the provider knows is not in the inbox after reconciliation".to_string()
+            "never delivered, and not in the inbox after reconciliation: a final task the provider knows".to_string()
         };
         ev.push(|| evidence(agg, k, what, k.evidence_lines()));
     }
     let total = ev.total;
+    let what = if opts.reconciled {
+        format!("keys that must be stored ({acked_n} acknowledged, the rest final provider tasks reconciliation must fetch)")
+    } else {
+        "acknowledged keys".to_string()
+    };
     ev.into_result(
         InvariantId::I1,
         Verdict::Fail,
-        format!("all {must} acknowledged keys are in the inbox"),
-        format!("{total} of {must} acknowledged keys are missing from the inbox"),
+        format!("all {must} {what} are in the inbox"),
+        format!("{total} of {must} {what} are missing from the inbox"),
     )
 }
 
@@ -167,12 +175,12 @@ pub(crate) fn processed_once(
             what,
             lines: lines(),
         };
-        if !row.processed {
+        if !row.settled() {
             unprocessed += 1;
             let why = if opts.drained {
-                "not processed"
+                "not processed (nor marked failed)"
             } else {
-                "not processed when the drain deadline passed"
+                "not processed (nor marked failed) when the drain deadline passed"
             };
             ev.push(|| row_ev(why.to_string()));
             continue;
@@ -236,8 +244,11 @@ pub(crate) fn processed_once(
     ev.into_result(
         InvariantId::I3,
         Verdict::Fail,
-        format!("all {} inbox rows processed{effects_note}", rows.len()),
-        format!("{unprocessed} rows not processed, {bad_effects} wrong effect counts"),
+        format!(
+            "all {} inbox rows settled (processed or marked failed){effects_note}",
+            rows.len()
+        ),
+        format!("{unprocessed} rows not settled, {bad_effects} wrong effect counts"),
     )
 }
 

@@ -30,11 +30,11 @@ use crate::scenario::FrontSpec;
 use crate::serve::{self, AnyBody, Cut, Server};
 
 /// The tag of an attempt the front redirected (the checker's I7 knows it).
-pub const REDIRECT: &str = "redirect";
+pub const REDIRECT: &str = crate::tag::FRONT_REDIRECT;
 /// The tag of an attempt the front held before forwarding.
-pub const DELAY: &str = "front:delay";
+pub const DELAY: &str = crate::tag::FRONT_DELAY;
 /// The tag of an attempt whose upload the front stalled and cut.
-pub const STALL: &str = "front:stall-body";
+pub const STALL: &str = crate::tag::FRONT_STALL;
 
 /// The front could not start.
 #[derive(Debug, thiserror::Error)]
@@ -375,7 +375,7 @@ async fn forward(
             Ok(Response::from_parts(parts, serve::full(bytes)))
         }
         Err(e) => {
-            s.tags.push(key, "front:upstream-unreachable".into());
+            s.tags.push(key, crate::tag::FRONT_UNREACHABLE.into());
             s.count(|c| c.unreachable += 1);
             s.record(
                 "could not reach the receiver; answered 502".into(),

@@ -28,8 +28,27 @@ pub use sql::SqlProbeConfig;
 
 /// How long one probe call may take unless configured.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How often [`Probe::wait_drained`] reads the state.
+/// How often [`Probe::wait_drained`] and [`Probe::wait_settled`] read the state.
 pub const DRAIN_POLL: Duration = Duration::from_millis(100);
+/// How long the state must stay the same, once every expected key is there
+/// and settled, before it is read for good: rows a receiver writes a moment
+/// after its acknowledgement (a queue, then a consumer) still land.
+pub const SETTLE_QUIET: Duration = Duration::from_millis(200);
+/// The default settle window: a state with keys still missing that has not
+/// changed for this long is read as it is (the missing keys are lost).
+pub const DEFAULT_SETTLE: Duration = Duration::from_secs(2);
+
+/// Why [`Probe::wait_settled`] read the state when it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    /// Every expected key was present and every row settled.
+    Complete,
+    /// Every row was settled and the state stopped changing for the settle
+    /// window, with expected keys still missing.
+    Stable,
+    /// The deadline passed first.
+    Deadline,
+}
 
 /// The `[state]` section of a target file.
 #[derive(Clone, Default, PartialEq, Deserialize)]
@@ -70,6 +89,21 @@ impl fmt::Debug for ProbeConfig {
             .field("timeout", &self.timeout)
             .finish()
     }
+}
+
+/// Whether every (account, key) is in the inbox (a row without an account
+/// stands for any account).
+fn contains_all(state: &State, expect: &std::collections::HashSet<(String, String)>) -> bool {
+    if expect.is_empty() {
+        return true;
+    }
+    let mut have: std::collections::HashSet<(Option<&str>, &str)> = Default::default();
+    for r in &state.inbox {
+        have.insert((r.account.as_deref(), r.key.as_str()));
+    }
+    expect.iter().all(|(a, k)| {
+        have.contains(&(Some(a.as_str()), k.as_str())) || have.contains(&(None, k.as_str()))
+    })
 }
 
 /// A probe could not be built or could not read the state.
@@ -380,6 +414,59 @@ impl Probe {
             &[],
         )
         .await
+    }
+
+    /// Reads the state until it can be judged, bounded by `deadline`:
+    /// every key of `expect` (account, key) is in the inbox and every row is
+    /// settled, with the state unchanged for [`SETTLE_QUIET`]; or every row
+    /// is settled and the state has not changed for `settle` (keys still
+    /// missing are lost, not late). An empty inbox is not "drained" while
+    /// acknowledged keys are missing from it. Unsettled rows are waited for
+    /// until the deadline (a worker may run on its own schedule).
+    pub async fn wait_settled(
+        &self,
+        expect: &std::collections::HashSet<(String, String)>,
+        settle: Duration,
+        deadline: Duration,
+    ) -> Result<(State, Settled), ProbeError> {
+        let start = Instant::now();
+        let mut last: Option<(State, Instant)> = None;
+        let mut last_err = None;
+        loop {
+            match self.read_state().await {
+                Ok(s) => {
+                    let since = match &last {
+                        Some((prev, at)) if *prev == s => *at,
+                        _ => Instant::now(),
+                    };
+                    let quiet = since.elapsed();
+                    let settled = s.drained();
+                    let complete = settled && contains_all(&s, expect);
+                    if complete && quiet >= SETTLE_QUIET {
+                        return Ok((s, Settled::Complete));
+                    }
+                    if settled && quiet >= settle {
+                        return Ok((s, Settled::Stable));
+                    }
+                    if start.elapsed() >= deadline {
+                        return Ok((s, Settled::Deadline));
+                    }
+                    last = Some((s, since));
+                }
+                Err(e) if start.elapsed() >= deadline => return Err(e),
+                Err(e) => last_err = Some(e),
+            }
+            let left = deadline.saturating_sub(start.elapsed());
+            if left.is_zero() {
+                if let Some((s, _)) = last {
+                    return Ok((s, Settled::Deadline));
+                }
+                if let Some(e) = last_err {
+                    return Err(e);
+                }
+            }
+            tokio::time::sleep(DRAIN_POLL.min(left.max(Duration::from_millis(1)))).await;
+        }
     }
 
     /// Reads the state until every inbox row is processed or `deadline`

@@ -19,9 +19,76 @@ use serde::Deserialize;
 use super::{redact_url, ProbeError};
 use crate::state::{Effect, InboxRow, ResourceRow, ResultRow, State, Winner};
 
-/// The default inbox query (every backend).
+/// The default inbox query on the guide's schema (every backend). When the
+/// table also has `account`, `error` or `last_error` columns, the default
+/// query selects them too (see [`default_inbox_query`]), so a receiver that
+/// records a poison row's error settles it without any override.
 pub const DEFAULT_INBOX: &str =
     "select task_id as key, processed_at is not null as processed from webhook_inbox";
+/// Lists a table's columns (Postgres); `{table}` is the table.
+const COLUMNS_POSTGRES: &str = "select column_name from information_schema.columns \
+     where table_name = '{table}' and table_schema = current_schema()";
+/// Lists a table's columns (SQLite); `{table}` is the table.
+const COLUMNS_SQLITE: &str = "select name as column_name from pragma_table_info('{table}')";
+/// The guide's reporting query per account (Postgres), for an `answers`
+/// table that has an `account` column.
+const DEFAULT_WINNERS_POSTGRES_BY_ACCOUNT: &str =
+    "select distinct on (account, job_key) account, job_key, task_id from answers \
+     where status = 'COMPLETED' order by account, job_key, created_at desc, task_id desc";
+/// The same for SQLite.
+const DEFAULT_WINNERS_SQLITE_BY_ACCOUNT: &str =
+    "select a.account, a.job_key, a.task_id from answers a \
+     where a.status = 'COMPLETED' and not exists (select 1 from answers b \
+     where b.status = 'COMPLETED' and b.job_key = a.job_key and b.account = a.account \
+     and (b.created_at > a.created_at or (b.created_at = a.created_at and b.task_id > a.task_id)))";
+
+fn has_column(columns: &[String], c: &str) -> bool {
+    columns.iter().any(|x| x.eq_ignore_ascii_case(c))
+}
+
+/// The default results query for an `answers` table with these columns:
+/// the guide's, plus `account` where the table scopes results by account.
+pub fn default_results_query(columns: &[String]) -> String {
+    if has_column(columns, "account") {
+        "select task_id, account, job_key, status, created_at from answers".to_string()
+    } else {
+        DEFAULT_RESULTS.to_string()
+    }
+}
+
+/// The default winners query (the guide's reporting query), per account
+/// where the `answers` table has an `account` column.
+pub fn default_winners_query(postgres: bool, columns: &[String]) -> String {
+    let by_account = has_column(columns, "account");
+    match (postgres, by_account) {
+        (true, false) => DEFAULT_WINNERS_POSTGRES,
+        (true, true) => DEFAULT_WINNERS_POSTGRES_BY_ACCOUNT,
+        (false, false) => DEFAULT_WINNERS_SQLITE,
+        (false, true) => DEFAULT_WINNERS_SQLITE_BY_ACCOUNT,
+    }
+    .to_string()
+}
+
+/// The default inbox query for a `webhook_inbox` table with these columns:
+/// the guide's columns plus `account` and the error (`error`, or
+/// `last_error`) where the table has them.
+pub fn default_inbox_query(columns: &[String]) -> String {
+    let has = |c: &str| has_column(columns, c);
+    if columns.is_empty() {
+        return DEFAULT_INBOX.to_string();
+    }
+    let mut select = vec!["task_id as key"];
+    if has("account") {
+        select.push("account");
+    }
+    select.push("processed_at is not null as processed");
+    if has("error") {
+        select.push("error");
+    } else if has("last_error") {
+        select.push("last_error as error");
+    }
+    format!("select {} from webhook_inbox", select.join(", "))
+}
 /// The default results query (every backend).
 pub const DEFAULT_RESULTS: &str = "select task_id, job_key, status, created_at from answers";
 /// The guide's reporting query (Postgres), with the task id as tie-break.
@@ -81,9 +148,13 @@ enum Backend {
 #[derive(Clone)]
 pub(crate) struct SqlSource {
     backend: Backend,
-    inbox: String,
+    /// The inbox query; `None`: the default, fitted to the table's columns.
+    inbox: Option<String>,
     results: Option<String>,
     winners: Option<String>,
+    /// `results` and `winners` are the defaults, fitted to `answers`' columns.
+    results_default: bool,
+    winners_default: bool,
     effects: Option<String>,
     resources: Option<String>,
 }
@@ -134,10 +205,16 @@ impl SqlSource {
         };
         Ok(SqlSource {
             backend,
-            inbox: section(&cfg.inbox, Some(DEFAULT_INBOX))
-                .ok_or_else(|| ProbeError::Config("the inbox query cannot be empty".into()))?,
+            inbox: match &cfg.inbox {
+                Some(q) if q.trim().is_empty() => {
+                    return Err(ProbeError::Config("the inbox query cannot be empty".into()))
+                }
+                q => q.clone(),
+            },
             results: section(&cfg.results, Some(DEFAULT_RESULTS)),
             winners: section(&cfg.winners, Some(winners_default)),
+            results_default: cfg.results.is_none(),
+            winners_default: cfg.winners.is_none(),
             effects: section(&cfg.effects, None),
             resources: section(&cfg.resources, None),
         })
@@ -150,29 +227,62 @@ impl SqlSource {
         }
     }
 
-    fn queries(&self) -> Vec<Option<String>> {
-        vec![
-            Some(self.inbox.clone()),
-            self.results.clone(),
-            self.winners.clone(),
-            self.effects.clone(),
-            self.resources.clone(),
-        ]
-    }
-
-    /// Reads every configured section.
-    pub async fn read(&self) -> Result<State, ProbeError> {
-        let queries = self.queries();
-        let rows = match &self.backend {
-            Backend::Postgres(url) => pg_query(url, queries).await?,
+    async fn run(&self, queries: Vec<Option<String>>) -> Result<Vec<Option<Vec<Row>>>, ProbeError> {
+        match &self.backend {
+            Backend::Postgres(url) => pg_query(url, queries).await,
             Backend::Sqlite(path) => {
                 let path = path.clone();
                 tokio::task::spawn_blocking(move || sqlite_query(&path, queries))
                     .await
-                    .map_err(|e| ProbeError::Io(format!("sqlite: {e}")))??
+                    .map_err(|e| ProbeError::Io(format!("sqlite: {e}")))?
             }
+        }
+    }
+
+    /// The columns a table has (empty when it does not exist).
+    async fn columns(&self, table: &str) -> Result<Vec<String>, ProbeError> {
+        let list = match self.backend {
+            Backend::Postgres(_) => COLUMNS_POSTGRES,
+            Backend::Sqlite(_) => COLUMNS_SQLITE,
         };
-        to_state(rows)
+        let rows = self.run(vec![Some(list.replace("{table}", table))]).await?;
+        Ok(rows
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|r| match r.get("column_name") {
+                Some(Cell::Text(t)) => Some(t.clone()),
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// Reads every configured section; default queries are fitted to the
+    /// columns the receiver's tables really have.
+    pub async fn read(&self) -> Result<State, ProbeError> {
+        let inbox = match &self.inbox {
+            Some(q) => q.clone(),
+            None => default_inbox_query(&self.columns("webhook_inbox").await?),
+        };
+        let (mut results, mut winners) = (self.results.clone(), self.winners.clone());
+        if self.results_default || self.winners_default {
+            let cols = self.columns("answers").await?;
+            let postgres = matches!(self.backend, Backend::Postgres(_));
+            if self.results_default {
+                results = Some(default_results_query(&cols));
+            }
+            if self.winners_default {
+                winners = Some(default_winners_query(postgres, &cols));
+            }
+        }
+        let queries = vec![
+            Some(inbox),
+            results,
+            winners,
+            self.effects.clone(),
+            self.resources.clone(),
+        ];
+        to_state(self.run(queries).await?)
     }
 
     /// Runs statements (reset, setup).
@@ -498,6 +608,30 @@ mod tests {
             normalize_time("2026-02-30T25:61:00Z"),
             "2026-02-30T25:61:00Z"
         );
+    }
+
+    #[test]
+    fn the_default_inbox_query_selects_the_error_and_account_a_table_has() {
+        let cols = |c: &[&str]| c.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(default_inbox_query(&[]), DEFAULT_INBOX);
+        assert_eq!(
+            default_inbox_query(&cols(&["task_id", "body", "received_at", "processed_at"])),
+            DEFAULT_INBOX
+        );
+        assert_eq!(
+            default_inbox_query(&cols(&["task_id", "account", "processed_at", "error"])),
+            "select task_id as key, account, processed_at is not null as processed, error from webhook_inbox"
+        );
+        assert!(
+            default_inbox_query(&cols(&["task_id", "processed_at", "last_error"]))
+                .contains("last_error as error")
+        );
+        let scoped = cols(&["task_id", "account", "job_key", "status", "created_at"]);
+        assert!(default_results_query(&scoped).contains("account"));
+        assert_eq!(default_results_query(&cols(&["task_id"])), DEFAULT_RESULTS);
+        assert!(default_winners_query(true, &scoped).contains("distinct on (account, job_key)"));
+        assert!(default_winners_query(false, &scoped).contains("b.account = a.account"));
+        assert_eq!(default_winners_query(false, &[]), DEFAULT_WINNERS_SQLITE);
     }
 
     #[test]

@@ -570,6 +570,41 @@ fn slow_answer_fails_status_conformance() {
 }
 
 #[test]
+fn a_fault_tag_that_holds_nothing_does_not_excuse_a_slow_answer() {
+    for tag in [
+        "rotation:old+new",
+        "tamper:bad-signature",
+        "duplicate-concurrent:1/3",
+    ] {
+        let mut a = ok("t1");
+        a.latency_ms = Some(20_000.0);
+        a.faults = vec![tag.into()];
+        let c = run(vec![a], &inbox(&["t1"]), &only(InvariantId::I7));
+        assert_eq!(verdict(&c, InvariantId::I7), Verdict::Fail, "{tag}");
+    }
+}
+
+#[test]
+fn the_harness_holding_or_stalling_a_request_excuses_its_slow_answer() {
+    for tag in ["front:delay", "front:stall-body"] {
+        let mut a = ok("t1");
+        a.latency_ms = Some(20_000.0);
+        a.faults = vec![tag.into()];
+        let c = run(vec![a], &inbox(&["t1"]), &only(InvariantId::I7));
+        assert_eq!(verdict(&c, InvariantId::I7), Verdict::Pass, "{tag}");
+    }
+}
+
+#[test]
+fn a_timed_out_concurrent_copy_fails_status_conformance() {
+    let mut a = attempt("t1", Outcome::Info, None);
+    a.error = Some("timeout after 15s".into());
+    a.faults = vec!["duplicate-concurrent:2/2".into()];
+    let c = run(vec![ok("t1"), a], &inbox(&["t1"]), &only(InvariantId::I7));
+    assert_eq!(verdict(&c, InvariantId::I7), Verdict::Fail);
+}
+
+#[test]
 fn server_errors_are_allowed() {
     let h = vec![attempt("t1", Outcome::Info, Some(503)), ok("t1")];
     let c = run(h, &inbox(&["t1"]), &no_winners());
@@ -627,6 +662,122 @@ fn no_poison_passes_as_not_applicable() {
         .contains("no poison"));
 }
 
+#[test]
+fn a_poison_row_marked_failed_but_not_processed_is_settled() {
+    let mut s = inbox(&["tp", "t1"]);
+    s.inbox[0].processed = false;
+    s.inbox[0].error = Some("bad createdAt".into());
+    let c = run(poison_history(), &s, &no_winners());
+    assert_eq!(c.verdict(), Verdict::Pass, "{:#?}", c.results);
+}
+
+#[test]
+fn a_genuine_row_neither_processed_nor_failed_fails_processed_once() {
+    let mut s = inbox(&["t1"]);
+    s.inbox[0].processed = false;
+    let c = run(vec![ok("t1")], &s, &only(InvariantId::I3));
+    assert_eq!(verdict(&c, InvariantId::I3), Verdict::Fail);
+}
+
+// ---- I9 acknowledged ----
+
+/// A genuine delivery that walked `n` attempts answered `status` and died.
+fn died(key: &str, status: Option<u16>, n: u32) -> Vec<Attempt> {
+    (1..=n)
+        .map(|i| {
+            let mut a = attempt(key, Outcome::Info, status);
+            a.attempt = i;
+            a.dead = i == n;
+            if status.is_none() {
+                a.error = Some("connection closed before message completed".into());
+            }
+            a
+        })
+        .collect()
+}
+
+#[test]
+fn every_delivery_acknowledged_passes_acknowledged() {
+    let mut h = died("t1", Some(503), 2);
+    h[1].outcome = Outcome::Ok;
+    h[1].status = Some(204);
+    h[1].dead = false;
+    h.push(ok("t2"));
+    let c = run(h, &inbox(&["t1", "t2"]), &only(InvariantId::I9));
+    assert_eq!(
+        verdict(&c, InvariantId::I9),
+        Verdict::Pass,
+        "{:#?}",
+        c.results
+    );
+}
+
+#[test]
+fn a_delivery_answered_503_until_it_died_fails_acknowledged() {
+    let c = run(
+        died("t1", Some(503), 10),
+        &inbox(&[]),
+        &only(InvariantId::I9),
+    );
+    let r = c.result(InvariantId::I9).unwrap();
+    assert_eq!(r.verdict, Verdict::Fail);
+    assert_eq!(r.evidence[0].key, "t1");
+    assert_eq!(r.evidence[0].lines, vec![10]);
+    assert!(r.evidence[0].what.contains("answered 503"), "{r:?}");
+}
+
+#[test]
+fn no_status_line_is_never_an_acknowledgement() {
+    let c = run(died("t1", None, 3), &inbox(&[]), &only(InvariantId::I9));
+    let r = c.result(InvariantId::I9).unwrap();
+    assert_eq!(r.verdict, Verdict::Fail);
+    assert!(r.evidence[0].what.contains("no answer"), "{r:?}");
+}
+
+#[test]
+fn a_delivery_the_harness_front_refused_by_design_is_excused() {
+    let mut h = died("t1", Some(503), 10);
+    for a in &mut h {
+        a.faults = vec!["front:503".into()];
+    }
+    let mut redirected = died("t2", Some(308), 10);
+    for a in &mut redirected {
+        a.faults = vec!["redirect".into()];
+    }
+    h.extend(redirected);
+    let c = run(h, &inbox(&[]), &only(InvariantId::I9));
+    let r = c.result(InvariantId::I9).unwrap();
+    assert_eq!(r.verdict, Verdict::Pass, "{r:?}");
+    assert!(r.summary.contains("2 more died by design"), "{r:?}");
+}
+
+#[test]
+fn a_front_that_forwarded_once_does_not_excuse_the_receivers_refusal() {
+    let mut h = died("t1", Some(503), 4);
+    for a in &mut h[..3] {
+        a.faults = vec!["front:503".into()];
+    }
+    let c = run(h, &inbox(&[]), &only(InvariantId::I9));
+    assert_eq!(verdict(&c, InvariantId::I9), Verdict::Fail);
+}
+
+#[test]
+fn a_delivery_still_retrying_is_not_judged() {
+    let mut h = died("t1", Some(503), 3);
+    h[2].dead = false;
+    let c = run(h, &inbox(&[]), &only(InvariantId::I9));
+    assert_eq!(verdict(&c, InvariantId::I9), Verdict::Pass);
+}
+
+#[test]
+fn rejected_forgeries_are_not_deliveries_to_acknowledge() {
+    let mut a = attempt("tf", Outcome::Fail, Some(401));
+    a.intent = Intent::Forged;
+    a.dead = false;
+    let c = run(vec![a, ok("t1")], &inbox(&["t1"]), &only(InvariantId::I9));
+    assert_eq!(verdict(&c, InvariantId::I9), Verdict::Pass);
+}
+
 // ---- unknown ----
 
 #[test]
@@ -637,8 +788,12 @@ fn probe_error_makes_every_invariant_unknown() {
         Err("connection refused"),
         &CheckOptions::default(),
     );
-    assert_eq!(c.results.len(), 8);
-    assert!(c.results.iter().all(|r| r.verdict == Verdict::Unknown));
+    assert_eq!(c.results.len(), 9);
+    // I9 needs no state: judged from the history alone.
+    assert!(c
+        .results
+        .iter()
+        .all(|r| r.verdict == Verdict::Unknown || r.id == InvariantId::I9));
     assert!(c.results[0].summary.contains("connection refused"));
     assert_eq!(c.verdict(), Verdict::Unknown);
 }

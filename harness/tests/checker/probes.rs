@@ -118,13 +118,21 @@ async fn sqlite_probe_maps_the_reference_schema_by_column_name() -> TestResult {
          insert into resources values ('acct_a', 'order-7', 12);",
     )?;
     drop(db);
-    // The defaults still work on the wider schema...
+    // The defaults fit the wider schema: they select its account and error...
     let plain = sqlite_probe(&path, |_| {})?.read_state().await?;
     assert_eq!(plain.inbox.len(), 2);
     assert!(plain
         .inbox
         .iter()
-        .all(|r| r.account.is_none() && r.processed));
+        .all(|r| r.account.as_deref() == Some("acct_a") && r.processed));
+    assert_eq!(
+        plain
+            .inbox
+            .iter()
+            .filter_map(|r| r.error.as_deref())
+            .collect::<Vec<_>>(),
+        ["bad createdAt"]
+    );
     // ...and overrides bring in accounts, errors, effects and resources.
     let probe = sqlite_probe(&path, |s| {
         s.inbox = Some("select account, task_id, processed_at, error from webhook_inbox".into());

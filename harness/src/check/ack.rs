@@ -1,0 +1,61 @@
+//! I9 acknowledged: every genuine delivery gets a 2xx before its retry
+//! schedule runs out.
+//!
+//! I1 only asks that what was acknowledged is stored; a receiver that
+//! acknowledges nothing (503 to every POST, garbage instead of HTTP, a
+//! connection closed mid-header) loses nothing it acknowledged and would
+//! pass it. I9 closes that gap from the history alone: a genuine delivery
+//! that died without a single 2xx is a failure, unless every attempt that
+//! was not acknowledged was answered by the harness itself by design (its
+//! front refusing or redirecting, an attempt held back), which is how a
+//! scenario that expects deliveries to die (redirects, a long outage that
+//! reconciliation repairs) says so. A delivery still retrying when the
+//! history ends (an interrupted run, a bench without retries) is not
+//! judged: its schedule has not run out.
+
+use super::aggregate::{flag, Aggregator};
+use super::store::evidence;
+use super::{EvidenceSet, InvariantId, InvariantResult, Verdict};
+
+/// I9 from the history.
+pub(crate) fn acknowledged(agg: &Aggregator) -> InvariantResult {
+    let mut ev = EvidenceSet::default();
+    let (mut genuine, mut excused) = (0usize, 0usize);
+    for k in &agg.keys {
+        if !k.has(flag::GENUINE) {
+            continue;
+        }
+        genuine += 1;
+        if k.has(flag::ACKED) || !k.has(flag::DIED) {
+            continue;
+        }
+        if !k.has(flag::RECEIVER_MISSED) {
+            excused += 1;
+            continue;
+        }
+        let last = match k.missed_status {
+            0 => "got no answer (a transport error, a malformed answer or a connection closed before the status line)".to_string(),
+            s => format!("was answered {s}"),
+        };
+        let what = format!(
+            "never acknowledged with a 2xx: {} attempt(s) until the schedule ran out; the last the receiver saw {last}",
+            k.genuine_attempts
+        );
+        ev.push(|| evidence(agg, k, what, vec![k.missed_line]));
+    }
+    let total = ev.total;
+    let excuse = if excused > 0 {
+        format!(" ({excused} more died by design: every attempt was answered by the harness's own front)")
+    } else {
+        String::new()
+    };
+    ev.into_result(
+        InvariantId::I9,
+        Verdict::Fail,
+        format!(
+            "every genuine delivery that reached the receiver was acknowledged with a 2xx ({} deliveries){excuse}",
+            genuine - excused
+        ),
+        format!("{total} of {genuine} genuine deliveries were never acknowledged before their schedule ran out{excuse}"),
+    )
+}

@@ -1,0 +1,157 @@
+//! Rows that land after their scenario's state was read.
+//!
+//! A receiver that acknowledges first and writes its inbox row a moment
+//! later (a durable queue, then a consumer) can write a row after the
+//! harness has read the state of the scenario that sent it. Such a row must
+//! never be charged to the *next* scenario as a phantom: it belongs to the
+//! scenario that sent its key. [`Owners`] remembers which scenario sent each
+//! key; a row of an earlier scenario's key found in a later scenario's state
+//! is taken out of that state and kept as a late row of its owner, whose
+//! verdict is then checked again with it (`run` does that at the end).
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::history::Event;
+use crate::state::{InboxRow, State};
+
+/// Which scenario of the run sent each key, and the late rows found so far.
+#[derive(Debug, Default)]
+pub struct Owners {
+    /// (account, key) -> scenario index.
+    by_account: HashMap<(String, String), usize>,
+    /// key -> scenario index (rows that carry no account).
+    by_key: HashMap<String, usize>,
+    /// Per owner: how many rows of each (account, key) its own read saw.
+    read: HashMap<usize, HashMap<(Option<String>, String), usize>>,
+    late: BTreeMap<usize, Vec<InboxRow>>,
+}
+
+impl Owners {
+    /// Records the keys scenario `index` sent (attempts and provider tasks).
+    pub fn claim<'a>(&mut self, index: usize, events: impl IntoIterator<Item = &'a Event>) {
+        for e in events {
+            let (account, key) = match e {
+                Event::Attempt(a) => (&a.account, &a.key),
+                Event::Provider(p) => (&p.account, &p.key),
+                _ => continue,
+            };
+            self.by_account
+                .entry((account.clone(), key.clone()))
+                .or_insert(index);
+            self.by_key.entry(key.clone()).or_insert(index);
+        }
+    }
+
+    fn owner(&self, row: &InboxRow) -> Option<usize> {
+        match &row.account {
+            Some(a) => self.by_account.get(&(a.clone(), row.key.clone())).copied(),
+            None => self.by_key.get(&row.key).copied(),
+        }
+    }
+
+    /// Takes the rows of earlier scenarios' keys out of scenario `current`'s
+    /// state and keeps them as late rows of their owners; then remembers
+    /// what `current`'s own read saw. Returns how many rows were taken.
+    pub fn take_late(&mut self, current: usize, state: &mut State) -> usize {
+        let mut taken = 0;
+        let mut keep = Vec::with_capacity(state.inbox.len());
+        for row in std::mem::take(&mut state.inbox) {
+            match self.owner(&row) {
+                Some(owner) if owner < current => {
+                    taken += 1;
+                    self.late.entry(owner).or_default().push(row);
+                }
+                _ => keep.push(row),
+            }
+        }
+        state.inbox = keep;
+        let seen = self.read.entry(current).or_default();
+        for r in &state.inbox {
+            *seen.entry((r.account.clone(), r.key.clone())).or_default() += 1;
+        }
+        taken
+    }
+
+    /// After the last scenario: rows of scenario `last`'s keys beyond what
+    /// its own read saw are late rows of it.
+    pub fn take_final(&mut self, last: usize, state: &State) {
+        let mut counts: HashMap<(Option<String>, String), usize> = HashMap::new();
+        for row in &state.inbox {
+            if self.owner(row) != Some(last) {
+                continue;
+            }
+            let k = (row.account.clone(), row.key.clone());
+            let n = counts.entry(k.clone()).or_default();
+            *n += 1;
+            let seen = self
+                .read
+                .get(&last)
+                .and_then(|m| m.get(&k))
+                .copied()
+                .unwrap_or(0);
+            if *n > seen {
+                self.late.entry(last).or_default().push(row.clone());
+            }
+        }
+    }
+
+    /// The late rows found, per owner scenario index.
+    pub fn late(&self) -> &BTreeMap<usize, Vec<InboxRow>> {
+        &self.late
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Attempt;
+
+    fn attempt(scenario: &str, key: &str) -> Event {
+        Event::Attempt(Attempt::acknowledged(scenario, "acct_a", key))
+    }
+
+    fn row(key: &str) -> InboxRow {
+        InboxRow {
+            key: key.into(),
+            account: Some("acct_a".into()),
+            processed: true,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_row_of_an_earlier_scenario_is_late_for_it_not_a_phantom_of_the_next() {
+        let mut o = Owners::default();
+        o.claim(0, &[attempt("first", "tsk_1")]);
+        let mut first = State {
+            inbox: vec![],
+            ..State::default()
+        };
+        assert_eq!(o.take_late(0, &mut first), 0);
+        o.claim(1, &[attempt("second", "tsk_2")]);
+        let mut second = State {
+            inbox: vec![row("tsk_2"), row("tsk_1")],
+            ..State::default()
+        };
+        assert_eq!(o.take_late(1, &mut second), 1);
+        assert_eq!(second.inbox, vec![row("tsk_2")]);
+        assert_eq!(o.late()[&0], vec![row("tsk_1")]);
+    }
+
+    #[test]
+    fn the_final_read_finds_what_the_last_scenario_did_not_see() {
+        let mut o = Owners::default();
+        o.claim(0, &[attempt("only", "tsk_1"), attempt("only", "tsk_2")]);
+        let mut s = State {
+            inbox: vec![row("tsk_1")],
+            ..State::default()
+        };
+        o.take_late(0, &mut s);
+        let end = State {
+            inbox: vec![row("tsk_1"), row("tsk_2"), row("tsk_1")],
+            ..State::default()
+        };
+        o.take_final(0, &end);
+        assert_eq!(o.late()[&0], vec![row("tsk_2"), row("tsk_1")]);
+    }
+}

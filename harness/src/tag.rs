@@ -1,0 +1,211 @@
+//! Fault tags: what the harness did to one attempt, as a type.
+//!
+//! The history keeps them as the strings it always wrote (`hold-back`,
+//! `duplicate-concurrent:2/5`, `front:503`, …) so the format does not
+//! change; [`FaultTag::parse`] reads them back and the checker asks a tag
+//! what it means instead of matching substrings. Two questions matter to
+//! verdicts:
+//!
+//! - [`FaultTag::excuses_slowness`]: only the harness holding or stalling
+//!   the request itself makes a slow answer expected. A rotation, a tamper
+//!   or a concurrent copy excuses nothing.
+//! - [`FaultTag::answered_by_harness`]: the attempt never got an answer
+//!   from the receiver because the harness answered it (its front refusing
+//!   or redirecting by design) or never sent it (held back). Such an attempt
+//!   cannot count against the receiver's acknowledgements (I9).
+
+use std::fmt;
+
+use crate::fault::{drop_ack, duplicate, reorder};
+
+/// One fault applied to an attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum FaultTag {
+    /// Copy `k` of `n` released at one instant on separate connections.
+    ConcurrentCopy {
+        /// 1-based copy number.
+        k: u32,
+        /// Copies in the group.
+        n: u32,
+    },
+    /// An exact replay of the acknowledged request.
+    Replay,
+    /// A replay under a fresh delivery id.
+    FreshId,
+    /// A dashboard redelivery.
+    Redeliver,
+    /// The attempt was held back (not sent) to reorder the stream.
+    HoldBack,
+    /// The 2xx answer was discarded as if lost.
+    DropAck,
+    /// A forged request (`tamper:<kind>`).
+    Tamper(String),
+    /// Signed for a key rotation (`rotation:<mode>`).
+    Rotation(String),
+    /// The harness's front answered with a redirect.
+    FrontRedirect,
+    /// The front answered with this status itself (`front:503`).
+    FrontStatus(u16),
+    /// The front held the request before forwarding it.
+    FrontDelay,
+    /// The front dribbled part of the body, stalled and cut the exchange.
+    FrontStall,
+    /// The front could not reach the receiver.
+    FrontUpstreamUnreachable,
+    /// A tag this version does not know (kept verbatim).
+    Other(String),
+}
+
+/// The tag of attempts the front redirected.
+pub const FRONT_REDIRECT: &str = "redirect";
+/// The tag of attempts the front held before forwarding.
+pub const FRONT_DELAY: &str = "front:delay";
+/// The tag of attempts whose upload the front stalled and cut.
+pub const FRONT_STALL: &str = "front:stall-body";
+/// The tag of attempts the front could not forward.
+pub const FRONT_UNREACHABLE: &str = "front:upstream-unreachable";
+
+impl FaultTag {
+    /// Reads a tag as the history writes it; never fails.
+    pub fn parse(s: &str) -> FaultTag {
+        match s {
+            duplicate::REPLAY => return FaultTag::Replay,
+            duplicate::FRESH_ID => return FaultTag::FreshId,
+            duplicate::REDELIVER => return FaultTag::Redeliver,
+            reorder::HOLD_BACK => return FaultTag::HoldBack,
+            // `drop_ack` and `ack-loss` are older spellings of the same fault.
+            drop_ack::NAME | "drop_ack" | "ack-loss" => return FaultTag::DropAck,
+            FRONT_REDIRECT => return FaultTag::FrontRedirect,
+            FRONT_DELAY => return FaultTag::FrontDelay,
+            FRONT_STALL => return FaultTag::FrontStall,
+            FRONT_UNREACHABLE => return FaultTag::FrontUpstreamUnreachable,
+            _ => {}
+        }
+        if let Some(rest) = s
+            .strip_prefix(duplicate::CONCURRENT)
+            .and_then(|r| r.strip_prefix(':'))
+        {
+            if let Some((k, n)) = rest.split_once('/') {
+                if let (Ok(k), Ok(n)) = (k.parse(), n.parse()) {
+                    return FaultTag::ConcurrentCopy { k, n };
+                }
+            }
+        }
+        if let Some(kind) = s.strip_prefix("tamper:") {
+            return FaultTag::Tamper(kind.to_string());
+        }
+        if let Some(mode) = s.strip_prefix("rotation:") {
+            return FaultTag::Rotation(mode.to_string());
+        }
+        if let Some(code) = s.strip_prefix("front:").and_then(|c| c.parse().ok()) {
+            return FaultTag::FrontStatus(code);
+        }
+        FaultTag::Other(s.to_string())
+    }
+
+    /// Whether this fault makes a slow answer (or none in time) expected:
+    /// the harness itself held or stalled the request.
+    pub fn excuses_slowness(&self) -> bool {
+        matches!(self, FaultTag::FrontDelay | FaultTag::FrontStall)
+    }
+
+    /// Whether the harness, not the receiver, produced this attempt's
+    /// answer (or sent nothing at all): its front refusing or redirecting
+    /// by design, stalling the upload, or a held-back attempt.
+    pub fn answered_by_harness(&self) -> bool {
+        matches!(
+            self,
+            FaultTag::HoldBack
+                | FaultTag::FrontRedirect
+                | FaultTag::FrontStatus(_)
+                | FaultTag::FrontStall
+        )
+    }
+
+    /// Whether the attempt repeats a delivery the receiver may already hold
+    /// (a copy, replay or redelivery).
+    pub fn is_duplicate(&self) -> bool {
+        matches!(
+            self,
+            FaultTag::ConcurrentCopy { .. }
+                | FaultTag::Replay
+                | FaultTag::FreshId
+                | FaultTag::Redeliver
+        )
+    }
+}
+
+impl fmt::Display for FaultTag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FaultTag::ConcurrentCopy { k, n } => write!(f, "{}:{k}/{n}", duplicate::CONCURRENT),
+            FaultTag::Replay => f.write_str(duplicate::REPLAY),
+            FaultTag::FreshId => f.write_str(duplicate::FRESH_ID),
+            FaultTag::Redeliver => f.write_str(duplicate::REDELIVER),
+            FaultTag::HoldBack => f.write_str(reorder::HOLD_BACK),
+            FaultTag::DropAck => f.write_str(drop_ack::NAME),
+            FaultTag::Tamper(k) => write!(f, "tamper:{k}"),
+            FaultTag::Rotation(m) => write!(f, "rotation:{m}"),
+            FaultTag::FrontRedirect => f.write_str(FRONT_REDIRECT),
+            FaultTag::FrontStatus(c) => write!(f, "front:{c}"),
+            FaultTag::FrontDelay => f.write_str(FRONT_DELAY),
+            FaultTag::FrontStall => f.write_str(FRONT_STALL),
+            FaultTag::FrontUpstreamUnreachable => f.write_str(FRONT_UNREACHABLE),
+            FaultTag::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tag_the_harness_writes_reads_back_as_itself() {
+        let tags = [
+            FaultTag::ConcurrentCopy { k: 2, n: 5 },
+            FaultTag::Replay,
+            FaultTag::FreshId,
+            FaultTag::Redeliver,
+            FaultTag::HoldBack,
+            FaultTag::DropAck,
+            FaultTag::Tamper("wrong-secret".into()),
+            FaultTag::Rotation("old+new".into()),
+            FaultTag::FrontRedirect,
+            FaultTag::FrontStatus(503),
+            FaultTag::FrontDelay,
+            FaultTag::FrontStall,
+            FaultTag::FrontUpstreamUnreachable,
+            FaultTag::Other("something-new".into()),
+        ];
+        for t in tags {
+            assert_eq!(FaultTag::parse(&t.to_string()), t, "{t}");
+        }
+        assert_eq!(FaultTag::parse("ack-loss"), FaultTag::DropAck);
+    }
+
+    #[test]
+    fn only_holding_or_stalling_excuses_a_slow_answer() {
+        for s in [
+            "rotation:old+new",
+            "tamper:bad-signature",
+            "duplicate-concurrent:1/3",
+            "drop-ack",
+            "front:503",
+        ] {
+            assert!(!FaultTag::parse(s).excuses_slowness(), "{s}");
+        }
+        assert!(FaultTag::parse(FRONT_DELAY).excuses_slowness());
+        assert!(FaultTag::parse(FRONT_STALL).excuses_slowness());
+    }
+
+    #[test]
+    fn the_fronts_own_answers_are_not_the_receivers() {
+        assert!(FaultTag::parse("front:503").answered_by_harness());
+        assert!(FaultTag::parse("redirect").answered_by_harness());
+        assert!(FaultTag::parse("hold-back").answered_by_harness());
+        assert!(!FaultTag::parse(FRONT_UNREACHABLE).answered_by_harness());
+        assert!(!FaultTag::parse(FRONT_DELAY).answered_by_harness());
+        assert!(!FaultTag::parse("duplicate-replay").answered_by_harness());
+    }
+}
