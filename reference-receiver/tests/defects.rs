@@ -301,9 +301,22 @@ async fn stale_sequence_overwrites_applies_a_lower_sequence() -> Result<()> {
 #[tokio::test]
 async fn a_restarted_defect_store_keeps_its_rows_and_only_a_new_key_recreates_the_inbox(
 ) -> Result<()> {
-    use hookstorm_receiver::store::{open_store_with, Keying, NewDelivery, StoreOptions};
     let dir = tempfile::tempdir()?;
-    let url = format!("sqlite://{}", dir.path().join("r.db").display());
+    restarts_keep_rows(&format!("sqlite://{}", dir.path().join("r.db").display())).await
+}
+
+/// The same on Postgres (skipped without `initdb`, except in CI).
+#[tokio::test]
+async fn a_restarted_defect_store_keeps_its_rows_on_postgres() -> Result<()> {
+    let Some(pg) = tokio::task::spawn_blocking(shared_pg).await? else {
+        return Ok(());
+    };
+    restarts_keep_rows(&pg.fresh_database().await?).await
+}
+
+async fn restarts_keep_rows(url: &str) -> Result<()> {
+    use hookstorm_receiver::store::{open_store_with, Keying, NewDelivery, StoreOptions};
+    let url = url.to_string();
     let opts = |keying| StoreOptions {
         keying,
         ..StoreOptions::default()
