@@ -156,3 +156,49 @@ fn the_reference_scan_finds_what_it_should() {
     let pages: Vec<&str> = refs.iter().map(|(p, _)| p.as_str()).collect();
     assert_eq!(pages, ["state.md", "hooks.md"]);
 }
+
+/// Number words the scenarios README may use for its count.
+fn number(word: &str) -> Option<usize> {
+    let words = [
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    ];
+    word.parse()
+        .ok()
+        .or_else(|| words.iter().position(|w| *w == word))
+}
+
+#[test]
+fn the_scenarios_readme_lists_every_shipped_scenario_and_counts_them() {
+    let dir = root().join("scenarios");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".toml").map(str::to_string)
+        })
+        .collect();
+    files.sort();
+    let text = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    let table = text
+        .split("## Shipped scenarios")
+        .nth(1)
+        .expect("a Shipped scenarios section");
+    let mut listed: Vec<String> = table
+        .lines()
+        .filter_map(|l| l.strip_prefix("| "))
+        .filter_map(|l| l.split(" |").next())
+        .filter(|n| !n.is_empty() && *n != "scenario" && !n.starts_with("---"))
+        .map(str::to_string)
+        .collect();
+    listed.sort();
+    assert_eq!(listed, files, "the table and the folder differ");
+    // "There are N scenarios": the number the text states is the real one.
+    let stated = table
+        .split("There are ")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(number)
+        .expect("the README states how many scenarios there are");
+    assert_eq!(stated, files.len());
+}
