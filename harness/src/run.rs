@@ -105,7 +105,7 @@ pub async fn run(
     run_until(target, scenarios, opts, on_event, &Stop::never()).await
 }
 
-/// Runs every scenario against the target until `stop` is requested. A
+/// Runs every scenario against the target until `interrupt` is requested. A
 /// stopped run drops the scenario in progress (its processes are killed
 /// with the supervisor), writes the reports of the scenarios that
 /// finished, marked `interrupted`, and points `latest` at them.
@@ -114,7 +114,7 @@ pub async fn run_until(
     scenarios: &[Scenario],
     opts: &RunOptions,
     on_event: &mut (dyn FnMut(RunEvent<'_>) + Send),
-    stop: &Stop,
+    interrupt: &Stop,
 ) -> Result<RunOutcome, RunError> {
     let started = Instant::now();
     let started_at = history::now_rfc3339();
@@ -135,7 +135,7 @@ pub async fn run_until(
             s = Supervisor::start(life.clone(), target.database.clone(), &dir) => {
                 Some(s.map_err(|e| RunError::Target(e.to_string()))?)
             }
-            _ = stop.wait() => None,
+            _ = interrupt.wait() => None,
         },
         None => None,
     };
@@ -148,7 +148,7 @@ pub async fn run_until(
     let mut owners = Owners::default();
     let mut rechecks: Vec<Option<Recheck>> = Vec::new();
     for (i, scenario) in scenarios.iter().enumerate() {
-        if stop.requested() {
+        if interrupt.requested() {
             break;
         }
         on_event(RunEvent::ScenarioStarted {
@@ -167,7 +167,7 @@ pub async fn run_until(
                 supervisor.as_mut(),
                 (i, &mut owners),
             ) => r?,
-            _ = stop.wait() => break,
+            _ = interrupt.wait() => break,
         };
         on_event(RunEvent::ScenarioFinished(&report));
         reports.push(report);
@@ -176,7 +176,7 @@ pub async fn run_until(
     // Rows the last scenario's read did not see yet, then every scenario
     // that got late rows is judged again with them.
     // (Not after Ctrl-C: the user asked to stop, not for one more read.)
-    if let (Some(last), false) = (rechecks.len().checked_sub(1), stop.requested()) {
+    if let (Some(last), false) = (rechecks.len().checked_sub(1), interrupt.requested()) {
         if let (Some(_), Ok(state)) = (&rechecks[last], probe.read_state().await) {
             owners.take_final(last, &state);
         }
@@ -186,7 +186,7 @@ pub async fn run_until(
             judge_late_rows(report, r, rows);
         }
     }
-    let interrupted = stop.requested();
+    let interrupted = interrupt.requested();
     if let Some(sup) = supervisor.take() {
         if interrupted {
             // Stopped by the user: no graceful shutdown, every group is killed now.
