@@ -21,8 +21,9 @@ pub struct Owners {
     by_account: HashMap<(String, String), usize>,
     /// key -> scenario index (rows that carry no account).
     by_key: HashMap<String, usize>,
-    /// Per owner: how many rows of each (account, key) its own read saw.
-    read: HashMap<usize, HashMap<(Option<String>, String), usize>>,
+    /// Per owner: how many rows of each (account, key) it has been judged
+    /// with (its own read plus the late rows taken so far).
+    accounted: HashMap<usize, HashMap<(Option<String>, String), usize>>,
     late: BTreeMap<usize, Vec<InboxRow>>,
 }
 
@@ -43,14 +44,27 @@ impl Owners {
     }
 
     fn owner(&self, row: &InboxRow) -> Option<usize> {
-        match &row.account {
-            Some(a) => self.by_account.get(&(a.clone(), row.key.clone())).copied(),
-            None => self.by_key.get(&row.key).copied(),
+        self.owner_of(row.account.as_deref(), &row.key)
+    }
+
+    fn owner_of(&self, account: Option<&str>, key: &str) -> Option<usize> {
+        match account {
+            Some(a) => self
+                .by_account
+                .get(&(a.to_string(), key.to_string()))
+                .copied(),
+            None => self.by_key.get(key).copied(),
         }
     }
 
+    /// Whether a row of `key` belongs to a scenario before `current`.
+    fn earlier(&self, current: usize, account: Option<&str>, key: &str) -> bool {
+        self.owner_of(account, key).is_some_and(|o| o < current)
+    }
+
     /// Takes the rows of earlier scenarios' keys out of scenario `current`'s
-    /// state and keeps them as late rows of their owners; then remembers
+    /// state (inbox rows, and the results, winners and effects of those
+    /// keys) and keeps the inbox rows as late rows of their owners; then remembers
     /// what `current`'s own read saw. Returns how many rows were taken.
     pub fn take_late(&mut self, current: usize, state: &mut State) -> usize {
         let mut taken = 0;
@@ -59,38 +73,57 @@ impl Owners {
             match self.owner(&row) {
                 Some(owner) if owner < current => {
                     taken += 1;
+                    *self
+                        .accounted
+                        .entry(owner)
+                        .or_default()
+                        .entry((row.account.clone(), row.key.clone()))
+                        .or_default() += 1;
                     self.late.entry(owner).or_default().push(row);
                 }
                 _ => keep.push(row),
             }
         }
         state.inbox = keep;
-        let seen = self.read.entry(current).or_default();
+        // What those rows caused (results, winners, effects) is not this
+        // scenario's either.
+        if let Some(rows) = state.results.as_mut() {
+            rows.retain(|r| !self.earlier(current, r.account.as_deref(), &r.task_id));
+        }
+        if let Some(rows) = state.winners.as_mut() {
+            rows.retain(|r| !self.earlier(current, r.account.as_deref(), &r.task_id));
+        }
+        if let Some(rows) = state.effects.as_mut() {
+            rows.retain(|r| !self.earlier(current, r.account.as_deref(), &r.key));
+        }
+        let seen = self.accounted.entry(current).or_default();
         for r in &state.inbox {
             *seen.entry((r.account.clone(), r.key.clone())).or_default() += 1;
         }
         taken
     }
 
-    /// After the last scenario: rows of scenario `last`'s keys beyond what
-    /// its own read saw are late rows of it.
-    pub fn take_final(&mut self, last: usize, state: &State) {
-        let mut counts: HashMap<(Option<String>, String), usize> = HashMap::new();
+    /// After the last scenario: rows of any scenario's keys beyond what that
+    /// scenario was judged with are late rows of it.
+    pub fn take_final(&mut self, state: &State) {
+        let mut counts: HashMap<(usize, Option<String>, String), usize> = HashMap::new();
         for row in &state.inbox {
-            if self.owner(row) != Some(last) {
+            let Some(owner) = self.owner(row) else {
                 continue;
-            }
-            let k = (row.account.clone(), row.key.clone());
-            let n = counts.entry(k.clone()).or_default();
+            };
+            let n = counts
+                .entry((owner, row.account.clone(), row.key.clone()))
+                .or_default();
             *n += 1;
+            let k = (row.account.clone(), row.key.clone());
             let seen = self
-                .read
-                .get(&last)
+                .accounted
+                .get(&owner)
                 .and_then(|m| m.get(&k))
                 .copied()
                 .unwrap_or(0);
             if *n > seen {
-                self.late.entry(last).or_default().push(row.clone());
+                self.late.entry(owner).or_default().push(row.clone());
             }
         }
     }
@@ -139,6 +172,26 @@ mod tests {
     }
 
     #[test]
+    fn the_final_read_does_not_count_a_late_row_twice() {
+        let mut o = Owners::default();
+        o.claim(0, &[attempt("first", "tsk_1")]);
+        o.take_late(0, &mut State::default());
+        o.claim(1, &[attempt("second", "tsk_2")]);
+        let mut second = State {
+            inbox: vec![row("tsk_1"), row("tsk_2")],
+            ..State::default()
+        };
+        o.take_late(1, &mut second);
+        // No reset: the final read still holds both rows, already judged.
+        o.take_final(&State {
+            inbox: vec![row("tsk_1"), row("tsk_2")],
+            ..State::default()
+        });
+        assert_eq!(o.late()[&0], vec![row("tsk_1")]);
+        assert!(!o.late().contains_key(&1));
+    }
+
+    #[test]
     fn the_final_read_finds_what_the_last_scenario_did_not_see() {
         let mut o = Owners::default();
         o.claim(0, &[attempt("only", "tsk_1"), attempt("only", "tsk_2")]);
@@ -151,7 +204,7 @@ mod tests {
             inbox: vec![row("tsk_1"), row("tsk_2"), row("tsk_1")],
             ..State::default()
         };
-        o.take_final(0, &end);
+        o.take_final(&end);
         assert_eq!(o.late()[&0], vec![row("tsk_2"), row("tsk_1")]);
     }
 }

@@ -173,12 +173,12 @@ pub async fn run_until(
         reports.push(report);
         rechecks.push(recheck);
     }
-    // Rows the last scenario's read did not see yet, then every scenario
-    // that got late rows is judged again with them.
-    // (Not after Ctrl-C: the user asked to stop, not for one more read.)
-    if let (Some(last), false) = (rechecks.len().checked_sub(1), interrupt.requested()) {
-        if let (Some(_), Ok(state)) = (&rechecks[last], probe.read_state().await) {
-            owners.take_final(last, &state);
+    // Rows no scenario's read saw yet, then every scenario that got late
+    // rows is judged again with them. (Not after Ctrl-C: the user asked to
+    // stop, not for one more read.)
+    if !interrupt.requested() && rechecks.iter().any(Option::is_some) {
+        if let Ok(state) = probe.read_state().await {
+            owners.take_final(&state);
         }
     }
     for (&i, rows) in owners.late() {

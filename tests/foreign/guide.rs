@@ -59,6 +59,9 @@ struct Traits {
     queue: bool,
     /// Broken: acknowledge every n-th queued delivery and then drop it.
     drop_every: Option<u64>,
+    /// Broken: answers 401 to a bad signature, but a job replays rejected
+    /// deliveries into the inbox 700 ms later.
+    replays_rejected: bool,
 }
 
 struct Guide {
@@ -151,12 +154,26 @@ fn start(traits: Traits, dir: &Path, provider: String) -> Guide {
             if req.too_large {
                 return Reply::status(413);
             }
-            if !verify_answerline(secret, req) {
-                return Reply::status(401);
-            }
             let Some(body) = req.json() else {
                 return Reply::status(400);
             };
+            if !verify_answerline(secret, req) {
+                if let (true, Some(key)) = (
+                    traits.replays_rejected,
+                    body.pointer("/task/id").and_then(|k| k.as_str()),
+                ) {
+                    queue
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(Queued {
+                            due: Instant::now() + Duration::from_millis(700),
+                            account,
+                            key: key.to_string(),
+                            body: String::from_utf8_lossy(&req.body).into_owned(),
+                        });
+                }
+                return Reply::status(401);
+            }
             if body.get("test").and_then(|t| t.as_bool()) == Some(true) {
                 return Reply::status(204);
             }
@@ -425,6 +442,7 @@ fn a_guide_receiver_with_a_queue_failed_poison_rows_and_a_429_shy_reconciler_pas
     let traits = Traits {
         queue: true,
         drop_every: None,
+        replays_rejected: false,
     };
     for seed in [1, 2, 3, 4, 5] {
         let r = run(traits, CATALOG, seed);
@@ -450,6 +468,7 @@ fn a_guide_receiver_inserting_directly_passes_the_catalog() {
     let traits = Traits {
         queue: false,
         drop_every: None,
+        replays_rejected: false,
     };
     let r = run(traits, CATALOG, 7);
     assert_eq!(r.code, 0, "{}", r.explain());
@@ -460,6 +479,7 @@ fn a_queue_that_drops_acknowledged_deliveries_is_caught_by_no_loss() {
     let traits = Traits {
         queue: true,
         drop_every: Some(4),
+        replays_rejected: false,
     };
     let r = run(traits, &["baseline"], 1);
     assert_eq!(r.code, 1, "{}", r.explain());
@@ -487,6 +507,7 @@ fn the_reconciler_is_called_until_nothing_is_throttled() -> Result<(), Box<dyn s
     let traits = Traits {
         queue: false,
         drop_every: None,
+        replays_rejected: false,
     };
     let r = run(traits, &["long-outage-reconcile"], 2);
     assert_eq!(r.code, 0, "{}", r.explain());
@@ -500,4 +521,34 @@ fn the_reconciler_is_called_until_nothing_is_throttled() -> Result<(), Box<dyn s
         "a third of the lookups are throttled once: {calls} call(s)"
     );
     Ok(())
+}
+
+#[test]
+fn a_phantom_that_lands_after_the_read_is_charged_to_its_own_scenario_not_the_next() {
+    let traits = Traits {
+        queue: false,
+        drop_every: None,
+        replays_rejected: true,
+    };
+    let r = run(traits, &["bad-signature", "baseline"], 4);
+    let report = r.report.as_ref().expect("report");
+    let names: Vec<&str> = report.scenarios.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["bad-signature", "baseline"]);
+    assert_eq!(
+        r.verdict("bad-signature", InvariantId::I4),
+        Some(Verdict::Fail),
+        "{}",
+        r.explain()
+    );
+    assert_eq!(
+        r.scenario_verdict("baseline"),
+        Some(Verdict::Pass),
+        "{}",
+        r.explain()
+    );
+    let notes = report.scenarios[0].notes.join("\n");
+    assert!(
+        notes.contains("landed after this scenario's state was read"),
+        "{notes}"
+    );
 }

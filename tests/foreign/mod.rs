@@ -9,6 +9,7 @@
 
 mod acks;
 mod guide;
+mod races;
 mod redirecting;
 mod server;
 

@@ -1,8 +1,9 @@
 //! `duplicate`: the same delivery more than once.
 //!
-//! Concurrent copies are released at one instant on separate connections
-//! (a provider's retry racing its own first attempt, or two workers picking
-//! the same job): they catch check-then-insert races. Sequential copies come
+//! Concurrent copies are released at one instant on separate connections,
+//! each written but for its last byte before any is completed (a provider's
+//! retry racing its own first attempt, or two workers picking the same
+//! job): they catch check-then-insert races. Sequential copies come
 //! after the first ack: exact replays of the signed request, replays with a
 //! fresh `Webhook-Id` (which catch receivers deduplicating on that unsigned
 //! header instead of the task id), and dashboard redeliveries.

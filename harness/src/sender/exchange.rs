@@ -21,6 +21,9 @@ use crate::units::format_duration;
 /// The HTTP client the sender uses (http and https).
 pub type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
+/// The most of an answer's body the sender reads (the rest is dropped).
+pub const ANSWER_LIMIT: usize = 64 * 1024;
+
 /// What came back from one exchange.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answer {
@@ -88,7 +91,7 @@ pub async fn exchange(
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
         // Read (a bounded amount of) the answer so the connection can be reused.
-        let _ = Limited::new(resp.into_body(), 64 * 1024).collect().await;
+        let _ = Limited::new(resp.into_body(), ANSWER_LIMIT).collect().await;
         Ok::<_, hyper_util::client::legacy::Error>((status, latency, location))
     };
     match tokio::time::timeout(timeout, fut).await {

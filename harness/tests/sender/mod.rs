@@ -1,6 +1,8 @@
 //! The sender over real HTTP: schedules, redirects, ack loss, duplicates,
 //! forgeries, unreachable targets and the history.
 
+mod copies;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
