@@ -93,7 +93,7 @@ async fn a_reconciliation_that_reaches_no_provider_is_caught_by_no_loss() -> Tes
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_target_without_a_provider_api_leaves_reconciliation_undecided() -> TestResult {
+async fn a_target_without_a_provider_api_skips_reconciliation_naming_the_need() -> TestResult {
     let out = tempfile::tempdir()?;
     let (receiver, mut target) = hookstorm_receiver::embedded::start(None, None).await?;
     target.provider = None;
@@ -106,11 +106,15 @@ async fn a_target_without_a_provider_api_leaves_reconciliation_undecided() -> Te
     .await?;
     receiver.shutdown().await;
     let s = &outcome.report.scenarios[0];
-    assert_eq!(s.check.verdict(), Verdict::Unknown);
-    assert!(
-        s.notes.iter().any(|n| n.contains("[provider] listen")),
-        "{:?}",
-        s.notes
+    let skip = s.skipped.as_ref().expect("skipped, not run");
+    assert_eq!(skip.need, Some(hookstorm::coverage::Need::Provider));
+    assert!(skip.reason.contains("[provider] listen"), "{skip:?}");
+    assert!(s.check.results.is_empty());
+    assert_eq!(s.verdict(false), None);
+    assert_eq!(
+        outcome.report.exit_code(),
+        hookstorm::exit::UNKNOWN,
+        "nothing ran"
     );
     Ok(())
 }

@@ -171,7 +171,7 @@ async fn ok_while_database_down_is_caught_by_db_outage() -> TestResult {
 }
 
 #[test]
-fn a_process_scenario_against_a_target_without_lifecycle_is_unknown_with_a_hint() {
+fn a_process_scenario_against_a_target_without_lifecycle_is_skipped_with_a_hint() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let (receiver, target) = hookstorm_receiver::embedded::start(None, None)
@@ -180,8 +180,10 @@ fn a_process_scenario_against_a_target_without_lifecycle_is_unknown_with_a_hint(
         let (outcome, _out) = run_on(&target, &scenarios(&["kill-under-load"]), 16).await;
         receiver.shutdown().await;
         let s = &outcome.report.scenarios[0];
-        assert_eq!(s.check.verdict(), Verdict::Unknown);
-        assert!(s.notes[0].contains("[lifecycle]"), "{:?}", s.notes);
+        let skip = s.skipped.as_ref().expect("skipped, not run");
+        assert_eq!(skip.need, Some(hookstorm::coverage::Need::Lifecycle));
+        assert!(skip.reason.contains("[lifecycle]"), "{skip:?}");
+        assert_eq!(s.verdict(false), None);
     });
 }
 

@@ -53,6 +53,11 @@ pub fn options(seed: u64, out: &Path, strict: bool) -> RunOptions {
         drain: Duration::from_secs(6),
         settle: hookstorm::probe::DEFAULT_SETTLE,
         reproduce: "hookstorm run".into(),
+        // The library-level tests check scenarios; tests/gate.rs checks the preflight.
+        preflight: false,
+        max_fail: None,
+        timeout: None,
+        require_all: false,
     }
 }
 

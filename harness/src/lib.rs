@@ -28,6 +28,8 @@
 //! - [`tls`]: https for the sender and the HTTP probe.
 //! - [`run`]: the pipeline of `hookstorm run`, scenario by scenario.
 //! - [`late`]: rows that land after their scenario's state was read.
+//! - [`preflight`]: checks a target's configuration in seconds before a run.
+//! - [`coverage`]: what scenarios need from a target, skips, and what ran.
 //! - [`lifecycle`]: starting, signalling and restarting the receiver's processes.
 //! - [`tcpproxy`]: a TCP fault proxy between a receiver and its database.
 //! - [`chaos`]: process and database faults carried out during a scenario.
@@ -44,6 +46,7 @@ pub mod bench;
 mod catalog;
 pub mod chaos;
 pub mod check;
+pub mod coverage;
 pub mod delivery;
 pub mod error;
 pub mod exit;
@@ -54,6 +57,7 @@ pub mod history;
 pub mod interrupt;
 pub mod late;
 pub mod lifecycle;
+pub mod preflight;
 pub mod probe;
 pub mod profile;
 pub mod provider;

@@ -2,6 +2,11 @@
 //! workload with its faults, wait for the receiver to drain, read its state,
 //! check the invariants, and finally write the reports.
 //!
+//! Before the first scenario the [`crate::preflight`] checks the target
+//! (exit 3 on a configuration mistake); a scenario whose needs the target
+//! does not meet is skipped ([`crate::coverage`]); `max_fail` and `timeout`
+//! stop a run early, and the scenarios it did not reach are listed as not run.
+//!
 //! This module decides nothing about verdicts (the checker does) and renders
 //! nothing (the reporters do); it sequences them and emits [`RunEvent`]s so
 //! the CLI can show progress.
@@ -11,11 +16,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::chaos;
-use crate::check::{self, CheckOptions, InvariantId, ScenarioCheck};
+use crate::check::{self, CheckOptions, InvariantId, ScenarioCheck, Verdict};
+use crate::coverage::{self, Skip, TargetFacts};
 use crate::history::{self, Event, HistorySink, Intent, Outcome, RunHeader};
 use crate::interrupt::Stop;
 use crate::late::Owners;
 use crate::lifecycle::Supervisor;
+use crate::preflight::{self, Preflight};
 use crate::probe::{Probe, Settled};
 use crate::report::{self, RunReport, ScenarioReport};
 use crate::scenario::Scenario;
@@ -45,6 +52,16 @@ pub struct RunOptions {
     pub settle: Duration,
     /// The command that reproduces this run, without `--scenario`/`--seed`.
     pub reproduce: String,
+    /// Check the target before the first scenario; a problem ends the run
+    /// with [`RunError::Preflight`].
+    pub preflight: bool,
+    /// Stop after this many failing scenarios (`--fail-fast` is 1).
+    pub max_fail: Option<usize>,
+    /// Stop the whole run after this long; the scenario it cuts short is
+    /// unknown, the ones after it are not run.
+    pub timeout: Option<Duration>,
+    /// A scenario skipped for an unmet need fails the run.
+    pub require_all: bool,
 }
 
 /// Progress of a run, for the console.
@@ -59,8 +76,10 @@ pub enum RunEvent<'a> {
         /// Scenarios in the run.
         total: usize,
     },
-    /// A scenario finished and was checked.
+    /// A scenario finished and was checked (or was skipped).
     ScenarioFinished(&'a ScenarioReport),
+    /// The preflight finished (whether or not the target is usable).
+    Preflight(&'a Preflight),
 }
 
 /// Why a run could not be carried out at all.
@@ -72,6 +91,19 @@ pub enum RunError {
     /// The reports could not be written.
     #[error("cannot write reports: {0}")]
     Io(String),
+    /// The preflight found a configuration mistake.
+    #[error("target unusable: {}", .0.problem().map(|f| f.render(&preflight::Words::generic())).unwrap_or_default())]
+    Preflight(Box<Preflight>),
+}
+
+/// What `hookstorm doctor` found: the preflight, and which scenarios would
+/// be skipped and why.
+#[derive(Debug)]
+pub struct Doctor {
+    /// The preflight.
+    pub preflight: Preflight,
+    /// Each scenario and why it would be skipped (`None`: it would run).
+    pub skips: Vec<(String, Option<Skip>)>,
 }
 
 /// A finished run: its report and where it was written.
@@ -125,51 +157,103 @@ pub async fn run_until(
     );
     let dir = opts.out_dir.join(&run_id);
     std::fs::create_dir_all(&dir).map_err(|e| RunError::Io(format!("{}: {e}", dir.display())))?;
-    let probe = Probe::from_config(&target.state)
-        .map_err(|e| RunError::Target(e.to_string()))?
-        .with_roots(target.roots.clone());
-    // With lifecycle control the harness owns the receiver's processes for the
-    // whole run; dropping the supervisor (error, Ctrl-C) kills them.
-    let mut supervisor = match &target.lifecycle {
-        Some(life) => tokio::select! {
-            s = Supervisor::start(life.clone(), target.database.clone(), &dir) => {
-                Some(s.map_err(|e| RunError::Target(e.to_string()))?)
-            }
-            _ = interrupt.wait() => None,
-        },
-        None => None,
+    // A signal while the receiver starts ends the run before any scenario.
+    let (probe, mut supervisor) = tokio::select! {
+        r = start(target, &dir) => r?,
+        _ = interrupt.wait() => {
+            return Err(RunError::Target("interrupted while starting the receiver".into()))
+        }
     };
-    if let Some(p) = &target.provider {
-        p.serve()
-            .map_err(|e| RunError::Target(format!("provider API on {}: {e}", p.url())))?;
-    }
+    let facts = if opts.preflight {
+        let pf = preflight::check(target, &probe).await;
+        on_event(RunEvent::Preflight(&pf));
+        if !pf.usable() {
+            if let Some(sup) = supervisor.take() {
+                sup.shutdown().await;
+            }
+            return Err(RunError::Preflight(Box::new(pf)));
+        }
+        pf.facts
+    } else {
+        TargetFacts::default()
+    };
 
+    let deadline = opts.timeout.map(|t| tokio::time::Instant::now() + t);
+    let mut failures = 0;
+    // Once set, (label, reason) of why the remaining scenarios are not run.
+    let mut stop: Option<(String, String)> = None;
     let mut reports = Vec::new();
     let mut owners = Owners::default();
     let mut rechecks: Vec<Option<Recheck>> = Vec::new();
     for (i, scenario) in scenarios.iter().enumerate() {
+        // Interrupted: the report holds the scenarios that finished.
         if interrupt.requested() {
             break;
+        }
+        if stop.is_none() && deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+            stop = Some(timeout_stop(opts));
+        }
+        if let Some((label, reason)) = &stop {
+            reports.push(skipped_report(
+                scenario,
+                opts,
+                Skip::stopped(scenario, label, reason),
+            ));
+            rechecks.push(None);
+            continue;
         }
         on_event(RunEvent::ScenarioStarted {
             name: &scenario.name,
             index: i + 1,
             total: scenarios.len(),
         });
-        let (report, recheck) = tokio::select! {
-            r = run_scenario(
-                target,
-                &probe,
-                scenario,
-                opts,
-                &dir,
-                &run_id,
-                supervisor.as_mut(),
-                (i, &mut owners),
-            ) => r?,
-            _ = interrupt.wait() => break,
+        let (report, recheck) = match coverage::unmet(scenario, target, &probe, &facts) {
+            Some(skip) => (skipped_report(scenario, opts, skip), None),
+            None => {
+                let began = Instant::now();
+                let one = run_scenario(
+                    target,
+                    &probe,
+                    scenario,
+                    opts,
+                    &dir,
+                    &run_id,
+                    supervisor.as_mut(),
+                    (i, &mut owners),
+                );
+                // `None`: the run's --timeout cut the scenario short.
+                let bounded = async move {
+                    match deadline {
+                        None => one.await.map(Some),
+                        Some(d) => match tokio::time::timeout_at(d, one).await {
+                            Ok(r) => r.map(Some),
+                            Err(_) => Ok(None),
+                        },
+                    }
+                };
+                let finished = tokio::select! {
+                    r = bounded => r?,
+                    _ = interrupt.wait() => break,
+                };
+                match finished {
+                    Some(done) => done,
+                    None => {
+                        stop = Some(timeout_stop(opts));
+                        (
+                            cut_short_report(scenario, opts, target, began.elapsed()),
+                            None,
+                        )
+                    }
+                }
+            }
         };
         on_event(RunEvent::ScenarioFinished(&report));
+        if counts_as_failing(&report, opts) {
+            failures += 1;
+            if opts.max_fail.is_some_and(|m| failures >= m) && stop.is_none() {
+                stop = Some(fail_stop(opts, failures, &scenario.name));
+            }
+        }
         reports.push(report);
         rechecks.push(recheck);
     }
@@ -206,6 +290,7 @@ pub async fn run_until(
         started_at,
         duration_s: started.elapsed().as_secs_f64(),
         strict: opts.strict,
+        require_all: opts.require_all,
         hookstorm_version: env!("CARGO_PKG_VERSION").to_string(),
         scenarios: reports,
         machine: Some(machine()),
@@ -214,6 +299,163 @@ pub async fn run_until(
     report::write_reports(&dir, &report).map_err(|e| RunError::Io(e.to_string()))?;
     point_latest(&opts.out_dir, &run_id);
     Ok(RunOutcome { report, dir })
+}
+
+/// Starts what the target needs for a run (lifecycle, provider API) and
+/// builds its probe. With lifecycle control the harness owns the
+/// receiver's processes for the whole run; dropping the supervisor (error,
+/// Ctrl-C) kills them.
+async fn start(target: &Target, dir: &Path) -> Result<(Probe, Option<Supervisor>), RunError> {
+    let probe = Probe::from_config(&target.state)
+        .map_err(|e| RunError::Target(e.to_string()))?
+        .with_roots(target.roots.clone());
+    let supervisor = match &target.lifecycle {
+        Some(life) => Some(
+            Supervisor::start(life.clone(), target.database.clone(), dir)
+                .await
+                .map_err(|e| RunError::Target(e.to_string()))?,
+        ),
+        None => None,
+    };
+    if let Some(p) = &target.provider {
+        p.serve()
+            .map_err(|e| RunError::Target(format!("provider API on {}: {e}", p.url())))?;
+    }
+    Ok((probe, supervisor))
+}
+
+/// `hookstorm doctor`: starts the target as a run would, runs the preflight
+/// and says which scenarios would be skipped; sends no scenario.
+pub async fn doctor(
+    target: &Target,
+    scenarios: &[Scenario],
+    opts: &RunOptions,
+) -> Result<Doctor, RunError> {
+    let dir = opts.out_dir.join(format!(
+        "doctor-{}",
+        chrono::Utc::now().format("%Y%m%d-%H%M%S")
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| RunError::Io(format!("{}: {e}", dir.display())))?;
+    let (probe, supervisor) = start(target, &dir).await?;
+    let pf = preflight::check(target, &probe).await;
+    if let Some(sup) = supervisor {
+        sup.shutdown().await;
+    }
+    let skips = scenarios
+        .iter()
+        .map(|s| {
+            (
+                s.name.clone(),
+                coverage::unmet(s, target, &probe, &pf.facts),
+            )
+        })
+        .collect();
+    Ok(Doctor {
+        preflight: pf,
+        skips,
+    })
+}
+
+/// Whether a finished scenario counts toward `max_fail`.
+fn counts_as_failing(report: &ScenarioReport, opts: &RunOptions) -> bool {
+    match &report.skipped {
+        Some(skip) => opts.require_all && skip.need.is_some(),
+        None => match report.check.verdict() {
+            Verdict::Fail => true,
+            Verdict::NonStrict => opts.strict,
+            Verdict::Pass | Verdict::Unknown => false,
+        },
+    }
+}
+
+fn fail_stop(opts: &RunOptions, failures: usize, last: &str) -> (String, String) {
+    match opts.max_fail {
+        Some(1) => (
+            "--fail-fast".into(),
+            format!("--fail-fast stopped the run after {last} failed"),
+        ),
+        _ => {
+            let label = format!("--max-fail {failures}");
+            let reason = format!(
+                "{label} stopped the run after {failures} failing scenarios (the last {last})"
+            );
+            (label, reason)
+        }
+    }
+}
+
+fn timeout_stop(opts: &RunOptions) -> (String, String) {
+    let t = opts
+        .timeout
+        .map(crate::units::format_duration)
+        .unwrap_or_default();
+    (
+        "--timeout".into(),
+        format!("the run's --timeout of {t} ran out"),
+    )
+}
+
+/// The command that reproduces one scenario of this run.
+fn reproduce_command(opts: &RunOptions, scenario: &Scenario) -> String {
+    format!(
+        "{} --scenario {} --seed {}{}",
+        opts.reproduce,
+        scenario.name,
+        opts.seed,
+        opts.time_scale
+            .map(|t| format!(" --time-scale {t}"))
+            .unwrap_or_default()
+    )
+}
+
+/// The report of a scenario that did not run: no checks, the reason as its note.
+fn skipped_report(scenario: &Scenario, opts: &RunOptions, skip: Skip) -> ScenarioReport {
+    ScenarioReport {
+        name: scenario.name.clone(),
+        description: scenario.description.clone(),
+        when_it_fails: scenario.when_it_fails.clone(),
+        check: ScenarioCheck {
+            scenario: scenario.name.clone(),
+            results: Vec::new(),
+            counts: Default::default(),
+            dead_letters: Vec::new(),
+        },
+        reproduce: reproduce_command(opts, scenario),
+        duration_s: 0.0,
+        history: String::new(),
+        state: None,
+        notes: vec![skip.reason.clone()],
+        skipped: Some(skip),
+    }
+}
+
+/// The report of a scenario the run's timeout cut short: every invariant unknown.
+fn cut_short_report(
+    scenario: &Scenario,
+    opts: &RunOptions,
+    target: &Target,
+    took: Duration,
+) -> ScenarioReport {
+    let (_, reason) = timeout_stop(opts);
+    let why = format!("{reason} during this scenario");
+    let check = check::check(
+        std::iter::empty(),
+        &scenario.name,
+        Err(why.as_str()),
+        &check_options(&coverage::invariants(scenario), opts, target, false),
+    );
+    ScenarioReport {
+        name: scenario.name.clone(),
+        description: scenario.description.clone(),
+        when_it_fails: scenario.when_it_fails.clone(),
+        check,
+        reproduce: reproduce_command(opts, scenario),
+        duration_s: took.as_secs_f64(),
+        history: format!("{}/history.jsonl", scenario.name),
+        state: None,
+        notes: vec![why],
+        skipped: None,
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -244,53 +486,7 @@ async fn run_scenario(
         .iter()
         .filter_map(|s| s.parse().ok())
         .collect();
-    let reproduce = format!(
-        "{} --scenario {} --seed {}{}",
-        opts.reproduce,
-        scenario.name,
-        opts.seed,
-        opts.time_scale
-            .map(|t| format!(" --time-scale {t}"))
-            .unwrap_or_default()
-    );
-
-    let missing: Vec<&String> = scenario
-        .accounts
-        .iter()
-        .filter(|a| !target.secrets.contains_key(*a))
-        .collect();
-    let skip = if !missing.is_empty() {
-        Some(format!(
-            "needs account(s) {} that the target does not define (hint: add [accounts.NAME] to the target file, or --skip {})",
-            missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
-            scenario.name
-        ))
-    } else {
-        chaos::missing_control(scenario, target)
-            .or_else(|| crate::catalog::unmet_needs(scenario, target, probe))
-    };
-    if let Some(reason) = skip {
-        let check = check::check(
-            std::iter::empty(),
-            &scenario.name,
-            Err(reason.as_str()),
-            &check_options(&invariants, opts, target, false),
-        );
-        return Ok((
-            ScenarioReport {
-                name: scenario.name.clone(),
-                description: scenario.description.clone(),
-                when_it_fails: scenario.when_it_fails.clone(),
-                check,
-                reproduce,
-                duration_s: 0.0,
-                history: String::new(),
-                state: None,
-                notes: vec![reason],
-            },
-            None,
-        ));
-    }
+    let reproduce = reproduce_command(opts, scenario);
 
     if let Err(e) = probe.reset().await {
         notes.push(format!(
@@ -485,6 +681,7 @@ async fn run_scenario(
                 .is_ok()
                 .then(|| format!("{}/state.json", scenario.name)),
             notes,
+            skipped: None,
         },
         recheck,
     ))

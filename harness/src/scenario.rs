@@ -32,6 +32,8 @@ pub struct Scenario {
     pub when_it_fails: String,
     /// Invariant ids checked (`I1`..`I9`).
     pub check: Vec<String>,
+    /// Tags for selecting scenarios (`process`, `signatures`, `ordering`, …).
+    pub tags: Vec<String>,
     /// Time scale for this scenario; `None` means the run's.
     pub time_scale: Option<f64>,
     /// How long the receiver may take to drain its inbox; `None` means the run's.
@@ -554,6 +556,8 @@ struct ScenarioFile {
     when_it_fails: String,
     check: Vec<String>,
     #[serde(default)]
+    tags: Vec<String>,
+    #[serde(default)]
     time_scale: Option<f64>,
     #[serde(default)]
     drain: Option<HumanDuration>,
@@ -575,6 +579,7 @@ impl Scenario {
             expect: file.expect,
             when_it_fails: file.when_it_fails,
             check: file.check,
+            tags: file.tags,
             time_scale: file.time_scale,
             drain: file.drain.map(|d| d.0),
             accounts: file.accounts.unwrap_or_else(|| vec!["acct_a".into()]),
@@ -622,6 +627,11 @@ impl Scenario {
     /// scenario's, else 1 (real time).
     pub fn effective_time_scale(&self, flag: Option<f64>) -> f64 {
         flag.or(self.time_scale).unwrap_or(1.0)
+    }
+
+    /// Whether the scenario carries tag `tag`.
+    pub fn has_tag(&self, tag: &str) -> bool {
+        self.tags.iter().any(|t| t == tag)
     }
 
     /// Whether the scenario checks invariant `id` (e.g. `"I4"`).
@@ -676,6 +686,20 @@ impl Scenario {
                 return Err(format!(
                     "check: {c:?} is not an invariant (expected I1 to I9)"
                 ));
+            }
+        }
+        for (i, t) in self.tags.iter().enumerate() {
+            let ok = !t.is_empty()
+                && t.len() <= 32
+                && t.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+            if !ok {
+                return Err(format!(
+                    "tag {t:?}: expected lowercase letters, digits or '-'"
+                ));
+            }
+            if self.tags[..i].contains(t) {
+                return Err(format!("tag {t:?} is listed twice"));
             }
         }
         if let Some(t) = self.time_scale {
@@ -849,6 +873,19 @@ mod tests {
         assert_eq!(s.accounts, vec!["acct_a"]);
         assert_eq!(s.workload, Workload::default());
         assert!(s.faults.is_empty() && s.time_scale.is_none());
+        assert!(s.tags.is_empty());
+    }
+
+    #[test]
+    fn tags_are_read_and_checked() {
+        let (_d, p) = write(&format!(
+            "{HEAD}check = [\"I1\"]\ntags = [\"process\", \"ordering\"]\n"
+        ));
+        let s = Scenario::from_file(&p).unwrap();
+        assert!(s.has_tag("process") && s.has_tag("ordering") && !s.has_tag("signatures"));
+        let (_d, p) = write(&format!("{HEAD}check = [\"I1\"]\ntags = [\"Not A Tag\"]\n"));
+        let e = Scenario::from_file(&p).unwrap_err().to_string();
+        assert!(e.contains("lowercase"), "{e}");
     }
 
     #[test]

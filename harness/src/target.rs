@@ -64,6 +64,32 @@ pub struct TargetFile {
     /// The provider API the harness serves for reconciliation scenarios.
     #[serde(default)]
     pub provider: Option<ProviderFile>,
+    /// Which scenarios this target runs, and whether every one must.
+    #[serde(default)]
+    pub scenarios: SelectionFile,
+}
+
+/// `[scenarios]`: the target's own selection, merged with the command
+/// line's (`--scenario` replaces `only`, `--tag` replaces `tags`; skips
+/// add up; `require_all` holds if either says so).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SelectionFile {
+    /// Run only these scenarios.
+    #[serde(default)]
+    pub only: Vec<String>,
+    /// Leave these scenarios out.
+    #[serde(default)]
+    pub skip: Vec<String>,
+    /// Run only scenarios with one of these tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Leave out scenarios with any of these tags.
+    #[serde(default)]
+    pub skip_tags: Vec<String>,
+    /// A scenario skipped for an unmet need fails the run.
+    #[serde(default)]
+    pub require_all: bool,
 }
 
 /// `[provider]`: where the harness serves its provider API, and its key.
@@ -327,6 +353,16 @@ mod tests {
             e.contains("HOOKSTORM_TEST_UNSET_PROVIDER is not set"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_scenarios_section_selects_and_requires() {
+        let text = "url = \"http://127.0.0.1:1/w\"\n[accounts.acct_a]\nsecrets = [\"s\"]\n[state]\nhttp = \"http://127.0.0.1:2/state\"\n[scenarios]\nskip = [\"kill-under-load\"]\nskip_tags = [\"process\"]\nrequire_all = true\n";
+        let file: TargetFile = crate::error::parse_toml(Path::new("t.toml"), text).unwrap();
+        assert_eq!(file.scenarios.skip, vec!["kill-under-load"]);
+        assert!(file.scenarios.require_all && file.scenarios.only.is_empty());
+        let bad = text.replace("require_all", "requre_all");
+        assert!(crate::error::parse_toml::<TargetFile>(Path::new("t.toml"), &bad).is_err());
     }
 
     #[test]

@@ -408,6 +408,7 @@ mod tests {
             expect: String::new(),
             when_it_fails: String::new(),
             check: vec!["I1".into()],
+            tags: vec![],
             time_scale: None,
             drain: None,
             accounts: accounts.iter().map(|s| s.to_string()).collect(),

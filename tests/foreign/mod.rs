@@ -8,6 +8,7 @@
 //! names their bug, the correct twins pass on several seeds.
 
 mod acks;
+mod gate;
 mod guide;
 mod races;
 mod redirecting;

@@ -4,10 +4,11 @@
 //! stores anything. It stands for the common misconfiguration where the URL
 //! registered with the provider is not the URL the handler lives at.
 //!
-//! Senders never follow redirects, so every delivery dies: hookstorm must
-//! fail I7 on the receiver's own 3xx, and its note must tell the user to
-//! register the final URL (unlike a redirect its own front makes by design,
-//! where there is nothing to register).
+//! Senders never follow redirects, so every delivery dies: the preflight
+//! refuses the target (exit 3) naming the URL to register, and a run
+//! without the preflight fails I7 on the receiver's own 3xx with a note
+//! telling the user to register the final URL (unlike a redirect its own
+//! front makes by design, where there is nothing to register).
 
 use hookstorm::check::{InvariantId, Verdict};
 
@@ -34,9 +35,15 @@ fn a_receiver_that_redirects_its_own_route_fails_i7_and_is_told_to_register_the_
         "url = \"{base}/webhooks/{{account}}\"\n{ACCOUNTS}\n[state]\nhttp = \"{base}/state\"\n",
         base = server.base()
     );
+    // The preflight sees it before any scenario: unusable, with the fix.
+    let pre = run_hookstorm(&target, &["--scenario", "baseline", "--seed", "2"]);
+    assert_eq!(pre.code, 3, "{}", pre.explain());
+    assert!(pre.output.contains("register that URL"), "{}", pre.output);
+    // Without the preflight the run itself fails I7 and its note says the same.
     let run = run_hookstorm(
         &target,
         &[
+            "--no-preflight",
             "--scenario",
             "baseline",
             "--seed",

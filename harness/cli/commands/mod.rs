@@ -3,6 +3,7 @@
 
 mod bench;
 mod check;
+mod list;
 mod provider;
 mod proxy;
 mod run;
@@ -39,6 +40,10 @@ const EXIT_CODES: &str =
 enum Command {
     /// Run scenarios against a receiver (the built-in reference receiver when no target is given).
     Run(Box<run::Args>),
+    /// Check a target's configuration in seconds (state source, reset, signed deliveries) and say which scenarios it would skip.
+    Doctor(Box<run::Args>),
+    /// List the scenarios: description, tags, needs and invariants.
+    List(list::Args),
     /// Re-check a stored history against a stored state, without re-running.
     Check(check::Args),
     /// Print the retry schedule of one delivery (attempt, wait, cumulative, min and max).
@@ -69,6 +74,8 @@ pub fn dispatch(cli: Cli) -> i32 {
     );
     let result = match cli.command {
         Command::Run(a) => run::run(*a),
+        Command::Doctor(a) => run::doctor(*a),
+        Command::List(a) => list::run(a),
         Command::Check(a) => check::run(a),
         Command::Schedule(a) => schedule::run(a),
         Command::Sign(a) => sign::run(a),

@@ -8,12 +8,20 @@
 //! process scenarios can kill it for real. Ctrl-C (or SIGTERM) stops every
 //! process the harness started, writes the reports of the scenarios that
 //! finished (marked interrupted), points `latest` at them and exits 130.
+//!
+//! Before the first scenario a preflight checks the target (exit 3 within
+//! seconds on a configuration mistake, with the fix in the words of the
+//! flags or file it was given with); `--preflight-only` (or `hookstorm
+//! doctor`) runs just that. Scenarios are selected on the command line and
+//! in the target file's `[scenarios]` (names, tags); one the target cannot
+//! run is skipped and listed, which fails the run only with `--require-all`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
 use hookstorm::exit;
+use hookstorm::preflight::{Outcome, Preflight, Words};
 use hookstorm::run::{RunEvent, RunOptions};
 use hookstorm::scenario::Scenario;
 use hookstorm::target::Target;
@@ -30,6 +38,30 @@ pub struct Args {
     /// Leave this scenario out; repeatable.
     #[arg(long = "skip")]
     skip: Vec<String>,
+    /// Run only scenarios with this tag (`process`, `signatures`, `ordering`, …; see `hookstorm list`); repeatable.
+    #[arg(long = "tag")]
+    tags: Vec<String>,
+    /// Leave out scenarios with this tag; repeatable.
+    #[arg(long = "skip-tag")]
+    skip_tags: Vec<String>,
+    /// A scenario the target cannot run (skipped for an unmet need) fails the run.
+    #[arg(long)]
+    require_all: bool,
+    /// Stop at the first failing scenario (the same as --max-fail 1).
+    #[arg(long)]
+    fail_fast: bool,
+    /// Stop after this many failing scenarios.
+    #[arg(long, value_name = "N")]
+    max_fail: Option<usize>,
+    /// Stop the whole run after this long (e.g. 10m); the scenario it cuts short is unknown.
+    #[arg(long)]
+    timeout: Option<HumanDuration>,
+    /// Only check the target (as `hookstorm doctor` does), send no scenario.
+    #[arg(long)]
+    preflight_only: bool,
+    /// Skip the preflight check of the target.
+    #[arg(long)]
+    no_preflight: bool,
     /// Folder the scenario files come from.
     #[arg(long)]
     scenario_dir: Option<PathBuf>,
@@ -69,6 +101,13 @@ pub struct Args {
     no_color: bool,
 }
 
+/// `hookstorm doctor`: the preflight alone, and which scenarios the target
+/// would skip.
+pub fn doctor(mut args: Args) -> anyhow::Result<i32> {
+    args.preflight_only = true;
+    run(args)
+}
+
 /// Runs the scenarios and returns the verdict's exit code.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(t) = args.time_scale {
@@ -78,17 +117,42 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             )));
         }
     }
-    let scenarios = match select_scenarios(&args) {
+    if args.target.given() {
+        for (flag, set) in [
+            ("--defect", args.defect.is_some()),
+            ("--receiver-db", args.receiver_db.is_some()),
+        ] {
+            if set {
+                return Ok(super::usage_error(format!(
+                    "{flag} configures the built-in reference receiver, which --target/--url replace (hint: drop {flag}, or drop --target and --url to test the built-in receiver)"
+                )));
+            }
+        }
+    }
+    if args.max_fail == Some(0) {
+        return Ok(super::usage_error(
+            "--max-fail 0: expected 1 or more (--fail-fast is --max-fail 1)",
+        ));
+    }
+    let file_selection = match args.target.selection() {
+        Ok(s) => s,
+        Err(e) => {
+            errln!("error: {e}");
+            return Ok(exit::TARGET_UNUSABLE);
+        }
+    };
+    let scenarios = match select_scenarios(&args, &file_selection) {
         Ok(s) => s,
         Err(e) => return Ok(super::usage_error(format!("{e:#}"))),
     };
+    let require_all = args.require_all || file_selection.require_all;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(run_async(args, scenarios))
+    rt.block_on(run_async(args, scenarios, require_all))
 }
 
-async fn run_async(args: Args, scenarios: Vec<Scenario>) -> anyhow::Result<i32> {
+async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> anyhow::Result<i32> {
     // Before anything starts: a signal from now on ends the run in order.
     let stop = hookstorm::interrupt::on_signals().context("installing the Ctrl-C handler")?;
     let seed = args.seed.unwrap_or_else(rand_seed);
@@ -97,13 +161,22 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>) -> anyhow::Result<i32> 
     let target: Target = match args.target.given() {
         true => {
             reproduce.push_str(&args.target.reproduce());
-            match args.target.resolve() {
+            let t = match args.target.resolve() {
                 Ok(t) => t,
                 Err(e) => {
                     errln!("error: {e}");
                     return Ok(exit::TARGET_UNUSABLE);
                 }
+            };
+            if t.secrets.len() > 1 && !t.url.contains("{account}") {
+                return Ok(super::usage_error(format!(
+                    "the receiver URL {} has no {{account}} but {} accounts are configured ({}): every account's deliveries would go to one URL (hint: put {{account}} in the URL, like https://host/webhooks/{{account}}, or configure one account)",
+                    t.describe(),
+                    t.secrets.len(),
+                    t.accounts().join(", ")
+                )));
             }
+            t
         }
         false => {
             let defect = match args
@@ -157,15 +230,53 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>) -> anyhow::Result<i32> 
         drain: args.drain.0.max(Duration::from_millis(100)),
         settle: args.settle.0.max(Duration::from_millis(100)),
         reproduce,
+        preflight: !args.no_preflight,
+        max_fail: if args.fail_fast {
+            Some(1)
+        } else {
+            args.max_fail
+        },
+        timeout: args.timeout.map(|t| t.0),
+        require_all,
     };
+    let words = if args.target.given() {
+        args.target.words()
+    } else {
+        Words::plain(&target)
+    };
+    if args.preflight_only {
+        let outcome = tokio::select! {
+            o = hookstorm::run::doctor(&target, &scenarios, &opts) => o,
+            _ = stop.wait() => {
+                hookstorm::lifecycle::kill_all();
+                errln!("interrupted: stopped every process the harness started");
+                return Ok(exit::INTERRUPTED);
+            }
+        };
+        drop(child);
+        return Ok(match outcome {
+            Ok(d) => doctor_report(&d, &words, opts.require_all),
+            Err(e) => {
+                errln!("error: {e}");
+                exit::TARGET_UNUSABLE
+            }
+        });
+    }
     let mut progress = |ev: RunEvent<'_>| match ev {
         RunEvent::ScenarioStarted { name, index, total } => info!("[{index}/{total}] {name} …"),
-        RunEvent::ScenarioFinished(r) => {
-            info!("      {} in {:.1}s", r.check.verdict(), r.duration_s);
-            for n in &r.notes {
-                detail!("      note: {n}");
+        RunEvent::ScenarioFinished(r) => match &r.skipped {
+            Some(skip) => info!("      skipped: {}", skip.reason),
+            None => {
+                info!("      {} in {:.1}s", r.check.verdict(), r.duration_s);
+                for n in &r.notes {
+                    detail!("      note: {n}");
+                }
             }
-        }
+        },
+        RunEvent::Preflight(pf) => crate::ui::write_stderr(
+            crate::ui::Verbosity::Normal,
+            format_args!("{}", preflight_lines(pf, &words)),
+        ),
     };
     let outcome = hookstorm::run::run_until(&target, &scenarios, &opts, &mut progress, &stop).await;
     if stop.requested() {
@@ -186,19 +297,71 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>) -> anyhow::Result<i32> 
             errln!("error: target unusable: {m}");
             Ok(exit::TARGET_UNUSABLE)
         }
+        Err(hookstorm::run::RunError::Preflight(pf)) => {
+            if let Some(f) = pf.problem() {
+                errln!("error: target unusable: {}", f.render(&words));
+            }
+            Ok(exit::TARGET_UNUSABLE)
+        }
         Err(e) => Err(e.into()),
     }
 }
 
-fn select_scenarios(args: &Args) -> anyhow::Result<Vec<Scenario>> {
+/// The preflight's findings, one line each.
+fn preflight_lines(pf: &Preflight, words: &Words) -> String {
+    let mut out = format!("preflight ({:.1}s):\n", pf.elapsed.as_secs_f64());
+    for f in &pf.findings {
+        let mark = match f.outcome {
+            Outcome::Passed => "ok  ",
+            Outcome::Warning => "note",
+            Outcome::Problem(_) => "FAIL",
+        };
+        out.push_str(&format!("  {mark}  {}\n", f.render(words)));
+    }
+    out
+}
+
+/// Prints what `doctor` found; returns 0 when the target is usable, 3 when
+/// it is not, 1 when a run would fail because `--require-all` meets skips.
+fn doctor_report(d: &hookstorm::run::Doctor, words: &Words, require_all: bool) -> i32 {
+    out!("{}", preflight_lines(&d.preflight, words));
+    if let Some(f) = d.preflight.problem() {
+        outln!("target unusable: {}", f.render(words));
+        return exit::TARGET_UNUSABLE;
+    }
+    let coverage = hookstorm::coverage::Coverage::of(d.skips.iter().map(|(_, s)| s.as_ref()));
+    for (name, skip) in &d.skips {
+        if let Some(s) = skip {
+            outln!("would skip {name}: {}", s.reason);
+        }
+    }
+    outln!(
+        "target usable; with it {}",
+        coverage.line().replacen(" ran", " would run", 1)
+    );
+    if require_all && coverage.skipped > 0 {
+        outln!("--require-all: a run would fail on these skips");
+        return exit::FAIL;
+    }
+    exit::PASS
+}
+
+fn select_scenarios(
+    args: &Args,
+    file: &hookstorm::target::SelectionFile,
+) -> anyhow::Result<Vec<Scenario>> {
     let dir = args
         .scenario_dir
         .clone()
         .unwrap_or_else(default_scenario_dir);
+    let all = || Scenario::load_dir(&dir);
+    let known = || -> Vec<String> {
+        all()
+            .map(|v| v.into_iter().map(|s| s.name).collect())
+            .unwrap_or_default()
+    };
     let mut picked = Vec::new();
-    if args.scenarios.is_empty() {
-        picked = Scenario::load_dir(&dir)?;
-    } else {
+    if !args.scenarios.is_empty() {
         for s in &args.scenarios {
             let path = if s.ends_with(".toml") {
                 PathBuf::from(s)
@@ -206,17 +369,70 @@ fn select_scenarios(args: &Args) -> anyhow::Result<Vec<Scenario>> {
                 dir.join(format!("{s}.toml"))
             };
             if !path.exists() {
-                let known: Vec<String> = Scenario::load_dir(&dir)
-                    .map(|v| v.into_iter().map(|s| s.name).collect())
-                    .unwrap_or_default();
-                anyhow::bail!("no scenario {s:?} (hint: one of {})", known.join(", "));
+                anyhow::bail!("no scenario {s:?} (hint: one of {})", known().join(", "));
             }
             picked.push(Scenario::from_file(&path)?);
         }
+    } else {
+        picked = all()?;
+        if !file.only.is_empty() {
+            let names = known();
+            if let Some(bad) = file.only.iter().find(|n| !names.contains(n)) {
+                anyhow::bail!(
+                    "[scenarios] only: no scenario {bad:?} (hint: one of {})",
+                    names.join(", ")
+                );
+            }
+            picked.retain(|s| file.only.contains(&s.name));
+        }
     }
-    picked.retain(|s| !args.skip.contains(&s.name));
+    let mut names = known();
+    names.extend(picked.iter().map(|s| s.name.clone()));
+    for (whence, list) in [("--skip", &args.skip), ("[scenarios] skip", &file.skip)] {
+        if let Some(bad) = list.iter().find(|n| !names.contains(n)) {
+            anyhow::bail!(
+                "{whence}: no scenario {bad:?} (hint: one of {})",
+                names.join(", ")
+            );
+        }
+    }
+    picked.retain(|s| !args.skip.contains(&s.name) && !file.skip.contains(&s.name));
+    let tags = if args.tags.is_empty() {
+        &file.tags
+    } else {
+        &args.tags
+    };
+    let known_tags: Vec<String> = {
+        let mut t: Vec<String> = all()
+            .map(|v| v.into_iter().flat_map(|s| s.tags).collect())
+            .unwrap_or_default();
+        t.extend(picked.iter().flat_map(|s| s.tags.clone()));
+        t.sort();
+        t.dedup();
+        t
+    };
+    for t in tags.iter().chain(&args.skip_tags).chain(&file.skip_tags) {
+        if !known_tags.contains(t) {
+            anyhow::bail!(
+                "no scenario has tag {t:?} (hint: one of {})",
+                known_tags.join(", ")
+            );
+        }
+    }
+    if !tags.is_empty() {
+        picked.retain(|s| tags.iter().any(|t| s.has_tag(t)));
+    }
+    picked.retain(|s| {
+        !args
+            .skip_tags
+            .iter()
+            .chain(&file.skip_tags)
+            .any(|t| s.has_tag(t))
+    });
     if picked.is_empty() {
-        anyhow::bail!("no scenario left to run");
+        anyhow::bail!(
+            "no scenario left to run (hint: `hookstorm list` shows every scenario and its tags)"
+        );
     }
     Ok(picked)
 }

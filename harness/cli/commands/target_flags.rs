@@ -5,9 +5,10 @@
 use std::path::{Path, PathBuf};
 
 use hookstorm::error::{read_toml, ConfigError};
+use hookstorm::preflight::Words;
 use hookstorm::probe::SqlProbeConfig;
 use hookstorm::signature::Secret;
-use hookstorm::target::{Target, TargetFile};
+use hookstorm::target::{SelectionFile, Target, TargetFile};
 
 /// Flags that describe a target.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -88,6 +89,78 @@ impl TargetFlags {
             ));
         }
         out
+    }
+
+    /// The target file's `[scenarios]` section (empty without a file).
+    pub fn selection(&self) -> Result<SelectionFile, ConfigError> {
+        match &self.target {
+            Some(path) => Ok(read_toml::<TargetFile>(path)?.scenarios),
+            None => Ok(SelectionFile::default()),
+        }
+    }
+
+    /// How each part of the target was given, for the preflight's hints:
+    /// the flag, or the key of the target file, or the environment variable.
+    pub fn words(&self) -> Words {
+        let file: TargetFile = self
+            .target
+            .as_ref()
+            .and_then(|p| read_toml(p).ok())
+            .unwrap_or_default();
+        let name = self
+            .target
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let mut secrets = std::collections::BTreeMap::new();
+        for (account, a) in &file.accounts {
+            let w = match &a.secrets_env {
+                Some(var) => format!("the secret in {var}"),
+                None => format!("the secret in accounts.{account}.secrets of {name}"),
+            };
+            secrets.insert(account.clone(), w);
+        }
+        for spec in &self.secrets {
+            let (account, _) = split_account(spec);
+            let w = format!("the secret given with --secret {account}=…");
+            secrets.insert(account, w);
+        }
+        for spec in &self.secret_envs {
+            let (account, var) = split_account(spec);
+            secrets.insert(account, format!("the secret in {var}"));
+        }
+        let url = match &self.url {
+            Some(_) => "--url".to_string(),
+            None => format!("url in {name}"),
+        };
+        let state = if self.state_http.is_some() {
+            "--state-http".to_string()
+        } else if self.state_sql.is_some() {
+            "--state-sql".to_string()
+        } else if self.state_command.is_some() {
+            "--state-command".to_string()
+        } else if file.state.sql.is_some() {
+            format!("[state.sql] url in {name}")
+        } else if file.state.command.is_some() {
+            format!("[state] command in {name}")
+        } else {
+            format!("[state] http in {name}")
+        };
+        let token = match (
+            &self.state_token_env,
+            &file.state.token_env,
+            &file.state.token,
+        ) {
+            (Some(var), _, _) | (None, Some(var), _) => Some(format!("the token in {var}")),
+            (None, None, Some(_)) => Some(format!("the [state] token in {name}")),
+            _ => None,
+        };
+        Words {
+            secrets,
+            url,
+            state,
+            token,
+        }
     }
 
     /// The target file overridden by the flags, resolved.
@@ -184,6 +257,22 @@ mod tests {
         };
         let e = flags.resolve().unwrap_err().to_string();
         assert!(e.contains("no receiver URL"), "{e}");
+    }
+
+    #[test]
+    fn words_name_the_flags_a_target_was_given_with() {
+        let flags = TargetFlags {
+            url: Some("http://127.0.0.1:9/webhooks/{account}".into()),
+            secret_envs: vec!["MY_SECRETS".into()],
+            state_http: Some("http://127.0.0.1:9/state".into()),
+            state_token_env: Some("ADMIN_TOKEN".into()),
+            ..Default::default()
+        };
+        let w = flags.words();
+        assert_eq!(w.secrets["acct_a"], "the secret in MY_SECRETS");
+        assert_eq!(w.url, "--url");
+        assert_eq!(w.state, "--state-http");
+        assert_eq!(w.token.as_deref(), Some("the token in ADMIN_TOKEN"));
     }
 
     #[test]

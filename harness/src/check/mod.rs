@@ -298,8 +298,12 @@ pub struct ScenarioCheck {
 }
 
 impl ScenarioCheck {
-    /// The scenario's grade: fail > unknown > non-strict > pass.
+    /// The scenario's grade: fail > unknown > non-strict > pass. Nothing
+    /// checked (a skipped scenario) is unknown, never pass.
     pub fn verdict(&self) -> Verdict {
+        if self.results.is_empty() {
+            return Verdict::Unknown;
+        }
         self.results
             .iter()
             .fold(Verdict::Pass, |v, r| v.worst(r.verdict))
@@ -412,6 +416,17 @@ mod tests {
             v,
             [r#""pass""#, r#""fail""#, r#""non-strict""#, r#""unknown""#]
         );
+    }
+
+    #[test]
+    fn a_check_of_nothing_is_unknown_not_pass() {
+        let c = ScenarioCheck {
+            scenario: "s".into(),
+            results: vec![],
+            counts: Counts::default(),
+            dead_letters: vec![],
+        };
+        assert_eq!(c.verdict(), Verdict::Unknown);
     }
 
     #[test]

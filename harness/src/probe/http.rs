@@ -72,9 +72,10 @@ async fn call(
     if !(200..300).contains(&status) {
         let text = String::from_utf8_lossy(&bytes);
         let tail: String = text.chars().take(200).collect();
-        return Err(ProbeError::Invalid(format!(
-            "{method} {shown} answered {status}: {tail}"
-        )));
+        return Err(ProbeError::Status {
+            status,
+            message: format!("{method} {shown} answered {status}: {tail}"),
+        });
     }
     Ok((status, bytes))
 }

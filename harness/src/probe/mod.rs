@@ -129,6 +129,14 @@ pub enum ProbeError {
     /// The source answered, but not with what was expected.
     #[error("state probe: {0}")]
     Invalid(String),
+    /// An HTTP source or action answered with a non-2xx status.
+    #[error("state probe: {message}")]
+    Status {
+        /// The status.
+        status: u16,
+        /// The method, URL (redacted), status and the start of the answer.
+        message: String,
+    },
     /// A SQL error.
     #[error("state probe: sql: {0}")]
     Sql(String),

@@ -1,10 +1,11 @@
 //! The end-of-run table on the terminal: one line per scenario with a
 //! column per invariant, then every failure with its evidence, the seed and
-//! the command that reproduces it, and the exit code.
+//! the command that reproduces it, why each skipped scenario was skipped,
+//! the coverage line (what ran) and the exit code.
 
 use std::fmt::Write;
 
-use super::{evidence_label, lines_label, verdict_word, RunReport};
+use super::{evidence_label, lines_label, scenario_word, verdict_word, RunReport};
 use crate::check::Verdict;
 
 const RED: &str = "\x1b[31m";
@@ -66,10 +67,11 @@ pub fn console_table(report: &RunReport, color: bool) -> String {
                 .map_or(("-", Verdict::Pass), |r| (cell(r.verdict), r.verdict));
             let _ = write!(out, "  {}", paint(&format!("{text:4}"), v, color));
         }
-        let v = s.check.verdict();
-        let word = format!("{:10}", verdict_word(v, report.strict));
+        let v = s.verdict(report.require_all).unwrap_or(Verdict::NonStrict);
+        let word = format!("{:10}", scenario_word(s, &report));
         let _ = writeln!(out, "  {}  {:>7.1}s", paint(&word, v, color), s.duration_s);
     }
+
     let dead: Vec<String> = report
         .scenarios
         .iter()
@@ -141,6 +143,12 @@ pub fn console_table(report: &RunReport, color: bool) -> String {
     }
     let line = format!("verdict: {} (exit {code})", verdict_word(v, report.strict));
     out.push('\n');
+    for s in &report.scenarios {
+        if let Some(skip) = s.skipped.as_ref().filter(|k| k.need.is_some()) {
+            let _ = writeln!(out, "skipped {}: {}", s.name, skip.reason);
+        }
+    }
+    let _ = writeln!(out, "{}", report.coverage_line());
     if color {
         let _ = writeln!(out, "{BOLD}{}{RESET}", paint(&line, v, color));
     } else {

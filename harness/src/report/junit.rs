@@ -1,7 +1,9 @@
 //! `junit.xml`: one test case per scenario × invariant, so CI systems that
 //! show JUnit results list every invariant of every scenario. A failure
 //! carries the summary and the evidence; `unknown` is a skipped test (it was
-//! not decided); non-strict is a failure only in strict runs.
+//! not decided); non-strict is a failure only in strict runs. A scenario
+//! that did not run has one skipped test per invariant it would have
+//! checked, with the reason (a failure under `--require-all`).
 
 use std::fmt::Write;
 
@@ -35,9 +37,21 @@ pub fn render(report: &RunReport) -> String {
             .filter(|r| f(r.verdict))
             .count()
     };
-    let total = cases(&|_| true);
-    let failures = cases(&failing);
-    let skipped = cases(&|v| v == Verdict::Unknown);
+    // Test cases of scenarios that did not run: (skipped, failed by --require-all).
+    let unrun = report
+        .scenarios
+        .iter()
+        .filter_map(|s| s.skipped.as_ref().map(|k| (s, k.invariants.len())))
+        .fold((0, 0), |(sk, f), (s, n)| {
+            if s.verdict(report.require_all).is_some() {
+                (sk, f + n)
+            } else {
+                (sk + n, f)
+            }
+        });
+    let total = cases(&|_| true) + unrun.0 + unrun.1;
+    let failures = cases(&failing) + unrun.1;
+    let skipped = cases(&|v| v == Verdict::Unknown) + unrun.0;
     let mut x = String::new();
     x.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
@@ -46,6 +60,41 @@ pub fn render(report: &RunReport) -> String {
         report.duration_s
     );
     for s in &report.scenarios {
+        if let Some(k) = &s.skipped {
+            let fail = s.verdict(report.require_all).is_some();
+            let n = k.invariants.len();
+            let _ = writeln!(
+                x,
+                "  <testsuite name=\"{}\" tests=\"{n}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"0.000\" timestamp=\"{}\">",
+                esc(&s.name),
+                if fail { n } else { 0 },
+                if fail { 0 } else { n },
+                esc(&report.started_at)
+            );
+            for id in &k.invariants {
+                let _ = write!(
+                    x,
+                    "    <testcase classname=\"hookstorm.{}\" name=\"{}\" time=\"0\">",
+                    esc(&s.name),
+                    esc(&id.to_string())
+                );
+                if fail {
+                    let _ = writeln!(
+                        x,
+                        "\n      <failure message=\"skipped, and --require-all wants every scenario: {}\" type=\"skipped\"/>\n    </testcase>",
+                        esc(&k.reason)
+                    );
+                } else {
+                    let _ = writeln!(
+                        x,
+                        "\n      <skipped message=\"{}\"/>\n    </testcase>",
+                        esc(&k.reason)
+                    );
+                }
+            }
+            x.push_str("  </testsuite>\n");
+            continue;
+        }
         let r = &s.check.results;
         let f = r.iter().filter(|r| failing(r.verdict)).count();
         let sk = r.iter().filter(|r| r.verdict == Verdict::Unknown).count();

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::check::{InvariantId, ScenarioCheck, Verdict};
+use crate::coverage::{Coverage, Skip};
 use crate::exit;
 use crate::probe::redact_text;
 
@@ -42,6 +43,9 @@ pub struct RunReport {
     pub duration_s: f64,
     /// Non-strict deviations fail the run.
     pub strict: bool,
+    /// A scenario skipped for an unmet need fails the run.
+    #[serde(default)]
+    pub require_all: bool,
     /// hookstorm's version.
     pub hookstorm_version: String,
     /// One entry per scenario, in run order.
@@ -75,14 +79,52 @@ pub struct ScenarioReport {
     pub state: Option<String>,
     /// Free notes (throughput, probe errors, …).
     pub notes: Vec<String>,
+    /// Why the scenario did not run, if it did not (no checks then).
+    #[serde(default)]
+    pub skipped: Option<Skip>,
+}
+
+impl ScenarioReport {
+    /// The scenario's grade, `None` when it was skipped or not run; under
+    /// `require_all` a scenario skipped for an unmet need is a failure.
+    pub fn verdict(&self, require_all: bool) -> Option<Verdict> {
+        match &self.skipped {
+            None => Some(self.check.verdict()),
+            Some(s) if require_all && s.need.is_some() => Some(Verdict::Fail),
+            Some(_) => None,
+        }
+    }
 }
 
 impl RunReport {
-    /// The run's grade: the worst scenario verdict.
+    /// The run's grade: the worst scenario verdict. Skipped scenarios
+    /// count only under `require_all` (as failures); a run in which no
+    /// scenario ran decided nothing, so it is unknown.
     pub fn verdict(&self) -> Verdict {
-        self.scenarios
+        let v = self
+            .scenarios
             .iter()
-            .fold(Verdict::Pass, |v, s| v.worst(s.check.verdict()))
+            .filter_map(|s| s.verdict(self.require_all))
+            .fold(Verdict::Pass, Verdict::worst);
+        if v == Verdict::Pass && self.coverage().ran == 0 {
+            return Verdict::Unknown;
+        }
+        v
+    }
+
+    /// What ran, what was skipped and why.
+    pub fn coverage(&self) -> Coverage {
+        Coverage::of(self.scenarios.iter().map(|s| s.skipped.as_ref()))
+    }
+
+    /// The coverage line, with what `--require-all` made of the skips.
+    pub fn coverage_line(&self) -> String {
+        let c = self.coverage();
+        let mut line = c.line();
+        if self.require_all && c.skipped > 0 {
+            line.push_str(" (--require-all: skips fail the run)");
+        }
+        line
     }
 
     /// The documented exit code: 0 pass, 1 any fail (or non-strict under
@@ -120,6 +162,9 @@ impl RunReport {
             s.reproduce = redact_text(&s.reproduce);
             s.description = redact_text(&s.description);
             s.notes = s.notes.iter().map(|n| redact_text(n)).collect();
+            if let Some(skip) = s.skipped.as_mut() {
+                skip.reason = redact_text(&skip.reason);
+            }
             for res in &mut s.check.results {
                 res.summary = redact_text(&res.summary);
             }
@@ -128,6 +173,16 @@ impl RunReport {
             }
         }
         r
+    }
+}
+
+/// How a scenario's outcome reads in a column of a table.
+pub(crate) fn scenario_word(s: &ScenarioReport, report: &RunReport) -> &'static str {
+    match (&s.skipped, s.verdict(report.require_all)) {
+        (Some(skip), _) if skip.need.is_none() => "not run",
+        (Some(_), Some(_)) => "FAIL (skipped)",
+        (Some(_), None) => "skipped",
+        (None, v) => verdict_word(v.unwrap_or(Verdict::Unknown), report.strict),
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::{evidence_label, lines_label, verdict_word, RunReport, ScenarioReport};
+use super::{evidence_label, lines_label, scenario_word, verdict_word, RunReport, ScenarioReport};
 use crate::check::{InvariantResult, Verdict};
 
 /// How many dead letters the summary lists (report.json has them all).
@@ -80,6 +80,7 @@ pub fn render(report: &RunReport) -> String {
         report.hookstorm_version,
         if report.strict { " · strict" } else { "" }
     );
+    let _ = writeln!(out, "**{}**\n", md(&report.coverage_line()));
     if report.interrupted {
         let _ = writeln!(
             out,
@@ -103,7 +104,7 @@ pub fn render(report: &RunReport) -> String {
             let m = s.check.result(*id).map_or("–", |r| mark(r.verdict));
             let _ = write!(out, " {m} |");
         }
-        let _ = writeln!(out, " {} |", verdict_word(s.check.verdict(), report.strict));
+        let _ = writeln!(out, " {} |", scenario_word(s, report));
     }
     out.push('\n');
     let names: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
@@ -129,6 +130,27 @@ pub fn render(report: &RunReport) -> String {
         for (s, r) in items {
             result_block(&mut out, report, s, r);
         }
+    }
+
+    let skipped: Vec<&ScenarioReport> = report
+        .scenarios
+        .iter()
+        .filter(|s| s.skipped.is_some())
+        .collect();
+    if !skipped.is_empty() {
+        out.push_str("## Skipped\n\n");
+        for s in skipped {
+            if let Some(k) = &s.skipped {
+                let _ = writeln!(
+                    out,
+                    "- `{}` ({}): {}",
+                    md(&s.name),
+                    md(&k.label),
+                    md(&k.reason)
+                );
+            }
+        }
+        out.push('\n');
     }
 
     let dead: Vec<_> = report
@@ -165,10 +187,14 @@ pub fn render(report: &RunReport) -> String {
         out.push('\n');
     }
 
-    if report.scenarios.iter().any(|s| !s.notes.is_empty()) {
+    if report
+        .scenarios
+        .iter()
+        .any(|s| s.skipped.is_none() && !s.notes.is_empty())
+    {
         out.push_str("## Notes\n\n");
         for s in &report.scenarios {
-            for n in &s.notes {
+            for n in s.notes.iter().filter(|_| s.skipped.is_none()) {
                 let _ = writeln!(out, "- {}: {}", md(&s.name), md(n));
             }
         }

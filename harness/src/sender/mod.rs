@@ -536,25 +536,7 @@ impl Ctx {
         id: &str,
         signed: &[(String, String)],
     ) -> Vec<(String, String)> {
-        let p = &self.cfg.profile;
-        let mut h = vec![("Content-Type".to_string(), "application/json".to_string())];
-        if let Some(idh) = p.delivery_id_header() {
-            if !signed.iter().any(|(k, _)| k.eq_ignore_ascii_case(idh)) {
-                h.push((idh.to_string(), id.to_string()));
-            }
-        }
-        if let Some(ev) = &p.event_header {
-            let v = if d.body.test {
-                "task.test"
-            } else if d.body.task.status == crate::delivery::TaskStatus::Failed {
-                "task.failed"
-            } else {
-                "task.completed"
-            };
-            h.push((ev.clone(), v.to_string()));
-        }
-        h.extend(signed.iter().cloned());
-        h
+        request_headers(&self.cfg.profile, &d.body, id, signed)
     }
 
     fn sign(
@@ -634,6 +616,34 @@ impl Ctx {
             tokio::time::sleep(wait.div_f64(self.cfg.time_scale)).await;
         }
     }
+}
+
+/// The full header list of one request as `profile` sends it: content
+/// type, delivery id and event type, then the scheme's `signed` headers.
+pub fn request_headers(
+    profile: &Profile,
+    body: &crate::delivery::Body,
+    id: &str,
+    signed: &[(String, String)],
+) -> Vec<(String, String)> {
+    let mut h = vec![("Content-Type".to_string(), "application/json".to_string())];
+    if let Some(idh) = profile.delivery_id_header() {
+        if !signed.iter().any(|(k, _)| k.eq_ignore_ascii_case(idh)) {
+            h.push((idh.to_string(), id.to_string()));
+        }
+    }
+    if let Some(ev) = &profile.event_header {
+        let v = if body.test {
+            "task.test"
+        } else if body.task.status == crate::delivery::TaskStatus::Failed {
+            "task.failed"
+        } else {
+            "task.completed"
+        };
+        h.push((ev.clone(), v.to_string()));
+    }
+    h.extend(signed.iter().cloned());
+    h
 }
 
 /// The signed request a round ended with, when it was acknowledged.

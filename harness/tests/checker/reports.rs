@@ -40,6 +40,7 @@ fn scenario(name: &str, results: Vec<InvariantResult>) -> ScenarioReport {
         history: format!("{name}/history.jsonl"),
         state: Some(format!("{name}/state.json")),
         notes: vec![],
+        skipped: None,
     }
 }
 
@@ -81,6 +82,7 @@ fn fixture() -> RunReport {
         started_at: "2026-11-29T10:00:00.000Z".into(),
         duration_s: 2.5,
         strict: false,
+        require_all: false,
         hookstorm_version: "0.1.0".into(),
         scenarios: vec![
             scenario(
@@ -235,7 +237,7 @@ fn report_json_matches_the_checked_in_schema() -> Result<(), Box<dyn std::error:
     let back: RunReport = serde_json::from_value(v.clone()).or_else(|_| {
         let mut plain = v.clone();
         let o = plain.as_object_mut().unwrap();
-        for k in ["format_version", "verdict", "exit_code"] {
+        for k in ["format_version", "verdict", "exit_code", "coverage"] {
             o.remove(k);
         }
         serde_json::from_value(plain)
@@ -342,6 +344,8 @@ const SUMMARY: &str = "# hookstorm: ❌ FAIL
 
 Run `20261129-100000-7` · seed `7` · profile `answerline` · time scale 100× · target `http://127.0.0.1:8080/webhooks/{account}` · 2.5 s · hookstorm 0.1.0
 
+**2 of 2 scenarios ran**
+
 | scenario | I1 | I2 | I5 | verdict |
 |---|:-:|:-:|:-:|---|
 | baseline | ✅ | ✅ | ❔ | unknown |
@@ -408,6 +412,7 @@ FAIL ack-loss I1 no-loss: 1 of 2 acknowledged keys are missing from the inbox
     seed 7; reproduce: hookstorm run --target target.toml --scenario ack-loss --seed 7
 unknown baseline I5 correct-winner: not checked: the state has no winners section
 
+2 of 2 scenarios ran
 verdict: FAIL (exit 1)
 ";
 
@@ -502,4 +507,75 @@ fn no_report_contains_a_token_or_password() -> Result<(), Box<dyn std::error::Er
         "the redacted target is still useful"
     );
     Ok(())
+}
+
+/// The fixture with two scenarios skipped for unmet needs.
+fn with_skips() -> RunReport {
+    use hookstorm::coverage::{Need, Skip};
+    let mut r = fixture();
+    r.scenarios.remove(1);
+    r.scenarios[0].check.results.remove(2);
+    for (name, need, label) in [
+        ("kill-under-load", Need::Lifecycle, "[lifecycle]"),
+        ("account-isolation", Need::Accounts, "a second account"),
+    ] {
+        let mut s = scenario(name, vec![]);
+        s.skipped = Some(Skip {
+            need: Some(need),
+            label: label.into(),
+            reason: format!("needs {label} (hint: …)"),
+            invariants: vec![InvariantId::I1, InvariantId::I2],
+        });
+        r.scenarios.push(s);
+    }
+    r
+}
+
+#[test]
+fn skipped_scenarios_are_listed_in_every_report_and_leave_the_exit_code_alone() {
+    let r = with_skips();
+    assert_eq!(r.exit_code(), 0);
+    // Ties are listed in the order of the needs: accounts before lifecycle.
+    let line = "1 of 3 scenarios ran; 2 skipped: need a second account (1), [lifecycle] (1)";
+    assert_eq!(r.coverage_line(), line);
+    assert!(console_table(&r, false).contains(&format!("{line}\nverdict: pass (exit 0)")));
+    assert!(console_table(&r, false).contains("skipped kill-under-load: needs [lifecycle]"));
+    let md = hookstorm::report::summary::render(&r);
+    assert!(md.contains(&format!("**{line}**")), "{md}");
+    assert!(
+        md.contains("| kill-under-load | ✅ | ✅ | skipped |")
+            || md.contains("| kill-under-load | – | – | skipped |"),
+        "{md}"
+    );
+    let x = hookstorm::report::junit::render(&r);
+    assert_eq!(
+        x.matches("<skipped message=\"needs [lifecycle]").count(),
+        2,
+        "{x}"
+    );
+    let v = hookstorm::report::json::to_value(&r);
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    assert_eq!(v["coverage"]["line"], line);
+    assert_eq!(v["scenarios"][1]["verdict"], "skipped");
+    assert_eq!(v["scenarios"][1]["skipped"]["need"], "lifecycle");
+}
+
+#[test]
+fn require_all_turns_a_skip_into_a_failure() {
+    let mut r = with_skips();
+    r.require_all = true;
+    assert_eq!(r.verdict(), Verdict::Fail);
+    assert_eq!(r.exit_code(), 1);
+    assert!(r
+        .coverage_line()
+        .ends_with("(--require-all: skips fail the run)"));
+    let x = hookstorm::report::junit::render(&r);
+    assert!(x.contains("tests=\"6\" failures=\"4\""), "{x}");
+    let v = hookstorm::report::json::to_value(&r);
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    assert_eq!(v["scenarios"][1]["verdict"], "fail");
+    // A run in which nothing ran decided nothing.
+    r.require_all = false;
+    r.scenarios.remove(0);
+    assert_eq!(r.exit_code(), 2);
 }

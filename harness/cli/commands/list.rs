@@ -1,0 +1,85 @@
+//! `hookstorm list`: every scenario with its description, tags, needs and
+//! invariants, so a team can see what a run covers and pick with `--tag`
+//! before running anything. `--json` gives the same for scripts.
+
+use std::path::PathBuf;
+
+use hookstorm::coverage::{self, Need};
+use hookstorm::scenario::Scenario;
+use serde_json::json;
+
+/// Arguments of `hookstorm list`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Folder the scenario files come from.
+    #[arg(long)]
+    scenario_dir: Option<PathBuf>,
+    /// Only scenarios with this tag; repeatable.
+    #[arg(long = "tag")]
+    tags: Vec<String>,
+    /// Print JSON: an array of {name, description, tags, needs, invariants, accounts}.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Prints the scenarios.
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let dir = args
+        .scenario_dir
+        .clone()
+        .unwrap_or_else(super::run::default_scenario_dir);
+    let mut all = match Scenario::load_dir(&dir) {
+        Ok(s) => s,
+        Err(e) => return Ok(super::usage_error(e)),
+    };
+    if !args.tags.is_empty() {
+        all.retain(|s| args.tags.iter().any(|t| s.has_tag(t)));
+    }
+    if args.json {
+        let v: Vec<serde_json::Value> = all.iter().map(entry).collect();
+        outln!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(hookstorm::exit::PASS);
+    }
+    for s in &all {
+        let needs = needs_text(&coverage::needs(s));
+        outln!("{}  [{}]", s.name, s.tags.join(", "));
+        outln!("    {}", s.description);
+        outln!("    checks: {}", s.check.join(" "));
+        outln!("    needs: {needs}");
+    }
+    outln!(
+        "{} scenario(s); run some with --scenario NAME or --tag TAG",
+        all.len()
+    );
+    Ok(hookstorm::exit::PASS)
+}
+
+fn needs_text(needs: &[Need]) -> String {
+    if needs.is_empty() {
+        return "a URL, a secret and a state source".into();
+    }
+    needs
+        .iter()
+        .map(|n| n.label())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn entry(s: &Scenario) -> serde_json::Value {
+    let needs: Vec<serde_json::Value> = coverage::needs(s)
+        .into_iter()
+        .map(|n| json!({"need": n, "label": n.label()}))
+        .collect();
+    let invariants: Vec<serde_json::Value> = coverage::invariants(s)
+        .into_iter()
+        .map(|i| json!({"id": i.code(), "name": i.name()}))
+        .collect();
+    json!({
+        "name": s.name,
+        "description": s.description,
+        "tags": s.tags,
+        "needs": needs,
+        "invariants": invariants,
+        "accounts": s.accounts,
+    })
+}
