@@ -2,8 +2,11 @@
 //! child process (`hookstorm receiver`, separate worker) that the harness
 //! kills, restarts and cuts off from its database. It survives every
 //! process scenario on SQLite and Postgres (outages through the fault proxy
-//! and through `pg_ctl -m immediate stop` / `start`); the variants these
-//! scenarios target are caught; and an interrupted run leaves no process.
+//! and through `pg_ctl -m immediate stop` / `start`), and every cut is held
+//! until the receiver has answered during it; the variants these scenarios
+//! target are caught; kills land under load even when the receiver is slow
+//! to restart, and kills that interrupt nothing leave the scenario unknown;
+//! and an interrupted run leaves no process.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -20,7 +23,8 @@ use hookstorm_receiver::Defect;
 
 use crate::common::*;
 
-const PROCESS_SCENARIOS: [&str; 4] = [
+const PROCESS_SCENARIOS: [&str; 5] = [
+    "db-blackhole",
     "db-outage",
     "kill-between-commit-and-ack",
     "kill-under-load",
@@ -65,6 +69,46 @@ fn notes(outcome: &RunOutcome, scenario: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The first number before `what` in a scenario's notes (`"7 attempt(s) interrupted"`).
+fn count_before(notes: &str, what: &str) -> Option<u64> {
+    let i = notes.find(what)?;
+    notes[..i]
+        .trim_end()
+        .rsplit(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Every database cut of the run's outage scenarios held until as many
+/// attempts as its scenario's `seen` were answered during it.
+fn assert_cuts_seen(outcome: &RunOutcome, what: &str) {
+    for scenario in scenarios(&["db-outage", "db-blackhole"]) {
+        let n = notes(outcome, &scenario.name);
+        if n.is_empty() {
+            continue;
+        }
+        let want = scenario
+            .faults
+            .iter()
+            .find_map(|f| match f {
+                FaultSpec::CutDatabase(c) => Some(u64::from(c.seen)),
+                _ => None,
+            })
+            .expect("a cut");
+        let seen = count_before(&n, "attempt(s) answered during the cut").unwrap_or(0);
+        eprintln!(
+            "{what} · {}: {seen} attempt(s) answered during the cut",
+            scenario.name
+        );
+        assert!(
+            seen >= want,
+            "{what} {}: the cut holds until {want} seen: {n}",
+            scenario.name
+        );
+    }
+}
+
 fn assert_all_pass(outcome: &RunOutcome, what: &str) {
     let bad = non_passing(&outcome.report);
     assert!(bad.is_empty(), "{what}: {bad:#?}");
@@ -76,11 +120,21 @@ fn assert_all_pass(outcome: &RunOutcome, what: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reference_receiver_on_sqlite_survives_every_process_fault() -> TestResult {
     let c = child(None, None, true);
+    let started = Instant::now();
     let (outcome, _out) = run_on(&c.target, &scenarios(&PROCESS_SCENARIOS), 11).await;
-    assert_eq!(outcome.report.scenarios.len(), 4);
+    eprintln!(
+        "sqlite: process scenarios took {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(outcome.report.scenarios.len(), 5);
     assert_all_pass(&outcome, "sqlite");
+    assert_cuts_seen(&outcome, "sqlite");
     let kul = notes(&outcome, "kill-under-load");
     assert!(kul.contains("5 kill(s) injected"), "{kul}");
+    assert!(
+        count_before(&kul, "attempt(s) interrupted").unwrap_or(0) > 0,
+        "{kul}"
+    );
     assert!(kul.contains(" 0 acknowledged deliveries lost"), "{kul}");
     let kca = notes(&outcome, "kill-between-commit-and-ack");
     assert!(kca.contains("at crash points"), "{kca}");
@@ -105,6 +159,12 @@ async fn reference_receiver_on_postgres_survives_every_process_fault_and_both_ou
     assert!(c.target.database.proxy.is_some());
     let (outcome, _out) = run_on(&c.target, &scenarios(&PROCESS_SCENARIOS), 12).await;
     assert_all_pass(&outcome, "postgres via proxy");
+    assert_cuts_seen(&outcome, "postgres via proxy");
+    let history = std::fs::read_to_string(outcome.dir.join("db-blackhole/history.jsonl"))?;
+    assert!(
+        history.contains("-> blackhole"),
+        "the blackhole went through the proxy"
+    );
     let history = std::fs::read_to_string(outcome.dir.join("db-outage/history.jsonl"))?;
     assert!(
         history.contains("proxy 127.0.0.1"),
@@ -128,6 +188,7 @@ async fn reference_receiver_on_postgres_survives_every_process_fault_and_both_ou
     }
     let (outcome, _out) = run_on(&c.target, &outage, 13).await;
     assert_all_pass(&outcome, "postgres via pg_ctl");
+    assert_cuts_seen(&outcome, "postgres via pg_ctl");
     let history = std::fs::read_to_string(outcome.dir.join("db-outage/history.jsonl"))?;
     assert!(history.contains("stop command") && history.contains("start command"));
     Ok(())
@@ -167,6 +228,114 @@ async fn ok_while_database_down_is_caught_by_db_outage() -> TestResult {
         "{:#?}",
         non_passing(&outcome.report)
     );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ok_while_database_down_is_caught_on_sqlite_now_that_the_cut_outlasts_the_busy_timeout(
+) -> TestResult {
+    // The lock is waited on for 5 s (busy timeout): a 1 s cut was waited out
+    // and this defect passed on SQLite. Held until seen, the cut makes the
+    // receiver answer while the lock holds, and the 204 it answers is caught.
+    let c = child(Some(Defect::OkWhileDatabaseDown), None, true);
+    let (outcome, _out) = run_on(&c.target, &scenarios(&["db-outage"]), 15).await;
+    let n = notes(&outcome, "db-outage");
+    eprintln!("ok-while-database-down on sqlite: {n}");
+    assert!(count_before(&n, "acknowledged)").unwrap_or(0) > 0, "{n}");
+    assert_eq!(
+        verdict(&outcome.report, "db-outage", InvariantId::I1),
+        Some(Verdict::Fail),
+        "{:#?}",
+        non_passing(&outcome.report)
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kills_land_under_load_when_the_receiver_is_slow_to_restart() -> TestResult {
+    // An interpreter or a pre-forking server: ready 0.8 s after each start.
+    // Kills at fixed offsets fired the moment it was ready, with nothing in
+    // flight; placed by the traffic, they interrupt attempts.
+    let mut c = child(None, None, true);
+    let life = c.target.lifecycle.as_mut().expect("lifecycle");
+    life.start = format!("sleep 0.8; {}", life.start);
+    let started = Instant::now();
+    let (outcome, _out) = run_on(&c.target, &scenarios(&["kill-under-load"]), 17).await;
+    let kul = notes(&outcome, "kill-under-load");
+    eprintln!(
+        "slow restart, seed 17, {:.1}s: {kul}",
+        started.elapsed().as_secs_f64()
+    );
+    assert_all_pass(&outcome, "slow restart");
+    let kills = count_before(&kul, "kill(s) injected").unwrap_or(0);
+    let interrupted = count_before(&kul, "attempt(s) interrupted").unwrap_or(0);
+    assert!(kills > 0 && interrupted > 0, "{kul}");
+    assert!(kul.contains(" 0 acknowledged deliveries lost"), "{kul}");
+    // No kill fired the moment the receiver was ready again: each one after
+    // a restart waited for the restarted receiver to acknowledge attempts.
+    let history = std::fs::read_to_string(outcome.dir.join("kill-under-load/history.jsonl"))?;
+    let mut acks_since_restart: Option<usize> = None;
+    let mut checked = 0;
+    for line in history.lines() {
+        let e: serde_json::Value = serde_json::from_str(line)?;
+        match (
+            e["type"].as_str(),
+            e["fault"].as_str(),
+            e["outcome"].as_str(),
+        ) {
+            (Some("fault"), Some("restart"), _) => acks_since_restart = Some(0),
+            (Some("fault"), Some("kill"), _) => {
+                if let Some(n) = acks_since_restart {
+                    assert!(n >= 1, "a kill fired with no ack since the restart: {kul}");
+                    checked += 1;
+                }
+                acks_since_restart = None;
+            }
+            (Some("attempt"), _, Some("ok")) => {
+                if let Some(n) = acks_since_restart.as_mut() {
+                    *n += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(checked > 0, "some kill followed a restart: {kul}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kills_that_interrupt_nothing_leave_kill_under_load_unknown() -> TestResult {
+    // A start command that hands the server off (a wrapper that daemonizes
+    // it, a container runtime that returns): the process the harness
+    // supervises and kills is not the one answering. Here the receiver runs
+    // in this test process and the lifecycle supervises a stand-in. Every
+    // kill lands while requests are in flight, and none interrupts one.
+    let (receiver, mut target) = hookstorm_receiver::embedded::start(None, None).await?;
+    let ready = target
+        .state
+        .http
+        .as_deref()
+        .expect("the embedded receiver has an admin URL")
+        .replace("/state", "/healthz");
+    target.lifecycle = Some(hookstorm::lifecycle::LifecycleConfig {
+        start: "exec sleep 600".into(),
+        env: Default::default(),
+        ready: hookstorm::lifecycle::Ready::Http { http: ready },
+        ready_timeout: None,
+        failpoints: false,
+        worker: None,
+    });
+    let (outcome, _out) = run_on(&target, &scenarios(&["kill-under-load"]), 18).await;
+    receiver.shutdown().await;
+    let s = &outcome.report.scenarios[0];
+    let n = s.notes.join(" | ");
+    eprintln!("kills hitting a stand-in: {:?}; {n}", s.check.verdict());
+    assert!(count_before(&n, "kill(s) injected").unwrap_or(0) > 0, "{n}");
+    assert_eq!(count_before(&n, "attempt(s) interrupted"), Some(0), "{n}");
+    assert_eq!(s.check.verdict(), Verdict::Unknown, "{n}");
+    let i1 = s.check.result(InvariantId::I1).expect("I1 checked");
+    assert!(i1.summary.contains("not exercised"), "{}", i1.summary);
+    assert!(n.contains("interrupted no attempt"), "{n}");
     Ok(())
 }
 

@@ -2,16 +2,28 @@
 //! steady stream: the nemesis of a scenario.
 //!
 //! `kill` sends SIGKILL (or SIGTERM, or SIGSTOP for a pause) to the receiver
-//! at seeded random moments and restarts it; when the target's receiver
-//! honours `HOOKSTORM_FAILPOINTS` and the fault names a crash point, the
-//! receiver crashes itself at that point instead (deterministic), and the
-//! nemesis restarts it each time. `kill-worker` does the same to the worker.
+//! and restarts it. Each kill is placed by the traffic, not by the clock
+//! alone: no earlier than a seeded moment, and only once the restarted
+//! receiver has acknowledged something and a request is in flight (read
+//! from the sender's [`TrafficGauge`]), so a receiver that takes a second to
+//! restart is still killed under load, not the moment it is ready. When the
+//! target's receiver honours `HOOKSTORM_FAILPOINTS` and the fault names a
+//! crash point, the receiver crashes itself at that point instead
+//! (deterministic), and the nemesis restarts it each time. `kill-worker`
+//! does the same to the worker (at seeded moments).
+//!
 //! `cut-database` cuts the database through the fault proxy, the stop/start
-//! commands or a SQLite lock, and restores it.
+//! commands or a SQLite lock, and holds the cut until it has been *seen*:
+//! until `seen` attempts sent during the cut were answered while it held
+//! (and at least `duration` passed), at most `max`. A connection pool that
+//! waits for a connection longer than the cut would otherwise wait it out,
+//! and the receiver's error path would never run.
 //!
 //! The nemesis never decides a verdict: the checker reads what the history
 //! and the state say. It only counts what it did, and [`Tally`] measures
-//! what the kills did to the attempts, for the report's notes.
+//! what the kills did to the attempts, for the report's notes. When a fault
+//! met nothing ([`not_exercised`]), the run turns the scenario's passes into
+//! unknown: a pass would claim what was never tested.
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
@@ -20,6 +32,7 @@ use rand::Rng;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::gauge::{TrafficGauge, WindowCount};
 use crate::history::{Event, Intent, Outcome};
 use crate::lifecycle::{Cut, LifecycleError, Role, Signal, Supervisor};
 use crate::scenario::{
@@ -33,6 +46,14 @@ use crate::tcpproxy::Mode;
 /// crashes on every request would otherwise loop for ever).
 pub const MAX_CRASH_RESTARTS: u32 = 200;
 
+/// Acknowledgements a (re)started receiver gives before the next kill may
+/// land: the kill then meets a receiver that is serving, not one that has
+/// just become ready with nothing in flight.
+pub const KILL_AFTER_ACKS: u64 = 2;
+
+/// How often the nemesis looks at the traffic gauge while it waits.
+const POLL: Duration = Duration::from_millis(5);
+
 /// Whether the scenario has process or database faults.
 pub fn applies(scenario: &Scenario) -> bool {
     scenario.faults.iter().any(FaultSpec::is_process_fault)
@@ -44,19 +65,28 @@ pub fn spread(scenario: &Scenario) -> Option<Duration> {
 }
 
 /// Why the scenario cannot run against this target, if it cannot.
+///
+/// Kills need lifecycle control; a database cut needs only database control
+/// (`[database]`), so a receiver that runs on its own can still have its
+/// database cut through the harness's proxy.
 pub fn missing_control(scenario: &Scenario, target: &Target) -> Option<String> {
     if !applies(scenario) {
         return None;
     }
-    let Some(life) = &target.lifecycle else {
+    let kills = scenario
+        .faults
+        .iter()
+        .any(|f| matches!(f, FaultSpec::Kill(_) | FaultSpec::KillWorker(_)));
+    let life = target.lifecycle.as_ref();
+    if kills && life.is_none() {
         return Some(format!(
             "needs lifecycle control, which the target does not describe (hint: add [lifecycle] start = \"…\" and ready = {{ http = \"…\" }} to the target file, or --skip {})",
             scenario.name
         ));
-    };
+    }
     for f in &scenario.faults {
         match f {
-            FaultSpec::KillWorker(_) if life.worker.is_none() => {
+            FaultSpec::KillWorker(_) if life.is_some_and(|l| l.worker.is_none()) => {
                 return Some(format!(
                     "needs a separate worker process (hint: add [lifecycle.worker] start = \"…\", or --skip {})",
                     scenario.name
@@ -85,7 +115,11 @@ fn choose_cut(c: &CutDatabaseSpec, db: &crate::lifecycle::DatabaseConfig) -> Res
     let proxy = db.proxy.is_some().then_some(Cut::Proxy(mode));
     let commands = db.has_commands().then_some(Cut::Commands);
     let sqlite = db.sqlite.is_some().then_some(Cut::SqliteLock);
+    // Stop/start commands can only refuse: a silent or slow database needs
+    // the proxy (or a lock, which writers wait on in silence).
+    let shape_only = matches!(c.mode, CutMode::Blackhole | CutMode::Latency);
     let pick = match c.via {
+        CutVia::Auto if shape_only => proxy.or(sqlite),
         CutVia::Auto => proxy.or(commands).or(sqlite),
         CutVia::Proxy => proxy,
         CutVia::Commands => commands,
@@ -106,18 +140,45 @@ pub struct Actions {
     pub signals: u32,
     /// Crashes at crash points (the process exited by itself).
     pub crashes: u32,
+    /// Of those, crashes of the receiver (the process that answers).
+    pub receiver_crashes: u32,
     /// Restarts.
     pub restarts: u32,
     /// Database cuts.
     pub cuts: u32,
+    /// What each database cut saw, in order.
+    pub cut_seen: Vec<CutSeen>,
     /// Things that went wrong while acting (the scenario is then unknown-prone).
     pub errors: Vec<String>,
+}
+
+/// What one database cut saw while it held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CutSeen {
+    /// Attempts sent during the cut and answered before it ended.
+    pub answered: WindowCount,
+    /// How long it held.
+    pub held: Duration,
+    /// It ended because `seen` answers came (not at `max`, nor because the
+    /// stream ended).
+    pub reached: bool,
 }
 
 impl Actions {
     /// Kills injected: signals that ended a process, plus crash points fired.
     pub fn kills(&self) -> u32 {
         self.signals + self.crashes
+    }
+
+    /// Adds what another pass of the nemesis did.
+    pub fn merge(&mut self, other: Actions) {
+        self.signals += other.signals;
+        self.crashes += other.crashes;
+        self.receiver_crashes += other.receiver_crashes;
+        self.restarts += other.restarts;
+        self.cuts += other.cuts;
+        self.cut_seen.extend(other.cut_seen);
+        self.errors.extend(other.errors);
     }
 }
 
@@ -228,7 +289,8 @@ impl CrashPoints {
 }
 
 /// Runs the scenario's process faults until `done` turns true (the sender
-/// finished); a database cut in progress is always restored first.
+/// finished), placing them by what `gauge` shows of the sender's traffic;
+/// a database cut in progress is always restored first.
 ///
 /// Crash points (`failpoint`) fire at most `count` times: after that the
 /// process is restarted without them, so a scenario always ends.
@@ -236,6 +298,7 @@ pub async fn nemesis(
     sup: &mut Supervisor,
     scenario: &Scenario,
     seed: u64,
+    gauge: &TrafficGauge,
     mut done: watch::Receiver<bool>,
 ) -> Actions {
     let mut acts = Actions::default();
@@ -251,12 +314,17 @@ pub async fn nemesis(
                 } else {
                     moments(&mut rng, k.count, k.over.0)
                 };
+                let mut place = Placement {
+                    gauge: Some(gauge),
+                    rng: crate::workload::rng_for(seed, &scenario.name, "kill-placement", 0),
+                };
                 signals(
                     sup,
                     Role::Receiver,
                     k,
                     &moments,
                     start,
+                    &mut place,
                     &mut done,
                     &mut acts,
                     &mut cps,
@@ -277,19 +345,27 @@ pub async fn nemesis(
                     pause: Default::default(),
                     failpoint: k.failpoint.clone(),
                 };
+                // The worker answers no request: its kills keep their moments.
+                let mut place = Placement {
+                    gauge: None,
+                    rng: crate::workload::rng_for(seed, &scenario.name, "kill-placement", 1),
+                };
                 signals(
                     sup,
                     Role::Worker,
                     &spec,
                     &moments,
                     start,
+                    &mut place,
                     &mut done,
                     &mut acts,
                     &mut cps,
                 )
                 .await
             }
-            FaultSpec::CutDatabase(c) => cut(sup, c, start, &mut acts).await,
+            FaultSpec::CutDatabase(c) => {
+                cut(sup, c, start, gauge, &mut done, &mut acts, &mut cps).await
+            }
             _ => Ok(()),
         };
         if let Err(e) = r {
@@ -331,6 +407,9 @@ async fn revive_all(
             continue;
         }
         acts.crashes += 1;
+        if role == Role::Receiver {
+            acts.receiver_crashes += 1;
+        }
         cps.crashed(sup, role);
         restart(sup, role, "it crashed", acts, cps).await?;
     }
@@ -356,6 +435,9 @@ async fn restart(
             Err(LifecycleError::Exited { .. }) if tries < 20 => {
                 tries += 1;
                 acts.crashes += 1;
+                if role == Role::Receiver {
+                    acts.receiver_crashes += 1;
+                }
                 cps.crashed(sup, role);
             }
             Err(e) => return Err(e),
@@ -381,19 +463,90 @@ async fn wait_until(
     Ok(!*done.borrow())
 }
 
+/// Where kills land: by the traffic when a gauge is given, else at their
+/// moments alone.
+struct Placement<'a, R> {
+    gauge: Option<&'a TrafficGauge>,
+    rng: R,
+}
+
+impl<R: Rng> Placement<'_, R> {
+    /// Waits until the receiver has acknowledged [`KILL_AFTER_ACKS`] attempts
+    /// since `mark` and a request is in flight, then a seeded fraction of a
+    /// typical answer time more, so kills land at varied points inside an
+    /// exchange. False when `done` fired first.
+    async fn under_load(
+        &mut self,
+        mark: u64,
+        sup: &mut Supervisor,
+        done: &mut watch::Receiver<bool>,
+        acts: &mut Actions,
+        cps: &mut CrashPoints,
+    ) -> Result<bool, LifecycleError> {
+        let Some(gauge) = self.gauge else {
+            return Ok(!*done.borrow());
+        };
+        loop {
+            if *done.borrow() {
+                return Ok(false);
+            }
+            revive_all(sup, acts, cps).await?;
+            if gauge.acks() < mark + KILL_AFTER_ACKS {
+                tokio::time::sleep(POLL).await;
+                continue;
+            }
+            if !gauge.wait_start(POLL).await && gauge.in_flight() == 0 {
+                continue;
+            }
+            let typical = gauge
+                .typical_latency()
+                .unwrap_or(Duration::from_millis(1))
+                .min(Duration::from_millis(200));
+            pause(typical.mul_f64(self.rng.gen_range(0.2..0.9))).await;
+            if gauge.in_flight() > 0 {
+                return Ok(true);
+            }
+        }
+    }
+
+    /// The acknowledgement count now: the mark for the next kill.
+    fn mark(&self) -> u64 {
+        self.gauge.map(TrafficGauge::acks).unwrap_or(0)
+    }
+}
+
+/// Waits `d`. Below the timer's 1 ms resolution it yields instead of
+/// sleeping, so a kill can land inside an exchange that takes less than a
+/// millisecond (a fast receiver answers in a few hundred microseconds).
+async fn pause(d: Duration) {
+    if d >= Duration::from_millis(2) {
+        tokio::time::sleep(d).await;
+        return;
+    }
+    let until = std::time::Instant::now() + d;
+    while std::time::Instant::now() < until {
+        tokio::task::yield_now().await;
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
-async fn signals(
+async fn signals<R: Rng>(
     sup: &mut Supervisor,
     role: Role,
     k: &KillSpec,
     moments: &[Duration],
     start: Instant,
+    place: &mut Placement<'_, R>,
     done: &mut watch::Receiver<bool>,
     acts: &mut Actions,
     cps: &mut CrashPoints,
 ) -> Result<(), LifecycleError> {
+    let mut mark = 0;
     for m in moments {
         if !wait_until(sup, start + *m, done, acts, cps).await? {
+            break;
+        }
+        if !place.under_load(mark, sup, done, acts, cps).await? {
             break;
         }
         match k.signal {
@@ -401,6 +554,7 @@ async fn signals(
                 sup.kill(role).await?;
                 acts.signals += 1;
                 restart(sup, role, "after SIGKILL", acts, cps).await?;
+                mark = place.mark();
                 continue;
             }
             KillSignal::Term => {
@@ -415,33 +569,125 @@ async fn signals(
                 }
                 sup.kill(role).await?;
                 restart(sup, role, "after SIGTERM", acts, cps).await?;
+                mark = place.mark();
                 continue;
             }
             KillSignal::Stop => {
                 sup.signal(role, Signal::Stop)?;
                 tokio::time::sleep(k.pause.0).await;
                 sup.signal(role, Signal::Cont)?;
+                mark = place.mark();
             }
         }
     }
     Ok(())
 }
 
+/// Cuts the database at `at` and holds the cut until `seen` attempts sent
+/// during it were answered (and `duration` passed), or `max` passed, or the
+/// stream ended; then restores it and records what the cut saw.
 async fn cut(
     sup: &mut Supervisor,
     c: &CutDatabaseSpec,
     start: Instant,
+    gauge: &TrafficGauge,
+    done: &mut watch::Receiver<bool>,
     acts: &mut Actions,
+    cps: &mut CrashPoints,
 ) -> Result<(), LifecycleError> {
     let how = choose_cut(c, sup.database()).map_err(|reason| LifecycleError::Command {
         command: "cut-database".into(),
         reason,
     })?;
-    tokio::time::sleep_until(start + c.at.0).await;
+    if !wait_until(sup, start + c.at.0, done, acts, cps).await? {
+        return Ok(());
+    }
     sup.cut_database(how).await?;
+    gauge.open_window();
     acts.cuts += 1;
-    tokio::time::sleep(c.duration.0).await;
-    sup.restore_database(how).await
+    let began = Instant::now();
+    let (min, max) = (c.duration.0, c.max.0.max(c.duration.0));
+    let mut reached = false;
+    loop {
+        let held = began.elapsed();
+        if held >= max || *done.borrow() {
+            break;
+        }
+        if held >= min && gauge.window_count().answered >= u64::from(c.seen) {
+            reached = true;
+            break;
+        }
+        if let Err(e) = revive_all(sup, acts, cps).await {
+            acts.errors.push(e.to_string());
+        }
+        tokio::time::sleep(POLL.min(max - held)).await;
+    }
+    let seen = CutSeen {
+        answered: gauge.close_window(),
+        held: began.elapsed(),
+        reached,
+    };
+    acts.cut_seen.push(seen);
+    sup.restore_database_noting(how, Some(seen.detail(c))).await
+}
+
+impl CutSeen {
+    /// The history's detail on `restore-database`: what the cut saw and
+    /// why it ended.
+    fn detail(&self, c: &CutDatabaseSpec) -> String {
+        let why = if self.reached {
+            "until seen"
+        } else if self.held >= c.max.0 {
+            "until max"
+        } else {
+            "until the stream ended"
+        };
+        format!(
+            "{} attempt(s) answered while the database was cut ({} acknowledged); held {} {why} (at least {}, at most {}, until {} answered)",
+            self.answered.answered,
+            self.answered.acks,
+            crate::units::format_duration(self.held),
+            c.duration,
+            c.max,
+            c.seen
+        )
+    }
+}
+
+/// Why the scenario's faults tested nothing, if they did not: every
+/// database cut went by with no attempt answered while it held, or the
+/// receiver's kills (signals or crash points) interrupted no attempt.
+/// `tally` is `None` when the state could not be read (the checker is then
+/// unknown anyway). Pauses (`signal = "stop"`) and worker kills are not
+/// judged here: they need not cut an exchange short to test something.
+pub fn not_exercised(scenario: &Scenario, acts: &Actions, tally: Option<&Tally>) -> Option<String> {
+    let mut why = Vec::new();
+    if scenario
+        .faults
+        .iter()
+        .any(|f| matches!(f, FaultSpec::CutDatabase(_)))
+        && acts.cut_seen.iter().all(|s| s.answered.answered == 0)
+    {
+        why.push(match acts.cut_seen.iter().map(|s| s.held).max() {
+            None => "the database was never cut (the stream ended before the cut was due, or the cut failed)".to_string(),
+            Some(held) => format!(
+                "no attempt was answered while the database was cut ({} at most), so the receiver's answer to a missing database was never seen (hint: its connection pool may wait longer than the cut; raise the cut's max)",
+                crate::units::format_duration(held)
+            ),
+        });
+    }
+    let kills = scenario.faults.iter().any(|f| {
+        matches!(f, FaultSpec::Kill(k) if matches!(k.signal, KillSignal::Kill | KillSignal::Term))
+    });
+    if let (true, Some(t)) = (kills, tally) {
+        if t.interrupted == 0 && acts.receiver_crashes == 0 {
+            why.push(format!(
+                "{} kill(s) of the receiver interrupted no attempt and none landed between commit and answer, so nothing was in flight to lose",
+                acts.signals
+            ));
+        }
+    }
+    (!why.is_empty()).then(|| why.join("; "))
 }
 
 /// What the kills did to the attempts, measured from the history and state.
@@ -510,6 +756,14 @@ pub fn note(acts: &Actions, tally: Option<&Tally>) -> String {
         acts.restarts,
         acts.cuts
     );
+    for c in &acts.cut_seen {
+        s.push_str(&format!(
+            "; {} attempt(s) answered during the cut ({} acknowledged), held {}",
+            c.answered.answered,
+            c.answered.acks,
+            crate::units::format_duration(c.held)
+        ));
+    }
     if let Some(t) = tally {
         s.push_str(&format!(
             "; {} attempt(s) interrupted, {} of them stored (landed between commit and answer or by a retry); {} acknowledged deliveries lost; {} stored twice",
@@ -552,5 +806,93 @@ mod tests {
             upstream: "b".into(),
         });
         assert_eq!(choose_cut(&spec, &db).unwrap(), Cut::Proxy(Mode::Reset));
+    }
+
+    fn scenario_with(fault: &str) -> Scenario {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.toml");
+        std::fs::write(
+            &path,
+            format!("name = \"s\"\ndescription = \"d\"\nexpect = \"e\"\nwhen_it_fails = \"w\"\ncheck = [\"I1\"]\n[[fault]]\n{fault}\n"),
+        )
+        .unwrap();
+        Scenario::from_file(&path).unwrap()
+    }
+
+    fn seen(answered: u64) -> CutSeen {
+        CutSeen {
+            answered: WindowCount { answered, acks: 0 },
+            held: Duration::from_secs(2),
+            reached: answered > 0,
+        }
+    }
+
+    #[test]
+    fn a_cut_nobody_answered_during_is_not_exercised() {
+        let s = scenario_with("kind = \"cut-database\"");
+        let mut acts = Actions {
+            cuts: 1,
+            cut_seen: vec![seen(0)],
+            ..Actions::default()
+        };
+        let why = not_exercised(&s, &acts, Some(&Tally::default())).unwrap();
+        assert!(
+            why.contains("no attempt was answered while the database was cut"),
+            "{why}"
+        );
+        acts.cut_seen = vec![seen(0), seen(4)];
+        assert_eq!(not_exercised(&s, &acts, Some(&Tally::default())), None);
+        let why = not_exercised(&s, &Actions::default(), None).unwrap();
+        assert!(why.contains("never cut"), "{why}");
+    }
+
+    #[test]
+    fn kills_that_interrupt_nothing_are_not_exercised_unless_a_crash_point_fired() {
+        let s = scenario_with("kind = \"kill\"\ncount = 3");
+        let mut acts = Actions {
+            signals: 3,
+            ..Actions::default()
+        };
+        let quiet = Tally::default();
+        let why = not_exercised(&s, &acts, Some(&quiet)).unwrap();
+        assert!(
+            why.contains("3 kill(s) of the receiver interrupted no attempt"),
+            "{why}"
+        );
+        assert_eq!(
+            not_exercised(&s, &acts, None),
+            None,
+            "no state: unknown anyway"
+        );
+        let hit = Tally {
+            interrupted: 2,
+            ..Tally::default()
+        };
+        assert_eq!(not_exercised(&s, &acts, Some(&hit)), None);
+        acts.receiver_crashes = 1;
+        assert_eq!(not_exercised(&s, &acts, Some(&quiet)), None);
+        let pause = scenario_with("kind = \"kill\"\nsignal = \"stop\"");
+        assert_eq!(
+            not_exercised(&pause, &Actions::default(), Some(&quiet)),
+            None
+        );
+    }
+
+    #[test]
+    fn a_blackhole_never_falls_back_to_stop_and_start_commands() {
+        let spec: CutDatabaseSpec = toml::from_str("mode = \"blackhole\"").unwrap();
+        let mut db = crate::lifecycle::DatabaseConfig {
+            stop: Some("x".into()),
+            start: Some("y".into()),
+            ..Default::default()
+        };
+        assert!(choose_cut(&spec, &db).is_err());
+        db.sqlite = Some("r.db".into());
+        assert_eq!(choose_cut(&spec, &db).unwrap(), Cut::SqliteLock);
+        db.proxy = Some(crate::lifecycle::ProxyConfig {
+            listen: "a".into(),
+            upstream: "b".into(),
+        });
+        assert_eq!(choose_cut(&spec, &db).unwrap(), Cut::Proxy(Mode::Blackhole));
     }
 }

@@ -192,7 +192,13 @@ pub fn unmet(
             .faults
             .iter()
             .any(|f| matches!(f, FaultSpec::KillWorker(_)));
+        let kills = scenario
+            .faults
+            .iter()
+            .any(|f| matches!(f, FaultSpec::Kill(_) | FaultSpec::KillWorker(_)));
         let need = match &target.lifecycle {
+            // A database cut alone needs database control, not lifecycle.
+            None if !kills => Need::Database,
             None => Need::Lifecycle,
             Some(l) if worker && l.worker.is_none() => Need::Worker,
             Some(_) => Need::Database,

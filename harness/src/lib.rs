@@ -33,6 +33,7 @@
 //! - [`lifecycle`]: starting, signalling and restarting the receiver's processes.
 //! - [`tcpproxy`]: a TCP fault proxy between a receiver and its database.
 //! - [`chaos`]: process and database faults carried out during a scenario.
+//! - [`gauge`]: the sender's live traffic counters the chaos faults are placed by.
 //! - [`front`]: the fault front, an HTTP proxy before the receiver.
 //! - [`provider`]: the provider API (task lookups) receivers reconcile against.
 //! - [`redelivery`]: the dashboard's redelivery rules (pending, hourly limit).
@@ -53,6 +54,7 @@ pub mod exit;
 pub mod fault;
 pub mod front;
 pub mod gaps;
+pub mod gauge;
 pub mod history;
 pub mod interrupt;
 pub mod late;

@@ -309,9 +309,16 @@ async fn start(target: &Target, dir: &Path) -> Result<(Probe, Option<Supervisor>
     let probe = Probe::from_config(&target.state)
         .map_err(|e| RunError::Target(e.to_string()))?
         .with_roots(target.roots.clone());
+    // With database control alone the supervisor runs the fault proxy and
+    // cuts the database.
     let supervisor = match &target.lifecycle {
         Some(life) => Some(
             Supervisor::start(life.clone(), target.database.clone(), dir)
+                .await
+                .map_err(|e| RunError::Target(e.to_string()))?,
+        ),
+        None if target.database.has_control() => Some(
+            Supervisor::database_only(target.database.clone(), dir)
                 .await
                 .map_err(|e| RunError::Target(e.to_string()))?,
         ),
@@ -543,18 +550,17 @@ async fn run_scenario(
             if let Err(e) = chaos::prepare(sup, scenario, seed).await {
                 actions.errors.push(e.to_string());
             }
+            let gauge = std::sync::Arc::new(crate::gauge::TrafficGauge::new());
+            cfg.gauge = Some(gauge.clone());
             let (done_tx, done_rx) = tokio::sync::watch::channel(false);
             let send = async {
                 let r = sender::send(scenario, &cfg, &sink).await;
                 let _ = done_tx.send(true);
                 r
             };
-            let (sent, acted) = tokio::join!(send, chaos::nemesis(sup, scenario, seed, done_rx));
-            actions.signals += acted.signals;
-            actions.crashes += acted.crashes;
-            actions.restarts += acted.restarts;
-            actions.cuts += acted.cuts;
-            actions.errors.extend(acted.errors);
+            let (sent, acted) =
+                tokio::join!(send, chaos::nemesis(sup, scenario, seed, &gauge, done_rx));
+            actions.merge(acted);
             if let Err(e) = chaos::finish(sup, scenario).await {
                 actions.errors.push(e.to_string());
             }
@@ -622,12 +628,14 @@ async fn run_scenario(
             .map_err(|e| RunError::Io(format!("{}: {e}", state_path.display())))?;
     }
     let probe_error = state.as_ref().err().map(|e| e.to_string());
+    let mut unexercised = None;
     if let Some(acts) = &actions {
         let tally = state
             .as_ref()
             .ok()
             .map(|s| chaos::Tally::measure(events.iter().map(|(_, e)| e), s));
         notes.push(chaos::note(acts, tally.as_ref()));
+        unexercised = chaos::not_exercised(scenario, acts, tally.as_ref());
     }
     let state_ref = match &state {
         Ok(s) => Ok(s),
@@ -637,11 +645,16 @@ async fn run_scenario(
         reconciled: reconcile.is_some(),
         ..check_options(&invariants, opts, target, drained)
     };
-    let check: ScenarioCheck = check::check(events, &scenario.name, state_ref, &check_opts);
+    let mut check: ScenarioCheck = check::check(events, &scenario.name, state_ref, &check_opts);
+    if let Some(reason) = &unexercised {
+        check.not_exercised(reason);
+        notes.push(format!("not exercised: {reason}"));
+    }
     let recheck = state.is_ok().then(|| Recheck {
         history: history_path.clone(),
         state: state_path.clone(),
         opts: check_opts,
+        not_exercised: unexercised,
     });
     if !drained {
         notes.push(format!(
@@ -693,6 +706,8 @@ struct Recheck {
     history: PathBuf,
     state: PathBuf,
     opts: CheckOptions,
+    /// Why the scenario's fault met no traffic, if it did not.
+    not_exercised: Option<String>,
 }
 
 /// The keys the receiver must end up storing: every genuine key it
@@ -739,6 +754,9 @@ fn judge_late_rows(report: &mut ScenarioReport, r: &Recheck, rows: &[crate::stat
     };
     let before = report.check.verdict();
     report.check = check::check(events, &report.name, Ok(&state), &r.opts);
+    if let Some(reason) = &r.not_exercised {
+        report.check.not_exercised(reason);
+    }
     let keys: Vec<&str> = rows.iter().take(5).map(|r| r.key.as_str()).collect();
     report.notes.push(format!(
         "{} row(s) landed after this scenario's state was read ({}{}); judged again with them: {} -> {}",

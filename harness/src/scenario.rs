@@ -256,9 +256,19 @@ pub struct CutDatabaseSpec {
     /// When the cut starts, after sending starts.
     #[serde(default = "default_at")]
     pub at: HumanDuration,
-    /// How long the database stays cut (real time, never scaled).
-    #[serde(default = "default_outage")]
+    /// The least time the database stays cut (real time, never scaled);
+    /// `min` is the same key.
+    #[serde(default = "default_outage", alias = "min")]
     pub duration: HumanDuration,
+    /// The cut holds until this many attempts sent during it have been
+    /// answered (any status) while the database was down, so that a
+    /// receiver whose connection pool waits longer than `duration` still has
+    /// to answer during the outage.
+    #[serde(default = "default_seen")]
+    pub seen: u32,
+    /// The longest the cut holds, seen or not (real time, never scaled).
+    #[serde(default = "default_max_outage")]
+    pub max: HumanDuration,
     /// The steady stream's length.
     #[serde(default = "default_over")]
     pub over: HumanDuration,
@@ -290,6 +300,12 @@ fn default_at() -> HumanDuration {
 }
 fn default_outage() -> HumanDuration {
     HumanDuration(Duration::from_secs(1))
+}
+fn default_seen() -> u32 {
+    3
+}
+fn default_max_outage() -> HumanDuration {
+    HumanDuration(Duration::from_secs(30))
 }
 
 /// How duplicates are sent.
@@ -799,6 +815,15 @@ impl Scenario {
                             "cut-database duration: expected more than 0 and at most 1h".into()
                         );
                     }
+                    if c.max.0 < c.duration.0 || c.max.0 > Duration::from_secs(3600) {
+                        return Err(format!(
+                            "cut-database max = {}: expected at least duration ({}) and at most 1h",
+                            c.max, c.duration
+                        ));
+                    }
+                    if c.seen == 0 || c.seen > 1000 {
+                        return Err("cut-database seen: expected 1 to 1000".into());
+                    }
                 }
                 FaultSpec::Front(f) => {
                     check_share("front", f.share)?;
@@ -911,6 +936,42 @@ mod tests {
         let (_d, p) = write(&format!("{HEAD}check = [\"I10\"]\n"));
         let e = Scenario::from_file(&p).unwrap_err().to_string();
         assert!(e.contains("\"I10\" is not an invariant"), "{e}");
+    }
+
+    #[test]
+    fn a_cut_holds_until_seen_and_old_files_with_duration_only_still_parse() {
+        let (_d, p) = write(&format!(
+            "{HEAD}check = [\"I1\"]\n[[fault]]\nkind = \"cut-database\"\nduration = \"2s\"\n"
+        ));
+        let s = Scenario::from_file(&p).unwrap();
+        let FaultSpec::CutDatabase(c) = &s.faults[0] else {
+            panic!("{:?}", s.faults)
+        };
+        assert_eq!(
+            c.duration.0,
+            Duration::from_secs(2),
+            "duration is the minimum"
+        );
+        assert_eq!((c.seen, c.max.0), (3, Duration::from_secs(30)));
+        let (_d, p) = write(&format!(
+            "{HEAD}check = [\"I1\"]\n[[fault]]\nkind = \"cut-database\"\nmin = \"500ms\"\nseen = 1\nmax = \"5s\"\n"
+        ));
+        let s = Scenario::from_file(&p).unwrap();
+        let FaultSpec::CutDatabase(c) = &s.faults[0] else {
+            panic!("{:?}", s.faults)
+        };
+        assert_eq!(c.duration.0, Duration::from_millis(500));
+        assert_eq!((c.seen, c.max.0), (1, Duration::from_secs(5)));
+        let (_d, p) = write(&format!(
+            "{HEAD}check = [\"I1\"]\n[[fault]]\nkind = \"cut-database\"\nduration = \"5s\"\nmax = \"2s\"\n"
+        ));
+        let e = Scenario::from_file(&p).unwrap_err().to_string();
+        assert!(e.contains("max = 2s: expected at least duration"), "{e}");
+        let (_d, p) = write(&format!(
+            "{HEAD}check = [\"I1\"]\n[[fault]]\nkind = \"cut-database\"\nseen = 0\n"
+        ));
+        let e = Scenario::from_file(&p).unwrap_err().to_string();
+        assert!(e.contains("seen: expected 1 to 1000"), "{e}");
     }
 
     #[test]

@@ -12,7 +12,9 @@
 //! - [`FaultTag::answered_by_harness`]: the attempt never got an answer
 //!   from the receiver because the harness answered it (its front refusing
 //!   or redirecting by design) or never sent it (held back). Such an attempt
-//!   cannot count against the receiver's acknowledgements (I9).
+//!   cannot count against the receiver's acknowledgements (I9); nor can
+//!   an attempt that ran while the harness had the receiver's database cut
+//!   ([`FaultTag::explains_missing_ack`]).
 
 use std::fmt;
 
@@ -52,6 +54,8 @@ pub enum FaultTag {
     FrontStall,
     /// The front could not reach the receiver.
     FrontUpstreamUnreachable,
+    /// The harness had the receiver's database cut while the attempt ran.
+    DatabaseCut,
     /// A tag this version does not know (kept verbatim).
     Other(String),
 }
@@ -64,6 +68,8 @@ pub const FRONT_DELAY: &str = "front:delay";
 pub const FRONT_STALL: &str = "front:stall-body";
 /// The tag of attempts the front could not forward.
 pub const FRONT_UNREACHABLE: &str = "front:upstream-unreachable";
+/// The tag of attempts that ran while the harness had the database cut.
+pub const DATABASE_CUT: &str = "cut-database";
 
 impl FaultTag {
     /// Reads a tag as the history writes it; never fails.
@@ -79,6 +85,7 @@ impl FaultTag {
             FRONT_DELAY => return FaultTag::FrontDelay,
             FRONT_STALL => return FaultTag::FrontStall,
             FRONT_UNREACHABLE => return FaultTag::FrontUpstreamUnreachable,
+            DATABASE_CUT => return FaultTag::DatabaseCut,
             _ => {}
         }
         if let Some(rest) = s
@@ -122,6 +129,14 @@ impl FaultTag {
         )
     }
 
+    /// Whether a fault the harness injected on purpose explains that this
+    /// attempt was not acknowledged: the harness answered it itself, or it
+    /// ran while the harness had the receiver's database cut (a 5xx then is
+    /// the right answer). Such attempts do not count against I9.
+    pub fn explains_missing_ack(&self) -> bool {
+        self.answered_by_harness() || matches!(self, FaultTag::DatabaseCut)
+    }
+
     /// Whether the attempt repeats a delivery the receiver may already hold
     /// (a copy, replay or redelivery).
     pub fn is_duplicate(&self) -> bool {
@@ -151,6 +166,7 @@ impl fmt::Display for FaultTag {
             FaultTag::FrontDelay => f.write_str(FRONT_DELAY),
             FaultTag::FrontStall => f.write_str(FRONT_STALL),
             FaultTag::FrontUpstreamUnreachable => f.write_str(FRONT_UNREACHABLE),
+            FaultTag::DatabaseCut => f.write_str(DATABASE_CUT),
             FaultTag::Other(s) => f.write_str(s),
         }
     }
@@ -176,6 +192,7 @@ mod tests {
             FaultTag::FrontDelay,
             FaultTag::FrontStall,
             FaultTag::FrontUpstreamUnreachable,
+            FaultTag::DatabaseCut,
             FaultTag::Other("something-new".into()),
         ];
         for t in tags {

@@ -65,8 +65,24 @@ pub struct ChildTarget {
     _dir: Option<tempfile::TempDir>,
 }
 
-/// A free port on 127.0.0.1 (bound and released).
+/// A free port on 127.0.0.1 for a process started later (bound and
+/// released). Taken below the kernel's ephemeral range (32768 and up), from
+/// a window this process owns by its pid, walked with a counter: a port
+/// handed out here cannot be grabbed by another test's `bind(":0")` before
+/// the child binds it, and two calls never return the same port.
 pub fn free_port() -> std::io::Result<u16> {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const FIRST: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    let base = std::process::id().wrapping_mul(211) % SPAN;
+    for _ in 0..256 {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = (FIRST + (base + n * 7) % SPAN) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 

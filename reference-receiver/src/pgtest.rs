@@ -56,9 +56,7 @@ fn find_bin() -> Option<PathBuf> {
 }
 
 fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
+    crate::child::free_port()
 }
 
 impl PgServer {

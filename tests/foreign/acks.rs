@@ -14,6 +14,11 @@ use super::{run_hookstorm, Reply, Server, ACCOUNTS};
 /// Runs `baseline` (retry schedule compressed 1000x) against a receiver
 /// whose every POST gets `reply`, with a state endpoint that works.
 fn baseline_against(reply: Reply) -> super::ForeignRun {
+    baseline_with(reply, &["--no-preflight"])
+}
+
+/// Like [`baseline_against`] with other extra flags.
+fn baseline_with(reply: Reply, extra: &[&str]) -> super::ForeignRun {
     let receiver = Server::start(4, move |_| reply.clone());
     let state = Server::start(2, |req| match req.path.as_str() {
         "/state" => Reply::json(&serde_json::json!({ "inbox": [] })),
@@ -25,17 +30,16 @@ fn baseline_against(reply: Reply) -> super::ForeignRun {
         state.base(),
         state.base()
     );
-    run_hookstorm(
-        &target,
-        &[
-            "--scenario",
-            "baseline",
-            "--seed",
-            "3",
-            "--time-scale",
-            "1000",
-        ],
-    )
+    let mut args = vec![
+        "--scenario",
+        "baseline",
+        "--seed",
+        "3",
+        "--time-scale",
+        "1000",
+    ];
+    args.extend_from_slice(extra);
+    run_hookstorm(&target, &args)
 }
 
 fn assert_nothing_acknowledged_fails_i9(run: &super::ForeignRun) {
@@ -98,4 +102,13 @@ fn a_receiver_closing_inside_the_status_line_fails_acknowledged() {
 fn a_receiver_closing_before_any_byte_fails_acknowledged() {
     let run = baseline_against(Reply::Close);
     assert_nothing_acknowledged_fails_i9(&run);
+}
+
+#[test]
+fn by_default_the_preflight_stops_an_always_503_receiver_in_seconds_with_exit_3() {
+    let started = std::time::Instant::now();
+    let run = baseline_with(Reply::status(503), &[]);
+    assert_eq!(run.code, 3, "{}", run.explain());
+    assert!(run.output.contains("answered 503"), "{}", run.output);
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
 }

@@ -392,10 +392,7 @@ fn reconcile_pass(
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    hookstorm_receiver::child::free_port().expect("a free port")
 }
 
 /// Runs `scenarios` against a fresh receiver with `traits`.

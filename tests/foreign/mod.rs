@@ -10,6 +10,7 @@
 mod acks;
 mod gate;
 mod guide;
+mod outage;
 mod races;
 mod redirecting;
 mod server;

@@ -5,11 +5,12 @@
 //! acknowledges nothing (503 to every POST, garbage instead of HTTP, a
 //! connection closed mid-header) loses nothing it acknowledged and would
 //! pass it. I9 closes that gap from the history alone: a genuine delivery
-//! that died without a single 2xx is a failure, unless every attempt that
-//! was not acknowledged was answered by the harness itself by design (its
-//! front refusing or redirecting, an attempt held back), which is how a
-//! scenario that expects deliveries to die (redirects, a long outage that
-//! reconciliation repairs) says so. A delivery still retrying when the
+//! that died without a single 2xx is a failure, unless a fault the harness
+//! injected on purpose explains every attempt that was not acknowledged:
+//! the harness answered it itself (its front refusing or redirecting, an
+//! attempt held back), which is how a scenario that expects deliveries to
+//! die (redirects, a long outage that reconciliation repairs) says so, or
+//! it ran while the harness had the receiver's database cut. A delivery still retrying when the
 //! history ends (an interrupted run, a bench without retries) is not
 //! judged: its schedule has not run out.
 
@@ -45,7 +46,7 @@ pub(crate) fn acknowledged(agg: &Aggregator) -> InvariantResult {
     }
     let total = ev.total;
     let excuse = if excused > 0 {
-        format!(" ({excused} more died by design: every attempt was answered by the harness's own front)")
+        format!(" ({excused} more died by design: every attempt was answered by the harness's own front or ran during a database cut)")
     } else {
         String::new()
     };

@@ -440,7 +440,7 @@ impl Aggregator {
             // I9: an attempt the receiver itself saw and did not acknowledge.
             // A transport error, a malformed answer or a connection closed
             // before the status line has no status: never an acknowledgement.
-            if !ok && !drop_ack && !tags.iter().any(FaultTag::answered_by_harness) {
+            if !ok && !drop_ack && !tags.iter().any(FaultTag::explains_missing_ack) {
                 agg.flags |= flag::RECEIVER_MISSED;
                 agg.missed_line = line;
                 agg.missed_status = a.status.unwrap_or(0);

@@ -313,6 +313,20 @@ impl ScenarioCheck {
     pub fn result(&self, id: InvariantId) -> Option<&InvariantResult> {
         self.results.iter().find(|r| r.id == id)
     }
+
+    /// The scenario's fault never met what it was meant to test (a database
+    /// cut no attempt was answered during, kills that interrupted nothing):
+    /// every pass and non-strict result becomes unknown with `reason` in
+    /// its summary, since nothing was proved. A fail stays a fail: what it
+    /// found is real either way.
+    pub fn not_exercised(&mut self, reason: &str) {
+        for r in &mut self.results {
+            if matches!(r.verdict, Verdict::Pass | Verdict::NonStrict) {
+                r.verdict = Verdict::Unknown;
+                r.summary = format!("not exercised: {reason} (had: {})", r.summary);
+            }
+        }
+    }
 }
 
 /// Checks one scenario: `events` are history events with their 1-based line
@@ -427,6 +441,32 @@ mod tests {
             dead_letters: vec![],
         };
         assert_eq!(c.verdict(), Verdict::Unknown);
+    }
+
+    #[test]
+    fn not_exercised_turns_passes_into_unknown_and_keeps_fails() {
+        let mut c = ScenarioCheck {
+            scenario: "s".into(),
+            results: vec![
+                InvariantResult::new(InvariantId::I1, Verdict::Pass, "all stored"),
+                InvariantResult::new(InvariantId::I2, Verdict::Fail, "doubled"),
+                InvariantResult::new(InvariantId::I7, Verdict::NonStrict, "200 not 204"),
+                InvariantResult::new(InvariantId::I3, Verdict::Unknown, "no section"),
+            ],
+            counts: Counts::default(),
+            dead_letters: Vec::new(),
+        };
+        c.not_exercised("no attempt was answered during the cut");
+        let v: Vec<Verdict> = c.results.iter().map(|r| r.verdict).collect();
+        use Verdict::*;
+        assert_eq!(v, [Unknown, Fail, Unknown, Unknown]);
+        assert!(c.results[0]
+            .summary
+            .contains("no attempt was answered during the cut"));
+        assert!(c.results[0].summary.contains("all stored"));
+        assert_eq!(c.results[1].summary, "doubled");
+        assert_eq!(c.results[3].summary, "no section");
+        assert_eq!(c.verdict(), Fail);
     }
 
     #[test]

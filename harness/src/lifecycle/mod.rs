@@ -116,6 +116,12 @@ impl DatabaseConfig {
     pub fn has_commands(&self) -> bool {
         self.stop.is_some() && self.start.is_some()
     }
+
+    /// Whether it describes any way to cut the database (proxy, commands or
+    /// a SQLite file).
+    pub fn has_control(&self) -> bool {
+        self.proxy.is_some() || self.has_commands() || self.sqlite.is_some()
+    }
 }
 
 /// `[database.proxy]` (or `proxy = { … }`).

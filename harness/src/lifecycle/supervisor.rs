@@ -55,11 +55,13 @@ pub struct SupervisorEvent {
     pub action: String,
 }
 
-/// Owns the receiver's processes for a run.
+/// Owns the receiver's processes for a run, or only its database control
+/// (the fault proxy, the lock, the commands) when the receiver runs on its
+/// own ([`Supervisor::database_only`]).
 pub struct Supervisor {
-    cfg: LifecycleConfig,
+    cfg: Option<LifecycleConfig>,
     db: DatabaseConfig,
-    receiver: Process,
+    receiver: Option<Process>,
     worker: Option<Process>,
     proxy: Option<Proxy>,
     log_dir: PathBuf,
@@ -96,6 +98,27 @@ impl Supervisor {
         db: DatabaseConfig,
         log_dir: &Path,
     ) -> Result<Supervisor, LifecycleError> {
+        let mut sup = Supervisor::database_only(db, log_dir).await?;
+        sup.receiver = Some(Process::new("receiver", &cfg.start, cfg.env.clone()));
+        sup.worker = cfg
+            .worker
+            .as_ref()
+            .map(|w| Process::new("worker", &w.start, w.env.clone()));
+        sup.cfg = Some(cfg);
+        sup.spawn(Role::Receiver).await?;
+        if sup.worker.is_some() {
+            sup.spawn(Role::Worker).await?;
+        }
+        Ok(sup)
+    }
+
+    /// Database control alone, for a receiver the harness does not start:
+    /// runs the fault proxy (if any) for the whole run, and cuts and
+    /// restores the database; it has no process to signal or restart.
+    pub async fn database_only(
+        db: DatabaseConfig,
+        log_dir: &Path,
+    ) -> Result<Supervisor, LifecycleError> {
         let proxy = match &db.proxy {
             Some(p) => Some(
                 Proxy::start(&p.listen, &p.upstream)
@@ -107,16 +130,11 @@ impl Supervisor {
             ),
             None => None,
         };
-        let receiver = Process::new("receiver", &cfg.start, cfg.env.clone());
-        let worker = cfg
-            .worker
-            .as_ref()
-            .map(|w| Process::new("worker", &w.start, w.env.clone()));
-        let mut sup = Supervisor {
-            cfg,
+        Ok(Supervisor {
+            cfg: None,
             db,
-            receiver,
-            worker,
+            receiver: None,
+            worker: None,
             proxy,
             log_dir: log_dir.to_path_buf(),
             env: BTreeMap::new(),
@@ -124,12 +142,7 @@ impl Supervisor {
             sink: None,
             lock: None,
             actions: Vec::new(),
-        };
-        sup.spawn(Role::Receiver).await?;
-        if sup.worker.is_some() {
-            sup.spawn(Role::Worker).await?;
-        }
-        Ok(sup)
+        })
     }
 
     /// Sends later actions to `sink` under `scenario`, and later logs to `log_dir`.
@@ -156,7 +169,7 @@ impl Supervisor {
 
     /// Whether the receiver honours `HOOKSTORM_FAILPOINTS`.
     pub fn supports_failpoints(&self) -> bool {
-        self.cfg.failpoints
+        self.cfg.as_ref().is_some_and(|c| c.failpoints)
     }
 
     /// The database configuration.
@@ -172,7 +185,7 @@ impl Supervisor {
     /// The pid of a process, when it runs.
     pub fn pid(&self, role: Role) -> Option<u32> {
         match role {
-            Role::Receiver => self.receiver.pid(),
+            Role::Receiver => self.receiver.as_ref().and_then(Process::pid),
             Role::Worker => self.worker.as_ref().and_then(Process::pid),
         }
     }
@@ -209,7 +222,7 @@ impl Supervisor {
 
     fn process(&mut self, role: Role) -> Option<&mut Process> {
         match role {
-            Role::Receiver => Some(&mut self.receiver),
+            Role::Receiver => self.receiver.as_mut(),
             Role::Worker => self.worker.as_mut(),
         }
     }
@@ -220,9 +233,11 @@ impl Supervisor {
             Role::Receiver => self.env.clone(),
             Role::Worker => self.worker_env.clone(),
         };
-        let ready = self.cfg.ready.clone();
-        let timeout = self
-            .cfg
+        let Some(cfg) = &self.cfg else {
+            return Ok(0);
+        };
+        let ready = cfg.ready.clone();
+        let timeout = cfg
             .ready_timeout
             .map(|d| d.0)
             .unwrap_or(DEFAULT_READY_TIMEOUT);
@@ -342,6 +357,16 @@ impl Supervisor {
 
     /// Brings the database back after [`cut_database`](Self::cut_database).
     pub async fn restore_database(&mut self, cut: Cut) -> Result<(), LifecycleError> {
+        self.restore_database_noting(cut, None).await
+    }
+
+    /// Like [`restore_database`](Self::restore_database), with `detail`
+    /// (what the cut saw) on the history's `restore-database` line.
+    pub async fn restore_database_noting(
+        &mut self,
+        cut: Cut,
+        detail: Option<String>,
+    ) -> Result<(), LifecycleError> {
         let action = match cut {
             Cut::Proxy(_) => {
                 if let Some(p) = &self.proxy {
@@ -361,7 +386,7 @@ impl Supervisor {
                 "lock released".to_string()
             }
         };
-        self.record("restore-database", action, None);
+        self.record("restore-database", action, detail);
         Ok(())
     }
 
@@ -373,7 +398,9 @@ impl Supervisor {
         if let Some(w) = self.worker.as_mut() {
             w.terminate(Duration::from_secs(2)).await;
         }
-        self.receiver.terminate(Duration::from_secs(3)).await;
+        if let Some(r) = self.receiver.as_mut() {
+            r.terminate(Duration::from_secs(3)).await;
+        }
     }
 }
 

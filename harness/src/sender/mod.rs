@@ -34,6 +34,7 @@ use tokio::sync::{RwLock, Semaphore};
 
 use crate::fault::{drop_ack, duplicate, reorder, tamper};
 use crate::front::FrontTags;
+use crate::gauge::TrafficGauge;
 use crate::history::{
     now_rfc3339, Attempt, Event, FaultEvent, HistoryError, HistorySink, Intent, Outcome,
 };
@@ -79,6 +80,8 @@ pub struct SendConfig {
     pub spread: Option<Duration>,
     /// The fault front's action tags, when a front stands before the receiver.
     pub front: Option<FrontTags>,
+    /// Live traffic counters for the nemesis, updated around every exchange.
+    pub gauge: Option<Arc<TrafficGauge>>,
 }
 
 impl SendConfig {
@@ -102,6 +105,7 @@ impl SendConfig {
             roots: Default::default(),
             spread: None,
             front: None,
+            gauge: None,
         }
     }
 
@@ -567,7 +571,7 @@ impl Ctx {
         headers: &[(String, String)],
         body: &[u8],
         fresh: bool,
-    ) -> Answer {
+    ) -> (Answer, bool) {
         let _shared = self.gate.read().await;
         let _permit = self
             .sem
@@ -575,14 +579,21 @@ impl Ctx {
             .await
             .expect("the semaphore is never closed");
         let client = if fresh { &self.fresh } else { &self.pooled };
-        exchange::exchange(
+        let ticket = self.cfg.gauge.as_deref().map(TrafficGauge::begin);
+        let answer = exchange::exchange(
             client,
             &self.uris[&d.account],
             headers,
             Bytes::copy_from_slice(body),
             self.cfg.profile.timeout,
         )
-        .await
+        .await;
+        let during_cut = ticket.as_ref().is_some_and(|t| t.overlaps_window());
+        if let (Some(t), Some(status)) = (ticket, answer.status) {
+            let latency = Duration::from_secs_f64(answer.latency_ms.max(0.0) / 1000.0);
+            t.answered(self.cfg.profile.is_success(status), latency);
+        }
+        (answer, during_cut)
     }
 
     /// Releases `n` copies of one request together (see [`copies`]), alone:
@@ -710,9 +721,12 @@ async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
                     _ => (d.id.as_str(), duplicate::REPLAY, got.headers.clone(), None),
                 };
                 let sent_at = now_rfc3339();
-                let answer = ctx.exchange(d, &headers, &got.body, false).await;
+                let (answer, during_cut) = ctx.exchange(d, &headers, &got.body, false).await;
                 let grade = classify(&ctx.cfg.profile, Intent::Genuine, &answer);
                 let mut faults = vec![name.to_string()];
+                if during_cut {
+                    faults.push(crate::tag::DATABASE_CUT.to_string());
+                }
                 ctx.claim(d, &got.body, &answer, &mut faults);
                 ctx.record(Record {
                     d,
@@ -837,14 +851,13 @@ async fn run_round(
         } else {
             1
         };
-        let (sent_at, answers) = if copies > 1 {
-            ctx.copies(d, &headers, &signed.body, copies as usize).await
+        let (sent_at, answers, during_cut) = if copies > 1 {
+            let (sent_at, answers) = ctx.copies(d, &headers, &signed.body, copies as usize).await;
+            (sent_at, answers, false)
         } else {
             let sent_at = now_rfc3339();
-            (
-                sent_at,
-                vec![ctx.exchange(d, &headers, &signed.body, false).await],
-            )
+            let (answer, during_cut) = ctx.exchange(d, &headers, &signed.body, false).await;
+            (sent_at, vec![answer], during_cut)
         };
         let mut main = None;
         for (k, answer) in answers.iter().enumerate() {
@@ -852,6 +865,9 @@ async fn run_round(
             let mut faults = base_faults.clone();
             if copies > 1 {
                 faults.push(format!("{}:{}/{}", duplicate::CONCURRENT, k + 1, copies));
+            }
+            if during_cut {
+                faults.push(crate::tag::DATABASE_CUT.to_string());
             }
             ctx.claim(d, &signed.body, answer, &mut faults);
             if k > 0 {

@@ -752,6 +752,23 @@ fn a_delivery_the_harness_front_refused_by_design_is_excused() {
 }
 
 #[test]
+fn a_delivery_that_died_while_the_database_was_cut_is_excused() {
+    let mut h = died("t1", Some(503), 10);
+    for a in &mut h {
+        a.faults = vec!["cut-database".into()];
+    }
+    let c = run(h, &inbox(&[]), &only(InvariantId::I9));
+    assert_eq!(verdict(&c, InvariantId::I9), Verdict::Pass);
+    // One refusal after the database came back is the receiver's.
+    let mut h = died("t1", Some(503), 10);
+    for a in &mut h[..9] {
+        a.faults = vec!["cut-database".into()];
+    }
+    let c = run(h, &inbox(&[]), &only(InvariantId::I9));
+    assert_eq!(verdict(&c, InvariantId::I9), Verdict::Fail);
+}
+
+#[test]
 fn a_front_that_forwarded_once_does_not_excuse_the_receivers_refusal() {
     let mut h = died("t1", Some(503), 4);
     for a in &mut h[..3] {

@@ -1,0 +1,540 @@
+//! Receivers whose database goes away: a blocking thread-pool server (like
+//! gunicorn sync workers or a servlet pool) over real Postgres, with a
+//! hand-written connection pool that waits for a usable connection the way
+//! HikariCP or psycopg_pool do (it retries connects until its wait runs
+//! out), the guide's schema (`webhook_inbox`, `answers`) and a background
+//! worker thread that processes rows. Nothing here comes from the reference
+//! receiver.
+//!
+//! It connects through the harness's database proxy, given as `[database]
+//! proxy` in a target file with no `[lifecycle]`: the user starts the
+//! receiver, the harness only cuts its database. The state is read with the
+//! SQL probe's default queries, straight from Postgres.
+//!
+//! Twins: one answers 2xx when its insert fails (the swallowed exception,
+//! the classic `except: log.warning(...)`): `db-outage` must fail it on I1.
+//! The other answers 503 when it gets no connection or its insert fails: it
+//! must pass, with answers seen during the cut — which only happens because
+//! the cut now holds until the 5 s pool wait has run out. And a pool that
+//! waits longer than the cut's bound (30 s, psycopg_pool's default) sees
+//! nothing of the cut: the scenario is then unknown, never a silent pass.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use hookstorm::check::{InvariantId, Verdict};
+use hookstorm_receiver::pgtest::PgServer;
+use tokio_postgres::{Client, NoTls};
+
+use super::{run_hookstorm, secret_for, verify_answerline, Reply, Request, Server, ACCOUNTS};
+
+/// The guide's schema.
+const SCHEMA: &str = "
+create table if not exists webhook_inbox (
+    task_id text primary key,
+    body jsonb not null,
+    received_at timestamptz not null default now(),
+    processed_at timestamptz
+);
+create table if not exists answers (
+    task_id text primary key,
+    job_key text not null,
+    status text not null,
+    created_at timestamptz not null
+);";
+
+/// The worker's batch: claim unprocessed rows, record their answers and mark
+/// them processed, in one statement (one transaction).
+const PROCESS_BATCH: &str = "
+with claimed as (
+    update webhook_inbox set processed_at = now()
+    where task_id in (select task_id from webhook_inbox where processed_at is null
+                      order by received_at limit 100 for update skip locked)
+    returning task_id, body)
+insert into answers (task_id, job_key, status, created_at)
+select task_id,
+       regexp_replace(coalesce(body->'task'->>'idempotencyKey', task_id), '-r[0-9]+$', ''),
+       body->'task'->>'status',
+       (body->'task'->>'createdAt')::timestamptz
+from claimed
+on conflict (task_id) do nothing";
+
+/// How long one statement may take before the receiver gives up on it.
+const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A blocking connection pool: at most `max` connections; `get` waits up to
+/// `wait` for a usable one, retrying connects while the database refuses.
+struct PgPool {
+    url: String,
+    rt: tokio::runtime::Runtime,
+    max: usize,
+    wait: Duration,
+    state: Mutex<PoolState>,
+    freed: Condvar,
+    /// Set when the receiver shuts down: waiting callers give up at once.
+    closed: AtomicBool,
+}
+
+struct PoolState {
+    idle: Vec<Client>,
+    open: usize,
+}
+
+/// A connection on loan; returned to the pool on drop unless broken.
+struct Conn<'a> {
+    pool: &'a PgPool,
+    client: Option<Client>,
+}
+
+impl PgPool {
+    fn new(url: String, max: usize, wait: Duration) -> PgPool {
+        // Drives the connections, as the sync `postgres` crate does inside.
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("pool runtime");
+        PgPool {
+            url,
+            rt,
+            max,
+            wait,
+            state: Mutex::new(PoolState {
+                idle: Vec::new(),
+                open: 0,
+            }),
+            freed: Condvar::new(),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    fn get(&self) -> Result<Conn<'_>, String> {
+        let deadline = Instant::now() + self.wait;
+        let mut last = String::from("no connection free");
+        loop {
+            let mut st = self.state.lock().unwrap();
+            while let Some(c) = st.idle.pop() {
+                if !c.is_closed() {
+                    return Ok(Conn {
+                        pool: self,
+                        client: Some(c),
+                    });
+                }
+                st.open -= 1;
+            }
+            let now = Instant::now();
+            if self.closed.load(Ordering::SeqCst) {
+                return Err("pool closed".into());
+            }
+            if now >= deadline {
+                return Err(format!(
+                    "no usable connection within {:?}: {last}",
+                    self.wait
+                ));
+            }
+            if st.open < self.max {
+                st.open += 1;
+                drop(st);
+                match self.connect(deadline - now) {
+                    Ok(c) => {
+                        return Ok(Conn {
+                            pool: self,
+                            client: Some(c),
+                        })
+                    }
+                    Err(e) => {
+                        last = e;
+                        self.state.lock().unwrap().open -= 1;
+                        self.freed.notify_one();
+                        std::thread::sleep(Duration::from_millis(100).min(deadline - now));
+                    }
+                }
+            } else {
+                let slice = (deadline - now).min(Duration::from_millis(100));
+                let _ = self.freed.wait_timeout(st, slice).unwrap();
+            }
+        }
+    }
+
+    fn connect(&self, within: Duration) -> Result<Client, String> {
+        let within = within.min(Duration::from_secs(2));
+        self.rt.block_on(async {
+            match tokio::time::timeout(within, tokio_postgres::connect(&self.url, NoTls)).await {
+                Err(_) => Err("connect timed out".to_string()),
+                Ok(Err(e)) => Err(e.to_string()),
+                Ok(Ok((client, conn))) => {
+                    tokio::spawn(async move {
+                        let _ = conn.await;
+                    });
+                    Ok(client)
+                }
+            }
+        })
+    }
+
+    /// Runs one statement with the receiver's own time limit.
+    fn execute(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<u64, String> {
+        let mut conn = self.get()?;
+        let client = conn.client.as_ref().expect("present until drop");
+        let r = self.rt.block_on(async {
+            tokio::time::timeout(STATEMENT_TIMEOUT, client.execute(sql, params)).await
+        });
+        match r {
+            Ok(Ok(n)) => Ok(n),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => {
+                // The connection is in an unknown state: never reuse it.
+                conn.broken();
+                Err("statement timed out".into())
+            }
+        }
+    }
+}
+
+impl Conn<'_> {
+    fn broken(&mut self) {
+        if self.client.take().is_some() {
+            self.pool.state.lock().unwrap().open -= 1;
+            self.pool.freed.notify_one();
+        }
+    }
+}
+
+impl Drop for Conn<'_> {
+    fn drop(&mut self) {
+        if let Some(c) = self.client.take() {
+            let mut st = self.pool.state.lock().unwrap();
+            if c.is_closed() {
+                st.open -= 1;
+            } else {
+                st.idle.push(c);
+            }
+            drop(st);
+            self.pool.freed.notify_one();
+        }
+    }
+}
+
+/// How a twin answers when its database lets it down.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OnDbError {
+    /// Logs and answers 200 anyway (the bug).
+    Acknowledge,
+    /// Answers 503 so the provider retries (correct).
+    Unavailable,
+}
+
+/// A running foreign receiver: the HTTP server and its worker thread.
+struct Receiver {
+    server: Server,
+    pool: Arc<PgPool>,
+    stop: Arc<AtomicBool>,
+    worker: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.pool.closed.store(true, Ordering::SeqCst);
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+fn start_receiver(db_via_proxy: &str, on_error: OnDbError, pool_wait: Duration) -> Receiver {
+    let pool = Arc::new(PgPool::new(db_via_proxy.to_string(), 8, pool_wait));
+    let handler_pool = pool.clone();
+    let server = Server::start(16, move |req: &Request| {
+        handle(&handler_pool, on_error, req)
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let (worker_pool, worker_stop) = (pool.clone(), stop.clone());
+    let worker = std::thread::spawn(move || {
+        while !worker_stop.load(Ordering::SeqCst) {
+            // Errors (the database is away) are retried on the next tick.
+            let _ = worker_pool.execute(PROCESS_BATCH, &[]);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    Receiver {
+        server,
+        pool,
+        stop,
+        worker: Some(worker),
+    }
+}
+
+fn handle(pool: &PgPool, on_error: OnDbError, req: &Request) -> Reply {
+    if req.method != "POST" {
+        return Reply::status(404);
+    }
+    let Some(secret) = secret_for(req.last_segment()) else {
+        return Reply::status(404);
+    };
+    if !verify_answerline(secret, req) {
+        return Reply::status(401);
+    }
+    let Some(body) = req.json() else {
+        return Reply::status(400);
+    };
+    let Some(task_id) = body["task"]["id"].as_str().map(str::to_string) else {
+        return Reply::status(400);
+    };
+    let text = String::from_utf8_lossy(&req.body).into_owned();
+    let stored = pool.execute(
+        "insert into webhook_inbox (task_id, body) values ($1, $2::text::jsonb) on conflict (task_id) do nothing",
+        &[&task_id, &text],
+    );
+    match (stored, on_error) {
+        (Ok(_), _) => Reply::status(200),
+        (Err(_), OnDbError::Acknowledge) => Reply::status(200),
+        (Err(_), OnDbError::Unavailable) => Reply::status(503),
+    }
+}
+
+/// A fresh database with the guide's schema; returns its URL.
+fn fresh_database(pg: &PgServer) -> String {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let url = pg.fresh_database().await.expect("fresh database");
+        let (client, conn) = tokio_postgres::connect(&url, NoTls).await.expect("connect");
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        client.batch_execute(SCHEMA).await.expect("schema");
+        url
+    })
+}
+
+/// A target file: the receiver, the SQL probe on the real server, and the
+/// harness's database proxy (no lifecycle: the test runs the receiver).
+fn target_file(base: &str, db_url: &str, proxy_listen: &str, upstream: &str) -> String {
+    format!(
+        r#"url = "{base}/webhooks/{{account}}"
+{ACCOUNTS}
+[state.sql]
+url = "{db_url}"
+reset = ["delete from answers", "delete from webhook_inbox"]
+
+[database]
+proxy = {{ listen = "{proxy_listen}", upstream = "{upstream}" }}
+"#
+    )
+}
+
+/// Postgres with a fresh guide database, a proxy port, and the URL through it.
+struct Setup {
+    _pg: PgServer,
+    db_url: String,
+    via_proxy: String,
+    listen: String,
+    upstream: String,
+}
+
+fn setup() -> Option<Setup> {
+    let pg = PgServer::start_or_skip()?;
+    let db_url = fresh_database(&pg);
+    let port = hookstorm_receiver::child::free_port().expect("free port");
+    let listen = format!("127.0.0.1:{port}");
+    let upstream = format!("127.0.0.1:{}", pg.port());
+    let via_proxy = db_url.replace(&upstream, &listen);
+    assert_ne!(
+        via_proxy, db_url,
+        "the receiver must connect through the proxy"
+    );
+    Some(Setup {
+        _pg: pg,
+        db_url,
+        via_proxy,
+        listen,
+        upstream,
+    })
+}
+
+/// "N attempt(s) answered during the cut" from the scenario's notes.
+fn answered_during_cut(notes: &str) -> Option<u64> {
+    let i = notes.find(" attempt(s) answered during the cut")?;
+    notes[..i]
+        .rsplit(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn notes(run: &super::ForeignRun, scenario: &str) -> String {
+    run.report
+        .as_ref()
+        .and_then(|r| r.scenarios.iter().find(|s| s.name == scenario))
+        .map(|s| s.notes.join(" | "))
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_receiver_that_acknowledges_when_its_insert_fails_fails_db_outage_on_no_loss() {
+    let Some(s) = setup() else { return };
+    let rx = start_receiver(&s.via_proxy, OnDbError::Acknowledge, Duration::from_secs(5));
+    let target = target_file(&rx.server.base(), &s.db_url, &s.listen, &s.upstream);
+    let started = Instant::now();
+    let run = run_hookstorm(
+        &target,
+        &["--scenario", "db-outage", "--seed", "1", "--drain", "10s"],
+    );
+    let notes = notes(&run, "db-outage");
+    eprintln!(
+        "swallowing twin, seed 1: {:?} in {:.1}s; {notes}",
+        run.scenario_verdict("db-outage"),
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(
+        run.verdict("db-outage", InvariantId::I1),
+        Some(Verdict::Fail),
+        "{}",
+        run.explain()
+    );
+    assert_eq!(run.code, 1, "{}", run.explain());
+    let seen = answered_during_cut(&notes).unwrap_or(0);
+    assert!(seen >= 3, "the cut held until it was seen: {notes}");
+    assert!(notes.contains("acknowledged)"), "{notes}");
+}
+
+#[test]
+fn a_receiver_that_answers_503_without_its_database_passes_db_outage_on_five_seeds() {
+    let Some(s) = setup() else { return };
+    let rx = start_receiver(&s.via_proxy, OnDbError::Unavailable, Duration::from_secs(5));
+    let target = target_file(&rx.server.base(), &s.db_url, &s.listen, &s.upstream);
+    for seed in 1..=5u64 {
+        let started = Instant::now();
+        let seed_text = seed.to_string();
+        let run = run_hookstorm(
+            &target,
+            &[
+                "--scenario",
+                "db-outage",
+                "--seed",
+                &seed_text,
+                "--drain",
+                "10s",
+            ],
+        );
+        let notes = notes(&run, "db-outage");
+        eprintln!(
+            "503 twin, seed {seed}: {:?} in {:.1}s; {notes}",
+            run.scenario_verdict("db-outage"),
+            started.elapsed().as_secs_f64()
+        );
+        assert_eq!(
+            run.scenario_verdict("db-outage"),
+            Some(Verdict::Pass),
+            "seed {seed}: {}",
+            run.explain()
+        );
+        assert_eq!(run.code, 0, "seed {seed}: {}", run.explain());
+        let seen = answered_during_cut(&notes).unwrap_or(0);
+        assert!(seen > 0, "seed {seed}: answers during the cut: {notes}");
+        let history = std::fs::read_to_string(run.reports().join("db-outage/history.jsonl"))
+            .expect("history");
+        assert!(
+            history.contains("\"status\":503"),
+            "seed {seed}: the 503 path ran"
+        );
+        assert!(history.contains("answered while the database was cut"));
+    }
+}
+
+#[test]
+fn a_receiver_that_answers_503_without_its_database_passes_db_blackhole() {
+    let Some(s) = setup() else { return };
+    let rx = start_receiver(&s.via_proxy, OnDbError::Unavailable, Duration::from_secs(5));
+    let target = target_file(&rx.server.base(), &s.db_url, &s.listen, &s.upstream);
+    let started = Instant::now();
+    let run = run_hookstorm(
+        &target,
+        &[
+            "--scenario",
+            "db-blackhole",
+            "--seed",
+            "1",
+            "--drain",
+            "10s",
+        ],
+    );
+    let notes = notes(&run, "db-blackhole");
+    eprintln!(
+        "503 twin, blackhole, seed 1: {:?} in {:.1}s; {notes}",
+        run.scenario_verdict("db-blackhole"),
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(
+        run.scenario_verdict("db-blackhole"),
+        Some(Verdict::Pass),
+        "{}",
+        run.explain()
+    );
+    assert!(answered_during_cut(&notes).unwrap_or(0) > 0, "{notes}");
+    let history =
+        std::fs::read_to_string(run.reports().join("db-blackhole/history.jsonl")).expect("history");
+    assert!(history.contains("-> blackhole"), "the cut was a blackhole");
+}
+
+#[test]
+fn a_pool_that_waits_longer_than_the_cut_leaves_db_outage_unknown_not_passed() {
+    let Some(s) = setup() else { return };
+    // psycopg_pool's and HikariCP's default wait: 30 s.
+    let rx = start_receiver(
+        &s.via_proxy,
+        OnDbError::Unavailable,
+        Duration::from_secs(30),
+    );
+    let target = target_file(&rx.server.base(), &s.db_url, &s.listen, &s.upstream);
+    // The shipped scenario with its bound shortened to 3 s (the shipped 20 s
+    // would behave the same, only slower).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let shipped = std::fs::read_to_string(crate::common::scenario_dir().join("db-outage.toml"))
+        .expect("db-outage.toml");
+    assert!(shipped.contains("max = \"20s\""));
+    std::fs::write(
+        dir.path().join("db-outage.toml"),
+        shipped.replace("max = \"20s\"", "max = \"3s\""),
+    )
+    .expect("write scenario");
+    let scenario_dir = dir.path().display().to_string();
+    let run = run_hookstorm(
+        &target,
+        &[
+            "--scenario-dir",
+            &scenario_dir,
+            "--scenario",
+            "db-outage",
+            "--seed",
+            "1",
+            "--drain",
+            "10s",
+        ],
+    );
+    let notes = notes(&run, "db-outage");
+    eprintln!(
+        "30 s pool, max 3 s: {:?}; {notes}",
+        run.scenario_verdict("db-outage")
+    );
+    assert_eq!(answered_during_cut(&notes), Some(0), "{notes}");
+    assert_eq!(
+        run.scenario_verdict("db-outage"),
+        Some(Verdict::Unknown),
+        "{}",
+        run.explain()
+    );
+    assert_eq!(run.code, 2, "{}", run.explain());
+    let i1 = run
+        .report
+        .as_ref()
+        .and_then(|r| r.scenarios[0].check.result(InvariantId::I1).cloned())
+        .expect("I1");
+    assert!(i1.summary.contains("not exercised"), "{}", i1.summary);
+    assert!(notes.contains("not exercised"), "{notes}");
+}
