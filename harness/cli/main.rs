@@ -1,11 +1,14 @@
 //! The `hookstorm` command line: parses arguments, calls the library, and
 //! maps the outcome to a documented exit code (`hookstorm::exit`).
 
+#[macro_use]
+mod ui;
 mod commands;
 
 use clap::Parser;
 
 fn main() {
+    ui::install_pipe_guard();
     let cli = match commands::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

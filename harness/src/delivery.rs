@@ -1,4 +1,4 @@
-//! The body of a delivery, as `contract.md` defines it, and the job-key rule.
+//! The body of a delivery, as `docs/contract.md` defines it, and the job-key rule.
 //!
 //! The sender builds these bodies, the reference receiver and the SQL probe
 //! read them, and the checker reasons about their fields; keeping the shape

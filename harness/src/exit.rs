@@ -1,5 +1,5 @@
 //! The documented exit codes of every hookstorm command (see
-//! `invariants.md`): one place, so the CLI, the docs and CI gates agree.
+//! `docs/invariants.md`): one place, so the CLI, the docs and CI gates agree.
 
 /// Every invariant passed.
 pub const PASS: i32 = 0;
@@ -11,3 +11,6 @@ pub const UNKNOWN: i32 = 2;
 pub const TARGET_UNUSABLE: i32 = 3;
 /// The command line itself was wrong.
 pub const USAGE: i32 = 254;
+/// Stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it); the
+/// reports of what finished were written.
+pub const INTERRUPTED: i32 = 130;

@@ -6,7 +6,7 @@
 //! later, with nothing else but the receiver's state, and so the checker can
 //! stream it instead of holding a million deliveries in memory.
 //!
-//! Outcomes follow `invariants.md`: `ok` (a 2xx the harness accepted),
+//! Outcomes follow `docs/history.md`: `ok` (a 2xx the harness accepted),
 //! `fail` (definitely did not land), `info` (indeterminate: the receiver may
 //! or may not have committed it).
 

@@ -56,6 +56,7 @@ pub mod front;
 pub mod gaps;
 pub mod gauge;
 pub mod history;
+pub mod interrupt;
 pub mod late;
 pub mod lifecycle;
 pub mod preflight;

@@ -3,7 +3,7 @@
 //! A profile bundles the retry schedule, the per-attempt timeout, what counts
 //! as success, the header names, the signature scheme, the body shape and the
 //! replay tolerance. The built-in profiles below are the single place where
-//! the numbers of `contract.md` and `profiles.md` live; everything else
+//! the numbers of `docs/contract.md` live; everything else
 //! (sender, reference receiver, reports) reads them from here. Custom
 //! profiles are TOML files that start from a built-in (`extends`) and
 //! override what differs.
@@ -18,7 +18,7 @@ use crate::schedule::{Jitter, Schedule, Waits};
 use crate::signature::{Encoding, Scheme};
 use crate::units::HumanDuration;
 
-/// Dashboard redeliveries allowed per account per hour (`contract.md`,
+/// Dashboard redeliveries allowed per account per hour (`docs/contract.md`,
 /// "Redelivery": the project's default, configurable per scenario).
 pub const REDELIVERY_LIMIT_PER_HOUR: u32 = 100;
 
@@ -41,7 +41,7 @@ pub const DEFAULT_PROFILE: &str = "answerline";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum BodyShape {
-    /// `{task, credits, response}` as in `contract.md`.
+    /// `{task, credits, response}` as in `docs/contract.md`.
     Answerline,
 }
 

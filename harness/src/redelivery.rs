@@ -1,7 +1,7 @@
 //! The provider dashboard's redelivery desk: who may be redelivered, and how
 //! often.
 //!
-//! `contract.md`: only a delivered or dead delivery can be redelivered (a
+//! `docs/contract.md`: only a delivered or dead delivery can be redelivered (a
 //! pending one is refused), and redeliveries are limited per account per
 //! hour (100 by default). The hour is scaled by the run's time scale like
 //! every other wait, so a compressed run can reach the limit in seconds.

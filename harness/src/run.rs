@@ -19,6 +19,7 @@ use crate::chaos;
 use crate::check::{self, CheckOptions, InvariantId, ScenarioCheck, Verdict};
 use crate::coverage::{self, Skip, TargetFacts};
 use crate::history::{self, Event, HistorySink, Intent, Outcome, RunHeader};
+use crate::interrupt::Stop;
 use crate::late::Owners;
 use crate::lifecycle::Supervisor;
 use crate::preflight::{self, Preflight};
@@ -133,6 +134,20 @@ pub async fn run(
     opts: &RunOptions,
     on_event: &mut (dyn FnMut(RunEvent<'_>) + Send),
 ) -> Result<RunOutcome, RunError> {
+    run_until(target, scenarios, opts, on_event, &Stop::never()).await
+}
+
+/// Runs every scenario against the target until `interrupt` is requested. A
+/// stopped run drops the scenario in progress (its processes are killed
+/// with the supervisor), writes the reports of the scenarios that
+/// finished, marked `interrupted`, and points `latest` at them.
+pub async fn run_until(
+    target: &Target,
+    scenarios: &[Scenario],
+    opts: &RunOptions,
+    on_event: &mut (dyn FnMut(RunEvent<'_>) + Send),
+    interrupt: &Stop,
+) -> Result<RunOutcome, RunError> {
     let started = Instant::now();
     let started_at = history::now_rfc3339();
     let run_id = format!(
@@ -142,7 +157,13 @@ pub async fn run(
     );
     let dir = opts.out_dir.join(&run_id);
     std::fs::create_dir_all(&dir).map_err(|e| RunError::Io(format!("{}: {e}", dir.display())))?;
-    let (probe, mut supervisor) = start(target, &dir).await?;
+    // A signal while the receiver starts ends the run before any scenario.
+    let (probe, mut supervisor) = tokio::select! {
+        r = start(target, &dir) => r?,
+        _ = interrupt.wait() => {
+            return Err(RunError::Target("interrupted while starting the receiver".into()))
+        }
+    };
     let facts = if opts.preflight {
         let pf = preflight::check(target, &probe).await;
         on_event(RunEvent::Preflight(&pf));
@@ -165,6 +186,10 @@ pub async fn run(
     let mut owners = Owners::default();
     let mut rechecks: Vec<Option<Recheck>> = Vec::new();
     for (i, scenario) in scenarios.iter().enumerate() {
+        // Interrupted: the report holds the scenarios that finished.
+        if interrupt.requested() {
+            break;
+        }
         if stop.is_none() && deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
             stop = Some(timeout_stop(opts));
         }
@@ -196,18 +221,29 @@ pub async fn run(
                     supervisor.as_mut(),
                     (i, &mut owners),
                 );
-                match deadline {
-                    None => one.await?,
-                    Some(d) => match tokio::time::timeout_at(d, one).await {
-                        Ok(r) => r?,
-                        Err(_) => {
-                            stop = Some(timeout_stop(opts));
-                            (
-                                cut_short_report(scenario, opts, target, began.elapsed()),
-                                None,
-                            )
-                        }
-                    },
+                // `None`: the run's --timeout cut the scenario short.
+                let bounded = async move {
+                    match deadline {
+                        None => one.await.map(Some),
+                        Some(d) => match tokio::time::timeout_at(d, one).await {
+                            Ok(r) => r.map(Some),
+                            Err(_) => Ok(None),
+                        },
+                    }
+                };
+                let finished = tokio::select! {
+                    r = bounded => r?,
+                    _ = interrupt.wait() => break,
+                };
+                match finished {
+                    Some(done) => done,
+                    None => {
+                        stop = Some(timeout_stop(opts));
+                        (
+                            cut_short_report(scenario, opts, target, began.elapsed()),
+                            None,
+                        )
+                    }
                 }
             }
         };
@@ -222,8 +258,9 @@ pub async fn run(
         rechecks.push(recheck);
     }
     // Rows no scenario's read saw yet, then every scenario that got late
-    // rows is judged again with them.
-    if rechecks.iter().any(Option::is_some) {
+    // rows is judged again with them. (Not after Ctrl-C: the user asked to
+    // stop, not for one more read.)
+    if !interrupt.requested() && rechecks.iter().any(Option::is_some) {
         if let Ok(state) = probe.read_state().await {
             owners.take_final(&state);
         }
@@ -233,8 +270,14 @@ pub async fn run(
             judge_late_rows(report, r, rows);
         }
     }
+    let interrupted = interrupt.requested();
     if let Some(sup) = supervisor.take() {
-        sup.shutdown().await;
+        if interrupted {
+            // Stopped by the user: no graceful shutdown, every group is killed now.
+            drop(sup);
+        } else {
+            sup.shutdown().await;
+        }
     }
 
     let time_scale = opts.time_scale.unwrap_or(opts.default_time_scale);
@@ -251,6 +294,7 @@ pub async fn run(
         hookstorm_version: env!("CARGO_PKG_VERSION").to_string(),
         scenarios: reports,
         machine: Some(machine()),
+        interrupted,
     };
     report::write_reports(&dir, &report).map_err(|e| RunError::Io(e.to_string()))?;
     point_latest(&opts.out_dir, &run_id);

@@ -1,4 +1,4 @@
-//! The receiver state the checker reads, as `invariants.md` defines it.
+//! The receiver state the checker reads, as `docs/state.md` defines it.
 //!
 //! Every probe (HTTP, SQL, command) produces this one shape; the reference
 //! receiver serves it from its admin API. Every section but `inbox` is

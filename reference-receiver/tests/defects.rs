@@ -292,3 +292,58 @@ async fn stale_sequence_overwrites_applies_a_lower_sequence() -> Result<()> {
     ensure!(r.len() == 1 && r[0].sequence == 2, "{r:?}");
     Ok(())
 }
+
+/// A defect's receiver restarted on the same database (as the kill
+/// scenarios do) keeps every row: only a change of inbox key recreates the
+/// table, and the worker (which opens the store with the default key) never
+/// does, so what `run --defect check-then-insert` reports after a kill is
+/// the defect's doing, never a wiped inbox.
+#[tokio::test]
+async fn a_restarted_defect_store_keeps_its_rows_and_only_a_new_key_recreates_the_inbox(
+) -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    restarts_keep_rows(&format!("sqlite://{}", dir.path().join("r.db").display())).await
+}
+
+/// The same on Postgres (skipped without `initdb`, except in CI).
+#[tokio::test]
+async fn a_restarted_defect_store_keeps_its_rows_on_postgres() -> Result<()> {
+    let Some(pg) = tokio::task::spawn_blocking(shared_pg).await? else {
+        return Ok(());
+    };
+    restarts_keep_rows(&pg.fresh_database().await?).await
+}
+
+async fn restarts_keep_rows(url: &str) -> Result<()> {
+    use hookstorm_receiver::store::{open_store_with, Keying, NewDelivery, StoreOptions};
+    let url = url.to_string();
+    let opts = |keying| StoreOptions {
+        keying,
+        ..StoreOptions::default()
+    };
+    let row = |task: &str| NewDelivery {
+        account: "acct_a".into(),
+        task_id: task.into(),
+        webhook_id: None,
+        body: "{}".into(),
+    };
+    let rows = |s: hookstorm::state::State| s.inbox.len();
+    let server = open_store_with(&url, opts(Keying::Unconstrained)).await?;
+    server.insert(row("t1")).await?;
+    server.insert(row("t2")).await?;
+    // The worker opens the same database with the default key.
+    let worker = open_store_with(&url, StoreOptions::default()).await?;
+    ensure!(rows(worker.state(Default::default()).await?) == 2);
+    drop((server, worker));
+    // A restart of the defect's server: both rows are still there, and the
+    // inbox still has no unique key (the defect still works).
+    let server = open_store_with(&url, opts(Keying::Unconstrained)).await?;
+    ensure!(rows(server.state(Default::default()).await?) == 2);
+    server.insert(row("t1")).await?;
+    ensure!(rows(server.state(Default::default()).await?) == 3);
+    drop(server);
+    // Another defect's key: the inbox is recreated with it.
+    let other = open_store_with(&url, opts(Keying::TaskOnly)).await?;
+    ensure!(rows(other.state(Default::default()).await?) == 0);
+    Ok(())
+}

@@ -12,6 +12,7 @@ mod gate;
 mod guide;
 mod outage;
 mod races;
+mod redirecting;
 mod server;
 
 use std::path::{Path, PathBuf};

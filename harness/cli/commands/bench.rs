@@ -150,7 +150,7 @@ pub fn null_receiver(args: NullArgs) -> anyhow::Result<i32> {
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
             .with_context(|| format!("cannot listen on {}", args.listen))?;
-        eprintln!(
+        info!(
             "null receiver on http://{}/ (profile {}; verifies, answers 204, stores nothing)",
             listener.local_addr()?,
             profile.name
@@ -179,6 +179,9 @@ fn random_secret() -> Secret {
 }
 
 async fn run_async(args: Args) -> anyhow::Result<i32> {
+    // Before anything starts: a signal from now on ends the bench in order
+    // (bench.json for what ran, the built-in receiver and its folder removed).
+    let stop = hookstorm::interrupt::on_signals().context("installing the Ctrl-C handler")?;
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -199,7 +202,7 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
         let t = match hookstorm::target::Target::from_file(path) {
             Ok(t) => t,
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 return Ok(exit::TARGET_UNUSABLE);
             }
         };
@@ -210,7 +213,7 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
             match Probe::from_config(&t.state) {
                 Ok(p) => Some(p),
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    errln!("error: {e}");
                     return Ok(exit::TARGET_UNUSABLE);
                 }
             }
@@ -251,7 +254,7 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
                         let _ = rx.await;
                     },
                 ));
-                eprintln!("built-in null receiver on {addr}");
+                info!("built-in null receiver on {addr}");
                 format!("http://{addr}/webhooks/{{account}}")
             }
         };
@@ -269,7 +272,7 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
         let (receiver, t) = hookstorm_receiver::embedded::start(None, args.receiver_db.as_deref())
             .await
             .context("starting the built-in reference receiver")?;
-        eprintln!(
+        info!(
             "built-in reference receiver on {} ({})",
             receiver.webhook_addr(),
             if args.receiver_db.is_some() {
@@ -308,10 +311,10 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
         no_check_reason,
         drain: args.drain.0.max(Duration::from_millis(100)),
         out_dir: args.out.clone(),
-        progress: is_tty(),
+        progress: is_tty() && crate::ui::verbosity() > crate::ui::Verbosity::Quiet,
         target_desc: desc,
     };
-    eprintln!(
+    info!(
         "seed {seed} · {} · {} connections · {} (+{} warmup)",
         opts.rate
             .map(|r| format!("open loop {r}"))
@@ -320,7 +323,7 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
         hookstorm::units::format_duration(opts.duration),
         hookstorm::units::format_duration(opts.warmup)
     );
-    let outcome = bench::run(&opts).await;
+    let outcome = bench::run_until(&opts, &stop).await;
     if let Some(tx) = null_stop {
         let _ = tx.send(());
     }
@@ -331,16 +334,20 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
         Ok(o) => o,
         Err(e @ bench::BenchError::Config(_)) => return Ok(super::usage_error(e)),
         Err(e @ bench::BenchError::Target(_)) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return Ok(exit::TARGET_UNUSABLE);
         }
         Err(e) => return Err(e.into()),
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&outcome.result)?);
+        outln!("{}", serde_json::to_string_pretty(&outcome.result)?);
     } else {
-        print!("{}", outcome.result.console());
-        println!("reports: {}", outcome.dir.join("bench.json").display());
+        out!("{}", outcome.result.console());
+        outln!("reports: {}", outcome.dir.join("bench.json").display());
+    }
+    if outcome.result.interrupted {
+        errln!("interrupted: bench.json holds what ran");
+        return Ok(exit::INTERRUPTED);
     }
     Ok(match &outcome.result.check {
         Some(v) => match v.check.verdict() {

@@ -1,10 +1,13 @@
 //! `hookstorm check HISTORY STATE`: re-checks stored files without
-//! re-running anything.
+//! re-running anything. An empty history is `unknown` (exit 2), never a
+//! pass; a history cut off in its last line is checked up to the cut,
+//! with a warning on stderr and in the output.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use hookstorm::check::{check_files, CheckOptions, InvariantId, Verdict};
+use hookstorm::check::{check_history, CheckOptions, InvariantId, Verdict};
+use hookstorm::report::console::paint;
 
 /// Arguments of `hookstorm check`.
 #[derive(Debug, clap::Args)]
@@ -46,27 +49,47 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         drained: true,
         reconciled: false,
     };
-    let checks = match check_files(&args.history, &args.state, args.scenario.as_deref(), &opts) {
+    let found = match check_history(&args.history, &args.state, args.scenario.as_deref(), &opts) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return Ok(hookstorm::exit::TARGET_UNUSABLE);
         }
     };
+    for w in &found.warnings {
+        errln!("warning: {w}");
+        outln!("warning: {w}");
+    }
+    let color = crate::ui::color_stdout();
     let mut worst = Verdict::Pass;
-    for c in &checks {
+    for c in &found.checks {
+        detail!(
+            "{}: {} deliveries, {} attempts ({} ok, {} fail, {} info, {} dead)",
+            c.scenario,
+            c.counts.deliveries,
+            c.counts.attempts,
+            c.counts.ok,
+            c.counts.fail,
+            c.counts.info,
+            c.counts.dead
+        );
         for r in &c.results {
-            println!(
-                "{:<14} {:<24} {:<10} {}",
+            outln!(
+                "{:<14} {:<24} {} {}",
                 c.scenario,
                 r.id.to_string(),
-                r.verdict.to_string(),
+                paint(&format!("{:<10}", r.verdict.to_string()), r.verdict, color),
                 r.summary
             );
             for e in &r.evidence {
-                println!(
+                outln!(
                     "{:<14} {:<24} {:<10}   {} {} (history lines {:?})",
-                    "", "", "", e.key, e.what, e.lines
+                    "",
+                    "",
+                    "",
+                    e.key,
+                    e.what,
+                    e.lines
                 );
             }
         }

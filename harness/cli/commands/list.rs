@@ -37,17 +37,17 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     if args.json {
         let v: Vec<serde_json::Value> = all.iter().map(entry).collect();
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(hookstorm::exit::PASS);
     }
     for s in &all {
         let needs = needs_text(&coverage::needs(s));
-        println!("{}  [{}]", s.name, s.tags.join(", "));
-        println!("    {}", s.description);
-        println!("    checks: {}", s.check.join(" "));
-        println!("    needs: {needs}");
+        outln!("{}  [{}]", s.name, s.tags.join(", "));
+        outln!("    {}", s.description);
+        outln!("    checks: {}", s.check.join(" "));
+        outln!("    needs: {needs}");
     }
-    println!(
+    outln!(
         "{} scenario(s); run some with --scenario NAME or --tag TAG",
         all.len()
     );

@@ -13,12 +13,23 @@ mod target_flags;
 
 use clap::{Parser, Subcommand};
 
+use crate::ui::{ColorChoice, Verbosity};
+
 /// hookstorm: chaos and conformance runs against webhook receivers.
 #[derive(Debug, Parser)]
 #[command(name = "hookstorm", version, about, long_about = None, after_help = EXIT_CODES)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Colour the output: auto (a terminal, and NO_COLOR unset), always, never.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    color: ColorChoice,
+    /// Say less: errors, warnings and results only.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Say more: the notes of each scenario, counts and details.
+    #[arg(short, long, global = true)]
+    verbose: bool,
 }
 
 const EXIT_CODES: &str =
@@ -53,6 +64,14 @@ enum Command {
 
 /// Runs the chosen subcommand and returns the process exit code.
 pub fn dispatch(cli: Cli) -> i32 {
+    crate::ui::init(
+        cli.color,
+        match (cli.quiet, cli.verbose) {
+            (true, _) => Verbosity::Quiet,
+            (_, true) => Verbosity::Verbose,
+            _ => Verbosity::Normal,
+        },
+    );
     let result = match cli.command {
         Command::Run(a) => run::run(*a),
         Command::Doctor(a) => run::doctor(*a),
@@ -69,7 +88,7 @@ pub fn dispatch(cli: Cli) -> i32 {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            errln!("error: {e:#}");
             hookstorm::exit::TARGET_UNUSABLE
         }
     }
@@ -77,6 +96,6 @@ pub fn dispatch(cli: Cli) -> i32 {
 
 /// Prints a usage-level error and returns the usage exit code.
 fn usage_error(msg: impl std::fmt::Display) -> i32 {
-    eprintln!("error: {msg}");
+    errln!("error: {msg}");
     hookstorm::exit::USAGE
 }

@@ -61,7 +61,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Err(e) => return Ok(super::usage_error(format!("{e:#}"))),
     };
     if args.dump {
-        println!("{}", serde_json::to_string_pretty(&book)?);
+        outln!("{}", serde_json::to_string_pretty(&book)?);
         return Ok(hookstorm::exit::PASS);
     }
     let Ok(key) = std::env::var(&args.key_env) else {
@@ -88,7 +88,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         );
         eprintln!("submitted tasks, per account (POST them to your receiver's setup):");
         for (account, ids) in submitted {
-            println!(
+            outln!(
                 "{}",
                 serde_json::json!({ "account": account, "task_ids": ids })
             );

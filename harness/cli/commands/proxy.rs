@@ -37,12 +37,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         let ctl = tokio::net::TcpListener::bind(&args.control)
             .await
             .with_context(|| format!("binding {}", args.control))?;
-        println!(
+        outln!(
             "proxy:   {} -> {} (mode pass)",
             proxy.local_addr(),
             proxy.upstream()
         );
-        println!("control: http://{}/mode", ctl.local_addr()?);
+        outln!("control: http://{}/mode", ctl.local_addr()?);
         let proxy = Arc::new(proxy);
         tokio::select! {
             _ = control::serve(proxy.clone(), ctl) => {}

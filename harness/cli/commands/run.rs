@@ -6,7 +6,8 @@
 //! (`--defect NAME`). The built-in receiver runs as a child process of
 //! this binary (`hookstorm receiver`, with a separate worker), so the
 //! process scenarios can kill it for real. Ctrl-C (or SIGTERM) stops every
-//! process the harness started before it exits.
+//! process the harness started, writes the reports of the scenarios that
+//! finished (marked interrupted), points `latest` at them and exits 130.
 //!
 //! Before the first scenario a preflight checks the target (exit 3 within
 //! seconds on a configuration mistake, with the fix in the words of the
@@ -95,7 +96,7 @@ pub struct Args {
     /// Built-in receiver only: its database (default: SQLite in a temp folder).
     #[arg(long)]
     receiver_db: Option<String>,
-    /// No colours in the console table.
+    /// No colours in the console table (the same as `--color never`).
     #[arg(long)]
     no_color: bool,
 }
@@ -136,7 +137,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let file_selection = match args.target.selection() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return Ok(exit::TARGET_UNUSABLE);
         }
     };
@@ -152,6 +153,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 }
 
 async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> anyhow::Result<i32> {
+    // Before anything starts: a signal from now on ends the run in order.
+    let stop = hookstorm::interrupt::on_signals().context("installing the Ctrl-C handler")?;
     let seed = args.seed.unwrap_or_else(rand_seed);
     let mut reproduce = String::from("hookstorm run");
     let mut child = None;
@@ -161,7 +164,7 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
             let t = match args.target.resolve() {
                 Ok(t) => t,
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    errln!("error: {e}");
                     return Ok(exit::TARGET_UNUSABLE);
                 }
             };
@@ -193,7 +196,7 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
             copts.db = args.receiver_db.clone();
             let prepared = hookstorm_receiver::child::prepare(&copts)
                 .context("preparing the built-in reference receiver")?;
-            eprintln!(
+            info!(
                 "built-in reference receiver{} as a child process on {} ({})",
                 args.defect
                     .as_deref()
@@ -211,7 +214,7 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
             target
         }
     };
-    eprintln!(
+    info!(
         "seed {seed} · profile {} · {} scenario(s) · target {}",
         target.profile.name,
         scenarios.len(),
@@ -244,55 +247,59 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
     if args.preflight_only {
         let outcome = tokio::select! {
             o = hookstorm::run::doctor(&target, &scenarios, &opts) => o,
-            _ = interrupted() => {
+            _ = stop.wait() => {
                 hookstorm::lifecycle::kill_all();
-                eprintln!("interrupted: stopped every process the harness started");
-                return Ok(INTERRUPTED);
+                errln!("interrupted: stopped every process the harness started");
+                return Ok(exit::INTERRUPTED);
             }
         };
         drop(child);
         return Ok(match outcome {
             Ok(d) => doctor_report(&d, &words, opts.require_all),
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 exit::TARGET_UNUSABLE
             }
         });
     }
     let mut progress = |ev: RunEvent<'_>| match ev {
-        RunEvent::ScenarioStarted { name, index, total } => eprintln!("[{index}/{total}] {name} …"),
+        RunEvent::ScenarioStarted { name, index, total } => info!("[{index}/{total}] {name} …"),
         RunEvent::ScenarioFinished(r) => match &r.skipped {
-            Some(skip) => eprintln!("      skipped: {}", skip.reason),
-            None => eprintln!("      {} in {:.1}s", r.check.verdict(), r.duration_s),
+            Some(skip) => info!("      skipped: {}", skip.reason),
+            None => {
+                info!("      {} in {:.1}s", r.check.verdict(), r.duration_s);
+                for n in &r.notes {
+                    detail!("      note: {n}");
+                }
+            }
         },
-        RunEvent::Preflight(pf) => eprint!("{}", preflight_lines(pf, &words)),
+        RunEvent::Preflight(pf) => crate::ui::write_stderr(
+            crate::ui::Verbosity::Normal,
+            format_args!("{}", preflight_lines(pf, &words)),
+        ),
     };
-    let outcome = tokio::select! {
-        o = hookstorm::run::run(&target, &scenarios, &opts, &mut progress) => o,
-        _ = interrupted() => {
-            // Dropping the run kills its supervisor's processes; make sure of every group.
-            hookstorm::lifecycle::kill_all();
-            eprintln!("interrupted: stopped every process the harness started");
-            return Ok(INTERRUPTED);
-        }
-    };
+    let outcome = hookstorm::run::run_until(&target, &scenarios, &opts, &mut progress, &stop).await;
+    if stop.requested() {
+        // The run dropped its supervisor; make sure of every group it started.
+        hookstorm::lifecycle::kill_all();
+        errln!("interrupted: stopped every process the harness started");
+    }
     drop(child);
     match outcome {
         Ok(o) => {
-            println!(
-                "{}",
-                hookstorm::report::console_table(&o.report, !args.no_color && is_tty())
-            );
-            println!("reports: {}", o.dir.display());
+            let color = !args.no_color && crate::ui::color_stdout();
+            outln!("{}", hookstorm::report::console_table(&o.report, color));
+            outln!("reports: {}", o.dir.display());
             Ok(o.report.exit_code())
         }
+        Err(_) if stop.requested() => Ok(exit::INTERRUPTED),
         Err(hookstorm::run::RunError::Target(m)) => {
-            eprintln!("error: target unusable: {m}");
+            errln!("error: target unusable: {m}");
             Ok(exit::TARGET_UNUSABLE)
         }
         Err(hookstorm::run::RunError::Preflight(pf)) => {
             if let Some(f) = pf.problem() {
-                eprintln!("error: target unusable: {}", f.render(&words));
+                errln!("error: target unusable: {}", f.render(&words));
             }
             Ok(exit::TARGET_UNUSABLE)
         }
@@ -317,38 +324,26 @@ fn preflight_lines(pf: &Preflight, words: &Words) -> String {
 /// Prints what `doctor` found; returns 0 when the target is usable, 3 when
 /// it is not, 1 when a run would fail because `--require-all` meets skips.
 fn doctor_report(d: &hookstorm::run::Doctor, words: &Words, require_all: bool) -> i32 {
-    print!("{}", preflight_lines(&d.preflight, words));
+    out!("{}", preflight_lines(&d.preflight, words));
     if let Some(f) = d.preflight.problem() {
-        println!("target unusable: {}", f.render(words));
+        outln!("target unusable: {}", f.render(words));
         return exit::TARGET_UNUSABLE;
     }
     let coverage = hookstorm::coverage::Coverage::of(d.skips.iter().map(|(_, s)| s.as_ref()));
     for (name, skip) in &d.skips {
         if let Some(s) = skip {
-            println!("would skip {name}: {}", s.reason);
+            outln!("would skip {name}: {}", s.reason);
         }
     }
-    println!(
+    outln!(
         "target usable; with it {}",
         coverage.line().replacen(" ran", " would run", 1)
     );
     if require_all && coverage.skipped > 0 {
-        println!("--require-all: a run would fail on these skips");
+        outln!("--require-all: a run would fail on these skips");
         return exit::FAIL;
     }
     exit::PASS
-}
-
-/// The conventional exit code of a process ended by SIGINT.
-const INTERRUPTED: i32 = 130;
-
-/// Resolves on Ctrl-C or SIGTERM.
-async fn interrupted() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
-    }
 }
 
 fn select_scenarios(
@@ -457,9 +452,4 @@ fn rand_seed() -> u64 {
         .unwrap_or_default()
         .as_nanos() as u64;
     (nanos ^ (u64::from(std::process::id()) << 32)) % 1_000_000_000
-}
-
-fn is_tty() -> bool {
-    use std::io::IsTerminal;
-    std::io::stdout().is_terminal()
 }

@@ -47,19 +47,24 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             "timeout_s": profile.timeout.as_secs_f64(),
             "attempts": rows,
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(hookstorm::exit::PASS);
     }
-    println!(
+    outln!(
         "profile {} · seed {} · {} attempts · {} per attempt",
         profile.name,
         args.seed,
         profile.schedule.max_attempts,
         format_duration(profile.timeout)
     );
-    println!(
+    outln!(
         "{:>7}  {:>12}  {:>14}  {:>18}  {:>16}  {:>16}",
-        "attempt", "wait", "cumulative", "wait range", "cumulative min", "cumulative max"
+        "attempt",
+        "wait",
+        "cumulative",
+        "wait range",
+        "cumulative min",
+        "cumulative max"
     );
     for r in &plan {
         let range = if r.min_wait == r.max_wait {
@@ -71,7 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 format_duration(r.max_wait)
             )
         };
-        println!(
+        outln!(
             "{:>7}  {:>12}  {:>14}  {:>18}  {:>16}  {:>16}",
             r.attempt,
             format_duration(r.wait),
@@ -82,7 +87,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         );
     }
     if let Some(last) = plan.last() {
-        println!(
+        outln!(
             "after attempt {} fails the delivery is dead: between {} and {} after the first attempt (plus up to {} per attempt)",
             last.attempt,
             format_duration(last.cumulative_min),

@@ -72,7 +72,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     headers.push(("Content-Type".into(), "application/json".into()));
     for (k, v) in headers {
-        println!("{k}: {v}");
+        outln!("{k}: {v}");
     }
     Ok(hookstorm::exit::PASS)
 }

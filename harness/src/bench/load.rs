@@ -32,6 +32,7 @@ use tokio::net::TcpStream;
 use super::latency::Recorder;
 use super::mix::{Generator, Item};
 use crate::history::{Intent, Outcome};
+use crate::interrupt::Stop;
 use crate::profile::Profile;
 use crate::sender::exchange::{classify, Answer};
 use crate::signature::{Secret, SignInput};
@@ -398,6 +399,18 @@ impl Live {
     }
 }
 
+/// How long requests still in flight at the end of a phase may take to be
+/// answered; then they are cut and recorded as unanswered. This is what
+/// makes `--duration` a hard bound whatever the receiver does.
+pub const END_GRACE: Duration = Duration::from_secs(2);
+
+/// Open loop sleeps in slices of at most this, so a stop request ends a
+/// worker that waits for a far slot.
+const SLEEP_SLICE: Duration = Duration::from_millis(50);
+
+/// The error text of a request cut at the end of a phase.
+pub const CUT_AT_END: &str = "no answer before the bench ended";
+
 struct Shared {
     target: LoadTarget,
     gen: Generator,
@@ -407,8 +420,12 @@ struct Shared {
     start: Instant,
     measure_from: Instant,
     end: Instant,
+    /// In-flight requests are cut here: `end` plus [`END_GRACE`].
+    hard_end: Instant,
     sink: Option<LineSink>,
     stop: Arc<AtomicBool>,
+    /// Slots actually sent (each once, whatever its copies).
+    sent: AtomicU64,
     live: bool,
 }
 
@@ -479,14 +496,18 @@ fn error_kind(text: &str) -> String {
     text.chars().take(60).collect()
 }
 
-/// Sends one copy on `conn` (connecting first when needed).
+/// Sends one copy on `conn` (connecting first when needed); gives up at
+/// the profile's `timeout` or at `hard_end`, whichever comes first.
 async fn exchange(
     conn: &mut Option<Conn>,
     addr: SocketAddr,
     req: http::Request<Full<Bytes>>,
     timeout: Duration,
     sent: Instant,
+    hard_end: Instant,
 ) -> Answer {
+    let cut = hard_end.saturating_duration_since(sent) < timeout;
+    let timeout = timeout.min(hard_end.saturating_duration_since(sent));
     let ms = |s: Instant| s.elapsed().as_secs_f64() * 1000.0;
     let fut = async {
         if !matches!(conn, Some(c) if !c.closed) {
@@ -533,10 +554,11 @@ async fn exchange(
                 location: None,
                 status: None,
                 latency_ms: ms(sent),
-                error: Some(format!(
-                    "timeout after {}",
-                    crate::units::format_duration(timeout)
-                )),
+                error: Some(if cut {
+                    CUT_AT_END.to_string()
+                } else {
+                    format!("timeout after {}", crate::units::format_duration(timeout))
+                }),
                 connect_failed: false,
             }
         }
@@ -608,10 +630,24 @@ async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<Tally>>>, me: usize) {
             Pace::Open(rate) => {
                 let at =
                     shared.start + Duration::from_secs_f64((slot - shared.first) as f64 / rate);
-                if at >= shared.end {
+                // A slot is sent only while the phase lasts: a rate the
+                // machine cannot reach ends with the phase, behind schedule.
+                if at >= shared.end || Instant::now() >= shared.end {
                     break;
                 }
-                tokio::time::sleep_until(at.into()).await;
+                loop {
+                    if shared.stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let now = Instant::now();
+                    if now >= at {
+                        break;
+                    }
+                    tokio::time::sleep_until((at.min(now + SLEEP_SLICE)).into()).await;
+                }
+                if shared.stop.load(Ordering::Relaxed) {
+                    break;
+                }
                 at
             }
             Pace::Closed => {
@@ -622,6 +658,7 @@ async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<Tally>>>, me: usize) {
                 now
             }
         };
+        shared.sent.fetch_add(1, Ordering::Relaxed);
         let item = shared.gen.item(slot);
         let (now_unix, sent_at) = super::mix::wall_clock();
         let sent = Instant::now();
@@ -636,15 +673,18 @@ async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<Tally>>>, me: usize) {
             Ok(req) if item.copies > 1 => {
                 let again = request(t, &item, now_unix).expect("signed once already");
                 let (a, b) = tokio::join!(
-                    exchange(&mut conn, t.addr, req, timeout, sent),
-                    exchange(&mut conn2, t.addr, again, timeout, sent)
+                    exchange(&mut conn, t.addr, req, timeout, sent, shared.hard_end),
+                    exchange(&mut conn2, t.addr, again, timeout, sent, shared.hard_end)
                 );
                 vec![a, b]
             }
-            Ok(req) => vec![exchange(&mut conn, t.addr, req, timeout, sent).await],
+            Ok(req) => vec![exchange(&mut conn, t.addr, req, timeout, sent, shared.hard_end).await],
         };
         let done = Instant::now();
-        let measured = intended >= shared.measure_from;
+        // Measured by when it was really sent: a sender far behind an
+        // unreachable rate still measures what it sends after the warmup
+        // (latency still counts from the intended time).
+        let measured = sent >= shared.measure_from;
         {
             let mut tl = tally[me].lock().unwrap_or_else(|p| p.into_inner());
             let sec = done.saturating_duration_since(shared.start).as_secs() as usize;
@@ -726,22 +766,44 @@ pub struct PhaseResult {
     pub measured: Duration,
     /// The next free slot (for a following phase).
     pub next_slot: u64,
+    /// Open loop: slots due within the phase (warmup included).
+    pub due: u64,
+    /// Slots sent (each once, whatever its copies).
+    pub sent: u64,
+    /// A stop request ended the phase early.
+    pub stopped: bool,
+}
+
+impl PhaseResult {
+    /// Open loop: the rate was not reached when fewer than this share of
+    /// the slots due were sent.
+    pub const REACHED_SHARE: f64 = 0.95;
+
+    /// Whether an open-loop phase sent (nearly) every slot due; always true
+    /// in closed loop and in a stopped phase (it did not run its course).
+    pub fn rate_reached(&self) -> bool {
+        self.stopped || self.due == 0 || self.sent as f64 >= self.due as f64 * Self::REACHED_SHARE
+    }
 }
 
 /// Runs one phase from slot `first`; `on_start` gets the live view (for a
-/// progress line) before the workers start.
+/// progress line) before the workers start. The phase ends at its
+/// duration (requests in flight get [`END_GRACE`], then are cut) or, soon
+/// after, when `stop` is requested.
 pub async fn run_phase(
     target: &LoadTarget,
     gen: &Generator,
     phase: Phase,
     first: u64,
     sink: Option<LineSink>,
+    stop: &Stop,
     on_start: impl FnOnce(Live),
 ) -> PhaseResult {
     let connections = phase.connections.max(1);
     let start = Instant::now() + Duration::from_millis(5);
     let measure_from = start + phase.warmup;
     let end = measure_from + phase.duration;
+    let hard_end = end + END_GRACE;
     let next = Arc::new(AtomicU64::new(first));
     let shared = Arc::new(Shared {
         target: target.clone(),
@@ -752,8 +814,10 @@ pub async fn run_phase(
         start,
         measure_from,
         end,
+        hard_end,
         sink,
         stop: Arc::new(AtomicBool::new(false)),
+        sent: AtomicU64::new(0),
         live: phase.live,
     });
     let tallies: Arc<Vec<Mutex<Tally>>> =
@@ -767,47 +831,77 @@ pub async fn run_phase(
     // connections: no work stealing and no cross-thread wakeups per request.
     let threads = phase.threads.clamp(1, connections);
     let (shared2, tallies2) = (shared.clone(), tallies.clone());
-    let joined = tokio::task::spawn_blocking(move || {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let (shared, tallies) = (shared2.clone(), tallies2.clone());
-                std::thread::Builder::new()
-                    .name(format!("bench-{t}"))
-                    .spawn(move || {
-                        let rt = tokio::runtime::Builder::new_current_thread()
-                            .enable_all()
-                            .build()
-                            .expect("a current-thread runtime builds");
-                        rt.block_on(async move {
-                            let mut set = tokio::task::JoinSet::new();
-                            for me in (t..connections).step_by(threads) {
-                                set.spawn(worker(shared.clone(), tallies.clone(), me));
-                            }
-                            while set.join_next().await.is_some() {}
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+    // A plain thread joins the senders: a runtime never waits for it, so a
+    // stopped phase can leave a sender stuck on a hung connection behind.
+    let joiner = std::thread::Builder::new()
+        .name("bench-join".into())
+        .spawn(move || {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let (shared, tallies) = (shared2.clone(), tallies2.clone());
+                    std::thread::Builder::new()
+                        .name(format!("bench-{t}"))
+                        .spawn(move || {
+                            let rt = tokio::runtime::Builder::new_current_thread()
+                                .enable_all()
+                                .build()
+                                .expect("a current-thread runtime builds");
+                            rt.block_on(async move {
+                                let mut set = tokio::task::JoinSet::new();
+                                for me in (t..connections).step_by(threads) {
+                                    set.spawn(worker(shared.clone(), tallies.clone(), me));
+                                }
+                                while set.join_next().await.is_some() {}
+                            })
                         })
-                    })
-            })
-            .collect();
-        for h in handles.into_iter().flatten() {
-            let _ = h.join();
+                })
+                .collect();
+            for h in handles.into_iter().flatten() {
+                let _ = h.join();
+            }
+            let _ = done_tx.send(());
+        });
+    let stopped = match joiner {
+        Err(_) => false,
+        Ok(_) => {
+            let mut done_rx = done_rx;
+            tokio::select! {
+                _ = &mut done_rx => false,
+                _ = stop.wait() => {
+                    shared.stop.store(true, Ordering::Relaxed);
+                    // Senders finish what they are doing; one stuck on a hung
+                    // connection is left behind after the grace.
+                    let _ = tokio::time::timeout(END_GRACE, done_rx).await;
+                    true
+                }
+            }
         }
-    })
-    .await;
-    drop(joined);
+    };
     let finished = Instant::now();
     let mut tally = Tally::default();
     for t in tallies.iter() {
         tally.merge(&t.lock().unwrap_or_else(|p| p.into_inner()));
     }
     let measured = finished.saturating_duration_since(measure_from);
+    let due = match phase.pace {
+        Pace::Open(rate) => (rate * (phase.warmup + phase.duration).as_secs_f64())
+            .min(u64::MAX as f64)
+            .ceil() as u64,
+        Pace::Closed => 0,
+    };
     PhaseResult {
         tally,
         // Open loop: at least the schedule's length; longer when the
-        // receiver fell behind and the last answers came late.
+        // receiver fell behind and the last answers came late. A stopped
+        // phase counts the time it ran.
         measured: match phase.pace {
-            Pace::Open(_) => phase.duration.max(measured),
-            Pace::Closed => measured.max(Duration::from_millis(1)),
+            Pace::Open(_) if !stopped => phase.duration.max(measured),
+            _ => measured.max(Duration::from_millis(1)),
         },
         next_slot: next.load(Ordering::Relaxed),
+        due,
+        sent: shared.sent.load(Ordering::Relaxed),
+        stopped,
     }
 }

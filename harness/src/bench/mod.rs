@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use crate::check::{check_files, CheckOptions, InvariantId};
 use crate::history::{Event, RunHeader};
+use crate::interrupt::Stop;
 use crate::probe::Probe;
 use crate::profile::Profile;
 use crate::signature::Secret;
@@ -183,15 +184,59 @@ pub fn default_threads() -> usize {
         .unwrap_or(1)
 }
 
-/// Runs a bench and writes `bench.json` (and points `<out>/latest` at it).
-pub async fn run(opts: &BenchOptions) -> Result<BenchOutcome, BenchError> {
+/// Why an open-loop phase fell short of its rate, or `None` when it did not.
+fn shortfall(rate: f64, r: &load::PhaseResult, connections: usize) -> Option<String> {
+    (!r.rate_reached()).then(|| {
+        format!(
+            "{rate}/s asked, {} of {} requests due were sent ({:.0}/s) before the duration ran out: \
+             the sender, the {connections} connection(s) or the receiver cannot go that fast \
+             (hint: a lower --rate, more --connections, or closed loop without --rate for the maximum)",
+            r.sent, r.due, r.sent as f64 / r.measured.as_secs_f64().max(1e-3)
+        )
+    })
+}
+
+/// Checks the options a bench cannot run with; the error is a usage error.
+pub fn validate(opts: &BenchOptions) -> Result<(), BenchError> {
     opts.mix.validate().map_err(BenchError::Config)?;
+    let bad = |m: &str| Err(BenchError::Config(m.to_string()));
     if opts.connections == 0 {
-        return Err(BenchError::Config("connections must be 1 or more".into()));
+        return bad("--connections must be 1 or more");
+    }
+    if opts.threads == 0 {
+        return bad("--threads must be 1 or more");
+    }
+    if opts.duration.is_zero() {
+        return bad("--duration must be above 0, like 10s");
+    }
+    if matches!(opts.rate, Some(Rate::Ramp { .. })) && opts.ramp_steps < 2 {
+        return bad("--steps must be 2 or more for a ramp");
+    }
+    if opts.p99_limit.is_zero() {
+        return bad("--break-p99 must be above 0, like 100ms");
+    }
+    if !(opts.error_limit.is_finite() && (0.0..=1.0).contains(&opts.error_limit)) {
+        return bad("--break-errors must be a share between 0 and 1, like 0.01");
+    }
+    if opts.drain.is_zero() {
+        return bad("--drain must be above 0, like 60s");
     }
     if opts.accounts.is_empty() {
-        return Err(BenchError::Config("no account to send for".into()));
+        return bad("no account to send for");
     }
+    Ok(())
+}
+
+/// Runs a bench and writes `bench.json` (and points `<out>/latest` at it).
+pub async fn run(opts: &BenchOptions) -> Result<BenchOutcome, BenchError> {
+    run_until(opts, &Stop::never()).await
+}
+
+/// Runs a bench until its duration ran out or `stop` is requested; a
+/// stopped bench skips the check and writes `bench.json` for what ran,
+/// marked `interrupted`.
+pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome, BenchError> {
+    validate(opts)?;
     let started_at = crate::history::now_rfc3339();
     let run_id = format!(
         "{}-bench-{:08x}",
@@ -241,6 +286,7 @@ pub async fn run(opts: &BenchOptions) -> Result<BenchOutcome, BenchError> {
     let gen = Generator::new(opts.seed, opts.mix, opts.accounts.len());
     let progress = progress::Progress::start(opts.progress);
 
+    let mut short = Vec::new();
     let (mode, tally, measured, ramp, target_rate) = match opts.rate {
         Some(Rate::Ramp { from, to }) => {
             let steps = opts.ramp_steps.max(2);
@@ -250,6 +296,9 @@ pub async fn run(opts: &BenchOptions) -> Result<BenchOutcome, BenchError> {
             let mut slot = 0;
             let mut measured = Duration::ZERO;
             for i in 0..steps {
+                if stop.requested() {
+                    break;
+                }
                 let rate = from + (to - from) * i as f64 / (steps - 1) as f64;
                 let phase = Phase {
                     pace: Pace::Open(rate),
@@ -259,11 +308,15 @@ pub async fn run(opts: &BenchOptions) -> Result<BenchOutcome, BenchError> {
                     threads: opts.threads,
                     live: opts.progress,
                 };
-                let r = load::run_phase(&target, &gen, phase, slot, Some(sink.clone()), |l| {
-                    progress.attach(l)
-                })
-                .await;
+                let r =
+                    load::run_phase(&target, &gen, phase, slot, Some(sink.clone()), stop, |l| {
+                        progress.attach(l)
+                    })
+                    .await;
                 slot = r.next_slot;
+                if let Some(why) = shortfall(rate, &r, opts.connections) {
+                    short.push(format!("step {}: {why}", i + 1));
+                }
                 let (lat, _, err) = summarize(&r.tally);
                 out.push(RampStep {
                     rate,
@@ -301,17 +354,22 @@ pub async fn run(opts: &BenchOptions) -> Result<BenchOutcome, BenchError> {
                 threads: opts.threads,
                 live: opts.progress,
             };
-            let r = load::run_phase(&target, &gen, phase, 0, Some(sink.clone()), |l| {
+            let r = load::run_phase(&target, &gen, phase, 0, Some(sink.clone()), stop, |l| {
                 progress.attach(l)
             })
             .await;
+            if let Some(why) = rate.and_then(|rate| shortfall(rate, &r, opts.connections)) {
+                short.push(why);
+            }
             (mode, r.tally, r.measured, None, rate)
         }
     };
     progress.stop();
     sink.finish().map_err(|e| BenchError::Io(e.to_string()))?;
 
+    let interrupted = stop.requested();
     let (check, check_skipped) = match &opts.probe {
+        _ if interrupted => (None, Some("interrupted (Ctrl-C or SIGTERM)".to_string())),
         None => (None, Some(opts.no_check_reason.clone())),
         Some(probe) => match check(probe, opts, &dir, &history_path).await {
             Ok(v) => (Some(v), None),
@@ -351,6 +409,8 @@ pub async fn run(opts: &BenchOptions) -> Result<BenchOutcome, BenchError> {
         machine: Machine::detect(),
         peak_rss_mib: result::peak_rss_mib(),
         history: Some("history.jsonl".into()),
+        rate_unreachable: (!short.is_empty()).then(|| short.join("; ")),
+        interrupted,
         version: env!("CARGO_PKG_VERSION").to_string(),
     };
     let json = serde_json::to_vec_pretty(&result).map_err(|e| BenchError::Io(e.to_string()))?;

@@ -1,5 +1,6 @@
 //! The live progress line: rate, p99 and errors once a second, on stderr,
-//! only when stderr is a terminal (so logs and CI output stay clean).
+//! only when stderr is a terminal (so logs and CI output stay clean),
+//! redrawn with a carriage return and padding, never an escape code.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -12,6 +13,10 @@ pub struct Progress {
     live: Arc<Mutex<Option<Live>>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
+
+/// The progress line is padded to this width, so a shorter line fully
+/// covers the one before it.
+const LINE_WIDTH: usize = 72;
 
 /// Renders one progress line.
 pub fn line(elapsed: Duration, warmup: bool, rate: f64, p99_ms: f64, errors: u64) -> String {
@@ -53,7 +58,9 @@ impl Progress {
                         errors,
                     );
                     let mut err = std::io::stderr().lock();
-                    let _ = write!(err, "\r{text}\x1b[K");
+                    // Padded instead of an erase-line escape: no escape
+                    // codes on the terminal (NO_COLOR, plain consoles).
+                    let _ = write!(err, "\r{text:<LINE_WIDTH$}");
                     let _ = err.flush();
                 }
             })

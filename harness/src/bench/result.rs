@@ -176,6 +176,13 @@ pub struct BenchResult {
     pub peak_rss_mib: Option<f64>,
     /// The history file, relative to the run folder.
     pub history: Option<String>,
+    /// Open loop and ramp: why the target rate was not reached (requests
+    /// due against requests sent before the duration ran out); `None` when
+    /// it was reached, or in closed loop.
+    pub rate_unreachable: Option<String>,
+    /// Stopped by Ctrl-C or SIGTERM before its duration ran out; the
+    /// figures cover what ran.
+    pub interrupted: bool,
     /// hookstorm's version.
     pub version: String,
 }
@@ -199,6 +206,16 @@ impl BenchResult {
                 .unwrap_or_default(),
             self.requests
         );
+        if let Some(why) = &self.rate_unreachable {
+            let _ = writeln!(s, "  UNREACHABLE rate: {why}");
+        }
+        if self.interrupted {
+            let _ = writeln!(
+                s,
+                "  interrupted after {:.1}s measured: the figures cover what ran",
+                self.duration_s
+            );
+        }
         let _ = writeln!(
             s,
             "  latency   p50 {:.2} ms · p90 {:.2} · p99 {:.2} · p99.9 {:.2} · max {:.2}{}",

@@ -152,7 +152,7 @@ pub enum CheckError {
         message: String,
     },
     /// The state file is not a state.
-    #[error("{path}: not a receiver state: {message} (hint: expected {{\"inbox\": [...]}} as in invariants.md)")]
+    #[error("{path}: not a receiver state: {message} (hint: expected {{\"inbox\": [...]}} as in docs/state.md)")]
     State {
         /// The state file.
         path: PathBuf,
@@ -231,13 +231,44 @@ fn load_states(path: &Path) -> Result<States, CheckError> {
     }
 }
 
-/// Checks a history file against a state file or folder; one result per scenario.
+/// Checks a history file against a state file or folder; one result per
+/// scenario. See [`check_history`] for the warnings (a cut last line).
 pub fn check_files(
     history: &Path,
     state: &Path,
     scenario: Option<&str>,
     opts: &CheckOptions,
 ) -> Result<Vec<ScenarioCheck>, CheckError> {
+    check_history(history, state, scenario, opts).map(|c| c.checks)
+}
+
+/// What [`check_history`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileCheck {
+    /// One result per scenario; an empty history gives one result whose
+    /// every invariant is `unknown`, with the reason.
+    pub checks: Vec<ScenarioCheck>,
+    /// Things the reader had to work around (a last line cut off), for
+    /// stderr and the output.
+    pub warnings: Vec<String>,
+}
+
+/// The summary of every invariant of a history with nothing to check.
+pub const EMPTY_HISTORY: &str = "not decided: the history holds no attempt (an empty file, a run that sent nothing, or a file cut before its first attempt)";
+
+/// Like [`check_files`], and says what it had to work around. A history
+/// whose last line was cut off (as a crash leaves it: no newline at the
+/// end and not a whole JSON object) is checked up to the cut, with a
+/// warning naming the line. A history without any attempt is not a pass:
+/// every invariant is `unknown` ([`EMPTY_HISTORY`]).
+pub fn check_history(
+    history: &Path,
+    state: &Path,
+    scenario: Option<&str>,
+    opts: &CheckOptions,
+) -> Result<FileCheck, CheckError> {
+    let mut warnings = Vec::new();
+    let mut events = 0u64;
     let states = load_states(state)?;
     let all_as_one = matches!(states, States::One(_)) && scenario.is_none();
     let mut folds: BTreeMap<String, Aggregator> = BTreeMap::new();
@@ -270,8 +301,24 @@ pub fn check_files(
         };
         let raw: RawLine = match scan::parse(&buf) {
             Some(raw) => raw,
-            None => serde_json::from_str(&buf).map_err(|e| bad(e.to_string()))?,
+            None => match serde_json::from_str(&buf) {
+                Ok(raw) => raw,
+                // No newline at the end: the writer stopped in this line.
+                Err(e) if !buf.ends_with('\n') => {
+                    warnings.push(format!(
+                        "{}: line {line} was cut off ({} bytes, {e}); checked the {} line(s) before it",
+                        history.display(),
+                        buf.len(),
+                        line - 1
+                    ));
+                    break;
+                }
+                Err(e) => return Err(bad(e.to_string())),
+            },
         };
+        if matches!(raw.kind.as_ref(), "attempt" | "provider") {
+            events += 1;
+        }
         let Some(name) = raw.scenario.as_deref() else {
             continue;
         };
@@ -284,6 +331,24 @@ pub fn check_files(
         }
         let fold = folds.get_mut(name).expect("inserted above");
         raw.fold(line, fold).map_err(bad)?;
+    }
+    if events == 0 {
+        let name = scenario.unwrap_or("all").to_string();
+        return Ok(FileCheck {
+            checks: vec![ScenarioCheck {
+                scenario: name,
+                results: opts
+                    .invariants
+                    .iter()
+                    .map(|id| {
+                        super::InvariantResult::new(*id, super::Verdict::Unknown, EMPTY_HISTORY)
+                    })
+                    .collect(),
+                counts: Default::default(),
+                dead_letters: Vec::new(),
+            }],
+            warnings,
+        });
     }
     if let Some(f) = scenario {
         folds
@@ -326,5 +391,8 @@ pub fn check_files(
             Err(reason) => fold.finish(&name, Err(reason), opts),
         });
     }
-    Ok(out)
+    Ok(FileCheck {
+        checks: out,
+        warnings,
+    })
 }

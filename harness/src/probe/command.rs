@@ -54,7 +54,7 @@ pub(crate) async fn read_state(cmd: &str, timeout: Duration) -> Result<State, Pr
     let out = run(cmd, &[], timeout).await?;
     serde_json::from_slice(&out).map_err(|e| {
         ProbeError::Invalid(format!(
-            "command `{}`: expected the state JSON {{\"inbox\": [...], ...}} of invariants.md on stdout: {e}",
+            "command `{}`: expected the state JSON {{\"inbox\": [...], ...}} of docs/state.md on stdout: {e}",
             redact_text(cmd)
         ))
     })

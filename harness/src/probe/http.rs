@@ -90,7 +90,7 @@ impl HttpSource {
         let (_, bytes) = call(hyper::Method::GET, &self.url, token, None, roots).await?;
         serde_json::from_slice(&bytes).map_err(|e| {
             ProbeError::Invalid(format!(
-                "GET {}: expected the state JSON {{\"inbox\": [...], ...}} of invariants.md: {e}",
+                "GET {}: expected the state JSON {{\"inbox\": [...], ...}} of docs/state.md: {e}",
                 redact_url(&self.url)
             ))
         })

@@ -1,7 +1,7 @@
 //! State probes: how the harness reads a receiver's state after a run, and
 //! how it resets, sets up and reconciles the receiver around a scenario.
 //!
-//! One of three sources, as `invariants.md` describes: an HTTP endpoint
+//! One of three sources, as `docs/state.md` describes: an HTTP endpoint
 //! serving the state JSON ([`http`]), the receiver's own SQL database
 //! ([`sql`]), or any command that prints the JSON ([`command`]). Each returns
 //! the same [`State`]. The companion actions (`reset`, `setup`,

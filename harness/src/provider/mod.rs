@@ -1,5 +1,5 @@
 //! The provider API the harness serves while a scenario runs, as
-//! `contract.md` ("Reconciliation API") describes it, so a receiver's
+//! `docs/contract.md` ("Provider API") describes it, so a receiver's
 //! reconciliation job can be tested against a provider that behaves badly
 //! on purpose: throttling (429), forgetting tasks (404), tasks going back
 //! from PROCESSING to QUEUED.

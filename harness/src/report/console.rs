@@ -23,7 +23,8 @@ fn cell(v: Verdict) -> &'static str {
     }
 }
 
-fn paint(text: &str, v: Verdict, color: bool) -> String {
+/// `text` in the colour of verdict `v` when `color` (ANSI), else as is.
+pub fn paint(text: &str, v: Verdict, color: bool) -> String {
     if !color {
         return text.to_string();
     }
@@ -133,6 +134,13 @@ pub fn console_table(report: &RunReport, color: bool) -> String {
     }
     let v = report.verdict();
     let code = report.exit_code();
+    if report.interrupted {
+        let _ = writeln!(
+            out,
+            "\ninterrupted: only the {} scenario(s) above finished",
+            report.scenarios.len()
+        );
+    }
     let line = format!("verdict: {} (exit {code})", verdict_word(v, report.strict));
     out.push('\n');
     for s in &report.scenarios {

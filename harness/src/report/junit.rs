@@ -115,6 +115,7 @@ pub fn render(report: &RunReport) -> String {
             ("target", report.target.clone()),
             ("reproduce", s.reproduce.clone()),
             ("history", s.history.clone()),
+            ("interrupted", report.interrupted.to_string()),
         ] {
             let _ = writeln!(x, "      <property name=\"{k}\" value=\"{}\"/>", esc(&v));
         }

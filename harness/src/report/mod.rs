@@ -52,6 +52,10 @@ pub struct RunReport {
     pub scenarios: Vec<ScenarioReport>,
     /// The machine it ran on, if recorded.
     pub machine: Option<String>,
+    /// The run was stopped (Ctrl-C, SIGTERM) before every scenario ran;
+    /// `scenarios` holds those that finished. Absent in older reports.
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 /// One scenario of a run.
@@ -124,8 +128,11 @@ impl RunReport {
     }
 
     /// The documented exit code: 0 pass, 1 any fail (or non-strict under
-    /// `strict`), 2 unknown.
+    /// `strict`), 2 unknown; 130 when the run was interrupted.
     pub fn exit_code(&self) -> i32 {
+        if self.interrupted {
+            return exit::INTERRUPTED;
+        }
         match self.verdict() {
             Verdict::Fail => exit::FAIL,
             Verdict::Unknown => exit::UNKNOWN,

@@ -59,9 +59,14 @@ pub fn render(report: &RunReport) -> String {
     let v = report.verdict();
     let _ = writeln!(
         out,
-        "# hookstorm: {} {}\n",
+        "# hookstorm: {} {}{}\n",
         mark(v),
-        verdict_word(v, report.strict)
+        verdict_word(v, report.strict),
+        if report.interrupted {
+            " (interrupted)"
+        } else {
+            ""
+        }
     );
     let _ = writeln!(
         out,
@@ -76,6 +81,13 @@ pub fn render(report: &RunReport) -> String {
         if report.strict { " · strict" } else { "" }
     );
     let _ = writeln!(out, "**{}**\n", md(&report.coverage_line()));
+    if report.interrupted {
+        let _ = writeln!(
+            out,
+            "**Interrupted** (Ctrl-C or SIGTERM): only the {} scenario(s) below finished; the verdict covers them alone.\n",
+            report.scenarios.len()
+        );
+    }
     let ids = report.invariants();
     out.push_str("| scenario |");
     for id in &ids {

@@ -4,7 +4,7 @@
 //! budget, never scaled) that never follows redirects. Its result is data:
 //! a status and latency, or an error text and whether the connection failed
 //! before any byte was sent. [`classify`] turns that into the history's
-//! outcome as `invariants.md` defines it.
+//! outcome as `docs/history.md` defines it.
 
 use std::time::{Duration, Instant};
 
@@ -141,7 +141,7 @@ pub struct Grade {
     pub give_up: bool,
 }
 
-/// Grades an answer per `invariants.md`: 2xx is `ok`; refused before any
+/// Grades an answer per `docs/history.md`: 2xx is `ok`; refused before any
 /// byte is `fail`; a 4xx on a delivery the harness knew to be bad is
 /// `fail`; everything else (timeouts, resets, 5xx, 3xx, 4xx on a genuine
 /// delivery) is `info`.

@@ -1002,3 +1002,67 @@ fn check_files_names_the_bad_history_line_and_a_bad_state() -> Result<(), Box<dy
     assert!(e.to_string().contains("not a receiver state"), "{e}");
     Ok(())
 }
+
+#[test]
+fn an_empty_history_is_unknown_never_a_pass() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let state = dir.path().join("state.json");
+    std::fs::write(&state, serde_json::to_string(&inbox(&[]))?)?;
+    let history = dir.path().join("history.jsonl");
+    // An empty file, and a file with only the run header: nothing was sent.
+    let header = r#"{"type":"run","run_id":"r","seed":1,"profile":"answerline","time_scale":1.0,"started_at":"2026-11-30T10:00:00Z","version":"0"}"#;
+    for text in [String::new(), format!("{header}\n")] {
+        std::fs::write(&history, &text)?;
+        let found =
+            hookstorm::check::check_history(&history, &state, None, &CheckOptions::default())?;
+        assert_eq!(found.checks.len(), 1, "{text:?}");
+        let c = &found.checks[0];
+        assert_eq!(c.verdict(), Verdict::Unknown, "{text:?}");
+        assert_eq!(c.results.len(), InvariantId::ALL.len());
+        assert!(
+            c.results
+                .iter()
+                .all(|r| r.verdict == Verdict::Unknown
+                    && r.summary == hookstorm::check::EMPTY_HISTORY)
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn a_history_cut_in_its_last_line_is_checked_up_to_the_cut(
+) -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let state = dir.path().join("state.json");
+    std::fs::write(&state, serde_json::to_string(&inbox(&["t1"]))?)?;
+    let lines: Vec<String> = events(vec![ok("t1"), ok("t2")])
+        .into_iter()
+        .map(|(_, e)| serde_json::to_string(&e))
+        .collect::<Result<_, _>>()?;
+    let whole = dir.path().join("whole.jsonl");
+    std::fs::write(&whole, format!("{}\n", lines[0]))?;
+    let cut = dir.path().join("cut.jsonl");
+    std::fs::write(
+        &cut,
+        format!("{}\n{}", lines[0], &lines[1][..lines[1].len() / 2]),
+    )?;
+    let opts = CheckOptions::default();
+    let a = hookstorm::check::check_history(&cut, &state, None, &opts)?;
+    let b = hookstorm::check::check_history(&whole, &state, None, &opts)?;
+    assert_eq!(a.checks, b.checks);
+    assert!(b.warnings.is_empty());
+    assert_eq!(a.warnings.len(), 1);
+    assert!(
+        a.warnings[0].contains("line 2 was cut off"),
+        "{:?}",
+        a.warnings
+    );
+    // The same half line followed by a newline is a broken line, not a cut.
+    std::fs::write(
+        &cut,
+        format!("{}\n{}\n", lines[0], &lines[1][..lines[1].len() / 2]),
+    )?;
+    let e = hookstorm::check::check_history(&cut, &state, None, &opts).unwrap_err();
+    assert!(e.to_string().contains("line 2"), "{e}");
+    Ok(())
+}

@@ -92,6 +92,7 @@ fn fixture() -> RunReport {
             ack_loss,
         ],
         machine: None,
+        interrupted: false,
     }
 }
 
@@ -242,6 +243,52 @@ fn report_json_matches_the_checked_in_schema() -> Result<(), Box<dyn std::error:
         serde_json::from_value(plain)
     })?;
     assert_eq!(back.scenarios.len(), 2);
+    Ok(())
+}
+
+#[test]
+fn an_interrupted_report_is_marked_everywhere_and_old_reports_still_validate(
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut report = fixture();
+    report.interrupted = true;
+    report.scenarios.truncate(1);
+    let dir = tempfile::tempdir()?;
+    write_reports(dir.path(), &report)?;
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json"))?)?;
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    assert_eq!(v["interrupted"], true);
+    assert_eq!(v["exit_code"], 130);
+    let summary = std::fs::read_to_string(dir.path().join("summary.md"))?;
+    assert!(
+        summary
+            .lines()
+            .next()
+            .unwrap_or("")
+            .contains("(interrupted)"),
+        "{summary}"
+    );
+    assert!(summary.contains("**Interrupted**"), "{summary}");
+    let junit = std::fs::read_to_string(dir.path().join("junit.xml"))?;
+    assert!(
+        junit.contains("name=\"interrupted\" value=\"true\""),
+        "{junit}"
+    );
+    let table = console_table(&report, false);
+    assert!(
+        table.contains("interrupted: only the 1 scenario(s) above finished"),
+        "{table}"
+    );
+    assert!(table.contains("(exit 130)"), "{table}");
+    // A report written before the field existed validates and reads as not interrupted.
+    let mut old = v.clone();
+    old.as_object_mut().unwrap().remove("interrupted");
+    old["exit_code"] = Value::from(1);
+    assert_eq!(schema_errors(&old), Vec::<String>::new());
+    for k in ["format_version", "verdict", "exit_code"] {
+        old.as_object_mut().unwrap().remove(k);
+    }
+    let back: RunReport = serde_json::from_value(old)?;
+    assert!(!back.interrupted);
     Ok(())
 }
 

@@ -57,6 +57,28 @@ pub enum Keying {
 }
 
 impl Keying {
+    /// The name recorded in the database (table `inbox_keying`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Keying::AccountTask => "account-task",
+            Keying::WebhookId => "webhook-id",
+            Keying::Unconstrained => "unconstrained",
+            Keying::TaskOnly => "task-only",
+        }
+    }
+
+    /// Whether opening a store whose inbox records the keying `recorded`
+    /// must drop and recreate the inbox (and then record this keying).
+    ///
+    /// Only a defect's keying recreates, and only when the inbox does not
+    /// have it yet: a restart keeps every row, so a defect's receiver killed
+    /// and restarted by a process scenario loses nothing it acknowledged.
+    /// The default keying never drops anything (the worker, which opens the
+    /// store with it, must not undo the server's defect either).
+    pub fn must_recreate(self, recorded: Option<&str>) -> bool {
+        self != Keying::AccountTask && recorded != Some(self.name())
+    }
+
     /// The keying a defect needs.
     pub fn for_defect(defect: Option<Defect>) -> Keying {
         match defect {
@@ -73,7 +95,8 @@ impl Keying {
 pub struct StoreOptions {
     /// SQLite: group-commit concurrent inserts (one transaction, one fsync, many acks).
     pub group_commit: bool,
-    /// The inbox's unique key. A non-default keying recreates the inbox table.
+    /// The inbox's unique key. A defect's keying recreates the inbox table
+    /// once (a restart does not; see [`Keying::must_recreate`]).
     pub keying: Keying,
 }
 

@@ -136,11 +136,26 @@ impl PgStore {
         };
         {
             let c = store.pool.get().await?;
-            if options.keying != Keying::AccountTask {
+            c.batch_execute("create table if not exists inbox_keying (keying text not null)")
+                .await?;
+            let recorded: Option<String> = c
+                .query_opt("select keying from inbox_keying limit 1", &[])
+                .await?
+                .map(|r| r.get(0));
+            let recreate = options.keying.must_recreate(recorded.as_deref());
+            if recreate {
                 c.batch_execute("drop table if exists webhook_inbox")
                     .await?;
             }
             c.batch_execute(inbox_ddl(options.keying)).await?;
+            if recreate {
+                c.execute("delete from inbox_keying", &[]).await?;
+                c.execute(
+                    "insert into inbox_keying (keying) values ($1)",
+                    &[&options.keying.name()],
+                )
+                .await?;
+            }
             c.batch_execute(
                 "create index if not exists webhook_inbox_unprocessed on webhook_inbox (id) where processed_at is null;
                  create table if not exists answers (account text not null, task_id text not null, job_key text, status text not null, created_at timestamptz not null, response text, primary key (account, task_id));

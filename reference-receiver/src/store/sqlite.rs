@@ -57,10 +57,23 @@ fn inbox_ddl(keying: Keying) -> &'static str {
 }
 
 fn create_schema(conn: &Connection, keying: Keying) -> Result<(), StoreError> {
-    if keying != Keying::AccountTask {
+    use rusqlite::OptionalExtension;
+    conn.execute_batch("create table if not exists inbox_keying (keying text not null)")?;
+    let recorded: Option<String> = conn
+        .query_row("select keying from inbox_keying limit 1", [], |r| r.get(0))
+        .optional()?;
+    let recreate = keying.must_recreate(recorded.as_deref());
+    if recreate {
         conn.execute_batch("drop table if exists webhook_inbox")?;
     }
     conn.execute_batch(inbox_ddl(keying))?;
+    if recreate {
+        conn.execute("delete from inbox_keying", [])?;
+        conn.execute(
+            "insert into inbox_keying (keying) values (?1)",
+            [keying.name()],
+        )?;
+    }
     conn.execute_batch(
         "create index if not exists webhook_inbox_unprocessed on webhook_inbox (processed_at) where processed_at is null;
          create table if not exists answers (account text not null, task_id text not null, job_key text, status text not null, created_at text not null, response text, primary key (account, task_id));

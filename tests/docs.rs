@@ -1,0 +1,204 @@
+//! The documentation lives in the repository and every pointer to it
+//! resolves: each `docs/<page>.md` named anywhere in the sources, READMEs,
+//! scenarios and example files exists, every relative Markdown link lands
+//! on a file, and nothing sends a reader to a folder outside the project.
+
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every text file of the project (sources, docs, scenarios, examples),
+/// without build output, version control or run output.
+fn project_files() -> Vec<PathBuf> {
+    const TEXT: [&str; 7] = ["rs", "md", "toml", "json", "sh", "yml", "yaml"];
+    let mut out = Vec::new();
+    let mut stack = vec![root()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.filter_map(Result::ok) {
+            let path = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                let run_output = dir == root().join("reports") && name != "schema";
+                if !(name == "target" || name.starts_with('.') || run_output) {
+                    stack.push(path);
+                }
+            } else if path
+                .extension()
+                .and_then(|x| x.to_str())
+                .is_some_and(|x| TEXT.contains(&x))
+            {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn rel(p: &Path) -> String {
+    p.strip_prefix(root()).unwrap_or(p).display().to_string()
+}
+
+/// `docs/<name>.md` references in a text: (the page name, its 1-based line).
+fn doc_refs(text: &str) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        for (i, _) in line.match_indices("docs/") {
+            let tail = &line[i + 5..];
+            let name: String = tail
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+                .collect();
+            if !name.is_empty() && tail[name.len()..].starts_with(".md") {
+                out.push((format!("{name}.md"), n + 1));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_docs_page_named_anywhere_exists() {
+    let mut missing = Vec::new();
+    let mut seen = 0;
+    for f in project_files() {
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        for (page, line) in doc_refs(&text) {
+            seen += 1;
+            if !root().join("docs").join(&page).is_file() {
+                missing.push(format!("{}:{line}: docs/{page}", rel(&f)));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "pointers to missing pages:\n{}",
+        missing.join("\n")
+    );
+    // The scan itself works: the sources do point at the docs.
+    assert!(seen >= 10, "only {seen} docs/ references found");
+}
+
+#[test]
+fn the_docs_folder_has_its_pages() {
+    for page in [
+        "README.md",
+        "state.md",
+        "history.md",
+        "invariants.md",
+        "hooks.md",
+        "target.md",
+        "contract.md",
+    ] {
+        let text = std::fs::read_to_string(root().join("docs").join(page))
+            .unwrap_or_else(|e| panic!("docs/{page}: {e}"));
+        assert!(text.starts_with("# "), "docs/{page} has no title");
+    }
+}
+
+#[test]
+fn every_relative_markdown_link_lands_on_a_file() {
+    let mut broken = Vec::new();
+    for f in project_files()
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|x| x == "md"))
+    {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            for part in line.split("](").skip(1) {
+                let Some(end) = part.find(')') else { continue };
+                let target = part[..end].split('#').next().unwrap_or("");
+                if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
+                    continue;
+                }
+                let dir = f.parent().unwrap();
+                if !dir.join(target).exists() {
+                    broken.push(format!("{}:{}: {target}", rel(&f), n + 1));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn nothing_points_outside_the_project() {
+    // Built at run time, so this file does not match itself.
+    let outside = [["..", "shared"].join("/"), ["..", "seeds"].join("/")];
+    let mut found = Vec::new();
+    for f in project_files() {
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        for (n, line) in text.lines().enumerate() {
+            if outside.iter().any(|o| line.contains(o.as_str())) {
+                found.push(format!("{}:{}", rel(&f), n + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "pointers outside the project:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_reference_scan_finds_what_it_should() {
+    let refs = doc_refs("see `docs/state.md`, ../docs/hooks.md and docs/; not docs/x.txt");
+    let pages: Vec<&str> = refs.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(pages, ["state.md", "hooks.md"]);
+}
+
+/// Number words the scenarios README may use for its count.
+fn number(word: &str) -> Option<usize> {
+    let words = [
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    ];
+    word.parse()
+        .ok()
+        .or_else(|| words.iter().position(|w| *w == word))
+}
+
+#[test]
+fn the_scenarios_readme_lists_every_shipped_scenario_and_counts_them() {
+    let dir = root().join("scenarios");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".toml").map(str::to_string)
+        })
+        .collect();
+    files.sort();
+    let text = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    let table = text
+        .split("## Shipped scenarios")
+        .nth(1)
+        .expect("a Shipped scenarios section");
+    let mut listed: Vec<String> = table
+        .lines()
+        .filter_map(|l| l.strip_prefix("| "))
+        .filter_map(|l| l.split(" |").next())
+        .filter(|n| !n.is_empty() && *n != "scenario" && !n.starts_with("---"))
+        .map(str::to_string)
+        .collect();
+    listed.sort();
+    assert_eq!(listed, files, "the table and the folder differ");
+    // "There are N scenarios": the number the text states is the real one.
+    let stated = table
+        .split("There are ")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(number)
+        .expect("the README states how many scenarios there are");
+    assert_eq!(stated, files.len());
+}
