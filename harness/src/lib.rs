@@ -45,6 +45,7 @@ mod catalog;
 pub mod chaos;
 pub mod check;
 pub mod delivery;
+pub mod envelope;
 pub mod error;
 pub mod exit;
 pub mod fault;

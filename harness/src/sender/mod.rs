@@ -37,7 +37,8 @@ use crate::front::FrontTags;
 use crate::history::{
     now_rfc3339, Attempt, Event, FaultEvent, HistoryError, HistorySink, Intent, Outcome,
 };
-use crate::profile::Profile;
+use crate::envelope;
+use crate::profile::{BodyShape, Freshness, Identity, Profile, Semantics};
 use crate::profile::REDELIVERY_LIMIT_PER_HOUR;
 use crate::redelivery::{Desk, Refusal, Standing};
 use crate::scenario::{Forgery, Scenario, Signing};
@@ -444,11 +445,20 @@ impl Ctx {
             }
         }
         let body = &r.d.body;
+        let (key, job) = self.identity(r.d, r.id);
+        // Under a provider's rules every update of an object is a candidate
+        // for "newest wins", whatever its event type; only answerline ranks
+        // FAILED below COMPLETED.
+        let task_status = if self.cfg.profile.body == BodyShape::Answerline {
+            body.task.status
+        } else {
+            crate::delivery::TaskStatus::Completed
+        };
         self.write(Event::Attempt(Attempt {
             scenario: self.scenario.clone(),
             delivery: r.id.to_string(),
-            key: body.task.id.clone(),
-            job: r.d.job(),
+            key,
+            job,
             account: r.d.account.clone(),
             attempt: r.attempt,
             round: r.round,
@@ -460,7 +470,7 @@ impl Ctx {
             outcome: r.outcome,
             intent: r.intent,
             detail: r.detail,
-            task_status: Some(body.task.status),
+            task_status: Some(task_status),
             created_at: Some(body.task.created_at.clone()),
             resource: body.resource.clone(),
             sequence: body.sequence,
@@ -528,12 +538,57 @@ impl Ctx {
         }));
     }
 
+    /// The history's `key` and `job` of a delivery sent under delivery id
+    /// `id`: the profile's event identity and the object its update is
+    /// about (answerline: the task id and the job key).
+    fn identity(&self, d: &PlannedDelivery, id: &str) -> (String, Option<String>) {
+        let p = &self.cfg.profile;
+        if p.body == BodyShape::Answerline && p.semantics == Semantics::answerline() {
+            return (d.body.task.id.clone(), d.job());
+        }
+        let key = match &p.semantics.identity {
+            Identity::TaskId => d.body.task.id.clone(),
+            Identity::DeliveryId => id.to_string(),
+            Identity::Header(_) => envelope::event_id(p.body, &d.body),
+            Identity::Body(pointer) => crate::profile::pointer_text(&d.bytes, pointer)
+                .unwrap_or_else(|| envelope::event_id(p.body, &d.body)),
+        };
+        let job = match &p.semantics.object {
+            _ if d.job().is_none() => None,
+            Some(pointer) if p.body != BodyShape::Answerline => {
+                crate::profile::pointer_text(&d.bytes, pointer)
+            }
+            _ => d.job(),
+        };
+        (key, job)
+    }
+
+    /// The delivery as the profile's provider sends it: its envelope,
+    /// its kind of delivery ids. Answerline deliveries stay as planned.
+    fn localize<'d>(&self, d: &'d PlannedDelivery) -> std::borrow::Cow<'d, PlannedDelivery> {
+        let shape = self.cfg.profile.body;
+        if shape == BodyShape::Answerline {
+            return std::borrow::Cow::Borrowed(d);
+        }
+        let mut l = d.clone();
+        l.id = envelope::delivery_id(shape, &d.id);
+        l.bytes = envelope::render(shape, &d.body);
+        for r in l.redeliveries.iter_mut() {
+            if let Redelivery::FreshId(id) = r {
+                *id = envelope::delivery_id(shape, id);
+            }
+        }
+        std::borrow::Cow::Owned(l)
+    }
+
     /// The full header list of one request: scheme headers plus content
-    /// type, delivery id and event type.
+    /// type, delivery id, event type and the provider's own extras
+    /// (`attempt` counts from 1 within a round).
     fn headers(
         &self,
         d: &PlannedDelivery,
         id: &str,
+        attempt: u32,
         signed: &[(String, String)],
     ) -> Vec<(String, String)> {
         let p = &self.cfg.profile;
@@ -544,14 +599,13 @@ impl Ctx {
             }
         }
         if let Some(ev) = &p.event_header {
-            let v = if d.body.test {
-                "task.test"
-            } else if d.body.task.status == crate::delivery::TaskStatus::Failed {
-                "task.failed"
-            } else {
-                "task.completed"
-            };
-            h.push((ev.clone(), v.to_string()));
+            h.push((ev.clone(), envelope::event_type(p.body, &d.body).to_string()));
+        }
+        h.extend(envelope::extra_headers(p.body, &d.body, attempt));
+        if let Identity::Header(name) = &p.semantics.identity {
+            if !h.iter().any(|(k, _)| k.eq_ignore_ascii_case(name)) {
+                h.push((name.clone(), envelope::event_id(p.body, &d.body)));
+            }
         }
         h.extend(signed.iter().cloned());
         h
@@ -564,6 +618,25 @@ impl Ctx {
         forgery: Option<Forgery>,
     ) -> Result<tamper::Signed, String> {
         let keys = &self.keys[&d.account];
+        let sem = &self.cfg.profile.semantics;
+        match forgery {
+            Some(Forgery::FutureTimestamp) if !sem.refuses_future() => {
+                return Err(format!(
+                    "future-timestamp: under profile {} the provider's own verifier accepts a future timestamp, so refusing it is not required",
+                    self.cfg.profile.name
+                ))
+            }
+            Some(f @ (Forgery::StaleTimestamp | Forgery::ExpiredReplay))
+                if sem.freshness == Freshness::None =>
+            {
+                return Err(format!(
+                    "{}: under profile {} no timestamp is checked, so replays cannot be refused by age",
+                    f.as_str(),
+                    self.cfg.profile.name
+                ))
+            }
+            _ => {}
+        }
         tamper::sign(
             &self.cfg.profile.scheme,
             keys,
@@ -643,6 +716,8 @@ struct Delivered {
 }
 
 async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
+    let local = ctx.localize(d);
+    let d: &PlannedDelivery = &local;
     let mut rng = workload::rng_for(ctx.cfg.seed, &ctx.scenario, "delivery", d.index as u64);
     let Some(delivered) = run_round(ctx, d, &mut rng, 0, d.drop_acks).await else {
         return;
@@ -670,7 +745,7 @@ async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
                             if matches!(ctx.cfg.profile.scheme, Scheme::StandardWebhooks { .. }) {
                                 // The id is signed under this scheme: sign again with the new id.
                                 match ctx.sign(d, new_id, None) {
-                                    Ok(s) => ctx.headers(d, new_id, &s.headers),
+                                    Ok(s) => ctx.headers(d, new_id, 1, &s.headers),
                                     Err(why) => {
                                         ctx.skip(d, why);
                                         continue;
@@ -821,7 +896,7 @@ async fn run_round(
                 return None;
             }
         };
-        let headers = ctx.headers(d, &d.id, &signed.headers);
+        let headers = ctx.headers(d, &d.id, n, &signed.headers);
         let copies = if round == 0 && n == 1 {
             d.copies.max(1)
         } else {
