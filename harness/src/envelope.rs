@@ -176,7 +176,7 @@ pub fn slack_challenge(body: &Body) -> String {
 
 /// The body bytes the profile's provider sends for `body`.
 pub fn render(shape: BodyShape, body: &Body) -> Vec<u8> {
-    let v = match shape {
+    let mut v = match shape {
         BodyShape::Answerline => {
             return serde_json::to_vec(body).expect("a body always serializes")
         }
@@ -298,8 +298,12 @@ pub fn render(shape: BodyShape, body: &Body) -> Vec<u8> {
             "timestamp": body.task.created_at,
         }),
     };
-    let mut v = v;
-    if body.test && matches!(shape, BodyShape::StandardWebhooks | BodyShape::Stripe | BodyShape::GenericHex) {
+    if body.test
+        && matches!(
+            shape,
+            BodyShape::StandardWebhooks | BodyShape::Stripe | BodyShape::GenericHex
+        )
+    {
         v["test"] = json!(true);
     }
     serde_json::to_vec(&v).expect("a JSON value always serializes")
@@ -332,7 +336,10 @@ pub fn extra_headers(shape: BodyShape, body: &Body, attempt: u32) -> Vec<(String
         BodyShape::Shopify => vec![
             h("X-Shopify-Event-Id", event_id(shape, body)),
             h("X-Shopify-Triggered-At", body.task.created_at.clone()),
-            h("X-Shopify-Shop-Domain", "hookstorm-demo.myshopify.com".into()),
+            h(
+                "X-Shopify-Shop-Domain",
+                "hookstorm-demo.myshopify.com".into(),
+            ),
             h("X-Shopify-API-Version", "2024-07".into()),
         ],
         BodyShape::Slack if attempt > 1 => vec![

@@ -8,9 +8,16 @@
 //! names their bug, the correct twins pass on several seeds.
 
 mod acks;
+mod github;
 mod guide;
+mod interop;
 mod races;
 mod server;
+mod shopify;
+mod slack;
+mod standard;
+mod stripe;
+mod vendor;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
