@@ -821,7 +821,10 @@ mod tests {
         .unwrap();
         let p = Profile::from_file(&path).unwrap();
         assert_eq!(p.body, BodyShape::Stripe);
-        assert_eq!(p.semantics.identity, Identity::Header("X-Acme-Event".into()));
+        assert_eq!(
+            p.semantics.identity,
+            Identity::Header("X-Acme-Event".into())
+        );
         assert_eq!(p.semantics.freshness, Freshness::PastOnly);
         assert_eq!(p.semantics.object.as_deref(), Some("/data/object/id"));
         assert_eq!(p.semantics.order.as_deref(), Some("/data/object/version"));

@@ -32,14 +32,14 @@ use bytes::Bytes;
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::{RwLock, Semaphore};
 
+use crate::envelope;
 use crate::fault::{drop_ack, duplicate, reorder, tamper};
 use crate::front::FrontTags;
 use crate::history::{
     now_rfc3339, Attempt, Event, FaultEvent, HistoryError, HistorySink, Intent, Outcome,
 };
-use crate::envelope;
-use crate::profile::{BodyShape, Freshness, Identity, Profile, Semantics};
 use crate::profile::REDELIVERY_LIMIT_PER_HOUR;
+use crate::profile::{BodyShape, Freshness, Identity, Profile, Semantics};
 use crate::redelivery::{Desk, Refusal, Standing};
 use crate::scenario::{Forgery, Scenario, Signing};
 use crate::signature::{Scheme, Secret};
@@ -599,7 +599,10 @@ impl Ctx {
             }
         }
         if let Some(ev) = &p.event_header {
-            h.push((ev.clone(), envelope::event_type(p.body, &d.body).to_string()));
+            h.push((
+                ev.clone(),
+                envelope::event_type(p.body, &d.body).to_string(),
+            ));
         }
         h.extend(envelope::extra_headers(p.body, &d.body, attempt));
         if let Identity::Header(name) = &p.semantics.identity {

@@ -506,9 +506,13 @@ async fn fresh_id_replays_keep_or_change_the_identity_as_each_provider_does() {
             "[workload]\njobs = 3\n[[fault]]\nkind = \"duplicate\"\nmode = \"sequential\"\nshare = 1.0\nreplay = 0\nfresh_id = 1\nredeliver = 1\n",
         );
         let (sink, path) = sink(dir.path());
-        send(&s, &config(&server, profile.clone(), &["acct_a"], 100.0, 3), &sink)
-            .await
-            .unwrap();
+        send(
+            &s,
+            &config(&server, profile.clone(), &["acct_a"], 100.0, 3),
+            &sink,
+        )
+        .await
+        .unwrap();
         sink.finish().unwrap();
         let lines = attempts(&path);
         assert_eq!(lines.len(), 9, "{name}");
@@ -532,14 +536,20 @@ async fn fresh_id_replays_keep_or_change_the_identity_as_each_provider_does() {
                         && a.faults.iter().any(|f| f == "duplicate-redeliver")
                 })
                 .unwrap_or_else(|| panic!("{name}: no redelivery of {}", first.delivery));
-            assert_eq!(redelivered.key, first.key, "{name}: a redelivery is the same event");
+            assert_eq!(
+                redelivered.key, first.key,
+                "{name}: a redelivery is the same event"
+            );
         }
         // Every request verified, and its identity is the key the history holds.
         let seen = server.seen();
         assert_eq!(seen.len(), 9, "{name}");
         for r in &seen {
             assert!(r.verified.is_ok(), "{name}: {:?}", r.verified);
-            let key = r.key.as_deref().unwrap_or_else(|| panic!("{name}: no identity"));
+            let key = r
+                .key
+                .as_deref()
+                .unwrap_or_else(|| panic!("{name}: no identity"));
             assert!(lines.iter().any(|a| a.key == key), "{name}: {key}");
         }
         let first_body: serde_json::Value = serde_json::from_slice(&seen[0].body).unwrap();
@@ -556,7 +566,11 @@ async fn fresh_id_replays_keep_or_change_the_identity_as_each_provider_does() {
 /// refuses one (answerline, Standard Webhooks) it is sent and refused.
 #[tokio::test]
 async fn future_timestamps_are_demanded_only_where_the_provider_refuses_them() {
-    for (name, sent) in [("answerline", true), ("standard-webhooks", true), ("stripe", false)] {
+    for (name, sent) in [
+        ("answerline", true),
+        ("standard-webhooks", true),
+        ("stripe", false),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let profile = Profile::builtin(name).unwrap();
         let server = serve(
@@ -570,9 +584,13 @@ async fn future_timestamps_are_demanded_only_where_the_provider_refuses_them() {
             "[workload]\njobs = 1\n[[fault]]\nkind = \"tamper\"\nforgeries = [\"future-timestamp\", \"stale-timestamp\"]\neach = 1\n",
         );
         let (sink, path) = sink(dir.path());
-        let sum = send(&s, &config(&server, profile.clone(), &["acct_a"], 100.0, 5), &sink)
-            .await
-            .unwrap();
+        let sum = send(
+            &s,
+            &config(&server, profile.clone(), &["acct_a"], 100.0, 5),
+            &sink,
+        )
+        .await
+        .unwrap();
         sink.finish().unwrap();
         let lines = attempts(&path);
         let future = lines
