@@ -611,3 +611,69 @@ async fn future_timestamps_are_demanded_only_where_the_provider_refuses_them() {
         );
     }
 }
+
+/// Slack gives up on an answer after 3 s and retries at once, with
+/// `X-Slack-Retry-Num`: the retry reaches the receiver while its first
+/// request is still running, as Slack's duplicates do. Both carry the same
+/// `event_id`, the identity the history records.
+#[tokio::test]
+async fn slack_retries_overlap_a_first_request_that_is_still_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = short(Profile::builtin("slack").unwrap(), 2);
+    // Each request as the handler starts it: when, its retry headers, its
+    // identity, and when its (slow) handling is due to end.
+    type Log = Vec<(
+        Instant,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Instant,
+    )>;
+    let log: Arc<std::sync::Mutex<Log>> = Arc::default();
+    let l = log.clone();
+    let behave: Behave = Arc::new(move |s: &Seen, _| {
+        let retry = s.header("X-Slack-Retry-Num").map(str::to_string);
+        let delay = if retry.is_none() {
+            Duration::from_millis(4500)
+        } else {
+            Duration::ZERO
+        };
+        l.lock().unwrap().push((
+            s.start,
+            retry,
+            s.header("X-Slack-Retry-Reason").map(str::to_string),
+            s.key.clone(),
+            s.start + delay,
+        ));
+        (200, delay)
+    });
+    let server = serve(
+        profile.clone(),
+        secrets(&["acct_a"]),
+        verifying(4096, behave),
+    )
+    .await;
+    let s = scenario(dir.path(), "[workload]\njobs = 1\n");
+    let (sink, path) = sink(dir.path());
+    let sum = send(&s, &config(&server, profile, &["acct_a"], 100.0, 2), &sink)
+        .await
+        .unwrap();
+    sink.finish().unwrap();
+    assert_eq!((sum.attempts, sum.ok, sum.info), (2, 1, 1));
+    let lines = attempts(&path);
+    assert_eq!(lines[0].key, lines[1].key);
+    assert!(lines[0].key.starts_with("Ev"), "{}", lines[0].key);
+    let log = log.lock().unwrap().clone();
+    assert_eq!(log.len(), 2, "two requests reached the handler");
+    let (first, retry) = (&log[0], &log[1]);
+    assert_eq!(first.1, None);
+    assert_eq!(retry.1.as_deref(), Some("1"));
+    assert_eq!(retry.2.as_deref(), Some("http_timeout"));
+    assert!(
+        retry.0 < first.4,
+        "the retry started {:?} after the first request's handling ended",
+        retry.0 - first.4
+    );
+    assert_eq!(retry.3, first.3);
+    assert_eq!(retry.3.as_deref(), Some(lines[0].key.as_str()));
+}
