@@ -309,6 +309,93 @@ pub fn render(shape: BodyShape, body: &Body) -> Vec<u8> {
     serde_json::to_vec(&v).expect("a JSON value always serializes")
 }
 
+/// The placeholders a custom body template may use.
+pub const TEMPLATE_PLACEHOLDERS: [&str; 9] = [
+    "event_id",
+    "object_id",
+    "order",
+    "order_unix",
+    "type",
+    "task_id",
+    "status",
+    "credits",
+    "test",
+];
+
+/// Fills a custom profile's body template for `body`. Placeholders are
+/// written `{{name}}`: `event_id`, `object_id`, `type`, `task_id` and
+/// `status` as bare text (quote them in the template), `order` as the RFC
+/// 3339 time (quote it), and `order_unix`, `credits` and `test` as JSON
+/// values (a poison event's `order_unix` is its impossible date as a JSON
+/// string). Unknown placeholders are left as they are; [`check_template`]
+/// refuses them when the profile is loaded.
+pub fn fill_template(template: &str, shape: BodyShape, body: &Body) -> Vec<u8> {
+    let esc = |s: &str| {
+        let q = serde_json::to_string(s).expect("a string always serializes");
+        q[1..q.len() - 1].to_string()
+    };
+    let mut out = String::with_capacity(template.len() + 64);
+    let mut rest = template;
+    while let Some(open) = rest.find("{{") {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 2..];
+        let Some(close) = after.find("}}") else {
+            out.push_str(&rest[open..]);
+            rest = "";
+            break;
+        };
+        let name = after[..close].trim();
+        let value = match name {
+            "event_id" => esc(&event_id(shape, body)),
+            "object_id" => esc(&object_id(shape, body)),
+            "order" => esc(&body.task.created_at),
+            "order_unix" => unix_or_text(&body.task.created_at).to_string(),
+            "type" => esc(event_type(shape, body)),
+            "task_id" => esc(&body.task.id),
+            "status" => body.task.status.as_str().to_string(),
+            "credits" => body.credits.to_string(),
+            "test" => body.test.to_string(),
+            _ => format!("{{{{{name}}}}}"),
+        };
+        out.push_str(&value);
+        rest = &after[close + 2..];
+    }
+    out.push_str(rest);
+    out.into_bytes()
+}
+
+/// Whether a body template uses only known placeholders and fills to a
+/// JSON object; `Err` says what is wrong.
+pub fn check_template(template: &str) -> Result<(), String> {
+    let mut rest = template;
+    while let Some(open) = rest.find("{{") {
+        let after = &rest[open + 2..];
+        let close = after
+            .find("}}")
+            .ok_or_else(|| "a `{{` without its `}}`".to_string())?;
+        let name = after[..close].trim();
+        if !TEMPLATE_PLACEHOLDERS.contains(&name) {
+            return Err(format!(
+                "unknown placeholder {{{{{name}}}}} (expected one of {})",
+                TEMPLATE_PLACEHOLDERS.join(", ")
+            ));
+        }
+        rest = &after[close + 2..];
+    }
+    let sample: Body = serde_json::from_value(json!({
+        "task": {"id": "tsk_0000000000000000", "idempotencyKey": "job-1",
+                 "status": "COMPLETED", "createdAt": crate::workload::EPOCH},
+        "credits": 1,
+    }))
+    .expect("the sample body parses");
+    let filled = fill_template(template, BodyShape::Answerline, &sample);
+    match serde_json::from_slice::<Value>(&filled) {
+        Ok(Value::Object(_)) => Ok(()),
+        Ok(_) => Err("it does not fill to a JSON object".into()),
+        Err(e) => Err(format!("it does not fill to valid JSON: {e}")),
+    }
+}
+
 fn github_repository() -> Value {
     json!({"id": numeric("github-repo", "hookstorm"), "full_name": "hookstorm/demo", "private": true})
 }
@@ -372,6 +459,34 @@ mod tests {
         BodyShape::Slack,
         BodyShape::GenericHex,
     ];
+
+    #[test]
+    fn templates_fill_every_placeholder_and_stay_json() {
+        let t = r#"{"id": "{{event_id}}", "kind": "{{type}}", "at": {{order_unix}}, "obj": {"id": "{{object_id}}", "v": "{{order}}"}, "n": {{credits}}, "test": {{test}}}"#;
+        check_template(t).unwrap();
+        let b = body(TaskStatus::Completed, "job-1", "2026-11-29T10:00:00Z");
+        let v: Value = serde_json::from_slice(&fill_template(t, BodyShape::Stripe, &b)).unwrap();
+        assert_eq!(v["id"], event_id(BodyShape::Stripe, &b));
+        assert_eq!(v["obj"]["id"], object_id(BodyShape::Stripe, &b));
+        assert_eq!(v["kind"], "invoice.paid");
+        assert!(v["at"].is_i64());
+        assert_eq!(v["test"], false);
+        let poison = body(
+            TaskStatus::Completed,
+            "job-1",
+            crate::workload::POISON_CREATED_AT,
+        );
+        let v: Value =
+            serde_json::from_slice(&fill_template(t, BodyShape::Stripe, &poison)).unwrap();
+        assert_eq!(v["at"], crate::workload::POISON_CREATED_AT);
+        assert!(check_template(r#"{"a": "{{nope}}"}"#)
+            .unwrap_err()
+            .contains("unknown placeholder"));
+        assert!(check_template(r#"{"a": {{event_id}}}"#)
+            .unwrap_err()
+            .contains("valid JSON"));
+        assert!(check_template("[]").unwrap_err().contains("JSON object"));
+    }
 
     #[test]
     fn answerline_bodies_are_the_planned_bytes() {

@@ -277,6 +277,10 @@ pub struct Profile {
     pub body: BodyShape,
     /// Identity, freshness, object and order: what an event is.
     pub semantics: Semantics,
+    /// A custom profile's own body template (JSON with `{{placeholders}}`,
+    /// see [`crate::envelope::fill_template`]); it replaces the body shape's
+    /// envelope, whose ids it still uses.
+    pub body_template: Option<String>,
 }
 
 impl Profile {
@@ -307,6 +311,7 @@ impl Profile {
                 tolerance: Some(secs(300)),
                 body: BodyShape::Answerline,
                 semantics: Semantics::of(BodyShape::Answerline),
+                body_template: None,
             },
             "standard-webhooks" | "svix" => {
                 let (id, ts, sig) = if name == "svix" {
@@ -343,6 +348,7 @@ impl Profile {
                     tolerance: Some(secs(300)),
                     body: BodyShape::StandardWebhooks,
                     semantics: Semantics::of(BodyShape::StandardWebhooks),
+                    body_template: None,
                 }
             }
             // Stripe does not publish its intervals: modelled as 1 h doubling,
@@ -370,6 +376,7 @@ impl Profile {
                 tolerance: Some(secs(300)),
                 body: BodyShape::Stripe,
                 semantics: Semantics::of(BodyShape::Stripe),
+                body_template: None,
             },
             "github" => Profile {
                 name: name.into(),
@@ -392,6 +399,7 @@ impl Profile {
                 tolerance: None,
                 body: BodyShape::Github,
                 semantics: Semantics::of(BodyShape::Github),
+                body_template: None,
             },
             // 8 retries over about 4 h: 1 min doubling (255 min in all).
             "shopify" => Profile {
@@ -419,6 +427,7 @@ impl Profile {
                 tolerance: None,
                 body: BodyShape::Shopify,
                 semantics: Semantics::of(BodyShape::Shopify),
+                body_template: None,
             },
             // Three retries: at once, after 1 min, after 5 min; 3 s timeout.
             "slack" => Profile {
@@ -441,6 +450,7 @@ impl Profile {
                 tolerance: Some(secs(300)),
                 body: BodyShape::Slack,
                 semantics: Semantics::of(BodyShape::Slack),
+                body_template: None,
             },
             "generic-hex" => Profile {
                 name: name.into(),
@@ -467,6 +477,7 @@ impl Profile {
                 tolerance: None,
                 body: BodyShape::GenericHex,
                 semantics: Semantics::of(BodyShape::GenericHex),
+                body_template: None,
             },
             _ => return None,
         };
@@ -555,6 +566,8 @@ struct ProfileFile {
     signature: Option<Scheme>,
     /// The body envelope: a built-in shape's name.
     body: Option<BodyShape>,
+    /// A JSON file with `{{placeholders}}`, relative to this file: the body.
+    body_template: Option<std::path::PathBuf>,
     /// What an event is, where it differs from the body shape's rules.
     semantics: Option<SemanticsFile>,
 }
@@ -632,6 +645,16 @@ impl ProfileFile {
         if let Some(b) = self.body {
             p.body = b;
             p.semantics = Semantics::of(b);
+        }
+        if let Some(t) = self.body_template {
+            let file = path.parent().unwrap_or(Path::new(".")).join(&t);
+            let text = std::fs::read_to_string(&file).map_err(|e| {
+                ConfigError::invalid(path, format!("body_template {}: {e}", file.display()))
+            })?;
+            crate::envelope::check_template(&text).map_err(|e| {
+                ConfigError::invalid(path, format!("body_template {}: {e}", file.display()))
+            })?;
+            p.body_template = Some(text);
         }
         if let Some(sem) = self.semantics {
             if let Some(id) = sem.identity {
@@ -828,6 +851,18 @@ mod tests {
         assert_eq!(p.semantics.freshness, Freshness::PastOnly);
         assert_eq!(p.semantics.object.as_deref(), Some("/data/object/id"));
         assert_eq!(p.semantics.order.as_deref(), Some("/data/object/version"));
+        let shipped =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/profiles/acme-events.toml");
+        let acme = Profile::from_file(&shipped).unwrap();
+        assert!(acme
+            .body_template
+            .as_deref()
+            .unwrap()
+            .contains("{{event_id}}"));
+        std::fs::write(dir.path().join("t.json"), r#"{"id": "{{evt}}"}"#).unwrap();
+        std::fs::write(&path, "name = \"x\"\nbody_template = \"t.json\"\n").unwrap();
+        let e = Profile::from_file(&path).unwrap_err().to_string();
+        assert!(e.contains("unknown placeholder {{evt}}"), "{e}");
         std::fs::write(&path, "name = \"x\"\n[semantics]\nidentity = \"uuid\"\n").unwrap();
         let e = Profile::from_file(&path).unwrap_err().to_string();
         assert!(e.contains("header:<name>"), "{e}");

@@ -449,7 +449,9 @@ impl Ctx {
         // Under a provider's rules every update of an object is a candidate
         // for "newest wins", whatever its event type; only answerline ranks
         // FAILED below COMPLETED.
-        let task_status = if self.cfg.profile.body == BodyShape::Answerline {
+        let task_status = if self.cfg.profile.body == BodyShape::Answerline
+            && self.cfg.profile.body_template.is_none()
+        {
             body.task.status
         } else {
             crate::delivery::TaskStatus::Completed
@@ -543,7 +545,8 @@ impl Ctx {
     /// about (answerline: the task id and the job key).
     fn identity(&self, d: &PlannedDelivery, id: &str) -> (String, Option<String>) {
         let p = &self.cfg.profile;
-        if p.body == BodyShape::Answerline && p.semantics == Semantics::answerline() {
+        let own_body = p.body != BodyShape::Answerline || p.body_template.is_some();
+        if !own_body && p.semantics == Semantics::answerline() {
             return (d.body.task.id.clone(), d.job());
         }
         let key = match &p.semantics.identity {
@@ -555,9 +558,7 @@ impl Ctx {
         };
         let job = match &p.semantics.object {
             _ if d.job().is_none() => None,
-            Some(pointer) if p.body != BodyShape::Answerline => {
-                crate::profile::pointer_text(&d.bytes, pointer)
-            }
+            Some(pointer) if own_body => crate::profile::pointer_text(&d.bytes, pointer),
             _ => d.job(),
         };
         (key, job)
@@ -566,13 +567,17 @@ impl Ctx {
     /// The delivery as the profile's provider sends it: its envelope,
     /// its kind of delivery ids. Answerline deliveries stay as planned.
     fn localize<'d>(&self, d: &'d PlannedDelivery) -> std::borrow::Cow<'d, PlannedDelivery> {
-        let shape = self.cfg.profile.body;
-        if shape == BodyShape::Answerline {
+        let p = &self.cfg.profile;
+        let shape = p.body;
+        if shape == BodyShape::Answerline && p.body_template.is_none() {
             return std::borrow::Cow::Borrowed(d);
         }
         let mut l = d.clone();
         l.id = envelope::delivery_id(shape, &d.id);
-        l.bytes = envelope::render(shape, &d.body);
+        l.bytes = match &p.body_template {
+            Some(t) => envelope::fill_template(t, shape, &d.body),
+            None => envelope::render(shape, &d.body),
+        };
         for r in l.redeliveries.iter_mut() {
             if let Redelivery::FreshId(id) = r {
                 *id = envelope::delivery_id(shape, id);

@@ -483,18 +483,23 @@ async fn the_same_seed_sends_the_same_requests_twice() {
 /// A sequential replay under a fresh delivery id, under three profiles: the
 /// history's key is each provider's event identity, so the replay is the
 /// same event where the identity lives in the body (answerline's task id,
-/// Stripe's event id) and a new message where it is the delivery id
-/// (Standard Webhooks). Every request carries the profile's envelope, and
+/// Stripe's event id, a custom template's `/id`) and a new message where
+/// it is the delivery id (Standard Webhooks). Every request carries the profile's envelope, and
 /// the receiver finds in it the identity the history recorded.
 #[tokio::test]
 async fn fresh_id_replays_keep_or_change_the_identity_as_each_provider_does() {
+    let acme = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scenarios/profiles/acme-events.toml"
+    );
     for (name, fresh_is_new) in [
         ("answerline", false),
         ("stripe", false),
         ("standard-webhooks", true),
+        (acme, false),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let profile = Profile::builtin(name).unwrap();
+        let profile = Profile::resolve(name).unwrap();
         let server = serve(
             profile.clone(),
             secrets(&["acct_a"]),
@@ -556,6 +561,14 @@ async fn fresh_id_replays_keep_or_change_the_identity_as_each_provider_does() {
         match name {
             "stripe" => assert_eq!(first_body["object"], "event"),
             "standard-webhooks" => assert!(first_body["data"].is_object()),
+            _ if name == acme => {
+                // The custom template, with Stripe's ids and the identity at /id.
+                assert!(first_body["kind"].is_string(), "{first_body}");
+                assert!(lines
+                    .iter()
+                    .any(|a| Some(a.key.as_str()) == first_body["id"].as_str()));
+                assert!(lines.iter().all(|a| a.key.starts_with("evt_")));
+            }
             _ => assert!(first_body["task"].is_object()),
         }
     }
