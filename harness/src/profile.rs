@@ -171,6 +171,27 @@ impl Semantics {
         }
     }
 
+    /// One line saying what the history's key, job and created_at mean
+    /// under these rules, for the run's notes.
+    pub fn describe(&self) -> String {
+        let identity = match &self.identity {
+            Identity::TaskId => "the body's task.id".to_string(),
+            Identity::DeliveryId => "the delivery id header".to_string(),
+            Identity::Header(h) => format!("the {h} header"),
+            Identity::Body(p) => format!("the body's {p}"),
+        };
+        let freshness = match self.freshness {
+            Freshness::Both => "timestamps refused too old and too new",
+            Freshness::PastOnly => "timestamps refused only too old",
+            Freshness::None => "no timestamp window",
+        };
+        format!(
+            "key = {identity}; job = the object at {}; created_at = the order field at {}; {freshness}",
+            self.object.as_deref().unwrap_or("(none)"),
+            self.order.as_deref().unwrap_or("(none)"),
+        )
+    }
+
     /// Whether a receiver built on the provider's library refuses a
     /// timestamp further in the future than the tolerance.
     pub fn refuses_future(&self) -> bool {

@@ -10,12 +10,13 @@
 //! accepts a delivery dated minutes in the future. Judged by answerline's
 //! rules that was charged to I4 and I7; under the `stripe` profile it
 //! passes the catalog below on several seeds. A variant that deduplicates
-//! on the `Stripe-Signature` header (the same for a byte-for-byte replay,
-//! new for every re-sent attempt) is caught by I2, and one that lets the
-//! last arrival win by I5.
+//! on the object (`data.object.id`) instead of the event drops every later
+//! update of an invoice and is caught by I1; one that deduplicates on
+//! nothing is caught by I2; one that lets the last arrival win by I5.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hookstorm::check::{InvariantId, Verdict};
@@ -35,6 +36,9 @@ pub const CATALOG: &[&str] = &[
     "reverse-order",
     "sequential-duplicates",
 ];
+
+/// Row numbers for the receiver that deduplicates on nothing.
+static NEXT_ROW: AtomicU64 = AtomicU64::new(0);
 
 /// Stripe's official library, kept running: one verification at a time.
 struct Verifier {
@@ -90,8 +94,10 @@ impl Drop for Verifier {
 enum Dedup {
     /// The event `id`, as Stripe's docs say.
     EventId,
-    /// Broken: the `Stripe-Signature` header.
-    Signature,
+    /// Broken: the object the event is about.
+    Object,
+    /// Broken: nothing (every request is a new row).
+    Nothing,
 }
 
 fn secret_for(account: &str) -> Option<&'static str> {
@@ -133,7 +139,8 @@ fn handle(
     let id = at(&event, "/id").map(text).unwrap_or_default();
     let dedup = match dedup {
         Dedup::EventId => id.clone(),
-        Dedup::Signature => signature.unwrap_or_default().to_string(),
+        Dedup::Object => at(&event, "/data/object/id").map(text).unwrap_or_default(),
+        Dedup::Nothing => format!("{}", NEXT_ROW.fetch_add(1, Ordering::SeqCst)),
     };
     store.accept(
         Accepted {
@@ -179,20 +186,34 @@ fn a_stripe_receiver_on_the_official_library_passes_the_catalog_future_dated_del
             notes.contains("provider's own verifier accepts a future timestamp"),
             "seed {seed}: the skipped future-timestamp forgery is noted"
         );
+        assert!(
+            notes.contains("key = the body's /id; job = the object at /data/object/id"),
+            "seed {seed}: the history says what its keys mean"
+        );
     }
 }
 
 #[test]
-fn a_stripe_receiver_deduplicating_on_the_signature_header_fails_exactly_once() {
+fn a_stripe_receiver_deduplicating_on_the_object_loses_later_events_on_i1() {
     if !stripe_library_or_skip("stripe receiver") {
         return;
     }
-    let run = run(
-        Dedup::Signature,
-        Keep::Newest,
-        &["sequential-duplicates"],
-        4,
+    let run = run(Dedup::Object, Keep::Newest, &["reverse-order"], 4);
+    assert_eq!(run.code, 1, "{}", run.explain());
+    assert_eq!(
+        run.verdict("reverse-order", InvariantId::I1),
+        Some(Verdict::Fail),
+        "{}",
+        run.explain()
     );
+}
+
+#[test]
+fn a_stripe_receiver_deduplicating_on_nothing_fails_exactly_once() {
+    if !stripe_library_or_skip("stripe receiver") {
+        return;
+    }
+    let run = run(Dedup::Nothing, Keep::Newest, &["sequential-duplicates"], 4);
     assert_eq!(run.code, 1, "{}", run.explain());
     assert_eq!(
         run.verdict("sequential-duplicates", InvariantId::I2),

@@ -224,6 +224,14 @@ pub async fn send(
     let ctx = Arc::new(prepare(scenario, cfg, sink)?);
     probe(&ctx).await?;
     let plan = workload::plan(scenario, cfg.seed);
+    let p = &cfg.profile;
+    if p.body != BodyShape::Answerline || p.body_template.is_some() {
+        ctx.note(
+            "profile",
+            format!("judged by profile {}'s rules", p.name),
+            Some(p.semantics.describe()),
+        );
+    }
     for note in &plan.notes {
         ctx.write(Event::Fault(FaultEvent {
             scenario: ctx.scenario.clone(),
