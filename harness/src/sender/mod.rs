@@ -17,6 +17,14 @@
 //! at the last byte, 157 to 159 of 160 did (three runs).
 //! [`SendError`] is only for what makes the whole run impossible.
 //!
+//! Each delivery goes out as the profile's provider sends it
+//! ([`crate::envelope`]: its body, its kind of delivery id, its extra
+//! headers) and is recorded under the profile's rules: `key` is the event
+//! identity, `job` the object, `created_at` the order field's instant.
+//! Timestamp forgeries are sent only in the directions the provider's own
+//! verifier enforces; the others are skipped with the reason in the
+//! history. Answerline deliveries go out exactly as planned.
+//!
 //! Decisions: test and must-reject deliveries (forged, cross-account,
 //! oversized, expired replays) get a single attempt each, to keep runs
 //! short; genuine deliveries and dashboard redeliveries get the full
