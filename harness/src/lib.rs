@@ -49,6 +49,7 @@ pub mod chaos;
 pub mod check;
 pub mod coverage;
 pub mod delivery;
+pub mod envelope;
 pub mod error;
 pub mod exit;
 pub mod fault;

@@ -746,7 +746,10 @@ impl<'a> Sender<'a> {
             resource: None,
             sequence: None,
         };
-        let bytes = serde_json::to_vec(&body).expect("a body always serializes");
+        // As the profile's provider sends it: its envelope, its ids, and
+        // the key its receiver stores (the profile's event identity).
+        let (id, bytes, stored_key) = crate::sender::provider_request(&t.profile, &body, &id);
+        sent.key = stored_key;
         let keys = tamper::Keys {
             current: t.secrets.get(account).cloned().unwrap_or_default(),
             retired: Vec::new(),
@@ -773,7 +776,8 @@ impl<'a> Sender<'a> {
                     return sent;
                 }
             };
-            let headers = crate::sender::request_headers(&t.profile, &body, &id, &signed.headers);
+            let headers =
+                crate::sender::request_headers(&t.profile, &body, &id, attempt, &signed.headers);
             let answer = exchange::exchange(
                 &self.client,
                 &uri,

@@ -7,6 +7,14 @@
 //! (sender, reference receiver, reports) reads them from here. Custom
 //! profiles are TOML files that start from a built-in (`extends`) and
 //! override what differs.
+//!
+//! A profile also carries the provider's *semantics* ([`Semantics`]): which
+//! two deliveries are the same event (the identity), which timestamps its
+//! official verifier refuses (the freshness), what an update is about (the
+//! object) and which of two updates is newer (the order field). A receiver
+//! built on a provider's own SDK follows those rules, so the scenarios and
+//! the history follow them too: the history's `key` is the profile's
+//! identity, its `job` the object, its `created_at` the order field.
 
 use std::path::Path;
 use std::time::Duration;
@@ -37,12 +45,191 @@ pub const BUILTIN_NAMES: [&str; 8] = [
 /// The default profile's name.
 pub const DEFAULT_PROFILE: &str = "answerline";
 
-/// The body a profile sends.
+/// The body a profile sends (the envelope; see [`crate::envelope`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum BodyShape {
     /// `{task, credits, response}` as in `docs/contract.md`.
     Answerline,
+    /// Standard Webhooks / Svix: `{type, timestamp, data}`.
+    StandardWebhooks,
+    /// A Stripe event object: `{id: "evt_…", object: "event", type, created, data: {object}}`.
+    Stripe,
+    /// A GitHub `issues` payload: `{action, issue: {id, updated_at, …}, repository, sender}`.
+    Github,
+    /// A Shopify resource (`orders/updated`: the order itself).
+    Shopify,
+    /// A Slack Events API `event_callback` envelope (`url_verification` for tests).
+    Slack,
+    /// The outbox guide's event JSON: `{event, data: {order_id, …}, timestamp}`.
+    GenericHex,
+}
+
+/// Where a profile's event identity lives: what makes two deliveries the
+/// same event, so that a receiver must store it once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "at")]
+pub enum Identity {
+    /// The body's `task.id` (answerline): a fresh delivery id does not make
+    /// a new event.
+    TaskId,
+    /// The delivery id header (Standard Webhooks' `webhook-id`, GitHub's
+    /// delivery GUID, generic-hex's idempotency key): retries and
+    /// redeliveries keep it, and a fresh one is a new message.
+    DeliveryId,
+    /// A header of its own, set per event and kept when the delivery id
+    /// changes (Shopify's `X-Shopify-Event-Id`).
+    Header(String),
+    /// A JSON pointer into the signed body (Stripe `/id`, Slack `/event_id`).
+    Body(String),
+}
+
+/// Which timestamps the provider's official verifier refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Freshness {
+    /// Too old and too new (|now - t| > tolerance).
+    Both,
+    /// Only too old: a future timestamp passes the official library.
+    PastOnly,
+    /// No timestamp is signed: replays cannot be refused by age.
+    None,
+}
+
+/// What an event *is* under a profile: identity, freshness, object, order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Semantics {
+    /// What makes two deliveries the same event.
+    pub identity: Identity,
+    /// Which timestamps a receiver built on the official library refuses.
+    pub freshness: Freshness,
+    /// Where the object an update is about lives (a JSON pointer into the
+    /// body): the "job" whose newest update wins.
+    pub object: Option<String>,
+    /// Where the field that orders two updates of one object lives (a JSON
+    /// pointer into the body).
+    pub order: Option<String>,
+}
+
+impl Semantics {
+    /// The answerline contract's rules: `task.id`, ±tolerance, job key, `createdAt`.
+    pub fn answerline() -> Semantics {
+        Semantics {
+            identity: Identity::TaskId,
+            freshness: Freshness::Both,
+            object: Some("/task/idempotencyKey".into()),
+            order: Some("/task/createdAt".into()),
+        }
+    }
+
+    /// The semantics of a built-in body shape.
+    pub fn of(shape: BodyShape) -> Semantics {
+        let s = |identity, freshness, object: &str, order: &str| Semantics {
+            identity,
+            freshness,
+            object: Some(object.into()),
+            order: Some(order.into()),
+        };
+        match shape {
+            BodyShape::Answerline => Semantics::answerline(),
+            BodyShape::StandardWebhooks => s(
+                Identity::DeliveryId,
+                Freshness::Both,
+                "/data/id",
+                "/timestamp",
+            ),
+            BodyShape::Stripe => s(
+                Identity::Body("/id".into()),
+                Freshness::PastOnly,
+                "/data/object/id",
+                "/created",
+            ),
+            BodyShape::Github => s(
+                Identity::DeliveryId,
+                Freshness::None,
+                "/issue/id",
+                "/issue/updated_at",
+            ),
+            BodyShape::Shopify => s(
+                Identity::Header("X-Shopify-Event-Id".into()),
+                Freshness::None,
+                "/id",
+                "/updated_at",
+            ),
+            BodyShape::Slack => s(
+                Identity::Body("/event_id".into()),
+                Freshness::PastOnly,
+                "/event/channel",
+                "/event_time",
+            ),
+            BodyShape::GenericHex => s(
+                Identity::DeliveryId,
+                Freshness::None,
+                "/data/order_id",
+                "/timestamp",
+            ),
+        }
+    }
+
+    /// One line saying what the history's key, job and created_at mean
+    /// under these rules, for the run's notes.
+    pub fn describe(&self) -> String {
+        let identity = match &self.identity {
+            Identity::TaskId => "the body's task.id".to_string(),
+            Identity::DeliveryId => "the delivery id header".to_string(),
+            Identity::Header(h) => format!("the {h} header"),
+            Identity::Body(p) => format!("the body's {p}"),
+        };
+        let freshness = match self.freshness {
+            Freshness::Both => "timestamps refused too old and too new",
+            Freshness::PastOnly => "timestamps refused only too old",
+            Freshness::None => "no timestamp window",
+        };
+        format!(
+            "key = {identity}; job = the object at {}; created_at = the order field at {}; {freshness}",
+            self.object.as_deref().unwrap_or("(none)"),
+            self.order.as_deref().unwrap_or("(none)"),
+        )
+    }
+
+    /// Whether a receiver built on the provider's library refuses a
+    /// timestamp further in the future than the tolerance.
+    pub fn refuses_future(&self) -> bool {
+        self.freshness == Freshness::Both
+    }
+
+    /// The event identity of a request, found where the profile says
+    /// (`id_header` names the delivery id header): what a receiver
+    /// deduplicates on. `None` when it is absent.
+    pub fn identity_of<H: crate::signature::HeaderSource + ?Sized>(
+        &self,
+        id_header: Option<&str>,
+        headers: &H,
+        body: &[u8],
+    ) -> Option<String> {
+        let header = |name: &str| {
+            headers
+                .header(name)
+                .and_then(|v| std::str::from_utf8(v).ok())
+                .map(str::to_string)
+        };
+        match &self.identity {
+            Identity::TaskId => pointer_text(body, "/task/id"),
+            Identity::DeliveryId => header(id_header?),
+            Identity::Header(name) => header(name),
+            Identity::Body(pointer) => pointer_text(body, pointer),
+        }
+    }
+}
+
+/// The value at a JSON pointer in `body`, as text (numbers written out).
+pub fn pointer_text(body: &[u8], pointer: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    match v.pointer(pointer)? {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Null => None,
+        other => Some(other.to_string()),
+    }
 }
 
 /// A range of HTTP status codes, inclusive.
@@ -109,6 +296,12 @@ pub struct Profile {
     pub tolerance: Option<Duration>,
     /// The body shape.
     pub body: BodyShape,
+    /// Identity, freshness, object and order: what an event is.
+    pub semantics: Semantics,
+    /// A custom profile's own body template (JSON with `{{placeholders}}`,
+    /// see [`crate::envelope::fill_template`]); it replaces the body shape's
+    /// envelope, whose ids it still uses.
+    pub body_template: Option<String>,
 }
 
 impl Profile {
@@ -138,6 +331,8 @@ impl Profile {
                 },
                 tolerance: Some(secs(300)),
                 body: BodyShape::Answerline,
+                semantics: Semantics::of(BodyShape::Answerline),
+                body_template: None,
             },
             "standard-webhooks" | "svix" => {
                 let (id, ts, sig) = if name == "svix" {
@@ -172,7 +367,9 @@ impl Profile {
                         signature_header: sig.into(),
                     },
                     tolerance: Some(secs(300)),
-                    body: BodyShape::Answerline,
+                    body: BodyShape::StandardWebhooks,
+                    semantics: Semantics::of(BodyShape::StandardWebhooks),
+                    body_template: None,
                 }
             }
             // Stripe does not publish its intervals: modelled as 1 h doubling,
@@ -198,7 +395,9 @@ impl Profile {
                     header: "Stripe-Signature".into(),
                 },
                 tolerance: Some(secs(300)),
-                body: BodyShape::Answerline,
+                body: BodyShape::Stripe,
+                semantics: Semantics::of(BodyShape::Stripe),
+                body_template: None,
             },
             "github" => Profile {
                 name: name.into(),
@@ -219,7 +418,9 @@ impl Profile {
                     encoding: Encoding::Hex,
                 },
                 tolerance: None,
-                body: BodyShape::Answerline,
+                body: BodyShape::Github,
+                semantics: Semantics::of(BodyShape::Github),
+                body_template: None,
             },
             // 8 retries over about 4 h: 1 min doubling (255 min in all).
             "shopify" => Profile {
@@ -245,7 +446,9 @@ impl Profile {
                     encoding: Encoding::Base64,
                 },
                 tolerance: None,
-                body: BodyShape::Answerline,
+                body: BodyShape::Shopify,
+                semantics: Semantics::of(BodyShape::Shopify),
+                body_template: None,
             },
             // Three retries: at once, after 1 min, after 5 min; 3 s timeout.
             "slack" => Profile {
@@ -266,7 +469,9 @@ impl Profile {
                     timestamp_header: "X-Slack-Request-Timestamp".into(),
                 },
                 tolerance: Some(secs(300)),
-                body: BodyShape::Answerline,
+                body: BodyShape::Slack,
+                semantics: Semantics::of(BodyShape::Slack),
+                body_template: None,
             },
             "generic-hex" => Profile {
                 name: name.into(),
@@ -291,7 +496,9 @@ impl Profile {
                     encoding: Encoding::Hex,
                 },
                 tolerance: None,
-                body: BodyShape::Answerline,
+                body: BodyShape::GenericHex,
+                semantics: Semantics::of(BodyShape::GenericHex),
+                body_template: None,
             },
             _ => return None,
         };
@@ -378,6 +585,45 @@ struct ProfileFile {
     event_header: Option<String>,
     schedule: Option<ScheduleFile>,
     signature: Option<Scheme>,
+    /// The body envelope: a built-in shape's name.
+    body: Option<BodyShape>,
+    /// A JSON file with `{{placeholders}}`, relative to this file: the body.
+    body_template: Option<std::path::PathBuf>,
+    /// What an event is, where it differs from the body shape's rules.
+    semantics: Option<SemanticsFile>,
+}
+
+/// The `[semantics]` table of a custom profile: where identity, object
+/// and order live, and which timestamps the provider's verifier refuses.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SemanticsFile {
+    /// `task-id`, `delivery-id`, `header:<name>` or `body:<json pointer>`.
+    identity: Option<String>,
+    /// `both`, `past-only` or `none`.
+    freshness: Option<Freshness>,
+    /// A JSON pointer to the object an update is about.
+    object: Option<String>,
+    /// A JSON pointer to the field that orders two updates.
+    order: Option<String>,
+}
+
+fn parse_identity(s: &str) -> Option<Identity> {
+    match s.trim() {
+        "task-id" => Some(Identity::TaskId),
+        "delivery-id" => Some(Identity::DeliveryId),
+        other => {
+            if let Some(h) = other.strip_prefix("header:") {
+                let h = h.trim();
+                (!h.is_empty()).then(|| Identity::Header(h.to_string()))
+            } else if let Some(p) = other.strip_prefix("body:") {
+                let p = p.trim();
+                p.starts_with('/').then(|| Identity::Body(p.to_string()))
+            } else {
+                None
+            }
+        }
+    }
 }
 
 impl ProfileFile {
@@ -416,6 +662,47 @@ impl ProfileFile {
         }
         if let Some(s) = self.signature {
             p.scheme = s;
+        }
+        if let Some(b) = self.body {
+            p.body = b;
+            p.semantics = Semantics::of(b);
+        }
+        if let Some(t) = self.body_template {
+            let file = path.parent().unwrap_or(Path::new(".")).join(&t);
+            let text = std::fs::read_to_string(&file).map_err(|e| {
+                ConfigError::invalid(path, format!("body_template {}: {e}", file.display()))
+            })?;
+            crate::envelope::check_template(&text).map_err(|e| {
+                ConfigError::invalid(path, format!("body_template {}: {e}", file.display()))
+            })?;
+            p.body_template = Some(text);
+        }
+        if let Some(sem) = self.semantics {
+            if let Some(id) = sem.identity {
+                p.semantics.identity = parse_identity(&id).ok_or_else(|| {
+                    ConfigError::invalid(
+                        path,
+                        format!("[semantics] identity = {id:?}: expected task-id, delivery-id, header:<name> or body:<json pointer>"),
+                    )
+                })?;
+            }
+            if let Some(f) = sem.freshness {
+                p.semantics.freshness = f;
+            }
+            for (name, value, slot) in [
+                ("object", sem.object, &mut p.semantics.object),
+                ("order", sem.order, &mut p.semantics.order),
+            ] {
+                if let Some(v) = value {
+                    if !v.starts_with('/') {
+                        return Err(ConfigError::invalid(
+                            path,
+                            format!("[semantics] {name} = {v:?}: expected a JSON pointer such as \"/data/id\""),
+                        ));
+                    }
+                    *slot = Some(v);
+                }
+            }
         }
         if let Some(s) = self.schedule {
             if s.waits.is_some() && (s.base.is_some() || s.factor.is_some()) {
@@ -523,6 +810,86 @@ mod tests {
             e.contains("line 3") && e.contains("expected DURATION"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn each_builtin_names_its_providers_identity_and_freshness() {
+        let sem = |n: &str| Profile::builtin(n).unwrap().semantics;
+        assert_eq!(sem("answerline"), Semantics::answerline());
+        assert_eq!(sem("standard-webhooks").identity, Identity::DeliveryId);
+        assert_eq!(sem("svix").freshness, Freshness::Both);
+        assert_eq!(sem("stripe").identity, Identity::Body("/id".into()));
+        assert_eq!(sem("stripe").freshness, Freshness::PastOnly);
+        assert_eq!(sem("stripe").order.as_deref(), Some("/created"));
+        assert_eq!(sem("github").freshness, Freshness::None);
+        assert_eq!(sem("github").order.as_deref(), Some("/issue/updated_at"));
+        assert_eq!(
+            sem("shopify").identity,
+            Identity::Header("X-Shopify-Event-Id".into())
+        );
+        assert_eq!(sem("slack").identity, Identity::Body("/event_id".into()));
+        assert_eq!(sem("slack").freshness, Freshness::PastOnly);
+        assert_eq!(sem("generic-hex").identity, Identity::DeliveryId);
+        assert!(!sem("stripe").refuses_future() && sem("answerline").refuses_future());
+    }
+
+    #[test]
+    fn identity_is_read_where_the_profile_says() {
+        let headers = vec![
+            ("webhook-id".to_string(), "msg_1".to_string()),
+            ("X-Shopify-Event-Id".to_string(), "ev-guid".to_string()),
+        ];
+        let body = br#"{"id":"evt_9","event_id":"Ev9","task":{"id":"tsk_9"}}"#;
+        let of = |n: &str| {
+            let p = Profile::builtin(n).unwrap();
+            p.semantics
+                .identity_of(p.delivery_id_header(), headers.as_slice(), body)
+        };
+        assert_eq!(of("answerline").as_deref(), Some("tsk_9"));
+        assert_eq!(of("standard-webhooks").as_deref(), Some("msg_1"));
+        assert_eq!(of("stripe").as_deref(), Some("evt_9"));
+        assert_eq!(of("shopify").as_deref(), Some("ev-guid"));
+        assert_eq!(of("slack").as_deref(), Some("Ev9"));
+        assert_eq!(of("github"), None);
+    }
+
+    #[test]
+    fn custom_profiles_name_identity_object_and_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.toml");
+        std::fs::write(
+            &path,
+            "name = \"acme\"\nextends = \"github\"\nbody = \"stripe\"\n[semantics]\n\
+             identity = \"header:X-Acme-Event\"\nfreshness = \"past-only\"\norder = \"/data/object/version\"\n",
+        )
+        .unwrap();
+        let p = Profile::from_file(&path).unwrap();
+        assert_eq!(p.body, BodyShape::Stripe);
+        assert_eq!(
+            p.semantics.identity,
+            Identity::Header("X-Acme-Event".into())
+        );
+        assert_eq!(p.semantics.freshness, Freshness::PastOnly);
+        assert_eq!(p.semantics.object.as_deref(), Some("/data/object/id"));
+        assert_eq!(p.semantics.order.as_deref(), Some("/data/object/version"));
+        let shipped =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/profiles/acme-events.toml");
+        let acme = Profile::from_file(&shipped).unwrap();
+        assert!(acme
+            .body_template
+            .as_deref()
+            .unwrap()
+            .contains("{{event_id}}"));
+        std::fs::write(dir.path().join("t.json"), r#"{"id": "{{evt}}"}"#).unwrap();
+        std::fs::write(&path, "name = \"x\"\nbody_template = \"t.json\"\n").unwrap();
+        let e = Profile::from_file(&path).unwrap_err().to_string();
+        assert!(e.contains("unknown placeholder {{evt}}"), "{e}");
+        std::fs::write(&path, "name = \"x\"\n[semantics]\nidentity = \"uuid\"\n").unwrap();
+        let e = Profile::from_file(&path).unwrap_err().to_string();
+        assert!(e.contains("header:<name>"), "{e}");
+        std::fs::write(&path, "name = \"x\"\n[semantics]\norder = \"created\"\n").unwrap();
+        let e = Profile::from_file(&path).unwrap_err().to_string();
+        assert!(e.contains("JSON pointer"), "{e}");
     }
 
     #[test]

@@ -9,11 +9,18 @@
 
 mod acks;
 mod gate;
+mod github;
 mod guide;
+mod interop;
 mod outage;
 mod races;
 mod redirecting;
 mod server;
+mod shopify;
+mod slack;
+mod standard;
+mod stripe;
+mod vendor;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

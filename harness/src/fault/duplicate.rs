@@ -6,7 +6,12 @@
 //! job): they catch check-then-insert races. Sequential copies come
 //! after the first ack: exact replays of the signed request, replays with a
 //! fresh `Webhook-Id` (which catch receivers deduplicating on that unsigned
-//! header instead of the task id), and dashboard redeliveries.
+//! header instead of the task id), and dashboard redeliveries. Whether a
+//! fresh-id replay is the same event is the profile's call: under
+//! answerline, Stripe, Shopify and Slack it is (the identity is in the body
+//! or an event header); where the delivery id *is* the identity (Standard
+//! Webhooks, GitHub, generic-hex) it is a new message, recorded under its
+//! own key.
 
 use rand::Rng;
 

@@ -17,6 +17,14 @@
 //! at the last byte, 157 to 159 of 160 did (three runs).
 //! [`SendError`] is only for what makes the whole run impossible.
 //!
+//! Each delivery goes out as the profile's provider sends it
+//! ([`crate::envelope`]: its body, its kind of delivery id, its extra
+//! headers) and is recorded under the profile's rules: `key` is the event
+//! identity, `job` the object, `created_at` the order field's instant.
+//! Timestamp forgeries are sent only in the directions the provider's own
+//! verifier enforces; the others are skipped with the reason in the
+//! history. Answerline deliveries go out exactly as planned.
+//!
 //! Decisions: test and must-reject deliveries (forged, cross-account,
 //! oversized, expired replays) get a single attempt each, to keep runs
 //! short; genuine deliveries and dashboard redeliveries get the full
@@ -32,14 +40,15 @@ use bytes::Bytes;
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::{RwLock, Semaphore};
 
+use crate::envelope;
 use crate::fault::{drop_ack, duplicate, reorder, tamper};
 use crate::front::FrontTags;
 use crate::gauge::TrafficGauge;
 use crate::history::{
     now_rfc3339, Attempt, Event, FaultEvent, HistoryError, HistorySink, Intent, Outcome,
 };
-use crate::profile::Profile;
 use crate::profile::REDELIVERY_LIMIT_PER_HOUR;
+use crate::profile::{BodyShape, Freshness, Identity, Profile, Semantics};
 use crate::redelivery::{Desk, Refusal, Standing};
 use crate::scenario::{Forgery, Scenario, Signing};
 use crate::signature::{Scheme, Secret};
@@ -227,6 +236,14 @@ pub async fn send(
     let ctx = Arc::new(prepare(scenario, cfg, sink)?);
     probe(&ctx).await?;
     let plan = workload::plan(scenario, cfg.seed);
+    let p = &cfg.profile;
+    if p.body != BodyShape::Answerline || p.body_template.is_some() {
+        ctx.note(
+            "profile",
+            format!("judged by profile {}'s rules", p.name),
+            Some(p.semantics.describe()),
+        );
+    }
     for note in &plan.notes {
         ctx.write(Event::Fault(FaultEvent {
             scenario: ctx.scenario.clone(),
@@ -448,11 +465,22 @@ impl Ctx {
             }
         }
         let body = &r.d.body;
+        let (key, job) = self.identity(r.d, r.id);
+        // Under a provider's rules every update of an object is a candidate
+        // for "newest wins", whatever its event type; only answerline ranks
+        // FAILED below COMPLETED.
+        let task_status = if self.cfg.profile.body == BodyShape::Answerline
+            && self.cfg.profile.body_template.is_none()
+        {
+            body.task.status
+        } else {
+            crate::delivery::TaskStatus::Completed
+        };
         self.write(Event::Attempt(Attempt {
             scenario: self.scenario.clone(),
             delivery: r.id.to_string(),
-            key: body.task.id.clone(),
-            job: r.d.job(),
+            key,
+            job,
             account: r.d.account.clone(),
             attempt: r.attempt,
             round: r.round,
@@ -464,7 +492,7 @@ impl Ctx {
             outcome: r.outcome,
             intent: r.intent,
             detail: r.detail,
-            task_status: Some(body.task.status),
+            task_status: Some(task_status),
             created_at: Some(body.task.created_at.clone()),
             resource: body.resource.clone(),
             sequence: body.sequence,
@@ -532,15 +560,46 @@ impl Ctx {
         }));
     }
 
+    /// The history's `key` and `job` of a delivery sent under delivery id
+    /// `id`: the profile's event identity and the object its update is
+    /// about (answerline: the task id and the job key).
+    fn identity(&self, d: &PlannedDelivery, id: &str) -> (String, Option<String>) {
+        identity_of(&self.cfg.profile, &d.body, &d.bytes, id, d.job())
+    }
+
+    /// The delivery as the profile's provider sends it: its envelope,
+    /// its kind of delivery ids. Answerline deliveries stay as planned.
+    fn localize<'d>(&self, d: &'d PlannedDelivery) -> std::borrow::Cow<'d, PlannedDelivery> {
+        let p = &self.cfg.profile;
+        let shape = p.body;
+        if shape == BodyShape::Answerline && p.body_template.is_none() {
+            return std::borrow::Cow::Borrowed(d);
+        }
+        let mut l = d.clone();
+        l.id = envelope::delivery_id(shape, &d.id);
+        l.bytes = match &p.body_template {
+            Some(t) => envelope::fill_template(t, shape, &d.body),
+            None => envelope::render(shape, &d.body),
+        };
+        for r in l.redeliveries.iter_mut() {
+            if let Redelivery::FreshId(id) = r {
+                *id = envelope::delivery_id(shape, id);
+            }
+        }
+        std::borrow::Cow::Owned(l)
+    }
+
     /// The full header list of one request: scheme headers plus content
-    /// type, delivery id and event type.
+    /// type, delivery id, event type and the provider's own extras
+    /// (`attempt` counts from 1 within a round).
     fn headers(
         &self,
         d: &PlannedDelivery,
         id: &str,
+        attempt: u32,
         signed: &[(String, String)],
     ) -> Vec<(String, String)> {
-        request_headers(&self.cfg.profile, &d.body, id, signed)
+        request_headers(&self.cfg.profile, &d.body, id, attempt, signed)
     }
 
     fn sign(
@@ -550,6 +609,25 @@ impl Ctx {
         forgery: Option<Forgery>,
     ) -> Result<tamper::Signed, String> {
         let keys = &self.keys[&d.account];
+        let sem = &self.cfg.profile.semantics;
+        match forgery {
+            Some(Forgery::FutureTimestamp) if !sem.refuses_future() => {
+                return Err(format!(
+                    "future-timestamp: under profile {} the provider's own verifier accepts a future timestamp, so refusing it is not required",
+                    self.cfg.profile.name
+                ))
+            }
+            Some(f @ (Forgery::StaleTimestamp | Forgery::ExpiredReplay))
+                if sem.freshness == Freshness::None =>
+            {
+                return Err(format!(
+                    "{}: under profile {} no timestamp is checked, so replays cannot be refused by age",
+                    f.as_str(),
+                    self.cfg.profile.name
+                ))
+            }
+            _ => {}
+        }
         tamper::sign(
             &self.cfg.profile.scheme,
             keys,
@@ -635,26 +713,79 @@ pub fn request_headers(
     profile: &Profile,
     body: &crate::delivery::Body,
     id: &str,
+    attempt: u32,
     signed: &[(String, String)],
 ) -> Vec<(String, String)> {
+    let p = profile;
     let mut h = vec![("Content-Type".to_string(), "application/json".to_string())];
-    if let Some(idh) = profile.delivery_id_header() {
+    if let Some(idh) = p.delivery_id_header() {
         if !signed.iter().any(|(k, _)| k.eq_ignore_ascii_case(idh)) {
             h.push((idh.to_string(), id.to_string()));
         }
     }
-    if let Some(ev) = &profile.event_header {
-        let v = if body.test {
-            "task.test"
-        } else if body.task.status == crate::delivery::TaskStatus::Failed {
-            "task.failed"
-        } else {
-            "task.completed"
-        };
-        h.push((ev.clone(), v.to_string()));
+    if let Some(ev) = &p.event_header {
+        h.push((ev.clone(), envelope::event_type(p.body, body).to_string()));
+    }
+    h.extend(envelope::extra_headers(p.body, body, attempt));
+    if let Identity::Header(name) = &p.semantics.identity {
+        if !h.iter().any(|(k, _)| k.eq_ignore_ascii_case(name)) {
+            h.push((name.clone(), envelope::event_id(p.body, body)));
+        }
     }
     h.extend(signed.iter().cloned());
     h
+}
+
+/// One delivery as the profile's provider sends it, outside a plan (the
+/// preflight): its delivery id, body bytes and the history key (the
+/// profile's event identity) for a body planned as `body` under `id`.
+pub fn provider_request(
+    profile: &Profile,
+    body: &crate::delivery::Body,
+    id: &str,
+) -> (String, Vec<u8>, String) {
+    let shape = profile.body;
+    if shape == BodyShape::Answerline && profile.body_template.is_none() {
+        let bytes = serde_json::to_vec(body).unwrap_or_default();
+        let (key, _) = identity_of(profile, body, &bytes, id, None);
+        return (id.to_string(), bytes, key);
+    }
+    let id = envelope::delivery_id(shape, id);
+    let bytes = match &profile.body_template {
+        Some(t) => envelope::fill_template(t, shape, body),
+        None => envelope::render(shape, body),
+    };
+    let (key, _) = identity_of(profile, body, &bytes, &id, None);
+    (id, bytes, key)
+}
+
+/// The history's `key` and `job` of a delivery with this body (as planned
+/// and as sent) under delivery id `id`: the profile's event identity and
+/// the object its update is about (answerline: the task id and the job key).
+fn identity_of(
+    p: &Profile,
+    body: &crate::delivery::Body,
+    bytes: &[u8],
+    id: &str,
+    job: Option<String>,
+) -> (String, Option<String>) {
+    let own_body = p.body != BodyShape::Answerline || p.body_template.is_some();
+    if !own_body && p.semantics == Semantics::answerline() {
+        return (body.task.id.clone(), job);
+    }
+    let key = match &p.semantics.identity {
+        Identity::TaskId => body.task.id.clone(),
+        Identity::DeliveryId => id.to_string(),
+        Identity::Header(_) => envelope::event_id(p.body, body),
+        Identity::Body(pointer) => crate::profile::pointer_text(bytes, pointer)
+            .unwrap_or_else(|| envelope::event_id(p.body, body)),
+    };
+    let job = match &p.semantics.object {
+        _ if job.is_none() => None,
+        Some(pointer) if own_body => crate::profile::pointer_text(bytes, pointer),
+        _ => job,
+    };
+    (key, job)
 }
 
 /// The signed request a round ended with, when it was acknowledged.
@@ -664,6 +795,8 @@ struct Delivered {
 }
 
 async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
+    let local = ctx.localize(d);
+    let d: &PlannedDelivery = &local;
     let mut rng = workload::rng_for(ctx.cfg.seed, &ctx.scenario, "delivery", d.index as u64);
     let Some(delivered) = run_round(ctx, d, &mut rng, 0, d.drop_acks).await else {
         return;
@@ -691,7 +824,7 @@ async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
                             if matches!(ctx.cfg.profile.scheme, Scheme::StandardWebhooks { .. }) {
                                 // The id is signed under this scheme: sign again with the new id.
                                 match ctx.sign(d, new_id, None) {
-                                    Ok(s) => ctx.headers(d, new_id, &s.headers),
+                                    Ok(s) => ctx.headers(d, new_id, 1, &s.headers),
                                     Err(why) => {
                                         ctx.skip(d, why);
                                         continue;
@@ -845,7 +978,7 @@ async fn run_round(
                 return None;
             }
         };
-        let headers = ctx.headers(d, &d.id, &signed.headers);
+        let headers = ctx.headers(d, &d.id, n, &signed.headers);
         let copies = if round == 0 && n == 1 {
             d.copies.max(1)
         } else {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hookstorm::history::{Intent, Outcome};
-use hookstorm::profile::Profile;
+use hookstorm::profile::{Freshness, Profile};
 use hookstorm::sender::{send, SendError};
 
 use crate::support::*;
@@ -250,14 +250,24 @@ async fn every_forgery_fails_verification_and_every_genuine_delivery_passes() {
         let lines = attempts(&path);
         let seen = server.seen();
         assert_eq!(lines.len(), seen.len(), "{name}: one line per request");
-        let timestamped = profile.scheme.has_timestamp();
-        // Without a timestamp, stale, future and expired forgeries do not apply.
-        let expected_skips = if timestamped { 0 } else { 2 * 3 };
+        // Without a timestamp, stale, future and expired forgeries do not
+        // apply; where the provider's own verifier accepts a future
+        // timestamp (Slack), the future forgery does not.
+        let expected_skips = match profile.semantics.freshness {
+            Freshness::Both => 0,
+            Freshness::PastOnly => 2,
+            Freshness::None => 2 * 3,
+        };
         assert_eq!(sum.skipped, expected_skips, "{name}");
         for a in &lines {
             let reqs: Vec<_> = seen
                 .iter()
-                .filter(|s| s.key.as_deref() == Some(&a.key) && s.path.ends_with(&a.account))
+                .filter(|s| {
+                    // A Slack url_verification (its test delivery) carries no event id.
+                    let same = s.key.as_deref() == Some(&a.key)
+                        || (a.intent == Intent::Test && s.key.is_none());
+                    same && s.path.ends_with(&a.account)
+                })
                 .collect();
             assert!(!reqs.is_empty(), "{name}: {} never arrived", a.key);
             match a.intent {
@@ -468,4 +478,215 @@ async fn the_same_seed_sends_the_same_requests_twice() {
     }
     assert_eq!(runs[0], runs[1]);
     assert_ne!(runs[0], runs[2]);
+}
+
+/// A sequential replay under a fresh delivery id, under three profiles: the
+/// history's key is each provider's event identity, so the replay is the
+/// same event where the identity lives in the body (answerline's task id,
+/// Stripe's event id, a custom template's `/id`) and a new message where
+/// it is the delivery id (Standard Webhooks). Every request carries the profile's envelope, and
+/// the receiver finds in it the identity the history recorded.
+#[tokio::test]
+async fn fresh_id_replays_keep_or_change_the_identity_as_each_provider_does() {
+    let acme = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scenarios/profiles/acme-events.toml"
+    );
+    for (name, fresh_is_new) in [
+        ("answerline", false),
+        ("stripe", false),
+        ("standard-webhooks", true),
+        (acme, false),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = Profile::resolve(name).unwrap();
+        let server = serve(
+            profile.clone(),
+            secrets(&["acct_a"]),
+            verifying(4096, always(204)),
+        )
+        .await;
+        let s = scenario(
+            dir.path(),
+            "[workload]\njobs = 3\n[[fault]]\nkind = \"duplicate\"\nmode = \"sequential\"\nshare = 1.0\nreplay = 0\nfresh_id = 1\nredeliver = 1\n",
+        );
+        let (sink, path) = sink(dir.path());
+        send(
+            &s,
+            &config(&server, profile.clone(), &["acct_a"], 100.0, 3),
+            &sink,
+        )
+        .await
+        .unwrap();
+        sink.finish().unwrap();
+        let lines = attempts(&path);
+        assert_eq!(lines.len(), 9, "{name}");
+        let firsts: Vec<_> = lines.iter().filter(|a| a.faults.is_empty()).collect();
+        assert_eq!(firsts.len(), 3, "{name}");
+        for first in firsts {
+            let fresh = lines
+                .iter()
+                .find(|a| {
+                    a.faults.iter().any(|f| f == "duplicate-fresh-id")
+                        && a.detail.as_deref() == Some(&format!("fresh id for {}", first.delivery))
+                })
+                .unwrap_or_else(|| panic!("{name}: no fresh-id replay of {}", first.delivery));
+            assert_ne!(fresh.delivery, first.delivery, "{name}");
+            assert_eq!(fresh.key != first.key, fresh_is_new, "{name}: {fresh:?}");
+            assert_eq!(fresh.job, first.job, "{name}: same object");
+            let redelivered = lines
+                .iter()
+                .find(|a| {
+                    a.delivery == first.delivery
+                        && a.faults.iter().any(|f| f == "duplicate-redeliver")
+                })
+                .unwrap_or_else(|| panic!("{name}: no redelivery of {}", first.delivery));
+            assert_eq!(
+                redelivered.key, first.key,
+                "{name}: a redelivery is the same event"
+            );
+        }
+        // Every request verified, and its identity is the key the history holds.
+        let seen = server.seen();
+        assert_eq!(seen.len(), 9, "{name}");
+        for r in &seen {
+            assert!(r.verified.is_ok(), "{name}: {:?}", r.verified);
+            let key = r
+                .key
+                .as_deref()
+                .unwrap_or_else(|| panic!("{name}: no identity"));
+            assert!(lines.iter().any(|a| a.key == key), "{name}: {key}");
+        }
+        let first_body: serde_json::Value = serde_json::from_slice(&seen[0].body).unwrap();
+        match name {
+            "stripe" => assert_eq!(first_body["object"], "event"),
+            "standard-webhooks" => assert!(first_body["data"].is_object()),
+            _ if name == acme => {
+                // The custom template, with Stripe's ids and the identity at /id.
+                assert!(first_body["kind"].is_string(), "{first_body}");
+                assert!(lines
+                    .iter()
+                    .any(|a| Some(a.key.as_str()) == first_body["id"].as_str()));
+                assert!(lines.iter().all(|a| a.key.starts_with("evt_")));
+            }
+            _ => assert!(first_body["task"].is_object()),
+        }
+    }
+}
+
+/// Where the provider's own verifier accepts a future timestamp (Stripe),
+/// the future-dated forgery is not sent and the history says why; where it
+/// refuses one (answerline, Standard Webhooks) it is sent and refused.
+#[tokio::test]
+async fn future_timestamps_are_demanded_only_where_the_provider_refuses_them() {
+    for (name, sent) in [
+        ("answerline", true),
+        ("standard-webhooks", true),
+        ("stripe", false),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = Profile::builtin(name).unwrap();
+        let server = serve(
+            profile.clone(),
+            secrets(&["acct_a"]),
+            verifying(4096, always(204)),
+        )
+        .await;
+        let s = scenario(
+            dir.path(),
+            "[workload]\njobs = 1\n[[fault]]\nkind = \"tamper\"\nforgeries = [\"future-timestamp\", \"stale-timestamp\"]\neach = 1\n",
+        );
+        let (sink, path) = sink(dir.path());
+        let sum = send(
+            &s,
+            &config(&server, profile.clone(), &["acct_a"], 100.0, 5),
+            &sink,
+        )
+        .await
+        .unwrap();
+        sink.finish().unwrap();
+        let lines = attempts(&path);
+        let future = lines
+            .iter()
+            .filter(|a| a.detail.as_deref() == Some("future-timestamp"))
+            .count();
+        let stale = lines
+            .iter()
+            .filter(|a| a.detail.as_deref() == Some("stale-timestamp"))
+            .count();
+        assert_eq!((future, stale), (usize::from(sent), 1), "{name}");
+        assert_eq!(sum.skipped, usize::from(!sent), "{name}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text.contains("accepts a future timestamp"),
+            !sent,
+            "{name}: the skip is explained"
+        );
+    }
+}
+
+/// Slack gives up on an answer after 3 s and retries at once, with
+/// `X-Slack-Retry-Num`: the retry reaches the receiver while its first
+/// request is still running, as Slack's duplicates do. Both carry the same
+/// `event_id`, the identity the history records.
+#[tokio::test]
+async fn slack_retries_overlap_a_first_request_that_is_still_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = short(Profile::builtin("slack").unwrap(), 2);
+    // Each request as the handler starts it: when, its retry headers, its
+    // identity, and when its (slow) handling is due to end.
+    type Log = Vec<(
+        Instant,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Instant,
+    )>;
+    let log: Arc<std::sync::Mutex<Log>> = Arc::default();
+    let l = log.clone();
+    let behave: Behave = Arc::new(move |s: &Seen, _| {
+        let retry = s.header("X-Slack-Retry-Num").map(str::to_string);
+        let delay = if retry.is_none() {
+            Duration::from_millis(4500)
+        } else {
+            Duration::ZERO
+        };
+        l.lock().unwrap().push((
+            s.start,
+            retry,
+            s.header("X-Slack-Retry-Reason").map(str::to_string),
+            s.key.clone(),
+            s.start + delay,
+        ));
+        (200, delay)
+    });
+    let server = serve(
+        profile.clone(),
+        secrets(&["acct_a"]),
+        verifying(4096, behave),
+    )
+    .await;
+    let s = scenario(dir.path(), "[workload]\njobs = 1\n");
+    let (sink, path) = sink(dir.path());
+    let sum = send(&s, &config(&server, profile, &["acct_a"], 100.0, 2), &sink)
+        .await
+        .unwrap();
+    sink.finish().unwrap();
+    assert_eq!((sum.attempts, sum.ok, sum.info), (2, 1, 1));
+    let lines = attempts(&path);
+    assert_eq!(lines[0].key, lines[1].key);
+    assert!(lines[0].key.starts_with("Ev"), "{}", lines[0].key);
+    let log = log.lock().unwrap().clone();
+    assert_eq!(log.len(), 2, "two requests reached the handler");
+    let (first, retry) = (&log[0], &log[1]);
+    assert_eq!(first.1, None);
+    assert_eq!(retry.1.as_deref(), Some("1"));
+    assert_eq!(retry.2.as_deref(), Some("http_timeout"));
+    assert!(
+        retry.0 < first.4,
+        "the retry started {:?} after the first request's handling ended",
+        retry.0 - first.4
+    );
+    assert_eq!(retry.3, first.3);
+    assert_eq!(retry.3.as_deref(), Some(lines[0].key.as_str()));
 }

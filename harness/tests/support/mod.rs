@@ -134,9 +134,12 @@ pub async fn serve(
                             chrono::Utc::now().timestamp(),
                             profile.tolerance_secs(),
                         );
-                        let key = serde_json::from_slice::<serde_json::Value>(&body)
-                            .ok()
-                            .and_then(|v| v["task"]["id"].as_str().map(String::from));
+                        // The profile's event identity: what the history calls the key.
+                        let key = profile.semantics.identity_of(
+                            profile.delivery_id_header(),
+                            &hmap,
+                            &body,
+                        );
                         let mut s = Seen {
                             path,
                             headers,

@@ -1,0 +1,119 @@
+//! A Slack Events API receiver, written the way Slack's docs (and Bolt's
+//! request verification) tell app developers to: compute
+//! `v0=HMAC(signing secret, "v0:<ts>:<body>")` and compare it in constant
+//! time, refuse a request timestamp more than 5 minutes old, answer a
+//! `url_verification` body with its `challenge`, acknowledge at once and
+//! deduplicate on `event_id` (Slack retries with `X-Slack-Retry-Num`,
+//! possibly while the first request still runs), and keep per channel the
+//! event whose `event_time` is newest. It stands for Slack apps.
+//!
+//! It passes the catalog below on several seeds; a variant that lets the
+//! last arrival win is caught by I5.
+
+use hookstorm::check::{InvariantId, Verdict};
+
+use super::vendor::{self, at, hmac_matches, plain_secret, text, Accepted, Keep, Store};
+use super::{Reply, Request, Server};
+
+/// The scenarios a plain HTTP receiver without a reconciler can be judged on.
+pub const CATALOG: &[&str] = &[
+    "baseline",
+    "account-isolation",
+    "bad-signature",
+    "concurrent-duplicates",
+    "key-rotation",
+    "replay-window",
+    "reverse-order",
+    "sequential-duplicates",
+    "test-delivery",
+];
+
+/// Bolt's window: a request timestamp older than this is refused.
+const MAX_AGE_SECS: i64 = 5 * 60;
+
+fn handle(req: &Request, store: &Store, keep: Keep) -> Reply {
+    if req.method != "POST" {
+        return Reply::status(405);
+    }
+    if req.too_large {
+        return Reply::status(413);
+    }
+    let account = req.last_segment().to_string();
+    let Some(secret) = plain_secret(&account) else {
+        return Reply::status(404);
+    };
+    let Some(ts) = req
+        .header("X-Slack-Request-Timestamp")
+        .and_then(|t| t.trim().parse::<i64>().ok())
+    else {
+        return Reply::status(401);
+    };
+    if ts < chrono::Utc::now().timestamp() - MAX_AGE_SECS {
+        return Reply::status(401);
+    }
+    let mac = req
+        .header("X-Slack-Signature")
+        .and_then(|v| v.strip_prefix("v0="))
+        .and_then(|h| hex::decode(h).ok());
+    let ts = ts.to_string();
+    let signed: [&[u8]; 4] = [b"v0:", ts.as_bytes(), b":", &req.body];
+    if !mac.is_some_and(|m| hmac_matches(secret.as_bytes(), &signed, &m)) {
+        return Reply::status(401);
+    }
+    let Some(body) = req.json() else {
+        return Reply::status(400);
+    };
+    if body["type"] == "url_verification" {
+        let challenge = body["challenge"].as_str().unwrap_or_default();
+        return Reply::Status(200, challenge.to_string());
+    }
+    let Some(event_id) = at(&body, "/event_id").map(text) else {
+        return Reply::status(400);
+    };
+    store.accept(
+        Accepted {
+            account,
+            key: event_id.clone(),
+            dedup: event_id,
+            object: at(&body, "/event/channel").map(text),
+            order: at(&body, "/event_time").cloned(),
+        },
+        keep,
+    );
+    Reply::status(200)
+}
+
+fn run(keep: Keep, scenarios: &[&str], seed: u64) -> super::ForeignRun {
+    let store = Store::default();
+    let s = store.clone();
+    let receiver = Server::start(8, move |req| handle(req, &s, keep));
+    let state = vendor::state_server(&store);
+    vendor::run(
+        "slack",
+        &receiver,
+        &state,
+        vendor::PLAIN_SECRETS,
+        scenarios,
+        seed,
+    )
+}
+
+#[test]
+fn a_slack_receiver_deduplicating_on_event_id_passes_the_catalog() {
+    for seed in [1, 2, 3] {
+        let run = run(Keep::Newest, CATALOG, seed);
+        vendor::assert_clean(&format!("slack seed {seed}"), &run, CATALOG);
+    }
+}
+
+#[test]
+fn a_slack_receiver_keeping_the_last_arrival_fails_correct_winner() {
+    let run = run(Keep::LastArrival, &["reverse-order"], 5);
+    assert_eq!(run.code, 1, "{}", run.explain());
+    assert_eq!(
+        run.verdict("reverse-order", InvariantId::I5),
+        Some(Verdict::Fail),
+        "{}",
+        run.explain()
+    );
+}
