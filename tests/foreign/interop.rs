@@ -9,7 +9,7 @@
 //! a 4xx for one.
 
 use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use hookstorm::envelope;
 use hookstorm::fault::tamper::{self, Keys, SignRequest};
@@ -206,14 +206,19 @@ pub fn stripe_library_or_skip(test: &str) -> bool {
     ok
 }
 
-/// Runs Stripe's official verifier over `(payload, header, secret)` triples.
-pub fn stripe_verify_batch(items: &[(Vec<u8>, Option<String>, &str)]) -> Vec<Result<(), String>> {
-    let mut child = Command::new("python3")
+/// Starts [`STRIPE_VERIFIER`] with its stdin and stdout piped.
+pub fn spawn_stripe_verifier() -> Child {
+    Command::new("python3")
         .args(["-c", STRIPE_VERIFIER])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
-        .expect("start python3");
+        .expect("start python3")
+}
+
+/// Runs Stripe's official verifier over `(payload, header, secret)` triples.
+pub fn stripe_verify_batch(items: &[(Vec<u8>, Option<String>, &str)]) -> Vec<Result<(), String>> {
+    let mut child = spawn_stripe_verifier();
     {
         let mut stdin = child.stdin.take().unwrap();
         for (payload, header, secret) in items {

@@ -357,6 +357,21 @@ fn setup() -> Option<Setup> {
     })
 }
 
+impl Setup {
+    /// Starts the receiver (its database through the proxy, its pool
+    /// waiting at most `pool_wait`) and returns it with its target file.
+    fn receiver(&self, on_error: OnDbError, pool_wait: Duration) -> (Receiver, String) {
+        let rx = start_receiver(&self.via_proxy, on_error, pool_wait);
+        let target = target_file(
+            &rx.server.base(),
+            &self.db_url,
+            &self.listen,
+            &self.upstream,
+        );
+        (rx, target)
+    }
+}
+
 /// "N attempt(s) answered during the cut" from the scenario's notes.
 fn answered_during_cut(notes: &str) -> Option<u64> {
     let i = notes.find(" attempt(s) answered during the cut")?;
@@ -409,8 +424,7 @@ fn run_cut(
 #[test]
 fn a_receiver_that_acknowledges_when_its_insert_fails_fails_db_outage_on_no_loss() {
     let Some(s) = setup() else { return };
-    let rx = start_receiver(&s.via_proxy, OnDbError::Acknowledge, Duration::from_secs(5));
-    let target = target_file(&rx.server.base(), &s.db_url, &s.listen, &s.upstream);
+    let (_rx, target) = s.receiver(OnDbError::Acknowledge, Duration::from_secs(5));
     let (run, notes) = run_cut(&target, &[], "db-outage", 1, "swallowing twin");
     assert_eq!(
         run.verdict("db-outage", InvariantId::I1),
@@ -427,8 +441,7 @@ fn a_receiver_that_acknowledges_when_its_insert_fails_fails_db_outage_on_no_loss
 #[test]
 fn a_receiver_that_answers_503_without_its_database_passes_db_outage_on_five_seeds() {
     let Some(s) = setup() else { return };
-    let rx = start_receiver(&s.via_proxy, OnDbError::Unavailable, Duration::from_secs(5));
-    let target = target_file(&rx.server.base(), &s.db_url, &s.listen, &s.upstream);
+    let (_rx, target) = s.receiver(OnDbError::Unavailable, Duration::from_secs(5));
     for seed in 1..=5u64 {
         let (run, notes) = run_cut(&target, &[], "db-outage", seed, "503 twin");
         assert_eq!(
@@ -453,8 +466,7 @@ fn a_receiver_that_answers_503_without_its_database_passes_db_outage_on_five_see
 #[test]
 fn a_receiver_that_answers_503_without_its_database_passes_db_blackhole() {
     let Some(s) = setup() else { return };
-    let rx = start_receiver(&s.via_proxy, OnDbError::Unavailable, Duration::from_secs(5));
-    let target = target_file(&rx.server.base(), &s.db_url, &s.listen, &s.upstream);
+    let (_rx, target) = s.receiver(OnDbError::Unavailable, Duration::from_secs(5));
     let (run, notes) = run_cut(&target, &[], "db-blackhole", 1, "503 twin, blackhole");
     assert_eq!(
         run.scenario_verdict("db-blackhole"),
@@ -472,12 +484,7 @@ fn a_receiver_that_answers_503_without_its_database_passes_db_blackhole() {
 fn a_pool_that_waits_longer_than_the_cut_leaves_db_outage_unknown_not_passed() {
     let Some(s) = setup() else { return };
     // psycopg_pool's and HikariCP's default wait: 30 s.
-    let rx = start_receiver(
-        &s.via_proxy,
-        OnDbError::Unavailable,
-        Duration::from_secs(30),
-    );
-    let target = target_file(&rx.server.base(), &s.db_url, &s.listen, &s.upstream);
+    let (_rx, target) = s.receiver(OnDbError::Unavailable, Duration::from_secs(30));
     // The shipped scenario with its bound shortened to 3 s (the shipped 20 s
     // would behave the same, only slower).
     let dir = tempfile::tempdir().expect("tempdir");

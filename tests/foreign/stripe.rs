@@ -15,13 +15,15 @@
 //! nothing is caught by I2; one that lets the last arrival win by I5.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hookstorm::check::InvariantId;
 
-use super::interop::{stripe_library_or_skip, STRIPE_SECRET_A, STRIPE_SECRET_B, STRIPE_VERIFIER};
+use super::interop::{
+    spawn_stripe_verifier, stripe_library_or_skip, STRIPE_SECRET_A, STRIPE_SECRET_B,
+};
 use super::provider::{self, assert_caught, CATALOG};
 use super::vendor::{at, text, Accepted, Keep, Store};
 use super::{ForeignRun, Reply, Request};
@@ -38,12 +40,7 @@ struct Verifier {
 
 impl Verifier {
     fn start() -> Verifier {
-        let mut child = Command::new("python3")
-            .args(["-c", STRIPE_VERIFIER])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start python3");
+        let mut child = spawn_stripe_verifier();
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         Verifier {
