@@ -1,32 +1,11 @@
 //! The `hookstorm` binary: exit codes, reports on disk, reproduce commands,
 //! clear errors, and no secret in any output.
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn hookstorm(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hookstorm"))
-        .args(args)
-        .current_dir(cwd)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("hookstorm runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn scenario_dir() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scenarios")
-        .display()
-        .to_string()
-}
+use crate::common::{
+    output_text as text, run_binary as hookstorm, scenario_dir_arg as scenario_dir,
+};
 
 #[test]
 fn schedule_json_lists_ten_attempts_within_the_contract_window() {

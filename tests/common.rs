@@ -2,6 +2,7 @@
 //! library, and look verdicts up.
 
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 use std::time::Duration;
 
 use hookstorm::check::{InvariantId, Verdict};
@@ -15,6 +16,30 @@ pub type TestResult = Result<(), Box<dyn std::error::Error>>;
 /// The repository's scenario folder.
 pub fn scenario_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")
+}
+
+/// The repository's scenario folder as a command-line argument.
+pub fn scenario_dir_arg() -> String {
+    scenario_dir().display().to_string()
+}
+
+/// Runs the built `hookstorm` binary with `args` in `cwd`, without colour.
+pub fn run_binary(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hookstorm"))
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("hookstorm runs")
+}
+
+/// A finished command's stdout followed by its stderr.
+pub fn output_text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 /// Loads scenarios by name (when `names` is empty: all but the process

@@ -10,38 +10,18 @@
 use std::io::{BufRead, BufReader, Read};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::common::{
+    output_text as text, run_binary as hookstorm, scenario_dir_arg as scenario_dir,
+};
+
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_hookstorm")
-}
-
-fn scenario_dir() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scenarios")
-        .display()
-        .to_string()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn hookstorm(args: &[&str], cwd: &Path) -> Output {
-    Command::new(bin())
-        .args(args)
-        .current_dir(cwd)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("hookstorm runs")
 }
 
 /// Starts hookstorm with stderr piped line by line into a channel.
@@ -121,6 +101,36 @@ fn wait_bounded(mut child: Child, within: Duration) -> (Option<i32>, String, Dur
     }
 }
 
+/// Sends SIGINT and waits for the exit (at most `within`); prints when the
+/// signal went (since `started`) and how long the exit took. Returns the
+/// exit code and stdout.
+fn interrupt(
+    child: Child,
+    started: Instant,
+    within: Duration,
+    what: &str,
+) -> (Option<i32>, String) {
+    let at = started.elapsed();
+    sigint(&child);
+    let (code, stdout, took) = wait_bounded(child, within);
+    eprintln!(
+        "{what}: SIGINT after {:.2}s, exit {code:?} {:.2}s later",
+        at.as_secs_f64(),
+        took.as_secs_f64()
+    );
+    (code, stdout)
+}
+
+/// The built-in receiver's processes are gone with its temporary folders.
+fn assert_no_temporary_folders(tmp: &Path) {
+    let left: Vec<_> = std::fs::read_dir(tmp)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "temporary folders left behind: {left:?}");
+}
+
 fn read_json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -174,15 +184,9 @@ fn sigint_during_run_writes_the_finished_scenarios_marked_interrupted() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    let at = started.elapsed();
-    sigint(&child);
-    let (code, stdout, took) = wait_bounded(child, Duration::from_secs(30));
+    let what = "run (1 of 3 scenarios finished)";
+    let (code, stdout) = interrupt(child, started, Duration::from_secs(30), what);
     let rest: Vec<String> = rx.try_iter().collect();
-    eprintln!(
-        "run: SIGINT after {:.2}s (1 of 3 scenarios finished), exit {code:?} {:.2}s later",
-        at.as_secs_f64(),
-        took.as_secs_f64()
-    );
     assert_eq!(code, Some(130), "{stdout}\n{rest:?}");
     assert!(
         rest.iter().any(|l| l.contains("interrupted")),
@@ -221,12 +225,7 @@ fn sigint_during_run_writes_the_finished_scenarios_marked_interrupted() {
     let target = std::fs::read_link(&latest).unwrap();
     assert_eq!(target.to_str(), report["run_id"].as_str());
     // The built-in receiver's processes are gone with its temporary database.
-    let left: Vec<_> = std::fs::read_dir(tmp.path())
-        .unwrap()
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .collect();
-    assert!(left.is_empty(), "temporary folders left behind: {left:?}");
+    assert_no_temporary_folders(tmp.path());
 }
 
 #[test]
@@ -348,14 +347,7 @@ fn sigint_during_bench_writes_bench_json_and_removes_the_receivers_folder() {
         assert!(Instant::now() < deadline, "no attempt reached the history");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let at = started.elapsed();
-    sigint(&child);
-    let (code, stdout, took) = wait_bounded(child, Duration::from_secs(20));
-    eprintln!(
-        "bench: SIGINT after {:.2}s of a 60s bench, exit {code:?} {:.2}s later",
-        at.as_secs_f64(),
-        took.as_secs_f64()
-    );
+    let (code, stdout) = interrupt(child, started, Duration::from_secs(20), "bench (60s)");
     assert_eq!(code, Some(130), "{stdout}");
     let bench = read_json(&dir.path().join("out/latest/bench.json"));
     assert_eq!(bench["interrupted"], true, "{bench}");
@@ -366,12 +358,7 @@ fn sigint_during_bench_writes_bench_json_and_removes_the_receivers_folder() {
         .as_str()
         .unwrap()
         .contains("interrupted"));
-    let left: Vec<_> = std::fs::read_dir(tmp.path())
-        .unwrap()
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .collect();
-    assert!(left.is_empty(), "temporary folders left behind: {left:?}");
+    assert_no_temporary_folders(tmp.path());
 }
 
 fn write_state(dir: &Path) -> PathBuf {

@@ -20,6 +20,8 @@ use std::sync::{Arc, Mutex};
 
 use hookstorm::check::{InvariantId, Verdict};
 
+use crate::common::scenario_dir_arg as scenario_dir;
+
 use super::{
     run_hookstorm, secret_for, verify_answerline, ForeignRun, Reply, Request, Server, SECRET_A,
     SECRET_B,
@@ -32,13 +34,6 @@ struct Ran {
     code: i32,
     text: String,
     took: Duration,
-}
-
-fn scenario_dir() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scenarios")
-        .display()
-        .to_string()
 }
 
 /// How many scenario files ship.
@@ -98,6 +93,20 @@ fn run_target(toml: &str, env: &[(&str, &str)]) -> Ran {
         ],
         &all,
     )
+}
+
+/// `hookstorm run` of `scenarios` (in order) against the built-in receiver
+/// with `defect`, plus `extra` flags, in a fresh folder.
+fn run_defect(defect: &str, scenarios: &[&str], extra: &[&str]) -> Ran {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sd = scenario_dir();
+    let mut args = vec!["run", "--scenario-dir", &sd, "--defect", defect];
+    for s in scenarios {
+        args.extend(["--scenario", s]);
+    }
+    args.extend_from_slice(extra);
+    args.extend(["--out", "out"]);
+    hookstorm(dir.path(), &args, &[])
 }
 
 /// A receiver that verifies the answerline signature per account and
@@ -418,27 +427,10 @@ fn a_target_without_lifecycle_provider_or_second_account_skips_and_says_so() {
 
 #[test]
 fn fail_fast_stops_at_the_first_failing_scenario_and_lists_the_rest_as_not_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let sd = scenario_dir();
-    let r = hookstorm(
-        dir.path(),
-        &[
-            "run",
-            "--scenario-dir",
-            &sd,
-            "--defect",
-            "check-then-insert",
-            "--scenario",
-            "concurrent-duplicates",
-            "--scenario",
-            "baseline",
-            "--seed",
-            "8",
-            "--fail-fast",
-            "--out",
-            "out",
-        ],
-        &[],
+    let r = run_defect(
+        "check-then-insert",
+        &["concurrent-duplicates", "baseline"],
+        &["--seed", "8", "--fail-fast"],
     );
     assert_eq!(r.code, 1, "{}", r.text);
     assert!(
@@ -453,27 +445,11 @@ fn fail_fast_stops_at_the_first_failing_scenario_and_lists_the_rest_as_not_run()
 
 #[test]
 fn the_overall_timeout_cuts_a_stuck_scenario_short_as_unknown() {
-    let dir = tempfile::tempdir().unwrap();
-    let sd = scenario_dir();
     // A poison event blocks this receiver's batch forever: the drain would wait 30 s.
-    let r = hookstorm(
-        dir.path(),
-        &[
-            "run",
-            "--scenario-dir",
-            &sd,
-            "--defect",
-            "poison-blocks-batch",
-            "--scenario",
-            "poison-event",
-            "--scenario",
-            "baseline",
-            "--timeout",
-            "4s",
-            "--out",
-            "out",
-        ],
-        &[],
+    let r = run_defect(
+        "poison-blocks-batch",
+        &["poison-event", "baseline"],
+        &["--timeout", "4s"],
     );
     assert_eq!(r.code, 2, "{}", r.text);
     assert!(r.took < Duration::from_secs(15), "took {:?}", r.took);

@@ -10,36 +10,13 @@
 //! passes the catalog below on several seeds; a variant that lets the last
 //! arrival win is caught by I5.
 
-use hookstorm::check::{InvariantId, Verdict};
+use hookstorm::check::InvariantId;
 
-use super::vendor::{self, at, hmac_matches, plain_secret, text, Accepted, Keep, Store};
-use super::{Reply, Request, Server};
+use super::provider::{self, assert_caught, CATALOG_WITH_TEST_DELIVERY as CATALOG};
+use super::vendor::{at, hmac_matches, text, Accepted, Keep, Store, PLAIN_SECRETS};
+use super::{ForeignRun, Reply, Request};
 
-/// The scenarios a plain HTTP receiver without a reconciler can be judged on
-/// (GitHub makes one attempt: no retry schedule to follow).
-pub const CATALOG: &[&str] = &[
-    "baseline",
-    "account-isolation",
-    "bad-signature",
-    "concurrent-duplicates",
-    "key-rotation",
-    "replay-window",
-    "reverse-order",
-    "sequential-duplicates",
-    "test-delivery",
-];
-
-fn handle(req: &Request, store: &Store, keep: Keep) -> Reply {
-    if req.method != "POST" {
-        return Reply::status(405);
-    }
-    if req.too_large {
-        return Reply::status(413);
-    }
-    let account = req.last_segment().to_string();
-    let Some(secret) = plain_secret(&account) else {
-        return Reply::status(404);
-    };
+fn handle(req: &Request, account: String, secret: &str, store: &Store, keep: Keep) -> Reply {
     let mac = req
         .header("X-Hub-Signature-256")
         .and_then(|v| v.strip_prefix("sha256="))
@@ -69,37 +46,24 @@ fn handle(req: &Request, store: &Store, keep: Keep) -> Reply {
     Reply::status(204)
 }
 
-fn run(keep: Keep, scenarios: &[&str], seed: u64) -> super::ForeignRun {
-    let store = Store::default();
-    let s = store.clone();
-    let receiver = Server::start(8, move |req| handle(req, &s, keep));
-    let state = vendor::state_server(&store);
-    vendor::run(
+/// GitHub makes one attempt: no retry schedule to follow.
+fn run(keep: Keep, scenarios: &[&str], seed: u64) -> ForeignRun {
+    provider::run(
         "github",
-        &receiver,
-        &state,
-        vendor::PLAIN_SECRETS,
+        PLAIN_SECRETS,
         scenarios,
         seed,
+        move |req, a, s, st| handle(req, a, s, st, keep),
     )
 }
 
 #[test]
 fn a_github_receiver_deduplicating_on_the_delivery_guid_passes_the_catalog() {
-    for seed in [1, 2, 3] {
-        let run = run(Keep::Newest, CATALOG, seed);
-        vendor::assert_clean(&format!("github seed {seed}"), &run, CATALOG);
-    }
+    provider::assert_passes_catalog("github", CATALOG, |seed| run(Keep::Newest, CATALOG, seed));
 }
 
 #[test]
 fn a_github_receiver_keeping_the_last_arrival_fails_correct_winner() {
     let run = run(Keep::LastArrival, &["reverse-order"], 5);
-    assert_eq!(run.code, 1, "{}", run.explain());
-    assert_eq!(
-        run.verdict("reverse-order", InvariantId::I5),
-        Some(Verdict::Fail),
-        "{}",
-        run.explain()
-    );
+    assert_caught(&run, "reverse-order", InvariantId::I5);
 }

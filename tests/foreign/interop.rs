@@ -9,7 +9,7 @@
 //! a 4xx for one.
 
 use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use hookstorm::envelope;
 use hookstorm::fault::tamper::{self, Keys, SignRequest};
@@ -113,6 +113,17 @@ fn header_map(headers: &[(String, String)]) -> http::HeaderMap {
     m
 }
 
+/// Each case's verdict by an official verifier's `verify(body, headers)`.
+fn verdicts<E: std::fmt::Display>(
+    cases: &[Case],
+    verify: impl Fn(&[u8], &http::HeaderMap) -> Result<(), E>,
+) -> Vec<Result<(), String>> {
+    cases
+        .iter()
+        .map(|c| verify(&c.body, &header_map(&c.headers)).map_err(|e| e.to_string()))
+        .collect()
+}
+
 fn assert_verdicts(name: &str, cases: &[Case], verdicts: &[Result<(), String>]) {
     let mut rejected = 0;
     for (c, v) in cases.iter().zip(verdicts) {
@@ -136,13 +147,7 @@ fn the_official_standardwebhooks_crate_verifies_every_genuine_delivery_and_rejec
     let profile = Profile::builtin("standard-webhooks").unwrap();
     let cases = cases(&profile, SW_SECRET_A, SW_SECRET_B);
     let wh = standardwebhooks::Webhook::new(SW_SECRET_A).unwrap();
-    let verdicts: Vec<_> = cases
-        .iter()
-        .map(|c| {
-            wh.verify(&c.body, &header_map(&c.headers))
-                .map_err(|e| e.to_string())
-        })
-        .collect();
+    let verdicts = verdicts(&cases, |body, headers| wh.verify(body, headers));
     assert_verdicts("standardwebhooks", &cases, &verdicts);
 }
 
@@ -152,13 +157,7 @@ fn the_official_svix_crate_verifies_every_genuine_delivery_and_rejects_every_for
     let cases = cases(&profile, SW_SECRET_A, SW_SECRET_B);
     assert!(cases[0].headers.iter().any(|(k, _)| k == "svix-signature"));
     let wh = svix::webhooks::Webhook::new(SW_SECRET_A).unwrap();
-    let verdicts: Vec<_> = cases
-        .iter()
-        .map(|c| {
-            wh.verify(&c.body, &header_map(&c.headers))
-                .map_err(|e| e.to_string())
-        })
-        .collect();
+    let verdicts = verdicts(&cases, |body, headers| wh.verify(body, headers));
     assert_verdicts("svix", &cases, &verdicts);
 }
 
@@ -207,14 +206,19 @@ pub fn stripe_library_or_skip(test: &str) -> bool {
     ok
 }
 
-/// Runs Stripe's official verifier over `(payload, header, secret)` triples.
-pub fn stripe_verify_batch(items: &[(Vec<u8>, Option<String>, &str)]) -> Vec<Result<(), String>> {
-    let mut child = Command::new("python3")
+/// Starts [`STRIPE_VERIFIER`] with its stdin and stdout piped.
+pub fn spawn_stripe_verifier() -> Child {
+    Command::new("python3")
         .args(["-c", STRIPE_VERIFIER])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
-        .expect("start python3");
+        .expect("start python3")
+}
+
+/// Runs Stripe's official verifier over `(payload, header, secret)` triples.
+pub fn stripe_verify_batch(items: &[(Vec<u8>, Option<String>, &str)]) -> Vec<Result<(), String>> {
+    let mut child = spawn_stripe_verifier();
     {
         let mut stdin = child.stdin.take().unwrap();
         for (payload, header, secret) in items {

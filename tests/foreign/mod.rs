@@ -13,6 +13,7 @@ mod github;
 mod guide;
 mod interop;
 mod outage;
+mod provider;
 mod races;
 mod redirecting;
 mod server;

@@ -357,6 +357,21 @@ fn setup() -> Option<Setup> {
     })
 }
 
+impl Setup {
+    /// Starts the receiver (its database through the proxy, its pool
+    /// waiting at most `pool_wait`) and returns it with its target file.
+    fn receiver(&self, on_error: OnDbError, pool_wait: Duration) -> (Receiver, String) {
+        let rx = start_receiver(&self.via_proxy, on_error, pool_wait);
+        let target = target_file(
+            &rx.server.base(),
+            &self.db_url,
+            &self.listen,
+            &self.upstream,
+        );
+        (rx, target)
+    }
+}
+
 /// "N attempt(s) answered during the cut" from the scenario's notes.
 fn answered_during_cut(notes: &str) -> Option<u64> {
     let i = notes.find(" attempt(s) answered during the cut")?;
@@ -375,22 +390,42 @@ fn notes(run: &super::ForeignRun, scenario: &str) -> String {
         .unwrap_or_default()
 }
 
+/// Runs `scenario` with `seed` (`extra` flags first, a 10 s drain) and
+/// prints its verdict, time and notes under `label`. Returns the run and
+/// the scenario's notes.
+fn run_cut(
+    target: &str,
+    extra: &[&str],
+    scenario: &str,
+    seed: u64,
+    label: &str,
+) -> (super::ForeignRun, String) {
+    let started = Instant::now();
+    let seed_text = seed.to_string();
+    let mut args = extra.to_vec();
+    args.extend([
+        "--scenario",
+        scenario,
+        "--seed",
+        &seed_text,
+        "--drain",
+        "10s",
+    ]);
+    let run = run_hookstorm(target, &args);
+    let notes = notes(&run, scenario);
+    eprintln!(
+        "{label}, seed {seed}: {:?} in {:.1}s; {notes}",
+        run.scenario_verdict(scenario),
+        started.elapsed().as_secs_f64()
+    );
+    (run, notes)
+}
+
 #[test]
 fn a_receiver_that_acknowledges_when_its_insert_fails_fails_db_outage_on_no_loss() {
     let Some(s) = setup() else { return };
-    let rx = start_receiver(&s.via_proxy, OnDbError::Acknowledge, Duration::from_secs(5));
-    let target = target_file(&rx.server.base(), &s.db_url, &s.listen, &s.upstream);
-    let started = Instant::now();
-    let run = run_hookstorm(
-        &target,
-        &["--scenario", "db-outage", "--seed", "1", "--drain", "10s"],
-    );
-    let notes = notes(&run, "db-outage");
-    eprintln!(
-        "swallowing twin, seed 1: {:?} in {:.1}s; {notes}",
-        run.scenario_verdict("db-outage"),
-        started.elapsed().as_secs_f64()
-    );
+    let (_rx, target) = s.receiver(OnDbError::Acknowledge, Duration::from_secs(5));
+    let (run, notes) = run_cut(&target, &[], "db-outage", 1, "swallowing twin");
     assert_eq!(
         run.verdict("db-outage", InvariantId::I1),
         Some(Verdict::Fail),
@@ -406,28 +441,9 @@ fn a_receiver_that_acknowledges_when_its_insert_fails_fails_db_outage_on_no_loss
 #[test]
 fn a_receiver_that_answers_503_without_its_database_passes_db_outage_on_five_seeds() {
     let Some(s) = setup() else { return };
-    let rx = start_receiver(&s.via_proxy, OnDbError::Unavailable, Duration::from_secs(5));
-    let target = target_file(&rx.server.base(), &s.db_url, &s.listen, &s.upstream);
+    let (_rx, target) = s.receiver(OnDbError::Unavailable, Duration::from_secs(5));
     for seed in 1..=5u64 {
-        let started = Instant::now();
-        let seed_text = seed.to_string();
-        let run = run_hookstorm(
-            &target,
-            &[
-                "--scenario",
-                "db-outage",
-                "--seed",
-                &seed_text,
-                "--drain",
-                "10s",
-            ],
-        );
-        let notes = notes(&run, "db-outage");
-        eprintln!(
-            "503 twin, seed {seed}: {:?} in {:.1}s; {notes}",
-            run.scenario_verdict("db-outage"),
-            started.elapsed().as_secs_f64()
-        );
+        let (run, notes) = run_cut(&target, &[], "db-outage", seed, "503 twin");
         assert_eq!(
             run.scenario_verdict("db-outage"),
             Some(Verdict::Pass),
@@ -450,26 +466,8 @@ fn a_receiver_that_answers_503_without_its_database_passes_db_outage_on_five_see
 #[test]
 fn a_receiver_that_answers_503_without_its_database_passes_db_blackhole() {
     let Some(s) = setup() else { return };
-    let rx = start_receiver(&s.via_proxy, OnDbError::Unavailable, Duration::from_secs(5));
-    let target = target_file(&rx.server.base(), &s.db_url, &s.listen, &s.upstream);
-    let started = Instant::now();
-    let run = run_hookstorm(
-        &target,
-        &[
-            "--scenario",
-            "db-blackhole",
-            "--seed",
-            "1",
-            "--drain",
-            "10s",
-        ],
-    );
-    let notes = notes(&run, "db-blackhole");
-    eprintln!(
-        "503 twin, blackhole, seed 1: {:?} in {:.1}s; {notes}",
-        run.scenario_verdict("db-blackhole"),
-        started.elapsed().as_secs_f64()
-    );
+    let (_rx, target) = s.receiver(OnDbError::Unavailable, Duration::from_secs(5));
+    let (run, notes) = run_cut(&target, &[], "db-blackhole", 1, "503 twin, blackhole");
     assert_eq!(
         run.scenario_verdict("db-blackhole"),
         Some(Verdict::Pass),
@@ -486,12 +484,7 @@ fn a_receiver_that_answers_503_without_its_database_passes_db_blackhole() {
 fn a_pool_that_waits_longer_than_the_cut_leaves_db_outage_unknown_not_passed() {
     let Some(s) = setup() else { return };
     // psycopg_pool's and HikariCP's default wait: 30 s.
-    let rx = start_receiver(
-        &s.via_proxy,
-        OnDbError::Unavailable,
-        Duration::from_secs(30),
-    );
-    let target = target_file(&rx.server.base(), &s.db_url, &s.listen, &s.upstream);
+    let (_rx, target) = s.receiver(OnDbError::Unavailable, Duration::from_secs(30));
     // The shipped scenario with its bound shortened to 3 s (the shipped 20 s
     // would behave the same, only slower).
     let dir = tempfile::tempdir().expect("tempdir");
@@ -504,24 +497,8 @@ fn a_pool_that_waits_longer_than_the_cut_leaves_db_outage_unknown_not_passed() {
     )
     .expect("write scenario");
     let scenario_dir = dir.path().display().to_string();
-    let run = run_hookstorm(
-        &target,
-        &[
-            "--scenario-dir",
-            &scenario_dir,
-            "--scenario",
-            "db-outage",
-            "--seed",
-            "1",
-            "--drain",
-            "10s",
-        ],
-    );
-    let notes = notes(&run, "db-outage");
-    eprintln!(
-        "30 s pool, max 3 s: {:?}; {notes}",
-        run.scenario_verdict("db-outage")
-    );
+    let extra = ["--scenario-dir", scenario_dir.as_str()];
+    let (run, notes) = run_cut(&target, &extra, "db-outage", 1, "30 s pool, max 3 s");
     assert_eq!(answered_during_cut(&notes), Some(0), "{notes}");
     assert_eq!(
         run.scenario_verdict("db-outage"),

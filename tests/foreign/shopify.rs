@@ -10,22 +10,11 @@
 //! is caught by I2; one that lets the last arrival win is caught by I5.
 
 use base64::Engine as _;
-use hookstorm::check::{InvariantId, Verdict};
+use hookstorm::check::InvariantId;
 
-use super::vendor::{self, at, hmac_matches, plain_secret, text, Accepted, Keep, Store};
-use super::{Reply, Request, Server};
-
-/// The scenarios a plain HTTP receiver without a reconciler can be judged on.
-pub const CATALOG: &[&str] = &[
-    "baseline",
-    "account-isolation",
-    "bad-signature",
-    "concurrent-duplicates",
-    "key-rotation",
-    "replay-window",
-    "reverse-order",
-    "sequential-duplicates",
-];
+use super::provider::{self, assert_caught, CATALOG};
+use super::vendor::{at, hmac_matches, text, Accepted, Keep, Store, PLAIN_SECRETS};
+use super::{ForeignRun, Reply, Request};
 
 /// What the receiver deduplicates on.
 #[derive(Clone, Copy)]
@@ -36,17 +25,14 @@ enum Dedup {
     WebhookId,
 }
 
-fn handle(req: &Request, store: &Store, dedup: Dedup, keep: Keep) -> Reply {
-    if req.method != "POST" {
-        return Reply::status(405);
-    }
-    if req.too_large {
-        return Reply::status(413);
-    }
-    let account = req.last_segment().to_string();
-    let Some(secret) = plain_secret(&account) else {
-        return Reply::status(404);
-    };
+fn handle(
+    req: &Request,
+    account: String,
+    secret: &str,
+    store: &Store,
+    dedup: Dedup,
+    keep: Keep,
+) -> Reply {
     let mac = req.header("X-Shopify-Hmac-Sha256").and_then(|v| {
         base64::engine::general_purpose::STANDARD
             .decode(v.trim())
@@ -81,54 +67,32 @@ fn handle(req: &Request, store: &Store, dedup: Dedup, keep: Keep) -> Reply {
     Reply::status(200)
 }
 
-fn run(dedup: Dedup, keep: Keep, scenarios: &[&str], seed: u64) -> super::ForeignRun {
-    let store = Store::default();
-    let s = store.clone();
-    let receiver = Server::start(8, move |req| handle(req, &s, dedup, keep));
-    let state = vendor::state_server(&store);
-    vendor::run(
+fn run(dedup: Dedup, keep: Keep, scenarios: &[&str], seed: u64) -> ForeignRun {
+    provider::run(
         "shopify",
-        &receiver,
-        &state,
-        vendor::PLAIN_SECRETS,
+        PLAIN_SECRETS,
         scenarios,
         seed,
+        move |req, a, s, st| handle(req, a, s, st, dedup, keep),
     )
 }
 
 #[test]
 fn a_shopify_receiver_deduplicating_on_the_event_id_passes_the_catalog() {
-    for seed in [1, 2, 3] {
-        let run = run(Dedup::EventId, Keep::Newest, CATALOG, seed);
-        vendor::assert_clean(&format!("shopify seed {seed}"), &run, CATALOG);
-    }
+    provider::assert_passes_catalog("shopify", CATALOG, |seed| {
+        run(Dedup::EventId, Keep::Newest, CATALOG, seed)
+    });
 }
 
 #[test]
 fn a_shopify_receiver_deduplicating_on_the_webhook_id_fails_exactly_once() {
-    let run = run(
-        Dedup::WebhookId,
-        Keep::Newest,
-        &["sequential-duplicates"],
-        4,
-    );
-    assert_eq!(run.code, 1, "{}", run.explain());
-    assert_eq!(
-        run.verdict("sequential-duplicates", InvariantId::I2),
-        Some(Verdict::Fail),
-        "{}",
-        run.explain()
-    );
+    let scenarios = &["sequential-duplicates"];
+    let run = run(Dedup::WebhookId, Keep::Newest, scenarios, 4);
+    assert_caught(&run, "sequential-duplicates", InvariantId::I2);
 }
 
 #[test]
 fn a_shopify_receiver_keeping_the_last_arrival_fails_correct_winner() {
     let run = run(Dedup::EventId, Keep::LastArrival, &["reverse-order"], 5);
-    assert_eq!(run.code, 1, "{}", run.explain());
-    assert_eq!(
-        run.verdict("reverse-order", InvariantId::I5),
-        Some(Verdict::Fail),
-        "{}",
-        run.explain()
-    );
+    assert_caught(&run, "reverse-order", InvariantId::I5);
 }

@@ -10,38 +10,16 @@
 //! It passes the catalog below on several seeds; a variant that lets the
 //! last arrival win is caught by I5.
 
-use hookstorm::check::{InvariantId, Verdict};
+use hookstorm::check::InvariantId;
 
-use super::vendor::{self, at, hmac_matches, plain_secret, text, Accepted, Keep, Store};
-use super::{Reply, Request, Server};
-
-/// The scenarios a plain HTTP receiver without a reconciler can be judged on.
-pub const CATALOG: &[&str] = &[
-    "baseline",
-    "account-isolation",
-    "bad-signature",
-    "concurrent-duplicates",
-    "key-rotation",
-    "replay-window",
-    "reverse-order",
-    "sequential-duplicates",
-    "test-delivery",
-];
+use super::provider::{self, assert_caught, CATALOG_WITH_TEST_DELIVERY as CATALOG};
+use super::vendor::{at, hmac_matches, text, Accepted, Keep, Store, PLAIN_SECRETS};
+use super::{ForeignRun, Reply, Request};
 
 /// Bolt's window: a request timestamp older than this is refused.
 const MAX_AGE_SECS: i64 = 5 * 60;
 
-fn handle(req: &Request, store: &Store, keep: Keep) -> Reply {
-    if req.method != "POST" {
-        return Reply::status(405);
-    }
-    if req.too_large {
-        return Reply::status(413);
-    }
-    let account = req.last_segment().to_string();
-    let Some(secret) = plain_secret(&account) else {
-        return Reply::status(404);
-    };
+fn handle(req: &Request, account: String, secret: &str, store: &Store, keep: Keep) -> Reply {
     let Some(ts) = req
         .header("X-Slack-Request-Timestamp")
         .and_then(|t| t.trim().parse::<i64>().ok())
@@ -83,37 +61,23 @@ fn handle(req: &Request, store: &Store, keep: Keep) -> Reply {
     Reply::status(200)
 }
 
-fn run(keep: Keep, scenarios: &[&str], seed: u64) -> super::ForeignRun {
-    let store = Store::default();
-    let s = store.clone();
-    let receiver = Server::start(8, move |req| handle(req, &s, keep));
-    let state = vendor::state_server(&store);
-    vendor::run(
+fn run(keep: Keep, scenarios: &[&str], seed: u64) -> ForeignRun {
+    provider::run(
         "slack",
-        &receiver,
-        &state,
-        vendor::PLAIN_SECRETS,
+        PLAIN_SECRETS,
         scenarios,
         seed,
+        move |req, a, s, st| handle(req, a, s, st, keep),
     )
 }
 
 #[test]
 fn a_slack_receiver_deduplicating_on_event_id_passes_the_catalog() {
-    for seed in [1, 2, 3] {
-        let run = run(Keep::Newest, CATALOG, seed);
-        vendor::assert_clean(&format!("slack seed {seed}"), &run, CATALOG);
-    }
+    provider::assert_passes_catalog("slack", CATALOG, |seed| run(Keep::Newest, CATALOG, seed));
 }
 
 #[test]
 fn a_slack_receiver_keeping_the_last_arrival_fails_correct_winner() {
     let run = run(Keep::LastArrival, &["reverse-order"], 5);
-    assert_eq!(run.code, 1, "{}", run.explain());
-    assert_eq!(
-        run.verdict("reverse-order", InvariantId::I5),
-        Some(Verdict::Fail),
-        "{}",
-        run.explain()
-    );
+    assert_caught(&run, "reverse-order", InvariantId::I5);
 }

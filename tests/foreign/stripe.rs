@@ -15,27 +15,18 @@
 //! nothing is caught by I2; one that lets the last arrival win by I5.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use hookstorm::check::{InvariantId, Verdict};
+use hookstorm::check::InvariantId;
 
-use super::interop::{stripe_library_or_skip, STRIPE_SECRET_A, STRIPE_SECRET_B, STRIPE_VERIFIER};
-use super::vendor::{self, at, text, Accepted, Keep, Store};
-use super::{Reply, Request, Server};
-
-/// The scenarios a plain HTTP receiver without a reconciler can be judged on.
-pub const CATALOG: &[&str] = &[
-    "baseline",
-    "account-isolation",
-    "bad-signature",
-    "concurrent-duplicates",
-    "key-rotation",
-    "replay-window",
-    "reverse-order",
-    "sequential-duplicates",
-];
+use super::interop::{
+    spawn_stripe_verifier, stripe_library_or_skip, STRIPE_SECRET_A, STRIPE_SECRET_B,
+};
+use super::provider::{self, assert_caught, CATALOG};
+use super::vendor::{at, text, Accepted, Keep, Store};
+use super::{ForeignRun, Reply, Request};
 
 /// Row numbers for the receiver that deduplicates on nothing.
 static NEXT_ROW: AtomicU64 = AtomicU64::new(0);
@@ -49,12 +40,7 @@ struct Verifier {
 
 impl Verifier {
     fn start() -> Verifier {
-        let mut child = Command::new("python3")
-            .args(["-c", STRIPE_VERIFIER])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start python3");
+        let mut child = spawn_stripe_verifier();
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         Verifier {
@@ -100,31 +86,15 @@ enum Dedup {
     Nothing,
 }
 
-fn secret_for(account: &str) -> Option<&'static str> {
-    match account {
-        "acct_a" => Some(STRIPE_SECRET_A),
-        "acct_b" => Some(STRIPE_SECRET_B),
-        _ => None,
-    }
-}
-
 fn handle(
     req: &Request,
+    account: String,
+    secret: &str,
     verifier: &Mutex<Verifier>,
     store: &Store,
     dedup: Dedup,
     keep: Keep,
 ) -> Reply {
-    if req.method != "POST" {
-        return Reply::status(405);
-    }
-    if req.too_large {
-        return Reply::status(413);
-    }
-    let account = req.last_segment().to_string();
-    let Some(secret) = secret_for(&account) else {
-        return Reply::status(404);
-    };
     let signature = req.header("Stripe-Signature");
     let verified = verifier
         .lock()
@@ -155,20 +125,21 @@ fn handle(
     Reply::status(200)
 }
 
-fn run(dedup: Dedup, keep: Keep, scenarios: &[&str], seed: u64) -> super::ForeignRun {
-    let store = Store::default();
+fn run(dedup: Dedup, keep: Keep, scenarios: &[&str], seed: u64) -> ForeignRun {
     let verifier = Arc::new(Mutex::new(Verifier::start()));
-    let (s, v) = (store.clone(), verifier.clone());
-    let receiver = Server::start(8, move |req| handle(req, &v, &s, dedup, keep));
-    let state = vendor::state_server(&store);
-    vendor::run(
-        "stripe",
-        &receiver,
-        &state,
-        [STRIPE_SECRET_A, STRIPE_SECRET_B],
-        scenarios,
-        seed,
-    )
+    let secrets = [STRIPE_SECRET_A, STRIPE_SECRET_B];
+    provider::run("stripe", secrets, scenarios, seed, move |req, a, s, st| {
+        handle(req, a, s, &verifier, st, dedup, keep)
+    })
+}
+
+/// Runs the variant on one scenario (when Stripe's library is there) and
+/// asserts that `id` catches it.
+fn assert_variant_caught(dedup: Dedup, keep: Keep, scenario: &str, seed: u64, id: InvariantId) {
+    if !stripe_library_or_skip("stripe receiver") {
+        return;
+    }
+    assert_caught(&run(dedup, keep, &[scenario], seed), scenario, id);
 }
 
 #[test]
@@ -176,9 +147,8 @@ fn a_stripe_receiver_on_the_official_library_passes_the_catalog_future_dated_del
     if !stripe_library_or_skip("stripe receiver") {
         return;
     }
-    for seed in [1, 2, 3] {
+    provider::assert_passes_catalog("stripe", CATALOG, |seed| {
         let run = run(Dedup::EventId, Keep::Newest, CATALOG, seed);
-        vendor::assert_clean(&format!("stripe seed {seed}"), &run, CATALOG);
         // The future-dated forgery is not demanded: the run says why.
         let history = run.reports().join("bad-signature").join("history.jsonl");
         let notes = std::fs::read_to_string(&history).unwrap_or_default();
@@ -190,50 +160,29 @@ fn a_stripe_receiver_on_the_official_library_passes_the_catalog_future_dated_del
             notes.contains("key = the body's /id; job = the object at /data/object/id"),
             "seed {seed}: the history says what its keys mean"
         );
-    }
+        run
+    });
 }
 
 #[test]
 fn a_stripe_receiver_deduplicating_on_the_object_loses_later_events_on_i1() {
-    if !stripe_library_or_skip("stripe receiver") {
-        return;
-    }
-    let run = run(Dedup::Object, Keep::Newest, &["reverse-order"], 4);
-    assert_eq!(run.code, 1, "{}", run.explain());
-    assert_eq!(
-        run.verdict("reverse-order", InvariantId::I1),
-        Some(Verdict::Fail),
-        "{}",
-        run.explain()
+    assert_variant_caught(
+        Dedup::Object,
+        Keep::Newest,
+        "reverse-order",
+        4,
+        InvariantId::I1,
     );
 }
 
 #[test]
 fn a_stripe_receiver_deduplicating_on_nothing_fails_exactly_once() {
-    if !stripe_library_or_skip("stripe receiver") {
-        return;
-    }
-    let run = run(Dedup::Nothing, Keep::Newest, &["sequential-duplicates"], 4);
-    assert_eq!(run.code, 1, "{}", run.explain());
-    assert_eq!(
-        run.verdict("sequential-duplicates", InvariantId::I2),
-        Some(Verdict::Fail),
-        "{}",
-        run.explain()
-    );
+    let scenario = "sequential-duplicates";
+    assert_variant_caught(Dedup::Nothing, Keep::Newest, scenario, 4, InvariantId::I2);
 }
 
 #[test]
 fn a_stripe_receiver_keeping_the_last_arrival_fails_correct_winner() {
-    if !stripe_library_or_skip("stripe receiver") {
-        return;
-    }
-    let run = run(Dedup::EventId, Keep::LastArrival, &["reverse-order"], 5);
-    assert_eq!(run.code, 1, "{}", run.explain());
-    assert_eq!(
-        run.verdict("reverse-order", InvariantId::I5),
-        Some(Verdict::Fail),
-        "{}",
-        run.explain()
-    );
+    let keep = Keep::LastArrival;
+    assert_variant_caught(Dedup::EventId, keep, "reverse-order", 5, InvariantId::I5);
 }

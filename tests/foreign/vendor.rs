@@ -235,12 +235,3 @@ pub fn hmac_matches(key: &[u8], parts: &[&[u8]], mac: &[u8]) -> bool {
 
 /// The plain secrets of the providers that key their MAC with the text as given.
 pub const PLAIN_SECRETS: [&str; 2] = [super::SECRET_A, super::SECRET_B];
-
-/// The plain secret of an account.
-pub fn plain_secret(account: &str) -> Option<&'static str> {
-    match account {
-        "acct_a" => Some(PLAIN_SECRETS[0]),
-        "acct_b" => Some(PLAIN_SECRETS[1]),
-        _ => None,
-    }
-}

@@ -3,12 +3,13 @@
 
 mod copies;
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hookstorm::history::{Intent, Outcome};
+use hookstorm::history::{Attempt, Intent, Outcome};
 use hookstorm::profile::{Freshness, Profile};
-use hookstorm::sender::{send, SendError};
+use hookstorm::sender::{send, SendError, SendSummary};
 
 use crate::support::*;
 
@@ -480,6 +481,36 @@ async fn the_same_seed_sends_the_same_requests_twice() {
     assert_ne!(runs[0], runs[2]);
 }
 
+/// Sends the scenario `body` (workload and faults) with `seed` for acct_a
+/// under `profile` to a receiver that verifies every request and answers
+/// 204. Returns the receiver, the summary, the history's attempts and the
+/// history's path.
+async fn send_verified(
+    dir: &Path,
+    profile: Profile,
+    body: &str,
+    seed: u64,
+) -> (Server, SendSummary, Vec<Attempt>, PathBuf) {
+    let server = serve(
+        profile.clone(),
+        secrets(&["acct_a"]),
+        verifying(4096, always(204)),
+    )
+    .await;
+    let s = scenario(dir, body);
+    let (sink, path) = sink(dir);
+    let sum = send(
+        &s,
+        &config(&server, profile, &["acct_a"], 100.0, seed),
+        &sink,
+    )
+    .await
+    .unwrap();
+    sink.finish().unwrap();
+    let lines = attempts(&path);
+    (server, sum, lines, path)
+}
+
 /// A sequential replay under a fresh delivery id, under three profiles: the
 /// history's key is each provider's event identity, so the replay is the
 /// same event where the identity lives in the body (answerline's task id,
@@ -499,27 +530,13 @@ async fn fresh_id_replays_keep_or_change_the_identity_as_each_provider_does() {
         (acme, false),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let profile = Profile::resolve(name).unwrap();
-        let server = serve(
-            profile.clone(),
-            secrets(&["acct_a"]),
-            verifying(4096, always(204)),
+        let (server, _, lines, _) = send_verified(
+            dir.path(),
+            Profile::resolve(name).unwrap(),
+            "[workload]\njobs = 3\n[[fault]]\nkind = \"duplicate\"\nmode = \"sequential\"\nshare = 1.0\nreplay = 0\nfresh_id = 1\nredeliver = 1\n",
+            3,
         )
         .await;
-        let s = scenario(
-            dir.path(),
-            "[workload]\njobs = 3\n[[fault]]\nkind = \"duplicate\"\nmode = \"sequential\"\nshare = 1.0\nreplay = 0\nfresh_id = 1\nredeliver = 1\n",
-        );
-        let (sink, path) = sink(dir.path());
-        send(
-            &s,
-            &config(&server, profile.clone(), &["acct_a"], 100.0, 3),
-            &sink,
-        )
-        .await
-        .unwrap();
-        sink.finish().unwrap();
-        let lines = attempts(&path);
         assert_eq!(lines.len(), 9, "{name}");
         let firsts: Vec<_> = lines.iter().filter(|a| a.faults.is_empty()).collect();
         assert_eq!(firsts.len(), 3, "{name}");
@@ -585,27 +602,13 @@ async fn future_timestamps_are_demanded_only_where_the_provider_refuses_them() {
         ("stripe", false),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let profile = Profile::builtin(name).unwrap();
-        let server = serve(
-            profile.clone(),
-            secrets(&["acct_a"]),
-            verifying(4096, always(204)),
+        let (_server, sum, lines, path) = send_verified(
+            dir.path(),
+            Profile::builtin(name).unwrap(),
+            "[workload]\njobs = 1\n[[fault]]\nkind = \"tamper\"\nforgeries = [\"future-timestamp\", \"stale-timestamp\"]\neach = 1\n",
+            5,
         )
         .await;
-        let s = scenario(
-            dir.path(),
-            "[workload]\njobs = 1\n[[fault]]\nkind = \"tamper\"\nforgeries = [\"future-timestamp\", \"stale-timestamp\"]\neach = 1\n",
-        );
-        let (sink, path) = sink(dir.path());
-        let sum = send(
-            &s,
-            &config(&server, profile.clone(), &["acct_a"], 100.0, 5),
-            &sink,
-        )
-        .await
-        .unwrap();
-        sink.finish().unwrap();
-        let lines = attempts(&path);
         let future = lines
             .iter()
             .filter(|a| a.detail.as_deref() == Some("future-timestamp"))
