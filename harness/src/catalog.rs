@@ -163,11 +163,8 @@ pub(crate) async fn reconcile(probe: &Probe, book: &TaskBook, sink: &HistorySink
         // throttled and the inbox stopped growing.
         let rows = match probe.read_state().await {
             Ok(state) => {
-                stored_all = finals.iter().all(|t| {
-                    state.inbox.iter().any(|r| {
-                        r.key == t.key && r.account.as_ref().is_none_or(|a| *a == t.account)
-                    })
-                });
+                stored_all =
+                    state.missing(finals.iter().map(|t| (t.account.as_str(), t.key.as_str()))) == 0;
                 Some(state.inbox.len())
             }
             Err(_) => None,

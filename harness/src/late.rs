@@ -87,15 +87,7 @@ impl Owners {
         state.inbox = keep;
         // What those rows caused (results, winners, effects) is not this
         // scenario's either.
-        if let Some(rows) = state.results.as_mut() {
-            rows.retain(|r| !self.earlier(current, r.account.as_deref(), &r.task_id));
-        }
-        if let Some(rows) = state.winners.as_mut() {
-            rows.retain(|r| !self.earlier(current, r.account.as_deref(), &r.task_id));
-        }
-        if let Some(rows) = state.effects.as_mut() {
-            rows.retain(|r| !self.earlier(current, r.account.as_deref(), &r.key));
-        }
+        state.retain_keys(|account, key| !self.earlier(current, account, key));
         let seen = self.accounted.entry(current).or_default();
         for r in &state.inbox {
             *seen.entry((r.account.clone(), r.key.clone())).or_default() += 1;

@@ -529,10 +529,7 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
         let start = Instant::now();
         let seen = loop {
             if let Ok(s) = probe.read_state().await {
-                let found = s
-                    .inbox
-                    .iter()
-                    .any(|r| &r.key == key && r.account.as_ref().is_none_or(|a| a == account));
+                let found = s.holds(account, key);
                 if found {
                     break Some(start.elapsed());
                 }

@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::chaos;
-use crate::check::{self, CheckOptions, InvariantId, ScenarioCheck, Verdict};
+use crate::check::{self, CheckOptions, ScenarioCheck, Verdict};
 use crate::coverage::{self, Skip, TargetFacts};
-use crate::history::{self, Event, HistorySink, Intent, Outcome, RunHeader};
+use crate::history::{self, Event, HistorySink, RunHeader};
 use crate::interrupt::Stop;
 use crate::late::Owners;
 use crate::lifecycle::Supervisor;
@@ -449,7 +449,7 @@ fn cut_short_report(
         std::iter::empty(),
         &scenario.name,
         Err(why.as_str()),
-        &check_options(&coverage::invariants(scenario), opts, target, false),
+        &check_options(scenario, opts, target, false),
     );
     ScenarioReport {
         name: scenario.name.clone(),
@@ -488,11 +488,6 @@ async fn run_scenario(
     let state_path = dir.join("state.json");
     let mut notes = Vec::new();
 
-    let invariants: Vec<InvariantId> = scenario
-        .check
-        .iter()
-        .filter_map(|s| s.parse().ok())
-        .collect();
     let reproduce = reproduce_command(opts, scenario);
 
     if let Err(e) = probe.reset().await {
@@ -590,7 +585,14 @@ async fn run_scenario(
         .filter_map(|(i, e)| e.ok().map(|e| (i as u64 + 1, e)))
         .collect();
     owners.claim(index, events.iter().map(|(_, e)| e));
-    let expect = keys_to_store(events.iter().map(|(_, e)| e), reconcile.is_some());
+    // The checker's own fold says which keys the state must hold.
+    let mut agg = check::Aggregator::new(target.profile.timeout);
+    for (line, e) in &events {
+        if e.scenario() == Some(scenario.name.as_str()) {
+            agg.push(*line, e);
+        }
+    }
+    let expect = agg.keys_to_store(reconcile.is_some());
 
     let drain = scenario.drain.unwrap_or(opts.drain);
     let (state, settled) = match probe.wait_settled(&expect, opts.settle, drain).await {
@@ -610,14 +612,7 @@ async fn run_scenario(
             ));
         }
         if settled == Some(Settled::Stable) {
-            let missing = expect
-                .iter()
-                .filter(|(a, k)| {
-                    !s.inbox
-                        .iter()
-                        .any(|r| &r.key == k && r.account.as_ref().is_none_or(|ra| ra == a))
-                })
-                .count();
+            let missing = s.missing(expect.iter().map(|(a, k)| (a.as_str(), k.as_str())));
             notes.push(format!(
                 "the state stopped changing for {} with {missing} acknowledged key(s) not in the inbox; it was read as it was",
                 crate::units::format_duration(opts.settle)
@@ -643,9 +638,9 @@ async fn run_scenario(
     };
     let check_opts = CheckOptions {
         reconciled: reconcile.is_some(),
-        ..check_options(&invariants, opts, target, drained)
+        ..check_options(scenario, opts, target, drained)
     };
-    let mut check: ScenarioCheck = check::check(events, &scenario.name, state_ref, &check_opts);
+    let mut check: ScenarioCheck = agg.finish(&scenario.name, state_ref, &check_opts);
     if let Some(reason) = &unexercised {
         check.not_exercised(reason);
         notes.push(format!("not exercised: {reason}"));
@@ -710,31 +705,6 @@ struct Recheck {
     not_exercised: Option<String>,
 }
 
-/// The keys the receiver must end up storing: every genuine key it
-/// acknowledged (a 2xx, also one the harness discarded), and after a
-/// reconciliation every final task the provider knows.
-fn keys_to_store<'a>(
-    events: impl IntoIterator<Item = &'a Event>,
-    reconciled: bool,
-) -> HashSet<(String, String)> {
-    let mut keys = HashSet::new();
-    for e in events {
-        match e {
-            Event::Attempt(a)
-                if a.intent == Intent::Genuine
-                    && (a.outcome == Outcome::Ok || matches!(a.status, Some(200..=299))) =>
-            {
-                keys.insert((a.account.clone(), a.key.clone()));
-            }
-            Event::Provider(p) if reconciled => {
-                keys.insert((p.account.clone(), p.key.clone()));
-            }
-            _ => {}
-        }
-    }
-    keys
-}
-
 /// Judges a scenario again with the rows that landed after its state was
 /// read, rewrites its state.json with them and says so in its notes.
 fn judge_late_rows(report: &mut ScenarioReport, r: &Recheck, rows: &[crate::state::InboxRow]) {
@@ -772,17 +742,13 @@ fn judge_late_rows(report: &mut ScenarioReport, r: &Recheck, rows: &[crate::stat
 }
 
 fn check_options(
-    invariants: &[InvariantId],
+    scenario: &Scenario,
     opts: &RunOptions,
     target: &Target,
     drained: bool,
 ) -> CheckOptions {
     CheckOptions {
-        invariants: if invariants.is_empty() {
-            InvariantId::ALL.to_vec()
-        } else {
-            invariants.to_vec()
-        },
+        invariants: coverage::invariants(scenario),
         strict: opts.strict,
         answer_limit: target.profile.timeout,
         drained,
@@ -797,18 +763,9 @@ fn without_earlier_rows(mut state: State, before: &HashSet<(Option<String>, Stri
     if before.is_empty() {
         return state;
     }
-    let earlier =
-        |account: &Option<String>, key: &str| before.contains(&(account.clone(), key.to_string()));
-    state.inbox.retain(|r| !earlier(&r.account, &r.key));
-    if let Some(rows) = state.results.as_mut() {
-        rows.retain(|r| !earlier(&r.account, &r.task_id));
-    }
-    if let Some(rows) = state.winners.as_mut() {
-        rows.retain(|r| !earlier(&r.account, &r.task_id));
-    }
-    if let Some(rows) = state.effects.as_mut() {
-        rows.retain(|r| !earlier(&r.account, &r.key));
-    }
+    state.retain_keys(|account, key| {
+        !before.contains(&(account.map(str::to_string), key.to_string()))
+    });
     state
 }
 

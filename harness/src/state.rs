@@ -112,6 +112,43 @@ impl State {
     pub fn drained(&self) -> bool {
         self.inbox.iter().all(InboxRow::settled)
     }
+
+    /// Whether the inbox holds `key` for `account` (a row without an
+    /// account stands for any account).
+    pub fn holds(&self, account: &str, key: &str) -> bool {
+        self.inbox
+            .iter()
+            .any(|r| r.key == key && r.account.as_deref().is_none_or(|a| a == account))
+    }
+
+    /// How many of these (account, key) pairs the inbox lacks (a row
+    /// without an account stands for any account).
+    pub fn missing<'a>(&self, keys: impl IntoIterator<Item = (&'a str, &'a str)>) -> usize {
+        let have: std::collections::HashSet<(Option<&str>, &str)> = self
+            .inbox
+            .iter()
+            .map(|r| (r.account.as_deref(), r.key.as_str()))
+            .collect();
+        keys.into_iter()
+            .filter(|(a, k)| !have.contains(&(Some(*a), *k)) && !have.contains(&(None, *k)))
+            .count()
+    }
+
+    /// Keeps only the rows of every section whose (account, key) `keep`
+    /// accepts: inbox rows and effects by their key, results and winners by
+    /// their task id.
+    pub fn retain_keys(&mut self, keep: impl Fn(Option<&str>, &str) -> bool) {
+        self.inbox.retain(|r| keep(r.account.as_deref(), &r.key));
+        if let Some(rows) = self.results.as_mut() {
+            rows.retain(|r| keep(r.account.as_deref(), &r.task_id));
+        }
+        if let Some(rows) = self.winners.as_mut() {
+            rows.retain(|r| keep(r.account.as_deref(), &r.task_id));
+        }
+        if let Some(rows) = self.effects.as_mut() {
+            rows.retain(|r| keep(r.account.as_deref(), &r.key));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -145,6 +182,19 @@ mod tests {
         let s: State =
             serde_json::from_str(r#"{"inbox": [{"key": "a", "processed": false}]}"#).unwrap();
         assert!(!s.drained());
+    }
+
+    #[test]
+    fn a_row_without_an_account_holds_the_key_for_every_account() {
+        let s: State =
+            serde_json::from_str(r#"{"inbox": [{"key": "a"}, {"key": "b", "account": "acct_a"}]}"#)
+                .unwrap();
+        assert!(s.holds("acct_b", "a"));
+        assert!(s.holds("acct_a", "b") && !s.holds("acct_b", "b"));
+        assert_eq!(
+            s.missing([("acct_a", "a"), ("acct_b", "b"), ("acct_a", "c")]),
+            2
+        );
     }
 
     #[test]

@@ -254,6 +254,17 @@ impl KeyAgg {
         }
     }
 
+    /// A genuine key acknowledged with a 2xx (also one the harness discarded).
+    pub fn acknowledged(&self) -> bool {
+        self.has(flag::GENUINE) && self.has(flag::ACKED)
+    }
+
+    /// Whether the key must be in the inbox (I1): acknowledged, or after a
+    /// reconciliation a final task the provider knows.
+    pub fn must_store(&self, reconciled: bool) -> bool {
+        self.acknowledged() || (reconciled && self.has(flag::PROVIDER_FINAL))
+    }
+
     /// A non-poison task whose status and creation time are known.
     pub fn completed_at(&self) -> Option<i64> {
         (self.has(flag::COMPLETED) && !self.has(flag::POISON) && self.created != NO_TIME)
@@ -339,6 +350,21 @@ impl Aggregator {
         self.index
             .get(&(account, key))
             .map(|&i| &self.keys[i as usize])
+    }
+
+    /// The (account, key) pairs the receiver must end up storing so far:
+    /// what I1 will check ([`KeyAgg::must_store`]).
+    pub fn keys_to_store(&self, reconciled: bool) -> HashSet<(String, String)> {
+        self.keys
+            .iter()
+            .filter(|k| k.must_store(reconciled))
+            .map(|k| {
+                (
+                    self.strings.name(k.account).to_string(),
+                    self.strings.name(k.key).to_string(),
+                )
+            })
+            .collect()
     }
 
     /// Folds one event (with its 1-based history line) in.

@@ -58,13 +58,11 @@ pub(crate) fn no_loss(agg: &Aggregator, view: &StateView, opts: &CheckOptions) -
     let mut ev = EvidenceSet::default();
     let (mut must, mut acked_n) = (0usize, 0usize);
     for k in &agg.keys {
-        let acked = k.has(flag::GENUINE) && k.has(flag::ACKED);
-        let provider = opts.reconciled && k.has(flag::PROVIDER_FINAL);
-        if !(acked || provider) {
+        if !k.must_store(opts.reconciled) {
             continue;
         }
         must += 1;
-        acked_n += usize::from(acked);
+        acked_n += usize::from(k.acknowledged());
         if view.stored(k) {
             continue;
         }

@@ -91,21 +91,6 @@ impl fmt::Debug for ProbeConfig {
     }
 }
 
-/// Whether every (account, key) is in the inbox (a row without an account
-/// stands for any account).
-fn contains_all(state: &State, expect: &std::collections::HashSet<(String, String)>) -> bool {
-    if expect.is_empty() {
-        return true;
-    }
-    let mut have: std::collections::HashSet<(Option<&str>, &str)> = Default::default();
-    for r in &state.inbox {
-        have.insert((r.account.as_deref(), r.key.as_str()));
-    }
-    expect.iter().all(|(a, k)| {
-        have.contains(&(Some(a.as_str()), k.as_str())) || have.contains(&(None, k.as_str()))
-    })
-}
-
 /// A probe could not be built or could not read the state.
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
@@ -449,7 +434,8 @@ impl Probe {
                     };
                     let quiet = since.elapsed();
                     let settled = s.drained();
-                    let complete = settled && contains_all(&s, expect);
+                    let complete = settled
+                        && s.missing(expect.iter().map(|(a, k)| (a.as_str(), k.as_str()))) == 0;
                     if complete && quiet >= SETTLE_QUIET {
                         return Ok((s, Settled::Complete));
                     }

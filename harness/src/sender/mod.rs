@@ -211,7 +211,6 @@ struct Ctx {
     scenario: String,
     cfg: SendConfig,
     pooled: HttpClient,
-    fresh: HttpClient,
     sem: Semaphore,
     /// Held shared by every exchange and alone by a group of concurrent
     /// copies, so nothing else is in flight while a group is out.
@@ -357,7 +356,6 @@ fn prepare(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> Result<
         scenario: scenario.name.clone(),
         cfg: cfg.clone(),
         pooled: exchange::client(&cfg.profile, true, &cfg.roots),
-        fresh: exchange::client(&cfg.profile, false, &cfg.roots),
         sem: Semaphore::new(cfg.concurrency),
         gate: RwLock::new(()),
         tls: uris
@@ -643,12 +641,13 @@ impl Ctx {
         )
     }
 
+    /// One exchange on the keep-alive pool; also says whether it ran while
+    /// a database cut was in force (the gauge's window).
     async fn exchange(
         &self,
         d: &PlannedDelivery,
         headers: &[(String, String)],
         body: &[u8],
-        fresh: bool,
     ) -> (Answer, bool) {
         let _shared = self.gate.read().await;
         let _permit = self
@@ -656,10 +655,9 @@ impl Ctx {
             .acquire()
             .await
             .expect("the semaphore is never closed");
-        let client = if fresh { &self.fresh } else { &self.pooled };
         let ticket = self.cfg.gauge.as_deref().map(TrafficGauge::begin);
         let answer = exchange::exchange(
-            client,
+            &self.pooled,
             &self.uris[&d.account],
             headers,
             Bytes::copy_from_slice(body),
@@ -854,7 +852,7 @@ async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
                     _ => (d.id.as_str(), duplicate::REPLAY, got.headers.clone(), None),
                 };
                 let sent_at = now_rfc3339();
-                let (answer, during_cut) = ctx.exchange(d, &headers, &got.body, false).await;
+                let (answer, during_cut) = ctx.exchange(d, &headers, &got.body).await;
                 let grade = classify(&ctx.cfg.profile, Intent::Genuine, &answer);
                 let mut faults = vec![name.to_string()];
                 if during_cut {
@@ -989,7 +987,7 @@ async fn run_round(
             (sent_at, answers, false)
         } else {
             let sent_at = now_rfc3339();
-            let (answer, during_cut) = ctx.exchange(d, &headers, &signed.body, false).await;
+            let (answer, during_cut) = ctx.exchange(d, &headers, &signed.body).await;
             (sent_at, vec![answer], during_cut)
         };
         let mut main = None;

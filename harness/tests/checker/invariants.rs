@@ -12,27 +12,14 @@ const SCN: &str = "t";
 
 fn attempt(key: &str, outcome: Outcome, status: Option<u16>) -> Attempt {
     Attempt {
-        scenario: SCN.into(),
-        delivery: format!("whd_{key}"),
-        key: key.into(),
         job: Some(format!("job-{key}")),
-        account: "acct_a".into(),
-        attempt: 1,
-        round: 0,
-        faults: vec![],
         sent_at: "2026-11-29T10:00:00Z".into(),
         status,
         latency_ms: Some(3.0),
-        error: None,
         outcome,
-        intent: Intent::Genuine,
-        detail: None,
         task_status: Some(TaskStatus::Completed),
         created_at: Some("2026-11-29T09:00:00Z".into()),
-        resource: None,
-        sequence: None,
-        poison: false,
-        dead: false,
+        ..Attempt::acknowledged(SCN, "acct_a", key)
     }
 }
 

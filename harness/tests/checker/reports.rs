@@ -294,30 +294,14 @@ fn an_interrupted_report_is_marked_everywhere_and_old_reports_still_validate(
 
 #[test]
 fn a_report_from_a_real_check_matches_the_schema() {
-    use hookstorm::history::{Attempt, Event, Intent, Outcome};
+    use hookstorm::history::{Attempt, Event, Outcome};
     use hookstorm::state::{InboxRow, State};
     let a = Attempt {
-        scenario: "s".into(),
-        delivery: "whd_1".into(),
-        key: "t1".into(),
-        job: None,
-        account: "acct_a".into(),
-        attempt: 1,
-        round: 0,
-        faults: vec![],
         sent_at: "2026-11-29T10:00:00Z".into(),
         status: Some(503),
-        latency_ms: Some(1.0),
-        error: None,
         outcome: Outcome::Info,
-        intent: Intent::Genuine,
-        detail: None,
-        task_status: None,
-        created_at: None,
-        resource: None,
-        sequence: None,
-        poison: false,
         dead: true,
+        ..Attempt::acknowledged("s", "acct_a", "t1")
     };
     let state = State {
         inbox: vec![InboxRow {
