@@ -14,6 +14,7 @@ mod guide;
 mod interop;
 mod outage;
 mod provider;
+mod python;
 mod races;
 mod redirecting;
 mod server;

@@ -1,0 +1,106 @@
+"""A webhook receiver the way a small Python team writes one: the standard
+library's threading HTTP server, hmac for the signature, sqlite3 for the
+inbox (committed before the 204), and a worker thread that marks rows
+processed. It sleeps 0.8 s before it listens, like an interpreter that
+imports a framework, so a restart takes as long as a real one.
+
+Usage: receiver.py PORT DATABASE  (secrets in FOREIGN_SECRET_A / _B)
+"""
+import hashlib
+import hmac
+import json
+import os
+import sqlite3
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+PORT, DB = int(sys.argv[1]), sys.argv[2]
+SECRETS = {
+    "acct_a": os.environ["FOREIGN_SECRET_A"].encode(),
+    "acct_b": os.environ["FOREIGN_SECRET_B"].encode(),
+}
+SCHEMA = """
+create table if not exists webhook_inbox (
+    task_id text not null, account text not null, body text not null,
+    received_at text not null default current_timestamp, processed_at text,
+    primary key (account, task_id))
+"""
+
+
+def connect():
+    db = sqlite3.connect(DB, timeout=5, isolation_level=None)
+    db.execute("pragma journal_mode=wal")
+    db.execute("pragma synchronous=full")
+    return db
+
+
+def verified(secret, header, body):
+    parts = dict(p.split("=", 1) for p in header.split(",") if "=" in p)
+    sigs = [p.split("=", 1)[1] for p in header.split(",") if p.startswith("v1=")]
+    try:
+        t = int(parts.get("t", ""))
+    except ValueError:
+        return False
+    if abs(time.time() - t) > 300:
+        return False
+    mac = hmac.new(secret, f"{t}.".encode() + body, hashlib.sha256).hexdigest()
+    return any(hmac.compare_digest(mac, s) for s in sigs)
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def answer(self, status):
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_POST(self):
+        account = self.path.rstrip("/").rsplit("/", 1)[-1]
+        secret = SECRETS.get(account)
+        length = int(self.headers.get("Content-Length", "0"))
+        if secret is None:
+            return self.answer(404)
+        if length > 1 << 20:
+            return self.answer(413)
+        body = self.rfile.read(length)
+        if not verified(secret, self.headers.get("Webhook-Signature", ""), body):
+            return self.answer(401)
+        event = json.loads(body)
+        if event.get("test"):
+            return self.answer(204)
+        db = connect()
+        try:
+            db.execute(
+                "insert into webhook_inbox (task_id, account, body) values (?, ?, ?)"
+                " on conflict do nothing",
+                (event["task"]["id"], account, body.decode()),
+            )
+        except sqlite3.Error:
+            return self.answer(503)
+        finally:
+            db.close()
+        self.answer(204)
+
+
+def worker():
+    db = connect()
+    while True:
+        try:
+            db.execute(
+                "update webhook_inbox set processed_at = current_timestamp"
+                " where processed_at is null"
+            )
+        except sqlite3.Error:
+            pass
+        time.sleep(0.05)
+
+
+if __name__ == "__main__":
+    connect().execute(SCHEMA)
+    time.sleep(0.8)
+    threading.Thread(target=worker, daemon=True).start()
+    ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()
