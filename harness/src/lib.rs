@@ -22,6 +22,7 @@
 //! - [`fault`]: fault actors over the delivery stream (duplicate, reorder, drop_ack, tamper).
 //! - [`sender`]: delivers a plan over real HTTP the way a profile says.
 //! - [`probe`]: reads the receiver's state (HTTP, SQL, command).
+//! - [`vocabulary`]: a profile's words for identity, object and order in findings.
 //! - [`check`]: the invariants I1–I9 over history and state.
 //! - [`report`]: report.json, junit.xml, summary.md and the console table.
 //! - [`target`]: the target file (URL, accounts, secrets, probe).
@@ -78,4 +79,5 @@ pub mod target;
 pub mod tcpproxy;
 pub mod tls;
 pub mod units;
+pub mod vocabulary;
 pub mod workload;

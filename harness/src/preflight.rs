@@ -162,8 +162,10 @@ pub enum Problem {
     TimedOut(Duration),
     /// An acknowledged delivery never showed up in the state.
     NotStored {
-        /// Its task id.
+        /// Its key (the profile's event identity).
         key: String,
+        /// What the profile calls one such key (`task`, `event`, `message`).
+        event: String,
     },
 }
 
@@ -314,8 +316,8 @@ impl Finding {
                 "the receiver did not answer {what} for {acct} within {} ({d}): is it stuck?",
                 format_duration(*limit)
             ),
-            Problem::NotStored { key } => format!(
-                "the receiver acknowledged a delivery for {acct} (task {key}), but it did not show up in the state within {}: does {} read the receiver's own state?",
+            Problem::NotStored { key, event } => format!(
+                "the receiver acknowledged a delivery for {acct} ({event} {key}), but it did not show up in the state within {}: does {} read the receiver's own state?",
                 format_duration(APPEAR_LIMIT),
                 words.state
             ),
@@ -524,6 +526,7 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
     }
 
     // 5. The genuine deliveries show up in the state.
+    let event = crate::vocabulary::Vocabulary::of(&target.profile).event;
     for (account, key) in &keys {
         let account = account.as_str();
         let start = Instant::now();
@@ -552,8 +555,11 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
             None => Finding::new(
                 Step::Stored,
                 Some(account),
-                format!("task {key} not in the state"),
-                Outcome::Problem(Problem::NotStored { key: key.clone() }),
+                format!("{event} {key} not in the state"),
+                Outcome::Problem(Problem::NotStored {
+                    key: key.clone(),
+                    event: event.clone(),
+                }),
             ),
         };
         if push(out, finding) {

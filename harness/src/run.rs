@@ -753,6 +753,7 @@ fn check_options(
         answer_limit: target.profile.timeout,
         drained,
         reconciled: false,
+        vocabulary: crate::vocabulary::Vocabulary::of(&target.profile),
     }
 }
 

@@ -3,11 +3,14 @@
 //! pass; a history cut off in its last line is checked up to the cut,
 //! with a warning on stderr and in the output.
 
-use std::path::PathBuf;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use hookstorm::check::{check_history, CheckOptions, InvariantId, Verdict};
+use hookstorm::history::Event;
 use hookstorm::report::console::paint;
+use hookstorm::vocabulary::Vocabulary;
 
 /// Arguments of `hookstorm check`.
 #[derive(Debug, clap::Args)]
@@ -48,6 +51,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         answer_limit: args.answer_limit.0.max(Duration::from_millis(1)),
         drained: true,
         reconciled: false,
+        vocabulary: words_of_run(&args.history),
     };
     let found = match check_history(&args.history, &args.state, args.scenario.as_deref(), &opts) {
         Ok(c) => c,
@@ -101,4 +105,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Verdict::Unknown => hookstorm::exit::UNKNOWN,
         _ => hookstorm::exit::PASS,
     })
+}
+
+/// The words of the profile the history's run header names (the
+/// answerline's when the history has no header).
+fn words_of_run(history: &Path) -> Vocabulary {
+    let first = std::fs::File::open(history)
+        .ok()
+        .and_then(|f| std::io::BufReader::new(f).lines().next()?.ok());
+    match first.and_then(|line| serde_json::from_str::<Event>(&line).ok()) {
+        Some(Event::Run(header)) => Vocabulary::of_name(&header.profile),
+        _ => Vocabulary::answerline(),
+    }
 }

@@ -444,6 +444,7 @@ async fn check(
         answer_limit: opts.profile.timeout,
         drained,
         reconciled: false,
+        vocabulary: crate::vocabulary::Vocabulary::of(&opts.profile),
     };
     let (history, state_path) = (history.to_path_buf(), state_path.clone());
     let res = tokio::task::spawn_blocking(move || {

@@ -651,10 +651,10 @@ fn grade(
 ) -> InvariantResult {
     match id {
         InvariantId::I1 => store::no_loss(agg, view, opts),
-        InvariantId::I2 => store::exactly_once(agg, view),
+        InvariantId::I2 => store::exactly_once(agg, view, opts),
         InvariantId::I3 => store::processed_once(agg, view, opts),
         InvariantId::I4 => store::no_phantom(agg, view),
-        InvariantId::I5 => order::correct_winner(agg, view),
+        InvariantId::I5 => order::correct_winner(agg, view, opts),
         InvariantId::I6 => order::no_stale_overwrite(agg, view),
         InvariantId::I7 => status::conformance(agg, view, opts),
         InvariantId::I8 => poison::isolation(agg, view),

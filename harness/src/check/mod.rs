@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::history::Event;
 use crate::state::State;
+use crate::vocabulary::Vocabulary;
 
 pub use aggregate::Aggregator;
 pub use files::{check_files, check_history, read_numbered, CheckError, FileCheck, EMPTY_HISTORY};
@@ -270,6 +271,8 @@ pub struct CheckOptions {
     pub drained: bool,
     /// The scenario ran a reconciliation: provider tasks must all be stored.
     pub reconciled: bool,
+    /// The profile's words for key, object and order in findings.
+    pub vocabulary: Vocabulary,
 }
 
 impl Default for CheckOptions {
@@ -280,6 +283,7 @@ impl Default for CheckOptions {
             answer_limit: Duration::from_secs(15),
             drained: true,
             reconciled: false,
+            vocabulary: Vocabulary::answerline(),
         }
     }
 }

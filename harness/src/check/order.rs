@@ -13,7 +13,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::aggregate::{flag, Aggregator, KeyAgg, StateView, NONE};
 use super::store::evidence;
-use super::{Evidence, EvidenceSet, InvariantId, InvariantResult, Verdict};
+use super::{CheckOptions, Evidence, EvidenceSet, InvariantId, InvariantResult, Verdict};
+use crate::vocabulary::Vocabulary;
 
 fn matches_account(reported: &Option<String>, agg: &Aggregator, account: u32) -> bool {
     reported
@@ -22,7 +23,13 @@ fn matches_account(reported: &Option<String>, agg: &Aggregator, account: u32) ->
 }
 
 /// I5: the reported winner per job is the most recent COMPLETED task.
-pub(crate) fn correct_winner(agg: &Aggregator, view: &StateView) -> InvariantResult {
+pub(crate) fn correct_winner(
+    agg: &Aggregator,
+    view: &StateView,
+    opts: &CheckOptions,
+) -> InvariantResult {
+    let words = &opts.vocabulary;
+    let object = &words.object;
     let Some(winners) = &view.state.winners else {
         return InvariantResult::new(
             InvariantId::I5,
@@ -83,9 +90,11 @@ pub(crate) fn correct_winner(agg: &Aggregator, view: &StateView) -> InvariantRes
         let what = match (expected, names.as_slice()) {
             (Some(e), [r]) if *r == e => continue,
             (None, []) => continue,
-            (Some(e), []) => format!("job {job_name}: expected winner {e}, none reported"),
+            (Some(e), []) => format!("{object} {job_name}: expected winner {e}, none reported"),
             (None, rs) => format!(
-                "job {job_name}: no COMPLETED task, yet {} reported as winner",
+                "{object} {job_name}: no {} {}, yet {} reported as winner",
+                words.completed,
+                words.event,
                 rs.join(", ")
             ),
             (Some(e), [r]) => {
@@ -95,19 +104,19 @@ pub(crate) fn correct_winner(agg: &Aggregator, view: &StateView) -> InvariantRes
                     .and_then(|t| agg.lookup(account, t))
                     .map(|k| {
                         if k.has(flag::FAILED) {
-                            " (a FAILED task)"
+                            format!(" (a {} {})", words.failed, words.event)
                         } else if k.created < best.map(|b| agg.keys[b].created).unwrap_or_default()
                         {
-                            " (an older task)"
+                            format!(" (an older {})", words.event)
                         } else {
-                            ""
+                            String::new()
                         }
                     })
-                    .unwrap_or(" (a task this job never had)");
-                format!("job {job_name}: expected winner {e}, reported {r}{why}")
+                    .unwrap_or_else(|| format!(" (a {} this {object} never had)", words.event));
+                format!("{object} {job_name}: expected winner {e}, reported {r}{why}")
             }
             (Some(e), rs) => format!(
-                "job {job_name}: expected winner {e}, {} winners reported: {}",
+                "{object} {job_name}: expected winner {e}, {} winners reported: {}",
                 rs.len(),
                 rs.join(", ")
             ),
@@ -130,8 +139,15 @@ pub(crate) fn correct_winner(agg: &Aggregator, view: &StateView) -> InvariantRes
             key: w.job_key.clone(),
             account: w.account.clone(),
             what: format!(
-                "winner {} reported for job key {:?}, which no stored task of this run has (a job key with its -rN suffix kept?)",
-                w.task_id, w.job_key
+                "winner {} reported for {object} key {:?}, which no stored {} of this run has{}",
+                w.task_id,
+                w.job_key,
+                words.event,
+                if words.is_answerline() {
+                    " (a job key with its -rN suffix kept?)"
+                } else {
+                    ""
+                }
             ),
             lines: Vec::new(),
         });
@@ -141,8 +157,15 @@ pub(crate) fn correct_winner(agg: &Aggregator, view: &StateView) -> InvariantRes
     ev.into_result(
         InvariantId::I5,
         Verdict::Fail,
-        format!("the right winner for all {jobs} jobs (most recent COMPLETED; ties to the larger task id)"),
-        format!("{total} wrong winners among {jobs} jobs"),
+        format!(
+            "the right winner for all {jobs} {} ({})",
+            Vocabulary::plural(object),
+            words.winner_rule()
+        ),
+        format!(
+            "{total} wrong winners among {jobs} {}",
+            Vocabulary::plural(object)
+        ),
     )
 }
 

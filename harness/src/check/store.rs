@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use super::aggregate::{flag, Aggregator, KeyAgg, StateView, NONE};
 use super::{CheckOptions, Evidence, EvidenceSet, InvariantId, InvariantResult, Verdict};
+use crate::vocabulary::Vocabulary;
 
 /// The history's records that an inbox row stands for (several when the row
 /// carries no account and the key was sent in several accounts).
@@ -71,15 +72,15 @@ pub(crate) fn no_loss(agg: &Aggregator, view: &StateView, opts: &CheckOptions) -
         } else if k.has(flag::DROP_ACK) {
             "answered 2xx (ack discarded by the harness) but not in the inbox".to_string()
         } else if k.has(flag::GENUINE) {
-            "never acknowledged, and still not in the inbox after reconciliation: a final task the provider knows".to_string()
+            format!("never acknowledged, and still not in the inbox after reconciliation: a final {} the provider knows", opts.vocabulary.event)
         } else {
-            "never delivered, and not in the inbox after reconciliation: a final task the provider knows".to_string()
+            format!("never delivered, and not in the inbox after reconciliation: a final {} the provider knows", opts.vocabulary.event)
         };
         ev.push(|| evidence(agg, k, what, k.evidence_lines()));
     }
     let total = ev.total;
     let what = if opts.reconciled {
-        format!("keys that must be stored ({acked_n} acknowledged, the rest final provider tasks reconciliation must fetch)")
+        format!("keys that must be stored ({acked_n} acknowledged, the rest final provider {} reconciliation must fetch)", Vocabulary::plural(&opts.vocabulary.event))
     } else {
         "acknowledged keys".to_string()
     };
@@ -92,7 +93,12 @@ pub(crate) fn no_loss(agg: &Aggregator, view: &StateView, opts: &CheckOptions) -
 }
 
 /// I2: no key twice in the inbox (per account); at most one results row per task.
-pub(crate) fn exactly_once(agg: &Aggregator, view: &StateView) -> InvariantResult {
+pub(crate) fn exactly_once(
+    agg: &Aggregator,
+    view: &StateView,
+    opts: &CheckOptions,
+) -> InvariantResult {
+    let words = &opts.vocabulary;
     let mut ev = EvidenceSet::default();
     let mut seen: HashMap<(Option<&str>, &str), (u32, usize)> = HashMap::new();
     for (n, row) in view.state.inbox.iter().enumerate() {
@@ -130,7 +136,7 @@ pub(crate) fn exactly_once(agg: &Aggregator, view: &StateView) -> InvariantResul
             ev.push(|| Evidence {
                 key: task.to_string(),
                 account: account.map(str::to_string),
-                what: format!("{count} results rows for one task"),
+                what: format!("{count} results rows for one {}", words.event),
                 lines: Vec::new(),
             });
         }
@@ -140,7 +146,7 @@ pub(crate) fn exactly_once(agg: &Aggregator, view: &StateView) -> InvariantResul
         InvariantId::I2,
         Verdict::Fail,
         format!("no key twice in {checked}"),
-        format!("{inbox_dups} keys stored more than once in the inbox, {results_dups} tasks with several results rows"),
+        format!("{inbox_dups} keys stored more than once in the inbox, {results_dups} {} with several results rows", Vocabulary::plural(&words.event)),
     )
 }
 

@@ -7,6 +7,7 @@ use hookstorm::check::{check, CheckOptions, InvariantId, ScenarioCheck, Verdict}
 use hookstorm::delivery::TaskStatus;
 use hookstorm::history::{Attempt, Event, Intent, Outcome, ProviderTask};
 use hookstorm::state::{Effect, InboxRow, ResourceRow, ResultRow, State, Winner};
+use hookstorm::vocabulary::Vocabulary;
 
 const SCN: &str = "t";
 
@@ -390,6 +391,40 @@ fn last_arrival_winner_fails() {
     let c = run(job_history(), &s, &only(InvariantId::I5));
     let r = c.result(InvariantId::I5).unwrap();
     assert!(r.evidence[0].what.contains("older"), "{:?}", r.evidence);
+}
+
+#[test]
+fn winner_findings_speak_the_profiles_words_and_answerline_keeps_its_own() {
+    let mut s = inbox(&["t1", "t2", "t3"]);
+    s.winners = winners(&[("job-1", "t3")]);
+    let answerline = run(job_history(), &s, &only(InvariantId::I5));
+    let r = answerline.result(InvariantId::I5).unwrap();
+    assert_eq!(
+        r.evidence[0].what,
+        "job job-1: expected winner t2, reported t3 (a FAILED task)"
+    );
+    assert_eq!(r.summary, "1 wrong winners among 1 jobs");
+    let stripe = CheckOptions {
+        vocabulary: Vocabulary::of_name("stripe"),
+        ..only(InvariantId::I5)
+    };
+    let c = run(job_history(), &s, &stripe);
+    let r = c.result(InvariantId::I5).unwrap();
+    assert_eq!(r.verdict, Verdict::Fail);
+    assert_eq!(
+        r.evidence[0].what,
+        "object (data.object.id) job-1: expected winner t2, reported t3 (a failed event)"
+    );
+    assert_eq!(
+        r.summary,
+        "1 wrong winners among 1 objects (data.object.id)"
+    );
+    s.winners = winners(&[("job-1", "t2")]);
+    let c = run(job_history(), &s, &stripe);
+    assert_eq!(
+        c.result(InvariantId::I5).unwrap().summary,
+        "the right winner for all 1 objects (data.object.id) (newest successful event by created; ties to the larger event id)"
+    );
 }
 
 #[test]
