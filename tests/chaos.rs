@@ -431,9 +431,26 @@ fn ctrl_c_mid_run_leaves_no_receiver_process_behind() -> TestResult {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(!groups.is_empty(), "hookstorm started no receiver");
-    // Mid-run: the stream is being sent and the receiver is being killed.
-    std::thread::sleep(Duration::from_millis(700));
-    let groups: Vec<i32> = children_of(run.id()).into_iter().chain(groups).collect();
+    // Mid-run: the stream is being sent and the receiver is being killed,
+    // seen as a receiver the first look did not find (one was killed and
+    // restarted).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let now = children_of(run.id());
+        if now.iter().any(|pid| !groups.contains(pid)) {
+            groups.extend(now);
+            break;
+        }
+        assert!(
+            run.try_wait()?.is_none(),
+            "the run ended before a receiver was restarted"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "no receiver was killed and restarted: {now:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     // SAFETY: sends SIGINT to the child this test started.
     unsafe {
         libc::kill(run.id() as i32, libc::SIGINT);

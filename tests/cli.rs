@@ -20,6 +20,14 @@ fn schedule_json_lists_ten_attempts_within_the_contract_window() {
 }
 
 #[test]
+fn schedule_table_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = hookstorm(&["schedule", "--seed", "4"], dir.path());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    insta::assert_snapshot!(String::from_utf8_lossy(&o.stdout));
+}
+
+#[test]
 fn run_writes_every_report_and_exits_zero_on_the_reference_receiver() {
     let dir = tempfile::tempdir().unwrap();
     let o = hookstorm(
@@ -124,8 +132,10 @@ fn usage_errors_exit_254_with_a_hint() {
     );
     assert_eq!(o.status.code(), Some(254));
     assert!(text(&o).contains("hint: one of"), "{}", text(&o));
+    insta::assert_snapshot!("unknown_scenario", text(&o));
     let o = hookstorm(&["run", "--defect", "not-a-defect"], dir.path());
     assert_eq!(o.status.code(), Some(254), "{}", text(&o));
+    insta::assert_snapshot!("unknown_defect", text(&o));
     let o = hookstorm(&["frobnicate"], dir.path());
     assert_eq!(o.status.code(), Some(254));
 }
@@ -142,6 +152,7 @@ fn a_malformed_scenario_file_is_named_with_its_line() {
     assert_eq!(o.status.code(), Some(254), "{}", text(&o));
     let t = text(&o);
     assert!(t.contains("broken.toml") && t.contains("line"), "{t}");
+    insta::assert_snapshot!(t);
 }
 
 #[test]

@@ -140,7 +140,24 @@ async fn every_broken_variant_is_caught_by_its_invariant_on_postgres() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn duplicates_answered_409_fail_only_under_strict() {
     let d: Defect = "rejects-duplicates-409".parse().unwrap();
-    let (outcome, _dir) = run_embedded(Some(d), None, &["sequential-duplicates"], 5, true).await;
+    // The matrix's time scale: the same run, its waits compressed 1000x.
+    let (outcome, _dir) = run_embedded_scaled(
+        Some(d),
+        None,
+        &["sequential-duplicates"],
+        5,
+        true,
+        Some(1000.0),
+    )
+    .await;
+    let got = verdict(&outcome.report, "sequential-duplicates", InvariantId::I7);
+    // Strict turns I7's non-strict deviation into the run's failure.
+    assert_eq!(
+        got,
+        Some(Verdict::Fail),
+        "{:?}",
+        non_passing(&outcome.report)
+    );
     assert_eq!(outcome.report.exit_code(), hookstorm::exit::FAIL);
 }
 

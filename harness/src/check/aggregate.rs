@@ -6,10 +6,12 @@
 //! sequence and at most [`KEY_LINES`] history line numbers. That keeps a
 //! million-attempt history within a few dozen megabytes.
 
-use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::delivery::{job_key, TaskStatus};
 use crate::history::{Attempt, Event, Intent, Outcome, ProviderTask};
@@ -65,49 +67,9 @@ pub(crate) mod flag {
     pub const REAL: u32 = GENUINE | PROVIDER;
 }
 
-/// A small, fast, non-cryptographic hasher (the Fx mix) for the checker's
-/// own maps: their keys come from our history, not from an adversary.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct Fx(u64);
-
-impl Fx {
-    fn add(&mut self, w: u64) {
-        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl Hasher for Fx {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut b = [0u8; 8];
-            b[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(b));
-        }
-    }
-    fn write_u8(&mut self, i: u8) {
-        self.add(i as u64);
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.add(i as u64);
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.add(i);
-    }
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// A `HashMap` with [`Fx`].
-pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
+/// A `HashMap` with the Fx hash (`rustc-hash`): the checker's keys come from
+/// our history, not from an adversary, so SipHash's protection buys nothing.
+pub(crate) type FxMap<K, V> = FxHashMap<K, V>;
 
 /// Interns strings as `u32` ids.
 #[derive(Default)]
@@ -277,7 +239,7 @@ pub struct Aggregator {
     pub(crate) strings: Interner,
     pub(crate) keys: Vec<KeyAgg>,
     index: FxMap<(u32, u32), u32>,
-    deliveries: HashSet<u64, BuildHasherDefault<Fx>>,
+    deliveries: FxHashSet<u64>,
     pub(crate) counts: Counts,
     dead: Vec<(DeadLetter, u32)>,
     pub(crate) status_fail: EvidenceSet,
@@ -311,7 +273,7 @@ impl Aggregator {
             strings: Interner::default(),
             keys: Vec::new(),
             index: FxMap::default(),
-            deliveries: HashSet::default(),
+            deliveries: FxHashSet::default(),
             counts: Counts::default(),
             dead: Vec::new(),
             status_fail: EvidenceSet::default(),
@@ -666,14 +628,14 @@ fn grade(
 pub(crate) struct StateView<'a> {
     pub state: &'a State,
     /// (account id or NONE, key id) -> rows; only rows whose strings the history knows.
-    pub inbox: HashMap<(u32, u32), Vec<u32>>,
+    pub inbox: FxHashMap<(u32, u32), Vec<u32>>,
     /// key id -> keys of every account, built only when some row has no account.
-    pub by_key: HashMap<u32, Vec<u32>>,
+    pub by_key: FxHashMap<u32, Vec<u32>>,
 }
 
 impl<'a> StateView<'a> {
     fn new(agg: &Aggregator, state: &'a State) -> Self {
-        let mut inbox: HashMap<(u32, u32), Vec<u32>> = HashMap::new();
+        let mut inbox: FxHashMap<(u32, u32), Vec<u32>> = FxHashMap::default();
         let mut any_none = false;
         for (n, row) in state.inbox.iter().enumerate() {
             let key = agg.strings.get(&row.key);
@@ -688,7 +650,7 @@ impl<'a> StateView<'a> {
                 inbox.entry((a, k)).or_default().push(n as u32);
             }
         }
-        let mut by_key: HashMap<u32, Vec<u32>> = HashMap::new();
+        let mut by_key: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
         if any_none {
             for (i, k) in agg.keys.iter().enumerate() {
                 by_key.entry(k.key).or_default().push(i as u32);

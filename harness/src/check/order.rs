@@ -9,7 +9,9 @@
 //! (string order); no COMPLETED task means no winner. Poison tasks (whose
 //! `createdAt` is not a date) never take part.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 
 use super::aggregate::{flag, Aggregator, KeyAgg, StateView, NONE};
 use super::store::evidence;
@@ -60,7 +62,7 @@ pub(crate) fn correct_winner(
             }
         }
     }
-    let mut by_job: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut by_job: FxHashMap<&str, Vec<usize>> = FxHashMap::default();
     for (n, w) in winners.iter().enumerate() {
         by_job.entry(w.job_key.as_str()).or_default().push(n);
     }

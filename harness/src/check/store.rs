@@ -2,7 +2,7 @@
 //! I4 no-phantom. They compare what the history says was acknowledged (or
 //! never meant to be stored) with the inbox, results and effects sections.
 
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::aggregate::{flag, Aggregator, KeyAgg, StateView, NONE};
 use super::{CheckOptions, Evidence, EvidenceSet, InvariantId, InvariantResult, Verdict};
@@ -100,7 +100,7 @@ pub(crate) fn exactly_once(
 ) -> InvariantResult {
     let words = &opts.vocabulary;
     let mut ev = EvidenceSet::default();
-    let mut seen: HashMap<(Option<&str>, &str), (u32, usize)> = HashMap::new();
+    let mut seen: FxHashMap<(Option<&str>, &str), (u32, usize)> = FxHashMap::default();
     for (n, row) in view.state.inbox.iter().enumerate() {
         seen.entry((row.account.as_deref(), row.key.as_str()))
             .or_insert((0, n))
@@ -120,7 +120,7 @@ pub(crate) fn exactly_once(
     let mut checked = "inbox".to_string();
     if let Some(results) = &view.state.results {
         checked.push_str(" and results");
-        let mut seen: HashMap<(Option<&str>, &str), u32> = HashMap::new();
+        let mut seen: FxHashMap<(Option<&str>, &str), u32> = FxHashMap::default();
         let mut order = Vec::new();
         for r in results {
             let c = seen
@@ -160,16 +160,16 @@ pub(crate) fn processed_once(
     let rows = &view.state.inbox;
     let mut unprocessed = 0usize;
     let mut bad_effects = 0usize;
-    let effects_by_key: Option<HashMap<&str, Vec<&crate::state::Effect>>> =
+    let effects_by_key: Option<FxHashMap<&str, Vec<&crate::state::Effect>>> =
         view.state.effects.as_ref().map(|effects| {
-            let mut m: HashMap<&str, Vec<_>> = HashMap::new();
+            let mut m: FxHashMap<&str, Vec<_>> = FxHashMap::default();
             for e in effects {
                 m.entry(e.key.as_str()).or_default().push(e);
             }
             m
         });
     // A key stored twice is I2's finding; its effect count is judged once.
-    let mut effect_judged: std::collections::HashSet<(Option<&str>, &str)> = Default::default();
+    let mut effect_judged: FxHashSet<(Option<&str>, &str)> = Default::default();
     for (n, row) in rows.iter().enumerate() {
         let aggs = aggs_for_row(agg, view, n);
         let lines = || lines_of(&aggs);
@@ -216,7 +216,7 @@ pub(crate) fn processed_once(
         }
     }
     if let Some(effects) = &view.state.effects {
-        let mut inbox: HashMap<&str, Vec<Option<&str>>> = HashMap::new();
+        let mut inbox: FxHashMap<&str, Vec<Option<&str>>> = FxHashMap::default();
         for r in rows {
             inbox
                 .entry(r.key.as_str())

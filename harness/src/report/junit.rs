@@ -1,113 +1,81 @@
-//! `junit.xml`: one test case per scenario × invariant, so CI systems that
-//! show JUnit results list every invariant of every scenario. A failure
-//! carries the summary and the evidence; `unknown` is a skipped test (it was
-//! not decided); non-strict is a failure only in strict runs. A scenario
-//! that did not run has one skipped test per invariant it would have
-//! checked, with the reason (a failure under `--require-all`).
+//! `junit.xml`: one test suite per scenario and one test case per invariant,
+//! so CI systems that show JUnit results list every invariant of every
+//! scenario. A failure carries the summary and the evidence; `unknown` is a
+//! skipped test (it was not decided); non-strict is a failure only in strict
+//! runs. A scenario that did not run has one skipped test per invariant it
+//! would have checked, with the reason (a failure under `--require-all`).
+//!
+//! The XML itself (escaping, counts, layout) is `quick-junit`'s, the crate
+//! cargo-nextest writes its JUnit reports with; this module only maps a
+//! report onto its data model.
 
-use std::fmt::Write;
+use std::time::Duration;
 
-use super::{evidence_label, lines_label, RunReport};
-use crate::check::Verdict;
+use chrono::{DateTime, FixedOffset};
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
-fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
+use super::{evidence_label, lines_label, RunReport, ScenarioReport};
+use crate::check::{InvariantResult, Verdict};
 
 /// The report as JUnit XML.
 pub fn render(report: &RunReport) -> String {
-    let failing = |v: Verdict| v == Verdict::Fail || (v == Verdict::NonStrict && report.strict);
-    let cases = |f: &dyn Fn(Verdict) -> bool| {
-        report
-            .scenarios
-            .iter()
-            .flat_map(|s| s.check.results.iter())
-            .filter(|r| f(r.verdict))
-            .count()
-    };
-    // Test cases of scenarios that did not run: (skipped, failed by --require-all).
-    let unrun = report
-        .scenarios
-        .iter()
-        .filter_map(|s| s.skipped.as_ref().map(|k| (s, k.invariants.len())))
-        .fold((0, 0), |(sk, f), (s, n)| {
-            if s.verdict(report.require_all).is_some() {
-                (sk, f + n)
-            } else {
-                (sk + n, f)
-            }
-        });
-    let total = cases(&|_| true) + unrun.0 + unrun.1;
-    let failures = cases(&failing) + unrun.1;
-    let skipped = cases(&|v| v == Verdict::Unknown) + unrun.0;
-    let mut x = String::new();
-    x.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        x,
-        "<testsuites name=\"hookstorm\" tests=\"{total}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{:.3}\">",
-        report.duration_s
-    );
+    let started = DateTime::parse_from_rfc3339(&report.started_at).ok();
+    let mut junit = Report::new("hookstorm");
+    junit.set_time(seconds(report.duration_s));
+    if let Some(t) = started {
+        junit.set_timestamp(t);
+    }
     for s in &report.scenarios {
-        if let Some(k) = &s.skipped {
-            let fail = s.verdict(report.require_all).is_some();
-            let n = k.invariants.len();
-            let _ = writeln!(
-                x,
-                "  <testsuite name=\"{}\" tests=\"{n}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"0.000\" timestamp=\"{}\">",
-                esc(&s.name),
-                if fail { n } else { 0 },
-                if fail { 0 } else { n },
-                esc(&report.started_at)
-            );
-            for id in &k.invariants {
-                let _ = write!(
-                    x,
-                    "    <testcase classname=\"hookstorm.{}\" name=\"{}\" time=\"0\">",
-                    esc(&s.name),
-                    esc(&id.to_string())
-                );
-                if fail {
-                    let _ = writeln!(
-                        x,
-                        "\n      <failure message=\"skipped, and --require-all wants every scenario: {}\" type=\"skipped\"/>\n    </testcase>",
-                        esc(&k.reason)
-                    );
-                } else {
-                    let _ = writeln!(
-                        x,
-                        "\n      <skipped message=\"{}\"/>\n    </testcase>",
-                        esc(&k.reason)
-                    );
-                }
-            }
-            x.push_str("  </testsuite>\n");
-            continue;
+        junit.add_test_suite(suite(report, s, started));
+    }
+    junit
+        .to_string()
+        .expect("serializing a JUnit report into memory cannot fail")
+}
+
+fn seconds(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s).unwrap_or_default()
+}
+
+fn suite(
+    report: &RunReport,
+    s: &ScenarioReport,
+    started: Option<DateTime<FixedOffset>>,
+) -> TestSuite {
+    let mut suite = TestSuite::new(&s.name);
+    if let Some(t) = started {
+        suite.set_timestamp(t);
+    }
+    let case = |id: String, status: TestCaseStatus| {
+        let mut c = TestCase::new(id, status);
+        c.set_classname(format!("hookstorm.{}", s.name))
+            .set_time(Duration::ZERO);
+        c
+    };
+    if let Some(k) = &s.skipped {
+        suite.set_time(Duration::ZERO);
+        let fail = s.verdict(report.require_all).is_some();
+        for id in &k.invariants {
+            let status = if fail {
+                let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                st.set_message(format!(
+                    "skipped, and --require-all wants every scenario: {}",
+                    k.reason
+                ))
+                .set_type("skipped");
+                st
+            } else {
+                let mut st = TestCaseStatus::skipped();
+                st.set_message(&k.reason);
+                st
+            };
+            suite.add_test_case(case(id.to_string(), status));
         }
-        let r = &s.check.results;
-        let f = r.iter().filter(|r| failing(r.verdict)).count();
-        let sk = r.iter().filter(|r| r.verdict == Verdict::Unknown).count();
-        let _ = writeln!(
-            x,
-            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{f}\" errors=\"0\" skipped=\"{sk}\" time=\"{:.3}\" timestamp=\"{}\">",
-            esc(&s.name),
-            r.len(),
-            s.duration_s,
-            esc(&report.started_at)
-        );
-        x.push_str("    <properties>\n");
-        for (k, v) in [
+        return suite;
+    }
+    suite.set_time(seconds(s.duration_s));
+    suite.add_properties(
+        [
             ("run_id", report.run_id.clone()),
             ("seed", report.seed.to_string()),
             ("profile", report.profile.clone()),
@@ -116,70 +84,108 @@ pub fn render(report: &RunReport) -> String {
             ("reproduce", s.reproduce.clone()),
             ("history", s.history.clone()),
             ("interrupted", report.interrupted.to_string()),
-        ] {
-            let _ = writeln!(x, "      <property name=\"{k}\" value=\"{}\"/>", esc(&v));
+        ]
+        .map(|(k, v)| Property::new(k, v)),
+    );
+    for res in &s.check.results {
+        let body = evidence(report, s, res);
+        let failing =
+            res.verdict == Verdict::Fail || (res.verdict == Verdict::NonStrict && report.strict);
+        let mut out = None;
+        let status = if failing {
+            let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            st.set_message(&res.summary)
+                .set_type(res.verdict.to_string())
+                .set_description(body);
+            st
+        } else if res.verdict == Verdict::Unknown {
+            let mut st = TestCaseStatus::skipped();
+            st.set_message(&res.summary);
+            st
+        } else {
+            if res.verdict == Verdict::NonStrict {
+                out = Some(format!("non-strict: {}\n{body}", res.summary));
+            }
+            TestCaseStatus::success()
+        };
+        let mut c = case(res.id.to_string(), status);
+        if let Some(out) = out {
+            c.set_system_out(out);
         }
-        x.push_str("    </properties>\n");
-        for res in r {
-            let _ = write!(
-                x,
-                "    <testcase classname=\"hookstorm.{}\" name=\"{}\" time=\"0\"",
-                esc(&s.name),
-                esc(&res.id.to_string())
-            );
-            let mut body = String::new();
-            for e in &res.evidence {
-                let _ = writeln!(
-                    body,
-                    "{}: {} [{}]",
-                    evidence_label(e),
-                    e.what,
-                    lines_label(&e.lines)
-                );
-            }
-            if res.evidence_total > res.evidence.len() {
-                let _ = writeln!(
-                    body,
-                    "... and {} more",
-                    res.evidence_total - res.evidence.len()
-                );
-            }
-            let _ = writeln!(body, "seed {}; reproduce: {}", report.seed, s.reproduce);
-            if failing(res.verdict) {
-                let _ = writeln!(
-                    x,
-                    ">\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    </testcase>",
-                    esc(&res.summary),
-                    res.verdict,
-                    esc(&body)
-                );
-            } else if res.verdict == Verdict::Unknown {
-                let _ = writeln!(
-                    x,
-                    ">\n      <skipped message=\"{}\"/>\n    </testcase>",
-                    esc(&res.summary)
-                );
-            } else if res.verdict == Verdict::NonStrict {
-                let _ = writeln!(
-                    x,
-                    ">\n      <system-out>non-strict: {}\n{}</system-out>\n    </testcase>",
-                    esc(&res.summary),
-                    esc(&body)
-                );
-            } else {
-                x.push_str("/>\n");
-            }
-        }
-        x.push_str("  </testsuite>\n");
+        suite.add_test_case(c);
     }
-    x.push_str("</testsuites>\n");
-    x
+    suite
+}
+
+/// The evidence lines of one result, then the seed and how to reproduce.
+fn evidence(report: &RunReport, s: &ScenarioReport, res: &InvariantResult) -> String {
+    let mut body = String::new();
+    for e in &res.evidence {
+        body.push_str(&format!(
+            "{}: {} [{}]\n",
+            evidence_label(e),
+            e.what,
+            lines_label(&e.lines)
+        ));
+    }
+    if res.evidence_total > res.evidence.len() {
+        body.push_str(&format!(
+            "... and {} more\n",
+            res.evidence_total - res.evidence.len()
+        ));
+    }
+    body.push_str(&format!(
+        "seed {}; reproduce: {}\n",
+        report.seed, s.reproduce
+    ));
+    body
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::check::{Counts, InvariantId, ScenarioCheck};
+
     #[test]
-    fn xml_text_is_escaped() {
-        assert_eq!(super::esc("a<b & \"c\"\u{1}"), "a&lt;b &amp; &quot;c&quot;");
+    fn xml_text_is_escaped_and_control_characters_dropped() {
+        let name = "a<b & \"c\"\u{1}";
+        let fail = InvariantResult::new(InvariantId::I1, Verdict::Fail, name);
+        let report = RunReport {
+            run_id: "r".into(),
+            seed: 1,
+            profile: "answerline".into(),
+            time_scale: 1.0,
+            target: "t".into(),
+            started_at: "not a date".into(),
+            duration_s: f64::NAN,
+            strict: false,
+            require_all: false,
+            hookstorm_version: "0".into(),
+            scenarios: vec![ScenarioReport {
+                name: name.into(),
+                description: String::new(),
+                when_it_fails: String::new(),
+                check: ScenarioCheck {
+                    scenario: name.into(),
+                    results: vec![fail],
+                    counts: Counts::default(),
+                    dead_letters: vec![],
+                },
+                reproduce: "hookstorm run --seed 1".into(),
+                duration_s: 0.5,
+                history: "h".into(),
+                state: None,
+                notes: vec![],
+                skipped: None,
+            }],
+            machine: None,
+            interrupted: false,
+        };
+        let x = render(&report);
+        assert!(x.contains("name=\"a&lt;b &amp; &quot;c&quot;\""), "{x}");
+        assert!(!x.contains('\u{1}'), "{x}");
+        let back = Report::deserialize_from_str(&x).expect("valid JUnit XML");
+        assert_eq!((back.tests, back.failures), (1, 1));
+        assert_eq!(back.test_suites[0].name.as_str(), "a<b & \"c\"");
     }
 }

@@ -18,6 +18,12 @@
 //!   connection black-holed once is reset when the mode changes, since its
 //!   stream is no longer in a state either end can use.
 //! - `latency`: every chunk is held for the given time before it is forwarded.
+//!
+//! It is written here rather than taken from a separate proxy service
+//! (Toxiproxy and the like): it runs inside the harness and its tests with
+//! nothing to install or start, and each mode needs per-connection control
+//! (a reset through a zero linger, chunks held back) that a plain forwarding
+//! crate does not offer. It is a few hundred lines of tokio I/O.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -96,124 +96,22 @@ fn fixture() -> RunReport {
     }
 }
 
-// ---- a small JSON Schema validator for the keywords the schema uses ----
-
-fn validate(schema: &Value, root: &Value, v: &Value, at: &str, errors: &mut Vec<String>) {
-    let Some(obj) = schema.as_object() else {
-        errors.push(format!("{at}: schema is not an object"));
-        return;
-    };
-    for (k, s) in obj {
-        match k.as_str() {
-            "$schema" | "$id" | "title" | "description" | "$defs" => {}
-            "$ref" => {
-                let name = s
-                    .as_str()
-                    .unwrap()
-                    .strip_prefix("#/$defs/")
-                    .expect("local $ref");
-                validate(&root["$defs"][name], root, v, at, errors);
-            }
-            "type" => {
-                let types: Vec<&str> = match s {
-                    Value::String(t) => vec![t.as_str()],
-                    Value::Array(a) => a.iter().map(|t| t.as_str().unwrap()).collect(),
-                    _ => panic!("bad type"),
-                };
-                let ok = types.iter().any(|t| match *t {
-                    "object" => v.is_object(),
-                    "array" => v.is_array(),
-                    "string" => v.is_string(),
-                    "boolean" => v.is_boolean(),
-                    "null" => v.is_null(),
-                    "number" => v.is_number(),
-                    "integer" => v.is_u64() || v.is_i64(),
-                    other => panic!("unknown type {other}"),
-                });
-                if !ok {
-                    errors.push(format!("{at}: expected {types:?}, got {v}"));
-                }
-            }
-            "enum" => {
-                if !s.as_array().unwrap().contains(v) {
-                    errors.push(format!("{at}: {v} not in {s}"));
-                }
-            }
-            "const" => {
-                if s != v {
-                    errors.push(format!("{at}: {v} is not {s}"));
-                }
-            }
-            "minimum" => {
-                if v.as_f64().is_some_and(|n| n < s.as_f64().unwrap()) {
-                    errors.push(format!("{at}: {v} < {s}"));
-                }
-            }
-            "maximum" => {
-                if v.as_f64().is_some_and(|n| n > s.as_f64().unwrap()) {
-                    errors.push(format!("{at}: {v} > {s}"));
-                }
-            }
-            "maxItems" => {
-                if v.as_array()
-                    .is_some_and(|a| a.len() as u64 > s.as_u64().unwrap())
-                {
-                    errors.push(format!("{at}: too many items"));
-                }
-            }
-            "required" => {
-                if let Some(o) = v.as_object() {
-                    for r in s.as_array().unwrap() {
-                        if !o.contains_key(r.as_str().unwrap()) {
-                            errors.push(format!("{at}: missing required {r}"));
-                        }
-                    }
-                }
-            }
-            "properties" => {
-                if let Some(o) = v.as_object() {
-                    for (name, sub) in s.as_object().unwrap() {
-                        if let Some(x) = o.get(name) {
-                            validate(sub, root, x, &format!("{at}.{name}"), errors);
-                        }
-                    }
-                }
-            }
-            "additionalProperties" => {
-                assert_eq!(
-                    s,
-                    &Value::Bool(false),
-                    "only additionalProperties: false is supported"
-                );
-                if let Some(o) = v.as_object() {
-                    let props = obj["properties"].as_object().unwrap();
-                    for name in o.keys().filter(|n| !props.contains_key(*n)) {
-                        errors.push(format!("{at}: property {name} is not in the schema"));
-                    }
-                }
-            }
-            "items" => {
-                if let Some(a) = v.as_array() {
-                    for (i, x) in a.iter().enumerate() {
-                        validate(s, root, x, &format!("{at}[{i}]"), errors);
-                    }
-                }
-            }
-            other => panic!("the test validator does not support keyword {other}"),
-        }
-    }
-}
-
-fn schema() -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../reports/schema/report.schema.json");
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+/// The checked-in schema of report.json, compiled once.
+fn validator() -> &'static jsonschema::Validator {
+    static VALIDATOR: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    VALIDATOR.get_or_init(|| {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../reports/schema/report.schema.json");
+        let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        jsonschema::draft202012::new(&schema).expect("the schema is a valid 2020-12 JSON Schema")
+    })
 }
 
 fn schema_errors(v: &Value) -> Vec<String> {
-    let s = schema();
-    let mut errors = Vec::new();
-    validate(&s, &s, v, "$", &mut errors);
-    errors
+    validator()
+        .iter_errors(v)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect()
 }
 
 #[test]
@@ -324,100 +222,39 @@ fn a_report_from_a_real_check_matches_the_schema() {
     assert_eq!(schema_errors(&v), Vec::<String>::new());
 }
 
-const SUMMARY: &str = "# hookstorm: ❌ FAIL
-
-Run `20261129-100000-7` · seed `7` · profile `answerline` · time scale 100× · target `http://127.0.0.1:8080/webhooks/{account}` · 2.5 s · hookstorm 0.1.0
-
-**2 of 2 scenarios ran**
-
-| scenario | I1 | I2 | I5 | verdict |
-|---|:-:|:-:|:-:|---|
-| baseline | ✅ | ✅ | ❔ | unknown |
-| ack-loss | ❌ | ✅ | – | FAIL |
-
-I1 no-loss · I2 exactly-once · I5 correct-winner
-
-✅ pass · ❌ fail · ⚠️ non-strict (fails only with `--strict`) · ❔ unknown (not decided) · – not checked
-
-## Failures
-
-### ack-loss · I1 no-loss ❌
-
-1 of 2 acknowledged keys are missing from the inbox
-
-- `tsk_2 (acct_a)`: acknowledged with a 2xx but not in the inbox (history line 3 of `ack-loss/history.jsonl`)
-
-When it fails: the inbox insert is not keyed by task id
-
-Reproduce (seed 7):
-
-```sh
-hookstorm run --target target.toml --scenario ack-loss --seed 7
-```
-
-## Not decided
-
-### baseline · I5 correct-winner ❔
-
-not checked: the state has no winners section
-
-Reproduce (seed 7):
-
-```sh
-hookstorm run --target target.toml --scenario baseline --seed 7
-```
-
-## Dead letters (1)
-
-| scenario | delivery | key | account | attempts | last status | last error | recovered |
-|---|---|---|---|--:|--:|---|:-:|
-| ack-loss | `whd_9` | `tsk_9` | acct_a | 10 | 503 | – | no |
-
-";
-
 #[test]
 fn summary_markdown_snapshot() {
-    let text = hookstorm::report::summary::render(&fixture());
-    if text != SUMMARY {
-        println!("{text}");
-    }
-    assert_eq!(text, SUMMARY);
+    insta::assert_snapshot!(hookstorm::report::summary::render(&fixture()));
 }
-
-const CONSOLE: &str = "hookstorm run 20261129-100000-7  seed 7  profile answerline  time scale 100x  target http://127.0.0.1:8080/webhooks/{account}
-scenario  I1    I2    I5    verdict         time
-baseline  ok    ok    ?     unknown         1.2s
-ack-loss  FAIL  ok    -     FAIL            1.2s
-
-dead letters: ack-loss 1 (0 recovered) (listed in summary.md and report.json)
-
-FAIL ack-loss I1 no-loss: 1 of 2 acknowledged keys are missing from the inbox
-    tsk_2 (acct_a): acknowledged with a 2xx but not in the inbox (history line 3)
-    seed 7; reproduce: hookstorm run --target target.toml --scenario ack-loss --seed 7
-unknown baseline I5 correct-winner: not checked: the state has no winners section
-
-2 of 2 scenarios ran
-verdict: FAIL (exit 1)
-";
 
 #[test]
 fn console_table_snapshot() {
-    let text = console_table(&fixture(), false);
-    if text != CONSOLE {
-        println!("{text}");
-    }
-    assert_eq!(text, CONSOLE);
+    insta::assert_snapshot!(console_table(&fixture(), false));
     let colored = console_table(&fixture(), true);
     assert!(colored.contains("\x1b[31mFAIL"));
 }
 
+/// The JUnit report of `report`, parsed back: it must be valid JUnit XML.
+fn junit(report: &RunReport) -> (String, quick_junit::Report) {
+    let x = hookstorm::report::junit::render(report);
+    let parsed = quick_junit::Report::deserialize_from_str(&x)
+        .unwrap_or_else(|e| panic!("junit.xml does not parse back: {e}\n{x}"));
+    (x, parsed)
+}
+
 #[test]
-fn junit_has_one_case_per_scenario_and_invariant() {
-    let x = hookstorm::report::junit::render(&fixture());
-    assert_eq!(x.matches("<testcase ").count(), 5);
-    assert!(x.contains(
-        "<testsuites name=\"hookstorm\" tests=\"5\" failures=\"1\" errors=\"0\" skipped=\"1\""
-    ));
+fn junit_has_one_suite_per_scenario_and_one_case_per_invariant() {
+    let (x, j) = junit(&fixture());
+    insta::assert_snapshot!(x);
+    assert_eq!((j.tests, j.failures, j.errors, j.skipped), (5, 1, 0, 1));
+    let suites: Vec<_> = j.test_suites.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(suites, ["baseline", "ack-loss"]);
+    let cases: Vec<_> = j.test_suites[1]
+        .test_cases
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(cases, ["I1 no-loss", "I2 exactly-once"]);
     assert!(x.contains("<failure message=\"1 of 2 acknowledged keys are missing from the inbox\" type=\"fail\">tsk_2 (acct_a)"));
     assert!(x.contains("<skipped message=\"not checked: the state has no winners section\"/>"));
 }
@@ -531,7 +368,7 @@ fn skipped_scenarios_are_listed_in_every_report_and_leave_the_exit_code_alone() 
             || md.contains("| kill-under-load | – | – | skipped |"),
         "{md}"
     );
-    let x = hookstorm::report::junit::render(&r);
+    let (x, _) = junit(&r);
     assert_eq!(
         x.matches("<skipped message=\"needs [lifecycle]").count(),
         2,
@@ -553,8 +390,8 @@ fn require_all_turns_a_skip_into_a_failure() {
     assert!(r
         .coverage_line()
         .ends_with("(--require-all: skips fail the run)"));
-    let x = hookstorm::report::junit::render(&r);
-    assert!(x.contains("tests=\"6\" failures=\"4\""), "{x}");
+    let (x, j) = junit(&r);
+    assert_eq!((j.tests, j.failures, j.skipped), (6, 4, 0), "{x}");
     let v = hookstorm::report::json::to_value(&r);
     assert_eq!(schema_errors(&v), Vec::<String>::new());
     assert_eq!(v["scenarios"][1]["verdict"], "fail");

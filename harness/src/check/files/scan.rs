@@ -5,6 +5,10 @@
 //! million-line history. Anything else (an escape, a nested object, a
 //! repeated or mistyped field) returns `None` and the caller falls back to
 //! serde, so errors and edge cases keep serde's exact behaviour.
+//!
+//! Kept hand-written for that measured reason: checking a million attempts
+//! took 1.77 s before it and 1.24 s with it (README's performance table),
+//! and serde stays the parser of record for anything it does not recognise.
 
 use std::borrow::Cow;
 

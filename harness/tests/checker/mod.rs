@@ -1,0 +1,5 @@
+//! The checker, the state probes and the reports.
+
+mod invariants;
+mod probes;
+mod reports;
