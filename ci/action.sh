@@ -25,14 +25,22 @@ if ! command -v "$bin" >/dev/null 2>&1; then
   exit 254
 fi
 
+# `latest` from an earlier run is not this run's report: only a new
+# target of the link is.
+before=$(readlink "$out/latest" 2>/dev/null || true)
 echo "+ $bin run --out $out ${args[*]}" >&2
 "$bin" run --out "$out" "${args[@]}"
 code=$?
+after=$(readlink "$out/latest" 2>/dev/null || true)
 
 dir="$out/latest"
 summary="$dir/summary.md"
+if [ -z "$after" ] || [ "$after" = "$before" ]; then
+  summary=/nonexistent
+  dir=""
+fi
 verdict="none"
-if [ -f "$dir/report.json" ]; then
+if [ -n "$dir" ] && [ -f "$dir/report.json" ]; then
   verdict=$(sed -n 's/^  "verdict": "\([a-z-]*\)",*$/\1/p' "$dir/report.json" | head -n 1)
 fi
 

@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 
 use super::{json as report_json, scenario_word, RunReport, ScenarioReport};
 use crate::bench::result::BenchResult;
-use crate::history::{self, Event, Outcome};
+use crate::history::{self, Event, Intent, Outcome};
 use crate::probe::redact_text;
 use crate::profile::Profile;
 
@@ -158,13 +158,20 @@ fn timeline(s: &ScenarioReport, dir: &Path, report: &RunReport) -> Value {
                 }
                 kept += 1;
                 let row = *index.entry(a.delivery.clone()).or_insert_with(|| {
-                    rows.push(json!({
+                    // Only what differs from the common case: a genuine
+                    // delivery with no detail carries neither.
+                    let mut row = json!({
                         "id": a.delivery,
                         "key": a.key,
                         "account": a.account,
-                        "intent": a.intent,
-                        "detail": a.detail,
-                    }));
+                    });
+                    if a.intent != Intent::Genuine {
+                        row["intent"] = json!(a.intent);
+                    }
+                    if let Some(d) = &a.detail {
+                        row["detail"] = json!(redact_text(d));
+                    }
+                    rows.push(row);
                     attempts.push(Vec::new());
                     rows.len() - 1
                 });

@@ -288,8 +288,9 @@
       for (var i = first; i < last; i++) {
         var d = rows[i], y = i * ROW - top + ROW / 2 + 2;
         if (i === focused) sv("rect", { "class": "row-hl", x: 0, y: y - ROW / 2, width: width, height: ROW }, svg);
-        title(sv("text", { x: 4, y: y + 4, text: (d.key + (d.intent !== "genuine" ? " · " + d.intent : "")).slice(0, 26) }, svg),
-          d.id + " · key " + d.key + " · account " + d.account + " · " + d.intent + (d.detail ? " (" + d.detail + ")" : ""));
+        var intent = d.intent || "genuine";
+        title(sv("text", { x: 4, y: y + 4, text: (d.key + (intent !== "genuine" ? " · " + intent : "")).slice(0, 26) }, svg),
+          d.id + " · key " + d.key + " · account " + d.account + " · " + intent + (d.detail ? " (" + d.detail + ")" : ""));
         var firstOfRound = {};
         d.a.forEach(function (m) {
           var f = firstOfRound[m[3]];
