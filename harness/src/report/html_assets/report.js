@@ -42,7 +42,8 @@
   function fmtMs(ms) {
     if (ms >= 60000) return (ms / 60000).toFixed(1) + " min";
     if (ms >= 1000) return (ms / 1000).toFixed(ms >= 10000 ? 0 : 1) + " s";
-    return Math.round(ms) + " ms";
+    if (ms >= 1 || ms === 0) return Math.round(ms) + " ms";
+    return (ms >= 0.1 ? ms.toFixed(1) : ms.toFixed(2)) + " ms";
   }
   function slug(s) { return String(s).replace(/[^A-Za-z0-9_-]/g, "_"); }
   function badge(word, parent) {
