@@ -42,8 +42,9 @@
   function fmtMs(ms) {
     if (ms >= 60000) return (ms / 60000).toFixed(1) + " min";
     if (ms >= 1000) return (ms / 1000).toFixed(ms >= 10000 ? 0 : 1) + " s";
-    if (ms >= 1 || ms === 0) return Math.round(ms) + " ms";
-    return (ms >= 0.1 ? ms.toFixed(1) : ms.toFixed(2)) + " ms";
+    if (ms >= 10 || ms === 0) return Math.round(ms) + " ms";
+    var digits = ms >= 1 ? 1 : ms >= 0.1 ? 2 : 3;
+    return String(Number(ms.toFixed(digits))) + " ms";
   }
   function slug(s) { return String(s).replace(/[^A-Za-z0-9_-]/g, "_"); }
   function badge(word, parent) {
@@ -90,15 +91,19 @@
 
     // The verdict matrix.
     el("h2", { text: "Verdicts" }, app);
-    var names = [];
+    // The invariants any scenario checked, in I1..I9 order.
+    var names = [], ids = {};
     r.scenarios.forEach(function (s) {
-      s.check.results.forEach(function (res) { if (names.indexOf(res.name) < 0) names.push(res.name); });
+      s.check.results.forEach(function (res) {
+        if (names.indexOf(res.name) < 0) { names.push(res.name); ids[res.name] = res.id; }
+      });
     });
+    names.sort(function (a, b) { return ids[a] < ids[b] ? -1 : ids[a] > ids[b] ? 1 : 0; });
     var t = el("table", { "class": "matrix" }, app);
     var hr = el("tr", {}, el("thead", {}, t));
     el("th", { text: "scenario" }, hr);
     el("th", { text: "verdict" }, hr);
-    names.forEach(function (n) { el("th", { "class": "inv", text: n }, hr); });
+    names.forEach(function (n) { el("th", { "class": "inv", text: ids[n] + " " + n }, hr); });
     var tb = el("tbody", {}, t);
     r.scenarios.forEach(function (s) {
       var tr = el("tr", {}, tb);
