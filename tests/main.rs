@@ -2,11 +2,13 @@
 //! scenario passes against the correct receiver (SQLite and Postgres), every
 //! deliberately broken variant is caught by the invariant that names its bug,
 //! runs are reproducible from their seed, and the SQL probe reads a receiver
-//! that knows nothing of hookstorm.
+//! that knows nothing of hookstorm; report.html draws in a real browser, and
+//! the CI action, container image, `init` and thresholds work as documented.
 
 mod bench;
 mod catalog;
 mod chaos;
+mod ci;
 mod cli;
 mod common;
 mod defects;
@@ -14,6 +16,7 @@ mod determinism;
 mod docs;
 mod foreign;
 mod reference;
+mod report_html;
 mod robust;
 mod sql_probe;
 mod tls;

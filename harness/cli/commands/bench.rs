@@ -93,6 +93,11 @@ pub struct Args {
     /// Print bench.json to stdout instead of the console summary.
     #[arg(long)]
     json: bool,
+    /// A limit the bench must keep, as k6 writes it: 'p99<100ms',
+    /// 'errors<1%', 'rate>5000/s' (latencies p50 p90 p95 p99 p99.9 max mean);
+    /// repeatable. One that does not hold fails the exit code (1).
+    #[arg(long = "threshold", value_name = "EXPR")]
+    thresholds: Vec<bench::threshold::Threshold>,
 }
 
 /// Arguments of `hookstorm null-receiver`.
@@ -330,7 +335,7 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
     if let Some(r) = embedded {
         r.shutdown().await;
     }
-    let outcome = match outcome {
+    let mut outcome = match outcome {
         Ok(o) => o,
         Err(e @ bench::BenchError::Config(_)) => return Ok(super::usage_error(e)),
         Err(e @ bench::BenchError::Target(_)) => {
@@ -339,23 +344,42 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
         }
         Err(e) => return Err(e.into()),
     };
+    if !args.thresholds.is_empty() && !outcome.result.interrupted {
+        outcome.result.thresholds = args
+            .thresholds
+            .iter()
+            .map(|t| t.check(&outcome.result))
+            .collect();
+        bench::result::rewrite(&outcome.dir, &outcome.result).map_err(anyhow::Error::msg)?;
+    }
+    let thresholds_broken = outcome.result.thresholds.iter().any(|t| !t.passed);
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&outcome.result)?);
     } else {
         out!("{}", outcome.result.console());
-        outln!("reports: {}", outcome.dir.join("bench.json").display());
+        outln!(
+            "reports: {} · {}",
+            outcome.dir.join("bench.json").display(),
+            outcome.dir.join("report.html").display()
+        );
     }
     if outcome.result.interrupted {
         errln!("interrupted: bench.json holds what ran");
         return Ok(exit::INTERRUPTED);
     }
-    Ok(match &outcome.result.check {
+    let code = match &outcome.result.check {
         Some(v) => match v.check.verdict() {
             hookstorm::check::Verdict::Pass | hookstorm::check::Verdict::NonStrict => exit::PASS,
             hookstorm::check::Verdict::Fail => exit::FAIL,
             hookstorm::check::Verdict::Unknown => exit::UNKNOWN,
         },
         None => exit::PASS,
+    };
+    // A broken threshold fails a bench the checker passed.
+    Ok(if thresholds_broken && code == exit::PASS {
+        exit::FAIL
+    } else {
+        code
     })
 }
 

@@ -3,7 +3,10 @@
 
 mod bench;
 mod check;
+mod completions;
+mod init;
 mod list;
+mod message;
 mod provider;
 mod proxy;
 mod run;
@@ -60,6 +63,10 @@ enum Command {
     Bench(bench::Args),
     /// Serve the null receiver (verifies the signature, answers 204, stores nothing).
     NullReceiver(bench::NullArgs),
+    /// Write a commented target file (URL, profile, accounts, state), asking for what the flags leave out.
+    Init(init::Args),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(completions::Args),
 }
 
 /// Runs the chosen subcommand and returns the process exit code.
@@ -84,6 +91,8 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Provider(a) => provider::run(a),
         Command::Bench(a) => bench::run(a),
         Command::NullReceiver(a) => bench::null_receiver(a),
+        Command::Init(a) => init::run(a),
+        Command::Completions(a) => completions::run(a),
     };
     match result {
         Ok(code) => code,

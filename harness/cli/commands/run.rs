@@ -99,6 +99,10 @@ pub struct Args {
     /// No colours in the console table (the same as `--color never`).
     #[arg(long)]
     no_color: bool,
+    /// stdout: the console table (human), or one JSON line per scenario,
+    /// per finding and for the run (json).
+    #[arg(long, value_enum, default_value_t)]
+    message_format: super::message::MessageFormat,
 }
 
 /// `hookstorm doctor`: the preflight alone, and which scenarios the target
@@ -262,8 +266,14 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
             }
         });
     }
+    let json_lines = args.message_format == super::message::MessageFormat::Json;
     let mut progress = |ev: RunEvent<'_>| match ev {
         RunEvent::ScenarioStarted { name, index, total } => info!("[{index}/{total}] {name} …"),
+        RunEvent::ScenarioFinished(r) if json_lines => {
+            for line in super::message::scenario_lines(r, opts.require_all) {
+                super::message::emit(&line);
+            }
+        }
         RunEvent::ScenarioFinished(r) => match &r.skipped {
             Some(skip) => info!("      skipped: {}", skip.reason),
             None => {
@@ -286,6 +296,10 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
     }
     drop(child);
     match outcome {
+        Ok(o) if json_lines => {
+            super::message::emit(&super::message::run_line(&o.report, &o.dir));
+            Ok(o.report.exit_code())
+        }
         Ok(o) => {
             let color = !args.no_color && crate::ui::color_stdout();
             outln!("{}", hookstorm::report::console_table(&o.report, color));
@@ -437,8 +451,13 @@ fn select_scenarios(
     Ok(picked)
 }
 
-/// `./scenarios` when run from a checkout, else the folder shipped with the source.
+/// `$HOOKSTORM_SCENARIO_DIR` when set (the container image sets it), else
+/// `./scenarios` when run from a checkout, else the folder shipped with the
+/// source.
 pub(super) fn default_scenario_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("HOOKSTORM_SCENARIO_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
     let local = Path::new("scenarios");
     if local.join("baseline.toml").exists() {
         return local.to_path_buf();

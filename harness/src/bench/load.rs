@@ -316,6 +316,8 @@ pub struct Tally {
     pub recent: Recorder,
     /// Requests completed per second of the phase, warmup included.
     pub per_second: Vec<u64>,
+    /// Of those, requests without a success status (the error series).
+    pub failed_per_second: Vec<u64>,
     /// Measured requests by status (`"204"`, …) or `"error"`.
     pub statuses: BTreeMap<String, u64>,
     /// Measured transport errors by kind.
@@ -341,6 +343,12 @@ impl Tally {
         }
         for (i, n) in o.per_second.iter().enumerate() {
             self.per_second[i] += n;
+        }
+        if self.failed_per_second.len() < o.failed_per_second.len() {
+            self.failed_per_second.resize(o.failed_per_second.len(), 0);
+        }
+        for (i, n) in o.failed_per_second.iter().enumerate() {
+            self.failed_per_second[i] += n;
         }
         for (k, v) in &o.statuses {
             *self.statuses.entry(k.clone()).or_default() += v;
@@ -698,12 +706,16 @@ async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<Tally>>>, me: usize) {
             if tl.per_second.len() <= sec {
                 tl.per_second.resize(sec + 1, 0);
             }
+            if tl.failed_per_second.len() <= sec {
+                tl.failed_per_second.resize(sec + 1, 0);
+            }
             for a in &answers {
                 let ok = a.status.is_some_and(|s| t.profile.is_success(s));
                 tl.per_second[sec] += 1;
                 tl.recent_requests += 1;
                 if !ok {
                     tl.recent_errors += 1;
+                    tl.failed_per_second[sec] += 1;
                 }
                 let lat = Duration::from_secs_f64(a.latency_ms / 1000.0);
                 let corrected = lat + sent.saturating_duration_since(intended);

@@ -9,7 +9,8 @@
 //! - [`mix`]: the deliveries, deterministic from the seed, made on the fly.
 //! - [`load`]: open loop (constant arrival rate) and closed loop workers.
 //! - [`latency`]: HdrHistogram recording, corrected for coordinated omission.
-//! - [`result`]: `bench.json`, ramp break detection, console summary.
+//! - [`result`]: `bench.json` and `report.html`, ramp break detection, console summary.
+//! - [`threshold`]: `--threshold` limits (`p99<100ms`, `errors<1%`, `rate>5000/s`).
 //! - [`progress`]: the live progress line.
 //! - [`null`]: the null receiver (verify, answer 204, store nothing).
 
@@ -19,6 +20,7 @@ pub mod mix;
 pub mod null;
 pub mod progress;
 pub mod result;
+pub mod threshold;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -329,8 +331,11 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
                 // The series of a ramp runs on: append this step's seconds.
                 let mut t = r.tally;
                 let series = std::mem::take(&mut t.per_second);
+                let failed = std::mem::take(&mut t.failed_per_second);
                 all.merge(&t);
+                all.failed_per_second.resize(all.per_second.len(), 0);
                 all.per_second.extend(series);
+                all.failed_per_second.extend(failed);
             }
             let p99_limit_ms = opts.p99_limit.as_secs_f64() * 1000.0;
             let ramp = Ramp {
@@ -402,6 +407,9 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
         errors: tally.errors.clone(),
         error_rate,
         throughput: tally.per_second.clone(),
+        errors_per_second: tally.failed_per_second.clone(),
+        latency_curve: result::latency_curve(&tally.latency),
+        thresholds: Vec::new(),
         ramp,
         mix: opts.mix,
         check,
@@ -416,6 +424,7 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
     let json = serde_json::to_vec_pretty(&result).map_err(|e| BenchError::Io(e.to_string()))?;
     let path = dir.join("bench.json");
     std::fs::write(&path, json).map_err(|e| BenchError::Io(format!("{}: {e}", path.display())))?;
+    result::write_html(&dir, &result).map_err(BenchError::Io)?;
     let latest = opts.out_dir.join("latest");
     let _ = std::fs::remove_file(&latest);
     #[cfg(unix)]

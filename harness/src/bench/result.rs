@@ -4,14 +4,18 @@
 //! corrected and uncorrected percentiles, statuses, errors, throughput per
 //! second), the ramp steps and where the receiver broke, the checker's
 //! verdict, and the machine it ran on, so numbers can be compared later.
+//! It also carries the latency curve (percentile against latency, from the
+//! HdrHistograms) and the per-second error series that `report.html`
+//! plots, and the thresholds the bench was held to.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::latency::Percentiles;
+use super::latency::{Percentiles, Recorder};
 use super::mix::Mix;
+use super::threshold::ThresholdResult;
 use crate::check::ScenarioCheck;
 
 /// The machine a bench ran on.
@@ -110,6 +114,75 @@ pub fn find_break(steps: &[RampStep], p99_limit_ms: f64, error_limit: f64) -> Op
         .position(|s| s.p99_ms > p99_limit_ms || s.error_rate > error_limit)
 }
 
+/// One point of the latency curve.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CurvePoint {
+    /// The quantile, 0 to 1.
+    pub quantile: f64,
+    /// Corrected latency at it, in milliseconds.
+    pub corrected_ms: f64,
+    /// Uncorrected latency at it, in milliseconds.
+    pub uncorrected_ms: f64,
+}
+
+/// The quantiles of the curve: dense near the tail, where latency lives,
+/// up to the last one the recorded count can resolve.
+fn curve_quantiles(count: u64) -> Vec<f64> {
+    let mut qs = Vec::new();
+    let mut nines = 0.0f64;
+    while nines <= 6.0 {
+        let q = 1.0 - 10f64.powf(-nines);
+        // Past 1/count the curve only repeats the maximum.
+        if nines > 0.0 && 10f64.powf(nines) > (count as f64) * 10.0 {
+            break;
+        }
+        qs.push(q);
+        nines += 0.125;
+    }
+    qs.push(1.0);
+    qs
+}
+
+/// The latency curve of a recorder (empty when nothing was recorded). A
+/// closed loop records one view only: its uncorrected side repeats the
+/// corrected one.
+pub fn latency_curve(rec: &Recorder) -> Vec<CurvePoint> {
+    let c = &rec.corrected;
+    if c.is_empty() {
+        return Vec::new();
+    }
+    let u = if rec.uncorrected.is_empty() {
+        c
+    } else {
+        &rec.uncorrected
+    };
+    let ms = |us: u64| us as f64 / 1000.0;
+    curve_quantiles(c.len())
+        .into_iter()
+        .map(|q| CurvePoint {
+            quantile: q,
+            corrected_ms: ms(c.value_at_quantile(q)),
+            uncorrected_ms: ms(u.value_at_quantile(q)),
+        })
+        .collect()
+}
+
+/// Writes `report.html` for a bench into `dir`.
+pub fn write_html(dir: &std::path::Path, result: &BenchResult) -> Result<(), String> {
+    let path = dir.join("report.html");
+    std::fs::write(&path, crate::report::html::render_bench(result))
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Writes `bench.json` and `report.html` again (after thresholds were
+/// added to the result).
+pub fn rewrite(dir: &std::path::Path, result: &BenchResult) -> Result<(), String> {
+    let json = serde_json::to_vec_pretty(result).map_err(|e| e.to_string())?;
+    let path = dir.join("bench.json");
+    std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
+    write_html(dir, result)
+}
+
 /// What the checker said about the receiver's state after the bench.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Verdict {
@@ -162,6 +235,12 @@ pub struct BenchResult {
     pub error_rate: f64,
     /// Requests completed in each second of the run (warmup included).
     pub throughput: Vec<u64>,
+    /// Of those, requests without a success status in each second.
+    pub errors_per_second: Vec<u64>,
+    /// Latency by percentile, corrected and uncorrected, for the plot.
+    pub latency_curve: Vec<CurvePoint>,
+    /// The `--threshold`s and what they found, in the order given.
+    pub thresholds: Vec<ThresholdResult>,
     /// The ramp, when the rate was a range.
     pub ramp: Option<Ramp>,
     /// The delivery mix.
@@ -280,6 +359,15 @@ impl BenchResult {
                 }
             }
         }
+        for t in &self.thresholds {
+            let _ = writeln!(
+                s,
+                "  threshold {} · measured {} · {}",
+                t.threshold,
+                t.actual,
+                if t.passed { "ok" } else { "BROKEN" }
+            );
+        }
         match (&self.check, &self.check_skipped) {
             (Some(v), _) => {
                 let _ = writeln!(
@@ -337,6 +425,32 @@ mod tests {
         assert_eq!(find_break(&steps, 1000.0, 0.01), Some(3));
         assert_eq!(find_break(&steps, 1000.0, 0.001), Some(1));
         assert_eq!(find_break(&steps[..2], 100.0, 0.01), None);
+    }
+
+    #[test]
+    fn the_latency_curve_rises_to_the_maximum_with_both_views() {
+        let mut rec = Recorder::default();
+        for i in 1..=10_000u64 {
+            rec.record_durations(
+                std::time::Duration::from_micros(i * 10),
+                std::time::Duration::from_micros(i * 5),
+            );
+        }
+        let curve = latency_curve(&rec);
+        assert!(curve.len() > 20, "{}", curve.len());
+        assert!(curve.windows(2).all(|w| w[0].quantile < w[1].quantile));
+        assert!(curve
+            .windows(2)
+            .all(|w| w[0].corrected_ms <= w[1].corrected_ms));
+        let last = curve.last().unwrap();
+        assert_eq!(last.quantile, 1.0);
+        assert!((last.corrected_ms - 100.0).abs() < 0.2, "{last:?}");
+        assert!((last.uncorrected_ms - 50.0).abs() < 0.1, "{last:?}");
+        // 10 000 values resolve about five nines, not six.
+        assert!(curve
+            .iter()
+            .all(|p| p.quantile == 1.0 || p.quantile < 0.999_999));
+        assert!(latency_curve(&Recorder::default()).is_empty());
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Reports: render a finished run for people (console table, Markdown
 //! summary for CI step summaries and PR comments) and for machines
-//! (`report.json` with a checked-in schema, JUnit XML for CI test views).
+//! (`report.json` with a checked-in schema, JUnit XML for CI test views),
+//! and `report.html`, one self-contained page with the verdict matrix and a
+//! timeline of every scenario's history.
 //!
 //! Reporters never decide a verdict: the checker did, and every renderer
 //! shows the same [`ScenarioCheck`]s. Every text that comes from outside
@@ -9,6 +11,7 @@
 //! if a caller forgot to redact it.
 
 pub mod console;
+pub mod html;
 pub mod json;
 pub mod junit;
 pub mod summary;
@@ -96,6 +99,26 @@ impl ScenarioReport {
     }
 }
 
+impl ScenarioReport {
+    /// A copy with every free text passed through the redaction.
+    pub fn redacted(&self) -> ScenarioReport {
+        let mut s = self.clone();
+        s.reproduce = redact_text(&s.reproduce);
+        s.description = redact_text(&s.description);
+        s.notes = s.notes.iter().map(|n| redact_text(n)).collect();
+        if let Some(skip) = s.skipped.as_mut() {
+            skip.reason = redact_text(&skip.reason);
+        }
+        for res in &mut s.check.results {
+            res.summary = redact_text(&res.summary);
+        }
+        for d in &mut s.check.dead_letters {
+            d.last_error = d.last_error.as_deref().map(redact_text);
+        }
+        s
+    }
+}
+
 impl RunReport {
     /// The run's grade: the worst scenario verdict. Skipped scenarios
     /// count only under `require_all` (as failures); a run in which no
@@ -158,20 +181,7 @@ impl RunReport {
         let mut r = self.clone();
         r.target = redact_text(&r.target);
         r.machine = r.machine.as_deref().map(redact_text);
-        for s in &mut r.scenarios {
-            s.reproduce = redact_text(&s.reproduce);
-            s.description = redact_text(&s.description);
-            s.notes = s.notes.iter().map(|n| redact_text(n)).collect();
-            if let Some(skip) = s.skipped.as_mut() {
-                skip.reason = redact_text(&skip.reason);
-            }
-            for res in &mut s.check.results {
-                res.summary = redact_text(&res.summary);
-            }
-            for d in &mut s.check.dead_letters {
-                d.last_error = d.last_error.as_deref().map(redact_text);
-            }
-        }
+        r.scenarios = r.scenarios.iter().map(ScenarioReport::redacted).collect();
         r
     }
 }
@@ -210,8 +220,9 @@ pub enum ReportError {
     },
 }
 
-/// Writes `report.json`, `junit.xml` and `summary.md` into `dir` (created
-/// if missing); returns their paths.
+/// Writes `report.json`, `junit.xml`, `summary.md` and `report.html` into
+/// `dir` (created if missing); returns their paths. The page reads the
+/// scenarios' histories from `dir`.
 pub fn write_reports(dir: &Path, report: &RunReport) -> Result<Vec<PathBuf>, ReportError> {
     std::fs::create_dir_all(dir).map_err(|source| ReportError::Io {
         path: dir.into(),
@@ -222,6 +233,7 @@ pub fn write_reports(dir: &Path, report: &RunReport) -> Result<Vec<PathBuf>, Rep
         ("report.json", json::render(&report)),
         ("junit.xml", junit::render(&report)),
         ("summary.md", summary::render(&report)),
+        ("report.html", html::render(&report, dir)),
     ];
     let mut out = Vec::new();
     for (name, text) in files {

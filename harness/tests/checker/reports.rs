@@ -118,7 +118,7 @@ fn schema_errors(v: &Value) -> Vec<String> {
 fn report_json_matches_the_checked_in_schema() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let files = write_reports(dir.path(), &fixture())?;
-    assert_eq!(files.len(), 3);
+    assert_eq!(files.len(), 4);
     let v: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json"))?)?;
     assert_eq!(schema_errors(&v), Vec::<String>::new());
     assert_eq!(v["verdict"], "fail");

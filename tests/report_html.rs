@@ -1,0 +1,345 @@
+//! `report.html`: self-contained (no network), carries every attempt of
+//! every history, and draws them in a real browser without a script error.
+//!
+//! The browser is the machine's headless Chromium (`chromium-headless-shell`
+//! or `chromium`). Without one the browser tests skip, except when
+//! `HOOKSTORM_REQUIRE_BROWSER=1` (set by `.ci/run`, which installs it).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{output_text as text, run_binary as hookstorm, scenario_dir_arg, TestResult};
+
+/// Runs a failing, faulted run (a duplicate bug, process kills, a database
+/// cut) and returns its report folder.
+fn faulted_run(dir: &Path) -> PathBuf {
+    let o = hookstorm(
+        &[
+            "run",
+            "--scenario-dir",
+            &scenario_dir_arg(),
+            "--defect",
+            "check-then-insert",
+            "--scenario",
+            "baseline",
+            "--scenario",
+            "concurrent-duplicates",
+            "--scenario",
+            "kill-under-load",
+            "--seed",
+            "8",
+            "--out",
+            "out",
+        ],
+        dir,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    dir.join("out/latest")
+}
+
+/// The JSON the page carries.
+fn embedded_data(html: &str) -> Value {
+    let start = html
+        .find("<script type=\"application/json\" id=\"data\">")
+        .expect("a data block");
+    let rest = &html[start..];
+    let body = &rest[rest.find('>').unwrap() + 1..rest.find("</script>").unwrap()];
+    serde_json::from_str(body).expect("the data block is JSON")
+}
+
+/// Attempt lines in a history file.
+fn attempts_in(history: &Path) -> usize {
+    std::fs::read_to_string(history)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("\"type\":\"attempt\""))
+        .count()
+}
+
+fn timeline_marks(data: &Value) -> usize {
+    data["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["timeline"]["deliveries"].as_array())
+        .flatten()
+        .map(|d| d["a"].as_array().unwrap().len())
+        .sum()
+}
+
+#[test]
+fn the_report_page_is_self_contained_and_carries_every_attempt_and_fault() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let latest = faulted_run(dir.path());
+    let html = std::fs::read_to_string(latest.join("report.html"))?;
+    // Nothing fetched from anywhere: no external script, style, image or font.
+    for banned in [
+        "<script src",
+        "<link",
+        "<img",
+        "@import",
+        "url(",
+        "https://",
+        "http-equiv",
+    ] {
+        assert!(!html.contains(banned), "report.html contains {banned:?}");
+    }
+    let data = embedded_data(&html);
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(latest.join("report.json"))?)?;
+    assert_eq!(data["verdict"], report["verdict"]);
+    assert_eq!(data["seed"], 8);
+    let mut total = 0;
+    for (s, r) in data["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(report["scenarios"].as_array().unwrap())
+    {
+        assert_eq!(s["name"], r["name"]);
+        let history = latest.join(r["history"].as_str().unwrap());
+        let marks: usize = s["timeline"]["deliveries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["a"].as_array().unwrap().len())
+            .sum();
+        assert_eq!(marks, attempts_in(&history), "{}", s["name"]);
+        assert_eq!(s["timeline"]["attempts"], marks);
+        assert_eq!(
+            s["timeline"]["deliveries"].as_array().unwrap().len() as u64,
+            r["check"]["counts"]["deliveries"].as_u64().unwrap(),
+            "{}",
+            s["name"]
+        );
+        total += marks;
+    }
+    assert_eq!(timeline_marks(&data), total);
+    // The kills and restarts of kill-under-load are on its timeline.
+    let kill = data["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "kill-under-load")
+        .unwrap();
+    let faults: Vec<&str> = kill["timeline"]["faults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["fault"].as_str().unwrap())
+        .collect();
+    assert!(
+        faults.contains(&"kill") && faults.contains(&"restart"),
+        "{faults:?}"
+    );
+    // The failing invariant's evidence cites history lines the page links.
+    assert!(html.contains("concurrent-duplicates/history.jsonl"));
+    Ok(())
+}
+
+/// The machine's headless Chromium, if any.
+fn chromium() -> Option<PathBuf> {
+    for name in [
+        "chromium-headless-shell",
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+    ] {
+        for dir in std::env::var("PATH").unwrap_or_default().split(':') {
+            let p = Path::new(dir).join(name);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    let shell = Path::new("/usr/lib/chromium/chromium-headless-shell");
+    shell.is_file().then(|| shell.to_path_buf())
+}
+
+fn browser_or_skip() -> Option<PathBuf> {
+    match chromium() {
+        Some(b) => Some(b),
+        None if std::env::var("HOOKSTORM_REQUIRE_BROWSER").as_deref() == Ok("1") => {
+            panic!("HOOKSTORM_REQUIRE_BROWSER=1 but no chromium-headless-shell or chromium on PATH (hint: apt-get install chromium-headless-shell)")
+        }
+        None => {
+            eprintln!(
+                "skipped: no headless Chromium (set HOOKSTORM_REQUIRE_BROWSER=1 to require it)"
+            );
+            None
+        }
+    }
+}
+
+/// Runs the browser on `page` with `args`, killed after 60 s; returns
+/// stdout and stderr.
+fn browse(browser: &Path, page: &Path, args: &[String]) -> (String, String) {
+    let profile = tempfile::tempdir().unwrap();
+    // Into files, not pipes: a dumped DOM fills a pipe long before the
+    // browser exits.
+    let (out_path, err_path) = (profile.path().join("out"), profile.path().join("err"));
+    let mut child = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--no-first-run",
+            "--window-size=1280,2400",
+            "--virtual-time-budget=5000",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .stdout(Stdio::from(std::fs::File::create(&out_path).unwrap()))
+        .stderr(Stdio::from(std::fs::File::create(&err_path).unwrap()))
+        .spawn()
+        .expect("the browser starts");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the browser did not finish within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let read = |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned();
+    (read(&out_path), read(&err_path))
+}
+
+fn body_attr(dom: &str, name: &str) -> i64 {
+    let body = &dom[dom.find("<body").expect("a body")..];
+    let body = &body[..body.find('>').unwrap()];
+    let key = format!("{name}=\"");
+    let at = body
+        .find(&key)
+        .unwrap_or_else(|| panic!("no {name} in {body}"))
+        + key.len();
+    body[at..at + body[at..].find('"').unwrap()]
+        .parse()
+        .unwrap()
+}
+
+/// Console errors the browser logged for the page.
+fn console_errors(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
+        .collect()
+}
+
+#[test]
+fn a_browser_draws_the_timelines_without_a_script_error_and_keeps_a_screenshot() -> TestResult {
+    let Some(browser) = browser_or_skip() else {
+        return Ok(());
+    };
+    let dir = tempfile::tempdir()?;
+    let latest = faulted_run(dir.path()).canonicalize()?;
+    let page = latest.join("report.html");
+    let data = embedded_data(&std::fs::read_to_string(&page)?);
+    let began = Instant::now();
+    let (dom, stderr) = browse(&browser, &page, &["--dump-dom".into()]);
+    let elapsed = began.elapsed();
+    assert_eq!(console_errors(&stderr), Vec::<&str>::new(), "{stderr}");
+    assert_eq!(body_attr(&dom, "data-errors"), 0, "{dom}");
+    // Every attempt of every history is laid out as a mark, and what is in
+    // view is drawn: the marks in the DOM are the ones the page counts.
+    assert_eq!(body_attr(&dom, "data-marks"), timeline_marks(&data) as i64);
+    let drawn = dom.matches("class=\"mark\"").count() as i64;
+    assert!(drawn > 0, "no mark drawn");
+    assert_eq!(body_attr(&dom, "data-drawn"), drawn);
+    assert!(dom.contains("kill-under-load") && dom.contains("exactly-once"));
+    eprintln!(
+        "browser: {} marks laid out, {drawn} drawn, {:.2}s",
+        body_attr(&dom, "data-marks"),
+        elapsed.as_secs_f64()
+    );
+    let shot = latest.join("report.png");
+    browse(
+        &browser,
+        &page,
+        &[format!("--screenshot={}", shot.display())],
+    );
+    let png = std::fs::read(&shot)?;
+    assert!(
+        png.len() > 10_000 && png.starts_with(b"\x89PNG"),
+        "{} bytes",
+        png.len()
+    );
+    Ok(())
+}
+
+#[test]
+fn a_scenario_with_thousands_of_deliveries_stays_small_and_draws_only_what_is_in_view() -> TestResult
+{
+    // A real report, whose baseline history gets 6000 more deliveries.
+    let dir = tempfile::tempdir()?;
+    let o = hookstorm(
+        &[
+            "run",
+            "--scenario-dir",
+            &scenario_dir_arg(),
+            "--scenario",
+            "baseline",
+            "--seed",
+            "5",
+            "--out",
+            "out",
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let latest = dir.path().join("out/latest").canonicalize()?;
+    let history = latest.join("baseline/history.jsonl");
+    let mut lines = std::fs::read_to_string(&history)?;
+    let first: Value = serde_json::from_str(
+        lines
+            .lines()
+            .find(|l| l.contains("\"type\":\"attempt\""))
+            .unwrap(),
+    )?;
+    for i in 0..6000 {
+        let mut a = first.clone();
+        a["delivery"] = Value::from(format!("whd_bulk{i}"));
+        a["key"] = Value::from(format!("tsk_bulk{i}"));
+        a["outcome"] = Value::from(if i % 7 == 0 { "fail" } else { "ok" });
+        lines.push_str(&a.to_string());
+        lines.push('\n');
+    }
+    std::fs::write(&history, lines)?;
+    let mut report: Value =
+        serde_json::from_str(&std::fs::read_to_string(latest.join("report.json"))?)?;
+    let o = report.as_object_mut().unwrap();
+    for k in ["format_version", "verdict", "exit_code", "coverage"] {
+        o.remove(k);
+    }
+    let report: hookstorm::report::RunReport = serde_json::from_value(report)?;
+    let html = hookstorm::report::html::render(&report, &latest);
+    let expected = attempts_in(&history);
+    let data = embedded_data(&html);
+    assert_eq!(timeline_marks(&data), expected);
+    // About 100 bytes a delivery of one attempt: thousands of deliveries
+    // stay well under a megabyte.
+    assert!(
+        html.len() < 110 * expected + 100_000,
+        "{} bytes",
+        html.len()
+    );
+    let page = latest.join("large.html");
+    std::fs::write(&page, &html)?;
+    let Some(browser) = browser_or_skip() else {
+        return Ok(());
+    };
+    let (dom, stderr) = browse(&browser, &page, &["--dump-dom".into()]);
+    assert_eq!(console_errors(&stderr), Vec::<&str>::new(), "{stderr}");
+    assert_eq!(body_attr(&dom, "data-errors"), 0);
+    assert_eq!(body_attr(&dom, "data-marks"), expected as i64);
+    let drawn = body_attr(&dom, "data-drawn");
+    assert!(drawn > 0 && drawn < 200, "{drawn} of {expected} drawn");
+    Ok(())
+}
