@@ -35,8 +35,9 @@ use tokio::time::Instant;
 use crate::gauge::{TrafficGauge, WindowCount};
 use crate::history::{Event, Intent, Outcome};
 use crate::lifecycle::{Cut, LifecycleError, Role, Signal, Supervisor};
+use crate::plan::Plan;
 use crate::scenario::{
-    CutDatabaseSpec, CutMode, CutVia, FaultSpec, KillSignal, KillSpec, KillWorkerSpec, Scenario,
+    CutDatabaseSpec, CutMode, CutVia, FaultSpec, KillSignal, KillSpec, KillWorkerSpec,
 };
 use crate::state::State;
 use crate::target::Target;
@@ -54,14 +55,14 @@ pub const KILL_AFTER_ACKS: u64 = 2;
 /// How often the nemesis looks at the traffic gauge while it waits.
 const POLL: Duration = Duration::from_millis(5);
 
-/// Whether the scenario has process or database faults.
-pub fn applies(scenario: &Scenario) -> bool {
-    scenario.faults.iter().any(FaultSpec::is_process_fault)
+/// Whether the faults include process or database faults.
+pub fn applies(faults: &[FaultSpec]) -> bool {
+    faults.iter().any(FaultSpec::is_process_fault)
 }
 
-/// The spread of the steady stream the scenario's process faults want.
-pub fn spread(scenario: &Scenario) -> Option<Duration> {
-    scenario.faults.iter().filter_map(FaultSpec::spread).max()
+/// The spread of the steady stream the process faults want.
+pub fn spread(faults: &[FaultSpec]) -> Option<Duration> {
+    faults.iter().filter_map(FaultSpec::spread).max()
 }
 
 /// Why the scenario cannot run against this target, if it cannot.
@@ -69,32 +70,29 @@ pub fn spread(scenario: &Scenario) -> Option<Duration> {
 /// Kills need lifecycle control; a database cut needs only database control
 /// (`[database]`), so a receiver that runs on its own can still have its
 /// database cut through the harness's proxy.
-pub fn missing_control(scenario: &Scenario, target: &Target) -> Option<String> {
-    if !applies(scenario) {
+pub fn missing_control(scenario: &str, faults: &[FaultSpec], target: &Target) -> Option<String> {
+    if !applies(faults) {
         return None;
     }
-    let kills = scenario
-        .faults
+    let kills = faults
         .iter()
         .any(|f| matches!(f, FaultSpec::Kill(_) | FaultSpec::KillWorker(_)));
     let life = target.lifecycle.as_ref();
     if kills && life.is_none() {
         return Some(format!(
-            "needs lifecycle control, which the target does not describe (hint: add [lifecycle] start = \"…\" and ready = {{ http = \"…\" }} to the target file, or --skip {})",
-            scenario.name
+            "needs lifecycle control, which the target does not describe (hint: add [lifecycle] start = \"…\" and ready = {{ http = \"…\" }} to the target file, or --skip {scenario})"
         ));
     }
-    for f in &scenario.faults {
+    for f in faults {
         match f {
             FaultSpec::KillWorker(_) if life.is_some_and(|l| l.worker.is_none()) => {
                 return Some(format!(
-                    "needs a separate worker process (hint: add [lifecycle.worker] start = \"…\", or --skip {})",
-                    scenario.name
+                    "needs a separate worker process (hint: add [lifecycle.worker] start = \"…\", or --skip {scenario})"
                 ))
             }
             FaultSpec::CutDatabase(c) => {
                 if let Err(why) = choose_cut(c, &target.database) {
-                    return Some(format!("{why} (hint: or --skip {})", scenario.name));
+                    return Some(format!("{why} (hint: or --skip {scenario})"));
                 }
             }
             _ => {}
@@ -183,15 +181,12 @@ impl Actions {
 }
 
 /// Sets failpoint environments and restarts what needs it, before sending.
-pub async fn prepare(
-    sup: &mut Supervisor,
-    scenario: &Scenario,
-    seed: u64,
-) -> Result<(), LifecycleError> {
+pub async fn prepare(sup: &mut Supervisor, plan: &Plan) -> Result<(), LifecycleError> {
     if !sup.supports_failpoints() {
         return Ok(());
     }
-    for f in &scenario.faults {
+    let seed = plan.seed;
+    for f in &plan.faults {
         let (role, fp) = match f {
             FaultSpec::Kill(KillSpec {
                 failpoint: Some(fp),
@@ -219,9 +214,9 @@ fn failpoint_env(fp: &str, seed: u64) -> BTreeMap<String, String> {
 
 /// Clears failpoints (restarting processes that had them) and makes sure
 /// everything runs again, after sending.
-pub async fn finish(sup: &mut Supervisor, scenario: &Scenario) -> Result<(), LifecycleError> {
+pub async fn finish(sup: &mut Supervisor, plan: &Plan) -> Result<(), LifecycleError> {
     if sup.supports_failpoints() {
-        for f in &scenario.faults {
+        for f in &plan.faults {
             let role = match f {
                 FaultSpec::Kill(KillSpec {
                     failpoint: Some(_), ..
@@ -247,10 +242,11 @@ struct CrashPoints {
 }
 
 impl CrashPoints {
-    fn of(scenario: &Scenario, sup: &Supervisor, seed: u64) -> CrashPoints {
+    fn of(plan: &Plan, sup: &Supervisor) -> CrashPoints {
+        let seed = plan.seed;
         let mut points = Vec::new();
         if sup.supports_failpoints() {
-            for f in &scenario.faults {
+            for f in &plan.faults {
                 match f {
                     FaultSpec::Kill(KillSpec {
                         failpoint: Some(fp),
@@ -296,16 +292,15 @@ impl CrashPoints {
 /// process is restarted without them, so a scenario always ends.
 pub async fn nemesis(
     sup: &mut Supervisor,
-    scenario: &Scenario,
-    seed: u64,
+    plan: &Plan,
     gauge: &TrafficGauge,
     mut done: watch::Receiver<bool>,
 ) -> Actions {
     let mut acts = Actions::default();
-    let mut cps = CrashPoints::of(scenario, sup, seed);
+    let mut cps = CrashPoints::of(plan, sup);
     let start = Instant::now();
-    let mut rng = crate::workload::rng_for(seed, &scenario.name, "nemesis", 0);
-    for f in &scenario.faults {
+    let mut rng = plan.rng("nemesis", 0);
+    for f in &plan.faults {
         let r = match f {
             FaultSpec::Kill(k) => {
                 let crash_points = k.failpoint.is_some() && sup.supports_failpoints();
@@ -316,7 +311,7 @@ pub async fn nemesis(
                 };
                 let mut place = Placement {
                     gauge: Some(gauge),
-                    rng: crate::workload::rng_for(seed, &scenario.name, "kill-placement", 0),
+                    rng: plan.rng("kill-placement", 0),
                 };
                 signals(
                     sup,
@@ -348,7 +343,7 @@ pub async fn nemesis(
                 // The worker answers no request: its kills keep their moments.
                 let mut place = Placement {
                     gauge: None,
-                    rng: crate::workload::rng_for(seed, &scenario.name, "kill-placement", 1),
+                    rng: plan.rng("kill-placement", 1),
                 };
                 signals(
                     sup,
@@ -660,9 +655,9 @@ impl CutSeen {
 /// `tally` is `None` when the state could not be read (the checker is then
 /// unknown anyway). Pauses (`signal = "stop"`) and worker kills are not
 /// judged here: they need not cut an exchange short to test something.
-pub fn not_exercised(scenario: &Scenario, acts: &Actions, tally: Option<&Tally>) -> Option<String> {
+pub fn not_exercised(plan: &Plan, acts: &Actions, tally: Option<&Tally>) -> Option<String> {
     let mut why = Vec::new();
-    if scenario
+    if plan
         .faults
         .iter()
         .any(|f| matches!(f, FaultSpec::CutDatabase(_)))
@@ -676,7 +671,7 @@ pub fn not_exercised(scenario: &Scenario, acts: &Actions, tally: Option<&Tally>)
             ),
         });
     }
-    let kills = scenario.faults.iter().any(|f| {
+    let kills = plan.faults.iter().any(|f| {
         matches!(f, FaultSpec::Kill(k) if matches!(k.signal, KillSignal::Kill | KillSignal::Term))
     });
     if let (true, Some(t)) = (kills, tally) {
@@ -808,7 +803,7 @@ mod tests {
         assert_eq!(choose_cut(&spec, &db).unwrap(), Cut::Proxy(Mode::Reset));
     }
 
-    fn scenario_with(fault: &str) -> Scenario {
+    fn scenario_with(fault: &str) -> Plan {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.toml");
         std::fs::write(
@@ -816,7 +811,7 @@ mod tests {
             format!("name = \"s\"\ndescription = \"d\"\nexpect = \"e\"\nwhen_it_fails = \"w\"\ncheck = [\"I1\"]\n[[fault]]\n{fault}\n"),
         )
         .unwrap();
-        Scenario::from_file(&path).unwrap()
+        crate::workload::plan(&crate::scenario::Scenario::from_file(&path).unwrap(), 0)
     }
 
     fn seen(answered: u64) -> CutSeen {

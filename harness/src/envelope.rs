@@ -384,7 +384,7 @@ pub fn check_template(template: &str) -> Result<(), String> {
     }
     let sample: Body = serde_json::from_value(json!({
         "task": {"id": "tsk_0000000000000000", "idempotencyKey": "job-1",
-                 "status": "COMPLETED", "createdAt": crate::workload::EPOCH},
+                 "status": "COMPLETED", "createdAt": crate::delivery::EPOCH},
         "credits": 1,
     }))
     .expect("the sample body parses");
@@ -474,11 +474,11 @@ mod tests {
         let poison = body(
             TaskStatus::Completed,
             "job-1",
-            crate::workload::POISON_CREATED_AT,
+            crate::delivery::POISON_CREATED_AT,
         );
         let v: Value =
             serde_json::from_slice(&fill_template(t, BodyShape::Stripe, &poison)).unwrap();
-        assert_eq!(v["at"], crate::workload::POISON_CREATED_AT);
+        assert_eq!(v["at"], crate::delivery::POISON_CREATED_AT);
         assert!(check_template(r#"{"a": "{{nope}}"}"#)
             .unwrap_err()
             .contains("unknown placeholder"));

@@ -18,6 +18,7 @@
 //! - [`history`]: the JSON Lines history of attempts.
 //! - [`tag`]: fault tags as a type: what each excuses.
 //! - [`scenario`]: scenario files (workload and faults as data).
+//! - [`plan`]: the plan, every delivery of a scenario and its faults, made once.
 //! - [`workload`]: a scenario plus a seed becomes a deterministic plan.
 //! - [`fault`]: fault actors over the delivery stream (duplicate, reorder, drop_ack, tamper).
 //! - [`sender`]: delivers a plan over real HTTP the way a profile says.
@@ -37,14 +38,13 @@
 //! - [`front`]: the fault front, an HTTP proxy before the receiver.
 //! - [`provider`]: the provider API (task lookups) receivers reconcile against.
 //! - [`redelivery`]: the dashboard's redelivery rules (pending, hourly limit).
-//! - [`catalog`]: run hooks for the front, the provider API and their notes.
+//! - `hooks`: run hooks for the front, the provider API and their notes.
 //! - [`gaps`]: retry gaps measured against the scaled schedule.
 //! - [`serve`]: the small HTTP server loop the front and the provider share.
 //! - [`bench`]: `hookstorm bench`, load and correctness at once.
 #![warn(missing_docs)]
 
 pub mod bench;
-mod catalog;
 pub mod chaos;
 pub mod check;
 pub mod coverage;
@@ -57,9 +57,11 @@ pub mod front;
 pub mod gaps;
 pub mod gauge;
 pub mod history;
+mod hooks;
 pub mod interrupt;
 pub mod late;
 pub mod lifecycle;
+pub mod plan;
 pub mod preflight;
 pub mod probe;
 pub mod profile;

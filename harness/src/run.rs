@@ -19,9 +19,11 @@ use crate::chaos;
 use crate::check::{self, CheckOptions, ScenarioCheck, Verdict};
 use crate::coverage::{self, Skip, TargetFacts};
 use crate::history::{self, Event, HistorySink, RunHeader};
+use crate::hooks;
 use crate::interrupt::Stop;
 use crate::late::Owners;
 use crate::lifecycle::Supervisor;
+use crate::plan::Plan;
 use crate::preflight::{self, Preflight};
 use crate::probe::{Probe, Settled};
 use crate::report::{self, RunReport, ScenarioReport};
@@ -516,8 +518,12 @@ async fn run_scenario(
             return Err(RunError::Target(e.to_string()));
         }
     }
-    let reconcile = crate::catalog::load_provider(scenario, target, seed, time_scale, &sink);
-    let front = crate::catalog::start_front(scenario, target, seed, &sink).await?;
+    // Planned once: the sender, the provider book and the faults all read this plan.
+    let plan: Plan = crate::workload::plan(scenario, seed);
+    let reconcile = hooks::load_provider(&plan, target, time_scale, &sink);
+    let front = hooks::start_front(&plan, target, &sink)
+        .await
+        .map_err(|e| RunError::Target(e.to_string()))?;
     let mut cfg = SendConfig::new(
         target.url.clone(),
         target.profile.clone(),
@@ -533,42 +539,41 @@ async fn run_scenario(
         .iter()
         .map(|(k, v)| (k.clone(), vec![v.clone()]))
         .collect();
-    cfg.spread = chaos::spread(scenario);
+    cfg.spread = chaos::spread(&plan.faults);
     if let Some(f) = &front {
         cfg.url = f.url();
         cfg.front = Some(f.tags());
     }
     let (sent, actions) = match supervisor {
-        Some(sup) if chaos::applies(scenario) => {
+        Some(sup) if chaos::applies(&plan.faults) => {
             sup.attach(sink.clone(), &scenario.name, &dir);
             let mut actions = chaos::Actions::default();
-            if let Err(e) = chaos::prepare(sup, scenario, seed).await {
+            if let Err(e) = chaos::prepare(sup, &plan).await {
                 actions.errors.push(e.to_string());
             }
             let gauge = std::sync::Arc::new(crate::gauge::TrafficGauge::new());
             cfg.gauge = Some(gauge.clone());
             let (done_tx, done_rx) = tokio::sync::watch::channel(false);
             let send = async {
-                let r = sender::send(scenario, &cfg, &sink).await;
+                let r = sender::send(&plan, &cfg, &sink).await;
                 let _ = done_tx.send(true);
                 r
             };
-            let (sent, acted) =
-                tokio::join!(send, chaos::nemesis(sup, scenario, seed, &gauge, done_rx));
+            let (sent, acted) = tokio::join!(send, chaos::nemesis(sup, &plan, &gauge, done_rx));
             actions.merge(acted);
-            if let Err(e) = chaos::finish(sup, scenario).await {
+            if let Err(e) = chaos::finish(sup, &plan).await {
                 actions.errors.push(e.to_string());
             }
             sup.detach();
             (sent, Some(actions))
         }
-        _ => (sender::send(scenario, &cfg, &sink).await, None),
+        _ => (sender::send(&plan, &cfg, &sink).await, None),
     };
     if let Some(f) = front {
-        notes.extend(crate::catalog::front_note(f.stop().await));
+        notes.extend(hooks::front_note(f.stop().await));
     }
     if let Some(book) = &reconcile {
-        notes.push(crate::catalog::reconcile(probe, book, &sink).await);
+        notes.push(hooks::reconcile(probe, book, &sink).await);
     }
     sink.finish().map_err(|e| RunError::Io(e.to_string()))?;
     let summary = match sent {
@@ -630,7 +635,7 @@ async fn run_scenario(
             .ok()
             .map(|s| chaos::Tally::measure(events.iter().map(|(_, e)| e), s));
         notes.push(chaos::note(acts, tally.as_ref()));
-        unexercised = chaos::not_exercised(scenario, acts, tally.as_ref());
+        unexercised = chaos::not_exercised(&plan, acts, tally.as_ref());
     }
     let state_ref = match &state {
         Ok(s) => Ok(s),
@@ -668,8 +673,8 @@ async fn run_scenario(
         summary.duration.as_secs_f64(),
         time_scale
     ));
-    notes.extend(crate::catalog::send_notes(
-        scenario,
+    notes.extend(hooks::send_notes(
+        &plan,
         target,
         &summary,
         &check,

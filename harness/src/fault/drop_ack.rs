@@ -7,8 +7,8 @@
 use rand::Rng;
 
 use crate::history::Intent;
+use crate::plan::Plan;
 use crate::scenario::DropAckSpec;
-use crate::workload::Plan;
 
 /// The fault name in attempts' `faults`.
 pub const NAME: &str = "drop-ack";

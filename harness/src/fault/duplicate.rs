@@ -15,9 +15,10 @@
 
 use rand::Rng;
 
+use crate::delivery::random_id;
 use crate::history::Intent;
+use crate::plan::{Plan, Redelivery};
 use crate::scenario::{DuplicateMode, DuplicateSpec};
-use crate::workload::{random_id, Plan, Redelivery};
 
 /// Fault name of concurrent copies.
 pub const CONCURRENT: &str = "duplicate-concurrent";

@@ -10,8 +10,8 @@
 
 use rand_chacha::ChaCha8Rng;
 
-use crate::scenario::{FaultSpec, Scenario};
-use crate::workload::Plan;
+use crate::plan::Plan;
+use crate::scenario::FaultSpec;
 
 pub mod drop_ack;
 pub mod duplicate;
@@ -19,12 +19,12 @@ pub mod reorder;
 pub mod tamper;
 
 /// Applies one fault to the plan.
-pub fn apply(plan: &mut Plan, scenario: &Scenario, spec: &FaultSpec, rng: &mut ChaCha8Rng) {
+pub fn apply(plan: &mut Plan, spec: &FaultSpec, rng: &mut ChaCha8Rng) {
     match spec {
         FaultSpec::Duplicate(d) => duplicate::apply(plan, d, rng),
         FaultSpec::Reorder(r) => reorder::apply(plan, r, rng),
         FaultSpec::DropAck(d) => drop_ack::apply(plan, d, rng),
-        FaultSpec::Tamper(t) => tamper::apply(plan, scenario, t, rng),
+        FaultSpec::Tamper(t) => tamper::apply(plan, t, rng),
         // Process and database faults act at run time (`crate::chaos`), not on the plan.
         FaultSpec::Kill(_) | FaultSpec::CutDatabase(_) | FaultSpec::KillWorker(_) => {}
         // Carried out while sending (the front, the dashboard, the provider API).

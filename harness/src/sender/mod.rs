@@ -1,4 +1,4 @@
-//! The sender: delivers a scenario's plan over real HTTP as a profile says.
+//! The sender: delivers a [`Plan`] over real HTTP as a profile says.
 //!
 //! Bounded concurrency (a semaphore held per exchange, not while waiting),
 //! a keep-alive pool, a per-attempt timeout, no redirects, the profile's
@@ -47,12 +47,12 @@ use crate::gauge::TrafficGauge;
 use crate::history::{
     now_rfc3339, Attempt, Event, FaultEvent, HistoryError, HistorySink, Intent, Outcome,
 };
+use crate::plan::{Plan, PlannedDelivery, Redelivery};
 use crate::profile::REDELIVERY_LIMIT_PER_HOUR;
 use crate::profile::{BodyShape, Freshness, Identity, Profile, Semantics};
 use crate::redelivery::{Desk, Refusal, Standing};
-use crate::scenario::{Forgery, Scenario, Signing};
+use crate::scenario::{Forgery, Signing};
 use crate::signature::{Scheme, Secret};
-use crate::workload::{self, PlannedDelivery, Redelivery};
 
 pub mod copies;
 pub mod exchange;
@@ -225,16 +225,16 @@ struct Ctx {
     while_pending: u32,
 }
 
-/// Plans `scenario` with `cfg.seed` and delivers it, writing every attempt to `sink`.
+/// Delivers `plan`, writing every attempt to `sink`. `cfg.seed` drives the
+/// retry jitter and derived secrets; the plan's own seed fixed the rest.
 pub async fn send(
-    scenario: &Scenario,
+    plan: &Plan,
     cfg: &SendConfig,
     sink: &HistorySink,
 ) -> Result<SendSummary, SendError> {
     let start = Instant::now();
-    let ctx = Arc::new(prepare(scenario, cfg, sink)?);
+    let ctx = Arc::new(prepare(plan, cfg, sink)?);
     probe(&ctx).await?;
-    let plan = workload::plan(scenario, cfg.seed);
     let p = &cfg.profile;
     if p.body != BodyShape::Answerline || p.body_template.is_some() {
         ctx.note(
@@ -280,7 +280,7 @@ pub async fn send(
     Ok(s)
 }
 
-fn prepare(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> Result<Ctx, SendError> {
+fn prepare(plan: &Plan, cfg: &SendConfig, sink: &HistorySink) -> Result<Ctx, SendError> {
     if !(cfg.time_scale.is_finite() && cfg.time_scale > 0.0) {
         return Err(SendError::Config(format!(
             "time scale {}: expected a number above 0",
@@ -292,7 +292,7 @@ fn prepare(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> Result<
     }
     let mut uris = BTreeMap::new();
     let mut keys = BTreeMap::new();
-    for (i, account) in scenario.accounts.iter().enumerate() {
+    for (i, account) in plan.accounts.iter().enumerate() {
         let url = cfg.url_for(account);
         let uri: http::Uri = url.parse().map_err(|e| SendError::BadUrl {
             url: url.clone(),
@@ -308,8 +308,8 @@ fn prepare(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> Result<
         let current = cfg.secrets.get(account).filter(|s| !s.is_empty()).cloned().ok_or_else(|| {
             SendError::Config(format!(
                 "scenario {} needs a secret for account {account:?} (hint: it sends to {} account(s))",
-                scenario.name,
-                scenario.needs_accounts()
+                plan.scenario,
+                plan.accounts.len()
             ))
         })?;
         // A secret the scheme cannot key with (e.g. not base64 after whsec_) is a config error.
@@ -335,12 +335,12 @@ fn prepare(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> Result<
                     &format!("retired:{account}"),
                 )]
             });
-        let other = scenario
+        let other = plan
             .accounts
             .iter()
             .cycle()
             .skip(i + 1)
-            .take(scenario.accounts.len() - 1)
+            .take(plan.accounts.len() - 1)
             .find_map(|a| cfg.secrets.get(a).cloned());
         keys.insert(
             account.clone(),
@@ -353,7 +353,7 @@ fn prepare(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> Result<
         );
     }
     Ok(Ctx {
-        scenario: scenario.name.clone(),
+        scenario: plan.scenario.clone(),
         cfg: cfg.clone(),
         pooled: exchange::client(&cfg.profile, true, &cfg.roots),
         sem: Semaphore::new(cfg.concurrency),
@@ -367,13 +367,12 @@ fn prepare(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> Result<
         sink: sink.clone(),
         stats: Mutex::new(Stats::default()),
         desk: Desk::new(
-            scenario
-                .redeliver()
+            plan.redeliver()
                 .and_then(|r| r.hourly_limit)
                 .unwrap_or(REDELIVERY_LIMIT_PER_HOUR),
             cfg.time_scale,
         ),
-        while_pending: scenario.redeliver().map(|r| r.while_pending).unwrap_or(0),
+        while_pending: plan.redeliver().map(|r| r.while_pending).unwrap_or(0),
     })
 }
 
@@ -795,7 +794,7 @@ struct Delivered {
 async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
     let local = ctx.localize(d);
     let d: &PlannedDelivery = &local;
-    let mut rng = workload::rng_for(ctx.cfg.seed, &ctx.scenario, "delivery", d.index as u64);
+    let mut rng = crate::plan::rng_for(ctx.cfg.seed, &ctx.scenario, "delivery", d.index as u64);
     let Some(delivered) = run_round(ctx, d, &mut rng, 0, d.drop_acks).await else {
         return;
     };

@@ -7,11 +7,22 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use hookstorm::history::HistorySink;
 use hookstorm::history::{Attempt, Intent, Outcome};
 use hookstorm::profile::{Freshness, Profile};
-use hookstorm::sender::{send, SendError, SendSummary};
+use hookstorm::scenario::Scenario;
+use hookstorm::sender::{SendConfig, SendError, SendSummary};
 
 use crate::support::*;
+
+/// Plans `s` with the configuration's seed and delivers the plan, as a run does.
+async fn send(
+    s: &Scenario,
+    cfg: &SendConfig,
+    sink: &HistorySink,
+) -> Result<SendSummary, SendError> {
+    hookstorm::sender::send(&hookstorm::workload::plan(s, cfg.seed), cfg, sink).await
+}
 
 fn short(mut p: Profile, attempts: u32) -> Profile {
     p.schedule.max_attempts = attempts;

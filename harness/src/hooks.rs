@@ -1,54 +1,35 @@
-//! The run pipeline's hooks for the catalog scenarios that need more than a
-//! sender: the fault front before the receiver, the provider API and the
-//! reconciliation step, and the notes they add to a scenario's report
+//! Run hooks: the steps around the sender that some scenarios need (the
+//! fault front before the receiver, the provider API's task book and the
+//! reconciliation step) and the notes they add to a scenario's report
 //! (redirect findings, redeliveries, dead letters, retry gaps).
 //!
-//! Kept apart from [`crate::run`] so the pipeline there stays a plain
+//! They read the scenario's [`Plan`], never the scenario, and return their
+//! own errors; [`crate::run`] calls them and keeps its pipeline a plain
 //! sequence of steps.
 
 use std::path::Path;
 use std::time::Duration;
 
 use crate::check::ScenarioCheck;
-use crate::front::{Front, FrontConfig, FrontCounts};
+use crate::front::{Front, FrontConfig, FrontCounts, FrontError};
 use crate::history::{now_rfc3339, Event, FaultEvent, HistorySink};
+use crate::plan::Plan;
 use crate::probe::Probe;
 use crate::provider::book::{self, TaskBook};
-use crate::run::RunError;
-use crate::scenario::Scenario;
 use crate::sender::SendSummary;
 use crate::target::Target;
-
-/// Why a scenario cannot run against this target, if it cannot.
-pub(crate) fn unmet_needs(scenario: &Scenario, target: &Target, probe: &Probe) -> Option<String> {
-    scenario.reconcile()?;
-    if target.provider.is_none() {
-        return Some(format!(
-            "needs the harness's provider API (hint: add [provider] listen = \"127.0.0.1:7070\" and key_env = \"VAR\" to the target file, point the receiver's reconciliation at http://127.0.0.1:7070 with that key, or --skip {})",
-            scenario.name
-        ));
-    }
-    if !probe.can_setup() || !probe.can_reconcile() {
-        return Some(format!(
-            "needs setup and reconcile hooks (hint: [state] setup = URL and reconcile = URL, or --skip {})",
-            scenario.name
-        ));
-    }
-    None
-}
 
 /// Loads the scenario's tasks into the provider API (all finished) and
 /// records the final ones in the history; `None` when it does not reconcile.
 pub(crate) fn load_provider(
-    scenario: &Scenario,
+    plan: &Plan,
     target: &Target,
-    seed: u64,
     time_scale: f64,
     sink: &HistorySink,
 ) -> Option<TaskBook> {
-    scenario.reconcile()?;
+    plan.reconcile()?;
     let provider = target.provider.as_ref()?;
-    let book = book::from_plan(scenario, seed, time_scale, true);
+    let book = book::from_plan(plan, time_scale, true);
     for task in book.final_tasks() {
         let _ = sink.write(Event::Provider(task));
     }
@@ -58,23 +39,21 @@ pub(crate) fn load_provider(
 
 /// Starts the scenario's fault front, if it asks for one.
 pub(crate) async fn start_front(
-    scenario: &Scenario,
+    plan: &Plan,
     target: &Target,
-    seed: u64,
     sink: &HistorySink,
-) -> Result<Option<Front>, RunError> {
-    let Some(spec) = scenario.front() else {
+) -> Result<Option<Front>, FrontError> {
+    let Some(spec) = plan.front() else {
         return Ok(None);
     };
     let front = Front::start(FrontConfig {
-        scenario: scenario.name.clone(),
+        scenario: plan.scenario.clone(),
         spec: spec.clone(),
-        seed,
+        seed: plan.seed,
         target_url: target.url.clone(),
         sink: Some(sink.clone()),
     })
-    .await
-    .map_err(|e| RunError::Target(e.to_string()))?;
+    .await?;
     Ok(Some(front))
 }
 
@@ -190,7 +169,7 @@ pub(crate) async fn reconcile(probe: &Probe, book: &TaskBook, sink: &HistorySink
 /// Notes from the send: redirect findings, redeliveries, dead letters, and
 /// retry gaps against the scaled schedule where the front forced retries.
 pub(crate) fn send_notes(
-    scenario: &Scenario,
+    plan: &Plan,
     target: &Target,
     summary: &SendSummary,
     check: &ScenarioCheck,
@@ -226,7 +205,7 @@ pub(crate) fn send_notes(
             "dead letters: {dead} deliveries ran out of attempts ({recovered} of those listed recovered later); see the dead letter list"
         ));
     }
-    if let Some(f) = scenario.front() {
+    if let Some(f) = plan.front() {
         if f.fail_first > 0 && f.redirect.is_none() {
             if let Ok(events) = crate::history::read(history) {
                 let events: Vec<Event> = events.filter_map(Result::ok).collect();
