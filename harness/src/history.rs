@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::delivery::TaskStatus;
+use crate::tag::FaultTag;
 
 /// What became of one attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -63,6 +64,37 @@ impl Intent {
     }
 }
 
+/// The kind of transport failure an attempt's `error` records: the
+/// history keeps the text, this is what the checker asks of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportFailure {
+    /// No answer within the time limit.
+    Timeout,
+    /// No connection could be made.
+    Connect,
+    /// Anything else (reset, closed, not HTTP, a request that could not be built).
+    Other,
+}
+
+impl TransportFailure {
+    /// The kind of the error text the sender wrote.
+    pub fn of(error: &str) -> TransportFailure {
+        let e = error.to_ascii_lowercase();
+        if e.contains("timeout") || e.contains("timed out") {
+            TransportFailure::Timeout
+        } else if e.contains("connect") {
+            TransportFailure::Connect
+        } else {
+            TransportFailure::Other
+        }
+    }
+
+    /// The error text of a timeout after `limit`, as the sender writes it.
+    pub fn timeout_text(limit: std::time::Duration) -> String {
+        format!("timeout after {}", crate::units::format_duration(limit))
+    }
+}
+
 /// One HTTP attempt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Attempt {
@@ -84,7 +116,7 @@ pub struct Attempt {
     pub round: u32,
     /// Faults applied to this attempt.
     #[serde(default)]
-    pub faults: Vec<String>,
+    pub faults: Vec<FaultTag>,
     /// When it was sent (RFC 3339, wall clock).
     pub sent_at: String,
     /// The answer's status, if one came.
@@ -124,6 +156,11 @@ pub struct Attempt {
 }
 
 impl Attempt {
+    /// The kind of transport failure, when the attempt got no answer.
+    pub fn transport_failure(&self) -> Option<TransportFailure> {
+        self.error.as_deref().map(TransportFailure::of)
+    }
+
     /// A first attempt of a genuine delivery, answered 204 and `ok`: the
     /// base that tests and tools adjust field by field.
     pub fn acknowledged(scenario: &str, account: &str, key: &str) -> Attempt {

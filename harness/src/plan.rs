@@ -15,6 +15,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::delivery::{random_id, Body};
 use crate::history::Intent;
 use crate::scenario::{FaultSpec, Forgery, FrontSpec, ReconcileSpec, RedeliverSpec, Signing};
+use crate::tag::FaultTag;
 
 /// Everything one scenario sends for one seed.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,14 +140,14 @@ impl PlannedDelivery {
             .map(|k| crate::delivery::job_key(k).to_string())
     }
 
-    /// The fault names that apply to this delivery's attempts as a whole.
-    pub fn faults(&self) -> Vec<String> {
+    /// The fault tags that apply to this delivery's attempts as a whole.
+    pub fn faults(&self) -> Vec<FaultTag> {
         let mut f = Vec::new();
         if let Some(x) = self.forgery {
-            f.push(format!("tamper:{}", x.as_str()));
+            f.push(FaultTag::Tamper(x.as_str().to_string()));
         }
         if self.signing != Signing::Current {
-            f.push(format!("rotation:{}", signing_name(self.signing)));
+            f.push(FaultTag::Rotation(signing_name(self.signing).to_string()));
         }
         f
     }

@@ -264,7 +264,7 @@ fn attempt_line(
             s.push(',');
         }
         s.push('"');
-        s.push_str(f);
+        s.push_str(&f.to_string());
         s.push('"');
     }
     s.push_str(r#"],"sent_at":""#);

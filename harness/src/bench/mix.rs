@@ -11,15 +11,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::tag::FaultTag;
+
 #[cfg(test)]
 use crate::delivery::{Body, Task, TaskStatus};
-
-/// Fault name of a redelivery of an earlier slot.
-pub const DUPLICATE: &str = crate::fault::duplicate::REPLAY;
-/// Fault name prefix of concurrent copies (`duplicate-concurrent:1/2`).
-pub const CONCURRENT: &str = crate::fault::duplicate::CONCURRENT;
-/// Fault name of both halves of a reordered pair.
-pub const REORDER: &str = "reorder";
 
 /// Shares of the special deliveries, each 0..=1.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -113,13 +108,16 @@ pub struct Item {
 }
 
 impl Item {
-    /// The fault names the history records for copy `copy` (1-based).
-    pub fn faults(&self, copy: u32) -> Vec<String> {
+    /// The fault tags the history records for copy `copy` (1-based).
+    pub fn faults(&self, copy: u32) -> Vec<FaultTag> {
         match self.kind {
             Kind::Fresh => vec![],
-            Kind::Duplicate { .. } => vec![DUPLICATE.to_string()],
-            Kind::Concurrent => vec![format!("{CONCURRENT}:{copy}/{}", self.copies)],
-            Kind::ReorderNewer | Kind::ReorderOlder => vec![REORDER.to_string()],
+            Kind::Duplicate { .. } => vec![FaultTag::Replay],
+            Kind::Concurrent => vec![FaultTag::ConcurrentCopy {
+                k: copy,
+                n: self.copies,
+            }],
+            Kind::ReorderNewer | Kind::ReorderOlder => vec![FaultTag::Reorder],
         }
     }
 }

@@ -20,6 +20,7 @@ use serde::Deserialize;
 use crate::delivery::TaskStatus;
 use crate::history::{Event, Intent, Outcome};
 use crate::state::State;
+use crate::tag::FaultTag;
 
 use super::aggregate::{AttemptView, ProviderView};
 
@@ -94,7 +95,7 @@ impl RawLine<'_> {
                     account: self.account.as_deref().unwrap_or_default(),
                     job: self.job.as_deref(),
                     attempt: self.attempt.ok_or_else(|| missing("attempt"))?,
-                    faults: self.faults.iter().map(|f| f.as_ref()).collect(),
+                    faults: self.faults.iter().map(|f| FaultTag::parse(f)).collect(),
                     status: self.status,
                     latency_ms: self.latency_ms,
                     error: self.error.as_deref(),

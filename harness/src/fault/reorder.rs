@@ -17,9 +17,6 @@ use crate::history::Intent;
 use crate::plan::Plan;
 use crate::scenario::{ReorderMode, ReorderSpec};
 
-/// Fault name of held-back attempts.
-pub const HOLD_BACK: &str = "hold-back";
-
 /// Reorders the plan.
 pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &ReorderSpec, rng: &mut R) {
     match spec.mode {

@@ -41,8 +41,8 @@ use rand_chacha::ChaCha8Rng;
 use tokio::sync::{RwLock, Semaphore};
 
 use crate::envelope;
-use crate::fault::{drop_ack, duplicate, reorder, tamper};
-use crate::front::FrontTags;
+use crate::fault::tamper;
+use crate::front::{FrontTags, REQUEST_HEADER};
 use crate::gauge::TrafficGauge;
 use crate::history::{
     now_rfc3339, Attempt, Event, FaultEvent, HistoryError, HistorySink, Intent, Outcome,
@@ -53,6 +53,7 @@ use crate::profile::{BodyShape, Freshness, Identity, Profile, Semantics};
 use crate::redelivery::{Desk, Refusal, Standing};
 use crate::scenario::{Forgery, Signing};
 use crate::signature::{Scheme, Secret};
+use crate::tag::FaultTag;
 
 pub mod copies;
 pub mod exchange;
@@ -221,6 +222,8 @@ struct Ctx {
     keys: BTreeMap<String, tamper::Keys>,
     sink: HistorySink,
     stats: Mutex<Stats>,
+    /// The next request ticket (only with a front).
+    tickets: std::sync::atomic::AtomicU64,
     desk: Desk,
     while_pending: u32,
 }
@@ -366,6 +369,7 @@ fn prepare(plan: &Plan, cfg: &SendConfig, sink: &HistorySink) -> Result<Ctx, Sen
         keys,
         sink: sink.clone(),
         stats: Mutex::new(Stats::default()),
+        tickets: std::sync::atomic::AtomicU64::new(1),
         desk: Desk::new(
             plan.redeliver()
                 .and_then(|r| r.hourly_limit)
@@ -423,7 +427,7 @@ struct Record<'a> {
     id: &'a str,
     attempt: u32,
     round: u32,
-    faults: Vec<String>,
+    faults: Vec<FaultTag>,
     sent_at: String,
     answer: Option<&'a Answer>,
     error: Option<String>,
@@ -498,12 +502,31 @@ impl Ctx {
         }));
     }
 
-    /// Adds the front's action on this request to `faults`, and notes the
-    /// first redirect.
-    fn claim(&self, d: &PlannedDelivery, body: &[u8], answer: &Answer, faults: &mut Vec<String>) {
-        let tag = self.cfg.front.as_ref().and_then(|t| t.take(body));
+    /// A fresh request ticket when a front stands before the receiver: the
+    /// front credits what it did to exactly this request (and copy).
+    fn ticket(&self) -> Option<u64> {
+        self.cfg.front.as_ref()?;
+        Some(
+            self.tickets
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        )
+    }
+
+    /// Adds the front's actions on the request sent under `ticket` to
+    /// `faults`, and notes the first redirect.
+    fn claim(
+        &self,
+        d: &PlannedDelivery,
+        ticket: Option<u64>,
+        answer: &Answer,
+        faults: &mut Vec<FaultTag>,
+    ) {
+        let tags = match (self.cfg.front.as_ref(), ticket) {
+            (Some(front), Some(t)) => front.take(t),
+            _ => Vec::new(),
+        };
         if let Some(status @ 300..=399) = answer.status {
-            let by_front = tag.as_deref() == Some(crate::front::REDIRECT);
+            let by_front = tags.contains(&FaultTag::FrontRedirect);
             // A relative Location is resolved against the URL sent to.
             let location = answer.location.as_ref().map(|l| {
                 match (l.starts_with('/'), self.uris.get(&d.account)) {
@@ -525,7 +548,7 @@ impl Ctx {
                 });
             }
         }
-        faults.extend(tag);
+        faults.extend(tags);
     }
 
     fn note(&self, fault: &str, action: String, detail: Option<String>) {
@@ -647,7 +670,16 @@ impl Ctx {
         d: &PlannedDelivery,
         headers: &[(String, String)],
         body: &[u8],
+        ticket: Option<u64>,
     ) -> (Answer, bool) {
+        let ticketed;
+        let headers = match ticket {
+            Some(t) => {
+                ticketed = with_ticket(headers, t);
+                &ticketed[..]
+            }
+            None => headers,
+        };
         let _shared = self.gate.read().await;
         let _permit = self
             .sem
@@ -680,6 +712,7 @@ impl Ctx {
         headers: &[(String, String)],
         body: &[u8],
         n: usize,
+        tickets: Option<&[u64]>,
     ) -> (String, Vec<Answer>) {
         let _alone = self.gate.write().await;
         let p = &self.cfg.profile;
@@ -689,6 +722,7 @@ impl Ctx {
             headers,
             body,
             n,
+            tickets: tickets.map(|t| (REQUEST_HEADER, t)),
             timeout: p.timeout,
             connect_timeout: p.connect_timeout.unwrap_or(p.timeout),
             tls: self.tls.clone(),
@@ -702,6 +736,13 @@ impl Ctx {
             tokio::time::sleep(wait.div_f64(self.cfg.time_scale)).await;
         }
     }
+}
+
+/// `headers` plus the front's request ticket.
+fn with_ticket(headers: &[(String, String)], ticket: u64) -> Vec<(String, String)> {
+    let mut h = headers.to_vec();
+    h.push((REQUEST_HEADER.to_string(), ticket.to_string()));
+    h
 }
 
 /// The full header list of one request as `profile` sends it: content
@@ -843,21 +884,22 @@ async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
                             };
                         (
                             new_id.as_str(),
-                            duplicate::FRESH_ID,
+                            FaultTag::FreshId,
                             headers,
                             Some(format!("fresh id for {}", d.id)),
                         )
                     }
-                    _ => (d.id.as_str(), duplicate::REPLAY, got.headers.clone(), None),
+                    _ => (d.id.as_str(), FaultTag::Replay, got.headers.clone(), None),
                 };
                 let sent_at = now_rfc3339();
-                let (answer, during_cut) = ctx.exchange(d, &headers, &got.body).await;
+                let ticket = ctx.ticket();
+                let (answer, during_cut) = ctx.exchange(d, &headers, &got.body, ticket).await;
                 let grade = classify(&ctx.cfg.profile, Intent::Genuine, &answer);
-                let mut faults = vec![name.to_string()];
+                let mut faults = vec![name];
                 if during_cut {
-                    faults.push(crate::tag::DATABASE_CUT.to_string());
+                    faults.push(FaultTag::DatabaseCut);
                 }
-                ctx.claim(d, &got.body, &answer, &mut faults);
+                ctx.claim(d, ticket, &answer, &mut faults);
                 ctx.record(Record {
                     d,
                     id,
@@ -940,7 +982,7 @@ async fn run_round(
     let base_faults = {
         let mut f = d.faults();
         if round > 0 && d.intent == Intent::Genuine {
-            f.push(duplicate::REDELIVER.to_string());
+            f.push(FaultTag::Redeliver);
         }
         f
     };
@@ -951,7 +993,7 @@ async fn run_round(
         }
         if round == 0 && n <= d.hold_attempts && n < max {
             let mut faults = base_faults.clone();
-            faults.push(reorder::HOLD_BACK.to_string());
+            faults.push(FaultTag::HoldBack);
             ctx.record(Record {
                 d,
                 id: &d.id,
@@ -981,12 +1023,26 @@ async fn run_round(
         } else {
             1
         };
+        let tickets: Option<Vec<u64>> = ctx
+            .cfg
+            .front
+            .is_some()
+            .then(|| (0..copies).filter_map(|_| ctx.ticket()).collect());
         let (sent_at, answers, during_cut) = if copies > 1 {
-            let (sent_at, answers) = ctx.copies(d, &headers, &signed.body, copies as usize).await;
+            let (sent_at, answers) = ctx
+                .copies(
+                    d,
+                    &headers,
+                    &signed.body,
+                    copies as usize,
+                    tickets.as_deref(),
+                )
+                .await;
             (sent_at, answers, false)
         } else {
             let sent_at = now_rfc3339();
-            let (answer, during_cut) = ctx.exchange(d, &headers, &signed.body).await;
+            let ticket = tickets.as_ref().map(|t| t[0]);
+            let (answer, during_cut) = ctx.exchange(d, &headers, &signed.body, ticket).await;
             (sent_at, vec![answer], during_cut)
         };
         let mut main = None;
@@ -994,12 +1050,16 @@ async fn run_round(
             let grade = classify(&ctx.cfg.profile, d.intent, answer);
             let mut faults = base_faults.clone();
             if copies > 1 {
-                faults.push(format!("{}:{}/{}", duplicate::CONCURRENT, k + 1, copies));
+                faults.push(FaultTag::ConcurrentCopy {
+                    k: k as u32 + 1,
+                    n: copies,
+                });
             }
             if during_cut {
-                faults.push(crate::tag::DATABASE_CUT.to_string());
+                faults.push(FaultTag::DatabaseCut);
             }
-            ctx.claim(d, &signed.body, answer, &mut faults);
+            let ticket = tickets.as_ref().and_then(|t| t.get(k).copied());
+            ctx.claim(d, ticket, answer, &mut faults);
             if k > 0 {
                 ctx.record(Record {
                     d,
@@ -1027,7 +1087,7 @@ async fn run_round(
             drops_left -= 1;
             outcome = Outcome::Info;
             delivered = false;
-            faults.push(drop_ack::NAME.to_string());
+            faults.push(FaultTag::DropAck);
         }
         let last = n == max || grade.give_up || delivered;
         let dead = last && !delivered && matches!(d.intent, Intent::Genuine | Intent::Test);

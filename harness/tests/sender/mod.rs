@@ -12,6 +12,7 @@ use hookstorm::history::{Attempt, Intent, Outcome};
 use hookstorm::profile::{Freshness, Profile};
 use hookstorm::scenario::Scenario;
 use hookstorm::sender::{SendConfig, SendError, SendSummary};
+use hookstorm::tag::FaultTag;
 
 use crate::support::*;
 
@@ -129,7 +130,7 @@ async fn a_dropped_ack_causes_a_retry() {
     for a in &lines {
         if a.attempt == 1 {
             assert_eq!(a.outcome, Outcome::Info);
-            assert!(a.faults.contains(&"drop-ack".to_string()));
+            assert!(a.faults.contains(&FaultTag::DropAck));
         } else {
             assert_eq!(a.outcome, Outcome::Ok);
         }
@@ -173,7 +174,7 @@ async fn concurrent_duplicates_arrive_at_the_same_time() {
     assert!(attempts(&path).iter().all(|a| a
         .faults
         .iter()
-        .any(|f| f.starts_with("duplicate-concurrent"))));
+        .any(|f| matches!(f, FaultTag::ConcurrentCopy { .. }))));
 }
 
 #[tokio::test]
@@ -555,7 +556,7 @@ async fn fresh_id_replays_keep_or_change_the_identity_as_each_provider_does() {
             let fresh = lines
                 .iter()
                 .find(|a| {
-                    a.faults.iter().any(|f| f == "duplicate-fresh-id")
+                    a.faults.iter().any(|f| *f == FaultTag::FreshId)
                         && a.detail.as_deref() == Some(&format!("fresh id for {}", first.delivery))
                 })
                 .unwrap_or_else(|| panic!("{name}: no fresh-id replay of {}", first.delivery));
@@ -566,7 +567,7 @@ async fn fresh_id_replays_keep_or_change_the_identity_as_each_provider_does() {
                 .iter()
                 .find(|a| {
                     a.delivery == first.delivery
-                        && a.faults.iter().any(|f| f == "duplicate-redeliver")
+                        && a.faults.iter().any(|f| *f == FaultTag::Redeliver)
                 })
                 .unwrap_or_else(|| panic!("{name}: no redelivery of {}", first.delivery));
             assert_eq!(
