@@ -20,12 +20,12 @@
 //! and the receiver's error path would never run.
 //!
 //! The nemesis never decides a verdict: the checker reads what the history
-//! and the state say. It only counts what it did, and [`Tally`] measures
+//! and the state say. It only counts what it did, and [`KillTally`] measures
 //! what the kills did to the attempts, for the report's notes. When a fault
 //! met nothing ([`not_exercised`]), the run turns the scenario's passes into
 //! unknown: a pass would claim what was never tested.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use rand::Rng;
@@ -33,7 +33,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::gauge::{TrafficGauge, WindowCount};
-use crate::history::{Event, Intent, Outcome};
+use crate::history::{Event, Fold, Intent, Outcome};
 use crate::lifecycle::{Cut, LifecycleError, Role, Signal, Supervisor};
 use crate::plan::Plan;
 use crate::scenario::{
@@ -655,7 +655,7 @@ impl CutSeen {
 /// `tally` is `None` when the state could not be read (the checker is then
 /// unknown anyway). Pauses (`signal = "stop"`) and worker kills are not
 /// judged here: they need not cut an exchange short to test something.
-pub fn not_exercised(plan: &Plan, acts: &Actions, tally: Option<&Tally>) -> Option<String> {
+pub fn not_exercised(plan: &Plan, acts: &Actions, tally: Option<&KillTally>) -> Option<String> {
     let mut why = Vec::new();
     if plan
         .faults
@@ -687,7 +687,7 @@ pub fn not_exercised(plan: &Plan, acts: &Actions, tally: Option<&Tally>) -> Opti
 
 /// What the kills did to the attempts, measured from the history and state.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Tally {
+pub struct KillTally {
     /// Genuine attempts cut off with no answer (reset, closed, timed out).
     pub interrupted: usize,
     /// Of those, attempts whose delivery is stored: the receiver had
@@ -701,39 +701,59 @@ pub struct Tally {
     pub doubled: usize,
 }
 
-impl Tally {
-    /// Measures a scenario's events against its (filtered) state.
-    pub fn measure<'a>(events: impl IntoIterator<Item = &'a Event>, state: &State) -> Tally {
-        let stored: HashSet<(Option<String>, &str)> = state
+/// Per genuine key, what the kills could have done to its attempts,
+/// folded from the history as it streams by: attempts cut off with no
+/// answer, and whether any attempt was acknowledged.
+#[derive(Debug, Default)]
+pub struct KillFold {
+    keys: HashMap<(String, String), (usize, bool)>,
+}
+
+impl Fold for KillFold {
+    fn push(&mut self, _line: u64, e: &Event) {
+        let Event::Attempt(a) = e else { return };
+        if a.intent != Intent::Genuine || a.poison {
+            return;
+        }
+        let interrupted = a.outcome == Outcome::Info && a.status.is_none();
+        let acked = a.outcome == Outcome::Ok;
+        if !interrupted && !acked {
+            return;
+        }
+        let k = self
+            .keys
+            .entry((a.account.clone(), a.key.clone()))
+            .or_default();
+        k.0 += usize::from(interrupted);
+        k.1 |= acked;
+    }
+}
+
+impl KillFold {
+    /// The tally of the folded attempts against the (filtered) state.
+    pub fn finish(self, state: &State) -> KillTally {
+        let stored: HashSet<(Option<&str>, &str)> = state
             .inbox
             .iter()
-            .map(|r| (r.account.clone(), r.key.as_str()))
+            .map(|r| (r.account.as_deref(), r.key.as_str()))
             .collect();
-        let mut counts: BTreeMap<(Option<String>, &str), usize> = BTreeMap::new();
+        let mut counts: BTreeMap<(Option<&str>, &str), usize> = BTreeMap::new();
         for r in &state.inbox {
             *counts
-                .entry((r.account.clone(), r.key.as_str()))
+                .entry((r.account.as_deref(), r.key.as_str()))
                 .or_default() += 1;
         }
-        let mut t = Tally {
+        let mut t = KillTally {
             doubled: counts.values().filter(|n| **n > 1).count(),
-            ..Tally::default()
+            ..KillTally::default()
         };
-        let mut acked = HashSet::new();
-        for e in events {
-            let Event::Attempt(a) = e else { continue };
-            if a.intent != Intent::Genuine || a.poison {
-                continue;
-            }
-            let key = (Some(a.account.clone()), a.key.as_str());
-            let is_stored = stored.contains(&key) || stored.contains(&(None, a.key.as_str()));
-            if a.outcome == Outcome::Info && a.status.is_none() {
-                t.interrupted += 1;
-                if is_stored {
-                    t.stored_after_interruption += 1;
-                }
-            }
-            if a.outcome == Outcome::Ok && !is_stored && acked.insert(key) {
+        for ((account, key), (interrupted, acked)) in self.keys {
+            let is_stored = stored.contains(&(Some(account.as_str()), key.as_str()))
+                || stored.contains(&(None, key.as_str()));
+            t.interrupted += interrupted;
+            if is_stored {
+                t.stored_after_interruption += interrupted;
+            } else if acked {
                 t.lost += 1;
             }
         }
@@ -741,8 +761,19 @@ impl Tally {
     }
 }
 
+impl KillTally {
+    /// Measures a scenario's events against its (filtered) state.
+    pub fn measure<'a>(events: impl IntoIterator<Item = &'a Event>, state: &State) -> KillTally {
+        let mut f = KillFold::default();
+        for e in events {
+            f.push(0, e);
+        }
+        f.finish(state)
+    }
+}
+
 /// The report note for a scenario with process faults.
-pub fn note(acts: &Actions, tally: Option<&Tally>) -> String {
+pub fn note(acts: &Actions, tally: Option<&KillTally>) -> String {
     let mut s = format!(
         "process faults: {} kill(s) injected ({} by the harness, {} at crash points), {} restart(s), {} database cut(s)",
         acts.kills(),
@@ -830,13 +861,13 @@ mod tests {
             cut_seen: vec![seen(0)],
             ..Actions::default()
         };
-        let why = not_exercised(&s, &acts, Some(&Tally::default())).unwrap();
+        let why = not_exercised(&s, &acts, Some(&KillTally::default())).unwrap();
         assert!(
             why.contains("no attempt was answered while the database was cut"),
             "{why}"
         );
         acts.cut_seen = vec![seen(0), seen(4)];
-        assert_eq!(not_exercised(&s, &acts, Some(&Tally::default())), None);
+        assert_eq!(not_exercised(&s, &acts, Some(&KillTally::default())), None);
         let why = not_exercised(&s, &Actions::default(), None).unwrap();
         assert!(why.contains("never cut"), "{why}");
     }
@@ -848,7 +879,7 @@ mod tests {
             signals: 3,
             ..Actions::default()
         };
-        let quiet = Tally::default();
+        let quiet = KillTally::default();
         let why = not_exercised(&s, &acts, Some(&quiet)).unwrap();
         assert!(
             why.contains("3 kill(s) of the receiver interrupted no attempt"),
@@ -859,9 +890,9 @@ mod tests {
             None,
             "no state: unknown anyway"
         );
-        let hit = Tally {
+        let hit = KillTally {
             interrupted: 2,
-            ..Tally::default()
+            ..KillTally::default()
         };
         assert_eq!(not_exercised(&s, &acts, Some(&hit)), None);
         acts.receiver_crashes = 1;

@@ -386,6 +386,28 @@ pub fn read_numbered(
         }))
 }
 
+/// One consumer of a history, fed event by event: the checker's fold, the
+/// late-row owners, the kill tally and the retry gaps all are, so a
+/// scenario's history is read once, streaming, whatever needs it.
+pub trait Fold {
+    /// Takes one event and its 1-based line number.
+    fn push(&mut self, line: u64, event: &Event);
+}
+
+/// Streams the history at `path` once through every fold in `folds`.
+/// Lines that are not history events are skipped (the checker, reading
+/// the same file, names them); returns how many events were folded.
+pub fn fold(path: &Path, folds: &mut [&mut dyn Fold]) -> Result<u64, HistoryError> {
+    let mut n = 0;
+    for (line, event) in read_numbered(path)?.filter_map(Result::ok) {
+        for f in folds.iter_mut() {
+            f.push(line, &event);
+        }
+        n += 1;
+    }
+    Ok(n)
+}
+
 /// Current wall-clock time as RFC 3339 with milliseconds.
 pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)

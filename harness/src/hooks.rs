@@ -7,11 +7,11 @@
 //! own errors; [`crate::run`] calls them and keeps its pipeline a plain
 //! sequence of steps.
 
-use std::path::Path;
 use std::time::Duration;
 
 use crate::check::ScenarioCheck;
 use crate::front::{Front, FrontConfig, FrontCounts, FrontError};
+use crate::gaps::Gaps;
 use crate::history::{now_rfc3339, Event, FaultEvent, HistorySink};
 use crate::plan::Plan;
 use crate::probe::Probe;
@@ -174,7 +174,7 @@ pub(crate) fn send_notes(
     summary: &SendSummary,
     check: &ScenarioCheck,
     time_scale: f64,
-    history: &Path,
+    gaps: Gaps,
 ) -> Vec<String> {
     let mut notes = Vec::new();
     for r in &summary.redirects {
@@ -207,21 +207,16 @@ pub(crate) fn send_notes(
     }
     if let Some(f) = plan.front() {
         if f.fail_first > 0 && f.redirect.is_none() {
-            if let Ok(events) = crate::history::read(history) {
-                let events: Vec<Event> = events.filter_map(Result::ok).collect();
-                let g = crate::gaps::measure(
-                    &events,
-                    &target.profile.schedule,
-                    time_scale,
-                    Duration::from_millis(50)
-                        + f.stall_for.0.mul_f64(f64::from(f.stall_body as u8)),
-                );
-                if g.measured > 0 {
-                    notes.push(format!(
-                        "retry gaps: {} of {} within the schedule at time scale {time_scale} (shortest at {:.2}x its minimum)",
-                        g.within, g.measured, g.min_ratio
-                    ));
-                }
+            let g = gaps.report(
+                &target.profile.schedule,
+                time_scale,
+                Duration::from_millis(50) + f.stall_for.0.mul_f64(f64::from(f.stall_body as u8)),
+            );
+            if g.measured > 0 {
+                notes.push(format!(
+                    "retry gaps: {} of {} within the schedule at time scale {time_scale} (shortest at {:.2}x its minimum)",
+                    g.within, g.measured, g.min_ratio
+                ));
             }
         }
     }

@@ -584,19 +584,17 @@ async fn run_scenario(
         Err(e) => return Err(RunError::Io(e.to_string())),
     };
 
-    let events: Vec<(u64, Event)> = history::read(&history_path)
-        .map_err(|e| RunError::Io(e.to_string()))?
-        .enumerate()
-        .filter_map(|(i, e)| e.ok().map(|e| (i as u64 + 1, e)))
-        .collect();
-    owners.claim(index, events.iter().map(|(_, e)| e));
-    // The checker's own fold says which keys the state must hold.
+    // One streaming pass over the history feeds every consumer: the keys
+    // this scenario owns, the checker's fold (which also says which keys
+    // the state must hold), the kill tally and the retry gaps.
     let mut agg = check::Aggregator::new(target.profile.timeout);
-    for (line, e) in &events {
-        if e.scenario() == Some(scenario.name.as_str()) {
-            agg.push(*line, e);
-        }
-    }
+    let mut kills = chaos::KillFold::default();
+    let mut gaps = crate::gaps::Gaps::default();
+    history::fold(
+        &history_path,
+        &mut [&mut owners.claimer(index), &mut agg, &mut kills, &mut gaps],
+    )
+    .map_err(|e| RunError::Io(e.to_string()))?;
     let expect = agg.keys_to_store(reconcile.is_some());
 
     let drain = scenario.drain.unwrap_or(opts.drain);
@@ -630,10 +628,7 @@ async fn run_scenario(
     let probe_error = state.as_ref().err().map(|e| e.to_string());
     let mut unexercised = None;
     if let Some(acts) = &actions {
-        let tally = state
-            .as_ref()
-            .ok()
-            .map(|s| chaos::Tally::measure(events.iter().map(|(_, e)| e), s));
+        let tally = state.as_ref().ok().map(|s| kills.finish(s));
         notes.push(chaos::note(acts, tally.as_ref()));
         unexercised = chaos::not_exercised(&plan, acts, tally.as_ref());
     }
@@ -674,12 +669,7 @@ async fn run_scenario(
         time_scale
     ));
     notes.extend(hooks::send_notes(
-        &plan,
-        target,
-        &summary,
-        &check,
-        time_scale,
-        &history_path,
+        &plan, target, &summary, &check, time_scale, gaps,
     ));
     Ok((
         ScenarioReport {

@@ -299,6 +299,12 @@ fn parse_time(t: Option<&str>) -> i64 {
         .unwrap_or(NO_TIME)
 }
 
+impl crate::history::Fold for Aggregator {
+    fn push(&mut self, line: u64, event: &Event) {
+        Aggregator::push(self, line, event);
+    }
+}
+
 impl Aggregator {
     /// An empty fold; `answer_limit` is the profile's answer time limit.
     pub fn new(answer_limit: Duration) -> Self {
