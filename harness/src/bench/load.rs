@@ -31,7 +31,7 @@ use tokio::net::TcpStream;
 
 use super::latency::Recorder;
 use super::mix::{Generator, Item};
-use crate::history::{Intent, Outcome};
+use crate::history::{encode_attempt, AttemptLine, Intent, Outcome};
 use crate::interrupt::Stop;
 use crate::profile::Profile;
 use crate::sender::exchange::{classify, Answer};
@@ -234,10 +234,8 @@ impl LineSink {
     }
 }
 
-/// Appends one attempt line: the same JSON as `Event::Attempt` (a test
-/// reads it back), written by hand because serde's escaping of strings we
-/// generated ourselves is a measurable share of a 100k/s sender. Only the
-/// account and the error text can need escaping; they go through serde_json.
+/// Appends one attempt line of copy `copy` of `item` (see
+/// [`crate::history::encode_attempt`]).
 fn attempt_line(
     out: &mut Vec<u8>,
     t: &LoadTarget,
@@ -247,57 +245,23 @@ fn attempt_line(
     a: &Answer,
     outcome: Outcome,
 ) {
-    let mut s = String::with_capacity(400);
-    s.push_str(r#"{"type":"attempt","scenario":""#);
-    s.push_str(SCENARIO);
-    s.push_str(r#"","delivery":""#);
-    s.push_str(&item.id);
-    s.push_str(r#"","key":""#);
-    s.push_str(&item.key);
-    s.push_str(r#"","job":""#);
-    s.push_str(&item.job);
-    s.push_str(r#"","account":"#);
-    s.push_str(&t.accounts_json[item.account]);
-    s.push_str(r#","attempt":1,"round":0,"faults":["#);
-    for (i, f) in item.faults(copy).iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        s.push('"');
-        s.push_str(&f.to_string());
-        s.push('"');
-    }
-    s.push_str(r#"],"sent_at":""#);
-    s.push_str(sent_at);
-    s.push_str(r#"","status":"#);
-    match a.status {
-        Some(code) => super::mix::push_dec(&mut s, u64::from(code)),
-        None => s.push_str("null"),
-    }
-    s.push_str(r#","latency_ms":"#);
-    super::mix::push_dec(
-        &mut s,
-        (a.latency_ms * 1000.0).round().max(0.0) as u64 / 1000,
+    encode_attempt(
+        out,
+        &AttemptLine {
+            scenario: SCENARIO,
+            delivery: &item.id,
+            key: &item.key,
+            job: &item.job,
+            account_json: &t.accounts_json[item.account],
+            faults: &item.faults(copy),
+            sent_at,
+            status: a.status,
+            latency_ms: a.latency_ms,
+            error: a.error.as_deref(),
+            outcome,
+            created_at: &item.created_at,
+        },
     );
-    s.push('.');
-    let frac = (a.latency_ms * 1000.0).round().max(0.0) as u64 % 1000;
-    s.push((b'0' + (frac / 100) as u8) as char);
-    s.push((b'0' + (frac / 10 % 10) as u8) as char);
-    s.push((b'0' + (frac % 10) as u8) as char);
-    s.push_str(r#","error":"#);
-    match &a.error {
-        Some(e) => s.push_str(&serde_json::to_string(e).unwrap_or_else(|_| "null".into())),
-        None => s.push_str("null"),
-    }
-    s.push_str(match outcome {
-        Outcome::Ok => r#","outcome":"ok""#,
-        Outcome::Fail => r#","outcome":"fail""#,
-        Outcome::Info => r#","outcome":"info""#,
-    });
-    s.push_str(r#","intent":"genuine","task_status":"COMPLETED","created_at":""#);
-    s.push_str(&item.created_at);
-    s.push_str("\"}\n");
-    out.extend_from_slice(s.as_bytes());
 }
 
 /// What one worker saw; merged at the end and read by the progress line.

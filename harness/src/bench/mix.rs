@@ -11,6 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::history::push_dec;
 use crate::tag::FaultTag;
 
 #[cfg(test)]
@@ -277,22 +278,6 @@ pub fn push_hex(out: &mut String, v: u64, width: usize) {
     }
     let start = (16 - width.min(16)).min(i);
     out.push_str(std::str::from_utf8(&buf[start..]).expect("ascii"));
-}
-
-/// Appends `v` in decimal.
-pub fn push_dec(out: &mut String, v: u64) {
-    let mut buf = [0u8; 20];
-    let mut n = v;
-    let mut i = 20;
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.push_str(std::str::from_utf8(&buf[i..]).expect("ascii"));
 }
 
 fn push_2(out: &mut String, v: u32) {
