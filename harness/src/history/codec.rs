@@ -359,31 +359,19 @@ pub(crate) fn push_dec(out: &mut String, v: u64) {
 mod tests {
     use super::*;
     use crate::delivery::TaskStatus;
-    use crate::history::{Attempt, Intent};
+    use crate::history::Attempt;
 
     fn attempt(n: u32, outcome: Outcome) -> Event {
         Event::Attempt(Attempt {
-            scenario: "baseline".into(),
-            delivery: "whd_1".into(),
-            key: "tsk_1".into(),
             job: Some("job-1".into()),
-            account: "acct_a".into(),
             attempt: n,
-            round: 0,
-            faults: vec![],
             sent_at: "2026-11-29T10:00:01.000Z".into(),
             status: Some(204),
             latency_ms: Some(1.5),
-            error: None,
             outcome,
-            intent: Intent::Genuine,
-            detail: None,
             task_status: Some(TaskStatus::Completed),
             created_at: Some("2026-11-29T10:00:00Z".into()),
-            resource: None,
-            sequence: None,
-            poison: false,
-            dead: false,
+            ..Attempt::new("baseline", "whd_1", "tsk_1", "acct_a")
         })
     }
 

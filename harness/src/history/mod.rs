@@ -168,12 +168,13 @@ impl Attempt {
         self.error.as_deref().map(TransportFailure::of)
     }
 
-    /// A first attempt of a genuine delivery, answered 204 and `ok`: the
-    /// base that tests and tools adjust field by field.
-    pub fn acknowledged(scenario: &str, account: &str, key: &str) -> Attempt {
+    /// The first attempt of genuine delivery `delivery` of `key` for
+    /// `account`, sent now, with no answer yet (`info`): the one place an
+    /// attempt is built from nothing; everything else adjusts its fields.
+    pub fn new(scenario: &str, delivery: &str, key: &str, account: &str) -> Attempt {
         Attempt {
             scenario: scenario.to_string(),
-            delivery: format!("whd_{key}"),
+            delivery: delivery.to_string(),
             key: key.to_string(),
             job: None,
             account: account.to_string(),
@@ -181,10 +182,10 @@ impl Attempt {
             round: 0,
             faults: Vec::new(),
             sent_at: now_rfc3339(),
-            status: Some(204),
-            latency_ms: Some(1.0),
+            status: None,
+            latency_ms: None,
             error: None,
-            outcome: Outcome::Ok,
+            outcome: Outcome::Info,
             intent: Intent::Genuine,
             detail: None,
             task_status: None,
@@ -193,6 +194,17 @@ impl Attempt {
             sequence: None,
             poison: false,
             dead: false,
+        }
+    }
+
+    /// A first attempt of a genuine delivery, answered 204 and `ok`: the
+    /// base that tests and tools adjust field by field.
+    pub fn acknowledged(scenario: &str, account: &str, key: &str) -> Attempt {
+        Attempt {
+            status: Some(204),
+            latency_ms: Some(1.0),
+            outcome: Outcome::Ok,
+            ..Attempt::new(scenario, &format!("whd_{key}"), key, account)
         }
     }
 }

@@ -411,11 +411,7 @@ mod tests {
 
     fn attempt() -> Attempt {
         Attempt {
-            scenario: "baseline".into(),
-            delivery: "whd_1".into(),
-            key: "tsk_1".into(),
             job: Some("job-1".into()),
-            account: "acct_a".into(),
             attempt: 3,
             round: 1,
             faults: vec!["duplicate-replay".into(), "hold-back".into()],
@@ -432,6 +428,7 @@ mod tests {
             sequence: Some(7),
             poison: true,
             dead: false,
+            ..Attempt::new("baseline", "whd_1", "tsk_1", "acct_a")
         }
     }
 

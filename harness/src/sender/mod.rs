@@ -478,11 +478,7 @@ impl Ctx {
             crate::delivery::TaskStatus::Completed
         };
         self.write(Event::Attempt(Attempt {
-            scenario: self.scenario.clone(),
-            delivery: r.id.to_string(),
-            key,
             job,
-            account: r.d.account.clone(),
             attempt: r.attempt,
             round: r.round,
             faults: r.faults,
@@ -499,6 +495,7 @@ impl Ctx {
             sequence: body.sequence,
             poison: r.d.poison,
             dead: r.dead,
+            ..Attempt::new(&self.scenario, r.id, &key, &r.d.account)
         }));
     }
 
