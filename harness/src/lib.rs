@@ -40,7 +40,7 @@
 //! - [`redelivery`]: the dashboard's redelivery rules (pending, hourly limit).
 //! - `hooks`: run hooks for the front, the provider API and their notes.
 //! - [`gaps`]: retry gaps measured against the scaled schedule.
-//! - [`serve`]: the small HTTP server loop the front and the provider share.
+//! - [`httpd`]: the small HTTP server loop the front and the provider share.
 //! - [`bench`]: `hookstorm bench`, load and correctness at once.
 #![warn(missing_docs)]
 
@@ -58,6 +58,7 @@ pub mod gaps;
 pub mod gauge;
 pub mod history;
 mod hooks;
+pub mod httpd;
 pub mod interrupt;
 pub mod late;
 pub mod lifecycle;
@@ -72,7 +73,6 @@ pub mod run;
 pub mod scenario;
 pub mod schedule;
 pub mod sender;
-pub mod serve;
 pub mod signature;
 pub mod state;
 pub mod tag;

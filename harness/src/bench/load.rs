@@ -266,7 +266,7 @@ fn attempt_line(
 
 /// What one worker saw; merged at the end and read by the progress line.
 #[derive(Debug, Clone, Default)]
-pub struct Tally {
+pub struct WorkerStats {
     /// Latencies of measured requests (after warmup).
     pub latency: Recorder,
     /// Latencies since the progress line last looked.
@@ -289,9 +289,9 @@ pub struct Tally {
     pub recent_requests: u64,
 }
 
-impl Tally {
+impl WorkerStats {
     /// Adds another worker's tally.
-    pub fn merge(&mut self, o: &Tally) {
+    pub fn merge(&mut self, o: &WorkerStats) {
         self.latency.merge(&o.latency);
         if self.per_second.len() < o.per_second.len() {
             self.per_second.resize(o.per_second.len(), 0);
@@ -337,7 +337,7 @@ pub struct Phase {
 #[derive(Clone)]
 pub struct Live {
     /// One tally per worker.
-    pub tallies: Arc<Vec<Mutex<Tally>>>,
+    pub tallies: Arc<Vec<Mutex<WorkerStats>>>,
     /// When the phase started.
     pub start: Instant,
     /// When measuring starts.
@@ -579,7 +579,7 @@ fn request(
 
 const FLUSH_AT: usize = 64 * 1024;
 
-async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<Tally>>>, me: usize) {
+async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>, me: usize) {
     let t = &shared.target;
     let mut conn: Option<Conn> = None;
     let mut conn2: Option<Conn> = None;
@@ -725,7 +725,7 @@ async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<Tally>>>, me: usize) {
 #[derive(Debug, Clone)]
 pub struct PhaseResult {
     /// Every worker's tally, merged.
-    pub tally: Tally,
+    pub tally: WorkerStats,
     /// Measured wall time (from the end of warmup to the last answer).
     pub measured: Duration,
     /// The next free slot (for a following phase).
@@ -784,7 +784,7 @@ pub async fn run_phase(
         sent: AtomicU64::new(0),
         live: phase.live,
     });
-    let tallies: Arc<Vec<Mutex<Tally>>> =
+    let tallies: Arc<Vec<Mutex<WorkerStats>>> =
         Arc::new((0..connections).map(|_| Mutex::default()).collect());
     on_start(Live {
         tallies: tallies.clone(),
@@ -843,7 +843,7 @@ pub async fn run_phase(
         }
     };
     let finished = Instant::now();
-    let mut tally = Tally::default();
+    let mut tally = WorkerStats::default();
     for t in tallies.iter() {
         tally.merge(&t.lock().unwrap_or_else(|p| p.into_inner()));
     }

@@ -30,8 +30,8 @@ use hyper_util::client::legacy::Client;
 use sha2::{Digest, Sha256};
 
 use crate::history::{now_rfc3339, Event, FaultEvent, HistorySink};
+use crate::httpd::{self, AnyBody, Hangup, Server};
 use crate::scenario::FrontSpec;
-use crate::serve::{self, AnyBody, Cut, Server};
 use crate::tag::FaultTag;
 
 /// The front could not start.
@@ -171,7 +171,7 @@ impl Front {
         }));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let s = shared.clone();
-        let handler: serve::Handler = Arc::new(move |req| {
+        let handler: httpd::Handler = Arc::new(move |req| {
             let s = s.clone();
             Box::pin(async move { handle(&s.0, req).await })
         });
@@ -243,7 +243,7 @@ impl Shared {
     }
 }
 
-async fn handle(s: &Shared, req: Request<Incoming>) -> Result<Response<AnyBody>, Cut> {
+async fn handle(s: &Shared, req: Request<Incoming>) -> Result<Response<AnyBody>, Hangup> {
     let (mut parts, body) = req.into_parts();
     let ticket = parts
         .headers
@@ -251,7 +251,7 @@ async fn handle(s: &Shared, req: Request<Incoming>) -> Result<Response<AnyBody>,
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     let body: Bytes = match body.collect().await {
         Ok(b) => b.to_bytes(),
-        Err(e) => return Err(Cut(e.to_string())),
+        Err(e) => return Err(Hangup(e.to_string())),
     };
     let key = body_key(0, &body);
     let id = parts
@@ -282,7 +282,7 @@ async fn handle(s: &Shared, req: Request<Incoming>) -> Result<Response<AnyBody>,
                 format!("answered {code} to attempt {n}, location {location}"),
                 id,
             );
-            let mut r = serve::text(code, "moved");
+            let mut r = httpd::text(code, "moved");
             if let Ok(v) = hyper::header::HeaderValue::from_str(&location) {
                 r.headers_mut().insert(hyper::header::LOCATION, v);
             }
@@ -307,7 +307,7 @@ async fn handle(s: &Shared, req: Request<Incoming>) -> Result<Response<AnyBody>,
             s.tags.push(ticket, FaultTag::FrontStatus(spec.status));
             s.count(|c| c.failed += 1);
             s.record(format!("answered {} to attempt {n}", spec.status), id);
-            let mut r = serve::text(spec.status, "unavailable (hookstorm fault front)");
+            let mut r = httpd::text(spec.status, "unavailable (hookstorm fault front)");
             if spec.status == 429 {
                 r.headers_mut().insert(
                     hyper::header::RETRY_AFTER,
@@ -350,9 +350,9 @@ async fn forward(
     path: &str,
     body: Bytes,
     ticket: Option<u64>,
-) -> Result<Response<AnyBody>, Cut> {
-    let Some(req) = upstream_request(s, &parts, path, serve::full(body)) else {
-        return Ok(serve::text(400, "bad request path"));
+) -> Result<Response<AnyBody>, Hangup> {
+    let Some(req) = upstream_request(s, &parts, path, httpd::full(body)) else {
+        return Ok(httpd::text(400, "bad request path"));
     };
     match s.client.request(req).await {
         Ok(resp) => {
@@ -375,7 +375,7 @@ async fn forward(
                 .await
                 .map(|b| b.to_bytes())
                 .unwrap_or_default();
-            Ok(Response::from_parts(parts, serve::full(bytes)))
+            Ok(Response::from_parts(parts, httpd::full(bytes)))
         }
         Err(e) => {
             s.tags.push(ticket, FaultTag::FrontUpstreamUnreachable);
@@ -384,7 +384,7 @@ async fn forward(
                 "could not reach the receiver; answered 502".into(),
                 Some(e.to_string()),
             );
-            Ok(serve::text(
+            Ok(httpd::text(
                 502,
                 "receiver unreachable behind the fault front",
             ))
@@ -402,7 +402,7 @@ async fn stall(s: &Shared, parts: http::request::Parts, path: &str, body: Bytes)
         let first = first.clone();
         async move {
             match step {
-                0 => Some((Ok::<_, Cut>(Frame::data(first)), 1)),
+                0 => Some((Ok::<_, Hangup>(Frame::data(first)), 1)),
                 1 => {
                     tokio::time::sleep(wait).await;
                     Some((Err("upload cut by the fault front".into()), 2))
