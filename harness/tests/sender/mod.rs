@@ -556,7 +556,7 @@ async fn fresh_id_replays_keep_or_change_the_identity_as_each_provider_does() {
             let fresh = lines
                 .iter()
                 .find(|a| {
-                    a.faults.iter().any(|f| *f == FaultTag::FreshId)
+                    a.faults.contains(&FaultTag::FreshId)
                         && a.detail.as_deref() == Some(&format!("fresh id for {}", first.delivery))
                 })
                 .unwrap_or_else(|| panic!("{name}: no fresh-id replay of {}", first.delivery));
@@ -565,10 +565,7 @@ async fn fresh_id_replays_keep_or_change_the_identity_as_each_provider_does() {
             assert_eq!(fresh.job, first.job, "{name}: same object");
             let redelivered = lines
                 .iter()
-                .find(|a| {
-                    a.delivery == first.delivery
-                        && a.faults.iter().any(|f| *f == FaultTag::Redeliver)
-                })
+                .find(|a| a.delivery == first.delivery && a.faults.contains(&FaultTag::Redeliver))
                 .unwrap_or_else(|| panic!("{name}: no redelivery of {}", first.delivery));
             assert_eq!(
                 redelivered.key, first.key,
