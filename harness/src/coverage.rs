@@ -206,7 +206,9 @@ pub fn unmet(
             ),
         ));
     }
-    if let Some(reason) = crate::chaos::missing_control(&scenario.name, &scenario.faults, target) {
+    if let Some(reason) =
+        crate::fault::nemesis::missing_control(&scenario.name, &scenario.faults, target)
+    {
         let worker = scenario
             .faults
             .iter()

@@ -20,7 +20,9 @@
 //! - [`scenario`]: scenario files (workload and faults as data).
 //! - [`plan`]: the plan, every delivery of a scenario and its faults, made once.
 //! - [`workload`]: a scenario plus a seed becomes a deterministic plan.
-//! - [`fault`]: fault actors over the delivery stream (duplicate, reorder, drop_ack, tamper).
+//! - [`fault`]: every fault kind: duplicate, reorder, drop_ack, tamper (plan
+//!   time); front, redeliver, nemesis (kill, kill-worker, cut-database) and
+//!   reconcile (run time).
 //! - [`sender`]: delivers a plan over real HTTP the way a profile says.
 //! - [`probe`]: reads the receiver's state (HTTP, SQL, command).
 //! - [`check`]: the invariants I1–I9 over history and state.
@@ -33,11 +35,8 @@
 //! - [`coverage`]: what scenarios need from a target, skips, and what ran.
 //! - [`lifecycle`]: starting, signalling and restarting the receiver's processes.
 //! - [`tcpproxy`]: a TCP fault proxy between a receiver and its database.
-//! - [`chaos`]: process and database faults carried out during a scenario.
-//! - [`gauge`]: the sender's live traffic counters the chaos faults are placed by.
-//! - [`front`]: the fault front, an HTTP proxy before the receiver.
+//! - [`gauge`]: the sender's live traffic counters the nemesis places its faults by.
 //! - [`provider`]: the provider API (task lookups) receivers reconcile against.
-//! - [`redelivery`]: the dashboard's redelivery rules (pending, hourly limit).
 //! - `hooks`: run hooks for the front, the provider API and their notes.
 //! - [`gaps`]: retry gaps measured against the scaled schedule.
 //! - [`httpd`]: the small HTTP server loop the front and the provider share.
@@ -45,7 +44,6 @@
 #![warn(missing_docs)]
 
 pub mod bench;
-pub mod chaos;
 pub mod check;
 pub mod coverage;
 pub mod delivery;
@@ -53,7 +51,6 @@ pub mod envelope;
 pub mod error;
 pub mod exit;
 pub mod fault;
-pub mod front;
 pub mod gaps;
 pub mod gauge;
 pub mod history;
@@ -67,7 +64,6 @@ pub mod preflight;
 pub mod probe;
 pub mod profile;
 pub mod provider;
-pub mod redelivery;
 pub mod report;
 pub mod run;
 pub mod scenario;

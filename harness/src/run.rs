@@ -15,9 +15,9 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::chaos;
 use crate::check::{self, CheckOptions, ScenarioCheck, Verdict};
 use crate::coverage::{self, Skip, TargetFacts};
+use crate::fault::{nemesis, reconcile};
 use crate::history::{self, Event, HistorySink, RunHeader};
 use crate::hooks;
 use crate::interrupt::Stop;
@@ -520,7 +520,7 @@ async fn run_scenario(
     }
     // Planned once: the sender, the provider book and the faults all read this plan.
     let plan: Plan = crate::workload::plan(scenario, seed);
-    let reconcile = hooks::load_provider(&plan, target, time_scale, &sink);
+    let provider_book = reconcile::load_provider(&plan, target, time_scale, &sink);
     let front = hooks::start_front(&plan, target, &sink)
         .await
         .map_err(|e| RunError::Target(e.to_string()))?;
@@ -539,16 +539,16 @@ async fn run_scenario(
         .iter()
         .map(|(k, v)| (k.clone(), vec![v.clone()]))
         .collect();
-    cfg.spread = chaos::spread(&plan.faults);
+    cfg.spread = nemesis::spread(&plan.faults);
     if let Some(f) = &front {
         cfg.url = f.url();
         cfg.front = Some(f.tags());
     }
     let (sent, actions) = match supervisor {
-        Some(sup) if chaos::applies(&plan.faults) => {
+        Some(sup) if nemesis::applies(&plan.faults) => {
             sup.attach(sink.clone(), &scenario.name, &dir);
-            let mut actions = chaos::Actions::default();
-            if let Err(e) = chaos::prepare(sup, &plan).await {
+            let mut actions = nemesis::Actions::default();
+            if let Err(e) = nemesis::prepare(sup, &plan).await {
                 actions.errors.push(e.to_string());
             }
             let gauge = std::sync::Arc::new(crate::gauge::TrafficGauge::new());
@@ -559,9 +559,9 @@ async fn run_scenario(
                 let _ = done_tx.send(true);
                 r
             };
-            let (sent, acted) = tokio::join!(send, chaos::nemesis(sup, &plan, &gauge, done_rx));
+            let (sent, acted) = tokio::join!(send, nemesis::nemesis(sup, &plan, &gauge, done_rx));
             actions.merge(acted);
-            if let Err(e) = chaos::finish(sup, &plan).await {
+            if let Err(e) = nemesis::finish(sup, &plan).await {
                 actions.errors.push(e.to_string());
             }
             sup.detach();
@@ -572,8 +572,8 @@ async fn run_scenario(
     if let Some(f) = front {
         notes.extend(hooks::front_note(f.stop().await));
     }
-    if let Some(book) = &reconcile {
-        notes.push(hooks::reconcile(probe, book, &sink).await);
+    if let Some(book) = &provider_book {
+        notes.push(reconcile::reconcile(probe, book, &sink).await);
     }
     sink.finish().map_err(|e| RunError::Io(e.to_string()))?;
     let summary = match sent {
@@ -588,14 +588,14 @@ async fn run_scenario(
     // this scenario owns, the checker's fold (which also says which keys
     // the state must hold), the kill tally and the retry gaps.
     let mut agg = check::Aggregator::new(target.profile.timeout);
-    let mut kills = chaos::KillFold::default();
+    let mut kills = nemesis::KillFold::default();
     let mut gaps = crate::gaps::Gaps::default();
     history::fold(
         &history_path,
         &mut [&mut owners.claimer(index), &mut agg, &mut kills, &mut gaps],
     )
     .map_err(|e| RunError::Io(e.to_string()))?;
-    let expect = agg.keys_to_store(reconcile.is_some());
+    let expect = agg.keys_to_store(provider_book.is_some());
 
     let drain = scenario.drain.unwrap_or(opts.drain);
     let (state, settled) = match probe.wait_settled(&expect, opts.settle, drain).await {
@@ -629,15 +629,15 @@ async fn run_scenario(
     let mut unexercised = None;
     if let Some(acts) = &actions {
         let tally = state.as_ref().ok().map(|s| kills.finish(s));
-        notes.push(chaos::note(acts, tally.as_ref()));
-        unexercised = chaos::not_exercised(&plan, acts, tally.as_ref());
+        notes.push(nemesis::note(acts, tally.as_ref()));
+        unexercised = nemesis::not_exercised(&plan, acts, tally.as_ref());
     }
     let state_ref = match &state {
         Ok(s) => Ok(s),
         Err(_) => Err(probe_error.as_deref().unwrap_or("probe failed")),
     };
     let check_opts = CheckOptions {
-        reconciled: reconcile.is_some(),
+        reconciled: provider_book.is_some(),
         ..check_options(scenario, opts, target, drained)
     };
     let mut check: ScenarioCheck = agg.finish(&scenario.name, state_ref, &check_opts);

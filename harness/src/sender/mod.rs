@@ -41,8 +41,9 @@ use rand_chacha::ChaCha8Rng;
 use tokio::sync::{RwLock, Semaphore};
 
 use crate::envelope;
+use crate::fault::front::{FrontTags, REQUEST_HEADER};
+use crate::fault::redeliver::{Desk, Refusal, Standing};
 use crate::fault::tamper;
-use crate::front::{FrontTags, REQUEST_HEADER};
 use crate::gauge::TrafficGauge;
 use crate::history::{
     now_rfc3339, Attempt, Event, FaultEvent, HistoryError, HistorySink, Intent, Outcome,
@@ -50,7 +51,6 @@ use crate::history::{
 use crate::plan::{Plan, PlannedDelivery, Redelivery};
 use crate::profile::REDELIVERY_LIMIT_PER_HOUR;
 use crate::profile::{BodyShape, Freshness, Identity, Profile, Semantics};
-use crate::redelivery::{Desk, Refusal, Standing};
 use crate::scenario::{Forgery, Signing};
 use crate::signature::{Scheme, Secret};
 use crate::tag::FaultTag;

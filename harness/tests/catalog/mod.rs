@@ -1,7 +1,7 @@
 //! The fault front and the provider API over real HTTP on 127.0.0.1.
 
 use bytes::Bytes;
-use hookstorm::front::{Front, FrontConfig};
+use hookstorm::fault::front::{Front, FrontConfig};
 use hookstorm::history::{Event, Outcome};
 use hookstorm::profile::Profile;
 use hookstorm::provider::{book, Provider};
@@ -21,7 +21,7 @@ async fn through_front(
 ) -> (
     hookstorm::sender::SendSummary,
     Vec<Event>,
-    hookstorm::front::FrontCounts,
+    hookstorm::fault::front::FrontCounts,
 ) {
     let profile = Profile::default_profile();
     let (sink, path) = sink(dir);
