@@ -14,10 +14,30 @@
 //! for byte.
 
 use chrono::DateTime;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::delivery::{job_key, Body, TaskStatus};
-use crate::profile::BodyShape;
+
+/// The body a profile sends: which provider's envelope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BodyShape {
+    /// `{task, credits, response}` as in `docs/contract.md`.
+    Answerline,
+    /// Standard Webhooks / Svix: `{type, timestamp, data}`.
+    StandardWebhooks,
+    /// A Stripe event object: `{id: "evt_…", object: "event", type, created, data: {object}}`.
+    Stripe,
+    /// A GitHub `issues` payload: `{action, issue: {id, updated_at, …}, repository, sender}`.
+    Github,
+    /// A Shopify resource (`orders/updated`: the order itself).
+    Shopify,
+    /// A Slack Events API `event_callback` envelope (`url_verification` for tests).
+    Slack,
+    /// The outbox guide's event JSON: `{event, data: {order_id, …}, timestamp}`.
+    GenericHex,
+}
 
 /// FNV-1a over `salt` and `text`: stable across platforms and Rust versions.
 fn fnv(salt: &str, text: &str) -> u64 {
