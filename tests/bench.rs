@@ -119,7 +119,7 @@ fn bench_against_the_reference_receiver_passes_with_duplicates_mixed_in() {
         if let Event::Attempt(a) = e.unwrap() {
             attempts += 1;
             for f in a.faults {
-                let name = f.split(':').next().unwrap().to_string();
+                let name = f.to_string().split(':').next().unwrap().to_string();
                 *faults.entry(name).or_default() += 1;
             }
         }

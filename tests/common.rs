@@ -50,7 +50,7 @@ pub fn scenarios(names: &[&str]) -> Vec<Scenario> {
     if names.is_empty() {
         return all
             .into_iter()
-            .filter(|s| !hookstorm::chaos::applies(s))
+            .filter(|s| !hookstorm::fault::nemesis::applies(&s.faults))
             .collect();
     }
     names

@@ -6,33 +6,18 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use hookstorm::bench::load::LineSink;
 use hookstorm::delivery::TaskStatus;
-use hookstorm::history::{Attempt, Event, HistorySink, Intent, Outcome, RunHeader};
+use hookstorm::history::{Attempt, Event, HistorySink, RunHeader};
 
 const BATCH: u64 = 10_000;
 
 fn attempt(n: u64) -> Event {
     Event::Attempt(Attempt {
-        scenario: "bench".into(),
-        delivery: format!("whd_{n:016x}"),
-        key: format!("tsk_{n:016x}"),
         job: Some(format!("job-{n}")),
-        account: "acct_a".into(),
-        attempt: 1,
-        round: 0,
-        faults: vec![],
         sent_at: "2026-11-29T10:00:00.000Z".into(),
-        status: Some(204),
         latency_ms: Some(0.42),
-        error: None,
-        outcome: Outcome::Ok,
-        intent: Intent::Genuine,
-        detail: None,
         task_status: Some(TaskStatus::Completed),
         created_at: Some("2026-01-01T00:00:00Z".into()),
-        resource: None,
-        sequence: None,
-        poison: false,
-        dead: false,
+        ..Attempt::acknowledged("bench", "acct_a", &format!("tsk_{n:016x}"))
     })
 }
 

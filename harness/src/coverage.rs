@@ -157,6 +157,25 @@ fn needs_resources(scenario: &Scenario) -> bool {
     scenario.workload.sequenced.is_some() && scenario.checks("I6")
 }
 
+/// Why a reconciling scenario cannot run against this target: it needs
+/// the harness's provider API and the receiver's setup and reconcile hooks.
+fn provider_unmet(scenario: &Scenario, target: &Target, probe: &Probe) -> Option<String> {
+    scenario.reconcile()?;
+    if target.provider.is_none() {
+        return Some(format!(
+            "needs the harness's provider API (hint: add [provider] listen = \"127.0.0.1:7070\" and key_env = \"VAR\" to the target file, point the receiver's reconciliation at http://127.0.0.1:7070 with that key, or --skip {})",
+            scenario.name
+        ));
+    }
+    if !probe.can_setup() || !probe.can_reconcile() {
+        return Some(format!(
+            "needs setup and reconcile hooks (hint: [state] setup = URL and reconcile = URL, or --skip {})",
+            scenario.name
+        ));
+    }
+    None
+}
+
 /// What the preflight learned about the target that decides skips.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TargetFacts {
@@ -187,7 +206,9 @@ pub fn unmet(
             ),
         ));
     }
-    if let Some(reason) = crate::chaos::missing_control(scenario, target) {
+    if let Some(reason) =
+        crate::fault::nemesis::missing_control(&scenario.name, &scenario.faults, target)
+    {
         let worker = scenario
             .faults
             .iter()
@@ -205,7 +226,7 @@ pub fn unmet(
         };
         return Some(Skip::need(scenario, need, reason));
     }
-    if let Some(reason) = crate::catalog::unmet_needs(scenario, target, probe) {
+    if let Some(reason) = provider_unmet(scenario, target, probe) {
         let need = if target.provider.is_none() {
             Need::Provider
         } else {

@@ -4,6 +4,7 @@
 //! read them, and the checker reasons about their fields; keeping the shape
 //! in one module keeps all of them in agreement.
 
+use rand::Rng;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -85,6 +86,48 @@ pub fn job_key(idempotency_key: &str) -> &str {
         }
     }
     idempotency_key
+}
+
+/// The fixed epoch createdAt values are spread from, so that a plan never
+/// depends on the day it is made.
+pub const EPOCH: &str = "2026-11-29T00:00:00Z";
+
+/// The createdAt of a poison event: shaped like a date, but not one.
+pub const POISON_CREATED_AT: &str = "2026-02-30T25:61:00Z";
+
+/// `prefix` followed by 16 random hex digits.
+pub fn random_id<R: Rng + ?Sized>(prefix: &str, rng: &mut R) -> String {
+    format!("{prefix}{:016x}", rng.gen::<u64>())
+}
+
+/// Makes a task body.
+pub fn task_body<R: Rng + ?Sized>(
+    rng: &mut R,
+    key: Option<String>,
+    status: TaskStatus,
+    created_at: String,
+) -> Body {
+    let id = random_id("tsk_", rng);
+    let credits = rng.gen_range(1..=9);
+    let response = match status {
+        TaskStatus::Failed => {
+            serde_json::json!({"error": {"code": "MODEL_ERROR", "message": "the task failed"}})
+        }
+        _ => serde_json::json!({"result": {"answer": format!("answer {:08x}", rng.gen::<u32>())}}),
+    };
+    Body {
+        task: Task {
+            id,
+            idempotency_key: key,
+            status,
+            created_at,
+        },
+        credits,
+        response: Some(response),
+        test: false,
+        resource: None,
+        sequence: None,
+    }
 }
 
 #[cfg(test)]

@@ -14,10 +14,30 @@
 //! for byte.
 
 use chrono::DateTime;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::delivery::{job_key, Body, TaskStatus};
-use crate::profile::BodyShape;
+
+/// The body a profile sends: which provider's envelope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BodyShape {
+    /// `{task, credits, response}` as in `docs/contract.md`.
+    Answerline,
+    /// Standard Webhooks / Svix: `{type, timestamp, data}`.
+    StandardWebhooks,
+    /// A Stripe event object: `{id: "evt_…", object: "event", type, created, data: {object}}`.
+    Stripe,
+    /// A GitHub `issues` payload: `{action, issue: {id, updated_at, …}, repository, sender}`.
+    Github,
+    /// A Shopify resource (`orders/updated`: the order itself).
+    Shopify,
+    /// A Slack Events API `event_callback` envelope (`url_verification` for tests).
+    Slack,
+    /// The outbox guide's event JSON: `{event, data: {order_id, …}, timestamp}`.
+    GenericHex,
+}
 
 /// FNV-1a over `salt` and `text`: stable across platforms and Rust versions.
 fn fnv(salt: &str, text: &str) -> u64 {
@@ -384,7 +404,7 @@ pub fn check_template(template: &str) -> Result<(), String> {
     }
     let sample: Body = serde_json::from_value(json!({
         "task": {"id": "tsk_0000000000000000", "idempotencyKey": "job-1",
-                 "status": "COMPLETED", "createdAt": crate::workload::EPOCH},
+                 "status": "COMPLETED", "createdAt": crate::delivery::EPOCH},
         "credits": 1,
     }))
     .expect("the sample body parses");
@@ -474,11 +494,11 @@ mod tests {
         let poison = body(
             TaskStatus::Completed,
             "job-1",
-            crate::workload::POISON_CREATED_AT,
+            crate::delivery::POISON_CREATED_AT,
         );
         let v: Value =
             serde_json::from_slice(&fill_template(t, BodyShape::Stripe, &poison)).unwrap();
-        assert_eq!(v["at"], crate::workload::POISON_CREATED_AT);
+        assert_eq!(v["at"], crate::delivery::POISON_CREATED_AT);
         assert!(check_template(r#"{"a": "{{nope}}"}"#)
             .unwrap_err()
             .contains("unknown placeholder"));

@@ -8,8 +8,9 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use crate::history::Event;
+use crate::history::{Event, Fold};
 use crate::schedule::Schedule;
+use crate::tag::FaultTag;
 
 /// How the measured gaps compare with the scaled schedule.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -22,6 +23,29 @@ pub struct GapReport {
     pub min_ratio: f64,
 }
 
+/// The send times of every delivery's attempts, folded from a history.
+#[derive(Debug, Default)]
+pub struct Gaps {
+    sent: HashMap<(String, u32), Vec<(u32, i64)>>,
+}
+
+impl Fold for Gaps {
+    fn push(&mut self, _line: u64, e: &Event) {
+        let Event::Attempt(a) = e else { return };
+        // A held-back attempt was never sent: it has no place in a gap.
+        if a.faults.contains(&FaultTag::HoldBack) {
+            return;
+        }
+        let Ok(t) = chrono::DateTime::parse_from_rfc3339(&a.sent_at) else {
+            return;
+        };
+        self.sent
+            .entry((a.delivery.clone(), a.round))
+            .or_default()
+            .push((a.attempt, t.timestamp_micros()));
+    }
+}
+
 /// Measures the gaps of every delivery in `events` against `schedule`
 /// divided by `time_scale`. `slack` absorbs each attempt's own duration.
 pub fn measure<'a>(
@@ -30,54 +54,50 @@ pub fn measure<'a>(
     time_scale: f64,
     slack: Duration,
 ) -> GapReport {
-    let mut sent: HashMap<(String, u32), Vec<(u32, i64)>> = HashMap::new();
+    let mut g = Gaps::default();
     for e in events {
-        let Event::Attempt(a) = e else { continue };
-        if a.status.is_none()
-            && a.error
-                .as_deref()
-                .is_some_and(|t| t.starts_with("held back"))
-        {
-            continue;
-        }
-        let Ok(t) = chrono::DateTime::parse_from_rfc3339(&a.sent_at) else {
-            continue;
+        g.push(0, e);
+    }
+    g.report(schedule, time_scale, slack)
+}
+
+impl Gaps {
+    /// The folded gaps against `schedule` divided by `time_scale`; `slack`
+    /// absorbs each attempt's own duration.
+    pub fn report(mut self, schedule: &Schedule, time_scale: f64, slack: Duration) -> GapReport {
+        let sent = &mut self.sent;
+        let mut r = GapReport {
+            min_ratio: f64::INFINITY,
+            ..Default::default()
         };
-        sent.entry((a.delivery.clone(), a.round))
-            .or_default()
-            .push((a.attempt, t.timestamp_micros()));
-    }
-    let mut r = GapReport {
-        min_ratio: f64::INFINITY,
-        ..Default::default()
-    };
-    for list in sent.values_mut() {
-        list.sort();
-        list.dedup_by_key(|(n, _)| *n);
-        for w in list.windows(2) {
-            let (n, t) = w[1];
-            if n != w[0].0 + 1 {
-                continue;
-            }
-            let Some(base) = schedule.base_wait(n) else {
-                continue;
-            };
-            let (lo, hi) = schedule.jitter.range(base);
-            let lo = lo.as_secs_f64() / time_scale;
-            let hi = hi.as_secs_f64() / time_scale + slack.as_secs_f64();
-            let gap = (t - w[0].1) as f64 / 1e6;
-            r.measured += 1;
-            // sent_at has second precision or better; allow a millisecond of rounding.
-            if gap + 0.001 >= lo && gap <= hi {
-                r.within += 1;
-            }
-            if lo > 0.0 {
-                r.min_ratio = r.min_ratio.min(gap / lo);
+        for list in sent.values_mut() {
+            list.sort();
+            list.dedup_by_key(|(n, _)| *n);
+            for w in list.windows(2) {
+                let (n, t) = w[1];
+                if n != w[0].0 + 1 {
+                    continue;
+                }
+                let Some(base) = schedule.base_wait(n) else {
+                    continue;
+                };
+                let (lo, hi) = schedule.jitter.range(base);
+                let lo = lo.as_secs_f64() / time_scale;
+                let hi = hi.as_secs_f64() / time_scale + slack.as_secs_f64();
+                let gap = (t - w[0].1) as f64 / 1e6;
+                r.measured += 1;
+                // sent_at has second precision or better; allow a millisecond of rounding.
+                if gap + 0.001 >= lo && gap <= hi {
+                    r.within += 1;
+                }
+                if lo > 0.0 {
+                    r.min_ratio = r.min_ratio.min(gap / lo);
+                }
             }
         }
+        if r.measured == 0 {
+            r.min_ratio = 0.0;
+        }
+        r
     }
-    if r.measured == 0 {
-        r.min_ratio = 0.0;
-    }
-    r
 }

@@ -4,7 +4,7 @@
 //! a kill must land while a request is in flight, a database cut must last
 //! until the receiver has had to answer while its database was gone. The
 //! sender updates this gauge around every exchange (a few atomic counters,
-//! no lock) and [`crate::chaos`] reads it to place its faults. The gauge
+//! no lock) and [`crate::fault::nemesis`] reads it to place its faults. The gauge
 //! decides nothing; it only counts.
 //!
 //! A cut is a *window*: [`TrafficGauge::open_window`] starts it and

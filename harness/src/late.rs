@@ -29,6 +29,15 @@ pub struct Owners {
 
 impl Owners {
     /// Records the keys scenario `index` sent (attempts and provider tasks).
+    /// A fold that claims, for scenario `index`, every key its history names.
+    pub fn claimer(&mut self, index: usize) -> Claim<'_> {
+        Claim {
+            owners: self,
+            index,
+        }
+    }
+
+    /// Claims, for scenario `index`, every key `events` name.
     pub fn claim<'a>(&mut self, index: usize, events: impl IntoIterator<Item = &'a Event>) {
         for e in events {
             let (account, key) = match e {
@@ -123,6 +132,18 @@ impl Owners {
     /// The late rows found, per owner scenario index.
     pub fn late(&self) -> &BTreeMap<usize, Vec<InboxRow>> {
         &self.late
+    }
+}
+
+/// [`Owners::claim`] as a history fold.
+pub struct Claim<'a> {
+    owners: &'a mut Owners,
+    index: usize,
+}
+
+impl crate::history::Fold for Claim<'_> {
+    fn push(&mut self, _line: u64, event: &Event) {
+        self.owners.claim(self.index, std::iter::once(event));
     }
 }
 

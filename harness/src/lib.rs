@@ -7,46 +7,48 @@
 //! once and that the right result won for every job.
 //!
 //! # Layout
-//! - [`units`]: human durations (`15s`, `5m`) for flags and files.
-//! - [`error`]: configuration errors that name file and line.
-//! - [`exit`]: the documented exit codes.
-//! - [`schedule`]: retry schedules as pure, seeded functions.
-//! - [`signature`]: signature schemes that sign and verify.
-//! - [`profile`]: sender profiles (built-in and TOML).
-//! - [`delivery`]: the delivery body and the job-key rule.
-//! - [`state`]: the receiver state every probe returns.
-//! - [`history`]: the JSON Lines history of attempts.
-//! - [`tag`]: fault tags as a type: what each excuses.
+//! The pipeline, in the order data flows through it (each stage imports
+//! only the stages before it):
+//! - [`profile`]: sender profiles (built-in and TOML), with [`schedule`]
+//!   (retry schedules as pure, seeded functions), [`signature`] (schemes
+//!   that sign and verify) and [`envelope`] (each provider's body and headers).
 //! - [`scenario`]: scenario files (workload and faults as data).
+//! - [`plan`]: the plan, every delivery of a scenario and its directives,
+//!   made once per scenario run; [`delivery`] is the body it carries.
 //! - [`workload`]: a scenario plus a seed becomes a deterministic plan.
-//! - [`fault`]: fault actors over the delivery stream (duplicate, reorder, drop_ack, tamper).
+//! - [`fault`]: every fault kind: duplicate, reorder, drop_ack, tamper (plan
+//!   time); front, redeliver, nemesis (kill, kill-worker, cut-database) and
+//!   reconcile (run time).
 //! - [`sender`]: delivers a plan over real HTTP the way a profile says.
-//! - [`probe`]: reads the receiver's state (HTTP, SQL, command).
-//! - [`vocabulary`]: a profile's words for identity, object and order in findings.
-//! - [`check`]: the invariants I1–I9 over history and state.
+//! - [`history`]: the JSON Lines history of attempts: its types, its codec
+//!   and the one streaming fold every consumer shares; [`tag`] types the
+//!   faults each attempt carries.
+//! - [`probe`]: reads the receiver's state ([`state`]) over HTTP, SQL or a command.
+//! - [`check`]: the invariants I1–I9 over history and state, worded by
+//!   [`vocabulary`] (a profile's words for identity, object and order).
 //! - [`report`]: report.json, junit.xml, summary.md and the console table.
-//! - [`target`]: the target file (URL, accounts, secrets, probe).
-//! - [`tls`]: https for the sender and the HTTP probe.
-//! - [`run`]: the pipeline of `hookstorm run`, scenario by scenario.
-//! - [`late`]: rows that land after their scenario's state was read.
+//!
+//! Around it:
+//! - [`run`]: the pipeline of `hookstorm run`, scenario by scenario; its
+//!   private `hooks` start the front and write a send's notes.
+//! - [`target`]: the target file (URL, accounts, secrets, probe); [`tls`]:
+//!   https for the sender and the HTTP probe.
 //! - [`preflight`]: checks a target's configuration in seconds before a run.
 //! - [`coverage`]: what scenarios need from a target, skips, and what ran.
+//! - [`late`]: rows that land after their scenario's state was read.
+//! - [`gaps`]: retry gaps measured against the scaled schedule.
 //! - [`lifecycle`]: starting, signalling and restarting the receiver's processes.
 //! - [`tcpproxy`]: a TCP fault proxy between a receiver and its database.
-//! - [`chaos`]: process and database faults carried out during a scenario.
-//! - [`gauge`]: the sender's live traffic counters the chaos faults are placed by.
-//! - [`front`]: the fault front, an HTTP proxy before the receiver.
+//! - [`gauge`]: the sender's live traffic counters the nemesis places its faults by.
 //! - [`provider`]: the provider API (task lookups) receivers reconcile against.
-//! - [`redelivery`]: the dashboard's redelivery rules (pending, hourly limit).
-//! - [`catalog`]: run hooks for the front, the provider API and their notes.
-//! - [`gaps`]: retry gaps measured against the scaled schedule.
-//! - [`serve`]: the small HTTP server loop the front and the provider share.
+//! - [`httpd`]: the small HTTP server loop the front and the provider share.
+//! - [`interrupt`]: stopping a run cleanly on a signal.
 //! - [`bench`]: `hookstorm bench`, load and correctness at once.
+//! - [`units`]: human durations (`15s`, `5m`); [`error`]: configuration
+//!   errors that name file and line; [`exit`]: the documented exit codes.
 #![warn(missing_docs)]
 
 pub mod bench;
-mod catalog;
-pub mod chaos;
 pub mod check;
 pub mod coverage;
 pub mod delivery;
@@ -54,24 +56,24 @@ pub mod envelope;
 pub mod error;
 pub mod exit;
 pub mod fault;
-pub mod front;
 pub mod gaps;
 pub mod gauge;
 pub mod history;
+mod hooks;
+pub mod httpd;
 pub mod interrupt;
 pub mod late;
 pub mod lifecycle;
+pub mod plan;
 pub mod preflight;
 pub mod probe;
 pub mod profile;
 pub mod provider;
-pub mod redelivery;
 pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod schedule;
 pub mod sender;
-pub mod serve;
 pub mod signature;
 pub mod state;
 pub mod tag;

@@ -45,25 +45,7 @@ pub const BUILTIN_NAMES: [&str; 8] = [
 /// The default profile's name.
 pub const DEFAULT_PROFILE: &str = "answerline";
 
-/// The body a profile sends (the envelope; see [`crate::envelope`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BodyShape {
-    /// `{task, credits, response}` as in `docs/contract.md`.
-    Answerline,
-    /// Standard Webhooks / Svix: `{type, timestamp, data}`.
-    StandardWebhooks,
-    /// A Stripe event object: `{id: "evt_…", object: "event", type, created, data: {object}}`.
-    Stripe,
-    /// A GitHub `issues` payload: `{action, issue: {id, updated_at, …}, repository, sender}`.
-    Github,
-    /// A Shopify resource (`orders/updated`: the order itself).
-    Shopify,
-    /// A Slack Events API `event_callback` envelope (`url_verification` for tests).
-    Slack,
-    /// The outbox guide's event JSON: `{event, data: {order_id, …}, timestamp}`.
-    GenericHex,
-}
+pub use crate::envelope::BodyShape;
 
 /// Where a profile's event identity lives: what makes two deliveries the
 /// same event, so that a receiver must store it once.

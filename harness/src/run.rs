@@ -15,13 +15,15 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::chaos;
 use crate::check::{self, CheckOptions, ScenarioCheck, Verdict};
 use crate::coverage::{self, Skip, TargetFacts};
+use crate::fault::{nemesis, reconcile};
 use crate::history::{self, Event, HistorySink, RunHeader};
+use crate::hooks;
 use crate::interrupt::Stop;
 use crate::late::Owners;
 use crate::lifecycle::Supervisor;
+use crate::plan::Plan;
 use crate::preflight::{self, Preflight};
 use crate::probe::{Probe, Settled};
 use crate::report::{self, RunReport, ScenarioReport};
@@ -516,8 +518,12 @@ async fn run_scenario(
             return Err(RunError::Target(e.to_string()));
         }
     }
-    let reconcile = crate::catalog::load_provider(scenario, target, seed, time_scale, &sink);
-    let front = crate::catalog::start_front(scenario, target, seed, &sink).await?;
+    // Planned once: the sender, the provider book and the faults all read this plan.
+    let plan: Plan = crate::workload::plan(scenario, seed);
+    let provider_book = reconcile::load_provider(&plan, target, time_scale, &sink);
+    let front = hooks::start_front(&plan, target, &sink)
+        .await
+        .map_err(|e| RunError::Target(e.to_string()))?;
     let mut cfg = SendConfig::new(
         target.url.clone(),
         target.profile.clone(),
@@ -533,42 +539,41 @@ async fn run_scenario(
         .iter()
         .map(|(k, v)| (k.clone(), vec![v.clone()]))
         .collect();
-    cfg.spread = chaos::spread(scenario);
+    cfg.spread = nemesis::spread(&plan.faults);
     if let Some(f) = &front {
         cfg.url = f.url();
         cfg.front = Some(f.tags());
     }
     let (sent, actions) = match supervisor {
-        Some(sup) if chaos::applies(scenario) => {
+        Some(sup) if nemesis::applies(&plan.faults) => {
             sup.attach(sink.clone(), &scenario.name, &dir);
-            let mut actions = chaos::Actions::default();
-            if let Err(e) = chaos::prepare(sup, scenario, seed).await {
+            let mut actions = nemesis::Actions::default();
+            if let Err(e) = nemesis::prepare(sup, &plan).await {
                 actions.errors.push(e.to_string());
             }
             let gauge = std::sync::Arc::new(crate::gauge::TrafficGauge::new());
             cfg.gauge = Some(gauge.clone());
             let (done_tx, done_rx) = tokio::sync::watch::channel(false);
             let send = async {
-                let r = sender::send(scenario, &cfg, &sink).await;
+                let r = sender::send(&plan, &cfg, &sink).await;
                 let _ = done_tx.send(true);
                 r
             };
-            let (sent, acted) =
-                tokio::join!(send, chaos::nemesis(sup, scenario, seed, &gauge, done_rx));
+            let (sent, acted) = tokio::join!(send, nemesis::nemesis(sup, &plan, &gauge, done_rx));
             actions.merge(acted);
-            if let Err(e) = chaos::finish(sup, scenario).await {
+            if let Err(e) = nemesis::finish(sup, &plan).await {
                 actions.errors.push(e.to_string());
             }
             sup.detach();
             (sent, Some(actions))
         }
-        _ => (sender::send(scenario, &cfg, &sink).await, None),
+        _ => (sender::send(&plan, &cfg, &sink).await, None),
     };
     if let Some(f) = front {
-        notes.extend(crate::catalog::front_note(f.stop().await));
+        notes.extend(hooks::front_note(f.stop().await));
     }
-    if let Some(book) = &reconcile {
-        notes.push(crate::catalog::reconcile(probe, book, &sink).await);
+    if let Some(book) = &provider_book {
+        notes.push(reconcile::reconcile(probe, book, &sink).await);
     }
     sink.finish().map_err(|e| RunError::Io(e.to_string()))?;
     let summary = match sent {
@@ -579,20 +584,18 @@ async fn run_scenario(
         Err(e) => return Err(RunError::Io(e.to_string())),
     };
 
-    let events: Vec<(u64, Event)> = history::read(&history_path)
-        .map_err(|e| RunError::Io(e.to_string()))?
-        .enumerate()
-        .filter_map(|(i, e)| e.ok().map(|e| (i as u64 + 1, e)))
-        .collect();
-    owners.claim(index, events.iter().map(|(_, e)| e));
-    // The checker's own fold says which keys the state must hold.
+    // One streaming pass over the history feeds every consumer: the keys
+    // this scenario owns, the checker's fold (which also says which keys
+    // the state must hold), the kill tally and the retry gaps.
     let mut agg = check::Aggregator::new(target.profile.timeout);
-    for (line, e) in &events {
-        if e.scenario() == Some(scenario.name.as_str()) {
-            agg.push(*line, e);
-        }
-    }
-    let expect = agg.keys_to_store(reconcile.is_some());
+    let mut kills = nemesis::KillFold::default();
+    let mut gaps = crate::gaps::Gaps::default();
+    history::fold(
+        &history_path,
+        &mut [&mut owners.claimer(index), &mut agg, &mut kills, &mut gaps],
+    )
+    .map_err(|e| RunError::Io(e.to_string()))?;
+    let expect = agg.keys_to_store(provider_book.is_some());
 
     let drain = scenario.drain.unwrap_or(opts.drain);
     let (state, settled) = match probe.wait_settled(&expect, opts.settle, drain).await {
@@ -625,19 +628,16 @@ async fn run_scenario(
     let probe_error = state.as_ref().err().map(|e| e.to_string());
     let mut unexercised = None;
     if let Some(acts) = &actions {
-        let tally = state
-            .as_ref()
-            .ok()
-            .map(|s| chaos::Tally::measure(events.iter().map(|(_, e)| e), s));
-        notes.push(chaos::note(acts, tally.as_ref()));
-        unexercised = chaos::not_exercised(scenario, acts, tally.as_ref());
+        let tally = state.as_ref().ok().map(|s| kills.finish(s));
+        notes.push(nemesis::note(acts, tally.as_ref()));
+        unexercised = nemesis::not_exercised(&plan, acts, tally.as_ref());
     }
     let state_ref = match &state {
         Ok(s) => Ok(s),
         Err(_) => Err(probe_error.as_deref().unwrap_or("probe failed")),
     };
     let check_opts = CheckOptions {
-        reconciled: reconcile.is_some(),
+        reconciled: provider_book.is_some(),
         ..check_options(scenario, opts, target, drained)
     };
     let mut check: ScenarioCheck = agg.finish(&scenario.name, state_ref, &check_opts);
@@ -668,13 +668,8 @@ async fn run_scenario(
         summary.duration.as_secs_f64(),
         time_scale
     ));
-    notes.extend(crate::catalog::send_notes(
-        scenario,
-        target,
-        &summary,
-        &check,
-        time_scale,
-        &history_path,
+    notes.extend(hooks::send_notes(
+        &plan, target, &summary, &check, time_scale, gaps,
     ));
     Ok((
         ScenarioReport {

@@ -18,7 +18,7 @@
 
 use std::fmt;
 
-use crate::fault::{drop_ack, duplicate, reorder};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// One fault applied to an attempt.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -56,31 +56,39 @@ pub enum FaultTag {
     FrontUpstreamUnreachable,
     /// The harness had the receiver's database cut while the attempt ran.
     DatabaseCut,
+    /// Both halves of a bench's reordered pair (the newer task sent first).
+    Reorder,
     /// A tag this version does not know (kept verbatim).
     Other(String),
 }
 
-/// The tag of attempts the front redirected.
-pub const FRONT_REDIRECT: &str = "redirect";
-/// The tag of attempts the front held before forwarding.
-pub const FRONT_DELAY: &str = "front:delay";
-/// The tag of attempts whose upload the front stalled and cut.
-pub const FRONT_STALL: &str = "front:stall-body";
-/// The tag of attempts the front could not forward.
-pub const FRONT_UNREACHABLE: &str = "front:upstream-unreachable";
-/// The tag of attempts that ran while the harness had the database cut.
-pub const DATABASE_CUT: &str = "cut-database";
+// The history's spelling of each tag: written and read only here.
+const CONCURRENT: &str = "duplicate-concurrent";
+const REPLAY: &str = "duplicate-replay";
+const FRESH_ID: &str = "duplicate-fresh-id";
+const REDELIVER: &str = "duplicate-redeliver";
+const HOLD_BACK: &str = "hold-back";
+const DROP_ACK: &str = "drop-ack";
+const TAMPER: &str = "tamper:";
+const ROTATION: &str = "rotation:";
+const FRONT_REDIRECT: &str = "redirect";
+const FRONT_STATUS: &str = "front:";
+const FRONT_DELAY: &str = "front:delay";
+const FRONT_STALL: &str = "front:stall-body";
+const FRONT_UNREACHABLE: &str = "front:upstream-unreachable";
+const DATABASE_CUT: &str = "cut-database";
+const REORDER: &str = "reorder";
 
 impl FaultTag {
     /// Reads a tag as the history writes it; never fails.
     pub fn parse(s: &str) -> FaultTag {
         match s {
-            duplicate::REPLAY => return FaultTag::Replay,
-            duplicate::FRESH_ID => return FaultTag::FreshId,
-            duplicate::REDELIVER => return FaultTag::Redeliver,
-            reorder::HOLD_BACK => return FaultTag::HoldBack,
-            // `drop_ack` and `ack-loss` are older spellings of the same fault.
-            drop_ack::NAME | "drop_ack" | "ack-loss" => return FaultTag::DropAck,
+            REPLAY => return FaultTag::Replay,
+            FRESH_ID => return FaultTag::FreshId,
+            REDELIVER => return FaultTag::Redeliver,
+            HOLD_BACK => return FaultTag::HoldBack,
+            DROP_ACK => return FaultTag::DropAck,
+            REORDER => return FaultTag::Reorder,
             FRONT_REDIRECT => return FaultTag::FrontRedirect,
             FRONT_DELAY => return FaultTag::FrontDelay,
             FRONT_STALL => return FaultTag::FrontStall,
@@ -88,23 +96,20 @@ impl FaultTag {
             DATABASE_CUT => return FaultTag::DatabaseCut,
             _ => {}
         }
-        if let Some(rest) = s
-            .strip_prefix(duplicate::CONCURRENT)
-            .and_then(|r| r.strip_prefix(':'))
-        {
+        if let Some(rest) = s.strip_prefix(CONCURRENT).and_then(|r| r.strip_prefix(':')) {
             if let Some((k, n)) = rest.split_once('/') {
                 if let (Ok(k), Ok(n)) = (k.parse(), n.parse()) {
                     return FaultTag::ConcurrentCopy { k, n };
                 }
             }
         }
-        if let Some(kind) = s.strip_prefix("tamper:") {
+        if let Some(kind) = s.strip_prefix(TAMPER) {
             return FaultTag::Tamper(kind.to_string());
         }
-        if let Some(mode) = s.strip_prefix("rotation:") {
+        if let Some(mode) = s.strip_prefix(ROTATION) {
             return FaultTag::Rotation(mode.to_string());
         }
-        if let Some(code) = s.strip_prefix("front:").and_then(|c| c.parse().ok()) {
+        if let Some(code) = s.strip_prefix(FRONT_STATUS).and_then(|c| c.parse().ok()) {
             return FaultTag::FrontStatus(code);
         }
         FaultTag::Other(s.to_string())
@@ -153,22 +158,42 @@ impl FaultTag {
 impl fmt::Display for FaultTag {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            FaultTag::ConcurrentCopy { k, n } => write!(f, "{}:{k}/{n}", duplicate::CONCURRENT),
-            FaultTag::Replay => f.write_str(duplicate::REPLAY),
-            FaultTag::FreshId => f.write_str(duplicate::FRESH_ID),
-            FaultTag::Redeliver => f.write_str(duplicate::REDELIVER),
-            FaultTag::HoldBack => f.write_str(reorder::HOLD_BACK),
-            FaultTag::DropAck => f.write_str(drop_ack::NAME),
-            FaultTag::Tamper(k) => write!(f, "tamper:{k}"),
-            FaultTag::Rotation(m) => write!(f, "rotation:{m}"),
+            FaultTag::ConcurrentCopy { k, n } => write!(f, "{CONCURRENT}:{k}/{n}"),
+            FaultTag::Replay => f.write_str(REPLAY),
+            FaultTag::FreshId => f.write_str(FRESH_ID),
+            FaultTag::Redeliver => f.write_str(REDELIVER),
+            FaultTag::HoldBack => f.write_str(HOLD_BACK),
+            FaultTag::DropAck => f.write_str(DROP_ACK),
+            FaultTag::Tamper(k) => write!(f, "{TAMPER}{k}"),
+            FaultTag::Rotation(m) => write!(f, "{ROTATION}{m}"),
             FaultTag::FrontRedirect => f.write_str(FRONT_REDIRECT),
-            FaultTag::FrontStatus(c) => write!(f, "front:{c}"),
+            FaultTag::FrontStatus(c) => write!(f, "{FRONT_STATUS}{c}"),
             FaultTag::FrontDelay => f.write_str(FRONT_DELAY),
             FaultTag::FrontStall => f.write_str(FRONT_STALL),
             FaultTag::FrontUpstreamUnreachable => f.write_str(FRONT_UNREACHABLE),
             FaultTag::DatabaseCut => f.write_str(DATABASE_CUT),
+            FaultTag::Reorder => f.write_str(REORDER),
             FaultTag::Other(s) => f.write_str(s),
         }
+    }
+}
+
+impl From<&str> for FaultTag {
+    fn from(s: &str) -> FaultTag {
+        FaultTag::parse(s)
+    }
+}
+
+impl Serialize for FaultTag {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for FaultTag {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<FaultTag, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Ok(FaultTag::parse(&s))
     }
 }
 
@@ -193,12 +218,15 @@ mod tests {
             FaultTag::FrontStall,
             FaultTag::FrontUpstreamUnreachable,
             FaultTag::DatabaseCut,
+            FaultTag::Reorder,
             FaultTag::Other("something-new".into()),
         ];
         for t in tags {
             assert_eq!(FaultTag::parse(&t.to_string()), t, "{t}");
+            let json = serde_json::to_string(&t).unwrap();
+            assert_eq!(json, format!("\"{t}\""));
+            assert_eq!(serde_json::from_str::<FaultTag>(&json).unwrap(), t);
         }
-        assert_eq!(FaultTag::parse("ack-loss"), FaultTag::DropAck);
     }
 
     #[test]

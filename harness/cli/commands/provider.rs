@@ -128,5 +128,6 @@ fn load_book(args: &Args) -> anyhow::Result<TaskBook> {
     };
     let scenario = Scenario::from_file(&path)?;
     let seed = hookstorm::run::scenario_seed(args.seed, &scenario.name);
-    Ok(book::from_plan(&scenario, seed, args.time_scale, false))
+    let plan = hookstorm::workload::plan(&scenario, seed);
+    Ok(book::from_plan(&plan, args.time_scale, false))
 }

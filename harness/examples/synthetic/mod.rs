@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use hookstorm::delivery::TaskStatus;
-use hookstorm::history::{Attempt, Event, Intent, Outcome};
+use hookstorm::history::{Attempt, Event, Outcome};
 use hookstorm::state::{InboxRow, State};
 
 /// Writes `history-<keys>.jsonl` and `state-<keys>.json` into `dir`.
@@ -19,27 +19,15 @@ pub fn write_history(dir: &Path, keys: usize) -> std::io::Result<(PathBuf, PathB
         for n in 1..=5u32 {
             let last = n == 5;
             let a = Attempt {
-                scenario: "load".into(),
-                delivery: format!("whd_{k:07}"),
-                key: key.clone(),
                 job: Some(format!("job-{}", k / 2)),
-                account: "acct_a".into(),
                 attempt: n,
-                round: 0,
-                faults: vec![],
                 sent_at: "2026-11-29T10:00:00.000Z".into(),
                 status: Some(if last { 204 } else { 503 }),
                 latency_ms: Some(2.5),
-                error: None,
                 outcome: if last { Outcome::Ok } else { Outcome::Info },
-                intent: Intent::Genuine,
-                detail: None,
                 task_status: Some(TaskStatus::Completed),
                 created_at: Some("2026-11-29T09:00:00Z".into()),
-                resource: None,
-                sequence: None,
-                poison: false,
-                dead: false,
+                ..Attempt::new("load", &format!("whd_{k:07}"), &key, "acct_a")
             };
             serde_json::to_writer(&mut out, &Event::Attempt(a))?;
             out.write_all(b"\n")?;

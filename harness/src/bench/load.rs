@@ -38,7 +38,7 @@ use tokio::net::TcpStream;
 
 use super::latency::Recorder;
 use super::mix::{Generator, Item};
-use crate::history::{Intent, Outcome};
+use crate::history::{encode_attempt, AttemptLine, Intent, Outcome};
 use crate::interrupt::Stop;
 use crate::profile::Profile;
 use crate::sender::exchange::{classify, Answer};
@@ -241,10 +241,8 @@ impl LineSink {
     }
 }
 
-/// Appends one attempt line: the same JSON as `Event::Attempt` (a test
-/// reads it back), written by hand because serde's escaping of strings we
-/// generated ourselves is a measurable share of a 100k/s sender. Only the
-/// account and the error text can need escaping; they go through serde_json.
+/// Appends one attempt line of copy `copy` of `item` (see
+/// [`crate::history::encode_attempt`]).
 fn attempt_line(
     out: &mut Vec<u8>,
     t: &LoadTarget,
@@ -254,62 +252,28 @@ fn attempt_line(
     a: &Answer,
     outcome: Outcome,
 ) {
-    let mut s = String::with_capacity(400);
-    s.push_str(r#"{"type":"attempt","scenario":""#);
-    s.push_str(SCENARIO);
-    s.push_str(r#"","delivery":""#);
-    s.push_str(&item.id);
-    s.push_str(r#"","key":""#);
-    s.push_str(&item.key);
-    s.push_str(r#"","job":""#);
-    s.push_str(&item.job);
-    s.push_str(r#"","account":"#);
-    s.push_str(&t.accounts_json[item.account]);
-    s.push_str(r#","attempt":1,"round":0,"faults":["#);
-    for (i, f) in item.faults(copy).iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        s.push('"');
-        s.push_str(f);
-        s.push('"');
-    }
-    s.push_str(r#"],"sent_at":""#);
-    s.push_str(sent_at);
-    s.push_str(r#"","status":"#);
-    match a.status {
-        Some(code) => super::mix::push_dec(&mut s, u64::from(code)),
-        None => s.push_str("null"),
-    }
-    s.push_str(r#","latency_ms":"#);
-    super::mix::push_dec(
-        &mut s,
-        (a.latency_ms * 1000.0).round().max(0.0) as u64 / 1000,
+    encode_attempt(
+        out,
+        &AttemptLine {
+            scenario: SCENARIO,
+            delivery: &item.id,
+            key: &item.key,
+            job: &item.job,
+            account_json: &t.accounts_json[item.account],
+            faults: &item.faults(copy),
+            sent_at,
+            status: a.status,
+            latency_ms: a.latency_ms,
+            error: a.error.as_deref(),
+            outcome,
+            created_at: &item.created_at,
+        },
     );
-    s.push('.');
-    let frac = (a.latency_ms * 1000.0).round().max(0.0) as u64 % 1000;
-    s.push((b'0' + (frac / 100) as u8) as char);
-    s.push((b'0' + (frac / 10 % 10) as u8) as char);
-    s.push((b'0' + (frac % 10) as u8) as char);
-    s.push_str(r#","error":"#);
-    match &a.error {
-        Some(e) => s.push_str(&serde_json::to_string(e).unwrap_or_else(|_| "null".into())),
-        None => s.push_str("null"),
-    }
-    s.push_str(match outcome {
-        Outcome::Ok => r#","outcome":"ok""#,
-        Outcome::Fail => r#","outcome":"fail""#,
-        Outcome::Info => r#","outcome":"info""#,
-    });
-    s.push_str(r#","intent":"genuine","task_status":"COMPLETED","created_at":""#);
-    s.push_str(&item.created_at);
-    s.push_str("\"}\n");
-    out.extend_from_slice(s.as_bytes());
 }
 
 /// What one worker saw; merged at the end and read by the progress line.
 #[derive(Debug, Clone, Default)]
-pub struct Tally {
+pub struct WorkerStats {
     /// Latencies of measured requests (after warmup).
     pub latency: Recorder,
     /// Latencies since the progress line last looked.
@@ -334,9 +298,9 @@ pub struct Tally {
     pub recent_requests: u64,
 }
 
-impl Tally {
+impl WorkerStats {
     /// Adds another worker's tally.
-    pub fn merge(&mut self, o: &Tally) {
+    pub fn merge(&mut self, o: &WorkerStats) {
         self.latency.merge(&o.latency);
         if self.per_second.len() < o.per_second.len() {
             self.per_second.resize(o.per_second.len(), 0);
@@ -388,7 +352,7 @@ pub struct Phase {
 #[derive(Clone)]
 pub struct Live {
     /// One tally per worker.
-    pub tallies: Arc<Vec<Mutex<Tally>>>,
+    pub tallies: Arc<Vec<Mutex<WorkerStats>>>,
     /// When the phase started.
     pub start: Instant,
     /// When measuring starts.
@@ -630,7 +594,7 @@ fn request(
 
 const FLUSH_AT: usize = 64 * 1024;
 
-async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<Tally>>>, me: usize) {
+async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>, me: usize) {
     let t = &shared.target;
     let mut conn: Option<Conn> = None;
     let mut conn2: Option<Conn> = None;
@@ -780,7 +744,7 @@ async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<Tally>>>, me: usize) {
 #[derive(Debug, Clone)]
 pub struct PhaseResult {
     /// Every worker's tally, merged.
-    pub tally: Tally,
+    pub tally: WorkerStats,
     /// Measured wall time (from the end of warmup to the last answer).
     pub measured: Duration,
     /// The next free slot (for a following phase).
@@ -839,7 +803,7 @@ pub async fn run_phase(
         sent: AtomicU64::new(0),
         live: phase.live,
     });
-    let tallies: Arc<Vec<Mutex<Tally>>> =
+    let tallies: Arc<Vec<Mutex<WorkerStats>>> =
         Arc::new((0..connections).map(|_| Mutex::default()).collect());
     on_start(Live {
         tallies: tallies.clone(),
@@ -898,7 +862,7 @@ pub async fn run_phase(
         }
     };
     let finished = Instant::now();
-    let mut tally = Tally::default();
+    let mut tally = WorkerStats::default();
     for t in tallies.iter() {
         tally.merge(&t.lock().unwrap_or_else(|p| p.into_inner()));
     }

@@ -11,15 +11,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::history::push_dec;
+use crate::tag::FaultTag;
+
 #[cfg(test)]
 use crate::delivery::{Body, Task, TaskStatus};
-
-/// Fault name of a redelivery of an earlier slot.
-pub const DUPLICATE: &str = crate::fault::duplicate::REPLAY;
-/// Fault name prefix of concurrent copies (`duplicate-concurrent:1/2`).
-pub const CONCURRENT: &str = crate::fault::duplicate::CONCURRENT;
-/// Fault name of both halves of a reordered pair.
-pub const REORDER: &str = "reorder";
 
 /// Shares of the special deliveries, each 0..=1.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -113,13 +109,16 @@ pub struct Item {
 }
 
 impl Item {
-    /// The fault names the history records for copy `copy` (1-based).
-    pub fn faults(&self, copy: u32) -> Vec<String> {
+    /// The fault tags the history records for copy `copy` (1-based).
+    pub fn faults(&self, copy: u32) -> Vec<FaultTag> {
         match self.kind {
             Kind::Fresh => vec![],
-            Kind::Duplicate { .. } => vec![DUPLICATE.to_string()],
-            Kind::Concurrent => vec![format!("{CONCURRENT}:{copy}/{}", self.copies)],
-            Kind::ReorderNewer | Kind::ReorderOlder => vec![REORDER.to_string()],
+            Kind::Duplicate { .. } => vec![FaultTag::Replay],
+            Kind::Concurrent => vec![FaultTag::ConcurrentCopy {
+                k: copy,
+                n: self.copies,
+            }],
+            Kind::ReorderNewer | Kind::ReorderOlder => vec![FaultTag::Reorder],
         }
     }
 }
@@ -279,22 +278,6 @@ pub fn push_hex(out: &mut String, v: u64, width: usize) {
     }
     let start = (16 - width.min(16)).min(i);
     out.push_str(std::str::from_utf8(&buf[start..]).expect("ascii"));
-}
-
-/// Appends `v` in decimal.
-pub fn push_dec(out: &mut String, v: u64) {
-    let mut buf = [0u8; 20];
-    let mut n = v;
-    let mut i = 20;
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.push_str(std::str::from_utf8(&buf[i..]).expect("ascii"));
 }
 
 fn push_2(out: &mut String, v: u32) {

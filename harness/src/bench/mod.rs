@@ -36,7 +36,7 @@ use crate::profile::Profile;
 use crate::signature::Secret;
 
 use latency::Percentiles;
-use load::{LineSink, LoadTarget, Pace, Phase, Tally};
+use load::{LineSink, LoadTarget, Pace, Phase, WorkerStats};
 use mix::{Generator, Mix};
 use result::{BenchResult, Machine, Ramp, RampStep};
 
@@ -163,7 +163,7 @@ pub struct BenchOutcome {
     pub dir: PathBuf,
 }
 
-fn summarize(t: &Tally) -> (Percentiles, Percentiles, f64) {
+fn summarize(t: &WorkerStats) -> (Percentiles, Percentiles, f64) {
     let err = if t.requests == 0 {
         0.0
     } else {
@@ -293,7 +293,7 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
         Some(Rate::Ramp { from, to }) => {
             let steps = opts.ramp_steps.max(2);
             let step_len = opts.duration / steps as u32;
-            let mut all = Tally::default();
+            let mut all = WorkerStats::default();
             let mut out = Vec::new();
             let mut slot = 0;
             let mut measured = Duration::ZERO;

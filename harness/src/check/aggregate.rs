@@ -14,7 +14,7 @@ use std::time::Duration;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::delivery::{job_key, TaskStatus};
-use crate::history::{Attempt, Event, Intent, Outcome, ProviderTask};
+use crate::history::{Attempt, Event, Intent, Outcome, ProviderTask, TransportFailure};
 use crate::state::State;
 use crate::tag::FaultTag;
 
@@ -110,7 +110,7 @@ pub(crate) struct AttemptView<'a> {
     pub account: &'a str,
     pub job: Option<&'a str>,
     pub attempt: u32,
-    pub faults: Vec<&'a str>,
+    pub faults: Vec<FaultTag>,
     pub status: Option<u16>,
     pub latency_ms: Option<f64>,
     pub error: Option<&'a str>,
@@ -133,7 +133,7 @@ impl<'a> From<&'a Attempt> for AttemptView<'a> {
             account: &a.account,
             job: a.job.as_deref(),
             attempt: a.attempt,
-            faults: a.faults.iter().map(String::as_str).collect(),
+            faults: a.faults.clone(),
             status: a.status,
             latency_ms: a.latency_ms,
             error: a.error.as_deref(),
@@ -261,9 +261,10 @@ fn parse_time(t: Option<&str>) -> i64 {
         .unwrap_or(NO_TIME)
 }
 
-/// The attempt's fault tags, parsed (no allocation when it has none).
-fn tags(a: &AttemptView) -> Vec<FaultTag> {
-    a.faults.iter().map(|f| FaultTag::parse(f)).collect()
+impl crate::history::Fold for Aggregator {
+    fn push(&mut self, line: u64, event: &Event) {
+        Aggregator::push(self, line, event);
+    }
 }
 
 impl Aggregator {
@@ -393,8 +394,8 @@ impl Aggregator {
                 self.keys[i].sequence = Some(s);
             }
         }
-        let tags = tags(a);
-        self.status(line, i, a, &tags);
+        let tags: &[FaultTag] = &a.faults;
+        self.status(line, i, a, tags);
 
         let agg = &mut self.keys[i];
         agg.flags |= match a.intent {
@@ -500,10 +501,7 @@ impl Aggregator {
                     ))
                 });
             } else if a.status.is_none()
-                && a.error.is_some_and(|e| {
-                    let e = e.to_ascii_lowercase();
-                    e.contains("timeout") || e.contains("timed out")
-                })
+                && a.error.map(TransportFailure::of) == Some(TransportFailure::Timeout)
             {
                 self.status_fail
                     .push(|| fail(format!("no answer within the {:.0} ms limit", limit_ms)));

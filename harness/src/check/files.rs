@@ -15,64 +15,14 @@ use std::path::{Path, PathBuf};
 
 use std::borrow::Cow;
 
-use serde::Deserialize;
-
-use crate::delivery::TaskStatus;
-use crate::history::{Event, Intent, Outcome};
+use crate::history::Event;
 use crate::state::State;
+use crate::tag::FaultTag;
 
 use super::aggregate::{AttemptView, ProviderView};
+use crate::history::scan::{self, RawLine};
 
-mod scan;
 use super::{Aggregator, CheckOptions, ScenarioCheck};
-
-/// One history line, flat and borrowed: the union of the attempt and provider
-/// fields the checker reads. Parsing this instead of the tagged [`Event`]
-/// avoids serde's buffering of internally tagged enums and one allocation per
-/// string, which makes checking a large history several times faster.
-#[derive(Deserialize)]
-struct RawLine<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
-    #[serde(default, borrow)]
-    scenario: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    delivery: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    key: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    job: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    account: Option<Cow<'a, str>>,
-    #[serde(default)]
-    attempt: Option<u32>,
-    #[serde(default, borrow)]
-    faults: Vec<Cow<'a, str>>,
-    #[serde(default)]
-    status: Option<u16>,
-    #[serde(default)]
-    latency_ms: Option<f64>,
-    #[serde(default, borrow)]
-    error: Option<Cow<'a, str>>,
-    #[serde(default)]
-    outcome: Option<Outcome>,
-    #[serde(default)]
-    intent: Option<Intent>,
-    #[serde(default, borrow)]
-    detail: Option<Cow<'a, str>>,
-    #[serde(default)]
-    task_status: Option<TaskStatus>,
-    #[serde(default, borrow)]
-    created_at: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    resource: Option<Cow<'a, str>>,
-    #[serde(default)]
-    sequence: Option<u64>,
-    #[serde(default)]
-    poison: bool,
-    #[serde(default)]
-    dead: bool,
-}
 
 fn missing(field: &str) -> String {
     format!("missing field `{field}`")
@@ -94,7 +44,7 @@ impl RawLine<'_> {
                     account: self.account.as_deref().unwrap_or_default(),
                     job: self.job.as_deref(),
                     attempt: self.attempt.ok_or_else(|| missing("attempt"))?,
-                    faults: self.faults.iter().map(|f| f.as_ref()).collect(),
+                    faults: self.faults.iter().map(|f| FaultTag::parse(f)).collect(),
                     status: self.status,
                     latency_ms: self.latency_ms,
                     error: self.error.as_deref(),

@@ -2,16 +2,13 @@
 //!
 //! The receiver did commit, but the sender cannot know, so it retries on the
 //! schedule: the retry must be a no-op. The sender records each discarded
-//! ack as an `info` attempt with fault `drop-ack`.
+//! ack as an `info` attempt tagged [`crate::tag::FaultTag::DropAck`].
 
 use rand::Rng;
 
 use crate::history::Intent;
+use crate::plan::Plan;
 use crate::scenario::DropAckSpec;
-use crate::workload::Plan;
-
-/// The fault name in attempts' `faults`.
-pub const NAME: &str = "drop-ack";
 
 /// Marks a share of genuine deliveries to lose their first `times` acks.
 pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &DropAckSpec, rng: &mut R) {
@@ -23,7 +20,7 @@ pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &DropAckSpec, rng: &mut R) 
         }
     }
     plan.note(
-        NAME,
+        "drop-ack",
         format!("discard the first {} ack(s) of {n} deliveries", spec.times),
         None,
     );

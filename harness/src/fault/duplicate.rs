@@ -15,18 +15,10 @@
 
 use rand::Rng;
 
+use crate::delivery::random_id;
 use crate::history::Intent;
+use crate::plan::{Plan, Redelivery};
 use crate::scenario::{DuplicateMode, DuplicateSpec};
-use crate::workload::{random_id, Plan, Redelivery};
-
-/// Fault name of concurrent copies.
-pub const CONCURRENT: &str = "duplicate-concurrent";
-/// Fault name of exact replays.
-pub const REPLAY: &str = "duplicate-replay";
-/// Fault name of replays under a fresh delivery id.
-pub const FRESH_ID: &str = "duplicate-fresh-id";
-/// Fault name of dashboard redeliveries.
-pub const REDELIVER: &str = "duplicate-redeliver";
 
 /// Adds copies or redeliveries to a share of the genuine deliveries.
 pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &DuplicateSpec, rng: &mut R) {

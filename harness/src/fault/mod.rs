@@ -1,31 +1,40 @@
-//! Fault actors: small, composable transformations of the delivery stream.
+//! Fault actors: every kind of misbehaviour the harness injects, one
+//! module per verb.
 //!
-//! Each fault is a verb with its own module. At plan time it rewrites the
-//! [`Plan`] (adds copies, redeliveries, forged deliveries, waves, dropped
-//! acks) with its own seeded random stream, so the whole schedule of
-//! misbehaviour is fixed by the seed before anything is sent. The sender
-//! then carries the directives out and records every fault it applied in
-//! the attempt's `faults` list; actions on the stream as a whole become
-//! `Event::Fault` lines from [`Plan::notes`].
+//! Plan-time faults ([`duplicate`], [`reorder`], [`drop_ack`], [`tamper`])
+//! rewrite the [`Plan`] (copies, redeliveries, forged deliveries, waves,
+//! dropped acks) with their own seeded random stream, so the whole schedule
+//! of misbehaviour is fixed by the seed before anything is sent; the sender
+//! carries the directives out and tags each attempt with what it applied.
+//! Run-time faults act while or after the sender works: [`front`] (an HTTP
+//! proxy before the receiver), [`redeliver`] (the dashboard's redelivery
+//! rules), [`nemesis`] (kills and database cuts under load) and
+//! [`reconcile`] (the provider API's ground truth and the receiver's
+//! reconciliation). Actions on the stream as a whole become `Event::Fault`
+//! lines.
 
 use rand_chacha::ChaCha8Rng;
 
-use crate::scenario::{FaultSpec, Scenario};
-use crate::workload::Plan;
+use crate::plan::Plan;
+use crate::scenario::FaultSpec;
 
 pub mod drop_ack;
 pub mod duplicate;
+pub mod front;
+pub mod nemesis;
+pub mod reconcile;
+pub mod redeliver;
 pub mod reorder;
 pub mod tamper;
 
 /// Applies one fault to the plan.
-pub fn apply(plan: &mut Plan, scenario: &Scenario, spec: &FaultSpec, rng: &mut ChaCha8Rng) {
+pub fn apply(plan: &mut Plan, spec: &FaultSpec, rng: &mut ChaCha8Rng) {
     match spec {
         FaultSpec::Duplicate(d) => duplicate::apply(plan, d, rng),
         FaultSpec::Reorder(r) => reorder::apply(plan, r, rng),
         FaultSpec::DropAck(d) => drop_ack::apply(plan, d, rng),
-        FaultSpec::Tamper(t) => tamper::apply(plan, scenario, t, rng),
-        // Process and database faults act at run time (`crate::chaos`), not on the plan.
+        FaultSpec::Tamper(t) => tamper::apply(plan, t, rng),
+        // Process and database faults act at run time ([`nemesis`]), not on the plan.
         FaultSpec::Kill(_) | FaultSpec::CutDatabase(_) | FaultSpec::KillWorker(_) => {}
         // Carried out while sending (the front, the dashboard, the provider API).
         FaultSpec::Front(_) | FaultSpec::Redeliver(_) | FaultSpec::Reconcile(_) => {}

@@ -14,11 +14,8 @@ use rand::Rng;
 
 use crate::delivery::TaskStatus;
 use crate::history::Intent;
+use crate::plan::Plan;
 use crate::scenario::{ReorderMode, ReorderSpec};
-use crate::workload::Plan;
-
-/// Fault name of held-back attempts.
-pub const HOLD_BACK: &str = "hold-back";
 
 /// Reorders the plan.
 pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &ReorderSpec, rng: &mut R) {

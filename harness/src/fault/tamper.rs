@@ -11,21 +11,16 @@ use base64::Engine as _;
 use rand::Rng;
 use serde_json::json;
 
-use crate::delivery::TaskStatus;
+use crate::delivery::{task_body, TaskStatus, EPOCH};
 use crate::history::Intent;
-use crate::scenario::{Forgery, Scenario, Signing, TamperSpec};
+use crate::plan::{signing_name, Plan, Redelivery};
+use crate::scenario::{Forgery, Signing, TamperSpec};
 use crate::signature::{Scheme, Secret, SignInput};
-use crate::workload::{signing_name, task_body, Plan, Redelivery};
 
 /// Adds the forged deliveries and rotation signings of `spec`.
-pub fn apply<R: Rng + ?Sized>(
-    plan: &mut Plan,
-    scenario: &Scenario,
-    spec: &TamperSpec,
-    rng: &mut R,
-) {
+pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &TamperSpec, rng: &mut R) {
     let mut added = 0;
-    for account in &scenario.accounts {
+    for account in &plan.accounts.clone() {
         for &forgery in &spec.forgeries {
             for n in 0..spec.each {
                 if forgery == Forgery::ExpiredReplay {
@@ -52,12 +47,7 @@ pub fn apply<R: Rng + ?Sized>(
                     continue;
                 }
                 let key = format!("job-forged-{}-{}", forgery.as_str(), n + 1);
-                let body = task_body(
-                    rng,
-                    Some(key),
-                    TaskStatus::Completed,
-                    crate::workload::EPOCH.into(),
-                );
+                let body = task_body(rng, Some(key), TaskStatus::Completed, EPOCH.into());
                 let intent = match forgery {
                     Forgery::CrossAccount => Intent::CrossAccount,
                     Forgery::Oversized => Intent::Oversized,
@@ -122,7 +112,7 @@ pub struct Keys {
 /// A secret derived from `seed`, valid for every scheme (`whsec_` + base64).
 pub fn derived_secret(seed: u64, purpose: &str) -> Secret {
     use rand::SeedableRng;
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(crate::workload::derive_seed(
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(crate::plan::derive_seed(
         seed, "secret", purpose, 0,
     ));
     let bytes: [u8; 24] = rng.gen();

@@ -1,14 +1,15 @@
 //! The provider's task book: which tasks it knows, how each one's life goes
 //! (QUEUED → PROCESSING, sometimes back to QUEUED, → COMPLETED/FAILED), and
-//! which it no longer keeps. Built from a scenario's plan, so a seed fixes it.
+//! which it no longer keeps. Built from a scenario's [`Plan`] (the very one the sender delivers), so
+//! a seed fixes it.
 
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::delivery::{Body, Task, TaskStatus};
+use crate::delivery::{random_id, Body, Task, TaskStatus};
 use crate::history::{Intent, ProviderTask};
-use crate::scenario::{ReconcileSpec, Scenario};
-use crate::workload::{self, random_id};
+use crate::plan::Plan;
+use crate::scenario::ReconcileSpec;
 
 /// One task the provider knows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -84,14 +85,13 @@ fn lifecycle<R: Rng + ?Sized>(
 /// Builds the book of a scenario: every genuine task of its plan, finished
 /// before the book is loaded (`finished = true`) or finishing over the next
 /// minutes of scaled time; plus the reconcile spec's pending and expired tasks.
-pub fn from_plan(scenario: &Scenario, seed: u64, time_scale: f64, finished: bool) -> TaskBook {
-    let plan = workload::plan(scenario, seed);
-    let spec = scenario.reconcile().cloned().unwrap_or(ReconcileSpec {
+pub fn from_plan(plan: &Plan, time_scale: f64, finished: bool) -> TaskBook {
+    let spec = plan.reconcile().cloned().unwrap_or(ReconcileSpec {
         pending: 0,
         expired: 0,
         throttle_share: 0.0,
     });
-    let mut rng = workload::rng_for(seed, &scenario.name, "provider", 0);
+    let mut rng = plan.rng("provider", 0);
     let mut seen = std::collections::HashSet::new();
     let mut tasks = Vec::new();
     for d in &plan.deliveries {
@@ -111,7 +111,7 @@ pub fn from_plan(scenario: &Scenario, seed: u64, time_scale: f64, finished: bool
             expired: false,
         });
     }
-    let account = scenario.accounts[0].clone();
+    let account = plan.accounts[0].clone();
     let extra = |rng: &mut rand_chacha::ChaCha8Rng, i: usize| Body {
         task: Task {
             id: random_id("tsk_", rng),
@@ -154,7 +154,7 @@ pub fn from_plan(scenario: &Scenario, seed: u64, time_scale: f64, finished: bool
         });
     }
     TaskBook {
-        scenario: scenario.name.clone(),
+        scenario: plan.scenario.clone(),
         time_scale,
         throttle_share: spec.throttle_share,
         tasks,

@@ -27,7 +27,7 @@ use hyper::{Method, Request, Response};
 use sha2::{Digest, Sha256};
 
 use crate::delivery::Body;
-use crate::serve::{self, AnyBody, Cut, Server};
+use crate::httpd::{self, AnyBody, Hangup, Server};
 use crate::signature::Secret;
 
 pub use book::{BookTask, TaskBook};
@@ -115,9 +115,9 @@ impl Provider {
         };
         let listener = tokio::net::TcpListener::from_std(std_listener)?;
         let me = self.clone();
-        let handler: serve::Handler = Arc::new(move |req| {
+        let handler: httpd::Handler = Arc::new(move |req| {
             let me = me.clone();
-            Box::pin(async move { Ok::<_, Cut>(me.handle(req)) })
+            Box::pin(async move { Ok::<_, Hangup>(me.handle(req)) })
         });
         *self.inner.server.lock().unwrap_or_else(|p| p.into_inner()) =
             Some(Server::spawn(listener, handler)?);
@@ -154,7 +154,7 @@ impl Provider {
 
     fn handle(&self, req: Request<Incoming>) -> Response<AnyBody> {
         if !self.authorized(&req) {
-            let mut r = serve::json(401, &serde_json::json!({"error": "unauthorized"}));
+            let mut r = httpd::json(401, &serde_json::json!({"error": "unauthorized"}));
             r.headers_mut().insert(
                 hyper::header::WWW_AUTHENTICATE,
                 hyper::header::HeaderValue::from_static("Bearer"),
@@ -168,7 +168,7 @@ impl Provider {
             .map(|t| (t.elapsed().as_secs_f64() * st.book.time_scale.max(0.0) * 1000.0) as i64)
             .unwrap_or(0);
         match (req.method().clone(), path.as_str()) {
-            (Method::GET, "/v1/async/status") => serve::json(200, &status(&st, elapsed)),
+            (Method::GET, "/v1/async/status") => httpd::json(200, &status(&st, elapsed)),
             (Method::DELETE, "/v1/async/queue") => {
                 let queued: Vec<String> = st
                     .book
@@ -182,13 +182,13 @@ impl Provider {
                     .collect();
                 let n = queued.len();
                 st.removed.extend(queued);
-                serve::json(200, &serde_json::json!({ "deleted": n }))
+                httpd::json(200, &serde_json::json!({ "deleted": n }))
             }
             (Method::GET, p) if p.starts_with("/v1/async/task/") => {
                 let id = &p["/v1/async/task/".len()..];
                 lookup(&mut st, id, elapsed)
             }
-            _ => serve::json(404, &serde_json::json!({"error": "not found"})),
+            _ => httpd::json(404, &serde_json::json!({"error": "not found"})),
         }
     }
 }
@@ -219,7 +219,7 @@ fn throttled_first(share: f64, id: &str) -> bool {
 }
 
 fn lookup(st: &mut Loaded, id: &str, elapsed: i64) -> Response<AnyBody> {
-    let not_found = || serve::json(404, &serde_json::json!({"error": "task not found"}));
+    let not_found = || httpd::json(404, &serde_json::json!({"error": "task not found"}));
     if st.removed.contains(id) {
         return not_found();
     }
@@ -236,7 +236,7 @@ fn lookup(st: &mut Loaded, id: &str, elapsed: i64) -> Response<AnyBody> {
         return not_found();
     }
     if throttled_first(st.book.throttle_share, id) && st.throttled.insert(id.to_string()) {
-        let mut r = serve::json(429, &serde_json::json!({"error": "too many requests"}));
+        let mut r = httpd::json(429, &serde_json::json!({"error": "too many requests"}));
         r.headers_mut().insert(
             hyper::header::RETRY_AFTER,
             hyper::header::HeaderValue::from_static("1"),
@@ -245,7 +245,7 @@ fn lookup(st: &mut Loaded, id: &str, elapsed: i64) -> Response<AnyBody> {
     }
     let now = task.status_at(elapsed);
     if now.is_final() {
-        let mut r = Response::new(serve::full(task.body.clone()));
+        let mut r = Response::new(httpd::full(task.body.clone()));
         r.headers_mut().insert(
             hyper::header::CONTENT_TYPE,
             hyper::header::HeaderValue::from_static("application/json"),
@@ -256,7 +256,7 @@ fn lookup(st: &mut Loaded, id: &str, elapsed: i64) -> Response<AnyBody> {
         Ok(mut b) => {
             b.task.status = now;
             b.response = None;
-            serve::json(200, &b)
+            httpd::json(200, &b)
         }
         Err(_) => not_found(),
     }

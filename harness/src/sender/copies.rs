@@ -49,6 +49,9 @@ pub struct Copies<'a> {
     pub body: &'a [u8],
     /// How many copies (each on its own connection).
     pub n: usize,
+    /// A header that tells the copies apart, and its value per copy (the
+    /// fault front's request tickets); `None` sends identical copies.
+    pub tickets: Option<(&'a str, &'a [u64])>,
     /// Per copy: the answer budget after the release, and the budget for
     /// getting ready (TLS and the write) before it.
     pub timeout: Duration,
@@ -136,22 +139,40 @@ pub async fn release(c: &Copies<'_>) -> Released {
 /// Opens a connection per copy and writes each request but its final byte.
 pub async fn prepare(c: &Copies<'_>) -> Ready {
     let start = Instant::now();
-    let bytes = match request_bytes(c.uri, c.headers, c.body) {
-        Ok(b) => b,
-        Err(e) => {
-            let a = failed(start, format!("cannot build the request: {e}"), true);
-            return Ready {
-                copies: (0..c.n).map(|_| Err(a.clone())).collect(),
-                last: 0,
-                timeout: c.timeout,
-            };
+    let mut requests = Vec::with_capacity(c.n);
+    for k in 0..c.n {
+        let built = match c.tickets {
+            Some((name, tickets)) => {
+                let mut h = c.headers.to_vec();
+                let ticket = tickets.get(k).copied().unwrap_or_default();
+                h.push((name.to_string(), ticket.to_string()));
+                request_bytes(c.uri, &h, c.body)
+            }
+            None => request_bytes(c.uri, c.headers, c.body),
+        };
+        match built {
+            Ok(b) => requests.push(b),
+            Err(e) => {
+                let a = failed(start, format!("cannot build the request: {e}"), true);
+                return Ready {
+                    copies: (0..c.n).map(|_| Err(a.clone())).collect(),
+                    last: 0,
+                    timeout: c.timeout,
+                };
+            }
         }
-    };
-    let (prefix, last) = bytes.split_at(bytes.len() - 1);
-    let copies = futures_util::future::join_all((0..c.n).map(|_| prepare_one(c, prefix))).await;
+    }
+    // Every copy ends with the same byte: the body's last, or the head's.
+    let last = requests
+        .first()
+        .and_then(|b| b.last().copied())
+        .unwrap_or(b'\n');
+    let copies =
+        futures_util::future::join_all(requests.iter().map(|b| prepare_one(c, &b[..b.len() - 1])))
+            .await;
     Ready {
         copies,
-        last: last[0],
+        last,
         timeout: c.timeout,
     }
 }

@@ -16,7 +16,6 @@ use hyper_util::client::legacy::Client;
 use crate::history::{Intent, Outcome};
 use crate::profile::Profile;
 use crate::tls::TrustedRoots;
-use crate::units::format_duration;
 
 /// The HTTP client the sender uses (http and https).
 pub type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
@@ -112,7 +111,7 @@ pub async fn exchange(
         Err(_) => Answer {
             status: None,
             latency_ms: ms(start),
-            error: Some(format!("timeout after {}", format_duration(timeout))),
+            error: Some(crate::history::TransportFailure::timeout_text(timeout)),
             connect_failed: false,
             location: None,
         },

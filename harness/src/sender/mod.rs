@@ -1,4 +1,4 @@
-//! The sender: delivers a scenario's plan over real HTTP as a profile says.
+//! The sender: delivers a [`Plan`] over real HTTP as a profile says.
 //!
 //! Bounded concurrency (a semaphore held per exchange, not while waiting),
 //! a keep-alive pool, a per-attempt timeout, no redirects, the profile's
@@ -41,18 +41,19 @@ use rand_chacha::ChaCha8Rng;
 use tokio::sync::{RwLock, Semaphore};
 
 use crate::envelope;
-use crate::fault::{drop_ack, duplicate, reorder, tamper};
-use crate::front::FrontTags;
+use crate::fault::front::{FrontTags, REQUEST_HEADER};
+use crate::fault::redeliver::{Desk, Refusal, Standing};
+use crate::fault::tamper;
 use crate::gauge::TrafficGauge;
 use crate::history::{
     now_rfc3339, Attempt, Event, FaultEvent, HistoryError, HistorySink, Intent, Outcome,
 };
+use crate::plan::{Plan, PlannedDelivery, Redelivery};
 use crate::profile::REDELIVERY_LIMIT_PER_HOUR;
 use crate::profile::{BodyShape, Freshness, Identity, Profile, Semantics};
-use crate::redelivery::{Desk, Refusal, Standing};
-use crate::scenario::{Forgery, Scenario, Signing};
+use crate::scenario::{Forgery, Signing};
 use crate::signature::{Scheme, Secret};
-use crate::workload::{self, PlannedDelivery, Redelivery};
+use crate::tag::FaultTag;
 
 pub mod copies;
 pub mod exchange;
@@ -221,20 +222,22 @@ struct Ctx {
     keys: BTreeMap<String, tamper::Keys>,
     sink: HistorySink,
     stats: Mutex<Stats>,
+    /// The next request ticket (only with a front).
+    tickets: std::sync::atomic::AtomicU64,
     desk: Desk,
     while_pending: u32,
 }
 
-/// Plans `scenario` with `cfg.seed` and delivers it, writing every attempt to `sink`.
+/// Delivers `plan`, writing every attempt to `sink`. `cfg.seed` drives the
+/// retry jitter and derived secrets; the plan's own seed fixed the rest.
 pub async fn send(
-    scenario: &Scenario,
+    plan: &Plan,
     cfg: &SendConfig,
     sink: &HistorySink,
 ) -> Result<SendSummary, SendError> {
     let start = Instant::now();
-    let ctx = Arc::new(prepare(scenario, cfg, sink)?);
+    let ctx = Arc::new(prepare(plan, cfg, sink)?);
     probe(&ctx).await?;
-    let plan = workload::plan(scenario, cfg.seed);
     let p = &cfg.profile;
     if p.body != BodyShape::Answerline || p.body_template.is_some() {
         ctx.note(
@@ -280,7 +283,7 @@ pub async fn send(
     Ok(s)
 }
 
-fn prepare(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> Result<Ctx, SendError> {
+fn prepare(plan: &Plan, cfg: &SendConfig, sink: &HistorySink) -> Result<Ctx, SendError> {
     if !(cfg.time_scale.is_finite() && cfg.time_scale > 0.0) {
         return Err(SendError::Config(format!(
             "time scale {}: expected a number above 0",
@@ -292,7 +295,7 @@ fn prepare(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> Result<
     }
     let mut uris = BTreeMap::new();
     let mut keys = BTreeMap::new();
-    for (i, account) in scenario.accounts.iter().enumerate() {
+    for (i, account) in plan.accounts.iter().enumerate() {
         let url = cfg.url_for(account);
         let uri: http::Uri = url.parse().map_err(|e| SendError::BadUrl {
             url: url.clone(),
@@ -308,8 +311,8 @@ fn prepare(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> Result<
         let current = cfg.secrets.get(account).filter(|s| !s.is_empty()).cloned().ok_or_else(|| {
             SendError::Config(format!(
                 "scenario {} needs a secret for account {account:?} (hint: it sends to {} account(s))",
-                scenario.name,
-                scenario.needs_accounts()
+                plan.scenario,
+                plan.accounts.len()
             ))
         })?;
         // A secret the scheme cannot key with (e.g. not base64 after whsec_) is a config error.
@@ -335,12 +338,12 @@ fn prepare(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> Result<
                     &format!("retired:{account}"),
                 )]
             });
-        let other = scenario
+        let other = plan
             .accounts
             .iter()
             .cycle()
             .skip(i + 1)
-            .take(scenario.accounts.len() - 1)
+            .take(plan.accounts.len() - 1)
             .find_map(|a| cfg.secrets.get(a).cloned());
         keys.insert(
             account.clone(),
@@ -353,7 +356,7 @@ fn prepare(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> Result<
         );
     }
     Ok(Ctx {
-        scenario: scenario.name.clone(),
+        scenario: plan.scenario.clone(),
         cfg: cfg.clone(),
         pooled: exchange::client(&cfg.profile, true, &cfg.roots),
         sem: Semaphore::new(cfg.concurrency),
@@ -366,14 +369,14 @@ fn prepare(scenario: &Scenario, cfg: &SendConfig, sink: &HistorySink) -> Result<
         keys,
         sink: sink.clone(),
         stats: Mutex::new(Stats::default()),
+        tickets: std::sync::atomic::AtomicU64::new(1),
         desk: Desk::new(
-            scenario
-                .redeliver()
+            plan.redeliver()
                 .and_then(|r| r.hourly_limit)
                 .unwrap_or(REDELIVERY_LIMIT_PER_HOUR),
             cfg.time_scale,
         ),
-        while_pending: scenario.redeliver().map(|r| r.while_pending).unwrap_or(0),
+        while_pending: plan.redeliver().map(|r| r.while_pending).unwrap_or(0),
     })
 }
 
@@ -424,7 +427,7 @@ struct Record<'a> {
     id: &'a str,
     attempt: u32,
     round: u32,
-    faults: Vec<String>,
+    faults: Vec<FaultTag>,
     sent_at: String,
     answer: Option<&'a Answer>,
     error: Option<String>,
@@ -475,11 +478,7 @@ impl Ctx {
             crate::delivery::TaskStatus::Completed
         };
         self.write(Event::Attempt(Attempt {
-            scenario: self.scenario.clone(),
-            delivery: r.id.to_string(),
-            key,
             job,
-            account: r.d.account.clone(),
             attempt: r.attempt,
             round: r.round,
             faults: r.faults,
@@ -496,15 +495,35 @@ impl Ctx {
             sequence: body.sequence,
             poison: r.d.poison,
             dead: r.dead,
+            ..Attempt::new(&self.scenario, r.id, &key, &r.d.account)
         }));
     }
 
-    /// Adds the front's action on this request to `faults`, and notes the
-    /// first redirect.
-    fn claim(&self, d: &PlannedDelivery, body: &[u8], answer: &Answer, faults: &mut Vec<String>) {
-        let tag = self.cfg.front.as_ref().and_then(|t| t.take(body));
+    /// A fresh request ticket when a front stands before the receiver: the
+    /// front credits what it did to exactly this request (and copy).
+    fn ticket(&self) -> Option<u64> {
+        self.cfg.front.as_ref()?;
+        Some(
+            self.tickets
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        )
+    }
+
+    /// Adds the front's actions on the request sent under `ticket` to
+    /// `faults`, and notes the first redirect.
+    fn claim(
+        &self,
+        d: &PlannedDelivery,
+        ticket: Option<u64>,
+        answer: &Answer,
+        faults: &mut Vec<FaultTag>,
+    ) {
+        let tags = match (self.cfg.front.as_ref(), ticket) {
+            (Some(front), Some(t)) => front.take(t),
+            _ => Vec::new(),
+        };
         if let Some(status @ 300..=399) = answer.status {
-            let by_front = tag.as_deref() == Some(crate::front::REDIRECT);
+            let by_front = tags.contains(&FaultTag::FrontRedirect);
             // A relative Location is resolved against the URL sent to.
             let location = answer.location.as_ref().map(|l| {
                 match (l.starts_with('/'), self.uris.get(&d.account)) {
@@ -526,7 +545,7 @@ impl Ctx {
                 });
             }
         }
-        faults.extend(tag);
+        faults.extend(tags);
     }
 
     fn note(&self, fault: &str, action: String, detail: Option<String>) {
@@ -648,7 +667,16 @@ impl Ctx {
         d: &PlannedDelivery,
         headers: &[(String, String)],
         body: &[u8],
+        ticket: Option<u64>,
     ) -> (Answer, bool) {
+        let ticketed;
+        let headers = match ticket {
+            Some(t) => {
+                ticketed = with_ticket(headers, t);
+                &ticketed[..]
+            }
+            None => headers,
+        };
         let _shared = self.gate.read().await;
         let _permit = self
             .sem
@@ -681,6 +709,7 @@ impl Ctx {
         headers: &[(String, String)],
         body: &[u8],
         n: usize,
+        tickets: Option<&[u64]>,
     ) -> (String, Vec<Answer>) {
         let _alone = self.gate.write().await;
         let p = &self.cfg.profile;
@@ -690,6 +719,7 @@ impl Ctx {
             headers,
             body,
             n,
+            tickets: tickets.map(|t| (REQUEST_HEADER, t)),
             timeout: p.timeout,
             connect_timeout: p.connect_timeout.unwrap_or(p.timeout),
             tls: self.tls.clone(),
@@ -703,6 +733,13 @@ impl Ctx {
             tokio::time::sleep(wait.div_f64(self.cfg.time_scale)).await;
         }
     }
+}
+
+/// `headers` plus the front's request ticket.
+fn with_ticket(headers: &[(String, String)], ticket: u64) -> Vec<(String, String)> {
+    let mut h = headers.to_vec();
+    h.push((REQUEST_HEADER.to_string(), ticket.to_string()));
+    h
 }
 
 /// The full header list of one request as `profile` sends it: content
@@ -795,7 +832,7 @@ struct Delivered {
 async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
     let local = ctx.localize(d);
     let d: &PlannedDelivery = &local;
-    let mut rng = workload::rng_for(ctx.cfg.seed, &ctx.scenario, "delivery", d.index as u64);
+    let mut rng = crate::plan::rng_for(ctx.cfg.seed, &ctx.scenario, "delivery", d.index as u64);
     let Some(delivered) = run_round(ctx, d, &mut rng, 0, d.drop_acks).await else {
         return;
     };
@@ -844,21 +881,22 @@ async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
                             };
                         (
                             new_id.as_str(),
-                            duplicate::FRESH_ID,
+                            FaultTag::FreshId,
                             headers,
                             Some(format!("fresh id for {}", d.id)),
                         )
                     }
-                    _ => (d.id.as_str(), duplicate::REPLAY, got.headers.clone(), None),
+                    _ => (d.id.as_str(), FaultTag::Replay, got.headers.clone(), None),
                 };
                 let sent_at = now_rfc3339();
-                let (answer, during_cut) = ctx.exchange(d, &headers, &got.body).await;
+                let ticket = ctx.ticket();
+                let (answer, during_cut) = ctx.exchange(d, &headers, &got.body, ticket).await;
                 let grade = classify(&ctx.cfg.profile, Intent::Genuine, &answer);
-                let mut faults = vec![name.to_string()];
+                let mut faults = vec![name];
                 if during_cut {
-                    faults.push(crate::tag::DATABASE_CUT.to_string());
+                    faults.push(FaultTag::DatabaseCut);
                 }
-                ctx.claim(d, &got.body, &answer, &mut faults);
+                ctx.claim(d, ticket, &answer, &mut faults);
                 ctx.record(Record {
                     d,
                     id,
@@ -941,7 +979,7 @@ async fn run_round(
     let base_faults = {
         let mut f = d.faults();
         if round > 0 && d.intent == Intent::Genuine {
-            f.push(duplicate::REDELIVER.to_string());
+            f.push(FaultTag::Redeliver);
         }
         f
     };
@@ -952,7 +990,7 @@ async fn run_round(
         }
         if round == 0 && n <= d.hold_attempts && n < max {
             let mut faults = base_faults.clone();
-            faults.push(reorder::HOLD_BACK.to_string());
+            faults.push(FaultTag::HoldBack);
             ctx.record(Record {
                 d,
                 id: &d.id,
@@ -982,12 +1020,26 @@ async fn run_round(
         } else {
             1
         };
+        let tickets: Option<Vec<u64>> = ctx
+            .cfg
+            .front
+            .is_some()
+            .then(|| (0..copies).filter_map(|_| ctx.ticket()).collect());
         let (sent_at, answers, during_cut) = if copies > 1 {
-            let (sent_at, answers) = ctx.copies(d, &headers, &signed.body, copies as usize).await;
+            let (sent_at, answers) = ctx
+                .copies(
+                    d,
+                    &headers,
+                    &signed.body,
+                    copies as usize,
+                    tickets.as_deref(),
+                )
+                .await;
             (sent_at, answers, false)
         } else {
             let sent_at = now_rfc3339();
-            let (answer, during_cut) = ctx.exchange(d, &headers, &signed.body).await;
+            let ticket = tickets.as_ref().map(|t| t[0]);
+            let (answer, during_cut) = ctx.exchange(d, &headers, &signed.body, ticket).await;
             (sent_at, vec![answer], during_cut)
         };
         let mut main = None;
@@ -995,12 +1047,16 @@ async fn run_round(
             let grade = classify(&ctx.cfg.profile, d.intent, answer);
             let mut faults = base_faults.clone();
             if copies > 1 {
-                faults.push(format!("{}:{}/{}", duplicate::CONCURRENT, k + 1, copies));
+                faults.push(FaultTag::ConcurrentCopy {
+                    k: k as u32 + 1,
+                    n: copies,
+                });
             }
             if during_cut {
-                faults.push(crate::tag::DATABASE_CUT.to_string());
+                faults.push(FaultTag::DatabaseCut);
             }
-            ctx.claim(d, &signed.body, answer, &mut faults);
+            let ticket = tickets.as_ref().and_then(|t| t.get(k).copied());
+            ctx.claim(d, ticket, answer, &mut faults);
             if k > 0 {
                 ctx.record(Record {
                     d,
@@ -1028,7 +1084,7 @@ async fn run_round(
             drops_left -= 1;
             outcome = Outcome::Info;
             delivered = false;
-            faults.push(drop_ack::NAME.to_string());
+            faults.push(FaultTag::DropAck);
         }
         let last = n == max || grade.give_up || delivered;
         let dead = last && !delivered && matches!(d.intent, Intent::Genuine | Intent::Test);

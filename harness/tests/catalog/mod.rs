@@ -1,13 +1,14 @@
 //! The fault front and the provider API over real HTTP on 127.0.0.1.
 
 use bytes::Bytes;
-use hookstorm::front::{Front, FrontConfig};
+use hookstorm::fault::front::{Front, FrontConfig};
 use hookstorm::history::{Event, Outcome};
 use hookstorm::profile::Profile;
 use hookstorm::provider::{book, Provider};
 use hookstorm::scenario::Scenario;
 use hookstorm::sender::send;
 use hookstorm::signature::Secret;
+use hookstorm::tag::FaultTag;
 use http_body_util::{BodyExt, Empty};
 
 use crate::support::*;
@@ -20,7 +21,7 @@ async fn through_front(
 ) -> (
     hookstorm::sender::SendSummary,
     Vec<Event>,
-    hookstorm::front::FrontCounts,
+    hookstorm::fault::front::FrontCounts,
 ) {
     let profile = Profile::default_profile();
     let (sink, path) = sink(dir);
@@ -36,7 +37,9 @@ async fn through_front(
     let mut cfg = config(server, profile, &["acct_a"], time_scale, 3);
     cfg.url = front.url();
     cfg.front = Some(front.tags());
-    let sum = send(s, &cfg, &sink).await.unwrap();
+    let sum = send(&hookstorm::workload::plan(s, cfg.seed), &cfg, &sink)
+        .await
+        .unwrap();
     let counts = front.stop().await;
     sink.finish().unwrap();
     let events = hookstorm::history::read(&path)
@@ -76,7 +79,7 @@ async fn front_fails_the_first_attempts_then_forwards_bytes_that_still_verify() 
     assert_eq!(seen.len(), 3, "the receiver sees only forwarded attempts");
     assert!(seen.iter().all(|s| s.verified.is_ok()));
     for a in attempts(&events) {
-        let tagged = a.faults.iter().any(|f| f == "front:429");
+        let tagged = a.faults.contains(&FaultTag::FrontStatus(429));
         assert_eq!(
             tagged,
             a.attempt <= 2,
@@ -116,7 +119,7 @@ async fn a_redirecting_front_is_never_followed_and_the_deliveries_die() {
     assert!(r.location.unwrap().ends_with("/webhooks/acct_a/"));
     assert!(attempts(&events)
         .iter()
-        .all(|a| a.status == Some(307) && a.faults.iter().any(|f| f == "redirect")));
+        .all(|a| a.status == Some(307) && a.faults.contains(&FaultTag::FrontRedirect)));
 }
 
 #[tokio::test]
@@ -143,7 +146,7 @@ async fn a_stalled_upload_is_cut_and_only_the_retry_arrives_whole() {
     assert_eq!(whole.len(), 2, "only the retries carried a whole body");
     for a in attempts(&events).iter().filter(|a| a.attempt == 1) {
         assert_eq!(a.status, None);
-        assert!(a.faults.iter().any(|f| f == "front:stall-body"));
+        assert!(a.faults.contains(&FaultTag::FrontStall));
     }
 }
 
@@ -172,7 +175,7 @@ async fn the_provider_api_serves_final_tasks_throttles_forgets_and_requires_its_
     );
     let provider = Provider::bind("127.0.0.1:0", Secret::new("k-test")).unwrap();
     provider.serve().unwrap();
-    let b = book::from_plan(&s, 9, 1.0, true);
+    let b = book::from_plan(&hookstorm::workload::plan(&s, 9), 1.0, true);
     let finals = b.final_tasks();
     assert_eq!(
         finals.len(),
@@ -220,7 +223,7 @@ async fn the_provider_api_serves_final_tasks_throttles_forgets_and_requires_its_
 async fn a_provider_lifecycle_goes_back_to_queued_and_ends_final() {
     let dir = tempfile::tempdir().unwrap();
     let s = scenario(dir.path(), "[workload]\njobs = 20\n");
-    let b = book::from_plan(&s, 4, 1.0, false);
+    let b = book::from_plan(&hookstorm::workload::plan(&s, 4), 1.0, false);
     let mut requeued = 0;
     for t in &b.tasks {
         let end = t.stages.last().unwrap();

@@ -138,6 +138,7 @@ fn copies<'a>(uri: &'a http::Uri, headers: &'a [(String, String)], n: usize) -> 
         headers,
         body: BODY,
         n,
+        tickets: None,
         timeout: Duration::from_secs(5),
         connect_timeout: Duration::from_secs(2),
         tls: None,

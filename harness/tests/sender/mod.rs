@@ -7,11 +7,23 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use hookstorm::history::HistorySink;
 use hookstorm::history::{Attempt, Intent, Outcome};
 use hookstorm::profile::{Freshness, Profile};
-use hookstorm::sender::{send, SendError, SendSummary};
+use hookstorm::scenario::Scenario;
+use hookstorm::sender::{SendConfig, SendError, SendSummary};
+use hookstorm::tag::FaultTag;
 
 use crate::support::*;
+
+/// Plans `s` with the configuration's seed and delivers the plan, as a run does.
+async fn send(
+    s: &Scenario,
+    cfg: &SendConfig,
+    sink: &HistorySink,
+) -> Result<SendSummary, SendError> {
+    hookstorm::sender::send(&hookstorm::workload::plan(s, cfg.seed), cfg, sink).await
+}
 
 fn short(mut p: Profile, attempts: u32) -> Profile {
     p.schedule.max_attempts = attempts;
@@ -118,7 +130,7 @@ async fn a_dropped_ack_causes_a_retry() {
     for a in &lines {
         if a.attempt == 1 {
             assert_eq!(a.outcome, Outcome::Info);
-            assert!(a.faults.contains(&"drop-ack".to_string()));
+            assert!(a.faults.contains(&FaultTag::DropAck));
         } else {
             assert_eq!(a.outcome, Outcome::Ok);
         }
@@ -162,7 +174,7 @@ async fn concurrent_duplicates_arrive_at_the_same_time() {
     assert!(attempts(&path).iter().all(|a| a
         .faults
         .iter()
-        .any(|f| f.starts_with("duplicate-concurrent"))));
+        .any(|f| matches!(f, FaultTag::ConcurrentCopy { .. }))));
 }
 
 #[tokio::test]
@@ -544,7 +556,7 @@ async fn fresh_id_replays_keep_or_change_the_identity_as_each_provider_does() {
             let fresh = lines
                 .iter()
                 .find(|a| {
-                    a.faults.iter().any(|f| f == "duplicate-fresh-id")
+                    a.faults.contains(&FaultTag::FreshId)
                         && a.detail.as_deref() == Some(&format!("fresh id for {}", first.delivery))
                 })
                 .unwrap_or_else(|| panic!("{name}: no fresh-id replay of {}", first.delivery));
@@ -553,10 +565,7 @@ async fn fresh_id_replays_keep_or_change_the_identity_as_each_provider_does() {
             assert_eq!(fresh.job, first.job, "{name}: same object");
             let redelivered = lines
                 .iter()
-                .find(|a| {
-                    a.delivery == first.delivery
-                        && a.faults.iter().any(|f| f == "duplicate-redeliver")
-                })
+                .find(|a| a.delivery == first.delivery && a.faults.contains(&FaultTag::Redeliver))
                 .unwrap_or_else(|| panic!("{name}: no redelivery of {}", first.delivery));
             assert_eq!(
                 redelivered.key, first.key,

@@ -2,8 +2,9 @@
 
 use std::path::Path;
 
+use hookstorm::plan::rng_for;
 use hookstorm::scenario::Scenario;
-use hookstorm::workload::{plan, rng_for};
+use hookstorm::workload::plan;
 
 fn shipped() -> Vec<Scenario> {
     Scenario::load_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios"))
@@ -64,13 +65,13 @@ fn the_same_seed_gives_the_same_plan_and_jitter() {
 fn different_seeds_give_different_plans() {
     for s in shipped() {
         let (a, b) = (plan(&s, 1), plan(&s, 2));
-        let ids = |p: &hookstorm::workload::Plan| {
+        let ids = |p: &hookstorm::plan::Plan| {
             p.deliveries
                 .iter()
                 .map(|d| d.id.clone())
                 .collect::<Vec<_>>()
         };
-        let bodies = |p: &hookstorm::workload::Plan| {
+        let bodies = |p: &hookstorm::plan::Plan| {
             p.deliveries
                 .iter()
                 .map(|d| d.bytes.clone())

@@ -23,23 +23,23 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// A response body of any kind.
-pub type AnyBody = BoxBody<Bytes, Cut>;
+pub type AnyBody = BoxBody<Bytes, Hangup>;
 
 /// The error a handler (or a body) returns to cut the connection.
 #[derive(Debug, Clone)]
-pub struct Cut(pub String);
+pub struct Hangup(pub String);
 
-impl std::fmt::Display for Cut {
+impl std::fmt::Display for Hangup {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-impl std::error::Error for Cut {}
+impl std::error::Error for Hangup {}
 
-impl From<&str> for Cut {
+impl From<&str> for Hangup {
     fn from(s: &str) -> Self {
-        Cut(s.to_string())
+        Hangup(s.to_string())
     }
 }
 
@@ -47,7 +47,7 @@ impl From<&str> for Cut {
 pub type Handler = Arc<
     dyn Fn(
             Request<Incoming>,
-        ) -> Pin<Box<dyn Future<Output = Result<Response<AnyBody>, Cut>> + Send>>
+        ) -> Pin<Box<dyn Future<Output = Result<Response<AnyBody>, Hangup>> + Send>>
         + Send
         + Sync,
 >;

@@ -1,234 +1,17 @@
-//! The history: every attempt the harness made, Jepsen-style, as JSON Lines.
-//!
-//! Each line is one [`Event`]. Attempts carry everything the checker needs
-//! about their delivery (key, job, account, what the harness meant by it,
-//! the task's status and creation time), so a history can be checked again
-//! later, with nothing else but the receiver's state, and so the checker can
-//! stream it instead of holding a million deliveries in memory.
-//!
-//! Outcomes follow `docs/history.md`: `ok` (a 2xx the harness accepted),
-//! `fail` (definitely did not land), `info` (indeterminate: the receiver may
-//! or may not have committed it).
+//! The history's codec: writing events as JSON Lines (one writer, or a
+//! sink many tasks share), reading them back with line numbers, and
+//! [`fold`], the one streaming pass every consumer of a history (the
+//! checker, the late-row owners, the kill tally, the retry gaps) is fed by.
+//! [`encode_attempt`] writes an attempt line by hand for the bench, where
+//! serde's string escaping is a measurable share of the sender's time; the
+//! checker's fast reader of those lines is [`super::scan`].
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
-use crate::delivery::TaskStatus;
-
-/// What became of one attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// A 2xx came back and the harness accepted it.
-    Ok,
-    /// The attempt definitely did not land.
-    Fail,
-    /// Indeterminate: may or may not have been committed.
-    Info,
-}
-
-/// What the harness meant a delivery to be, and so what the receiver must do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Intent {
-    /// A real, correctly signed result: stored exactly once.
-    Genuine,
-    /// A verified dashboard test delivery: 2xx, nothing stored.
-    Test,
-    /// A bad, missing, malformed, stale or future signature, or a tampered
-    /// body: 4xx, nothing stored. `detail` names the forgery.
-    Forged,
-    /// Signed with another account's secret: 4xx, nothing stored.
-    CrossAccount,
-    /// A body over the receiver's limit: 413 (or 4xx), nothing stored.
-    Oversized,
-    /// A captured genuine request replayed after the tolerance: 4xx, nothing new.
-    ExpiredReplay,
-}
-
-impl Intent {
-    /// Whether the receiver must store this delivery.
-    pub fn must_store(self) -> bool {
-        matches!(self, Intent::Genuine)
-    }
-    /// Whether the receiver must answer 4xx.
-    pub fn must_reject(self) -> bool {
-        matches!(
-            self,
-            Intent::Forged | Intent::CrossAccount | Intent::Oversized | Intent::ExpiredReplay
-        )
-    }
-}
-
-/// One HTTP attempt.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Attempt {
-    /// The scenario it belongs to.
-    pub scenario: String,
-    /// The delivery id (`Webhook-Id`), stable across retries and redeliveries.
-    pub delivery: String,
-    /// The deduplication key (task id).
-    pub key: String,
-    /// The job key, when the task has an idempotency key.
-    #[serde(default)]
-    pub job: Option<String>,
-    /// The account the delivery was sent for.
-    pub account: String,
-    /// 1-based attempt number within its round.
-    pub attempt: u32,
-    /// 0 for the automatic delivery, 1.. for manual redeliveries.
-    #[serde(default)]
-    pub round: u32,
-    /// Faults applied to this attempt.
-    #[serde(default)]
-    pub faults: Vec<String>,
-    /// When it was sent (RFC 3339, wall clock).
-    pub sent_at: String,
-    /// The answer's status, if one came.
-    #[serde(default)]
-    pub status: Option<u16>,
-    /// Time to the answer's head, in milliseconds.
-    #[serde(default)]
-    pub latency_ms: Option<f64>,
-    /// Transport error text (timeout, reset, refused).
-    #[serde(default)]
-    pub error: Option<String>,
-    /// The outcome.
-    pub outcome: Outcome,
-    /// What the delivery was meant to be.
-    pub intent: Intent,
-    /// More about the intent (the forgery kind, …).
-    #[serde(default)]
-    pub detail: Option<String>,
-    /// The task's final status.
-    #[serde(default)]
-    pub task_status: Option<TaskStatus>,
-    /// The task's createdAt.
-    #[serde(default)]
-    pub created_at: Option<String>,
-    /// Sequenced workload: the resource.
-    #[serde(default)]
-    pub resource: Option<String>,
-    /// Sequenced workload: the sequence number.
-    #[serde(default)]
-    pub sequence: Option<u64>,
-    /// The delivery is a poison event.
-    #[serde(default)]
-    pub poison: bool,
-    /// This was the last attempt and it failed: the delivery is dead.
-    #[serde(default)]
-    pub dead: bool,
-}
-
-impl Attempt {
-    /// A first attempt of a genuine delivery, answered 204 and `ok`: the
-    /// base that tests and tools adjust field by field.
-    pub fn acknowledged(scenario: &str, account: &str, key: &str) -> Attempt {
-        Attempt {
-            scenario: scenario.to_string(),
-            delivery: format!("whd_{key}"),
-            key: key.to_string(),
-            job: None,
-            account: account.to_string(),
-            attempt: 1,
-            round: 0,
-            faults: Vec::new(),
-            sent_at: now_rfc3339(),
-            status: Some(204),
-            latency_ms: Some(1.0),
-            error: None,
-            outcome: Outcome::Ok,
-            intent: Intent::Genuine,
-            detail: None,
-            task_status: None,
-            created_at: None,
-            resource: None,
-            sequence: None,
-            poison: false,
-            dead: false,
-        }
-    }
-}
-
-/// Something a fault actor (nemesis) did, outside any single attempt.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FaultEvent {
-    /// The scenario.
-    pub scenario: String,
-    /// When (RFC 3339).
-    pub at: String,
-    /// The fault's name (`kill`, `cut-database`, `redirect`, …).
-    pub fault: String,
-    /// What it did.
-    pub action: String,
-    /// Free text details.
-    #[serde(default)]
-    pub detail: Option<String>,
-}
-
-/// A final task the provider knows of (reconciliation ground truth).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProviderTask {
-    /// The scenario.
-    pub scenario: String,
-    /// The account.
-    pub account: String,
-    /// The task id.
-    pub key: String,
-    /// The job key.
-    #[serde(default)]
-    pub job: Option<String>,
-    /// Its status.
-    pub task_status: TaskStatus,
-    /// Its createdAt.
-    pub created_at: String,
-}
-
-/// What a run was: written once at the start of a history.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunHeader {
-    /// The run id (also the report folder's name).
-    pub run_id: String,
-    /// The seed that drives everything.
-    pub seed: u64,
-    /// The sender profile.
-    pub profile: String,
-    /// Real time is divided by this.
-    pub time_scale: f64,
-    /// When the run started (RFC 3339).
-    pub started_at: String,
-    /// hookstorm's version.
-    pub version: String,
-}
-
-/// One line of the history.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Event {
-    /// The run header.
-    Run(RunHeader),
-    /// An attempt.
-    Attempt(Attempt),
-    /// A fault action.
-    Fault(FaultEvent),
-    /// A task the provider finished.
-    Provider(ProviderTask),
-}
-
-impl Event {
-    /// The scenario the event belongs to, if any.
-    pub fn scenario(&self) -> Option<&str> {
-        match self {
-            Event::Run(_) => None,
-            Event::Attempt(a) => Some(&a.scenario),
-            Event::Fault(f) => Some(&f.scenario),
-            Event::Provider(p) => Some(&p.scenario),
-        }
-    }
-}
+use super::{Event, Outcome};
+use crate::tag::FaultTag;
 
 /// A history file could not be written or read.
 #[derive(Debug, thiserror::Error)]
@@ -349,9 +132,26 @@ pub fn read_numbered(
         }))
 }
 
-/// Current wall-clock time as RFC 3339 with milliseconds.
-pub fn now_rfc3339() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+/// One consumer of a history, fed event by event: the checker's fold, the
+/// late-row owners, the kill tally and the retry gaps all are, so a
+/// scenario's history is read once, streaming, whatever needs it.
+pub trait Fold {
+    /// Takes one event and its 1-based line number.
+    fn push(&mut self, line: u64, event: &Event);
+}
+
+/// Streams the history at `path` once through every fold in `folds`.
+/// Lines that are not history events are skipped (the checker, reading
+/// the same file, names them); returns how many events were folded.
+pub fn fold(path: &Path, folds: &mut [&mut dyn Fold]) -> Result<u64, HistoryError> {
+    let mut n = 0;
+    for (line, event) in read_numbered(path)?.filter_map(Result::ok) {
+        for f in folds.iter_mut() {
+            f.push(line, &event);
+        }
+        n += 1;
+    }
+    Ok(n)
 }
 
 /// A cloneable handle many tasks write events through, concurrently.
@@ -453,33 +253,125 @@ fn sink_error(path: &Path, msg: &str) -> HistoryError {
     }
 }
 
+/// One genuine, COMPLETED first attempt as the bench records it, borrowed:
+/// the fields [`encode_attempt`] writes.
+pub(crate) struct AttemptLine<'a> {
+    /// The scenario (plain text, needs no escaping).
+    pub scenario: &'a str,
+    /// The delivery id (plain).
+    pub delivery: &'a str,
+    /// The key (plain).
+    pub key: &'a str,
+    /// The job (plain).
+    pub job: &'a str,
+    /// The account, already encoded as a JSON string.
+    pub account_json: &'a str,
+    /// The fault tags.
+    pub faults: &'a [FaultTag],
+    /// When it was sent (RFC 3339).
+    pub sent_at: &'a str,
+    /// The answer's status.
+    pub status: Option<u16>,
+    /// Time to the answer, in milliseconds (written with 3 decimals).
+    pub latency_ms: f64,
+    /// The transport error text (escaped through serde_json).
+    pub error: Option<&'a str>,
+    /// The outcome.
+    pub outcome: Outcome,
+    /// The task's createdAt (plain).
+    pub created_at: &'a str,
+}
+
+/// Appends one attempt line: the same JSON as `Event::Attempt` (a test
+/// reads it back), written by hand because serde's escaping of strings the
+/// harness generated itself is a measurable share of a 100k/s sender. Only
+/// the account and the error text can need escaping; they go through
+/// serde_json.
+pub(crate) fn encode_attempt(out: &mut Vec<u8>, a: &AttemptLine<'_>) {
+    let mut s = String::with_capacity(400);
+    s.push_str(r#"{"type":"attempt","scenario":""#);
+    s.push_str(a.scenario);
+    s.push_str(r#"","delivery":""#);
+    s.push_str(a.delivery);
+    s.push_str(r#"","key":""#);
+    s.push_str(a.key);
+    s.push_str(r#"","job":""#);
+    s.push_str(a.job);
+    s.push_str(r#"","account":"#);
+    s.push_str(a.account_json);
+    s.push_str(r#","attempt":1,"round":0,"faults":["#);
+    for (i, f) in a.faults.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push('"');
+        s.push_str(&f.to_string());
+        s.push('"');
+    }
+    s.push_str(r#"],"sent_at":""#);
+    s.push_str(a.sent_at);
+    s.push_str(r#"","status":"#);
+    match a.status {
+        Some(code) => push_dec(&mut s, u64::from(code)),
+        None => s.push_str("null"),
+    }
+    s.push_str(r#","latency_ms":"#);
+    let micros = (a.latency_ms * 1000.0).round().max(0.0) as u64;
+    push_dec(&mut s, micros / 1000);
+    s.push('.');
+    let frac = micros % 1000;
+    s.push((b'0' + (frac / 100) as u8) as char);
+    s.push((b'0' + (frac / 10 % 10) as u8) as char);
+    s.push((b'0' + (frac % 10) as u8) as char);
+    s.push_str(r#","error":"#);
+    match a.error {
+        Some(e) => s.push_str(&serde_json::to_string(e).unwrap_or_else(|_| "null".into())),
+        None => s.push_str("null"),
+    }
+    s.push_str(match a.outcome {
+        Outcome::Ok => r#","outcome":"ok""#,
+        Outcome::Fail => r#","outcome":"fail""#,
+        Outcome::Info => r#","outcome":"info""#,
+    });
+    s.push_str(r#","intent":"genuine","task_status":"COMPLETED","created_at":""#);
+    s.push_str(a.created_at);
+    s.push_str("\"}\n");
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// Appends `v` in decimal without going through `fmt`.
+pub(crate) fn push_dec(out: &mut String, v: u64) {
+    let mut buf = [0u8; 20];
+    let mut n = v;
+    let mut i = 20;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.push_str(std::str::from_utf8(&buf[i..]).expect("ascii"));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::delivery::TaskStatus;
+    use crate::history::Attempt;
 
     fn attempt(n: u32, outcome: Outcome) -> Event {
         Event::Attempt(Attempt {
-            scenario: "baseline".into(),
-            delivery: "whd_1".into(),
-            key: "tsk_1".into(),
             job: Some("job-1".into()),
-            account: "acct_a".into(),
             attempt: n,
-            round: 0,
-            faults: vec![],
             sent_at: "2026-11-29T10:00:01.000Z".into(),
             status: Some(204),
             latency_ms: Some(1.5),
-            error: None,
             outcome,
-            intent: Intent::Genuine,
-            detail: None,
             task_status: Some(TaskStatus::Completed),
             created_at: Some("2026-11-29T10:00:00Z".into()),
-            resource: None,
-            sequence: None,
-            poison: false,
-            dead: false,
+            ..Attempt::new("baseline", "whd_1", "tsk_1", "acct_a")
         })
     }
 

@@ -20,12 +20,12 @@
 //! and the receiver's error path would never run.
 //!
 //! The nemesis never decides a verdict: the checker reads what the history
-//! and the state say. It only counts what it did, and [`Tally`] measures
+//! and the state say. It only counts what it did, and [`KillTally`] measures
 //! what the kills did to the attempts, for the report's notes. When a fault
 //! met nothing ([`not_exercised`]), the run turns the scenario's passes into
 //! unknown: a pass would claim what was never tested.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use rand::Rng;
@@ -33,10 +33,11 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::gauge::{TrafficGauge, WindowCount};
-use crate::history::{Event, Intent, Outcome};
+use crate::history::{Event, Fold, Intent, Outcome};
 use crate::lifecycle::{Cut, LifecycleError, Role, Signal, Supervisor};
+use crate::plan::Plan;
 use crate::scenario::{
-    CutDatabaseSpec, CutMode, CutVia, FaultSpec, KillSignal, KillSpec, KillWorkerSpec, Scenario,
+    CutDatabaseSpec, CutMode, CutVia, FaultSpec, KillSignal, KillSpec, KillWorkerSpec,
 };
 use crate::state::State;
 use crate::target::Target;
@@ -54,14 +55,14 @@ pub const KILL_AFTER_ACKS: u64 = 2;
 /// How often the nemesis looks at the traffic gauge while it waits.
 const POLL: Duration = Duration::from_millis(5);
 
-/// Whether the scenario has process or database faults.
-pub fn applies(scenario: &Scenario) -> bool {
-    scenario.faults.iter().any(FaultSpec::is_process_fault)
+/// Whether the faults include process or database faults.
+pub fn applies(faults: &[FaultSpec]) -> bool {
+    faults.iter().any(FaultSpec::is_process_fault)
 }
 
-/// The spread of the steady stream the scenario's process faults want.
-pub fn spread(scenario: &Scenario) -> Option<Duration> {
-    scenario.faults.iter().filter_map(FaultSpec::spread).max()
+/// The spread of the steady stream the process faults want.
+pub fn spread(faults: &[FaultSpec]) -> Option<Duration> {
+    faults.iter().filter_map(FaultSpec::spread).max()
 }
 
 /// Why the scenario cannot run against this target, if it cannot.
@@ -69,32 +70,29 @@ pub fn spread(scenario: &Scenario) -> Option<Duration> {
 /// Kills need lifecycle control; a database cut needs only database control
 /// (`[database]`), so a receiver that runs on its own can still have its
 /// database cut through the harness's proxy.
-pub fn missing_control(scenario: &Scenario, target: &Target) -> Option<String> {
-    if !applies(scenario) {
+pub fn missing_control(scenario: &str, faults: &[FaultSpec], target: &Target) -> Option<String> {
+    if !applies(faults) {
         return None;
     }
-    let kills = scenario
-        .faults
+    let kills = faults
         .iter()
         .any(|f| matches!(f, FaultSpec::Kill(_) | FaultSpec::KillWorker(_)));
     let life = target.lifecycle.as_ref();
     if kills && life.is_none() {
         return Some(format!(
-            "needs lifecycle control, which the target does not describe (hint: add [lifecycle] start = \"…\" and ready = {{ http = \"…\" }} to the target file, or --skip {})",
-            scenario.name
+            "needs lifecycle control, which the target does not describe (hint: add [lifecycle] start = \"…\" and ready = {{ http = \"…\" }} to the target file, or --skip {scenario})"
         ));
     }
-    for f in &scenario.faults {
+    for f in faults {
         match f {
             FaultSpec::KillWorker(_) if life.is_some_and(|l| l.worker.is_none()) => {
                 return Some(format!(
-                    "needs a separate worker process (hint: add [lifecycle.worker] start = \"…\", or --skip {})",
-                    scenario.name
+                    "needs a separate worker process (hint: add [lifecycle.worker] start = \"…\", or --skip {scenario})"
                 ))
             }
             FaultSpec::CutDatabase(c) => {
                 if let Err(why) = choose_cut(c, &target.database) {
-                    return Some(format!("{why} (hint: or --skip {})", scenario.name));
+                    return Some(format!("{why} (hint: or --skip {scenario})"));
                 }
             }
             _ => {}
@@ -183,15 +181,12 @@ impl Actions {
 }
 
 /// Sets failpoint environments and restarts what needs it, before sending.
-pub async fn prepare(
-    sup: &mut Supervisor,
-    scenario: &Scenario,
-    seed: u64,
-) -> Result<(), LifecycleError> {
+pub async fn prepare(sup: &mut Supervisor, plan: &Plan) -> Result<(), LifecycleError> {
     if !sup.supports_failpoints() {
         return Ok(());
     }
-    for f in &scenario.faults {
+    let seed = plan.seed;
+    for f in &plan.faults {
         let (role, fp) = match f {
             FaultSpec::Kill(KillSpec {
                 failpoint: Some(fp),
@@ -219,9 +214,9 @@ fn failpoint_env(fp: &str, seed: u64) -> BTreeMap<String, String> {
 
 /// Clears failpoints (restarting processes that had them) and makes sure
 /// everything runs again, after sending.
-pub async fn finish(sup: &mut Supervisor, scenario: &Scenario) -> Result<(), LifecycleError> {
+pub async fn finish(sup: &mut Supervisor, plan: &Plan) -> Result<(), LifecycleError> {
     if sup.supports_failpoints() {
-        for f in &scenario.faults {
+        for f in &plan.faults {
             let role = match f {
                 FaultSpec::Kill(KillSpec {
                     failpoint: Some(_), ..
@@ -247,10 +242,11 @@ struct CrashPoints {
 }
 
 impl CrashPoints {
-    fn of(scenario: &Scenario, sup: &Supervisor, seed: u64) -> CrashPoints {
+    fn of(plan: &Plan, sup: &Supervisor) -> CrashPoints {
+        let seed = plan.seed;
         let mut points = Vec::new();
         if sup.supports_failpoints() {
-            for f in &scenario.faults {
+            for f in &plan.faults {
                 match f {
                     FaultSpec::Kill(KillSpec {
                         failpoint: Some(fp),
@@ -296,16 +292,15 @@ impl CrashPoints {
 /// process is restarted without them, so a scenario always ends.
 pub async fn nemesis(
     sup: &mut Supervisor,
-    scenario: &Scenario,
-    seed: u64,
+    plan: &Plan,
     gauge: &TrafficGauge,
     mut done: watch::Receiver<bool>,
 ) -> Actions {
     let mut acts = Actions::default();
-    let mut cps = CrashPoints::of(scenario, sup, seed);
+    let mut cps = CrashPoints::of(plan, sup);
     let start = Instant::now();
-    let mut rng = crate::workload::rng_for(seed, &scenario.name, "nemesis", 0);
-    for f in &scenario.faults {
+    let mut rng = plan.rng("nemesis", 0);
+    for f in &plan.faults {
         let r = match f {
             FaultSpec::Kill(k) => {
                 let crash_points = k.failpoint.is_some() && sup.supports_failpoints();
@@ -316,7 +311,7 @@ pub async fn nemesis(
                 };
                 let mut place = Placement {
                     gauge: Some(gauge),
-                    rng: crate::workload::rng_for(seed, &scenario.name, "kill-placement", 0),
+                    rng: plan.rng("kill-placement", 0),
                 };
                 signals(
                     sup,
@@ -348,7 +343,7 @@ pub async fn nemesis(
                 // The worker answers no request: its kills keep their moments.
                 let mut place = Placement {
                     gauge: None,
-                    rng: crate::workload::rng_for(seed, &scenario.name, "kill-placement", 1),
+                    rng: plan.rng("kill-placement", 1),
                 };
                 signals(
                     sup,
@@ -660,9 +655,9 @@ impl CutSeen {
 /// `tally` is `None` when the state could not be read (the checker is then
 /// unknown anyway). Pauses (`signal = "stop"`) and worker kills are not
 /// judged here: they need not cut an exchange short to test something.
-pub fn not_exercised(scenario: &Scenario, acts: &Actions, tally: Option<&Tally>) -> Option<String> {
+pub fn not_exercised(plan: &Plan, acts: &Actions, tally: Option<&KillTally>) -> Option<String> {
     let mut why = Vec::new();
-    if scenario
+    if plan
         .faults
         .iter()
         .any(|f| matches!(f, FaultSpec::CutDatabase(_)))
@@ -676,7 +671,7 @@ pub fn not_exercised(scenario: &Scenario, acts: &Actions, tally: Option<&Tally>)
             ),
         });
     }
-    let kills = scenario.faults.iter().any(|f| {
+    let kills = plan.faults.iter().any(|f| {
         matches!(f, FaultSpec::Kill(k) if matches!(k.signal, KillSignal::Kill | KillSignal::Term))
     });
     if let (true, Some(t)) = (kills, tally) {
@@ -692,7 +687,7 @@ pub fn not_exercised(scenario: &Scenario, acts: &Actions, tally: Option<&Tally>)
 
 /// What the kills did to the attempts, measured from the history and state.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Tally {
+pub struct KillTally {
     /// Genuine attempts cut off with no answer (reset, closed, timed out).
     pub interrupted: usize,
     /// Of those, attempts whose delivery is stored: the receiver had
@@ -706,39 +701,59 @@ pub struct Tally {
     pub doubled: usize,
 }
 
-impl Tally {
-    /// Measures a scenario's events against its (filtered) state.
-    pub fn measure<'a>(events: impl IntoIterator<Item = &'a Event>, state: &State) -> Tally {
-        let stored: HashSet<(Option<String>, &str)> = state
+/// Per genuine key, what the kills could have done to its attempts,
+/// folded from the history as it streams by: attempts cut off with no
+/// answer, and whether any attempt was acknowledged.
+#[derive(Debug, Default)]
+pub struct KillFold {
+    keys: HashMap<(String, String), (usize, bool)>,
+}
+
+impl Fold for KillFold {
+    fn push(&mut self, _line: u64, e: &Event) {
+        let Event::Attempt(a) = e else { return };
+        if a.intent != Intent::Genuine || a.poison {
+            return;
+        }
+        let interrupted = a.outcome == Outcome::Info && a.status.is_none();
+        let acked = a.outcome == Outcome::Ok;
+        if !interrupted && !acked {
+            return;
+        }
+        let k = self
+            .keys
+            .entry((a.account.clone(), a.key.clone()))
+            .or_default();
+        k.0 += usize::from(interrupted);
+        k.1 |= acked;
+    }
+}
+
+impl KillFold {
+    /// The tally of the folded attempts against the (filtered) state.
+    pub fn finish(self, state: &State) -> KillTally {
+        let stored: HashSet<(Option<&str>, &str)> = state
             .inbox
             .iter()
-            .map(|r| (r.account.clone(), r.key.as_str()))
+            .map(|r| (r.account.as_deref(), r.key.as_str()))
             .collect();
-        let mut counts: BTreeMap<(Option<String>, &str), usize> = BTreeMap::new();
+        let mut counts: BTreeMap<(Option<&str>, &str), usize> = BTreeMap::new();
         for r in &state.inbox {
             *counts
-                .entry((r.account.clone(), r.key.as_str()))
+                .entry((r.account.as_deref(), r.key.as_str()))
                 .or_default() += 1;
         }
-        let mut t = Tally {
+        let mut t = KillTally {
             doubled: counts.values().filter(|n| **n > 1).count(),
-            ..Tally::default()
+            ..KillTally::default()
         };
-        let mut acked = HashSet::new();
-        for e in events {
-            let Event::Attempt(a) = e else { continue };
-            if a.intent != Intent::Genuine || a.poison {
-                continue;
-            }
-            let key = (Some(a.account.clone()), a.key.as_str());
-            let is_stored = stored.contains(&key) || stored.contains(&(None, a.key.as_str()));
-            if a.outcome == Outcome::Info && a.status.is_none() {
-                t.interrupted += 1;
-                if is_stored {
-                    t.stored_after_interruption += 1;
-                }
-            }
-            if a.outcome == Outcome::Ok && !is_stored && acked.insert(key) {
+        for ((account, key), (interrupted, acked)) in self.keys {
+            let is_stored = stored.contains(&(Some(account.as_str()), key.as_str()))
+                || stored.contains(&(None, key.as_str()));
+            t.interrupted += interrupted;
+            if is_stored {
+                t.stored_after_interruption += interrupted;
+            } else if acked {
                 t.lost += 1;
             }
         }
@@ -746,8 +761,19 @@ impl Tally {
     }
 }
 
+impl KillTally {
+    /// Measures a scenario's events against its (filtered) state.
+    pub fn measure<'a>(events: impl IntoIterator<Item = &'a Event>, state: &State) -> KillTally {
+        let mut f = KillFold::default();
+        for e in events {
+            f.push(0, e);
+        }
+        f.finish(state)
+    }
+}
+
 /// The report note for a scenario with process faults.
-pub fn note(acts: &Actions, tally: Option<&Tally>) -> String {
+pub fn note(acts: &Actions, tally: Option<&KillTally>) -> String {
     let mut s = format!(
         "process faults: {} kill(s) injected ({} by the harness, {} at crash points), {} restart(s), {} database cut(s)",
         acts.kills(),
@@ -808,7 +834,7 @@ mod tests {
         assert_eq!(choose_cut(&spec, &db).unwrap(), Cut::Proxy(Mode::Reset));
     }
 
-    fn scenario_with(fault: &str) -> Scenario {
+    fn scenario_with(fault: &str) -> Plan {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.toml");
         std::fs::write(
@@ -816,7 +842,7 @@ mod tests {
             format!("name = \"s\"\ndescription = \"d\"\nexpect = \"e\"\nwhen_it_fails = \"w\"\ncheck = [\"I1\"]\n[[fault]]\n{fault}\n"),
         )
         .unwrap();
-        Scenario::from_file(&path).unwrap()
+        crate::workload::plan(&crate::scenario::Scenario::from_file(&path).unwrap(), 0)
     }
 
     fn seen(answered: u64) -> CutSeen {
@@ -835,13 +861,13 @@ mod tests {
             cut_seen: vec![seen(0)],
             ..Actions::default()
         };
-        let why = not_exercised(&s, &acts, Some(&Tally::default())).unwrap();
+        let why = not_exercised(&s, &acts, Some(&KillTally::default())).unwrap();
         assert!(
             why.contains("no attempt was answered while the database was cut"),
             "{why}"
         );
         acts.cut_seen = vec![seen(0), seen(4)];
-        assert_eq!(not_exercised(&s, &acts, Some(&Tally::default())), None);
+        assert_eq!(not_exercised(&s, &acts, Some(&KillTally::default())), None);
         let why = not_exercised(&s, &Actions::default(), None).unwrap();
         assert!(why.contains("never cut"), "{why}");
     }
@@ -853,7 +879,7 @@ mod tests {
             signals: 3,
             ..Actions::default()
         };
-        let quiet = Tally::default();
+        let quiet = KillTally::default();
         let why = not_exercised(&s, &acts, Some(&quiet)).unwrap();
         assert!(
             why.contains("3 kill(s) of the receiver interrupted no attempt"),
@@ -864,9 +890,9 @@ mod tests {
             None,
             "no state: unknown anyway"
         );
-        let hit = Tally {
+        let hit = KillTally {
             interrupted: 2,
-            ..Tally::default()
+            ..KillTally::default()
         };
         assert_eq!(not_exercised(&s, &acts, Some(&hit)), None);
         acts.receiver_crashes = 1;

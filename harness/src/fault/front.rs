@@ -9,11 +9,15 @@
 //! headers, so signatures still verify. A delivery is recognised by its body
 //! bytes, which every retry and redelivery repeats.
 //!
-//! Each action becomes an `Event::Fault` line, and a tag in [`FrontTags`]
-//! that the sender adds to the affected attempt's `faults`, so the checker
-//! knows which answers were the front's and not the receiver's.
+//! Each action becomes an `Event::Fault` line, and a [`FaultTag`] in
+//! [`FrontTags`] that the sender adds to the affected attempt's `faults`, so
+//! the checker knows which answers were the front's and not the receiver's.
+//! The sender marks every request with a ticket ([`REQUEST_HEADER`], one per
+//! attempt and per concurrent copy) that the front strips before forwarding
+//! and files its actions under, so each action is credited to the very
+//! request it happened to, even when concurrent copies share one body.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,15 +30,9 @@ use hyper_util::client::legacy::Client;
 use sha2::{Digest, Sha256};
 
 use crate::history::{now_rfc3339, Event, FaultEvent, HistorySink};
+use crate::httpd::{self, AnyBody, Hangup, Server};
 use crate::scenario::FrontSpec;
-use crate::serve::{self, AnyBody, Cut, Server};
-
-/// The tag of an attempt the front redirected (the checker's I7 knows it).
-pub const REDIRECT: &str = crate::tag::FRONT_REDIRECT;
-/// The tag of an attempt the front held before forwarding.
-pub const DELAY: &str = crate::tag::FRONT_DELAY;
-/// The tag of an attempt whose upload the front stalled and cut.
-pub const STALL: &str = crate::tag::FRONT_STALL;
+use crate::tag::FaultTag;
 
 /// The front could not start.
 #[derive(Debug, thiserror::Error)]
@@ -47,31 +45,33 @@ pub enum FrontError {
     Io(#[from] std::io::Error),
 }
 
-/// Per delivery body, the actions the front took and the sender has not yet
-/// claimed for an attempt.
+/// The request header that carries the sender's ticket for one request;
+/// the front reads and strips it, the receiver never sees it.
+pub const REQUEST_HEADER: &str = "hookstorm-request";
+
+/// Per request ticket, the actions the front took and the sender has not
+/// yet claimed for its attempt.
 #[derive(Debug, Clone, Default)]
-pub struct FrontTags(Arc<Mutex<HashMap<[u8; 8], VecDeque<String>>>>);
+pub struct FrontTags(Arc<Mutex<HashMap<u64, Vec<FaultTag>>>>);
 
 impl FrontTags {
-    fn push(&self, key: [u8; 8], tag: String) {
+    fn push(&self, ticket: Option<u64>, tag: FaultTag) {
+        let Some(ticket) = ticket else { return };
         self.0
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .entry(key)
+            .entry(ticket)
             .or_default()
-            .push_back(tag);
+            .push(tag);
     }
 
-    /// The oldest unclaimed action on a request with this body, if any.
-    pub fn take(&self, body: &[u8]) -> Option<String> {
-        let key = body_key(0, body);
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let q = map.get_mut(&key)?;
-        let t = q.pop_front();
-        if q.is_empty() {
-            map.remove(&key);
-        }
-        t
+    /// Every action on the request sent under `ticket`, in order.
+    pub fn take(&self, ticket: u64) -> Vec<FaultTag> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&ticket)
+            .unwrap_or_default()
     }
 }
 
@@ -171,7 +171,7 @@ impl Front {
         }));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let s = shared.clone();
-        let handler: serve::Handler = Arc::new(move |req| {
+        let handler: httpd::Handler = Arc::new(move |req| {
             let s = s.clone();
             Box::pin(async move { handle(&s.0, req).await })
         });
@@ -243,11 +243,15 @@ impl Shared {
     }
 }
 
-async fn handle(s: &Shared, req: Request<Incoming>) -> Result<Response<AnyBody>, Cut> {
-    let (parts, body) = req.into_parts();
+async fn handle(s: &Shared, req: Request<Incoming>) -> Result<Response<AnyBody>, Hangup> {
+    let (mut parts, body) = req.into_parts();
+    let ticket = parts
+        .headers
+        .remove(REQUEST_HEADER)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     let body: Bytes = match body.collect().await {
         Ok(b) => b.to_bytes(),
-        Err(e) => return Err(Cut(e.to_string())),
+        Err(e) => return Err(Hangup(e.to_string())),
     };
     let key = body_key(0, &body);
     let id = parts
@@ -272,13 +276,13 @@ async fn handle(s: &Shared, req: Request<Incoming>) -> Result<Response<AnyBody>,
     if affected {
         if let Some(code) = spec.redirect {
             let location = format!("http://{}{}/", s.upstream, path.trim_end_matches('/'));
-            s.tags.push(key, REDIRECT.into());
+            s.tags.push(ticket, FaultTag::FrontRedirect);
             s.count(|c| c.redirected += 1);
             s.record(
                 format!("answered {code} to attempt {n}, location {location}"),
                 id,
             );
-            let mut r = serve::text(code, "moved");
+            let mut r = httpd::text(code, "moved");
             if let Ok(v) = hyper::header::HeaderValue::from_str(&location) {
                 r.headers_mut().insert(hyper::header::LOCATION, v);
             }
@@ -286,7 +290,7 @@ async fn handle(s: &Shared, req: Request<Incoming>) -> Result<Response<AnyBody>,
         }
         if n <= spec.fail_first {
             if spec.stall_body {
-                s.tags.push(key, STALL.into());
+                s.tags.push(ticket, FaultTag::FrontStall);
                 s.count(|c| c.stalled += 1);
                 s.record(
                     format!(
@@ -300,11 +304,10 @@ async fn handle(s: &Shared, req: Request<Incoming>) -> Result<Response<AnyBody>,
                 stall(s, parts, &path, body).await;
                 return Err("the front cut the upload".into());
             }
-            let tag = format!("front:{}", spec.status);
-            s.tags.push(key, tag);
+            s.tags.push(ticket, FaultTag::FrontStatus(spec.status));
             s.count(|c| c.failed += 1);
             s.record(format!("answered {} to attempt {n}", spec.status), id);
-            let mut r = serve::text(spec.status, "unavailable (hookstorm fault front)");
+            let mut r = httpd::text(spec.status, "unavailable (hookstorm fault front)");
             if spec.status == 429 {
                 r.headers_mut().insert(
                     hyper::header::RETRY_AFTER,
@@ -314,13 +317,13 @@ async fn handle(s: &Shared, req: Request<Incoming>) -> Result<Response<AnyBody>,
             return Ok(r);
         }
         if let Some(d) = spec.delay {
-            s.tags.push(key, DELAY.into());
+            s.tags.push(ticket, FaultTag::FrontDelay);
             s.count(|c| c.delayed += 1);
             s.record(format!("held attempt {n} for {d}"), id);
             tokio::time::sleep(d.0).await;
         }
     }
-    forward(s, parts, &path, body, key).await
+    forward(s, parts, &path, body, ticket).await
 }
 
 fn upstream_request(
@@ -346,10 +349,10 @@ async fn forward(
     parts: http::request::Parts,
     path: &str,
     body: Bytes,
-    key: [u8; 8],
-) -> Result<Response<AnyBody>, Cut> {
-    let Some(req) = upstream_request(s, &parts, path, serve::full(body)) else {
-        return Ok(serve::text(400, "bad request path"));
+    ticket: Option<u64>,
+) -> Result<Response<AnyBody>, Hangup> {
+    let Some(req) = upstream_request(s, &parts, path, httpd::full(body)) else {
+        return Ok(httpd::text(400, "bad request path"));
     };
     match s.client.request(req).await {
         Ok(resp) => {
@@ -372,16 +375,16 @@ async fn forward(
                 .await
                 .map(|b| b.to_bytes())
                 .unwrap_or_default();
-            Ok(Response::from_parts(parts, serve::full(bytes)))
+            Ok(Response::from_parts(parts, httpd::full(bytes)))
         }
         Err(e) => {
-            s.tags.push(key, crate::tag::FRONT_UNREACHABLE.into());
+            s.tags.push(ticket, FaultTag::FrontUpstreamUnreachable);
             s.count(|c| c.unreachable += 1);
             s.record(
                 "could not reach the receiver; answered 502".into(),
                 Some(e.to_string()),
             );
-            Ok(serve::text(
+            Ok(httpd::text(
                 502,
                 "receiver unreachable behind the fault front",
             ))
@@ -399,7 +402,7 @@ async fn stall(s: &Shared, parts: http::request::Parts, path: &str, body: Bytes)
         let first = first.clone();
         async move {
             match step {
-                0 => Some((Ok::<_, Cut>(Frame::data(first)), 1)),
+                0 => Some((Ok::<_, Hangup>(Frame::data(first)), 1)),
                 1 => {
                     tokio::time::sleep(wait).await;
                     Some((Err("upload cut by the fault front".into()), 2))
@@ -421,13 +424,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tags_are_claimed_oldest_first_per_body() {
+    fn tags_are_claimed_by_the_request_they_happened_to() {
         let t = FrontTags::default();
-        t.push(body_key(0, b"a"), "front:503".into());
-        t.push(body_key(0, b"a"), "front:429".into());
-        assert_eq!(t.take(b"b"), None);
-        assert_eq!(t.take(b"a").as_deref(), Some("front:503"));
-        assert_eq!(t.take(b"a").as_deref(), Some("front:429"));
-        assert_eq!(t.take(b"a"), None);
+        t.push(Some(1), FaultTag::FrontDelay);
+        t.push(Some(2), FaultTag::FrontStatus(503));
+        t.push(Some(1), FaultTag::FrontUpstreamUnreachable);
+        t.push(None, FaultTag::FrontStatus(429));
+        assert_eq!(t.take(3), vec![]);
+        assert_eq!(t.take(2), vec![FaultTag::FrontStatus(503)]);
+        assert_eq!(
+            t.take(1),
+            vec![FaultTag::FrontDelay, FaultTag::FrontUpstreamUnreachable]
+        );
+        assert_eq!(t.take(1), vec![]);
     }
 }
