@@ -148,6 +148,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
         .and_then(|h| parts.headers.get(h))
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
+    let key = (account.name.clone(), delivery.task.id.clone());
     let new = NewDelivery {
         account: account.name.clone(),
         task_id: delivery.task.id.clone(),
@@ -195,6 +196,21 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
         Ok(Inserted::Duplicate) if config.has(Defect::RejectsDuplicates409) => {
             // Defect rejects-duplicates-409: state stays right, the status is wrong.
             reply(StatusCode::CONFLICT, "duplicate")
+        }
+        Ok(Inserted::Duplicate) if config.has(Defect::RequeuesDuplicates) => {
+            // Defect requeues-duplicates: a redelivery re-opens its row, and
+            // the worker processes it (and runs its effect) again.
+            match app.store.requeue(key.0, key.1).await {
+                Ok(()) => {
+                    app.wake.notify_one();
+                    no_content()
+                }
+                Err(crate::StoreError::Unavailable(_)) => reply(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "database unavailable, retry later",
+                ),
+                Err(_) => reply(StatusCode::INTERNAL_SERVER_ERROR, "storage error"),
+            }
         }
         Ok(Inserted::Duplicate) => no_content(),
         // Defect ok-while-database-down: acknowledges what it could not store.

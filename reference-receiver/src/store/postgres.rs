@@ -358,6 +358,18 @@ impl Store for PgStore {
         })
     }
 
+    fn requeue(&self, account: String, task_id: String) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            let c = self.pool.get().await?;
+            c.execute(
+                "update webhook_inbox set processed_at = null, error = null where account = $1 and task_id = $2",
+                &[&account, &task_id],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
     fn process_batch(&self, rules: WorkerRules) -> StoreFuture<'_, BatchOutcome> {
         Box::pin(async move { process_batch(self, &rules).await })
     }
