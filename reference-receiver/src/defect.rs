@@ -70,7 +70,7 @@ pub enum Defect {
     RedirectsToTrailingSlash,
     /// Applies every incoming sequence, even a lower one.
     StaleSequenceOverwrites,
-    /// A redelivery re-opens its processed row: the worker processes it, and runs its effect, again.
+    /// A redelivery re-enqueues its task: once processed, the row is re-opened and processed (its effect run) again.
     RequeuesDuplicates,
 }
 
@@ -135,7 +135,7 @@ impl Defect {
             Defect::IgnoresAccountScope => "keys by task id alone and accepts any account's secret for any account",
             Defect::RedirectsToTrailingSlash => "answers 308 to every POST without a trailing slash",
             Defect::StaleSequenceOverwrites => "applies every incoming sequence, even one lower than the stored one",
-            Defect::RequeuesDuplicates => "a redelivery marks its processed row unprocessed again, so the worker processes it and runs its effect a second time",
+            Defect::RequeuesDuplicates => "a redelivery re-enqueues its task: once the row is processed it is marked unprocessed again, so the worker processes it and runs its effect a second time",
         }
     }
 

@@ -21,6 +21,9 @@ use crate::failpoint::Point;
 use crate::server::App;
 use crate::store::{Inserted, NewDelivery};
 
+/// How long the `requeues-duplicates` defect waits for a row to be processed before it re-opens it.
+const REQUEUE_WAIT: Duration = Duration::from_secs(5);
+
 /// How long the `ack-before-commit` defect waits between its answer and its commit.
 pub const ACK_BEFORE_COMMIT_DELAY: Duration = Duration::from_millis(50);
 
@@ -198,19 +201,21 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
             reply(StatusCode::CONFLICT, "duplicate")
         }
         Ok(Inserted::Duplicate) if config.has(Defect::RequeuesDuplicates) => {
-            // Defect requeues-duplicates: a redelivery re-opens its row, and
-            // the worker processes it (and runs its effect) again.
-            match app.store.requeue(key.0, key.1).await {
-                Ok(()) => {
-                    app.wake.notify_one();
-                    no_content()
+            // Defect requeues-duplicates: a redelivery re-enqueues its task;
+            // once the row is processed it is re-opened, and the worker
+            // processes it (and runs its effect) again.
+            let app = app.clone();
+            tokio::spawn(async move {
+                let deadline = tokio::time::Instant::now() + REQUEUE_WAIT;
+                while tokio::time::Instant::now() < deadline {
+                    if let Ok(true) = app.store.requeue(key.0.clone(), key.1.clone()).await {
+                        app.wake.notify_one();
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
                 }
-                Err(crate::StoreError::Unavailable(_)) => reply(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "database unavailable, retry later",
-                ),
-                Err(_) => reply(StatusCode::INTERNAL_SERVER_ERROR, "storage error"),
-            }
+            });
+            no_content()
         }
         Ok(Inserted::Duplicate) => no_content(),
         // Defect ok-while-database-down: acknowledges what it could not store.

@@ -204,9 +204,17 @@ async fn requeues_duplicates_processes_a_redelivered_row_and_runs_its_effect_twi
             .sum()
     };
     ensure!(count(&first) == 1, "{:?}", first.effects);
-    // The redelivery arrives after the row was processed.
+    // The redelivery arrives after the row was processed: the row is
+    // re-opened (in the background, after the 204) and processed again.
     ensure!(t.deliver(&d).await? == 204);
-    let second = t.drained().await?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let second = loop {
+        let s = t.drained().await?;
+        if count(&s) >= 2 || std::time::Instant::now() > deadline {
+            break s;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
     ensure!(second.inbox.len() == 1, "{:?}", second.inbox);
     ensure!(count(&second) == 2, "{:?}", second.effects);
     Ok(())

@@ -358,15 +358,16 @@ impl Store for PgStore {
         })
     }
 
-    fn requeue(&self, account: String, task_id: String) -> StoreFuture<'_, ()> {
+    fn requeue(&self, account: String, task_id: String) -> StoreFuture<'_, bool> {
         Box::pin(async move {
             let c = self.pool.get().await?;
-            c.execute(
-                "update webhook_inbox set processed_at = null, error = null where account = $1 and task_id = $2",
-                &[&account, &task_id],
-            )
-            .await?;
-            Ok(())
+            let n = c
+                .execute(
+                    "update webhook_inbox set processed_at = null, error = null where account = $1 and task_id = $2 and processed_at is not null",
+                    &[&account, &task_id],
+                )
+                .await?;
+            Ok(n > 0)
         })
     }
 

@@ -380,13 +380,13 @@ impl Store for SqliteStore {
         }))
     }
 
-    fn requeue(&self, account: String, task_id: String) -> StoreFuture<'_, ()> {
+    fn requeue(&self, account: String, task_id: String) -> StoreFuture<'_, bool> {
         Box::pin(self.write(move |c| {
-            c.execute(
-                "update webhook_inbox set processed_at = null, error = null where account = ?1 and task_id = ?2",
+            let n = c.execute(
+                "update webhook_inbox set processed_at = null, error = null where account = ?1 and task_id = ?2 and processed_at is not null",
                 params![account, task_id],
             )?;
-            Ok(())
+            Ok(n > 0)
         }))
     }
 
