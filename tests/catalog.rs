@@ -24,7 +24,7 @@ fn notes<'a>(outcome: &'a RunOutcome, scenario: &str) -> &'a [String] {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reconciliation_recovers_every_dead_letter_of_a_long_outage() -> TestResult {
     let out = tempfile::tempdir()?;
-    let (receiver, target) = hookstorm_receiver::embedded::start(None, None).await?;
+    let (receiver, target) = hookstorm_cli::builtin::start(None, None).await?;
     let outcome = hookstorm::run::run(
         &target,
         &scenarios(&["long-outage-reconcile"]),
@@ -74,7 +74,7 @@ async fn reconciliation_recovers_every_dead_letter_of_a_long_outage() -> TestRes
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reconciliation_that_reaches_no_provider_is_caught_by_no_loss() -> TestResult {
     let out = tempfile::tempdir()?;
-    let (receiver, mut target) = hookstorm_receiver::embedded::start(None, None).await?;
+    let (receiver, mut target) = hookstorm_cli::builtin::start(None, None).await?;
     // The receiver keeps the URL of a provider that is gone; the harness serves another.
     target.provider = Some(Provider::bind("127.0.0.1:0", Secret::new("elsewhere"))?);
     let outcome = hookstorm::run::run(
@@ -95,7 +95,7 @@ async fn a_reconciliation_that_reaches_no_provider_is_caught_by_no_loss() -> Tes
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_target_without_a_provider_api_skips_reconciliation_naming_the_need() -> TestResult {
     let out = tempfile::tempdir()?;
-    let (receiver, mut target) = hookstorm_receiver::embedded::start(None, None).await?;
+    let (receiver, mut target) = hookstorm_cli::builtin::start(None, None).await?;
     target.provider = None;
     let outcome = hookstorm::run::run(
         &target,

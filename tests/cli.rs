@@ -89,12 +89,11 @@ fn a_broken_receiver_exits_one_and_names_the_reproduce_command() {
 #[test]
 fn an_unreachable_target_exits_three() {
     let dir = tempfile::tempdir().unwrap();
-    // A port nothing listens on: bind, read the port, drop the listener.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // A port nothing listens on: bound (so no one else can listen there)
+    // and never listening, it refuses every connection while it is held.
+    let held = tokio::net::TcpSocket::new_v4().unwrap();
+    held.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = held.local_addr().unwrap().port();
     let target = format!(
         "url = \"http://127.0.0.1:{port}/webhooks/{{account}}\"\n[accounts.acct_a]\nsecrets = [\"s3cr3t-value-one\"]\n[state]\nhttp = \"http://127.0.0.1:{port}/state\"\n"
     );
@@ -159,7 +158,7 @@ fn a_malformed_scenario_file_is_named_with_its_line() {
 fn flags_alone_test_a_running_receiver_with_secrets_from_the_environment() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (receiver, target) = rt
-        .block_on(hookstorm_receiver::embedded::start(None, None))
+        .block_on(hookstorm_cli::builtin::start(None, None))
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let join = |v: &Vec<hookstorm::signature::Secret>| {

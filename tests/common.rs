@@ -6,9 +6,12 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use hookstorm::check::{InvariantId, Verdict};
+use hookstorm::lifecycle::shell_quote;
 use hookstorm::report::RunReport;
 use hookstorm::run::{RunOptions, RunOutcome};
 use hookstorm::scenario::Scenario;
+use hookstorm::target::Target;
+use hookstorm_cli::builtin::{prepare, ChildOptions, ChildTarget};
 use hookstorm_receiver::Defect;
 
 pub type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -108,7 +111,7 @@ pub async fn run_embedded_scaled(
     time_scale: Option<f64>,
 ) -> (RunOutcome, tempfile::TempDir) {
     let out = tempfile::tempdir().expect("tempdir");
-    let (receiver, target) = hookstorm_receiver::embedded::start(defect, db)
+    let (receiver, target) = hookstorm_cli::builtin::start(defect, db)
         .await
         .expect("receiver starts");
     let mut opts = options(seed, out.path(), strict);
@@ -117,6 +120,38 @@ pub async fn run_embedded_scaled(
         .await
         .expect("run completes");
     receiver.shutdown().await;
+    (outcome, out)
+}
+
+/// The built-in receiver as a child process of the test's `hookstorm`
+/// binary (with `defect`, on `db` or SQLite, a fault proxy before Postgres
+/// when `proxy`), for the process scenarios.
+pub fn child(defect: Option<Defect>, db: Option<String>, proxy: bool) -> ChildTarget {
+    let mut o = ChildOptions::new(format!(
+        "{} receiver",
+        shell_quote(env!("CARGO_BIN_EXE_hookstorm"))
+    ));
+    o.defect = defect;
+    o.db = db;
+    o.proxy = proxy;
+    prepare(&o).expect("child target")
+}
+
+/// Runs `scenarios` against `target` with the library.
+pub async fn run_on(
+    target: &Target,
+    scenarios: &[Scenario],
+    seed: u64,
+) -> (RunOutcome, tempfile::TempDir) {
+    let out = tempfile::tempdir().expect("tempdir");
+    let outcome = hookstorm::run::run(
+        target,
+        scenarios,
+        &options(seed, out.path(), false),
+        &mut |_| {},
+    )
+    .await
+    .expect("run completes");
     (outcome, out)
 }
 

@@ -1,114 +1,67 @@
-//! Every deliberately broken receiver variant is caught by the invariant
-//! that names its bug, on the scenario that exposes it.
+//! Every deliberately broken receiver variant is caught where
+//! `Defect::exposed_by` says: on each scenario it names, that invariant gets
+//! that verdict. The list is the receiver's; this is the test that holds it
+//! true (and `tests/docs.rs` holds the README's table to it).
 
-use hookstorm::check::{InvariantId, Verdict};
+use hookstorm::check::Verdict;
+use hookstorm_receiver::defect::Exposure;
 use hookstorm_receiver::Defect;
 
 use crate::common::*;
 
-/// variant → (scenario that exposes it, invariant that must catch it, verdict).
-const MATRIX: &[(&str, &str, InvariantId, Verdict)] = &[
-    (
-        "dedup-on-webhook-id",
-        "sequential-duplicates",
-        InvariantId::I2,
-        Verdict::Fail,
-    ),
-    (
-        "check-then-insert",
-        "concurrent-duplicates",
-        InvariantId::I2,
-        Verdict::Fail,
-    ),
-    (
-        "last-arrival-wins",
-        "delayed-older",
-        InvariantId::I5,
-        Verdict::Fail,
-    ),
-    (
-        "failed-overwrites-completed",
-        "reverse-order",
-        InvariantId::I5,
-        Verdict::Fail,
-    ),
-    (
-        "keeps-retry-suffix",
-        "reverse-order",
-        InvariantId::I5,
-        Verdict::Fail,
-    ),
-    (
-        "stores-test-deliveries",
-        "test-delivery",
-        InvariantId::I4,
-        Verdict::Fail,
-    ),
-    (
-        "skips-signature-check",
-        "bad-signature",
-        InvariantId::I4,
-        Verdict::Fail,
-    ),
-    (
-        "ignores-timestamp-tolerance",
-        "bad-signature",
-        InvariantId::I4,
-        Verdict::Fail,
-    ),
-    (
-        "rejects-duplicates-409",
-        "sequential-duplicates",
-        InvariantId::I7,
-        Verdict::NonStrict,
-    ),
-    (
-        "poison-blocks-batch",
-        "poison-event",
-        InvariantId::I8,
-        Verdict::Fail,
-    ),
-    (
-        "ignores-account-scope",
-        "account-isolation",
-        InvariantId::I1,
-        Verdict::Fail,
-    ),
-    (
-        "redirects-to-trailing-slash",
-        "redirect",
-        InvariantId::I7,
-        Verdict::Fail,
-    ),
-    (
-        "stale-sequence-overwrites",
-        "sequenced-resources",
-        InvariantId::I6,
-        Verdict::Fail,
-    ),
-];
+/// Whether the scenario needs process or database control (a kill, a cut
+/// database): those run against the receiver as a child process.
+fn needs_process_control(scenario: &str) -> bool {
+    scenarios(&[scenario]).iter().any(hookstorm::chaos::applies)
+}
 
-async fn caught(
-    defect: &str,
-    scenario: &str,
-    id: InvariantId,
-    expected: Verdict,
-    db: Option<&str>,
-) {
-    let d: Defect = defect.parse().expect("defect name");
-    // At 1000x a delivery that never succeeds (a redirecting receiver) runs
-    // its whole 10-attempt schedule in under 3 s.
-    let (outcome, _dir) =
-        run_embedded_scaled(Some(d), db, &[scenario], 5, false, Some(1000.0)).await;
-    let got = verdict(&outcome.report, scenario, id);
+/// Every (defect, scenario) of the list with the exposures it names there,
+/// split by whether the scenario needs process control.
+fn exposures(process: bool) -> Vec<(Defect, Vec<Exposure>)> {
+    let mut out: Vec<(Defect, Vec<Exposure>)> = Vec::new();
+    for d in Defect::ALL {
+        for e in d.exposed_by() {
+            if needs_process_control(e.scenario) != process {
+                continue;
+            }
+            match out
+                .iter_mut()
+                .find(|(od, list)| *od == d && list[0].scenario == e.scenario)
+            {
+                Some((_, list)) => list.push(*e),
+                None => out.push((d, vec![*e])),
+            }
+        }
+    }
+    out
+}
+
+fn assert_caught(d: Defect, list: &[Exposure], outcome: &hookstorm::run::RunOutcome) {
+    for e in list {
+        assert_exposed(d, e, outcome);
+    }
+}
+
+fn assert_exposed(d: Defect, e: &Exposure, outcome: &hookstorm::run::RunOutcome) {
+    let got = verdict(&outcome.report, e.scenario, e.invariant);
     assert_eq!(
         got,
-        Some(expected),
-        "defect {defect} on {scenario}: expected {id} {expected:?}, got {got:?}; all non-passing: {:?}",
+        Some(e.verdict),
+        "defect {d} on {}: expected {} {:?}, got {got:?}; all non-passing: {:#?}",
+        e.scenario,
+        e.invariant,
+        e.verdict,
+        non_passing(&outcome.report)
+    );
+    eprintln!(
+        "defect {d}: {} {} {:?} (non-passing: {:?})",
+        e.scenario,
+        e.invariant,
+        e.verdict,
         non_passing(&outcome.report)
     );
     let code = outcome.report.exit_code();
-    match expected {
+    match e.verdict {
         Verdict::NonStrict => assert_eq!(
             code,
             hookstorm::exit::PASS,
@@ -118,10 +71,18 @@ async fn caught(
     }
 }
 
+async fn caught_in_process(d: Defect, list: &[Exposure], db: Option<&str>) {
+    // At 1000x a delivery that never succeeds (a redirecting receiver) runs
+    // its whole 10-attempt schedule in under 3 s.
+    let (outcome, _dir) =
+        run_embedded_scaled(Some(d), db, &[list[0].scenario], 5, false, Some(1000.0)).await;
+    assert_caught(d, list, &outcome);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_broken_variant_is_caught_by_its_invariant_on_sqlite() {
-    for (defect, scenario, id, expected) in MATRIX {
-        caught(defect, scenario, *id, *expected, None).await;
+    for (d, list) in exposures(false) {
+        caught_in_process(d, &list, None).await;
     }
 }
 
@@ -130,10 +91,24 @@ async fn every_broken_variant_is_caught_by_its_invariant_on_postgres() {
     let Some(pg) = hookstorm_receiver::pgtest::PgServer::start_or_skip() else {
         return;
     };
-    for (defect, scenario, id, expected) in MATRIX {
+    for (d, list) in exposures(false) {
         // Some variants change the inbox's key: each gets its own database.
         let db = pg.fresh_database().await.expect("fresh database");
-        caught(defect, scenario, *id, *expected, Some(&db)).await;
+        caught_in_process(d, &list, Some(&db)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_variant_a_fault_below_http_exposes_is_caught_as_a_child_process() {
+    let list = exposures(true);
+    assert!(
+        !list.is_empty(),
+        "some variant needs a kill or a cut database"
+    );
+    for (d, list) in list {
+        let c = child(Some(d), None, true);
+        let (outcome, _out) = run_on(&c.target, &scenarios(&[list[0].scenario]), 14).await;
+        assert_caught(d, &list, &outcome);
     }
 }
 
@@ -162,16 +137,33 @@ async fn duplicates_answered_409_fail_only_under_strict() {
 }
 
 #[test]
-fn the_matrix_names_every_variant_the_harness_can_reach_without_process_control() {
-    // ack-before-commit and ok-while-database-down need a killed process or a
-    // cut database (kill-between-commit-and-ack, db-outage): tests/chaos.rs
-    // proves those are caught; every other variant must be in the matrix.
-    let needs_process_control = ["ack-before-commit", "ok-while-database-down"];
+fn every_variant_is_exposed_by_a_shipped_scenario() {
+    let shipped: Vec<String> = scenarios(&[])
+        .into_iter()
+        .chain(
+            hookstorm::scenario::Scenario::load_dir(&scenario_dir())
+                .expect("scenarios load")
+                .into_iter()
+                .filter(hookstorm::chaos::applies),
+        )
+        .map(|s| s.name)
+        .collect();
     for d in Defect::ALL {
-        let name = d.name();
         assert!(
-            MATRIX.iter().any(|(n, ..)| *n == name) || needs_process_control.contains(&name),
-            "defect {name} is in no row of the matrix"
+            !d.exposed_by().is_empty(),
+            "defect {d} is exposed by nothing"
         );
+        for e in d.exposed_by() {
+            assert!(
+                shipped.iter().any(|s| s == e.scenario),
+                "defect {d}: no shipped scenario {}",
+                e.scenario
+            );
+            assert_ne!(
+                e.verdict,
+                Verdict::Pass,
+                "defect {d}: a pass catches nothing"
+            );
+        }
     }
 }

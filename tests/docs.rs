@@ -202,3 +202,56 @@ fn the_scenarios_readme_lists_every_shipped_scenario_and_counts_them() {
         .expect("the README states how many scenarios there are");
     assert_eq!(stated, files.len());
 }
+
+/// The README's "caught by" cell for a defect, from `Defect::exposed_by`:
+/// `I2 exactly-once on sequential-duplicates`, entries joined by `; `.
+fn caught_by_cell(d: hookstorm_receiver::Defect) -> String {
+    d.exposed_by()
+        .iter()
+        .map(|e| {
+            let non_strict = match e.verdict {
+                hookstorm::check::Verdict::NonStrict => " (non-strict)",
+                _ => "",
+            };
+            format!("{}{non_strict} on `{}`", e.invariant, e.scenario)
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[test]
+fn the_receiver_readme_defect_table_matches_exposed_by() {
+    use hookstorm_receiver::Defect;
+    let text = std::fs::read_to_string(root().join("reference-receiver/README.md")).unwrap();
+    let section = text
+        .split("## Defects")
+        .nth(1)
+        .expect("a Defects section")
+        .split("\n## ")
+        .next()
+        .unwrap_or_default();
+    // (name, caught by) of each row: the first and the last cell.
+    let rows: Vec<(String, String)> = section
+        .lines()
+        .filter(|l| l.starts_with("| `") && !l.starts_with("| `--defect`"))
+        .map(|l| {
+            let cells: Vec<&str> = l.trim_matches('|').split(" | ").map(str::trim).collect();
+            (
+                cells[0].trim_matches('`').to_string(),
+                cells.last().unwrap_or(&"").to_string(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String)> = Defect::ALL
+        .into_iter()
+        .map(|d| (d.name().to_string(), caught_by_cell(d)))
+        .collect();
+    let hint: String = expected
+        .iter()
+        .map(|(n, c)| format!("`{n}` … | {c}\n"))
+        .collect();
+    assert_eq!(
+        rows, expected,
+        "reference-receiver/README.md's defect table (name, caught by) must list Defect::ALL in order with the cells of Defect::exposed_by; expected:\n{hint}"
+    );
+}

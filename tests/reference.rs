@@ -35,7 +35,7 @@ async fn reference_receiver_on_postgres_passes_every_scenario() -> TestResult {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secrets_never_appear_in_reports_histories_or_states() -> TestResult {
     let out = tempfile::tempdir()?;
-    let (receiver, target) = hookstorm_receiver::embedded::start(None, None).await?;
+    let (receiver, target) = hookstorm_cli::builtin::start(None, None).await?;
     let names = ["key-rotation", "bad-signature", "account-isolation"];
     let outcome = hookstorm::run::run(
         &target,

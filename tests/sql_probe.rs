@@ -8,7 +8,7 @@ use crate::common::*;
 
 async fn sql_probe_run(db_url: String, probe_url: String) -> hookstorm::report::RunReport {
     let out = tempfile::tempdir().unwrap();
-    let (receiver, mut target) = hookstorm_receiver::embedded::start(None, Some(&db_url))
+    let (receiver, mut target) = hookstorm_cli::builtin::start(None, Some(&db_url))
         .await
         .unwrap();
     target.state = ProbeConfig {

@@ -48,7 +48,7 @@ async fn tls_front(upstream: std::net::SocketAddr) -> (std::net::SocketAddr, Str
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_https_receiver_is_tested_when_its_ca_is_trusted_and_refused_otherwise() -> TestResult {
-    let (receiver, mut target) = hookstorm_receiver::embedded::start(None, None).await?;
+    let (receiver, mut target) = hookstorm_cli::builtin::start(None, None).await?;
     let (front, pem) = tls_front(receiver.webhook_addr()).await;
     let dir = tempfile::tempdir()?;
     let ca = dir.path().join("ca.pem");

@@ -62,17 +62,26 @@ impl Stop {
 /// process group the harness started is killed and the process exits with
 /// [`crate::exit::INTERRUPTED`] without waiting for the reports. Must be
 /// called inside a tokio runtime.
+/// (Without Unix signals, Ctrl-C alone.)
 pub fn on_signals() -> std::io::Result<Stop> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut int = signal(SignalKind::interrupt())?;
-    let mut term = signal(SignalKind::terminate())?;
+    #[cfg(unix)]
+    let (mut int, mut term) = {
+        use tokio::signal::unix::{signal, SignalKind};
+        (
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::terminate())?,
+        )
+    };
     let (handle, stop) = channel();
     tokio::spawn(async move {
         for n in 0..2 {
+            #[cfg(unix)]
             tokio::select! {
                 _ = int.recv() => {}
                 _ = term.recv() => {}
             }
+            #[cfg(not(unix))]
+            let _ = tokio::signal::ctrl_c().await;
             if n == 0 {
                 handle.stop();
             }

@@ -6,17 +6,15 @@
 //! reference receiver as a real child process of itself (process scenarios
 //! kill it with real signals); `main.rs` stays a thin wrapper.
 
-use std::net::SocketAddr;
-
 use crate::config::parse_size;
 use crate::failpoint::Failpoints;
+use crate::listen::Listen;
 use crate::store::{Keying, StoreOptions, WorkerRules};
 use crate::{open_store_with, Account, Config, Defect};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use hookstorm::profile::Profile;
 use hookstorm::signature::Secret;
-use tokio::net::TcpListener;
 
 /// The reference webhook receiver: verify, write, acknowledge, process.
 #[derive(Parser, Debug)]
@@ -49,12 +47,15 @@ struct ServeArgs {
         default_value = "sqlite://hookstorm-receiver.db"
     )]
     db: String,
-    /// Webhook listen address.
+    /// Webhook listen address (port 0: any free one, printed), or fd:N for an inherited socket.
     #[arg(long, default_value = "127.0.0.1:8080")]
-    listen: SocketAddr,
-    /// Admin API listen address (never the webhook port).
+    listen: Listen,
+    /// Admin API listen address (never the webhook port), or fd:N.
     #[arg(long, default_value = "127.0.0.1:8081")]
-    admin_listen: SocketAddr,
+    admin_listen: Listen,
+    /// Bind both addresses with SO_REUSEPORT, beside a socket that reserves the port (Unix).
+    #[arg(long)]
+    reuse_port: bool,
     /// Admin bearer token (random and printed when not given).
     #[arg(long, env = "HOOKSTORM_ADMIN_TOKEN", hide_env_values = true)]
     admin_token: Option<String>,
@@ -189,12 +190,16 @@ async fn serve(args: ServeArgs) -> Result<()> {
     )
     .await
     .context("opening the store")?;
-    let listener = TcpListener::bind(args.listen)
+    let listener = args
+        .listen
+        .bind(args.reuse_port)
         .await
-        .with_context(|| format!("binding {}", args.listen))?;
-    let admin = TcpListener::bind(args.admin_listen)
+        .with_context(|| format!("listening on {}", args.listen))?;
+    let admin = args
+        .admin_listen
+        .bind(args.reuse_port)
         .await
-        .with_context(|| format!("binding {}", args.admin_listen))?;
+        .with_context(|| format!("listening on {}", args.admin_listen))?;
     println!(
         "webhooks: http://{}/webhooks/{{account}}",
         listener.local_addr()?

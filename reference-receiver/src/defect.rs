@@ -1,12 +1,41 @@
 //! The deliberately broken variants of the receiver (`--defect NAME`).
 //!
 //! Each is a small, realistic deviation from the guide — the kind of thing a
-//! real receiver gets wrong — and each must be caught by one invariant. The
-//! harness runs its scenario matrix against every variant to prove that its
-//! checks have teeth.
+//! real receiver gets wrong — and each must be caught by one invariant.
+//! [`Defect::exposed_by`] is the one list of where: the scenario that
+//! exposes each variant, the invariant that catches it there, and the
+//! verdict it gets. The end-to-end defect matrix runs exactly that list
+//! (proving the harness's checks have teeth), and the receiver's README
+//! table is checked against it.
 
 use std::fmt;
 use std::str::FromStr;
+
+use hookstorm::check::{InvariantId, Verdict};
+
+/// Where a defect is caught: running `scenario` against the variant, the
+/// invariant `invariant` gets `verdict` (and the correct receiver passes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exposure {
+    /// The scenario that exposes it.
+    pub scenario: &'static str,
+    /// The invariant that catches it.
+    pub invariant: InvariantId,
+    /// The verdict that invariant gets (`Fail`, or `NonStrict` for a
+    /// status-code deviation that leaves the state right).
+    pub verdict: Verdict,
+}
+
+/// An [`Exposure`] whose invariant fails (a literal, so a `&[…]` of them is `'static`).
+macro_rules! fails {
+    ($scenario:literal, $invariant:ident) => {
+        Exposure {
+            scenario: $scenario,
+            invariant: InvariantId::$invariant,
+            verdict: Verdict::Fail,
+        }
+    };
+}
 
 /// One deliberately broken variant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -41,11 +70,13 @@ pub enum Defect {
     RedirectsToTrailingSlash,
     /// Applies every incoming sequence, even a lower one.
     StaleSequenceOverwrites,
+    /// A redelivery re-enqueues its task: once processed, the row is re-opened and processed (its effect run) again.
+    RequeuesDuplicates,
 }
 
 impl Defect {
     /// Every variant, in documentation order.
-    pub const ALL: [Defect; 15] = [
+    pub const ALL: [Defect; 16] = [
         Defect::AckBeforeCommit,
         Defect::DedupOnWebhookId,
         Defect::CheckThenInsert,
@@ -61,6 +92,7 @@ impl Defect {
         Defect::IgnoresAccountScope,
         Defect::RedirectsToTrailingSlash,
         Defect::StaleSequenceOverwrites,
+        Defect::RequeuesDuplicates,
     ];
 
     /// The `--defect` name.
@@ -81,6 +113,7 @@ impl Defect {
             Defect::IgnoresAccountScope => "ignores-account-scope",
             Defect::RedirectsToTrailingSlash => "redirects-to-trailing-slash",
             Defect::StaleSequenceOverwrites => "stale-sequence-overwrites",
+            Defect::RequeuesDuplicates => "requeues-duplicates",
         }
     }
 
@@ -102,28 +135,46 @@ impl Defect {
             Defect::IgnoresAccountScope => "keys by task id alone and accepts any account's secret for any account",
             Defect::RedirectsToTrailingSlash => "answers 308 to every POST without a trailing slash",
             Defect::StaleSequenceOverwrites => "applies every incoming sequence, even one lower than the stored one",
+            Defect::RequeuesDuplicates => "a redelivery re-enqueues its task: once the row is processed it is marked unprocessed again, so the worker processes it and runs its effect a second time",
         }
     }
 
-    /// The invariant that must catch it.
-    pub fn caught_by(self) -> &'static str {
+    /// Where it is caught: each (scenario, invariant, verdict) that
+    /// exposes it. The first entry is the one the docs name.
+    pub fn exposed_by(self) -> &'static [Exposure] {
         match self {
-            Defect::AckBeforeCommit => "I1 no-loss",
-            Defect::DedupOnWebhookId => "I2 exactly-once",
-            Defect::CheckThenInsert => "I2 exactly-once",
-            Defect::LastArrivalWins => "I5 correct-winner",
-            Defect::FailedOverwritesCompleted => "I5 correct-winner",
-            Defect::KeepsRetrySuffix => "I5 correct-winner",
-            Defect::StoresTestDeliveries => "I4 no-phantom",
-            Defect::SkipsSignatureCheck => "I4 no-phantom",
-            Defect::IgnoresTimestampTolerance => "I4 no-phantom",
-            Defect::RejectsDuplicates409 => "I7 status-conformance (non-strict)",
-            Defect::OkWhileDatabaseDown => "I1 no-loss",
-            Defect::PoisonBlocksBatch => "I8 poison-isolation",
-            Defect::IgnoresAccountScope => "I4 no-phantom",
-            Defect::RedirectsToTrailingSlash => "I7 status-conformance",
-            Defect::StaleSequenceOverwrites => "I6 no-stale-overwrite",
+            Defect::AckBeforeCommit => &[fails!("kill-between-commit-and-ack", I1)],
+            Defect::DedupOnWebhookId => &[fails!("sequential-duplicates", I2)],
+            Defect::CheckThenInsert => &[fails!("concurrent-duplicates", I2)],
+            Defect::LastArrivalWins => &[fails!("delayed-older", I5)],
+            Defect::FailedOverwritesCompleted => &[fails!("reverse-order", I5)],
+            Defect::KeepsRetrySuffix => &[fails!("reverse-order", I5)],
+            Defect::StoresTestDeliveries => &[fails!("test-delivery", I4)],
+            Defect::SkipsSignatureCheck => &[fails!("bad-signature", I4)],
+            Defect::IgnoresTimestampTolerance => &[fails!("bad-signature", I4)],
+            Defect::RejectsDuplicates409 => &[Exposure {
+                scenario: "sequential-duplicates",
+                invariant: InvariantId::I7,
+                verdict: Verdict::NonStrict,
+            }],
+            Defect::OkWhileDatabaseDown => &[fails!("db-outage", I1)],
+            Defect::PoisonBlocksBatch => &[fails!("poison-event", I8)],
+            // Keyed by task id alone, another account's task is dropped as
+            // a duplicate (lost); any secret passing, a cross-account
+            // delivery is stored (a phantom).
+            Defect::IgnoresAccountScope => &[
+                fails!("account-isolation", I1),
+                fails!("account-isolation", I4),
+            ],
+            Defect::RedirectsToTrailingSlash => &[fails!("redirect", I7)],
+            Defect::StaleSequenceOverwrites => &[fails!("sequenced-resources", I6)],
+            Defect::RequeuesDuplicates => &[fails!("sequential-duplicates", I3)],
         }
+    }
+
+    /// The invariant that catches it where it is first exposed.
+    pub fn caught_by(self) -> InvariantId {
+        self.exposed_by()[0].invariant
     }
 }
 
@@ -162,13 +213,13 @@ mod tests {
         for d in Defect::ALL {
             assert_eq!(d.name().parse::<Defect>().unwrap(), d);
             assert!(!d.description().is_empty());
-            assert!(d.caught_by().starts_with('I'));
+            assert!(!d.exposed_by().is_empty(), "{d} is exposed by no scenario");
         }
     }
 
     #[test]
     fn unknown_defect_error_lists_the_valid_names() {
         let e = "nope".parse::<Defect>().unwrap_err().to_string();
-        assert!(e.contains("ack-before-commit") && e.contains("stale-sequence-overwrites"));
+        assert!(e.contains("ack-before-commit") && e.contains("requeues-duplicates"));
     }
 }

@@ -21,6 +21,9 @@ use crate::failpoint::Point;
 use crate::server::App;
 use crate::store::{Inserted, NewDelivery};
 
+/// How long the `requeues-duplicates` defect waits for a row to be processed before it re-opens it.
+const REQUEUE_WAIT: Duration = Duration::from_secs(5);
+
 /// How long the `ack-before-commit` defect waits between its answer and its commit.
 pub const ACK_BEFORE_COMMIT_DELAY: Duration = Duration::from_millis(50);
 
@@ -148,6 +151,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
         .and_then(|h| parts.headers.get(h))
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
+    let key = (account.name.clone(), delivery.task.id.clone());
     let new = NewDelivery {
         account: account.name.clone(),
         task_id: delivery.task.id.clone(),
@@ -195,6 +199,23 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
         Ok(Inserted::Duplicate) if config.has(Defect::RejectsDuplicates409) => {
             // Defect rejects-duplicates-409: state stays right, the status is wrong.
             reply(StatusCode::CONFLICT, "duplicate")
+        }
+        Ok(Inserted::Duplicate) if config.has(Defect::RequeuesDuplicates) => {
+            // Defect requeues-duplicates: a redelivery re-enqueues its task;
+            // once the row is processed it is re-opened, and the worker
+            // processes it (and runs its effect) again.
+            let app = app.clone();
+            tokio::spawn(async move {
+                let deadline = tokio::time::Instant::now() + REQUEUE_WAIT;
+                while tokio::time::Instant::now() < deadline {
+                    if let Ok(true) = app.store.requeue(key.0.clone(), key.1.clone()).await {
+                        app.wake.notify_one();
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            });
+            no_content()
         }
         Ok(Inserted::Duplicate) => no_content(),
         // Defect ok-while-database-down: acknowledges what it could not store.

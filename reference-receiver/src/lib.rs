@@ -20,19 +20,22 @@
 //! - [`reconcile`]: fetching missing tasks from the provider API.
 //! - [`server`]: listeners, graceful shutdown, [`run`] and [`spawn`].
 //! - [`pgtest`]: a private Postgres server for tests.
+//! - [`listen`]: where it listens (an address, or an inherited socket).
 //! - [`cli`]: the command line (also `hookstorm receiver`).
-//! - [`child`]: the reference receiver as a supervised child process.
+//!
+//! The harness's side — the target that tests this receiver, started in
+//! process or as a supervised child — is the CLI's (`hookstorm_cli::builtin`):
+//! the system under test does not build the harness's configuration.
 #![warn(missing_docs)]
 
 pub mod admin;
-pub mod child;
 pub mod cli;
 pub mod config;
 pub mod defect;
-pub mod embedded;
 pub mod error;
 pub mod failpoint;
 pub mod handler;
+pub mod listen;
 pub mod pgtest;
 pub mod process;
 pub mod reconcile;

@@ -1,10 +1,24 @@
 //! A private Postgres server for tests, started from the machine's binaries.
 //!
-//! `initdb` in a temporary directory, `pg_ctl start` on a free 127.0.0.1
-//! port with its own socket directory and `fsync=on`; `stop_immediate` and
+//! `initdb` in a temporary directory, `pg_ctl start` on a 127.0.0.1 port
+//! with its own socket directory and `fsync=on`; `stop_immediate` and
 //! `start` simulate a database outage on the same port and data. As root
 //! (initdb refuses root) the binaries run as the `postgres` user through
 //! `runuser`. The server is stopped when the value is dropped.
+//!
+//! # The port
+//!
+//! Postgres cannot be told to listen on port 0 and report the port it got
+//! (its `port` setting must be a real port, and clients find the server by
+//! it), nor can it take over a socket this process bound. So the port is
+//! chosen without binding anything: candidates come from a window below
+//! the kernel's ephemeral range (32768 and up, where `bind(":0")` hands out
+//! ports, so other tests' listeners do not land there), placed by this
+//! process's pid and walked with a counter so that two servers of one
+//! process never try the same one. If the server still cannot listen on
+//! it (another process holds it: the log says "Address already in use"),
+//! the first start retries on the next candidate, up to
+//! [`PORT_ATTEMPTS`] times.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -55,8 +69,28 @@ fn find_bin() -> Option<PathBuf> {
     candidates.pop()
 }
 
-fn free_port() -> std::io::Result<u16> {
-    crate::child::free_port()
+/// How many ports the first start tries before it gives up.
+pub const PORT_ATTEMPTS: u32 = 20;
+
+/// The next candidate port (see the module header); nothing is bound.
+fn candidate_port() -> u16 {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const FIRST: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    let base = std::process::id().wrapping_mul(211) % SPAN;
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    (FIRST + (base + n * 7) % SPAN) as u16
+}
+
+#[cfg(unix)]
+fn running_as_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+#[cfg(not(unix))]
+fn running_as_root() -> bool {
+    false
 }
 
 impl PgServer {
@@ -77,7 +111,7 @@ impl PgServer {
     /// initdb + start on a free port.
     pub fn start_new() -> Result<PgServer, PgTestError> {
         let bin = find_bin().ok_or(PgTestError::NotInstalled)?;
-        let as_postgres = unsafe { libc::geteuid() } == 0;
+        let as_postgres = running_as_root();
         let data = tempfile::Builder::new().prefix("hookstorm-pg-").tempdir()?;
         let socket = tempfile::Builder::new()
             .prefix("hookstorm-pgsock-")
@@ -97,7 +131,7 @@ impl PgServer {
             bin,
             data,
             socket,
-            port: free_port()?,
+            port: candidate_port(),
             running: false,
             as_postgres,
             databases: AtomicU32::new(0),
@@ -116,8 +150,24 @@ impl PgServer {
                 "--no-sync",
             ],
         )?;
-        server.start()?;
-        Ok(server)
+        let mut attempt = 1;
+        loop {
+            match server.start() {
+                Ok(()) => return Ok(server),
+                Err(_) if attempt < PORT_ATTEMPTS && server.port_was_taken() => {
+                    attempt += 1;
+                    server.port = candidate_port();
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Whether the last start failed because the port is someone else's.
+    fn port_was_taken(&self) -> bool {
+        std::fs::read_to_string(self.data.path().join("server.log"))
+            .is_ok_and(|log| log.contains("Address already in use"))
+            && std::fs::remove_file(self.data.path().join("server.log")).is_ok()
     }
 
     fn command(&self, tool: &str) -> Command {

@@ -190,6 +190,37 @@ async fn rejects_duplicates_409_answers_409_and_keeps_one_row() -> Result<()> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requeues_duplicates_processes_a_redelivered_row_and_runs_its_effect_twice() -> Result<()> {
+    let t = with(Defect::RequeuesDuplicates).await?;
+    let d = at("tsk_1", "job-1", "2026-11-29T10:00:00Z");
+    ensure!(t.deliver(&d).await? == 204);
+    let first = t.drained().await?;
+    let count = |s: &hookstorm::state::State| -> u64 {
+        s.effects
+            .iter()
+            .flatten()
+            .filter(|e| e.key == "tsk_1")
+            .map(|e| e.count)
+            .sum()
+    };
+    ensure!(count(&first) == 1, "{:?}", first.effects);
+    // The redelivery arrives after the row was processed: the row is
+    // re-opened (in the background, after the 204) and processed again.
+    ensure!(t.deliver(&d).await? == 204);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let second = loop {
+        let s = t.drained().await?;
+        if count(&s) >= 2 || std::time::Instant::now() > deadline {
+            break s;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    ensure!(second.inbox.len() == 1, "{:?}", second.inbox);
+    ensure!(count(&second) == 2, "{:?}", second.effects);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ok_while_database_down_acknowledges_what_it_cannot_store() -> Result<()> {
     let Some(pg) = tokio::task::spawn_blocking(shared_pg).await? else {
         return Ok(());

@@ -334,7 +334,7 @@ fn doctor_passes_on_the_built_in_receiver() {
 fn a_target_without_lifecycle_provider_or_second_account_skips_and_says_so() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (receiver, target) = rt
-        .block_on(hookstorm_receiver::embedded::start(None, None))
+        .block_on(hookstorm_cli::builtin::start(None, None))
         .unwrap();
     let secret_a: Vec<&str> = target.secrets["acct_a"]
         .iter()

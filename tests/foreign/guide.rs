@@ -18,14 +18,16 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hookstorm::check::{InvariantId, Verdict};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::{http_get, run_hookstorm_with, secret_for, verify_answerline, Reply, Request, Server};
+use super::{
+    http_get, run_hookstorm_watching, secret_for, verify_answerline, Reply, Request, Server,
+};
 
 /// The HTTP scenarios such a receiver can be judged on: all but the process
 /// scenarios (no lifecycle here) and sequenced resources (it keeps none).
@@ -127,7 +129,24 @@ struct Queued {
     body: String,
 }
 
-fn start(traits: Traits, dir: &Path, provider: String) -> Guide {
+/// The provider API's URL, once hookstorm has said where it listens.
+type ProviderUrl = Arc<OnceLock<String>>;
+
+/// Waits up to 10 s for hookstorm to announce its provider API.
+fn provider_url(cell: &ProviderUrl) -> Option<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(url) = cell.get() {
+            return Some(url.clone());
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn start(traits: Traits, dir: &Path, provider: ProviderUrl) -> Guide {
     let db = dir.join("receiver.db");
     schema(&db);
     let stop = Arc::new(AtomicBool::new(false));
@@ -276,7 +295,10 @@ fn start(traits: Traits, dir: &Path, provider: String) -> Guide {
             }
             "/reconcile" => {
                 let tasks = submitted.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                Reply::json(&reconcile_pass(&open(&db), &provider, &tasks))
+                match provider_url(&provider) {
+                    Some(url) => Reply::json(&reconcile_pass(&open(&db), &url, &tasks)),
+                    None => Reply::status(503),
+                }
             }
             _ => Reply::status(404),
         })
@@ -391,19 +413,13 @@ fn reconcile_pass(
     })
 }
 
-fn free_port() -> u16 {
-    hookstorm_receiver::child::free_port().expect("a free port")
-}
-
 /// Runs `scenarios` against a fresh receiver with `traits`.
 fn run(traits: Traits, scenarios: &[&str], seed: u64) -> super::ForeignRun {
     let dir = tempfile::tempdir().expect("tempdir");
-    let provider_port = free_port();
-    let guide = start(
-        traits,
-        dir.path(),
-        format!("http://127.0.0.1:{provider_port}"),
-    );
+    // hookstorm binds its provider API on port 0 and says where; the
+    // guide's reconciler reads the URL from that line.
+    let provider = ProviderUrl::default();
+    let guide = start(traits, dir.path(), provider.clone());
     let target = format!(
         r#"url = "{base}/webhooks/{{account}}"
 {accounts}
@@ -416,7 +432,7 @@ url = "sqlite://{db}"
 reset = ["delete from webhook_inbox", "delete from answers"]
 
 [provider]
-listen = "127.0.0.1:{provider_port}"
+listen = "127.0.0.1:0"
 key_env = "FOREIGN_PROVIDER_KEY"
 "#,
         base = guide.webhooks.base(),
@@ -429,7 +445,16 @@ key_env = "FOREIGN_PROVIDER_KEY"
     for s in scenarios {
         args.extend(["--scenario", s]);
     }
-    let out = run_hookstorm_with(&target, &args, &[("FOREIGN_PROVIDER_KEY", PROVIDER_KEY)]);
+    let out = run_hookstorm_watching(
+        &target,
+        &args,
+        &[("FOREIGN_PROVIDER_KEY", PROVIDER_KEY)],
+        |line| {
+            if let Some(url) = line.split("provider API on ").nth(1) {
+                let _ = provider.set(url.trim().to_string());
+            }
+        },
+    );
     drop(guide);
     out
 }

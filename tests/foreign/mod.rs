@@ -94,6 +94,19 @@ pub fn run_hookstorm(target_toml: &str, args: &[&str]) -> ForeignRun {
 
 /// Like [`run_hookstorm`] with more environment variables.
 pub fn run_hookstorm_with(target_toml: &str, args: &[&str], env: &[(&str, &str)]) -> ForeignRun {
+    run_hookstorm_holding(target_toml, args, env, &Default::default())
+}
+
+/// Like [`run_hookstorm_with`], handing hookstorm `sockets` as descriptors
+/// 3, 4, …, which the receiver it starts inherits in turn (the target's
+/// start command says `fd:3`): the ports are held, never released and
+/// guessed free, for the whole run.
+pub fn run_hookstorm_holding(
+    target_toml: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    sockets: &hookstorm::lifecycle::Sockets,
+) -> ForeignRun {
     let dir = tempfile::tempdir().expect("tempdir");
     let target = dir.path().join("target.toml");
     std::fs::write(
@@ -101,7 +114,9 @@ pub fn run_hookstorm_with(target_toml: &str, args: &[&str], env: &[(&str, &str)]
         target_toml.replace("{dir}", &dir.path().display().to_string()),
     )
     .expect("write the target file");
-    let out = Command::new(env!("CARGO_BIN_EXE_hookstorm"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookstorm"));
+    hookstorm::lifecycle::inherit_sockets(&mut cmd, sockets).expect("hand over the sockets");
+    let out = cmd
         .arg("run")
         .arg("--target")
         .arg(&target)
@@ -123,6 +138,62 @@ pub fn run_hookstorm_with(target_toml: &str, args: &[&str], env: &[(&str, &str)]
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         ),
+        dir,
+    }
+}
+
+/// Like [`run_hookstorm_with`], calling `on_line` with each line hookstorm
+/// writes to stderr as it writes it (to learn an address it bound).
+pub fn run_hookstorm_watching(
+    target_toml: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    mut on_line: impl FnMut(&str) + Send,
+) -> ForeignRun {
+    use std::io::{BufRead, Read};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let target = dir.path().join("target.toml");
+    std::fs::write(
+        &target,
+        target_toml.replace("{dir}", &dir.path().display().to_string()),
+    )
+    .expect("write the target file");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hookstorm"))
+        .arg("run")
+        .arg("--target")
+        .arg(&target)
+        .arg("--out")
+        .arg(dir.path().join("reports"))
+        .args(args)
+        .env("FOREIGN_SECRET_A", SECRET_A)
+        .env("FOREIGN_SECRET_B", SECRET_B)
+        .env("NO_COLOR", "1")
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run hookstorm");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut out = String::new();
+    let mut err = String::new();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                on_line(&line);
+                err.push_str(&line);
+                err.push('\n');
+            }
+        });
+        let _ = stdout.read_to_string(&mut out);
+    });
+    let status = child.wait().expect("wait for hookstorm");
+    let report = read_report(&dir.path().join("reports").join("latest"));
+    ForeignRun {
+        code: status.code().unwrap_or(-1),
+        report,
+        output: format!("{out}{err}"),
         dir,
     }
 }

@@ -24,10 +24,13 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use hookstorm::check::{InvariantId, Verdict};
+use hookstorm::lifecycle::Sockets;
 use hookstorm_receiver::pgtest::PgServer;
 use tokio_postgres::{Client, NoTls};
 
-use super::{run_hookstorm, secret_for, verify_answerline, Reply, Request, Server, ACCOUNTS};
+use super::{
+    run_hookstorm_holding, secret_for, verify_answerline, Reply, Request, Server, ACCOUNTS,
+};
 
 /// The guide's schema.
 const SCHEMA: &str = "
@@ -328,20 +331,28 @@ proxy = {{ listen = "{proxy_listen}", upstream = "{upstream}" }}
     )
 }
 
-/// Postgres with a fresh guide database, a proxy port, and the URL through it.
+/// Postgres with a fresh guide database, the proxy's socket (bound here,
+/// held for the whole test, handed to each hookstorm run as descriptor 3),
+/// and the URL through it.
 struct Setup {
     _pg: PgServer,
     db_url: String,
     via_proxy: String,
-    listen: String,
+    proxy: Sockets,
     upstream: String,
+}
+
+/// A target file and the socket its fault proxy serves on.
+struct CutTarget {
+    toml: String,
+    sockets: Sockets,
 }
 
 fn setup() -> Option<Setup> {
     let pg = PgServer::start_or_skip()?;
     let db_url = fresh_database(&pg);
-    let port = hookstorm_receiver::child::free_port().expect("free port");
-    let listen = format!("127.0.0.1:{port}");
+    let socket = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the proxy's port");
+    let listen = socket.local_addr().expect("local address").to_string();
     let upstream = format!("127.0.0.1:{}", pg.port());
     let via_proxy = db_url.replace(&upstream, &listen);
     assert_ne!(
@@ -352,7 +363,7 @@ fn setup() -> Option<Setup> {
         _pg: pg,
         db_url,
         via_proxy,
-        listen,
+        proxy: Sockets::new(vec![socket]),
         upstream,
     })
 }
@@ -360,14 +371,13 @@ fn setup() -> Option<Setup> {
 impl Setup {
     /// Starts the receiver (its database through the proxy, its pool
     /// waiting at most `pool_wait`) and returns it with its target file.
-    fn receiver(&self, on_error: OnDbError, pool_wait: Duration) -> (Receiver, String) {
+    fn receiver(&self, on_error: OnDbError, pool_wait: Duration) -> (Receiver, CutTarget) {
         let rx = start_receiver(&self.via_proxy, on_error, pool_wait);
-        let target = target_file(
-            &rx.server.base(),
-            &self.db_url,
-            &self.listen,
-            &self.upstream,
-        );
+        let toml = target_file(&rx.server.base(), &self.db_url, "fd:3", &self.upstream);
+        let target = CutTarget {
+            toml,
+            sockets: self.proxy.clone(),
+        };
         (rx, target)
     }
 }
@@ -394,7 +404,7 @@ fn notes(run: &super::ForeignRun, scenario: &str) -> String {
 /// prints its verdict, time and notes under `label`. Returns the run and
 /// the scenario's notes.
 fn run_cut(
-    target: &str,
+    target: &CutTarget,
     extra: &[&str],
     scenario: &str,
     seed: u64,
@@ -411,7 +421,7 @@ fn run_cut(
         "--drain",
         "10s",
     ]);
-    let run = run_hookstorm(target, &args);
+    let run = run_hookstorm_holding(&target.toml, &args, &[], &target.sockets);
     let notes = notes(&run, scenario);
     eprintln!(
         "{label}, seed {seed}: {:?} in {:.1}s; {notes}",

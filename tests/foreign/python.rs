@@ -19,7 +19,11 @@ fn count_before(text: &str, what: &str) -> Option<u64> {
 fn a_slow_starting_python_receiver_survives_kills_that_interrupt_its_attempts() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("receiver.db");
-    let port = hookstorm_receiver::child::free_port().expect("a free port");
+    // The test reserves the receiver's port for the whole run (a bound
+    // socket that never listens); every start of the receiver binds it
+    // beside the reservation with SO_REUSEPORT.
+    let reserved = hookstorm_cli::builtin::child::Reservation::new().expect("reserve a port");
+    let port = reserved.addr().expect("reserved address").port();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/foreign/py/receiver.py");
     let target = format!(
         r#"url = "http://127.0.0.1:{port}/webhooks/{{account}}"
@@ -31,7 +35,7 @@ winners = ""
 reset = ["delete from webhook_inbox"]
 
 [lifecycle]
-start = "exec python3 {script} {port} {db}"
+start = "exec python3 {script} reuse:{port} {db}"
 ready = {{ tcp = "127.0.0.1:{port}" }}
 ready_timeout = "20s"
 "#,

@@ -274,7 +274,7 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
             "no state probe for a plain --url (hint: use --target FILE)".into()
         };
     } else {
-        let (receiver, t) = hookstorm_receiver::embedded::start(None, args.receiver_db.as_deref())
+        let (receiver, t) = hookstorm_cli::builtin::start(None, args.receiver_db.as_deref())
             .await
             .context("starting the built-in reference receiver")?;
         info!(

@@ -195,10 +195,10 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
             if let Some(d) = &args.defect {
                 reproduce.push_str(&format!(" --defect {d}"));
             }
-            let mut copts = hookstorm_receiver::child::ChildOptions::new("{hookstorm} receiver");
+            let mut copts = hookstorm_cli::builtin::ChildOptions::new("{hookstorm} receiver");
             copts.defect = defect;
             copts.db = args.receiver_db.clone();
-            let prepared = hookstorm_receiver::child::prepare(&copts)
+            let prepared = hookstorm_cli::builtin::prepare(&copts)
                 .context("preparing the built-in reference receiver")?;
             info!(
                 "built-in reference receiver{} as a child process on {} ({})",
@@ -224,6 +224,10 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
         scenarios.len(),
         target.describe()
     );
+    if let (true, Some(p)) = (args.target.given(), &target.provider) {
+        // With `[provider] listen = "127.0.0.1:0"` this is where it landed.
+        info!("provider API on {}", p.url());
+    }
     let opts = RunOptions {
         seed,
         time_scale: args.time_scale,

@@ -16,17 +16,32 @@
 //!
 //! Commands may say `{hookstorm}`: it becomes the path of the running
 //! `hookstorm` binary, so `"{hookstorm} receiver …"` starts the reference
-//! receiver as a real process.
+//! receiver as a real process. They may say `{proxy}`: it becomes the
+//! address the fault proxy listens on, so `[database.proxy] listen` can be
+//! port 0 and nothing has to guess a free port.
+//!
+//! Listening sockets can be handed down: [`inherit_sockets`] gives a child
+//! bound sockets as descriptors 3, 4, … (`LISTEN_FDS` says how many), and
+//! `[database.proxy] listen = "fd:3"` serves the fault proxy on one that
+//! hookstorm inherited, so whoever starts hookstorm can hold that port.
+//!
+//! Process groups and signals are Unix; the platform calls are in one
+//! module with a typed [`LifecycleError::Unsupported`] elsewhere.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::Deserialize;
 
 use crate::units::HumanDuration;
 
+mod os;
 mod process;
 mod supervisor;
+
+pub use os::{inherit_sockets, FIRST_SOCKET_FD};
 
 pub use process::{group_members, kill_all, live_groups, processes, ProcEntry, Process, Signal};
 pub use supervisor::{Cut, Role, Supervisor, SupervisorEvent};
@@ -55,6 +70,44 @@ pub struct LifecycleConfig {
     /// A separate worker process, if the receiver has one.
     #[serde(default)]
     pub worker: Option<WorkerConfig>,
+}
+
+/// Listening sockets a child inherits (see [`inherit_sockets`]).
+/// Cheap to clone; equal when they listen on the same addresses.
+#[derive(Debug, Clone, Default)]
+pub struct Sockets(Vec<Arc<std::net::TcpListener>>);
+
+impl Sockets {
+    /// The sockets, in descriptor order (the first becomes descriptor 3).
+    pub fn new(listeners: Vec<std::net::TcpListener>) -> Sockets {
+        Sockets(listeners.into_iter().map(Arc::new).collect())
+    }
+
+    /// How many there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The listeners, in descriptor order.
+    pub fn listeners(&self) -> &[Arc<std::net::TcpListener>] {
+        &self.0
+    }
+
+    /// Where they listen, in descriptor order.
+    pub fn addrs(&self) -> Vec<Option<SocketAddr>> {
+        self.0.iter().map(|l| l.local_addr().ok()).collect()
+    }
+}
+
+impl PartialEq for Sockets {
+    fn eq(&self, other: &Sockets) -> bool {
+        self.addrs() == other.addrs()
+    }
 }
 
 /// `[lifecycle.worker]`.
@@ -128,7 +181,9 @@ impl DatabaseConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProxyConfig {
-    /// Where the proxy listens (the receiver connects here).
+    /// Where the proxy listens (the receiver connects here): an address
+    /// (port 0 with `{proxy}` in the commands), or `fd:N`, a listening
+    /// socket hookstorm inherited from whoever started it.
     pub listen: String,
     /// The real database.
     pub upstream: String,
@@ -201,6 +256,26 @@ pub enum LifecycleError {
         /// Why.
         source: std::io::Error,
     },
+    /// More sockets to hand to a child than descriptors 3 to 10 hold.
+    #[error("{count} sockets to hand to the receiver; at most 8")]
+    Sockets {
+        /// How many were given.
+        count: usize,
+    },
+    /// This platform cannot do it (process groups and signals are Unix).
+    #[error("{what} is not supported on this platform (hint: run hookstorm on Linux, or describe a target without [lifecycle])")]
+    Unsupported {
+        /// What was asked for.
+        what: &'static str,
+    },
+}
+
+/// Replaces `{proxy}` with the fault proxy's address.
+pub fn expand_proxy(command: &str, proxy: Option<SocketAddr>) -> String {
+    match proxy {
+        Some(addr) => command.replace("{proxy}", &addr.to_string()),
+        None => command.to_string(),
+    }
 }
 
 /// Replaces `{hookstorm}` with the running binary's path.

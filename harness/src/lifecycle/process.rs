@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use tokio::process::{Child, Command};
 
-use super::{expand, LifecycleError};
+use super::{expand, os, LifecycleError};
 
 static LIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 
@@ -26,10 +26,7 @@ fn live() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {
 /// Sends SIGKILL to every process group the harness started and still owns.
 pub fn kill_all() {
     for pgid in std::mem::take(&mut *live()) {
-        // SAFETY: killpg only sends a signal; a stale group id fails with ESRCH.
-        unsafe {
-            libc::killpg(pgid, libc::SIGKILL);
-        }
+        let _ = os::killpg(pgid, Signal::Kill);
     }
 }
 
@@ -49,31 +46,10 @@ pub struct ProcEntry {
     pub pgrp: i32,
 }
 
-/// Every live (not zombie) process on the machine, from `/proc`.
+/// Every live (not zombie) process on the machine, from `/proc` (empty
+/// where there is no `/proc`: Linux only).
 pub fn processes() -> Vec<ProcEntry> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for e in dir.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // Fields after the parenthesised command: state, ppid, pgrp, …
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        if f.len() > 2 && f[0] != "Z" {
-            if let (Ok(ppid), Ok(pgrp)) = (f[1].parse(), f[2].parse()) {
-                out.push(ProcEntry { pid, ppid, pgrp });
-            }
-        }
-    }
-    out
+    os::processes()
 }
 
 /// Pids of the live (not zombie) processes in group `pgid`.
@@ -106,15 +82,6 @@ impl Signal {
             Signal::Term => "SIGTERM",
             Signal::Stop => "SIGSTOP",
             Signal::Cont => "SIGCONT",
-        }
-    }
-
-    fn raw(self) -> i32 {
-        match self {
-            Signal::Kill => libc::SIGKILL,
-            Signal::Term => libc::SIGTERM,
-            Signal::Stop => libc::SIGSTOP,
-            Signal::Cont => libc::SIGCONT,
         }
     }
 }
@@ -167,12 +134,15 @@ impl Process {
 
     /// Starts it with `extra` environment on top of its own, output
     /// appended to `<log_dir>/<name>.log`. A running process is killed first.
+    /// Needs a Unix platform (a process group of its own); elsewhere it is
+    /// [`LifecycleError::Unsupported`].
     pub async fn spawn(
         &mut self,
         log_dir: &Path,
         extra: &BTreeMap<String, String>,
     ) -> Result<u32, LifecycleError> {
         self.kill().await;
+        os::check_supported()?;
         let err = |source| LifecycleError::Spawn {
             name: self.name.clone(),
             command: self.command.clone(),
@@ -193,8 +163,9 @@ impl Process {
             .envs(extra)
             .stdin(Stdio::null())
             .stdout(out)
-            .stderr(errf)
-            .process_group(0);
+            .stderr(errf);
+        #[cfg(unix)]
+        cmd.process_group(0);
         let child = cmd.spawn().map_err(err)?;
         let pid = child.id().unwrap_or(0) as i32;
         live().insert(pid);
@@ -209,18 +180,10 @@ impl Process {
         let Some(pgid) = self.pgid else {
             return Ok(());
         };
-        // SAFETY: killpg only sends a signal to a group this process created.
-        let rc = unsafe { libc::killpg(pgid, signal.raw()) };
-        if rc != 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::ESRCH) {
-                return Err(LifecycleError::Signal {
-                    name: self.name.clone(),
-                    source: e,
-                });
-            }
-        }
-        Ok(())
+        os::killpg(pgid, signal).map_err(|source| LifecycleError::Signal {
+            name: self.name.clone(),
+            source,
+        })
     }
 
     /// Whether it exited (reaping it); `Some(status text)` when it did.
@@ -274,10 +237,7 @@ impl Process {
     fn forget(&mut self, kill_group: bool) {
         if let Some(pgid) = self.pgid.take() {
             if kill_group {
-                // SAFETY: see `signal`.
-                unsafe {
-                    libc::killpg(pgid, libc::SIGKILL);
-                }
+                let _ = os::killpg(pgid, Signal::Kill);
             }
             live().remove(&pgid);
         }
@@ -288,16 +248,14 @@ impl Process {
 impl Drop for Process {
     fn drop(&mut self) {
         if let Some(pgid) = self.pgid.take() {
-            // SAFETY: see `signal`. The leader is reaped by tokio's orphan reaper.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
-            }
+            // The leader is reaped by tokio's orphan reaper.
+            let _ = os::killpg(pgid, Signal::Kill);
             live().remove(&pgid);
         }
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 

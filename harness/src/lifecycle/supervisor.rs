@@ -13,7 +13,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::process::{Process, Signal};
-use super::{DatabaseConfig, LifecycleConfig, LifecycleError, Ready, DEFAULT_READY_TIMEOUT};
+use super::{
+    expand_proxy, DatabaseConfig, LifecycleConfig, LifecycleError, ProxyConfig, Ready,
+    DEFAULT_READY_TIMEOUT,
+};
 use crate::history::{now_rfc3339, Event, FaultEvent, HistorySink};
 use crate::tcpproxy::{Mode, Proxy};
 
@@ -92,18 +95,29 @@ impl std::fmt::Debug for SqliteLock {
 
 impl Supervisor {
     /// Starts the fault proxy (if any), the receiver and the worker, and
-    /// waits for the receiver to be ready. Logs go to `log_dir`.
+    /// waits for the receiver to be ready. Logs go to `log_dir`. `{proxy}`
+    /// in the commands and their environment becomes the proxy's address.
     pub async fn start(
         cfg: LifecycleConfig,
         db: DatabaseConfig,
         log_dir: &Path,
     ) -> Result<Supervisor, LifecycleError> {
         let mut sup = Supervisor::database_only(db, log_dir).await?;
-        sup.receiver = Some(Process::new("receiver", &cfg.start, cfg.env.clone()));
+        let proxy = sup.proxy.as_ref().map(Proxy::local_addr);
+        let env = |env: &BTreeMap<String, String>| -> BTreeMap<String, String> {
+            env.iter()
+                .map(|(k, v)| (k.clone(), expand_proxy(v, proxy)))
+                .collect()
+        };
+        sup.receiver = Some(Process::new(
+            "receiver",
+            &expand_proxy(&cfg.start, proxy),
+            env(&cfg.env),
+        ));
         sup.worker = cfg
             .worker
             .as_ref()
-            .map(|w| Process::new("worker", &w.start, w.env.clone()));
+            .map(|w| Process::new("worker", &expand_proxy(&w.start, proxy), env(&w.env)));
         sup.cfg = Some(cfg);
         sup.spawn(Role::Receiver).await?;
         if sup.worker.is_some() {
@@ -121,7 +135,7 @@ impl Supervisor {
     ) -> Result<Supervisor, LifecycleError> {
         let proxy = match &db.proxy {
             Some(p) => Some(
-                Proxy::start(&p.listen, &p.upstream)
+                start_proxy(p)
                     .await
                     .map_err(|source| LifecycleError::Proxy {
                         listen: p.listen.clone(),
@@ -402,6 +416,27 @@ impl Supervisor {
             r.terminate(Duration::from_secs(3)).await;
         }
     }
+}
+
+/// Starts the fault proxy on its address, or on the socket this process
+/// inherited when `listen` is `fd:N` (whoever started the harness holds
+/// the port the receiver connects to).
+async fn start_proxy(p: &ProxyConfig) -> std::io::Result<Proxy> {
+    let Some(n) = p.listen.strip_prefix("fd:") else {
+        return Proxy::start(&p.listen, &p.upstream).await;
+    };
+    let fd = n.parse().map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "expected fd:N with N a descriptor number, like fd:3",
+        )
+    })?;
+    let listener = super::os::inherited_listener(fd)?;
+    listener.set_nonblocking(true)?;
+    Ok(Proxy::with_listener(
+        tokio::net::TcpListener::from_std(listener)?,
+        &p.upstream,
+    ))
 }
 
 async fn run_command(cmd: &str) -> Result<(), LifecycleError> {

@@ -178,7 +178,12 @@ fn timeline(s: &ScenarioReport, dir: &Path, report: &RunReport) -> Value {
                 let fault = match a.faults.first() {
                     None => Value::Null,
                     Some(_) => {
-                        let name = a.faults.join("+");
+                        let name = a
+                            .faults
+                            .iter()
+                            .map(|t| t.to_string())
+                            .collect::<Vec<_>>()
+                            .join("+");
                         let i = fault_names
                             .iter()
                             .position(|n| *n == name)

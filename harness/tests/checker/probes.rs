@@ -229,12 +229,26 @@ fn as_postgres(args: &[&str]) -> std::io::Result<std::process::Output> {
     cmd.args(&args[1..]).output()
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// A candidate port for the throwaway server. Postgres cannot listen on
+/// port 0 and report the port it got, nor take a socket bound here, so the
+/// port is chosen without binding it: below the kernel's ephemeral range
+/// (where `bind(":0")` hands out ports), placed by pid, walked by a
+/// counter. A start that finds it taken retries on the next one.
+fn candidate_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let base = std::process::id().wrapping_mul(331) % 12_000;
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    (20_000 + (base + n * 11) % 12_000) as u16
+}
+
+/// A loopback port that refuses connections while the returned socket
+/// lives: bound, never listening, so no one else can listen there.
+fn refusing_port() -> (tokio::net::TcpSocket, u16) {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = socket.local_addr().unwrap().port();
+    (socket, port)
 }
 
 /// Starts a throwaway Postgres, or returns None (with a note) when its
@@ -257,8 +271,8 @@ fn start_postgres() -> Option<Postgres> {
         .args(["-R", "postgres"])
         .arg(dir.path())
         .status();
-    let pg = Postgres {
-        port: free_port(),
+    let mut pg = Postgres {
+        port: candidate_port(),
         dir,
     };
     let data = pg.data().to_string_lossy().into_owned();
@@ -283,16 +297,29 @@ fn start_postgres() -> Option<Postgres> {
         "initdb: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let opts = format!(
-        "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
-        pg.port,
-        pg.dir.path().display()
-    );
     let log = pg.dir.path().join("log").to_string_lossy().into_owned();
-    let out = as_postgres(&[
-        "pg_ctl", "-D", &data, "-o", &opts, "-l", &log, "-w", "-t", "30", "start",
-    ])
-    .unwrap();
+    let mut attempts = 1;
+    let out = loop {
+        let opts = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
+            pg.port,
+            pg.dir.path().display()
+        );
+        let out = as_postgres(&[
+            "pg_ctl", "-D", &data, "-o", &opts, "-l", &log, "-w", "-t", "30", "start",
+        ])
+        .unwrap();
+        let taken = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("Address already in use");
+        if out.status.success() || !taken || attempts == 20 {
+            break out;
+        }
+        // Someone else holds the port: the next candidate.
+        let _ = std::fs::remove_file(&log);
+        attempts += 1;
+        pg.port = candidate_port();
+    };
     assert!(
         out.status.success(),
         "pg_ctl start: {} {}",
@@ -454,7 +481,8 @@ async fn http_probe_errors_name_the_status_and_the_expected_json() -> TestResult
         .unwrap_err()
         .to_string();
     assert!(e.contains("expected the state JSON"), "{e}");
-    let refused = format!("http://127.0.0.1:{}/admin/state", free_port());
+    let (_held, port) = refusing_port();
+    let refused = format!("http://127.0.0.1:{port}/admin/state");
     assert!(Probe::http(&refused, None).read_state().await.is_err());
     Ok(())
 }

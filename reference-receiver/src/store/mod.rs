@@ -179,6 +179,10 @@ pub trait Store: Send + Sync + 'static {
     fn insert(&self, d: NewDelivery) -> StoreFuture<'_, Inserted>;
     /// Whether the inbox holds this (account, task id) (for the `check-then-insert` defect).
     fn contains(&self, account: String, task_id: String) -> StoreFuture<'_, bool>;
+    /// Marks a processed row unprocessed again, so the worker runs it once
+    /// more; false when the row is not processed (yet). For the
+    /// `requeues-duplicates` defect.
+    fn requeue(&self, account: String, task_id: String) -> StoreFuture<'_, bool>;
     /// Claims, processes and marks one batch of unprocessed rows.
     fn process_batch(&self, rules: WorkerRules) -> StoreFuture<'_, BatchOutcome>;
     /// Reads the whole state, winners by `rule`.

@@ -358,6 +358,19 @@ impl Store for PgStore {
         })
     }
 
+    fn requeue(&self, account: String, task_id: String) -> StoreFuture<'_, bool> {
+        Box::pin(async move {
+            let c = self.pool.get().await?;
+            let n = c
+                .execute(
+                    "update webhook_inbox set processed_at = null, error = null where account = $1 and task_id = $2 and processed_at is not null",
+                    &[&account, &task_id],
+                )
+                .await?;
+            Ok(n > 0)
+        })
+    }
+
     fn process_batch(&self, rules: WorkerRules) -> StoreFuture<'_, BatchOutcome> {
         Box::pin(async move { process_batch(self, &rules).await })
     }

@@ -380,6 +380,16 @@ impl Store for SqliteStore {
         }))
     }
 
+    fn requeue(&self, account: String, task_id: String) -> StoreFuture<'_, bool> {
+        Box::pin(self.write(move |c| {
+            let n = c.execute(
+                "update webhook_inbox set processed_at = null, error = null where account = ?1 and task_id = ?2 and processed_at is not null",
+                params![account, task_id],
+            )?;
+            Ok(n > 0)
+        }))
+    }
+
     fn process_batch(&self, rules: WorkerRules) -> StoreFuture<'_, BatchOutcome> {
         Box::pin(self.write(move |c| process_batch(c, &rules)))
     }

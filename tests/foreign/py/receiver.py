@@ -4,19 +4,26 @@ inbox (committed before the 204), and a worker thread that marks rows
 processed. It sleeps 0.8 s before it listens, like an interpreter that
 imports a framework, so a restart takes as long as a real one.
 
-Usage: receiver.py PORT DATABASE  (secrets in FOREIGN_SECRET_A / _B)
+Usage: receiver.py LISTEN DATABASE  (secrets in FOREIGN_SECRET_A / _B)
+
+LISTEN is a port on 127.0.0.1 (0 for any free one), reuse:PORT to bind it
+with SO_REUSEPORT beside a socket that reserves it (so a supervisor that
+kills and restarts it keeps the port), or fd:N, a listening socket
+inherited from whoever starts it. Either way the bound address is printed
+on stdout as "listening on HOST:PORT". GET /healthz answers 200.
 """
 import hashlib
 import hmac
 import json
 import os
+import socket
 import sqlite3
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-PORT, DB = int(sys.argv[1]), sys.argv[2]
+LISTEN, DB = sys.argv[1], sys.argv[2]
 SECRETS = {
     "acct_a": os.environ["FOREIGN_SECRET_A"].encode(),
     "acct_b": os.environ["FOREIGN_SECRET_B"].encode(),
@@ -57,6 +64,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Length", "0")
         self.end_headers()
+
+    def do_GET(self):
+        self.answer(200 if self.path == "/healthz" else 404)
 
     def do_POST(self):
         account = self.path.rstrip("/").rsplit("/", 1)[-1]
@@ -103,4 +113,17 @@ if __name__ == "__main__":
     connect().execute(SCHEMA)
     time.sleep(0.8)
     threading.Thread(target=worker, daemon=True).start()
-    ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()
+    if LISTEN.startswith("fd:"):
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler, bind_and_activate=False)
+        server.socket.close()
+        server.socket = socket.socket(fileno=int(LISTEN[3:]))
+    elif LISTEN.startswith("reuse:"):
+        server = ThreadingHTTPServer(("127.0.0.1", int(LISTEN[6:])), Handler, bind_and_activate=False)
+        server.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        server.server_bind()
+        server.server_activate()
+    else:
+        server = ThreadingHTTPServer(("127.0.0.1", int(LISTEN)), Handler)
+    host, port = server.socket.getsockname()[:2]
+    print(f"listening on {host}:{port}", flush=True)
+    server.serve_forever()

@@ -2,18 +2,27 @@
 //! `hookstorm run` tests when no target is given, and that the process
 //! scenarios (kill, worker crash, database outage) need.
 //!
-//! [`prepare`] picks free loopback ports, fresh random secrets (passed in
-//! the environment, never on the command line) and an admin token, and
-//! returns a [`Target`] whose `[lifecycle]` starts `COMMAND serve …` with a
-//! separate `COMMAND worker …`, with crash points enabled. Nothing is
-//! started here: the harness's supervisor starts, kills and restarts it.
+//! [`prepare`] reserves the receiver's two ports (webhooks and admin API):
+//! a socket bound on 127.0.0.1 port 0 with `SO_REUSEPORT` that never
+//! listens, held as long as the [`ChildTarget`] lives. It draws fresh
+//! random secrets (passed in the environment, never on the command line)
+//! and an admin token, and returns a [`Target`] whose `[lifecycle]` starts
+//! `COMMAND serve --listen 127.0.0.1:PORT --reuse-port …` with a separate
+//! `COMMAND worker …`, with crash points enabled. Nothing is started here:
+//! the harness's supervisor starts, kills and restarts it. Every start
+//! binds the reserved ports beside the reservation, so no port is ever
+//! released and hoped free again; and since the reservation never
+//! listens, a connection while the receiver is down is refused, as it
+//! would be with nothing holding the port.
 //!
 //! Database control comes with it: on SQLite the outage is an exclusive
 //! lock on the file; on Postgres the receiver's connection string points at
-//! a fault proxy in front of the server (unless `proxy` is off).
+//! a fault proxy in front of the server (unless `proxy` is off). The proxy
+//! listens on port 0 and the supervisor writes its address where the
+//! command says `{proxy}`.
 
 use std::collections::BTreeMap;
-use std::net::TcpListener;
+use std::net::SocketAddr;
 
 use hookstorm::lifecycle::{
     shell_quote, DatabaseConfig, LifecycleConfig, ProxyConfig, Ready, WorkerConfig,
@@ -24,9 +33,10 @@ use hookstorm::provider::Provider;
 use hookstorm::signature::Secret;
 use hookstorm::target::{Target, DEFAULT_MAX_BODY};
 use hookstorm::units::HumanDuration;
+use hookstorm_receiver::config::random_token;
+use hookstorm_receiver::Defect;
 
-use crate::config::random_token;
-use crate::{Defect, ReceiverError};
+use super::BuiltinError;
 
 /// How to run the reference receiver as a child.
 #[derive(Debug, Clone)]
@@ -55,35 +65,44 @@ impl ChildOptions {
 }
 
 /// A prepared child-process target; keep it alive for the run (it owns
-/// the temporary folder of the SQLite database).
+/// the temporary folder of the SQLite database and the ports' reservations).
 #[derive(Debug)]
 pub struct ChildTarget {
     /// The target, with `lifecycle` and `database` set.
     pub target: Target,
-    /// The store URL the receiver uses (through the proxy when there is one).
-    pub db: String,
     _dir: Option<tempfile::TempDir>,
+    _ports: [Reservation; 2],
 }
 
-/// A free port on 127.0.0.1 for a process started later (bound and
-/// released). Taken below the kernel's ephemeral range (32768 and up), from
-/// a window this process owns by its pid, walked with a counter: a port
-/// handed out here cannot be grabbed by another test's `bind(":0")` before
-/// the child binds it, and two calls never return the same port.
-pub fn free_port() -> std::io::Result<u16> {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    const FIRST: u32 = 20_000;
-    const SPAN: u32 = 12_000;
-    let base = std::process::id().wrapping_mul(211) % SPAN;
-    for _ in 0..256 {
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let port = (FIRST + (base + n * 7) % SPAN) as u16;
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return Ok(port);
-        }
+/// A port on 127.0.0.1 held by a bound socket that never listens: nobody
+/// else can bind it, a process of this user can beside it with
+/// `SO_REUSEPORT`, and while none does, connections are refused.
+#[derive(Debug)]
+pub struct Reservation(tokio::net::TcpSocket);
+
+impl Reservation {
+    /// Reserves a port the kernel picks.
+    #[cfg(all(unix, not(any(target_os = "solaris", target_os = "illumos"))))]
+    pub fn new() -> std::io::Result<Reservation> {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.set_reuseport(true)?;
+        socket.bind(SocketAddr::from(([127, 0, 0, 1], 0)))?;
+        Ok(Reservation(socket))
     }
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+
+    /// Ports are reserved with `SO_REUSEPORT`, which this platform lacks.
+    #[cfg(not(all(unix, not(any(target_os = "solaris", target_os = "illumos")))))]
+    pub fn new() -> std::io::Result<Reservation> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "the built-in receiver as a child process needs SO_REUSEPORT (Linux, the BSDs, macOS)",
+        ))
+    }
+
+    /// The reserved address.
+    pub fn addr(&self) -> std::io::Result<SocketAddr> {
+        self.0.local_addr()
+    }
 }
 
 /// `host:port` of a `postgres://` URL, and the URL with it replaced.
@@ -108,7 +127,7 @@ fn split_pg(url: &str, replace_with: &str) -> Option<(String, String)> {
 }
 
 /// Prepares the reference receiver as a child-process target.
-pub fn prepare(opts: &ChildOptions) -> Result<ChildTarget, ReceiverError> {
+pub fn prepare(opts: &ChildOptions) -> Result<ChildTarget, BuiltinError> {
     let (dir, mut db_url, sqlite) = match &opts.db {
         Some(url) => (None, url.clone(), None),
         None => {
@@ -128,16 +147,18 @@ pub fn prepare(opts: &ChildOptions) -> Result<ChildTarget, ReceiverError> {
         }
     }
     if opts.proxy && db_url.starts_with("postgres") {
-        let listen = format!("127.0.0.1:{}", free_port()?);
-        if let Some((upstream, rewritten)) = split_pg(&db_url, &listen) {
-            database.proxy = Some(ProxyConfig { listen, upstream });
+        if let Some((upstream, rewritten)) = split_pg(&db_url, "{proxy}") {
+            database.proxy = Some(ProxyConfig {
+                listen: "127.0.0.1:0".into(),
+                upstream,
+            });
             db_url = rewritten;
         }
     }
-    let web = free_port()?;
-    let admin = free_port()?;
+    let ports = [Reservation::new()?, Reservation::new()?];
+    let (web_addr, admin_addr) = (ports[0].addr()?, ports[1].addr()?);
     let token = random_token();
-    let (secrets, retired) = crate::embedded::fresh_secrets();
+    let (secrets, retired) = super::fresh_secrets();
     let accounts = secrets
         .iter()
         .map(|(name, list)| {
@@ -156,7 +177,7 @@ pub fn prepare(opts: &ChildOptions) -> Result<ChildTarget, ReceiverError> {
     // be pointed at it; its key reaches the child through the environment.
     let provider = Provider::bind("127.0.0.1:0", Secret::new(random_token()))?;
     let start = format!(
-        "exec {} serve --db {db_arg} --listen 127.0.0.1:{web} --admin-listen 127.0.0.1:{admin} --profile {} --no-worker --provider-url {}{defect}",
+        "exec {} serve --db {db_arg} --listen {web_addr} --admin-listen {admin_addr} --reuse-port --profile {} --no-worker --provider-url {}{defect}",
         opts.command,
         shell_quote(&profile.name),
         shell_quote(&provider.url())
@@ -174,7 +195,7 @@ pub fn prepare(opts: &ChildOptions) -> Result<ChildTarget, ReceiverError> {
         start,
         env: env.clone(),
         ready: Ready::Http {
-            http: format!("http://127.0.0.1:{admin}/healthz"),
+            http: format!("http://{admin_addr}/healthz"),
         },
         ready_timeout: Some(HumanDuration(std::time::Duration::from_secs(20))),
         failpoints: true,
@@ -184,14 +205,14 @@ pub fn prepare(opts: &ChildOptions) -> Result<ChildTarget, ReceiverError> {
         }),
     };
     let target = Target {
-        url: format!("http://127.0.0.1:{web}/webhooks/{{account}}"),
+        url: format!("http://{web_addr}/webhooks/{{account}}"),
         profile,
         secrets,
         retired,
         max_body: DEFAULT_MAX_BODY,
         roots: Default::default(),
         state: ProbeConfig {
-            http: Some(format!("http://127.0.0.1:{admin}/state")),
+            http: Some(format!("http://{admin_addr}/state")),
             token: Some(token),
             ..Default::default()
         },
@@ -201,8 +222,8 @@ pub fn prepare(opts: &ChildOptions) -> Result<ChildTarget, ReceiverError> {
     };
     Ok(ChildTarget {
         target,
-        db: db_url,
         _dir: dir,
+        _ports: ports,
     })
 }
 
@@ -231,5 +252,36 @@ mod tests {
         }
         assert!(life.env["HOOKSTORM_RECEIVER_ACCOUNTS"].contains("acct_b="));
         assert!(c.target.database.sqlite.is_some());
+    }
+
+    #[test]
+    fn the_receiver_serves_on_ports_reserved_before_it_starts() {
+        let c = prepare(&ChildOptions::new("hookstorm-receiver")).unwrap();
+        let life = c.target.lifecycle.as_ref().unwrap();
+        let web = c._ports[0].addr().unwrap();
+        assert_ne!(web.port(), 0);
+        assert!(c.target.url.contains(&web.to_string()), "{}", c.target.url);
+        assert!(
+            life.start.contains(&format!("--listen {web} ")),
+            "{}",
+            life.start
+        );
+        assert!(life.start.contains("--reuse-port"));
+        // Reserved, not released: nobody else can take the port meanwhile,
+        // and until the receiver listens it refuses connections.
+        assert!(std::net::TcpListener::bind(web).is_err());
+        assert!(std::net::TcpStream::connect(web).is_err());
+    }
+
+    #[test]
+    fn a_postgres_receiver_connects_through_the_proxy_placeholder() {
+        let mut o = ChildOptions::new("hookstorm-receiver");
+        o.db = Some("postgres://postgres@127.0.0.1:5555/t1".into());
+        let c = prepare(&o).unwrap();
+        let proxy = c.target.database.proxy.as_ref().unwrap();
+        assert_eq!(proxy.listen, "127.0.0.1:0");
+        assert_eq!(proxy.upstream, "127.0.0.1:5555");
+        let life = c.target.lifecycle.as_ref().unwrap();
+        assert!(life.start.contains("postgres@{proxy}/t1"), "{}", life.start);
     }
 }

@@ -1,12 +1,12 @@
-//! The built-in target of `hookstorm run`: the reference receiver started
-//! in-process on an embedded SQLite database (or a database the caller
-//! names), with fresh random secrets, and the [`Target`] that tests it.
+//! The reference receiver started in-process on an embedded SQLite
+//! database (or a database the caller names), with fresh random secrets,
+//! and the [`Target`] that tests it: what `hookstorm bench` measures, and
+//! what the end-to-end tests use to prove that the correct receiver passes
+//! and each broken variant is caught.
 //!
-//! This is what the README's main job runs, and what the end-to-end tests
-//! use to prove that the correct receiver passes and each broken variant is
-//! caught.
+//! Its listeners are bound on port 0 by the receiver itself (in this
+//! process), so the target is built from the addresses it got.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use hookstorm::probe::ProbeConfig;
@@ -14,12 +14,10 @@ use hookstorm::profile::Profile;
 use hookstorm::provider::Provider;
 use hookstorm::signature::Secret;
 use hookstorm::target::{Target, DEFAULT_MAX_BODY};
+use hookstorm_receiver::config::{random_token, Account, Config};
+use hookstorm_receiver::{spawn, Defect, Spawned};
 
-use crate::config::{random_token, Account, Config};
-use crate::{spawn, Defect, ReceiverError, Spawned};
-
-/// The accounts the built-in receiver serves.
-pub const ACCOUNTS: [&str; 2] = ["acct_a", "acct_b"];
+use super::BuiltinError;
 
 /// A running built-in receiver; shut it down when the run is over.
 pub struct Embedded {
@@ -44,21 +42,6 @@ impl Embedded {
     }
 }
 
-fn secret() -> Secret {
-    Secret::new(format!("whsec_{}", random_token()))
-}
-
-/// Fresh random secrets for [`ACCOUNTS`]: `acct_a` mid-rotation (two valid
-/// secrets, plus a retired one it no longer accepts), `acct_b` with one.
-pub(crate) fn fresh_secrets() -> (BTreeMap<String, Vec<Secret>>, BTreeMap<String, Secret>) {
-    let mut secrets = BTreeMap::new();
-    secrets.insert(ACCOUNTS[0].to_string(), vec![secret(), secret()]);
-    secrets.insert(ACCOUNTS[1].to_string(), vec![secret()]);
-    let mut retired = BTreeMap::new();
-    retired.insert(ACCOUNTS[0].to_string(), secret());
-    (secrets, retired)
-}
-
 /// Starts the reference receiver (optionally broken by `defect`) on `db`, or
 /// on SQLite in a temporary folder, and returns it with the target that
 /// tests it: two accounts, `acct_a` in the middle of a key rotation (two
@@ -67,7 +50,7 @@ pub(crate) fn fresh_secrets() -> (BTreeMap<String, Vec<Secret>>, BTreeMap<String
 pub async fn start(
     defect: Option<Defect>,
     db: Option<&str>,
-) -> Result<(Embedded, Target), ReceiverError> {
+) -> Result<(Embedded, Target), BuiltinError> {
     let (dir, url) = match db {
         Some(url) => (None, url.to_string()),
         None => {
@@ -76,7 +59,7 @@ pub async fn start(
             (Some(dir), url)
         }
     };
-    let (secrets, retired) = fresh_secrets();
+    let (secrets, retired) = super::fresh_secrets();
     let accounts = secrets
         .iter()
         .map(|(name, list)| Account::new(name.clone(), list.clone()))
