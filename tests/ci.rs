@@ -167,7 +167,7 @@ fn the_dockerfile_builds_both_binaries_and_runs_them_as_a_non_root_user() -> Tes
 #[test]
 fn init_writes_a_target_file_that_runs_against_a_receiver() -> TestResult {
     let rt = tokio::runtime::Runtime::new()?;
-    let (receiver, target) = rt.block_on(hookstorm_receiver::embedded::start(None, None))?;
+    let (receiver, target) = rt.block_on(hookstorm_cli::builtin::start(None, None))?;
     let dir = tempfile::tempdir()?;
     let state = target.state.http.clone().unwrap();
     let o = hookstorm(

@@ -3,7 +3,7 @@
 //! that verdict. The list is the receiver's; this is the test that holds it
 //! true (and `tests/docs.rs` holds the README's table to it).
 
-use hookstorm::check::Verdict;
+use hookstorm::check::{InvariantId, Verdict};
 use hookstorm_receiver::defect::Exposure;
 use hookstorm_receiver::Defect;
 
@@ -12,7 +12,9 @@ use crate::common::*;
 /// Whether the scenario needs process or database control (a kill, a cut
 /// database): those run against the receiver as a child process.
 fn needs_process_control(scenario: &str) -> bool {
-    scenarios(&[scenario]).iter().any(hookstorm::chaos::applies)
+    scenarios(&[scenario])
+        .iter()
+        .any(|s| hookstorm::fault::nemesis::applies(&s.faults))
 }
 
 /// Every (defect, scenario) of the list with the exposures it names there,
@@ -144,7 +146,7 @@ fn every_variant_is_exposed_by_a_shipped_scenario() {
             hookstorm::scenario::Scenario::load_dir(&scenario_dir())
                 .expect("scenarios load")
                 .into_iter()
-                .filter(hookstorm::chaos::applies),
+                .filter(|s| hookstorm::fault::nemesis::applies(&s.faults)),
         )
         .map(|s| s.name)
         .collect();
