@@ -9,7 +9,7 @@
 //! is taken out of that state and kept as a late row of its owner, whose
 //! verdict is then checked again with it (`run` does that at the end).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::history::Event;
 use crate::state::{InboxRow, State};
@@ -25,6 +25,9 @@ pub struct Owners {
     /// with (its own read plus the late rows taken so far).
     accounted: HashMap<usize, HashMap<(Option<String>, String), usize>>,
     late: BTreeMap<usize, Vec<InboxRow>>,
+    /// Keys no scenario sent (the preflight's): (account, key) and key alone.
+    aside: HashSet<(String, String)>,
+    aside_keys: HashSet<String>,
 }
 
 impl Owners {
@@ -49,6 +52,24 @@ impl Owners {
                 .entry((account.clone(), key.clone()))
                 .or_insert(index);
             self.by_key.entry(key.clone()).or_insert(index);
+        }
+    }
+
+    /// Sets keys aside that belong to no scenario (the preflight's own
+    /// deliveries): their rows, and what they caused (results, winners,
+    /// effects), are taken out of every scenario's state, even when a
+    /// receiver that processes later writes them after the preflight's reset.
+    pub fn set_aside<'a>(&mut self, keys: impl IntoIterator<Item = (&'a str, &'a str)>) {
+        for (account, key) in keys {
+            self.aside.insert((account.to_string(), key.to_string()));
+            self.aside_keys.insert(key.to_string());
+        }
+    }
+
+    fn is_aside(&self, account: Option<&str>, key: &str) -> bool {
+        match account {
+            Some(a) => self.aside.contains(&(a.to_string(), key.to_string())),
+            None => self.aside_keys.contains(key),
         }
     }
 
@@ -79,6 +100,9 @@ impl Owners {
         let mut taken = 0;
         let mut keep = Vec::with_capacity(state.inbox.len());
         for row in std::mem::take(&mut state.inbox) {
+            if self.is_aside(row.account.as_deref(), &row.key) {
+                continue;
+            }
             match self.owner(&row) {
                 Some(owner) if owner < current => {
                     taken += 1;
@@ -96,7 +120,9 @@ impl Owners {
         state.inbox = keep;
         // What those rows caused (results, winners, effects) is not this
         // scenario's either.
-        state.retain_keys(|account, key| !self.earlier(current, account, key));
+        state.retain_keys(|account, key| {
+            !self.earlier(current, account, key) && !self.is_aside(account, key)
+        });
         let seen = self.accounted.entry(current).or_default();
         for r in &state.inbox {
             *seen.entry((r.account.clone(), r.key.clone())).or_default() += 1;
@@ -163,6 +189,30 @@ mod tests {
             processed: true,
             error: None,
         }
+    }
+
+    #[test]
+    fn the_preflights_rows_and_their_winners_belong_to_no_scenario() {
+        let mut o = Owners::default();
+        o.set_aside([("acct_a", "tsk_preflight_1")]);
+        o.claim(0, &[attempt("first", "tsk_1")]);
+        let mut first = State {
+            inbox: vec![row("tsk_1"), row("tsk_preflight_1")],
+            winners: Some(vec![crate::state::Winner {
+                job_key: "hookstorm-preflight-1".into(),
+                task_id: "tsk_preflight_1".into(),
+                account: Some("acct_a".into()),
+            }]),
+            ..State::default()
+        };
+        assert_eq!(o.take_late(0, &mut first), 0);
+        assert_eq!(first.inbox, vec![row("tsk_1")]);
+        assert_eq!(first.winners, Some(vec![]));
+        o.take_final(&State {
+            inbox: vec![row("tsk_preflight_1")],
+            ..State::default()
+        });
+        assert!(o.late.is_empty());
     }
 
     #[test]

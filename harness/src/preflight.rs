@@ -332,6 +332,8 @@ pub struct Preflight {
     pub findings: Vec<Finding>,
     /// What the run needs to know to skip scenarios.
     pub facts: TargetFacts,
+    /// (account, key) of the genuine deliveries it sent: rows no scenario owns.
+    pub keys: Vec<(String, String)>,
     /// How long it took.
     pub elapsed: Duration,
 }
@@ -354,6 +356,7 @@ pub async fn check(target: &Target, probe: &Probe) -> Preflight {
     let mut out = Preflight {
         findings: Vec::new(),
         facts: TargetFacts::default(),
+        keys: Vec::new(),
         elapsed: Duration::ZERO,
     };
     run_steps(target, probe, &mut out).await;
@@ -522,6 +525,7 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
                 Outcome::Passed,
             ),
         );
+        out.keys.push((account.to_string(), real.key.clone()));
         keys.push((account.to_string(), real.key));
     }
 
@@ -542,6 +546,20 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
             }
             tokio::time::sleep(DRAIN_POLL).await;
         };
+        // A receiver that processes from a queue writes its results and
+        // winners a moment later: let it finish before the reset, so they
+        // are reset away too (bounded; an unprocessed row is no problem
+        // here, and the run sets the preflight's keys aside regardless).
+        if seen.is_some() {
+            let settling = Instant::now();
+            while settling.elapsed() < APPEAR_LIMIT {
+                match probe.read_state().await {
+                    Ok(s) if !s.inbox.iter().any(|r| r.key == *key && !r.settled()) => break,
+                    Err(_) => break,
+                    Ok(_) => tokio::time::sleep(DRAIN_POLL).await,
+                }
+            }
+        }
         let finding = match seen {
             Some(after) => Finding::new(
                 Step::Stored,

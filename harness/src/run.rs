@@ -166,7 +166,7 @@ pub async fn run_until(
             return Err(RunError::Target("interrupted while starting the receiver".into()))
         }
     };
-    let facts = if opts.preflight {
+    let (facts, preflight_keys) = if opts.preflight {
         let pf = preflight::check(target, &probe).await;
         on_event(RunEvent::Preflight(&pf));
         if !pf.usable() {
@@ -175,9 +175,9 @@ pub async fn run_until(
             }
             return Err(RunError::Preflight(Box::new(pf)));
         }
-        pf.facts
+        (pf.facts, pf.keys)
     } else {
-        TargetFacts::default()
+        (TargetFacts::default(), Vec::new())
     };
 
     let deadline = opts.timeout.map(|t| tokio::time::Instant::now() + t);
@@ -186,6 +186,7 @@ pub async fn run_until(
     let mut stop: Option<(String, String)> = None;
     let mut reports = Vec::new();
     let mut owners = Owners::default();
+    owners.set_aside(preflight_keys.iter().map(|(a, k)| (a.as_str(), k.as_str())));
     let mut rechecks: Vec<Option<Recheck>> = Vec::new();
     for (i, scenario) in scenarios.iter().enumerate() {
         // Interrupted: the report holds the scenarios that finished.
