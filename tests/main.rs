@@ -15,5 +15,6 @@ mod docs;
 mod foreign;
 mod reference;
 mod robust;
+mod shard;
 mod sql_probe;
 mod tls;

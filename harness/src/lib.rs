@@ -42,6 +42,8 @@
 //! - [`gaps`]: retry gaps measured against the scaled schedule.
 //! - [`httpd`]: the small HTTP server loop the front and the provider share.
 //! - [`bench`]: `hookstorm bench`, load and correctness at once.
+//! - [`shard`]: one process of N (`--shard I/N`): its seed, share and manifest.
+//! - [`merge`]: `hookstorm merge`, the shards' folders into one verdict.
 #![warn(missing_docs)]
 
 pub mod bench;
@@ -62,6 +64,7 @@ pub mod httpd;
 pub mod interrupt;
 pub mod late;
 pub mod lifecycle;
+pub mod merge;
 pub mod plan;
 pub mod preflight;
 pub mod probe;
@@ -73,6 +76,7 @@ pub mod run;
 pub mod scenario;
 pub mod schedule;
 pub mod sender;
+pub mod shard;
 pub mod signature;
 pub mod state;
 pub mod tag;

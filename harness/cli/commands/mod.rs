@@ -4,6 +4,7 @@
 mod bench;
 mod check;
 mod list;
+mod merge;
 mod provider;
 mod proxy;
 mod run;
@@ -60,6 +61,8 @@ enum Command {
     Bench(bench::Args),
     /// Serve the null receiver (verifies the signature, answers 204, stores nothing).
     NullReceiver(bench::NullArgs),
+    /// Merge the report folders of sharded runs (`--shard I/N`) into one report and one verdict.
+    Merge(merge::Args),
 }
 
 /// Runs the chosen subcommand and returns the process exit code.
@@ -84,6 +87,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Provider(a) => provider::run(a),
         Command::Bench(a) => bench::run(a),
         Command::NullReceiver(a) => bench::null_receiver(a),
+        Command::Merge(a) => merge::run(a),
     };
     match result {
         Ok(code) => code,

@@ -29,7 +29,10 @@ use crate::history::Event;
 use crate::state::State;
 
 pub use aggregate::Aggregator;
-pub use files::{check_files, check_history, read_numbered, CheckError, FileCheck, EMPTY_HISTORY};
+pub use files::{
+    check_files, check_histories, check_history, read_numbered, CheckError, FileCheck,
+    HistorySource, MultiCheck, EMPTY_HISTORY,
+};
 
 /// At most this many evidence items are kept per invariant.
 pub const MAX_EVIDENCE: usize = 10;
