@@ -600,3 +600,141 @@ fn merge_runs(found: &Found, dir: &Path, report: &mut MergeReport) -> Result<(),
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shard::Shard;
+
+    fn manifest(index: u32, count: u32, run_seed: u64, status: ShardStatus) -> ShardManifest {
+        ShardManifest {
+            kind: "bench".into(),
+            shard: Shard { index, count },
+            run_seed,
+            seed: Shard { index, count }.seed(run_seed),
+            status,
+            profile: "answerline".into(),
+            target: "test".into(),
+            started_at: "2026-01-31T12:00:00Z".into(),
+            phase_start_ms: Some(1_000 * i64::from(index)),
+            scenarios: vec!["bench".into()],
+            planned: 3,
+            history: "history.jsonl".into(),
+            version: "0".into(),
+        }
+    }
+
+    /// A bench shard folder with `latencies` (µs) and one second of throughput.
+    fn shard_dir(root: &Path, m: &ShardManifest, latencies: &[u64]) -> PathBuf {
+        let dir = root.join(format!("s{}", m.shard.index));
+        std::fs::create_dir_all(&dir).unwrap();
+        m.write(&dir).unwrap();
+        let mut rec = Recorder::default();
+        for l in latencies {
+            rec.corrected.record(*l).unwrap();
+        }
+        std::fs::write(
+            dir.join(LATENCY_FILE),
+            serde_json::to_vec(&RecorderData::encode(&rec)).unwrap(),
+        )
+        .unwrap();
+        let bench = serde_json::json!({
+            "requests": latencies.len(),
+            "warmup_requests": 0,
+            "achieved_rate": latencies.len() as f64,
+            "throughput": [latencies.len()],
+            "statuses": {"204": latencies.len()},
+        });
+        std::fs::write(dir.join("bench.json"), bench.to_string()).unwrap();
+        dir
+    }
+
+    fn opts(dirs: Vec<PathBuf>, out: &Path) -> MergeOptions {
+        MergeOptions {
+            dirs,
+            expect: None,
+            probe: None,
+            drain: Duration::from_secs(1),
+            answer_limit: Duration::from_secs(15),
+            out_dir: out.to_path_buf(),
+        }
+    }
+
+    #[tokio::test]
+    async fn without_a_state_read_after_the_shards_the_verdict_is_unknown_but_latency_merges() {
+        let root = tempfile::tempdir().unwrap();
+        let a = shard_dir(
+            root.path(),
+            &manifest(0, 2, 7, ShardStatus::Finished),
+            &[100, 200, 300],
+        );
+        let b = shard_dir(
+            root.path(),
+            &manifest(1, 2, 7, ShardStatus::Finished),
+            &[5000],
+        );
+        let out = merge(&opts(vec![a, b], &root.path().join("out")))
+            .await
+            .unwrap();
+        let r = &out.report;
+        assert_eq!(r.verdict, Verdict::Unknown);
+        assert!(r.unknown_because[0].contains("no target given"), "{r:?}");
+        let b = r.bench.as_ref().unwrap();
+        assert_eq!(b.requests, 4);
+        assert_eq!(b.latency.count, 4);
+        // The p99 of the union is the slow shard's value, which averaging
+        // the shards' p99s (0.3 ms and 5 ms) would never give.
+        assert!((b.latency.p99_ms - 5.0).abs() < 0.01, "{b:?}");
+        // Shard 1 started a second later: its second is the union's second.
+        assert_eq!(b.throughput, vec![3, 1]);
+        assert!(out.dir.join("merge.json").is_file());
+    }
+
+    #[tokio::test]
+    async fn missing_and_dead_shards_are_named_and_shards_of_other_runs_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let a = shard_dir(
+            root.path(),
+            &manifest(0, 3, 7, ShardStatus::Finished),
+            &[100],
+        );
+        let b = shard_dir(
+            root.path(),
+            &manifest(1, 3, 7, ShardStatus::Running),
+            &[100],
+        );
+        let out = merge(&opts(
+            vec![root.path().to_path_buf()],
+            &root.path().join("out"),
+        ))
+        .await
+        .unwrap();
+        let status: Vec<&str> = out
+            .report
+            .shards
+            .iter()
+            .map(|s| s.status.as_str())
+            .collect();
+        assert_eq!(status, ["finished", "running", "missing"]);
+        assert_eq!(out.report.verdict, Verdict::Unknown);
+        let why = out.report.unknown_because.join("; ");
+        assert!(
+            why.contains("shard 1 never finished") && why.contains("shard 2 of 3 is missing"),
+            "{why}"
+        );
+
+        let other = tempfile::tempdir().unwrap();
+        let c = shard_dir(
+            other.path(),
+            &manifest(2, 3, 8, ShardStatus::Finished),
+            &[100],
+        );
+        let err = merge(&opts(vec![a, b, c], &root.path().join("out")))
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("merge the shards of one run"),
+            "{err}"
+        );
+    }
+}
