@@ -277,9 +277,19 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
         )));
     }
     let mut notes = Vec::new();
-    // Shards share one store: only shard 0 empties it, before the common
-    // start; the others would wipe what it already sent.
-    let resets = opts.shard.is_none_or(|s| s.index == 0);
+    // Shards share one store: only shard 0 empties it, and only while the
+    // common start is still ahead; the others, or shard 0 once the start
+    // passed, would wipe rows another shard already sent.
+    let resets = match opts.shard {
+        None => true,
+        Some(s) if s.count == 1 => true,
+        Some(s) => s.index == 0 && opts.start_at.is_some_and(|a| !a.remaining().is_zero()),
+    };
+    if opts.shard.is_some_and(|s| s.index == 0) && !resets {
+        notes.push(
+            "the state was not reset: shard 0 resets only before a --start-at still ahead".into(),
+        );
+    }
     if let (Some(p), true) = (&opts.probe, resets) {
         if let Err(e) = p.reset().await {
             notes.push(format!("reset failed: {e}"));
