@@ -56,6 +56,8 @@ fn options(url: String, sign_with: Secret, out: &Path) -> BenchOptions {
         out_dir: out.to_path_buf(),
         progress: false,
         target_desc: "null".into(),
+        shard: None,
+        start_at: None,
     }
 }
 

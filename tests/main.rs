@@ -18,5 +18,6 @@ mod foreign;
 mod reference;
 mod report_html;
 mod robust;
+mod shard;
 mod sql_probe;
 mod tls;

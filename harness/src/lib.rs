@@ -46,6 +46,8 @@
 //! - [`bench`]: `hookstorm bench`, load and correctness at once.
 //! - [`units`]: human durations (`15s`, `5m`); [`error`]: configuration
 //!   errors that name file and line; [`exit`]: the documented exit codes.
+//! - [`shard`]: one process of N (`--shard I/N`): its seed, share and manifest.
+//! - [`merge`]: `hookstorm merge`, the shards' folders into one verdict.
 #![warn(missing_docs)]
 
 pub mod bench;
@@ -64,6 +66,7 @@ pub mod httpd;
 pub mod interrupt;
 pub mod late;
 pub mod lifecycle;
+pub mod merge;
 pub mod plan;
 pub mod preflight;
 pub mod probe;
@@ -74,6 +77,7 @@ pub mod run;
 pub mod scenario;
 pub mod schedule;
 pub mod sender;
+pub mod shard;
 pub mod signature;
 pub mod state;
 pub mod tag;

@@ -98,6 +98,15 @@ pub struct Args {
     /// repeatable. One that does not hold fails the exit code (1).
     #[arg(long = "threshold", value_name = "EXPR")]
     thresholds: Vec<bench::threshold::Threshold>,
+    /// Be shard I of N (`2/8`), sending 1/N of --rate with keys of its own;
+    /// `hookstorm merge` checks the union. `--shard 8` takes the index from
+    /// $HOOKSTORM_SHARD_INDEX or $JOB_COMPLETION_INDEX (Kubernetes).
+    #[arg(long, env = "HOOKSTORM_SHARD")]
+    shard: Option<hookstorm::shard::Shard>,
+    /// Wait until this time before sending (RFC 3339, or +30s from now), so
+    /// shards start together.
+    #[arg(long, env = "HOOKSTORM_START_AT")]
+    start_at: Option<hookstorm::shard::StartAt>,
 }
 
 /// Arguments of `hookstorm null-receiver`.
@@ -199,6 +208,11 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
         concurrent_duplicates: args.concurrent_duplicates,
         reorder: args.reorder,
     };
+    if args.shard.is_some() && args.target.is_none() && args.url.is_none() {
+        return Ok(super::usage_error(
+            "--shard needs the one receiver every shard sends to: --target FILE or --url URL",
+        ));
+    }
     let mut embedded = None;
     let mut null_stop: Option<tokio::sync::oneshot::Sender<()>> = None;
     let accounts: Vec<String>;
@@ -318,7 +332,12 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
         out_dir: args.out.clone(),
         progress: is_tty() && crate::ui::verbosity() > crate::ui::Verbosity::Quiet,
         target_desc: desc,
+        shard: args.shard,
+        start_at: args.start_at,
     };
+    if let Some(s) = args.shard {
+        info!("shard {s}: 1/{} of the rate, keys of its own", s.count);
+    }
     info!(
         "seed {seed} · {} · {} connections · {} (+{} warmup)",
         opts.rate

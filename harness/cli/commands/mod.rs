@@ -6,6 +6,7 @@ mod check;
 mod completions;
 mod init;
 mod list;
+mod merge;
 mod message;
 mod provider;
 mod proxy;
@@ -67,6 +68,8 @@ enum Command {
     Init(init::Args),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(completions::Args),
+    /// Merge the report folders of sharded runs (`--shard I/N`) into one report and one verdict.
+    Merge(merge::Args),
 }
 
 /// Runs the chosen subcommand and returns the process exit code.
@@ -93,6 +96,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::NullReceiver(a) => bench::null_receiver(a),
         Command::Init(a) => init::run(a),
         Command::Completions(a) => completions::run(a),
+        Command::Merge(a) => merge::run(a),
     };
     match result {
         Ok(code) => code,

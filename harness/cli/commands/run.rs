@@ -103,6 +103,15 @@ pub struct Args {
     /// per finding and for the run (json).
     #[arg(long, value_enum, default_value_t)]
     message_format: super::message::MessageFormat,
+    /// Be shard I of N (`2/8`): run every N-th scenario from the I-th, each
+    /// against this shard's own receiver; `hookstorm merge` unions them.
+    /// `--shard 8` takes the index from $HOOKSTORM_SHARD_INDEX or
+    /// $JOB_COMPLETION_INDEX (Kubernetes).
+    #[arg(long, env = "HOOKSTORM_SHARD")]
+    shard: Option<hookstorm::shard::Shard>,
+    /// Wait until this time before the first scenario (RFC 3339, or +30s).
+    #[arg(long, env = "HOOKSTORM_START_AT")]
+    start_at: Option<hookstorm::shard::StartAt>,
 }
 
 /// `hookstorm doctor`: the preflight alone, and which scenarios the target
@@ -148,6 +157,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let scenarios = match select_scenarios(&args, &file_selection) {
         Ok(s) => s,
         Err(e) => return Ok(super::usage_error(format!("{e:#}"))),
+    };
+    let scenarios = match args.shard {
+        Some(s) => s.take(scenarios),
+        None => scenarios,
     };
     let require_all = args.require_all || file_selection.require_all;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -233,7 +246,12 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
         time_scale: args.time_scale,
         default_time_scale: 100.0,
         strict: args.strict,
-        out_dir: args.out.clone(),
+        // Run ids are time and seed, the same for every shard of a run:
+        // each shard reports into a folder of its own.
+        out_dir: match args.shard {
+            Some(s) => args.out.join(format!("shard{}of{}", s.index, s.count)),
+            None => args.out.clone(),
+        },
         concurrency: args.concurrency.max(1),
         drain: args.drain.0.max(Duration::from_millis(100)),
         settle: args.settle.0.max(Duration::from_millis(100)),
@@ -292,7 +310,38 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
             format_args!("{}", preflight_lines(pf, &words)),
         ),
     };
+    if let Some(at) = args.start_at {
+        tokio::select! {
+            _ = at.wait() => {}
+            _ = stop.wait() => {}
+        }
+    }
+    let started_at = chrono::Utc::now().to_rfc3339();
     let outcome = hookstorm::run::run_until(&target, &scenarios, &opts, &mut progress, &stop).await;
+    if let (Some(shard), Ok(o)) = (args.shard, &outcome) {
+        let manifest = hookstorm::shard::ShardManifest {
+            kind: "run".into(),
+            shard,
+            run_seed: seed,
+            seed,
+            status: if o.report.interrupted {
+                hookstorm::shard::ShardStatus::Interrupted
+            } else {
+                hookstorm::shard::ShardStatus::Finished
+            },
+            profile: target.profile.name.clone(),
+            target: target.describe(),
+            started_at,
+            phase_start_ms: None,
+            scenarios: scenarios.iter().map(|s| s.name.clone()).collect(),
+            planned: scenarios.len() as u64,
+            history: "history.jsonl".into(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        };
+        manifest
+            .write(&o.dir)
+            .with_context(|| format!("writing {}", o.dir.display()))?;
+    }
     if stop.requested() {
         // The run dropped its supervisor; make sure of every group it started.
         hookstorm::lifecycle::kill_all();

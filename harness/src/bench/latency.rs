@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Largest latency recorded (longer ones are clamped): 60 s in µs.
 pub const MAX_MICROS: u64 = 60_000_000;
@@ -113,9 +113,134 @@ impl Percentiles {
     }
 }
 
+/// A histogram as data, losslessly: its bounds, precision and every
+/// non-empty bucket with its count. Decoding records each count at its
+/// bucket's value, which lands in the same bucket, so a decoded histogram
+/// equals the original and merged ones give the percentiles of the union
+/// (never averaged percentiles). Plain JSON, so shards need no codec.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistogramData {
+    /// Smallest value it can tell apart.
+    pub low: u64,
+    /// Largest value it holds.
+    pub high: u64,
+    /// Significant decimal digits.
+    pub sigfig: u8,
+    /// Total count (a check on `buckets`).
+    pub count: u64,
+    /// `[value, count]` for every non-empty bucket, ascending.
+    pub buckets: Vec<[u64; 2]>,
+}
+
+/// Serialised histograms that cannot be read back.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a latency histogram: {0}")]
+pub struct HistogramDataError(pub String);
+
+impl HistogramData {
+    /// Encodes `h`.
+    pub fn encode(h: &Histogram<u64>) -> Self {
+        HistogramData {
+            low: h.low(),
+            high: h.high(),
+            sigfig: h.sigfig(),
+            count: h.len(),
+            buckets: h
+                .iter_recorded()
+                .map(|v| [v.value_iterated_to(), v.count_at_value()])
+                .collect(),
+        }
+    }
+
+    /// Decodes into a histogram equal to the encoded one.
+    pub fn decode(&self) -> Result<Histogram<u64>, HistogramDataError> {
+        let bad = |m: String| HistogramDataError(m);
+        let mut h = Histogram::new_with_bounds(self.low, self.high, self.sigfig).map_err(|e| {
+            bad(format!(
+                "bounds {}..{} sigfig {}: {e:?}",
+                self.low, self.high, self.sigfig
+            ))
+        })?;
+        for [value, count] in &self.buckets {
+            h.record_n(*value, *count)
+                .map_err(|e| bad(format!("value {value}: {e:?}")))?;
+        }
+        if h.len() != self.count {
+            return Err(bad(format!(
+                "buckets add up to {} values, the header says {}",
+                h.len(),
+                self.count
+            )));
+        }
+        Ok(h)
+    }
+}
+
+/// A bench's two histograms as data (`latency.hdr.json` of a shard).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecorderData {
+    /// From the intended send time.
+    pub corrected: HistogramData,
+    /// From the actual send time (empty in closed loop).
+    pub uncorrected: HistogramData,
+}
+
+impl RecorderData {
+    /// Encodes a recorder.
+    pub fn encode(r: &Recorder) -> Self {
+        RecorderData {
+            corrected: HistogramData::encode(&r.corrected),
+            uncorrected: HistogramData::encode(&r.uncorrected),
+        }
+    }
+
+    /// Decodes into a recorder.
+    pub fn decode(&self) -> Result<Recorder, HistogramDataError> {
+        Ok(Recorder {
+            corrected: self.corrected.decode()?,
+            uncorrected: self.uncorrected.decode()?,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn serialised_histograms_decode_equal_and_merge_as_the_union() {
+        // Two shards' latencies, skewed differently, and one histogram of
+        // all of them: merging the decoded shards gives the union exactly.
+        let (mut a, mut b, mut all) = (histogram(), histogram(), histogram());
+        for i in 1..5000u64 {
+            let x = (i * i) % 900_000 + 1;
+            let y = i * 37 % 20_000 + 1;
+            a.record(x).unwrap();
+            b.record(y).unwrap();
+            all.record(x).unwrap();
+            all.record(y).unwrap();
+        }
+        let da: HistogramData =
+            serde_json::from_str(&serde_json::to_string(&HistogramData::encode(&a)).unwrap())
+                .unwrap();
+        let decoded = da.decode().unwrap();
+        assert_eq!(decoded, a);
+        let mut merged = decoded;
+        merged
+            .add(HistogramData::encode(&b).decode().unwrap())
+            .unwrap();
+        assert_eq!(Percentiles::of(&merged), Percentiles::of(&all));
+        assert_eq!(merged, all);
+    }
+
+    #[test]
+    fn a_histogram_whose_counts_do_not_add_up_is_refused() {
+        let mut h = histogram();
+        h.record(100).unwrap();
+        let mut d = HistogramData::encode(&h);
+        d.count = 2;
+        assert!(d.decode().is_err());
+    }
 
     /// One connection serving an open-loop schedule of `n` arrivals every
     /// `interval`; `service(k)` is how long request `k` takes. Returns the

@@ -157,6 +157,20 @@ impl Generator {
         }
     }
 
+    /// The generator of shard `shard` of a sharded bench: its own seed
+    /// (from the run seed and the index) and keys no other shard makes
+    /// (the run's prefix, `s` and the index: `s` is not a hex digit, so
+    /// they never meet an unsharded key either). One shard of one is the
+    /// unsharded generator.
+    pub fn for_shard(seed: u64, mix: Mix, accounts: usize, shard: crate::shard::Shard) -> Self {
+        if shard.count == 1 {
+            return Generator::new(seed, mix, accounts);
+        }
+        let mut g = Generator::new(shard.seed(seed), mix, accounts);
+        g.prefix = format!("{:08x}s{}-", splitmix(seed ^ 0xB3AC) as u32, shard.index);
+        g
+    }
+
     fn hash(&self, slot: u64, purpose: u64) -> u64 {
         splitmix(splitmix(self.seed ^ purpose.wrapping_mul(0x51_7CC1_B727_220A)) ^ slot)
     }
@@ -333,6 +347,32 @@ pub fn wall_clock() -> (i64, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shards_of_one_seed_never_share_a_key_or_an_id() {
+        use crate::shard::Shard;
+        let mut keys = std::collections::HashSet::new();
+        let mut ids = std::collections::HashSet::new();
+        for index in 0..4 {
+            let g = Generator::for_shard(5, Mix::default(), 2, Shard { index, count: 4 });
+            let mut mine = std::collections::HashSet::new();
+            for slot in 0..2000 {
+                let it = g.item(slot);
+                mine.insert(it.key.clone());
+                ids.insert(it.id.clone());
+            }
+            for k in &mine {
+                assert!(keys.insert(k.clone()), "key {k} made by two shards");
+            }
+        }
+        // Reproducible: the same shard of the same seed makes the same item.
+        let s1 = Shard { index: 1, count: 4 };
+        assert_eq!(
+            Generator::for_shard(5, Mix::default(), 2, s1).item(77),
+            Generator::for_shard(5, Mix::default(), 2, s1).item(77)
+        );
+        assert!(ids.len() > 4 * 1800);
+    }
 
     #[test]
     fn items_are_deterministic_from_the_seed() {

@@ -138,6 +138,12 @@ pub struct BenchOptions {
     pub progress: bool,
     /// What is benched, for the report (no secrets).
     pub target_desc: String,
+    /// This process is one shard of several: it sends its share of the
+    /// rate with keys of its own, leaves the check to `hookstorm merge`,
+    /// and writes what the merge needs (see [`crate::shard`]).
+    pub shard: Option<crate::shard::Shard>,
+    /// Wait until this time before sending (shards start together).
+    pub start_at: Option<crate::shard::StartAt>,
 }
 
 /// The bench could not run.
@@ -240,11 +246,15 @@ pub async fn run(opts: &BenchOptions) -> Result<BenchOutcome, BenchError> {
 pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome, BenchError> {
     validate(opts)?;
     let started_at = crate::history::now_rfc3339();
-    let run_id = format!(
+    let mut run_id = format!(
         "{}-bench-{:08x}",
         chrono::Utc::now().format("%Y%m%d-%H%M%S"),
         opts.seed as u32
     );
+    if let Some(s) = opts.shard {
+        run_id.push_str(&format!("-shard{}of{}", s.index, s.count));
+    }
+    let share = |rate: f64| opts.shard.map_or(rate, |s| s.rate(rate));
     let dir = opts.out_dir.join(&run_id);
     std::fs::create_dir_all(&dir).map_err(|e| BenchError::Io(format!("{}: {e}", dir.display())))?;
     let target = LoadTarget::resolve(
@@ -269,7 +279,20 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
         )));
     }
     let mut notes = Vec::new();
-    if let Some(p) = &opts.probe {
+    // Shards share one store: only shard 0 empties it, and only while the
+    // common start is still ahead; the others, or shard 0 once the start
+    // passed, would wipe rows another shard already sent.
+    let resets = match opts.shard {
+        None => true,
+        Some(s) if s.count == 1 => true,
+        Some(s) => s.index == 0 && opts.start_at.is_some_and(|a| !a.remaining().is_zero()),
+    };
+    if opts.shard.is_some_and(|s| s.index == 0) && !resets {
+        notes.push(
+            "the state was not reset: shard 0 resets only before a --start-at still ahead".into(),
+        );
+    }
+    if let (Some(p), true) = (&opts.probe, resets) {
         if let Err(e) = p.reset().await {
             notes.push(format!("reset failed: {e}"));
         }
@@ -285,7 +308,39 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
     });
     let sink =
         LineSink::create(&history_path, &header).map_err(|e| BenchError::Io(e.to_string()))?;
-    let gen = Generator::new(opts.seed, opts.mix, opts.accounts.len());
+    let gen = match opts.shard {
+        Some(s) => Generator::for_shard(opts.seed, opts.mix, opts.accounts.len(), s),
+        None => Generator::new(opts.seed, opts.mix, opts.accounts.len()),
+    };
+    let mut manifest = opts.shard.map(|shard| crate::shard::ShardManifest {
+        kind: "bench".into(),
+        shard,
+        run_seed: opts.seed,
+        seed: shard.seed(opts.seed),
+        status: crate::shard::ShardStatus::Running,
+        profile: opts.profile.name.clone(),
+        target: opts.target_desc.clone(),
+        started_at: started_at.clone(),
+        phase_start_ms: None,
+        scenarios: vec![load::SCENARIO.to_string()],
+        planned: 0,
+        history: "history.jsonl".into(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    });
+    let write_manifest = |m: &crate::shard::ShardManifest| {
+        m.write(&dir)
+            .map_err(|e| BenchError::Io(format!("{}: {e}", dir.display())))
+    };
+    if let Some(m) = &manifest {
+        write_manifest(m)?;
+    }
+    if let Some(at) = opts.start_at {
+        tokio::select! {
+            _ = at.wait() => {}
+            _ = stop.wait() => {}
+        }
+    }
+    let phase_start_ms = chrono::Utc::now().timestamp_millis();
     let progress = progress::Progress::start(opts.progress);
 
     let mut short = Vec::new();
@@ -301,7 +356,7 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
                 if stop.requested() {
                     break;
                 }
-                let rate = from + (to - from) * i as f64 / (steps - 1) as f64;
+                let rate = share(from + (to - from) * i as f64 / (steps - 1) as f64);
                 let phase = Phase {
                     pace: Pace::Open(rate),
                     connections: opts.connections,
@@ -344,11 +399,11 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
                 p99_limit_ms,
                 error_limit: opts.error_limit,
             };
-            ("ramp", all, measured, Some(ramp), Some(to))
+            ("ramp", all, measured, Some(ramp), Some(share(to)))
         }
         other => {
             let (pace, mode, rate) = match other {
-                Some(Rate::Fixed(r)) => (Pace::Open(r), "open", Some(r)),
+                Some(Rate::Fixed(r)) => (Pace::Open(share(r)), "open", Some(share(r))),
                 _ => (Pace::Closed, "closed", None),
             };
             let phase = Phase {
@@ -375,6 +430,10 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
     let interrupted = stop.requested();
     let (check, check_skipped) = match &opts.probe {
         _ if interrupted => (None, Some("interrupted (Ctrl-C or SIGTERM)".to_string())),
+        _ if opts.shard.is_some() => (
+            None,
+            Some("a shard: `hookstorm merge` checks the union of the shards' histories against the state read once after all of them finished".to_string()),
+        ),
         None => (None, Some(opts.no_check_reason.clone())),
         Some(probe) => match check(probe, opts, &dir, &history_path).await {
             Ok(v) => (Some(v), None),
@@ -425,6 +484,21 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
     let path = dir.join("bench.json");
     std::fs::write(&path, json).map_err(|e| BenchError::Io(format!("{}: {e}", path.display())))?;
     result::write_html(&dir, &result).map_err(BenchError::Io)?;
+    if let Some(m) = &mut manifest {
+        let hdr = serde_json::to_vec(&latency::RecorderData::encode(&tally.latency))
+            .map_err(|e| BenchError::Io(e.to_string()))?;
+        let path = dir.join(crate::shard::LATENCY_FILE);
+        std::fs::write(&path, hdr)
+            .map_err(|e| BenchError::Io(format!("{}: {e}", path.display())))?;
+        m.phase_start_ms = Some(phase_start_ms);
+        m.planned = tally.requests + tally.warmup_requests;
+        m.status = if interrupted {
+            crate::shard::ShardStatus::Interrupted
+        } else {
+            crate::shard::ShardStatus::Finished
+        };
+        write_manifest(m)?;
+    }
     let latest = opts.out_dir.join("latest");
     let _ = std::fs::remove_file(&latest);
     #[cfg(unix)]

@@ -217,87 +217,148 @@ pub fn check_history(
     scenario: Option<&str>,
     opts: &CheckOptions,
 ) -> Result<FileCheck, CheckError> {
+    check_histories(&[history.to_path_buf()], state, scenario, opts).map(|m| m.check)
+}
+
+/// One history file of several read as one, and the lines it was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistorySource {
+    /// The file.
+    pub path: PathBuf,
+    /// The number its first line got (1 for the first file).
+    pub first_line: u64,
+    /// Lines read from it.
+    pub lines: u64,
+}
+
+/// What [`check_histories`] found, and where each line number came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MultiCheck {
+    /// The verdicts, as for one history.
+    pub check: FileCheck,
+    /// The files in the order given; evidence line numbers run on from
+    /// one file to the next.
+    pub sources: Vec<HistorySource>,
+}
+
+impl MultiCheck {
+    /// Which source (index into `sources`) and which of its own lines a
+    /// line number of the evidence is.
+    pub fn locate(&self, line: u64) -> Option<(usize, u64)> {
+        self.sources.iter().enumerate().find_map(|(i, s)| {
+            (line >= s.first_line && line < s.first_line + s.lines)
+                .then(|| (i, line - s.first_line + 1))
+        })
+    }
+}
+
+/// Checks several histories as one against one state: the histories of
+/// shards that sent disjoint keys to one receiver. Every key's attempts
+/// are in one file, in the order its shard made them, and the checker
+/// orders attempts per key (by history line, never across keys), so the
+/// files' order and the machines' clocks do not matter. Line numbers run
+/// on from file to file; [`MultiCheck::locate`] maps them back.
+pub fn check_histories(
+    histories: &[PathBuf],
+    state: &Path,
+    scenario: Option<&str>,
+    opts: &CheckOptions,
+) -> Result<MultiCheck, CheckError> {
     let mut warnings = Vec::new();
     let mut events = 0u64;
     let states = load_states(state)?;
     let all_as_one = matches!(states, States::One(_)) && scenario.is_none();
     let mut folds: BTreeMap<String, Aggregator> = BTreeMap::new();
-    let file = File::open(history).map_err(|source| CheckError::Io {
-        path: history.into(),
-        source,
-    })?;
-    let mut reader = BufReader::with_capacity(1 << 16, file);
-    let mut buf = String::new();
+    let mut sources = Vec::new();
     let mut line = 0u64;
-    loop {
-        buf.clear();
-        let n = reader
-            .read_line(&mut buf)
-            .map_err(|source| CheckError::Io {
-                path: history.into(),
-                source,
-            })?;
-        if n == 0 {
-            break;
-        }
-        line += 1;
-        if buf.trim().is_empty() {
-            continue;
-        }
-        let bad = |message: String| CheckError::History {
+    for history in histories {
+        let history = history.as_path();
+        let first_line = line + 1;
+        let file = File::open(history).map_err(|source| CheckError::Io {
             path: history.into(),
-            line,
-            message,
-        };
-        let raw: RawLine = match scan::parse(&buf) {
-            Some(raw) => raw,
-            None => match serde_json::from_str(&buf) {
-                Ok(raw) => raw,
-                // No newline at the end: the writer stopped in this line.
-                Err(e) if !buf.ends_with('\n') => {
-                    warnings.push(format!(
+            source,
+        })?;
+        let mut reader = BufReader::with_capacity(1 << 16, file);
+        let mut buf = String::new();
+        loop {
+            buf.clear();
+            let n = reader
+                .read_line(&mut buf)
+                .map_err(|source| CheckError::Io {
+                    path: history.into(),
+                    source,
+                })?;
+            if n == 0 {
+                break;
+            }
+            line += 1;
+            if buf.trim().is_empty() {
+                continue;
+            }
+            let bad = |message: String| CheckError::History {
+                path: history.into(),
+                line,
+                message,
+            };
+            let raw: RawLine = match scan::parse(&buf) {
+                Some(raw) => raw,
+                None => match serde_json::from_str(&buf) {
+                    Ok(raw) => raw,
+                    // No newline at the end: the writer stopped in this line.
+                    Err(e) if !buf.ends_with('\n') => {
+                        warnings.push(format!(
                         "{}: line {line} was cut off ({} bytes, {e}); checked the {} line(s) before it",
                         history.display(),
                         buf.len(),
                         line - 1
                     ));
-                    break;
-                }
-                Err(e) => return Err(bad(e.to_string())),
-            },
-        };
-        if matches!(raw.kind.as_ref(), "attempt" | "provider") {
-            events += 1;
+                        break;
+                    }
+                    Err(e) => return Err(bad(e.to_string())),
+                },
+            };
+            if matches!(raw.kind.as_ref(), "attempt" | "provider") {
+                events += 1;
+            }
+            let Some(name) = raw.scenario.as_deref() else {
+                continue;
+            };
+            let name = if all_as_one { "all" } else { name };
+            if scenario.is_some_and(|f| f != name) {
+                continue;
+            }
+            if !folds.contains_key(name) {
+                folds.insert(name.to_string(), Aggregator::new(opts.answer_limit));
+            }
+            let fold = folds.get_mut(name).expect("inserted above");
+            raw.fold(line, fold).map_err(bad)?;
         }
-        let Some(name) = raw.scenario.as_deref() else {
-            continue;
-        };
-        let name = if all_as_one { "all" } else { name };
-        if scenario.is_some_and(|f| f != name) {
-            continue;
-        }
-        if !folds.contains_key(name) {
-            folds.insert(name.to_string(), Aggregator::new(opts.answer_limit));
-        }
-        let fold = folds.get_mut(name).expect("inserted above");
-        raw.fold(line, fold).map_err(bad)?;
+        sources.push(HistorySource {
+            path: history.to_path_buf(),
+            first_line,
+            lines: line + 1 - first_line,
+        });
     }
+    let history = histories.first().map(PathBuf::as_path).unwrap_or(state);
     if events == 0 {
         let name = scenario.unwrap_or("all").to_string();
-        return Ok(FileCheck {
-            checks: vec![ScenarioCheck {
-                scenario: name,
-                results: opts
-                    .invariants
-                    .iter()
-                    .map(|id| {
-                        super::InvariantResult::new(*id, super::Verdict::Unknown, EMPTY_HISTORY)
-                    })
-                    .collect(),
-                counts: Default::default(),
-                dead_letters: Vec::new(),
-            }],
-            warnings,
+        return Ok(MultiCheck {
+            sources,
+            check: FileCheck {
+                checks: vec![ScenarioCheck {
+                    scenario: name,
+                    results: opts
+                        .invariants
+                        .iter()
+                        .map(|id| {
+                            super::InvariantResult::new(*id, super::Verdict::Unknown, EMPTY_HISTORY)
+                        })
+                        .collect(),
+                    counts: Default::default(),
+                    dead_letters: Vec::new(),
+                }],
+                warnings,
+            },
         });
     }
     if let Some(f) = scenario {
@@ -341,8 +402,11 @@ pub fn check_history(
             Err(reason) => fold.finish(&name, Err(reason), opts),
         });
     }
-    Ok(FileCheck {
-        checks: out,
-        warnings,
+    Ok(MultiCheck {
+        check: FileCheck {
+            checks: out,
+            warnings,
+        },
+        sources,
     })
 }

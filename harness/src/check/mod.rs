@@ -30,7 +30,10 @@ use crate::state::State;
 use crate::vocabulary::Vocabulary;
 
 pub use aggregate::Aggregator;
-pub use files::{check_files, check_history, read_numbered, CheckError, FileCheck, EMPTY_HISTORY};
+pub use files::{
+    check_files, check_histories, check_history, read_numbered, CheckError, FileCheck,
+    HistorySource, MultiCheck, EMPTY_HISTORY,
+};
 
 /// At most this many evidence items are kept per invariant.
 pub const MAX_EVIDENCE: usize = 10;

@@ -1,0 +1,745 @@
+//! `hookstorm merge DIR...`: the folders of N shards become one report
+//! with one verdict.
+//!
+//! Bench shards sent disjoint keys to one receiver, so the verdict comes
+//! from the checker over the union of their histories
+//! ([`crate::check::check_histories`]) against the state read once, here,
+//! after every shard finished: the merge is given the target and reads the
+//! state itself. Without a target the verdict is `unknown`: a state a shard
+//! read could predate another shard's last delivery, so it proves nothing
+//! about the union. Latency comes from the shards' histograms merged
+//! bucket by bucket (never averaged percentiles); throughput is summed per
+//! wall-clock second, lined up by each shard's start.
+//!
+//! Run shards ran disjoint shares of the scenario list, each against its
+//! own receiver (a run resets the state before every scenario, so two run
+//! shards must not share one), and each scenario was checked against the
+//! state read after it: the merge unions their scenario reports into one
+//! `report.json`, naming the shard of each.
+//!
+//! A shard that is missing, still `running` (it died) or interrupted makes
+//! the verdict `unknown`, never `pass`; for bench shards even a `fail` (the
+//! dead shard's rows are in the state but not in any history read), for
+//! run shards a `fail` of a scenario that was checked stays a `fail`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::bench::latency::{Percentiles, Recorder, RecorderData};
+use crate::check::{check_histories, CheckOptions, InvariantId, ScenarioCheck, Verdict};
+use crate::probe::Probe;
+use crate::report::RunReport;
+use crate::shard::{ShardManifest, ShardStatus, LATENCY_FILE, MANIFEST};
+
+/// How to merge.
+#[derive(Debug)]
+pub struct MergeOptions {
+    /// Shard folders, or folders whose subfolders are shard folders.
+    pub dirs: Vec<PathBuf>,
+    /// Shards expected (default: the count the shards were told).
+    pub expect: Option<u32>,
+    /// Reads the receiver's state once (bench shards); `None`: unknown.
+    pub probe: Option<Probe>,
+    /// How long to wait for the inbox to drain before reading it.
+    pub drain: Duration,
+    /// The profile's answer time limit, for the checker.
+    pub answer_limit: Duration,
+    /// Reports folder; the merge writes `<out>/<merge-id>/`.
+    pub out_dir: PathBuf,
+}
+
+/// The merge could not run at all.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// Folders of different runs, or nothing to merge.
+    #[error("{0}")]
+    Inconsistent(String),
+    /// The merged report could not be written.
+    #[error("cannot write the merged report: {0}")]
+    Io(String),
+}
+
+/// One shard as the merge found it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ShardEntry {
+    /// Its index.
+    pub index: u32,
+    /// Its folder.
+    pub dir: PathBuf,
+    /// `finished`, `running` (it died), `interrupted`, or `missing`.
+    pub status: String,
+    /// Requests it measured (bench) or scenarios it ran (run).
+    pub count: u64,
+}
+
+/// A violation, with the shard whose history holds it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    /// Scenario (`bench` for a bench).
+    pub scenario: String,
+    /// Invariant code.
+    pub invariant: String,
+    /// Its verdict.
+    pub verdict: Verdict,
+    /// The key concerned.
+    pub key: String,
+    /// What is wrong.
+    pub what: String,
+    /// The shard whose history holds the evidence, when it has lines.
+    pub shard: Option<u32>,
+    /// Lines within that shard's history.
+    pub lines: Vec<u64>,
+}
+
+/// Merged bench numbers.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchTotals {
+    /// Measured requests, all shards.
+    pub requests: u64,
+    /// Warmup requests, all shards.
+    pub warmup_requests: u64,
+    /// Sum of the shards' achieved rates (they ran at the same time).
+    pub achieved_rate: f64,
+    /// Percentiles of the merged corrected histograms.
+    pub latency: Percentiles,
+    /// Percentiles of the merged uncorrected histograms.
+    pub latency_uncorrected: Percentiles,
+    /// Requests completed per wall-clock second, summed over shards.
+    pub throughput: Vec<u64>,
+    /// Measured requests by status, summed.
+    pub statuses: BTreeMap<String, u64>,
+}
+
+/// `merge.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct MergeReport {
+    /// `bench` or `run`.
+    pub kind: String,
+    /// The run seed every shard was given.
+    pub run_seed: u64,
+    /// Shards expected.
+    pub shards_expected: u32,
+    /// Every expected shard, found or not.
+    pub shards: Vec<ShardEntry>,
+    /// The one verdict.
+    pub verdict: Verdict,
+    /// Why it is unknown, when it is.
+    pub unknown_because: Vec<String>,
+    /// The checker's result over the union (bench; absent without a state).
+    pub check: Option<ScenarioCheck>,
+    /// Violations and the shard each came from.
+    pub findings: Vec<Finding>,
+    /// Merged latency and throughput (bench).
+    pub bench: Option<BenchTotals>,
+    /// Scenarios run across shards, and by which shard (run).
+    pub coverage: BTreeMap<String, u32>,
+}
+
+/// A finished merge.
+#[derive(Debug)]
+pub struct MergeOutcome {
+    /// What `merge.json` holds.
+    pub report: MergeReport,
+    /// `<out>/<merge-id>`.
+    pub dir: PathBuf,
+}
+
+impl MergeReport {
+    /// The documented exit code of the verdict.
+    pub fn exit_code(&self) -> i32 {
+        match self.verdict {
+            Verdict::Pass | Verdict::NonStrict => crate::exit::PASS,
+            Verdict::Fail => crate::exit::FAIL,
+            Verdict::Unknown => crate::exit::UNKNOWN,
+        }
+    }
+
+    /// A few lines for the console.
+    pub fn console(&self) -> String {
+        let mut s = format!(
+            "merged {} of {} {} shard(s), seed {}: {}\n",
+            self.shards
+                .iter()
+                .filter(|e| e.status == "finished")
+                .count(),
+            self.shards_expected,
+            self.kind,
+            self.run_seed,
+            self.verdict
+        );
+        for e in self.shards.iter().filter(|e| e.status != "finished") {
+            s.push_str(&format!("  shard {}: {}\n", e.index, e.status));
+        }
+        for why in &self.unknown_because {
+            s.push_str(&format!("  unknown: {why}\n"));
+        }
+        if let Some(b) = &self.bench {
+            s.push_str(&format!(
+                "  {} requests, {:.0}/s summed, p50 {:.2} ms, p99 {:.2} ms, p99.9 {:.2} ms (merged histograms)\n",
+                b.requests, b.achieved_rate, b.latency.p50_ms, b.latency.p99_ms, b.latency.p999_ms
+            ));
+        }
+        for f in self.findings.iter().take(10) {
+            s.push_str(&format!(
+                "  {} {} {}: {} (shard {})\n",
+                f.scenario,
+                f.invariant,
+                f.key,
+                f.what,
+                f.shard.map_or("?".into(), |i| i.to_string())
+            ));
+        }
+        s
+    }
+}
+
+/// How deep below a given folder shard folders are looked for (a CI
+/// artifact folder holding a reports folder holding the run's folder).
+const SEARCH_DEPTH: usize = 3;
+
+/// Shard folders at or below `dir`, sorted; links (`latest`) are not
+/// followed, so no shard is found twice.
+fn find_manifests(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    if dir.join(MANIFEST).is_file() {
+        out.push(dir.to_path_buf());
+        return Ok(());
+    }
+    if depth == 0 {
+        return Ok(());
+    }
+    let mut subs: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    subs.sort();
+    for sub in subs {
+        find_manifests(&sub, depth - 1, out)?;
+    }
+    Ok(())
+}
+
+/// Finds the shard folders under the given ones. A given folder with a
+/// report but no `shard.json` is kept: the merge reports it as a shard
+/// that did not finish.
+fn shard_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, MergeError> {
+    let mut out = Vec::new();
+    for d in dirs {
+        if !d.is_dir() {
+            return Err(MergeError::Inconsistent(format!(
+                "{}: not a folder (hint: give the shards' report folders, or the folder holding them)",
+                d.display()
+            )));
+        }
+        if d.join("bench.json").is_file() || d.join("report.json").is_file() {
+            out.push(d.clone());
+            continue;
+        }
+        let before = out.len();
+        find_manifests(d, SEARCH_DEPTH, &mut out)
+            .map_err(|e| MergeError::Inconsistent(format!("{}: {e}", d.display())))?;
+        if out.len() == before {
+            return Err(MergeError::Inconsistent(format!(
+                "{}: no {MANIFEST} in it or below it (hint: run the shards with --shard I/N)",
+                d.display()
+            )));
+        }
+    }
+    Ok(out)
+}
+
+/// Merges the shards' folders and writes `merge.json` (and, for run
+/// shards, the union `report.json`, `junit.xml` and `summary.md`).
+pub async fn merge(opts: &MergeOptions) -> Result<MergeOutcome, MergeError> {
+    let mut found: BTreeMap<u32, (PathBuf, ShardManifest)> = BTreeMap::new();
+    let mut unknown = Vec::new();
+    let mut first: Option<ShardManifest> = None;
+    for dir in shard_dirs(&opts.dirs)? {
+        let m = match ShardManifest::read(&dir) {
+            Ok(m) => m,
+            Err(e) => {
+                unknown.push(format!(
+                    "{}: no readable {MANIFEST}, the shard did not finish ({e})",
+                    dir.display()
+                ));
+                continue;
+            }
+        };
+        if let Some(f) = &first {
+            if (f.kind.as_str(), f.shard.count, f.run_seed)
+                != (m.kind.as_str(), m.shard.count, m.run_seed)
+            {
+                return Err(MergeError::Inconsistent(format!(
+                    "{} is shard {} of a {} run with seed {}, but {} came first with {} shards, {} and seed {} (hint: merge the shards of one run)",
+                    dir.display(), m.shard, m.kind, m.run_seed, f.shard.count, f.shard.count, f.kind, f.run_seed
+                )));
+            }
+        }
+        if let Some((other, _)) = found.get(&m.shard.index) {
+            return Err(MergeError::Inconsistent(format!(
+                "shard {} twice: {} and {}",
+                m.shard.index,
+                other.display(),
+                dir.display()
+            )));
+        }
+        first.get_or_insert_with(|| m.clone());
+        found.insert(m.shard.index, (dir, m));
+    }
+    let Some(first) = first else {
+        return Err(MergeError::Inconsistent(format!(
+            "no shard finished far enough to be merged: {}",
+            unknown.join("; ")
+        )));
+    };
+    let expected = opts.expect.unwrap_or(first.shard.count);
+    let mut shards = Vec::new();
+    for index in 0..expected.max(first.shard.count) {
+        let entry = match found.get(&index) {
+            None => {
+                unknown.push(format!("shard {index} of {expected} is missing"));
+                ShardEntry {
+                    index,
+                    dir: PathBuf::new(),
+                    status: "missing".into(),
+                    count: 0,
+                }
+            }
+            Some((dir, m)) => {
+                let status = match m.status {
+                    ShardStatus::Finished => "finished",
+                    ShardStatus::Running => {
+                        unknown.push(format!(
+                            "shard {index} never finished ({} still says running: it died)",
+                            dir.join(MANIFEST).display()
+                        ));
+                        "running"
+                    }
+                    ShardStatus::Interrupted => {
+                        unknown.push(format!("shard {index} was interrupted"));
+                        "interrupted"
+                    }
+                };
+                ShardEntry {
+                    index,
+                    dir: dir.clone(),
+                    status: status.into(),
+                    count: m.planned,
+                }
+            }
+        };
+        shards.push(entry);
+    }
+    let mut report = MergeReport {
+        kind: first.kind.clone(),
+        run_seed: first.run_seed,
+        shards_expected: expected,
+        shards,
+        verdict: Verdict::Unknown,
+        unknown_because: unknown,
+        check: None,
+        findings: Vec::new(),
+        bench: None,
+        coverage: BTreeMap::new(),
+    };
+    let merge_id = format!(
+        "{}-merge-{}-{:08x}",
+        chrono::Utc::now().format("%Y%m%d-%H%M%S"),
+        first.kind,
+        first.run_seed as u32
+    );
+    let dir = opts.out_dir.join(&merge_id);
+    std::fs::create_dir_all(&dir).map_err(|e| MergeError::Io(format!("{}: {e}", dir.display())))?;
+    match first.kind.as_str() {
+        "bench" => merge_bench(opts, &found, &dir, &mut report).await?,
+        _ => merge_runs(&found, &dir, &mut report)?,
+    }
+    // A bench shard that did not finish leaves rows in the state its history
+    // does not explain (and keys it acknowledged unrecorded), so nothing
+    // the checker says about the union holds: unknown, even over a fail. A
+    // run shard's scenarios were checked on their own, so a fail stays one.
+    let self_contained = report.kind == "run" && report.verdict == Verdict::Fail;
+    if !report.unknown_because.is_empty() && !self_contained {
+        report.verdict = Verdict::Unknown;
+    }
+    let json = serde_json::to_vec_pretty(&report).map_err(|e| MergeError::Io(e.to_string()))?;
+    let path = dir.join("merge.json");
+    std::fs::write(&path, json).map_err(|e| MergeError::Io(format!("{}: {e}", path.display())))?;
+    Ok(MergeOutcome { report, dir })
+}
+
+type Found = BTreeMap<u32, (PathBuf, ShardManifest)>;
+
+async fn merge_bench(
+    opts: &MergeOptions,
+    found: &Found,
+    dir: &Path,
+    report: &mut MergeReport,
+) -> Result<(), MergeError> {
+    let mut latency = Recorder::default();
+    let mut totals = BenchTotals {
+        requests: 0,
+        warmup_requests: 0,
+        achieved_rate: 0.0,
+        latency: Percentiles::default(),
+        latency_uncorrected: Percentiles::default(),
+        throughput: Vec::new(),
+        statuses: BTreeMap::new(),
+    };
+    let start0 = found
+        .values()
+        .filter_map(|(_, m)| m.phase_start_ms)
+        .min()
+        .unwrap_or(0);
+    for (index, (sdir, m)) in found {
+        if m.status != ShardStatus::Finished {
+            continue;
+        }
+        let bad = |what: String| format!("shard {index}: {what}");
+        let hdr = sdir.join(LATENCY_FILE);
+        match std::fs::read_to_string(&hdr)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str::<RecorderData>(&t).map_err(|e| e.to_string()))
+            .and_then(|d| d.decode().map_err(|e| e.to_string()))
+        {
+            Ok(r) => latency.merge(&r),
+            Err(e) => report
+                .unknown_because
+                .push(bad(format!("{}: {e}", hdr.display()))),
+        }
+        let bench = sdir.join("bench.json");
+        let v: serde_json::Value = match std::fs::read_to_string(&bench)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+        {
+            Ok(v) => v,
+            Err(e) => {
+                report
+                    .unknown_because
+                    .push(bad(format!("{}: {e}", bench.display())));
+                continue;
+            }
+        };
+        let n = |k: &str| v.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+        totals.requests += n("requests");
+        totals.warmup_requests += n("warmup_requests");
+        totals.achieved_rate += v
+            .get("achieved_rate")
+            .and_then(serde_json::Value::as_f64)
+            .unwrap_or(0.0);
+        if let Some(st) = v.get("statuses").and_then(|s| s.as_object()) {
+            for (k, c) in st {
+                *totals.statuses.entry(k.clone()).or_default() += c.as_u64().unwrap_or(0);
+            }
+        }
+        // Seconds are lined up on each shard's start by the wall clock:
+        // the one place the machines' clocks matter.
+        let offset =
+            ((m.phase_start_ms.unwrap_or(start0) - start0) as f64 / 1000.0).round() as usize;
+        let series = v.get("throughput").and_then(|t| t.as_array());
+        for (i, c) in series.into_iter().flatten().enumerate() {
+            let at = offset + i;
+            if totals.throughput.len() <= at {
+                totals.throughput.resize(at + 1, 0);
+            }
+            totals.throughput[at] += c.as_u64().unwrap_or(0);
+        }
+    }
+    totals.latency = Percentiles::of(&latency.corrected);
+    totals.latency_uncorrected = if latency.uncorrected.is_empty() {
+        totals.latency
+    } else {
+        Percentiles::of(&latency.uncorrected)
+    };
+    report.bench = Some(totals);
+    report
+        .coverage
+        .insert(crate::bench::load::SCENARIO.to_string(), found.len() as u32);
+
+    let Some(probe) = &opts.probe else {
+        report.unknown_because.push(
+            "no target given: the receiver's state was not read after every shard finished (hint: hookstorm merge --target FILE)".into(),
+        );
+        return Ok(());
+    };
+    let histories: Vec<PathBuf> = found.values().map(|(d, m)| d.join(&m.history)).collect();
+    let indices: Vec<u32> = found.keys().copied().collect();
+    let (state, drained) = match probe.wait_drained(opts.drain).await {
+        Ok(s) => s,
+        Err(e) => {
+            report
+                .unknown_because
+                .push(format!("cannot read the receiver's state: {e}"));
+            return Ok(());
+        }
+    };
+    let state_path = dir.join("state.json");
+    let json = serde_json::to_vec(&state).map_err(|e| MergeError::Io(e.to_string()))?;
+    drop(state);
+    std::fs::write(&state_path, json)
+        .map_err(|e| MergeError::Io(format!("{}: {e}", state_path.display())))?;
+    let copts = CheckOptions {
+        invariants: InvariantId::ALL.to_vec(),
+        strict: false,
+        answer_limit: opts.answer_limit,
+        drained,
+        reconciled: false,
+        vocabulary: found
+            .values()
+            .next()
+            .map(|(_, m)| crate::vocabulary::Vocabulary::of_name(&m.profile))
+            .unwrap_or_default(),
+    };
+    let sp = state_path.clone();
+    let res = tokio::task::spawn_blocking(move || {
+        check_histories(&histories, &sp, Some(crate::bench::load::SCENARIO), &copts)
+    })
+    .await
+    .map_err(|e| MergeError::Io(e.to_string()))?;
+    let multi = match res {
+        Ok(m) => m,
+        Err(e) => {
+            report
+                .unknown_because
+                .push(format!("the checker could not read the histories: {e}"));
+            return Ok(());
+        }
+    };
+    for w in &multi.check.warnings {
+        report.unknown_because.push(format!("history: {w}"));
+    }
+    let Some(check) = multi.check.checks.first().cloned() else {
+        report
+            .unknown_because
+            .push("the checker returned nothing".into());
+        return Ok(());
+    };
+    for r in &check.results {
+        for e in &r.evidence {
+            let located: Vec<(usize, u64)> =
+                e.lines.iter().filter_map(|l| multi.locate(*l)).collect();
+            report.findings.push(Finding {
+                scenario: check.scenario.clone(),
+                invariant: r.id.code().to_string(),
+                verdict: r.verdict,
+                key: e.key.clone(),
+                what: e.what.clone(),
+                shard: located.first().map(|(i, _)| indices[*i]),
+                lines: located.iter().map(|(_, l)| *l).collect(),
+            });
+        }
+    }
+    report.verdict = check.verdict();
+    report.check = Some(check);
+    Ok(())
+}
+
+fn merge_runs(found: &Found, dir: &Path, report: &mut MergeReport) -> Result<(), MergeError> {
+    let mut union: Option<RunReport> = None;
+    for (index, (sdir, m)) in found {
+        let path = sdir.join("report.json");
+        let r: RunReport = match std::fs::read_to_string(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+        {
+            Ok(r) => r,
+            Err(e) => {
+                report
+                    .unknown_because
+                    .push(format!("shard {index}: {}: {e}", path.display()));
+                continue;
+            }
+        };
+        for name in &m.scenarios {
+            if !r.scenarios.iter().any(|s| &s.name == name) {
+                report
+                    .unknown_because
+                    .push(format!("shard {index}: scenario {name} has no result"));
+            }
+        }
+        for s in &r.scenarios {
+            report.coverage.insert(s.name.clone(), *index);
+            for res in &s.check.results {
+                for e in &res.evidence {
+                    report.findings.push(Finding {
+                        scenario: s.name.clone(),
+                        invariant: res.id.code().to_string(),
+                        verdict: res.verdict,
+                        key: e.key.clone(),
+                        what: e.what.clone(),
+                        shard: Some(*index),
+                        lines: e.lines.clone(),
+                    });
+                }
+            }
+        }
+        match &mut union {
+            None => {
+                let mut first = r;
+                first.run_id = dir
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                for s in &mut first.scenarios {
+                    s.history = format!("{}/{}", sdir.display(), s.history);
+                }
+                union = Some(first);
+            }
+            Some(u) => {
+                u.duration_s = u.duration_s.max(r.duration_s);
+                u.interrupted |= r.interrupted;
+                u.require_all |= r.require_all;
+                for mut s in r.scenarios {
+                    s.history = format!("{}/{}", sdir.display(), s.history);
+                    u.scenarios.push(s);
+                }
+            }
+        }
+    }
+    if let Some(u) = union {
+        report.verdict = u.verdict();
+        crate::report::write_reports(dir, &u).map_err(|e| MergeError::Io(e.to_string()))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shard::Shard;
+
+    fn manifest(index: u32, count: u32, run_seed: u64, status: ShardStatus) -> ShardManifest {
+        ShardManifest {
+            kind: "bench".into(),
+            shard: Shard { index, count },
+            run_seed,
+            seed: Shard { index, count }.seed(run_seed),
+            status,
+            profile: "answerline".into(),
+            target: "test".into(),
+            started_at: "2026-01-31T12:00:00Z".into(),
+            phase_start_ms: Some(1_000 * i64::from(index)),
+            scenarios: vec!["bench".into()],
+            planned: 3,
+            history: "history.jsonl".into(),
+            version: "0".into(),
+        }
+    }
+
+    /// A bench shard folder with `latencies` (µs) and one second of throughput.
+    fn shard_dir(root: &Path, m: &ShardManifest, latencies: &[u64]) -> PathBuf {
+        let dir = root.join(format!("s{}", m.shard.index));
+        std::fs::create_dir_all(&dir).unwrap();
+        m.write(&dir).unwrap();
+        let mut rec = Recorder::default();
+        for l in latencies {
+            rec.corrected.record(*l).unwrap();
+        }
+        std::fs::write(
+            dir.join(LATENCY_FILE),
+            serde_json::to_vec(&RecorderData::encode(&rec)).unwrap(),
+        )
+        .unwrap();
+        let bench = serde_json::json!({
+            "requests": latencies.len(),
+            "warmup_requests": 0,
+            "achieved_rate": latencies.len() as f64,
+            "throughput": [latencies.len()],
+            "statuses": {"204": latencies.len()},
+        });
+        std::fs::write(dir.join("bench.json"), bench.to_string()).unwrap();
+        dir
+    }
+
+    fn opts(dirs: Vec<PathBuf>, out: &Path) -> MergeOptions {
+        MergeOptions {
+            dirs,
+            expect: None,
+            probe: None,
+            drain: Duration::from_secs(1),
+            answer_limit: Duration::from_secs(15),
+            out_dir: out.to_path_buf(),
+        }
+    }
+
+    #[tokio::test]
+    async fn without_a_state_read_after_the_shards_the_verdict_is_unknown_but_latency_merges() {
+        let root = tempfile::tempdir().unwrap();
+        let a = shard_dir(
+            root.path(),
+            &manifest(0, 2, 7, ShardStatus::Finished),
+            &[100, 200, 300],
+        );
+        let b = shard_dir(
+            root.path(),
+            &manifest(1, 2, 7, ShardStatus::Finished),
+            &[5000],
+        );
+        let out = merge(&opts(vec![a, b], &root.path().join("out")))
+            .await
+            .unwrap();
+        let r = &out.report;
+        assert_eq!(r.verdict, Verdict::Unknown);
+        assert!(r.unknown_because[0].contains("no target given"), "{r:?}");
+        let b = r.bench.as_ref().unwrap();
+        assert_eq!(b.requests, 4);
+        assert_eq!(b.latency.count, 4);
+        // The p99 of the union is the slow shard's value, which averaging
+        // the shards' p99s (0.3 ms and 5 ms) would never give.
+        assert!((b.latency.p99_ms - 5.0).abs() < 0.01, "{b:?}");
+        // Shard 1 started a second later: its second is the union's second.
+        assert_eq!(b.throughput, vec![3, 1]);
+        assert!(out.dir.join("merge.json").is_file());
+    }
+
+    #[tokio::test]
+    async fn missing_and_dead_shards_are_named_and_shards_of_other_runs_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let a = shard_dir(
+            root.path(),
+            &manifest(0, 3, 7, ShardStatus::Finished),
+            &[100],
+        );
+        let b = shard_dir(
+            root.path(),
+            &manifest(1, 3, 7, ShardStatus::Running),
+            &[100],
+        );
+        let out = merge(&opts(
+            vec![root.path().to_path_buf()],
+            &root.path().join("out"),
+        ))
+        .await
+        .unwrap();
+        let status: Vec<&str> = out
+            .report
+            .shards
+            .iter()
+            .map(|s| s.status.as_str())
+            .collect();
+        assert_eq!(status, ["finished", "running", "missing"]);
+        assert_eq!(out.report.verdict, Verdict::Unknown);
+        let why = out.report.unknown_because.join("; ");
+        assert!(
+            why.contains("shard 1 never finished") && why.contains("shard 2 of 3 is missing"),
+            "{why}"
+        );
+
+        let other = tempfile::tempdir().unwrap();
+        let c = shard_dir(
+            other.path(),
+            &manifest(2, 3, 8, ShardStatus::Finished),
+            &[100],
+        );
+        let err = merge(&opts(vec![a, b, c], &root.path().join("out")))
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("merge the shards of one run"),
+            "{err}"
+        );
+    }
+}
