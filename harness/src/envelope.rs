@@ -194,6 +194,23 @@ pub fn slack_challenge(body: &Body) -> String {
     format!("{:016x}", fnv("slack-challenge", &body.task.id))
 }
 
+/// Whether an answer to a Slack `url_verification` echoes its challenge in
+/// one of the forms Slack accepts: the bare challenge as text, form-encoded
+/// `challenge=…`, or JSON `{"challenge": "…"}`.
+pub fn echoes_challenge(body: &Body, answer: &[u8]) -> bool {
+    let want = slack_challenge(body);
+    let text = String::from_utf8_lossy(answer);
+    let text = text.trim();
+    text == want
+        || text
+            .split('&')
+            .any(|p| p.strip_prefix("challenge=") == Some(want.as_str()))
+        || serde_json::from_str::<serde_json::Value>(text)
+            .ok()
+            .and_then(|v| v.get("challenge")?.as_str().map(|c| c == want))
+            .unwrap_or(false)
+}
+
 /// The body bytes the profile's provider sends for `body`.
 pub fn render(shape: BodyShape, body: &Body) -> Vec<u8> {
     let mut v = match shape {
@@ -571,5 +588,24 @@ mod tests {
         let id = delivery_id(BodyShape::Github, "whd_0123456789abcdef");
         assert_eq!(id.len(), 36);
         assert_eq!(id.matches('-').count(), 4);
+    }
+
+    #[test]
+    fn a_url_verification_answer_echoes_the_challenge_as_text_form_or_json() {
+        let mut t = body(TaskStatus::Completed, "job-1", "2026-11-29T10:00:00Z");
+        t.test = true;
+        let c = slack_challenge(&t);
+        assert!(echoes_challenge(&t, c.as_bytes()));
+        assert!(echoes_challenge(&t, format!("{c}\n").as_bytes()));
+        assert!(echoes_challenge(&t, format!("challenge={c}").as_bytes()));
+        assert!(echoes_challenge(
+            &t,
+            json!({ "challenge": c }).to_string().as_bytes()
+        ));
+        // The request body echoed whole carries it too, as Slack reads JSON.
+        assert!(echoes_challenge(&t, &render(BodyShape::Slack, &t)));
+        assert!(!echoes_challenge(&t, b""));
+        assert!(!echoes_challenge(&t, b"ok"));
+        assert!(!echoes_challenge(&t, b"{\"challenge\": \"wrong\"}"));
     }
 }

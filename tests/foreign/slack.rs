@@ -8,7 +8,9 @@
 //! event whose `event_time` is newest. It stands for Slack apps.
 //!
 //! It passes the catalog below on several seeds; a variant that lets the
-//! last arrival win is caught by I5.
+//! last arrival win is caught by I5, and one that acknowledges a
+//! `url_verification` with a bare 200 (Slack would never enable its URL)
+//! by I7.
 
 use hookstorm::check::InvariantId;
 
@@ -19,7 +21,23 @@ use super::{ForeignRun, Reply, Request};
 /// Bolt's window: a request timestamp older than this is refused.
 const MAX_AGE_SECS: i64 = 5 * 60;
 
-fn handle(req: &Request, account: String, secret: &str, store: &Store, keep: Keep) -> Reply {
+/// How the receiver answers a `url_verification` body.
+#[derive(Clone, Copy)]
+enum Challenge {
+    /// With its `challenge`, as Slack asks.
+    Echo,
+    /// Broken: a bare 200.
+    Ignore,
+}
+
+fn handle(
+    req: &Request,
+    account: String,
+    secret: &str,
+    store: &Store,
+    keep: Keep,
+    challenge: Challenge,
+) -> Reply {
     let Some(ts) = req
         .header("X-Slack-Request-Timestamp")
         .and_then(|t| t.trim().parse::<i64>().ok())
@@ -42,8 +60,12 @@ fn handle(req: &Request, account: String, secret: &str, store: &Store, keep: Kee
         return Reply::status(400);
     };
     if body["type"] == "url_verification" {
-        let challenge = body["challenge"].as_str().unwrap_or_default();
-        return Reply::Status(200, challenge.to_string());
+        return match challenge {
+            Challenge::Echo => {
+                Reply::Status(200, body["challenge"].as_str().unwrap_or_default().into())
+            }
+            Challenge::Ignore => Reply::status(200),
+        };
     }
     let Some(event_id) = at(&body, "/event_id").map(text) else {
         return Reply::status(400);
@@ -62,12 +84,16 @@ fn handle(req: &Request, account: String, secret: &str, store: &Store, keep: Kee
 }
 
 fn run(keep: Keep, scenarios: &[&str], seed: u64) -> ForeignRun {
+    run_answering(keep, Challenge::Echo, scenarios, seed)
+}
+
+fn run_answering(keep: Keep, challenge: Challenge, scenarios: &[&str], seed: u64) -> ForeignRun {
     provider::run(
         "slack",
         PLAIN_SECRETS,
         scenarios,
         seed,
-        move |req, a, s, st| handle(req, a, s, st, keep),
+        move |req, a, s, st| handle(req, a, s, st, keep, challenge),
     )
 }
 
@@ -80,4 +106,15 @@ fn a_slack_receiver_deduplicating_on_event_id_passes_the_catalog() {
 fn a_slack_receiver_keeping_the_last_arrival_fails_correct_winner() {
     let run = run(Keep::LastArrival, &["reverse-order"], 5);
     assert_caught(&run, "reverse-order", InvariantId::I5);
+}
+
+#[test]
+fn a_slack_receiver_answering_url_verification_without_its_challenge_fails_conformance() {
+    let run = run_answering(Keep::Newest, Challenge::Ignore, &["test-delivery"], 5);
+    assert_caught(&run, "test-delivery", InvariantId::I7);
+    assert!(
+        run.explain().contains("challenge"),
+        "the finding names the challenge: {}",
+        run.explain()
+    );
 }

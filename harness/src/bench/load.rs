@@ -512,6 +512,7 @@ async fn exchange(
     match tokio::time::timeout(timeout, fut).await {
         Ok(Ok((status, latency))) => Answer {
             location: None,
+            body: Bytes::new(),
             status: Some(status),
             latency_ms: latency,
             error: None,
@@ -521,6 +522,7 @@ async fn exchange(
             *conn = None;
             Answer {
                 location: None,
+                body: Bytes::new(),
                 status: None,
                 latency_ms: ms(sent),
                 error: Some(error),
@@ -531,6 +533,7 @@ async fn exchange(
             *conn = None;
             Answer {
                 location: None,
+                body: Bytes::new(),
                 status: None,
                 latency_ms: ms(sent),
                 error: Some(if cut {
@@ -644,6 +647,7 @@ async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>, me: us
         let answers: Vec<Answer> = match request(t, &item, now_unix) {
             Err(e) => vec![Answer {
                 location: None,
+                body: Bytes::new(),
                 status: None,
                 latency_ms: 0.0,
                 error: Some(e),

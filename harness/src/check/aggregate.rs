@@ -490,6 +490,19 @@ impl Aggregator {
             self.status_fail
                 .push(|| fail(format!("{kind} delivery answered {s}; it must get a 4xx")));
         }
+        // A 2xx the sender did not accept: the answer lacked what the
+        // provider's own check asks for (a Slack url_verification's challenge).
+        if a.intent == Intent::Test && is_2xx(a.status) && a.outcome == Outcome::Fail {
+            let s = a.status.unwrap_or_default();
+            let why = a
+                .error
+                .unwrap_or("it lacked what the provider's check asks for");
+            self.status_fail.push(|| {
+                fail(format!(
+                    "test delivery answered {s}, but {why}: the provider would not enable this URL"
+                ))
+            });
+        }
         // Only the harness holding or stalling the request excuses slowness.
         if !tags.iter().any(FaultTag::excuses_slowness) {
             let limit_ms = self.answer_limit.as_secs_f64() * 1000.0;

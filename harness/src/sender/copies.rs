@@ -28,6 +28,7 @@
 //! (the sender holds a gate that stops every other exchange while a group
 //! is out, see `super`).
 
+use bytes::Bytes;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -210,6 +211,7 @@ fn failed(since: Instant, error: String, connect_failed: bool) -> Answer {
         error: Some(error),
         connect_failed,
         location: None,
+        body: Bytes::new(),
     }
 }
 
@@ -304,6 +306,7 @@ async fn answer(
             error: None,
             connect_failed: false,
             location: head.location,
+            body: Bytes::new(),
         },
         Ok(Err(e)) => {
             let e = match write_error {

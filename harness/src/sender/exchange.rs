@@ -36,6 +36,8 @@ pub struct Answer {
     pub connect_failed: bool,
     /// The `Location` header of a 3xx answer.
     pub location: Option<String>,
+    /// The answer's body, up to [`ANSWER_LIMIT`] (empty when none was read).
+    pub body: Bytes,
 }
 
 /// Builds a client: keep-alive pool, or a fresh connection per request when
@@ -75,6 +77,7 @@ pub async fn exchange(
                 error: Some(format!("cannot build the request: {e}")),
                 connect_failed: true,
                 location: None,
+                body: Bytes::new(),
             }
         }
     };
@@ -89,17 +92,23 @@ pub async fn exchange(
             .flatten()
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        // Read (a bounded amount of) the answer so the connection can be reused.
-        let _ = Limited::new(resp.into_body(), ANSWER_LIMIT).collect().await;
-        Ok::<_, hyper_util::client::legacy::Error>((status, latency, location))
+        // Read (a bounded amount of) the answer so the connection can be
+        // reused; keep it (a Slack url_verification must echo its challenge).
+        let body = Limited::new(resp.into_body(), ANSWER_LIMIT)
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        Ok::<_, hyper_util::client::legacy::Error>((status, latency, location, body))
     };
     match tokio::time::timeout(timeout, fut).await {
-        Ok(Ok((status, latency, location))) => Answer {
+        Ok(Ok((status, latency, location, body))) => Answer {
             status: Some(status),
             latency_ms: latency,
             error: None,
             connect_failed: false,
             location,
+            body,
         },
         Ok(Err(e)) => Answer {
             status: None,
@@ -107,6 +116,7 @@ pub async fn exchange(
             error: Some(error_text(&e)),
             connect_failed: e.is_connect(),
             location: None,
+            body: Bytes::new(),
         },
         Err(_) => Answer {
             status: None,
@@ -114,6 +124,7 @@ pub async fn exchange(
             error: Some(crate::history::TransportFailure::timeout_text(timeout)),
             connect_failed: false,
             location: None,
+            body: Bytes::new(),
         },
     }
 }
@@ -183,6 +194,7 @@ mod tests {
             error: None,
             connect_failed,
             location: None,
+            body: Bytes::new(),
         }
     }
 

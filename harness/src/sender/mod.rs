@@ -1080,6 +1080,19 @@ async fn run_round(
         let answer = &answers[0];
         let mut outcome = grade.outcome;
         let mut delivered = grade.delivered;
+        // Slack enables an Events URL only when its url_verification is
+        // answered with the challenge: a bare 2xx ends the delivery failed.
+        let mut error = None;
+        let p = &ctx.cfg.profile;
+        if delivered
+            && d.intent == Intent::Test
+            && p.body == BodyShape::Slack
+            && p.body_template.is_none()
+            && !envelope::echoes_challenge(&d.body, &answer.body)
+        {
+            outcome = Outcome::Fail;
+            error = Some("the answer did not echo the url_verification challenge".into());
+        }
         if delivered && drops_left > 0 && !d.single_attempt {
             drops_left -= 1;
             outcome = Outcome::Info;
@@ -1096,7 +1109,7 @@ async fn run_round(
             faults,
             sent_at,
             answer: Some(answer),
-            error: None,
+            error,
             outcome,
             intent: d.intent,
             detail: d.detail.clone(),

@@ -267,10 +267,24 @@ fn intent(key: &str, intent: Intent, status: u16) -> Attempt {
 }
 
 #[test]
+fn a_test_delivery_answered_2xx_but_not_accepted_fails_status_conformance() {
+    let mut t = intent("t2", Intent::Test, 200);
+    t.error = Some("the answer did not echo the url_verification challenge".into());
+    let c = run(vec![ok("t1"), t], &inbox(&["t1"]), &no_winners());
+    let r = c.result(InvariantId::I7).unwrap();
+    assert_eq!(r.verdict, Verdict::Fail, "{r:?}");
+    assert!(r.evidence[0].what.contains("challenge"), "{r:?}");
+    assert_eq!(verdict(&c, InvariantId::I4), Verdict::Pass);
+}
+
+#[test]
 fn rejected_forgeries_and_unstored_tests_pass_no_phantom() {
     let h = vec![
         ok("t1"),
-        intent("t2", Intent::Test, 204),
+        Attempt {
+            intent: Intent::Test,
+            ..ok("t2")
+        },
         intent("t3", Intent::Forged, 401),
     ];
     let c = run(h, &inbox(&["t1"]), &no_winners());

@@ -140,6 +140,12 @@ pub async fn serve(
                             &hmap,
                             &body,
                         );
+                        // A Slack url_verification is answered with its
+                        // challenge, as a Slack receiver must.
+                        let challenge = serde_json::from_slice::<serde_json::Value>(&body)
+                            .ok()
+                            .filter(|v| v["type"] == "url_verification")
+                            .and_then(|v| v["challenge"].as_str().map(str::to_string));
                         let mut s = Seen {
                             path,
                             headers,
@@ -161,11 +167,17 @@ pub async fn serve(
                         }
                         s.end = Instant::now();
                         seen.lock().unwrap().push(s);
+                        // A 204 carries no body: the challenge goes with a 200.
+                        let status = match (&challenge, status) {
+                            (Some(_), 204) => 200,
+                            _ => status,
+                        };
                         let mut resp = hyper::Response::builder().status(status);
                         if (300..400).contains(&status) {
                             resp = resp.header("Location", "/elsewhere");
                         }
-                        Ok::<_, Infallible>(resp.body(Full::new(Bytes::new())).unwrap())
+                        let answer = challenge.map(Bytes::from).unwrap_or_default();
+                        Ok::<_, Infallible>(resp.body(Full::new(answer)).unwrap())
                     }
                 });
                 let _ = hyper::server::conn::http1::Builder::new()
