@@ -122,3 +122,63 @@ fn check_share(fault: &str, share: f64) -> Result<(), String> {
 fn one() -> f64 {
     1.0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The leaf rule of this module's header: outside their tests, the spec
+    /// modules name no crate module but [`crate::units`].
+    #[test]
+    fn spec_modules_import_nothing_but_units_so_the_plan_can_hold_them_without_a_cycle() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/fault/spec");
+        let mut read = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
+                for (i, _) in line.match_indices("crate::") {
+                    assert!(
+                        line[i..].starts_with("crate::units"),
+                        "{} names {}",
+                        path.display(),
+                        line.trim()
+                    );
+                }
+            }
+            read += 1;
+        }
+        assert!(read >= 9, "read {read} spec modules");
+    }
+
+    #[test]
+    fn each_kind_checks_its_own_bounds() {
+        let dup = DuplicateSpec {
+            mode: DuplicateMode::Sequential,
+            share: 1.0,
+            copies: [2, 8],
+            replay: 0,
+            fresh_id: 0,
+            redeliver: 0,
+        };
+        let e = FaultSpec::Duplicate(dup).validate(1).unwrap_err();
+        assert!(e.starts_with("sequential duplicate sends nothing"), "{e}");
+        let tamper = TamperSpec {
+            forgeries: vec![Forgery::CrossAccount],
+            each: 1,
+            rotation: Vec::new(),
+        };
+        assert!(FaultSpec::Tamper(tamper.clone()).validate(1).is_err());
+        assert_eq!(FaultSpec::Tamper(tamper).validate(2), Ok(()));
+        let kill = KillWorkerSpec {
+            count: 1001,
+            over: crate::units::HumanDuration(Duration::from_secs(1)),
+            failpoint: None,
+        };
+        assert_eq!(
+            FaultSpec::KillWorker(kill).validate(1).unwrap_err(),
+            "kill-worker count: expected at most 1000"
+        );
+    }
+}
