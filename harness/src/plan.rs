@@ -13,9 +13,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::delivery::{random_id, Body};
+use crate::fault::spec::{FaultSpec, Forgery, FrontSpec, ReconcileSpec, RedeliverSpec, Signing};
 use crate::history::Intent;
-use crate::scenario::{FaultSpec, Forgery, FrontSpec, ReconcileSpec, RedeliverSpec, Signing};
-use crate::tag::FaultTag;
+use crate::tag::{FaultName, FaultTag};
 
 /// Everything one scenario sends for one seed.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,7 +39,7 @@ pub struct Plan {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FaultNote {
     /// The fault's name.
-    pub fault: String,
+    pub fault: FaultName,
     /// What it did.
     pub action: String,
     /// Details.
@@ -211,9 +211,9 @@ impl Plan {
     }
 
     /// Records a stream-wide fault action.
-    pub fn note(&mut self, fault: &str, action: impl Into<String>, detail: Option<String>) {
+    pub fn note(&mut self, fault: FaultName, action: impl Into<String>, detail: Option<String>) {
         self.notes.push(FaultNote {
-            fault: fault.into(),
+            fault,
             action: action.into(),
             detail,
         });

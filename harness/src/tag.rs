@@ -15,6 +15,11 @@
 //!   cannot count against the receiver's acknowledgements (I9); nor can
 //!   an attempt that ran while the harness had the receiver's database cut
 //!   ([`FaultTag::explains_missing_ack`]).
+//!
+//! [`FaultName`] does the same for the `fault` of a history's fault line
+//! (an action on the stream or the processes as a whole): the verbs the
+//! harness writes, read back as themselves, and any other text (from an
+//! older or newer file) kept verbatim.
 
 use std::fmt;
 
@@ -197,6 +202,114 @@ impl<'de> Deserialize<'de> for FaultTag {
     }
 }
 
+/// Who acted, on a history's fault line (`Event::Fault`): a fault kind or
+/// one of the supervisor's verbs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum FaultName {
+    /// Copies, replays and redeliveries (`duplicate`).
+    Duplicate,
+    /// The stream's order changed (`reorder`).
+    Reorder,
+    /// Acks discarded (`drop-ack`).
+    DropAck,
+    /// Forged or rotated-key deliveries (`tamper`).
+    Tamper,
+    /// The fault front (`front`).
+    Front,
+    /// The dashboard's redelivery rules (`redeliver`).
+    Redeliver,
+    /// Reconciliation against the provider API (`reconcile`).
+    Reconcile,
+    /// The profile the run is judged by (`profile`).
+    Profile,
+    /// SIGKILL (`kill`).
+    Kill,
+    /// SIGSTOP (`pause`).
+    Pause,
+    /// SIGCONT (`resume`).
+    Resume,
+    /// SIGTERM (`terminate`).
+    Terminate,
+    /// A process started again (`restart`).
+    Restart,
+    /// The database cut (`cut-database`).
+    CutDatabase,
+    /// The database restored (`restore-database`).
+    RestoreDatabase,
+    /// Any other name, kept verbatim.
+    Other(String),
+}
+
+impl FaultName {
+    /// Every name the harness writes, in a fixed order.
+    pub const KNOWN: [FaultName; 15] = [
+        FaultName::Duplicate,
+        FaultName::Reorder,
+        FaultName::DropAck,
+        FaultName::Tamper,
+        FaultName::Front,
+        FaultName::Redeliver,
+        FaultName::Reconcile,
+        FaultName::Profile,
+        FaultName::Kill,
+        FaultName::Pause,
+        FaultName::Resume,
+        FaultName::Terminate,
+        FaultName::Restart,
+        FaultName::CutDatabase,
+        FaultName::RestoreDatabase,
+    ];
+
+    /// The text the history holds.
+    pub fn as_str(&self) -> &str {
+        match self {
+            FaultName::Duplicate => "duplicate",
+            FaultName::Reorder => "reorder",
+            FaultName::DropAck => "drop-ack",
+            FaultName::Tamper => "tamper",
+            FaultName::Front => "front",
+            FaultName::Redeliver => "redeliver",
+            FaultName::Reconcile => "reconcile",
+            FaultName::Profile => "profile",
+            FaultName::Kill => "kill",
+            FaultName::Pause => "pause",
+            FaultName::Resume => "resume",
+            FaultName::Terminate => "terminate",
+            FaultName::Restart => "restart",
+            FaultName::CutDatabase => "cut-database",
+            FaultName::RestoreDatabase => "restore-database",
+            FaultName::Other(s) => s,
+        }
+    }
+
+    /// Reads a name back; text the harness does not write becomes [`FaultName::Other`].
+    pub fn parse(s: &str) -> FaultName {
+        FaultName::KNOWN
+            .into_iter()
+            .find(|n| n.as_str() == s)
+            .unwrap_or_else(|| FaultName::Other(s.to_string()))
+    }
+}
+
+impl fmt::Display for FaultName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for FaultName {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for FaultName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<FaultName, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Ok(FaultName::parse(&s))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,5 +365,22 @@ mod tests {
         assert!(!FaultTag::parse(FRONT_UNREACHABLE).answered_by_harness());
         assert!(!FaultTag::parse(FRONT_DELAY).answered_by_harness());
         assert!(!FaultTag::parse("duplicate-replay").answered_by_harness());
+    }
+
+    #[test]
+    fn every_fault_name_the_harness_writes_reads_back_as_itself() {
+        let mut names = FaultName::KNOWN.to_vec();
+        names.push(FaultName::Other("something-new".into()));
+        for n in names {
+            assert_eq!(FaultName::parse(&n.to_string()), n, "{n}");
+            let json = serde_json::to_string(&n).unwrap();
+            assert_eq!(json, format!("\"{n}\""));
+            assert_eq!(serde_json::from_str::<FaultName>(&json).unwrap(), n);
+        }
+        assert_eq!(FaultName::CutDatabase.as_str(), "cut-database");
+        assert_eq!(
+            FaultName::parse("redirect"),
+            FaultName::Other("redirect".into())
+        );
     }
 }

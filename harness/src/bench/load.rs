@@ -38,7 +38,7 @@ use tokio::net::TcpStream;
 
 use super::latency::Recorder;
 use super::mix::{Generator, Item};
-use crate::history::{encode_attempt, AttemptLine, Intent, Outcome};
+use crate::history::{encode_attempt, AttemptLine, Intent, Outcome, TransportFailure};
 use crate::interrupt::Stop;
 use crate::profile::Profile;
 use crate::sender::exchange::{classify, Answer};
@@ -457,22 +457,24 @@ async fn drive<F: Future>(driver: &mut ConnFut, closed: &mut bool, fut: F) -> Op
     .await
 }
 
-/// Error kinds short enough to count.
-fn error_kind(text: &str) -> String {
-    let t = text.to_ascii_lowercase();
-    for k in [
-        "timeout",
-        "refused",
-        "reset",
-        "closed",
-        "broken pipe",
-        "connect",
-    ] {
+/// Error kinds short enough to count: `connect` when no connection could
+/// be made (the answer says so), `timeout` when the history's
+/// [`TransportFailure`] kind is one, else a short word for the way an open
+/// exchange broke, else the error's first 60 characters.
+fn error_kind(a: &Answer, error: &str) -> String {
+    if a.connect_failed {
+        return "connect".into();
+    }
+    if TransportFailure::of(error) == TransportFailure::Timeout {
+        return "timeout".into();
+    }
+    let t = error.to_ascii_lowercase();
+    for k in ["reset", "closed", "broken pipe"] {
         if t.contains(k) {
             return k.to_string();
         }
     }
-    text.chars().take(60).collect()
+    error.chars().take(60).collect()
 }
 
 /// Sends one copy on `conn` (connecting first when needed); gives up at
@@ -539,7 +541,7 @@ async fn exchange(
                 error: Some(if cut {
                     CUT_AT_END.to_string()
                 } else {
-                    format!("timeout after {}", crate::units::format_duration(timeout))
+                    TransportFailure::timeout_text(timeout)
                 }),
                 connect_failed: false,
             }
@@ -716,7 +718,7 @@ async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>, me: us
                 };
                 *tl.statuses.entry(key).or_default() += 1;
                 if let Some(e) = &a.error {
-                    *tl.errors.entry(error_kind(e)).or_default() += 1;
+                    *tl.errors.entry(error_kind(a, e)).or_default() += 1;
                 }
             }
         }
@@ -890,5 +892,34 @@ pub async fn run_phase(
         due,
         sent: shared.sent.load(Ordering::Relaxed),
         stopped,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(error: &str, connect_failed: bool) -> Answer {
+        Answer {
+            status: None,
+            latency_ms: 1.0,
+            error: Some(error.to_string()),
+            connect_failed,
+            location: None,
+        }
+    }
+
+    #[test]
+    fn errors_are_counted_by_their_transport_failure_kind() {
+        let kind = |e: &str, c: bool| error_kind(&failed(e, c), e);
+        let timeout = TransportFailure::timeout_text(Duration::from_secs(2));
+        assert_eq!(kind(&timeout, false), "timeout");
+        assert_eq!(
+            kind("connect: Connection refused (os error 111)", true),
+            "connect"
+        );
+        assert_eq!(kind("connection closed", false), "closed");
+        assert_eq!(kind("connection reset by peer", false), "reset");
+        assert_eq!(kind(CUT_AT_END, false), CUT_AT_END);
     }
 }

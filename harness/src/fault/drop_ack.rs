@@ -6,9 +6,10 @@
 
 use rand::Rng;
 
+use crate::fault::spec::DropAckSpec;
 use crate::history::Intent;
 use crate::plan::Plan;
-use crate::scenario::DropAckSpec;
+use crate::tag::FaultName;
 
 /// Marks a share of genuine deliveries to lose their first `times` acks.
 pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &DropAckSpec, rng: &mut R) {
@@ -20,7 +21,7 @@ pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &DropAckSpec, rng: &mut R) 
         }
     }
     plan.note(
-        "drop-ack",
+        FaultName::DropAck,
         format!("discard the first {} ack(s) of {n} deliveries", spec.times),
         None,
     );

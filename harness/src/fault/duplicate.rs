@@ -16,9 +16,10 @@
 use rand::Rng;
 
 use crate::delivery::random_id;
+use crate::fault::spec::{DuplicateMode, DuplicateSpec};
 use crate::history::Intent;
 use crate::plan::{Plan, Redelivery};
-use crate::scenario::{DuplicateMode, DuplicateSpec};
+use crate::tag::FaultName;
 
 /// Adds copies or redeliveries to a share of the genuine deliveries.
 pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &DuplicateSpec, rng: &mut R) {
@@ -56,5 +57,5 @@ pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &DuplicateSpec, rng: &mut R
             spec.replay, spec.fresh_id, spec.redeliver
         ),
     };
-    plan.note("duplicate", action, None);
+    plan.note(FaultName::Duplicate, action, None);
 }

@@ -29,10 +29,10 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use sha2::{Digest, Sha256};
 
+use crate::fault::spec::FrontSpec;
 use crate::history::{now_rfc3339, Event, FaultEvent, HistorySink};
 use crate::httpd::{self, AnyBody, Hangup, Server};
-use crate::scenario::FrontSpec;
-use crate::tag::FaultTag;
+use crate::tag::{FaultName, FaultTag};
 
 /// The front could not start.
 #[derive(Debug, thiserror::Error)]
@@ -222,7 +222,7 @@ impl Shared {
             let _ = sink.write(Event::Fault(FaultEvent {
                 scenario: self.cfg.scenario.clone(),
                 at: now_rfc3339(),
-                fault: "front".into(),
+                fault: FaultName::Front,
                 action,
                 detail,
             }));

@@ -12,11 +12,17 @@
 //! [`reconcile`] (the provider API's ground truth and the receiver's
 //! reconciliation). Actions on the stream as a whole become `Event::Fault`
 //! lines.
+//!
+//! What a scenario file says about each fault (its spec, defaults and
+//! bounds) lives in the leaf modules under [`spec`]. The rule that keeps
+//! the module graph acyclic: [`spec`] imports nothing from [`crate::plan`],
+//! the sender or the actors here, so the plan and the scenario may import
+//! specs while the actors import the plan.
 
 use rand_chacha::ChaCha8Rng;
 
 use crate::plan::Plan;
-use crate::scenario::FaultSpec;
+use spec::FaultSpec;
 
 pub mod drop_ack;
 pub mod duplicate;
@@ -25,6 +31,7 @@ pub mod nemesis;
 pub mod reconcile;
 pub mod redeliver;
 pub mod reorder;
+pub mod spec;
 pub mod tamper;
 
 /// Applies one fault to the plan.

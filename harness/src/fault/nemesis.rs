@@ -32,13 +32,13 @@ use rand::Rng;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::fault::spec::{
+    CutDatabaseSpec, CutMode, CutVia, FaultSpec, KillSignal, KillSpec, KillWorkerSpec,
+};
 use crate::gauge::{TrafficGauge, WindowCount};
 use crate::history::{Event, Fold, Intent, Outcome};
 use crate::lifecycle::{Cut, LifecycleError, Role, Signal, Supervisor};
 use crate::plan::Plan;
-use crate::scenario::{
-    CutDatabaseSpec, CutMode, CutVia, FaultSpec, KillSignal, KillSpec, KillWorkerSpec,
-};
 use crate::state::State;
 use crate::target::Target;
 use crate::tcpproxy::Mode;

@@ -10,6 +10,7 @@ use crate::history::{now_rfc3339, Event, FaultEvent, HistorySink};
 use crate::plan::Plan;
 use crate::probe::Probe;
 use crate::provider::book::{self, TaskBook};
+use crate::tag::FaultName;
 use crate::target::Target;
 
 /// Loads the scenario's tasks into the provider API (all finished) and
@@ -46,7 +47,7 @@ pub(crate) async fn reconcile(probe: &Probe, book: &TaskBook, sink: &HistorySink
         let _ = sink.write(Event::Fault(FaultEvent {
             scenario: book.scenario.clone(),
             at: now_rfc3339(),
-            fault: "reconcile".into(),
+            fault: FaultName::Reconcile,
             action,
             detail,
         }));

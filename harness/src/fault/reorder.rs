@@ -13,9 +13,10 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 
 use crate::delivery::TaskStatus;
+use crate::fault::spec::{ReorderMode, ReorderSpec};
 use crate::history::Intent;
 use crate::plan::Plan;
-use crate::scenario::{ReorderMode, ReorderSpec};
+use crate::tag::FaultName;
 
 /// Reorders the plan.
 pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &ReorderSpec, rng: &mut R) {
@@ -23,7 +24,7 @@ pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &ReorderSpec, rng: &mut R) 
         ReorderMode::Shuffle => {
             plan.deliveries.shuffle(rng);
             let n = plan.deliveries.len();
-            plan.note("reorder", format!("shuffle {n} deliveries"), None);
+            plan.note(FaultName::Reorder, format!("shuffle {n} deliveries"), None);
         }
         ReorderMode::Reverse | ReorderMode::HoldBack => {
             let mut jobs: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
@@ -70,7 +71,7 @@ pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &ReorderSpec, rng: &mut R) 
                     spec.hold_attempts
                 )
             };
-            plan.note("reorder", action, None);
+            plan.note(FaultName::Reorder, action, None);
         }
     }
 }

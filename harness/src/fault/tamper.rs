@@ -12,10 +12,11 @@ use rand::Rng;
 use serde_json::json;
 
 use crate::delivery::{task_body, TaskStatus, EPOCH};
+use crate::fault::spec::{Forgery, Signing, TamperSpec};
 use crate::history::Intent;
 use crate::plan::{signing_name, Plan, Redelivery};
-use crate::scenario::{Forgery, Signing, TamperSpec};
 use crate::signature::{Scheme, Secret, SignInput};
+use crate::tag::FaultName;
 
 /// Adds the forged deliveries and rotation signings of `spec`.
 pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &TamperSpec, rng: &mut R) {
@@ -33,7 +34,7 @@ pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &TamperSpec, rng: &mut R) {
                         .collect();
                     if genuine.is_empty() {
                         plan.note(
-                            "tamper",
+                            FaultName::Tamper,
                             "skip expired-replay",
                             Some(format!("no genuine delivery for {account} to replay")),
                         );
@@ -77,7 +78,7 @@ pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &TamperSpec, rng: &mut R) {
         }
         let names: Vec<&str> = spec.rotation.iter().map(|&s| signing_name(s)).collect();
         plan.note(
-            "tamper",
+            FaultName::Tamper,
             format!(
                 "sign {} genuine deliveries in rotation phases {}",
                 genuine.len(),
@@ -89,7 +90,7 @@ pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &TamperSpec, rng: &mut R) {
     if added > 0 {
         let names: Vec<&str> = spec.forgeries.iter().map(|f| f.as_str()).collect();
         plan.note(
-            "tamper",
+            FaultName::Tamper,
             format!("add {added} must-reject deliveries: {}", names.join(", ")),
             None,
         );

@@ -18,7 +18,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::delivery::TaskStatus;
-use crate::tag::FaultTag;
+use crate::tag::{FaultName, FaultTag};
 
 mod codec;
 pub(crate) mod scan;
@@ -216,8 +216,8 @@ pub struct FaultEvent {
     pub scenario: String,
     /// When (RFC 3339).
     pub at: String,
-    /// The fault's name (`kill`, `cut-database`, `redirect`, …).
-    pub fault: String,
+    /// The fault's name (`kill`, `cut-database`, `front`, …).
+    pub fault: FaultName,
     /// What it did.
     pub action: String,
     /// Free text details.

@@ -18,6 +18,7 @@ use super::{
     DEFAULT_READY_TIMEOUT,
 };
 use crate::history::{now_rfc3339, Event, FaultEvent, HistorySink};
+use crate::tag::FaultName;
 use crate::tcpproxy::{Mode, Proxy};
 
 /// Which of the receiver's processes.
@@ -53,7 +54,7 @@ pub enum Cut {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SupervisorEvent {
     /// The fault verb.
-    pub fault: String,
+    pub fault: FaultName,
     /// What it did.
     pub action: String,
 }
@@ -218,20 +219,17 @@ impl Supervisor {
     }
 
     /// Writes one action to the history (when attached) and remembers it.
-    pub fn record(&mut self, fault: &str, action: String, detail: Option<String>) {
+    pub fn record(&mut self, fault: FaultName, action: String, detail: Option<String>) {
         if let Some((sink, scenario)) = &self.sink {
             let _ = sink.write(Event::Fault(FaultEvent {
                 scenario: scenario.clone(),
                 at: now_rfc3339(),
-                fault: fault.to_string(),
+                fault: fault.clone(),
                 action: action.clone(),
                 detail,
             }));
         }
-        self.actions.push(SupervisorEvent {
-            fault: fault.to_string(),
-            action,
-        });
+        self.actions.push(SupervisorEvent { fault, action });
     }
 
     fn process(&mut self, role: Role) -> Option<&mut Process> {
@@ -273,10 +271,10 @@ impl Supervisor {
         let pid = p.pid();
         p.signal(signal)?;
         let fault = match signal {
-            Signal::Kill => "kill",
-            Signal::Stop => "pause",
-            Signal::Cont => "resume",
-            Signal::Term => "terminate",
+            Signal::Kill => FaultName::Kill,
+            Signal::Stop => FaultName::Pause,
+            Signal::Cont => FaultName::Resume,
+            Signal::Term => FaultName::Terminate,
         };
         self.record(
             fault,
@@ -305,7 +303,7 @@ impl Supervisor {
         let started = Instant::now();
         let pid = self.spawn(role).await?;
         self.record(
-            "restart",
+            FaultName::Restart,
             format!("start {} (pid {pid})", role.name()),
             Some(format!(
                 "{why}; ready after {} ms",
@@ -365,7 +363,7 @@ impl Supervisor {
                 format!("exclusive lock on {}", path.display())
             }
         };
-        self.record("cut-database", action, None);
+        self.record(FaultName::CutDatabase, action, None);
         Ok(())
     }
 
@@ -400,7 +398,7 @@ impl Supervisor {
                 "lock released".to_string()
             }
         };
-        self.record("restore-database", action, detail);
+        self.record(FaultName::RestoreDatabase, action, detail);
         Ok(())
     }
 

@@ -7,9 +7,9 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::delivery::{random_id, Body, Task, TaskStatus};
+use crate::fault::spec::ReconcileSpec;
 use crate::history::{Intent, ProviderTask};
 use crate::plan::Plan;
-use crate::scenario::ReconcileSpec;
 
 /// One task the provider knows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -53,7 +53,7 @@ use crate::profile::REDELIVERY_LIMIT_PER_HOUR;
 use crate::profile::{BodyShape, Freshness, Identity, Profile, Semantics};
 use crate::scenario::{Forgery, Signing};
 use crate::signature::{Scheme, Secret};
-use crate::tag::FaultTag;
+use crate::tag::{FaultName, FaultTag};
 
 pub mod copies;
 pub mod exchange;
@@ -241,7 +241,7 @@ pub async fn send(
     let p = &cfg.profile;
     if p.body != BodyShape::Answerline || p.body_template.is_some() {
         ctx.note(
-            "profile",
+            FaultName::Profile,
             format!("judged by profile {}'s rules", p.name),
             Some(p.semantics.describe()),
         );
@@ -548,11 +548,11 @@ impl Ctx {
         faults.extend(tags);
     }
 
-    fn note(&self, fault: &str, action: String, detail: Option<String>) {
+    fn note(&self, fault: FaultName, action: String, detail: Option<String>) {
         self.write(Event::Fault(FaultEvent {
             scenario: self.scenario.clone(),
             at: now_rfc3339(),
-            fault: fault.into(),
+            fault,
             action,
             detail,
         }));
@@ -571,7 +571,7 @@ impl Ctx {
         self.write(Event::Fault(FaultEvent {
             scenario: self.scenario.clone(),
             at: now_rfc3339(),
-            fault: "tamper".into(),
+            fault: FaultName::Tamper,
             action: format!("skip delivery {} ({})", d.id, d.body.task.id),
             detail: Some(why),
         }));
@@ -844,7 +844,7 @@ async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
                     ctx.write(Event::Fault(FaultEvent {
                         scenario: ctx.scenario.clone(),
                         at: now_rfc3339(),
-                        fault: "duplicate".into(),
+                        fault: FaultName::Duplicate,
                         action: format!("skip replay of {}", d.id),
                         detail: Some(
                             "the delivery was never acknowledged, so there is no request to replay"
@@ -924,7 +924,7 @@ async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
                         Err(Refusal::HourlyLimit { limit, retry_in }) => {
                             ctx.tally(|s| s.throttled += 1);
                             ctx.note(
-                                "redeliver",
+                                FaultName::Redeliver,
                                 format!(
                                     "hourly limit of {limit} redeliveries reached for account {}; delivery {} waits {}",
                                     d.account,
@@ -1120,7 +1120,7 @@ async fn run_round(
                 if let Err(why) = ctx.desk.request(&d.account, Standing::Pending) {
                     ctx.tally(|s| s.refused_pending += 1);
                     ctx.note(
-                        "redeliver",
+                        FaultName::Redeliver,
                         format!("refused a redelivery of {} ({})", d.id, d.body.task.id),
                         Some(why.to_string()),
                     );

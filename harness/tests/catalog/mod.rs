@@ -8,7 +8,7 @@ use hookstorm::provider::{book, Provider};
 use hookstorm::scenario::Scenario;
 use hookstorm::sender::send;
 use hookstorm::signature::Secret;
-use hookstorm::tag::FaultTag;
+use hookstorm::tag::{FaultName, FaultTag};
 use http_body_util::{BodyExt, Empty};
 
 use crate::support::*;
@@ -91,7 +91,7 @@ async fn front_fails_the_first_attempts_then_forwards_bytes_that_still_verify() 
     }
     let faults = events
         .iter()
-        .filter(|e| matches!(e, Event::Fault(f) if f.fault == "front"))
+        .filter(|e| matches!(e, Event::Fault(f) if f.fault == FaultName::Front))
         .count();
     assert_eq!(faults, 6);
 }

@@ -1,0 +1,200 @@
+//! `kind = "kill"`, `"kill-worker"` and `"cut-database"`: the specs of
+//! the process and database faults the nemesis carries out, and their
+//! bounds.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::HumanDuration;
+
+/// The signal of a `kill` fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KillSignal {
+    /// SIGKILL, then restart.
+    Kill,
+    /// SIGTERM (graceful), then restart.
+    Term,
+    /// SIGSTOP for `pause`, then SIGCONT.
+    Stop,
+}
+
+/// `kind = "kill"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KillSpec {
+    /// The signal.
+    #[serde(default = "default_signal")]
+    pub signal: KillSignal,
+    /// How many times, at seeded random moments within `over`.
+    #[serde(default = "default_kills")]
+    pub count: u32,
+    /// The steady stream's length: first attempts are spread over it.
+    #[serde(default = "default_over")]
+    pub over: HumanDuration,
+    /// SIGSTOP only: how long the process stays paused.
+    #[serde(default = "default_pause")]
+    pub pause: HumanDuration,
+    /// A crash point the receiver fires itself (`crash-after-commit=1/8`),
+    /// used instead of timed kills when the target's lifecycle says
+    /// `failpoints = true`.
+    #[serde(default)]
+    pub failpoint: Option<String>,
+}
+
+/// `kind = "kill-worker"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KillWorkerSpec {
+    /// How many SIGKILLs, at seeded random moments within `over`.
+    #[serde(default = "default_kills")]
+    pub count: u32,
+    /// The steady stream's length.
+    #[serde(default = "default_over")]
+    pub over: HumanDuration,
+    /// A worker crash point (`crash-in-worker=3`) used instead of timed
+    /// kills when the target's lifecycle says `failpoints = true`.
+    #[serde(default)]
+    pub failpoint: Option<String>,
+}
+
+/// How a database is cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CutVia {
+    /// The fault proxy if configured, else the stop/start commands, else a SQLite lock.
+    Auto,
+    /// The fault proxy.
+    Proxy,
+    /// The stop and start commands.
+    Commands,
+    /// An exclusive lock on the SQLite file.
+    SqliteLock,
+}
+
+/// What the fault proxy does during the cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CutMode {
+    /// Reset new connections.
+    Refuse,
+    /// Reset existing and new connections.
+    Reset,
+    /// Swallow traffic: the receiver's own timeouts must end its waits.
+    Blackhole,
+    /// Delay every chunk by `latency`.
+    Latency,
+}
+
+/// `kind = "cut-database"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CutDatabaseSpec {
+    /// How.
+    #[serde(default = "default_via")]
+    pub via: CutVia,
+    /// Proxy mode.
+    #[serde(default = "default_cut_mode")]
+    pub mode: CutMode,
+    /// Proxy latency mode: the delay per chunk.
+    #[serde(default = "default_latency")]
+    pub latency: HumanDuration,
+    /// When the cut starts, after sending starts.
+    #[serde(default = "default_at")]
+    pub at: HumanDuration,
+    /// The least time the database stays cut (real time, never scaled);
+    /// `min` is the same key.
+    #[serde(default = "default_outage", alias = "min")]
+    pub duration: HumanDuration,
+    /// The cut holds until this many attempts sent during it have been
+    /// answered (any status) while the database was down, so that a
+    /// receiver whose connection pool waits longer than `duration` still has
+    /// to answer during the outage.
+    #[serde(default = "default_seen")]
+    pub seen: u32,
+    /// The longest the cut holds, seen or not (real time, never scaled).
+    #[serde(default = "default_max_outage")]
+    pub max: HumanDuration,
+    /// The steady stream's length.
+    #[serde(default = "default_over")]
+    pub over: HumanDuration,
+}
+
+fn default_signal() -> KillSignal {
+    KillSignal::Kill
+}
+fn default_kills() -> u32 {
+    3
+}
+fn default_over() -> HumanDuration {
+    HumanDuration(Duration::from_secs(2))
+}
+fn default_pause() -> HumanDuration {
+    HumanDuration(Duration::from_millis(500))
+}
+fn default_via() -> CutVia {
+    CutVia::Auto
+}
+fn default_cut_mode() -> CutMode {
+    CutMode::Reset
+}
+fn default_latency() -> HumanDuration {
+    HumanDuration(Duration::from_millis(200))
+}
+fn default_at() -> HumanDuration {
+    HumanDuration(Duration::from_millis(300))
+}
+fn default_outage() -> HumanDuration {
+    HumanDuration(Duration::from_secs(1))
+}
+fn default_seen() -> u32 {
+    3
+}
+fn default_max_outage() -> HumanDuration {
+    HumanDuration(Duration::from_secs(30))
+}
+
+impl KillSpec {
+    /// Checks the spec's bounds; the error is the message the scenario file reports.
+    pub fn validate(&self) -> Result<(), String> {
+        check_count_over("kill", self.count, self.over)
+    }
+}
+
+impl KillWorkerSpec {
+    /// Checks the spec's bounds; the error is the message the scenario file reports.
+    pub fn validate(&self) -> Result<(), String> {
+        check_count_over("kill-worker", self.count, self.over)
+    }
+}
+
+impl CutDatabaseSpec {
+    /// Checks the spec's bounds; the error is the message the scenario file reports.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.duration.0.is_zero() || self.duration.0 > Duration::from_secs(3600) {
+            return Err("cut-database duration: expected more than 0 and at most 1h".into());
+        }
+        if self.max.0 < self.duration.0 || self.max.0 > Duration::from_secs(3600) {
+            return Err(format!(
+                "cut-database max = {}: expected at least duration ({}) and at most 1h",
+                self.max, self.duration
+            ));
+        }
+        if self.seen == 0 || self.seen > 1000 {
+            return Err("cut-database seen: expected 1 to 1000".into());
+        }
+        Ok(())
+    }
+}
+
+/// The bounds a timed kill shares: at most 1000 kills within at most 1h.
+fn check_count_over(fault: &str, count: u32, over: HumanDuration) -> Result<(), String> {
+    if count > 1000 {
+        return Err(format!("{fault} count: expected at most 1000"));
+    }
+    if over.0 > Duration::from_secs(3600) {
+        return Err(format!("{fault} over: expected at most 1h"));
+    }
+    Ok(())
+}
