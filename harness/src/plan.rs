@@ -13,7 +13,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::delivery::{random_id, Body};
-use crate::fault::spec::{FaultSpec, Forgery, FrontSpec, ReconcileSpec, RedeliverSpec, Signing};
+use crate::fault::spec::{
+    self, FaultSpec, Forgery, FrontSpec, ReconcileSpec, RedeliverSpec, Signing,
+};
 use crate::history::Intent;
 use crate::tag::{FaultName, FaultTag};
 
@@ -221,26 +223,17 @@ impl Plan {
 
     /// The scenario's fault front, if it asks for one.
     pub fn front(&self) -> Option<&FrontSpec> {
-        self.faults.iter().find_map(|f| match f {
-            FaultSpec::Front(x) => Some(x),
-            _ => None,
-        })
+        spec::front(&self.faults)
     }
 
     /// The scenario's redelivery rules, if it sets any.
     pub fn redeliver(&self) -> Option<&RedeliverSpec> {
-        self.faults.iter().find_map(|f| match f {
-            FaultSpec::Redeliver(x) => Some(x),
-            _ => None,
-        })
+        spec::redeliver(&self.faults)
     }
 
     /// The scenario's reconciliation step, if it has one.
     pub fn reconcile(&self) -> Option<&ReconcileSpec> {
-        self.faults.iter().find_map(|f| match f {
-            FaultSpec::Reconcile(x) => Some(x),
-            _ => None,
-        })
+        spec::reconcile(&self.faults)
     }
 
     /// The random stream for one purpose of this plan's scenario and seed.

@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{read_toml, ConfigError};
+use crate::fault::spec;
 use crate::units::HumanDuration;
 
 pub use crate::fault::spec::{
@@ -199,26 +200,17 @@ impl Scenario {
 
     /// The scenario's fault front, if it asks for one.
     pub fn front(&self) -> Option<&FrontSpec> {
-        self.faults.iter().find_map(|f| match f {
-            FaultSpec::Front(x) => Some(x),
-            _ => None,
-        })
+        spec::front(&self.faults)
     }
 
     /// The scenario's redelivery rules, if it sets any.
     pub fn redeliver(&self) -> Option<&RedeliverSpec> {
-        self.faults.iter().find_map(|f| match f {
-            FaultSpec::Redeliver(x) => Some(x),
-            _ => None,
-        })
+        spec::redeliver(&self.faults)
     }
 
     /// The scenario's reconciliation step, if it has one.
     pub fn reconcile(&self) -> Option<&ReconcileSpec> {
-        self.faults.iter().find_map(|f| match f {
-            FaultSpec::Reconcile(x) => Some(x),
-            _ => None,
-        })
+        spec::reconcile(&self.faults)
     }
 
     /// The forgeries any tamper fault adds.

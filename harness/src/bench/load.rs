@@ -906,6 +906,7 @@ mod tests {
             error: Some(error.to_string()),
             connect_failed,
             location: None,
+            body: Bytes::new(),
         }
     }
 

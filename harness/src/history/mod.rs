@@ -89,7 +89,12 @@ impl TransportFailure {
         let e = error.to_ascii_lowercase();
         if e.contains("timeout") || e.contains("timed out") {
             TransportFailure::Timeout
-        } else if e.contains("connect") {
+        } else if e.contains("(connect)")
+            || e.contains("connect error")
+            || e.contains("connection refused")
+        {
+            // hyper's "client error (Connect): tcp connect error: …"; a
+            // "connection closed …" after the request went out is not one.
             TransportFailure::Connect
         } else {
             TransportFailure::Other
@@ -289,4 +294,24 @@ impl Event {
 /// Current wall-clock time as RFC 3339 with milliseconds.
 pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TransportFailure;
+
+    #[test]
+    fn transport_failures_are_told_apart_by_kind() {
+        let of = TransportFailure::of;
+        assert_eq!(of("timeout after 15s"), TransportFailure::Timeout);
+        assert_eq!(
+            of("client error (Connect): tcp connect error: Connection refused (os error 111)"),
+            TransportFailure::Connect
+        );
+        assert_eq!(
+            of("connection closed before message completed"),
+            TransportFailure::Other
+        );
+        assert_eq!(of("connection reset by peer"), TransportFailure::Other);
+    }
 }

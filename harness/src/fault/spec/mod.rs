@@ -123,6 +123,30 @@ fn one() -> f64 {
     1.0
 }
 
+/// The fault front among `faults`, if one asks for it.
+pub fn front(faults: &[FaultSpec]) -> Option<&FrontSpec> {
+    faults.iter().find_map(|f| match f {
+        FaultSpec::Front(x) => Some(x),
+        _ => None,
+    })
+}
+
+/// The redelivery rules among `faults`, if any are set.
+pub fn redeliver(faults: &[FaultSpec]) -> Option<&RedeliverSpec> {
+    faults.iter().find_map(|f| match f {
+        FaultSpec::Redeliver(x) => Some(x),
+        _ => None,
+    })
+}
+
+/// The reconciliation step among `faults`, if there is one.
+pub fn reconcile(faults: &[FaultSpec]) -> Option<&ReconcileSpec> {
+    faults.iter().find_map(|f| match f {
+        FaultSpec::Reconcile(x) => Some(x),
+        _ => None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
