@@ -203,12 +203,6 @@ fn init_writes_a_target_file_that_runs_against_a_receiver() -> TestResult {
     // Written once; a second init does not overwrite it.
     let again = hookstorm(&["init", "--no-input", "--out", "mine.toml"], dir.path());
     assert_eq!(again.status.code(), Some(254), "{}", text(&again));
-    let join = |v: &Vec<hookstorm::signature::Secret>| {
-        v.iter()
-            .map(|s| s.expose().to_string())
-            .collect::<Vec<_>>()
-            .join(",")
-    };
     let run = Command::new(env!("CARGO_BIN_EXE_hookstorm"))
         .args([
             "run",
@@ -225,8 +219,14 @@ fn init_writes_a_target_file_that_runs_against_a_receiver() -> TestResult {
             "--out",
             "out",
         ])
-        .env("HOOKSTORM_SECRETS_ACCT_A", join(&target.secrets["acct_a"]))
-        .env("HOOKSTORM_SECRETS_ACCT_B", join(&target.secrets["acct_b"]))
+        .env(
+            "HOOKSTORM_SECRETS_ACCT_A",
+            crate::common::secrets_csv(&target.secrets["acct_a"]),
+        )
+        .env(
+            "HOOKSTORM_SECRETS_ACCT_B",
+            crate::common::secrets_csv(&target.secrets["acct_b"]),
+        )
         .env("HS_ADMIN_TOKEN", target.state.token.clone().unwrap())
         .env("NO_COLOR", "1")
         .current_dir(dir.path())

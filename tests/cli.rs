@@ -161,12 +161,6 @@ fn flags_alone_test_a_running_receiver_with_secrets_from_the_environment() {
         .block_on(hookstorm_cli::builtin::start(None, None))
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let join = |v: &Vec<hookstorm::signature::Secret>| {
-        v.iter()
-            .map(|s| s.expose().to_string())
-            .collect::<Vec<_>>()
-            .join(",")
-    };
     let out = Command::new(env!("CARGO_BIN_EXE_hookstorm"))
         .args([
             "run",
@@ -191,8 +185,14 @@ fn flags_alone_test_a_running_receiver_with_secrets_from_the_environment() {
             "--state-token-env",
             "HS_ADMIN_TOKEN",
         ])
-        .env("HS_SECRETS_A", join(&target.secrets["acct_a"]))
-        .env("HS_SECRETS_B", join(&target.secrets["acct_b"]))
+        .env(
+            "HS_SECRETS_A",
+            crate::common::secrets_csv(&target.secrets["acct_a"]),
+        )
+        .env(
+            "HS_SECRETS_B",
+            crate::common::secrets_csv(&target.secrets["acct_b"]),
+        )
         .env("HS_ADMIN_TOKEN", target.state.token.clone().unwrap())
         .current_dir(dir.path())
         .output()

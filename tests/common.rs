@@ -187,3 +187,12 @@ pub fn non_passing(report: &RunReport) -> Vec<String> {
     }
     out
 }
+
+/// Secrets as a comma-separated list (how an environment variable holds a rotation).
+pub fn secrets_csv(secrets: &[hookstorm::signature::Secret]) -> String {
+    secrets
+        .iter()
+        .map(|s| s.expose().to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}

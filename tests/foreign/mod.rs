@@ -107,28 +107,9 @@ pub fn run_hookstorm_holding(
     env: &[(&str, &str)],
     sockets: &hookstorm::lifecycle::Sockets,
 ) -> ForeignRun {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let target = dir.path().join("target.toml");
-    std::fs::write(
-        &target,
-        target_toml.replace("{dir}", &dir.path().display().to_string()),
-    )
-    .expect("write the target file");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookstorm"));
+    let (dir, mut cmd) = hookstorm_run(target_toml, args, env);
     hookstorm::lifecycle::inherit_sockets(&mut cmd, sockets).expect("hand over the sockets");
-    let out = cmd
-        .arg("run")
-        .arg("--target")
-        .arg(&target)
-        .arg("--out")
-        .arg(dir.path().join("reports"))
-        .args(args)
-        .env("FOREIGN_SECRET_A", SECRET_A)
-        .env("FOREIGN_SECRET_B", SECRET_B)
-        .env("NO_COLOR", "1")
-        .envs(env.iter().copied())
-        .output()
-        .expect("run hookstorm");
+    let out = cmd.output().expect("run hookstorm");
     let report = read_report(&dir.path().join("reports").join("latest"));
     ForeignRun {
         code: out.status.code().unwrap_or(-1),
@@ -151,24 +132,8 @@ pub fn run_hookstorm_watching(
     mut on_line: impl FnMut(&str) + Send,
 ) -> ForeignRun {
     use std::io::{BufRead, Read};
-    let dir = tempfile::tempdir().expect("tempdir");
-    let target = dir.path().join("target.toml");
-    std::fs::write(
-        &target,
-        target_toml.replace("{dir}", &dir.path().display().to_string()),
-    )
-    .expect("write the target file");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hookstorm"))
-        .arg("run")
-        .arg("--target")
-        .arg(&target)
-        .arg("--out")
-        .arg(dir.path().join("reports"))
-        .args(args)
-        .env("FOREIGN_SECRET_A", SECRET_A)
-        .env("FOREIGN_SECRET_B", SECRET_B)
-        .env("NO_COLOR", "1")
-        .envs(env.iter().copied())
+    let (dir, mut cmd) = hookstorm_run(target_toml, args, env);
+    let mut child = cmd
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -196,6 +161,35 @@ pub fn run_hookstorm_watching(
         output: format!("{out}{err}"),
         dir,
     }
+}
+
+/// `hookstorm run` against `target_toml` (written into a fresh folder, its
+/// `{dir}` replaced by that folder's path), reporting into that folder, with
+/// both foreign secrets and `env` set.
+fn hookstorm_run(
+    target_toml: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (tempfile::TempDir, Command) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let target = dir.path().join("target.toml");
+    std::fs::write(
+        &target,
+        target_toml.replace("{dir}", &dir.path().display().to_string()),
+    )
+    .expect("write the target file");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookstorm"));
+    cmd.arg("run")
+        .arg("--target")
+        .arg(&target)
+        .arg("--out")
+        .arg(dir.path().join("reports"))
+        .args(args)
+        .env("FOREIGN_SECRET_A", SECRET_A)
+        .env("FOREIGN_SECRET_B", SECRET_B)
+        .env("NO_COLOR", "1")
+        .envs(env.iter().copied());
+    (dir, cmd)
 }
 
 fn read_report(dir: &Path) -> Option<RunReport> {
