@@ -480,4 +480,124 @@ mod tests {
             assert!(parse(line).is_none(), "{line}");
         }
     }
+
+    mod differential {
+        //! The scanner is a second parser of the history format: for any
+        //! attempt serde writes, it either steps aside (`None`, and serde
+        //! reads the line) or reads exactly what serde reads.
+        use super::*;
+        use crate::tag::FaultTag;
+        use proptest::prelude::*;
+
+        /// Text with what a history can hold: plain ids, escapes, quotes,
+        /// backslashes, control characters and non-ASCII.
+        fn text() -> impl Strategy<Value = String> {
+            prop_oneof![
+                "[a-z0-9_]{0,12}",
+                "[ -~]{0,16}",
+                "[\\\\\"\\n\\t\\u{1}é😀a]{0,6}",
+            ]
+        }
+
+        fn tag() -> impl Strategy<Value = FaultTag> {
+            prop_oneof![
+                Just(FaultTag::DropAck),
+                Just(FaultTag::DatabaseCut),
+                Just(FaultTag::FrontRedirect),
+                (1u32..4, 1u32..4).prop_map(|(k, n)| FaultTag::ConcurrentCopy { k, n }),
+                text().prop_map(|t| FaultTag::parse(&t)),
+            ]
+        }
+
+        fn attempt() -> impl Strategy<Value = Attempt> {
+            let outcome = prop_oneof![Just(Outcome::Ok), Just(Outcome::Fail), Just(Outcome::Info)];
+            let intent = prop_oneof![
+                Just(Intent::Genuine),
+                Just(Intent::Test),
+                Just(Intent::Forged),
+                Just(Intent::CrossAccount),
+                Just(Intent::Oversized),
+                Just(Intent::ExpiredReplay),
+            ];
+            let status = prop_oneof![Just(TaskStatus::Completed), Just(TaskStatus::Failed)];
+            (
+                (text(), text(), text(), text(), proptest::option::of(text())),
+                (
+                    0u32..20,
+                    proptest::collection::vec(tag(), 0..3),
+                    proptest::option::of(100u16..600),
+                ),
+                (
+                    proptest::option::of(0.0f64..1e6),
+                    proptest::option::of(text()),
+                    outcome,
+                    intent,
+                ),
+                (
+                    proptest::option::of(text()),
+                    proptest::option::of(status),
+                    proptest::option::of(text()),
+                ),
+                (
+                    proptest::option::of(text()),
+                    proptest::option::of(any::<u64>()),
+                    any::<bool>(),
+                    any::<bool>(),
+                ),
+            )
+                .prop_map(
+                    |(
+                        (sc, d, k, acct, job),
+                        (n, faults, st),
+                        (lat, err, out, int),
+                        (det, ts, created),
+                        (res, seq, poison, dead),
+                    )| {
+                        Attempt {
+                            job,
+                            attempt: n,
+                            faults,
+                            status: st,
+                            latency_ms: lat,
+                            error: err,
+                            outcome: out,
+                            intent: int,
+                            detail: det,
+                            task_status: ts,
+                            created_at: created,
+                            resource: res,
+                            sequence: seq,
+                            poison,
+                            dead,
+                            ..Attempt::new(&sc, &d, &k, &acct)
+                        }
+                    },
+                )
+        }
+
+        proptest! {
+            #[test]
+            fn the_scanner_reads_any_written_attempt_as_serde_does_or_steps_aside(a in attempt()) {
+                let line = serde_json::to_string(&Event::Attempt(a)).unwrap();
+                let slow: RawLine = serde_json::from_str(&line).unwrap();
+                if let Some(fast) = parse(&line) {
+                    prop_assert!(same(&fast, &slow), "{}", line);
+                }
+            }
+
+            #[test]
+            fn the_scanner_reads_plain_attempts_itself(
+                key in "[a-z0-9_]{1,12}",
+                status in proptest::option::of(100u16..600),
+                lat in proptest::option::of(0.0f64..1e6),
+            ) {
+                let a = Attempt { status, latency_ms: lat, ..Attempt::new("s", "whd_1", &key, "acct_a") };
+                let line = serde_json::to_string(&Event::Attempt(a)).unwrap();
+                let fast = parse(&line);
+                prop_assert!(fast.is_some(), "the fast path must take {}", line);
+                let slow: RawLine = serde_json::from_str(&line).unwrap();
+                prop_assert!(same(&fast.unwrap(), &slow), "{}", line);
+            }
+        }
+    }
 }
