@@ -301,67 +301,32 @@ pub async fn nemesis(
     let start = Instant::now();
     let mut rng = plan.rng("nemesis", 0);
     for f in &plan.faults {
-        let r = match f {
-            FaultSpec::Kill(k) => {
-                let crash_points = k.failpoint.is_some() && sup.supports_failpoints();
-                let moments = if crash_points {
-                    Vec::new()
-                } else {
-                    moments(&mut rng, k.count, k.over.0)
-                };
-                let mut place = Placement {
-                    gauge: Some(gauge),
-                    rng: plan.rng("kill-placement", 0),
-                };
-                signals(
-                    sup,
-                    Role::Receiver,
-                    k,
-                    &moments,
-                    start,
-                    &mut place,
-                    &mut done,
-                    &mut acts,
-                    &mut cps,
-                )
-                .await
-            }
-            FaultSpec::KillWorker(k) => {
-                let crash_points = k.failpoint.is_some() && sup.supports_failpoints();
-                let moments = if crash_points {
-                    Vec::new()
-                } else {
-                    moments(&mut rng, k.count, k.over.0)
-                };
-                let spec = KillSpec {
-                    signal: KillSignal::Kill,
-                    count: k.count,
-                    over: k.over,
-                    pause: Default::default(),
-                    failpoint: k.failpoint.clone(),
-                };
-                // The worker answers no request: its kills keep their moments.
-                let mut place = Placement {
-                    gauge: None,
-                    rng: plan.rng("kill-placement", 1),
-                };
-                signals(
-                    sup,
-                    Role::Worker,
-                    &spec,
-                    &moments,
-                    start,
-                    &mut place,
-                    &mut done,
-                    &mut acts,
-                    &mut cps,
-                )
-                .await
-            }
-            FaultSpec::CutDatabase(c) => {
-                cut(sup, c, start, gauge, &mut done, &mut acts, &mut cps).await
-            }
-            _ => Ok(()),
+        // The receiver's kills are placed by its traffic; the worker answers
+        // no request, so its kills keep their moments.
+        let kills = match f {
+            FaultSpec::Kill(k) => Some((Role::Receiver, k.clone(), Some(gauge), 0)),
+            FaultSpec::KillWorker(k) => Some((Role::Worker, k.as_kill(), None, 1)),
+            _ => None,
+        };
+        let r = if let Some((role, spec, gauge, stream)) = kills {
+            let crash_points = spec.failpoint.is_some() && sup.supports_failpoints();
+            let moments = if crash_points {
+                Vec::new()
+            } else {
+                moments(&mut rng, spec.count, spec.over.0)
+            };
+            let mut place = Placement {
+                gauge,
+                rng: plan.rng("kill-placement", stream),
+            };
+            signals(
+                sup, role, &spec, &moments, start, &mut place, &mut done, &mut acts, &mut cps,
+            )
+            .await
+        } else if let FaultSpec::CutDatabase(c) = f {
+            cut(sup, c, start, gauge, &mut done, &mut acts, &mut cps).await
+        } else {
+            Ok(())
         };
         if let Err(e) = r {
             acts.errors.push(e.to_string());

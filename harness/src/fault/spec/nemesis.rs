@@ -167,6 +167,17 @@ impl KillWorkerSpec {
     pub fn validate(&self) -> Result<(), String> {
         check_count_over("kill-worker", self.count, self.over)
     }
+
+    /// The same kills as a [`KillSpec`]: SIGKILL, no pause.
+    pub fn as_kill(&self) -> KillSpec {
+        KillSpec {
+            signal: KillSignal::Kill,
+            count: self.count,
+            over: self.over,
+            pause: Default::default(),
+            failpoint: self.failpoint.clone(),
+        }
+    }
 }
 
 impl CutDatabaseSpec {
