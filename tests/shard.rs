@@ -144,6 +144,43 @@ fn spawn_shards(target: &Path, cwd: &Path, count: u32, only: &[u32], duration: &
         .collect()
 }
 
+/// Waits (at most 20 s) until the shard whose folder under `out` ends with
+/// `name` has written a `shard.json` that says it is running.
+fn wait_until_running(out: &Path, name: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let running = |p: &Path| {
+        std::fs::read(p.join(hookstorm::shard::MANIFEST))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .is_some_and(|m| m["status"] == "running")
+    };
+    while Instant::now() < deadline {
+        let found = std::fs::read_dir(out)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .any(|e| e.file_name().to_string_lossy().ends_with(name) && running(&e.path()));
+        if found {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("no running {name} under {} within 20 s", out.display());
+}
+
+/// Asserts a merge came out unknown, for a reason that says `why`.
+fn assert_unknown(o: &Output, merged: &serde_json::Value, why: &str) {
+    assert_eq!(
+        o.status.code(),
+        Some(hookstorm::exit::UNKNOWN),
+        "{}",
+        output_text(o)
+    );
+    assert_eq!(merged["verdict"], "unknown", "{merged}");
+    let reasons = merged["unknown_because"].to_string();
+    assert!(reasons.contains(why), "{reasons}");
+}
+
 fn json(path: &Path) -> serde_json::Value {
     serde_json::from_slice(
         &std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
@@ -269,8 +306,9 @@ fn a_shard_that_died_or_is_missing_makes_the_merged_verdict_unknown() -> TestRes
     let dir = tempfile::tempdir()?;
     let r = start_receiver(dir.path())?;
     let mut shards = spawn_shards(&r.target, dir.path(), 3, &[0, 1, 2], "3s");
-    // Shard 2 dies mid-run (SIGKILL: no chance to write anything more).
-    std::thread::sleep(Duration::from_millis(3000));
+    // Shard 2 dies while its manifest says it is running (SIGKILL: no
+    // chance to write anything more).
+    wait_until_running(&dir.path().join("shards"), "shard2of3");
     let mut dying = shards.pop().unwrap();
     let killed = dying.kill();
     dying.wait()?;
@@ -280,15 +318,7 @@ fn a_shard_that_died_or_is_missing_makes_the_merged_verdict_unknown() -> TestRes
         assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
     }
     let (o, merged) = merge(dir.path(), &[dir.path().join("shards")], &r.target);
-    assert_eq!(
-        o.status.code(),
-        Some(hookstorm::exit::UNKNOWN),
-        "{}",
-        output_text(&o)
-    );
-    assert_eq!(merged["verdict"], "unknown", "{merged}");
-    let why = merged["unknown_because"].to_string();
-    assert!(why.contains("shard 2 never finished"), "{why}");
+    assert_unknown(&o, &merged, "shard 2 never finished");
 
     // Only shards 0 and 1 given: shard 2 is missing.
     let mut finished: Vec<PathBuf> = std::fs::read_dir(dir.path().join("shards"))?
@@ -301,15 +331,7 @@ fn a_shard_that_died_or_is_missing_makes_the_merged_verdict_unknown() -> TestRes
     finished.sort();
     assert_eq!(finished.len(), 2, "{finished:?}");
     let (o, merged) = merge(dir.path(), &finished, &r.target);
-    assert_eq!(
-        o.status.code(),
-        Some(hookstorm::exit::UNKNOWN),
-        "{}",
-        output_text(&o)
-    );
-    assert_eq!(merged["verdict"], "unknown", "{merged}");
-    let why = merged["unknown_because"].to_string();
-    assert!(why.contains("shard 2 of 3 is missing"), "{why}");
+    assert_unknown(&o, &merged, "shard 2 of 3 is missing");
     assert_eq!(merged["shards"][2]["status"], "missing", "{merged}");
     Ok(())
 }
