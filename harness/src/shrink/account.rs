@@ -661,7 +661,7 @@ mod tests {
         ];
         let check = failing(
             InvariantId::I5,
-            "1 of 1 jobs have the wrong winner",
+            "1 wrong winners among 1 jobs",
             vec![evidence(
                 "job-1",
                 "job job-1: expected winner tsk_c, reported tsk_f (a FAILED task)",

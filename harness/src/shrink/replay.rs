@@ -384,9 +384,9 @@ post() {{
         }
         let _ = writeln!(
             self.out,
-            "{var}=$(sign {} < \"$here/\"{})",
+            "{var}=$(sign {} < \"$here/{}\")",
             args.join(" "),
-            shell_quote(s.file)
+            s.file
         );
     }
 
@@ -752,4 +752,207 @@ fn intent_word(i: Intent) -> &'static str {
 /// Text safe inside a `#` comment: one line.
 fn one_line(s: &str) -> String {
     s.replace(['\n', '\r'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::delivery::{task_body, TaskStatus};
+
+    fn envs() -> Vec<(String, String)> {
+        vec![
+            ("acct_a".into(), "SECRETS_A".into()),
+            ("acct_b".into(), "SECRETS_B".into()),
+        ]
+    }
+
+    fn plan() -> Plan {
+        Plan {
+            scenario: "replay-unit".into(),
+            seed: 3,
+            accounts: vec!["acct_a".into(), "acct_b".into()],
+            faults: Vec::new(),
+            deliveries: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    fn add<'p>(p: &'p mut Plan, account: &str, intent: Intent) -> &'p mut PlannedDelivery {
+        let mut rng = p.rng("test-bodies", p.deliveries.len() as u64);
+        let b = task_body(
+            &mut rng,
+            Some("job-1".into()),
+            TaskStatus::Completed,
+            "2026-11-29T10:00:00Z".into(),
+        );
+        p.push_new(&mut rng, account, b, intent)
+    }
+
+    fn script(p: &Plan, profile: &str) -> ReplayScript {
+        let profile = Profile::builtin(profile).unwrap();
+        replay_script(
+            p,
+            "http://127.0.0.1:9/hooks/{account}",
+            &profile,
+            &envs(),
+            1024,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn concurrent_copies_go_out_as_background_jobs_released_together_then_waited_for() {
+        let mut p = plan();
+        add(&mut p, "acct_a", Intent::Genuine).copies = 3;
+        add(&mut p, "acct_b", Intent::Genuine);
+        let s = script(&p, "answerline").script;
+        let lines: Vec<&str> = s.lines().collect();
+        let copies: Vec<usize> = (0..lines.len())
+            .filter(|&i| lines[i].starts_with("post 'd0 ") && lines[i].ends_with(" &"))
+            .collect();
+        assert_eq!(copies.len(), 3, "{s}");
+        assert_eq!(lines[copies[2] + 1], "wait", "{s}");
+        // One signature for the three copies, made before they go out.
+        assert_eq!(s.matches("sig_d0=$(sign").count(), 1, "{s}");
+        let d1 = s.find("post 'd1 ").unwrap();
+        assert!(s.find("wait").unwrap() < d1);
+        assert!(!s[d1..].lines().next().unwrap().ends_with('&'));
+    }
+
+    #[test]
+    fn every_account_names_its_variable_and_the_script_never_signs_with_a_literal_secret() {
+        let mut p = plan();
+        add(&mut p, "acct_a", Intent::Genuine);
+        let cross = add(&mut p, "acct_a", Intent::CrossAccount);
+        cross.forgery = Some(Forgery::CrossAccount);
+        let s = script(&p, "answerline").script;
+        assert!(s.contains("need SECRETS_A acct_a\n"), "{s}");
+        assert!(s.contains("need SECRETS_B acct_b\n"), "{s}");
+        assert!(!s.contains("--secret "), "{s}");
+        assert!(s.starts_with("#!/usr/bin/env bash\n"));
+        assert!(s.contains("set -euo pipefail\n"));
+        // A cross-account forgery is signed with the other account's variable.
+        let d1 = &s[s.find("# d1:").unwrap()..];
+        assert!(d1.contains("sign --secret-env SECRETS_B "), "{d1}");
+        let missing = replay_script(
+            &p,
+            "http://127.0.0.1:9/{account}",
+            &Profile::default_profile(),
+            &envs()[..1],
+            1024,
+        )
+        .unwrap_err();
+        assert!(matches!(missing, ReplayError::NoSecretEnv { ref account } if account == "acct_b"));
+        assert!(
+            missing.to_string().contains("acct_b=MY_SECRETS"),
+            "{missing}"
+        );
+        let bad = vec![
+            ("acct_a".into(), "X; rm -rf /".into()),
+            ("acct_b".into(), "B".into()),
+        ];
+        let e = replay_script(
+            &p,
+            "http://h/{account}",
+            &Profile::default_profile(),
+            &bad,
+            1,
+        )
+        .unwrap_err();
+        assert!(matches!(e, ReplayError::BadEnvName { .. }), "{e}");
+        let e = replay_script(&p, "ftp://h/", &Profile::default_profile(), &envs(), 1).unwrap_err();
+        assert!(matches!(e, ReplayError::BadUrl { .. }), "{e}");
+    }
+
+    #[test]
+    fn bodies_are_files_with_the_exact_bytes_and_a_tampered_body_is_sent_not_signed() {
+        let mut p = plan();
+        let d = add(&mut p, "acct_a", Intent::Genuine);
+        d.bytes = b"{\"task\":{},\n \"odd\":\"\\u00e9 ' $x `y`\"}".to_vec();
+        let exact = d.bytes.clone();
+        let t = add(&mut p, "acct_a", Intent::Forged);
+        t.forgery = Some(Forgery::TamperedBody);
+        let o = add(&mut p, "acct_b", Intent::Oversized);
+        o.forgery = Some(Forgery::Oversized);
+        let r = script(&p, "answerline");
+        let file = |name: &str| {
+            r.files
+                .iter()
+                .find(|(f, _)| f == Path::new(name))
+                .map(|(_, b)| b.clone())
+                .unwrap_or_else(|| panic!("no {name}"))
+        };
+        assert_eq!(file("bodies/d0.json"), exact);
+        assert_ne!(file("bodies/d1.tampered.json"), file("bodies/d1.json"));
+        assert!(file("bodies/d2.oversized.json").len() > 1024);
+        let s = &r.script;
+        assert!(
+            s.contains("sig_d1=$(sign --secret-env SECRETS_A --id whd_"),
+            "{s}"
+        );
+        assert!(s.contains("< \"$here/bodies/d1.json\")"), "{s}");
+        assert!(s.contains("bodies/d1.tampered.json \"$sig_d1\""), "{s}");
+        assert!(s.contains("< \"$here/bodies/d2.oversized.json\")"), "{s}");
+        assert!(s.contains("--data-binary \"@$here/$body\""), "{s}");
+    }
+
+    #[test]
+    fn forgeries_the_run_would_skip_under_the_profile_are_left_out_with_the_reason() {
+        let mut p = plan();
+        add(&mut p, "acct_a", Intent::Forged).forgery = Some(Forgery::StaleTimestamp);
+        add(&mut p, "acct_a", Intent::Forged).forgery = Some(Forgery::WrongSecret);
+        let s = script(&p, "github").script;
+        assert!(
+            s.contains("# skipped, as the run skipped it: stale-timestamp: under profile github no timestamp is checked"),
+            "{s}"
+        );
+        assert!(!s.contains("post 'd0 "), "{s}");
+        assert!(s.contains("--forge wrong-secret"), "{s}");
+        // Under answerline the stale timestamp is refused, so it is sent.
+        let s = script(&p, "answerline").script;
+        assert!(s.contains("--forge stale-timestamp"), "{s}");
+    }
+
+    #[test]
+    fn redeliveries_follow_the_first_round_and_a_fresh_id_is_signed_again_where_the_id_is_signed() {
+        let mut p = plan();
+        let d = add(&mut p, "acct_a", Intent::Genuine);
+        d.redeliveries = vec![
+            Redelivery::Replay,
+            Redelivery::FreshId("whd_00000000000000ff".into()),
+            Redelivery::Redeliver,
+            Redelivery::ExpiredReplay,
+        ];
+        d.drop_acks = 1;
+        add(&mut p, "acct_b", Intent::Genuine);
+        let s = script(&p, "standard-webhooks").script;
+        let at = |needle: &str| s.find(needle).unwrap_or_else(|| panic!("{needle}:\n{s}"));
+        // d1's first request goes before d0's resends: first sends, then the rest.
+        assert!(at("post 'd1 ") < at(" attempt 2' "));
+        assert!(at(" attempt 2' ") < at(" replay' "));
+        assert!(at(" replay' ") < at(" fresh id' "));
+        assert!(at(" fresh id' ") < at(" redelivery' "));
+        assert!(at(" redelivery' ") < at(" expired replay' "));
+        // Standard Webhooks signs the id: the fresh id gets its own signature.
+        assert!(s.contains("--id msg_00000000000000ff"), "{s}");
+        assert!(s.contains("--forge expired-replay"), "{s}");
+        // The replay reuses the acknowledged request's signature.
+        let replay = s.lines().find(|l| l.contains(" replay' ")).unwrap();
+        assert!(replay.contains("\"$sig_d0\""), "{replay}");
+        // Under answerline the fresh id keeps the signature, only the header changes.
+        let s = script(&p, "answerline").script;
+        let fresh = s.lines().find(|l| l.contains(" fresh id' ")).unwrap();
+        assert!(
+            fresh.contains("\"$sig_d0\"") && fresh.contains("'Webhook-Id: whd_00000000000000ff'"),
+            "{fresh}"
+        );
+    }
+
+    #[test]
+    fn the_same_plan_gives_the_same_script() {
+        let mut p = plan();
+        add(&mut p, "acct_a", Intent::Genuine).copies = 2;
+        add(&mut p, "acct_b", Intent::Test);
+        assert_eq!(script(&p, "stripe"), script(&p, "stripe"));
+    }
 }
