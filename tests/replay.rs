@@ -17,7 +17,13 @@ use hookstorm::state::State;
 use hookstorm::target::Target;
 use hookstorm_receiver::Defect;
 
-use crate::common::{secrets_csv, TestResult};
+use hookstorm::check::{InvariantId, Verdict};
+use hookstorm::history::Event;
+use hookstorm::shrink::account::account;
+use hookstorm::signature::Secret;
+use hookstorm::vocabulary::Vocabulary;
+
+use crate::common::{run_embedded, scenarios, secrets_csv, TestResult};
 
 const ENV_A: &str = "HS_REPLAY_SECRETS_A";
 const ENV_B: &str = "HS_REPLAY_SECRETS_B";
@@ -335,6 +341,138 @@ async fn the_replay_script_holds_no_secret_and_stops_when_a_variable_is_unset() 
     let st = state(&target).await;
     assert!(genuine.iter().all(|k| stored(&st, k) == 0));
     receiver.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_run_is_told_from_its_history_and_its_replay_fails_the_same_way() -> TestResult {
+    let seed = 31;
+    let name = "bad-signature";
+    let (outcome, _out) = run_embedded(
+        Some(Defect::SkipsSignatureCheck),
+        None,
+        &[name],
+        seed,
+        false,
+    )
+    .await;
+    let s = &outcome.report.scenarios[0];
+    let i4 = s.check.result(InvariantId::I4).expect("I4 checked");
+    assert_eq!(i4.verdict, Verdict::Fail, "{}", i4.summary);
+    let events: Vec<Event> =
+        hookstorm::history::read(&outcome.dir.join(&s.history))?.collect::<Result<_, _>>()?;
+    let plan = hookstorm::workload::plan(
+        &scenarios(&[name])[0],
+        hookstorm::run::scenario_seed(seed, name),
+    );
+    let told = account(&plan, &events, &s.check, &Vocabulary::answerline());
+    assert!(told.starts_with(&format!("{name}, seed ")), "{told}");
+    assert!(told.contains("\nI4 no-phantom failed: "), "{told}");
+    assert!(told.contains(", forged: "), "{told}");
+    assert!(told.contains("): answered 2"), "{told}");
+    assert!(told.contains("found: stored a forged delivery\n"), "{told}");
+    assert!(
+        told.contains("\n  expected: nothing stored for a forged"),
+        "{told}"
+    );
+    // The same plan, replayed by the script against a fresh receiver with
+    // the same defect, stores the same forged deliveries.
+    let (receiver, target) =
+        hookstorm_cli::builtin::start(Some(Defect::SkipsSignatureCheck), None).await?;
+    let env = secret_env(&target);
+    let (out, _dir) = tokio::task::spawn_blocking({
+        let (plan, target) = (plan.clone(), target.clone());
+        move || run_script(&plan, &target, &env)
+    })
+    .await?;
+    assert!(out.status.success(), "{}", text(&out));
+    let st = state(&target).await;
+    let forged: Vec<&str> = i4.evidence.iter().map(|e| e.key.as_str()).collect();
+    assert!(!forged.is_empty());
+    for key in forged {
+        assert_eq!(
+            stored(&st, key),
+            1,
+            "{key} not stored by the replay:\n{}",
+            text(&out)
+        );
+    }
+    receiver.shutdown().await;
+    Ok(())
+}
+
+#[test]
+fn sign_prints_only_the_signature_or_a_forgery_of_it_from_a_secret_in_the_environment() -> TestResult
+{
+    let dir = tempfile::tempdir()?;
+    let body = br#"{"task":{"id":"tsk_1"}}"#;
+    std::fs::write(dir.path().join("body.json"), body)?;
+    let sign = |flags: &str| -> Output {
+        Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "{} sign --secret-env HS_SIGN_SECRET --id whd_1 {flags} < body.json",
+                env!("CARGO_BIN_EXE_hookstorm")
+            ))
+            .current_dir(dir.path())
+            .env("HS_SIGN_SECRET", "whsec_one,whsec_two")
+            .output()
+            .expect("sign runs")
+    };
+    let headers = |o: &Output| -> Vec<(String, String)> {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| l.split_once(": "))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let profile = hookstorm::profile::Profile::default_profile();
+    let verifies = |h: &[(String, String)], secret: &str| {
+        profile
+            .scheme
+            .verify(
+                &[Secret::new(secret)],
+                h,
+                body,
+                chrono::Utc::now().timestamp(),
+                profile.tolerance_secs(),
+            )
+            .is_ok()
+    };
+    let plain = sign("--signature-only");
+    let h = headers(&plain);
+    assert_eq!(h.len(), 1, "{h:?}");
+    assert_eq!(h[0].0, "Webhook-Signature");
+    assert!(verifies(&h, "whsec_one") && verifies(&h, "whsec_two"));
+    for forge in [
+        "wrong-secret",
+        "missing-header",
+        "malformed-header",
+        "stale-timestamp",
+        "future-timestamp",
+    ] {
+        let o = sign(&format!("--signature-only --forge {forge}"));
+        assert!(o.status.success(), "{forge}: {}", text(&o));
+        let h = headers(&o);
+        assert!(
+            !verifies(&h, "whsec_one") && !verifies(&h, "whsec_two"),
+            "{forge}: {h:?}"
+        );
+    }
+    let rotated = headers(&sign("--signature-only --signing old+new"));
+    assert!(verifies(&rotated, "whsec_two"), "{rotated:?}");
+    assert_eq!(rotated[0].1.matches(",v1=").count(), 3, "{rotated:?}");
+    let bad = sign("--forge oversized");
+    assert_eq!(bad.status.code(), Some(hookstorm::exit::USAGE));
+    assert!(
+        text(&bad).contains("expected FORGERY, one of tampered-body, wrong-secret"),
+        "{}",
+        text(&bad)
+    );
+    // Without --signature-only, the profile's id header and Content-Type too.
+    let full = headers(&sign(""));
+    let names: Vec<&str> = full.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(names, ["Webhook-Id", "Webhook-Signature", "Content-Type"]);
     Ok(())
 }
 
