@@ -139,10 +139,18 @@ pub fn replay_script(
         }
     }
     let env_of = |account: &str| env_for(secret_envs, account);
-    let mut accounts: Vec<&str> = plan.accounts.iter().map(String::as_str).collect();
+    // The accounts whose secrets sign something: each delivery's, and the
+    // other account a cross-account forgery is signed with.
+    let mut accounts: Vec<&str> = Vec::new();
     for d in &plan.deliveries {
-        if !accounts.contains(&d.account.as_str()) {
-            accounts.push(&d.account);
+        let other = match d.forgery {
+            Some(Forgery::CrossAccount) => other_account(plan, &d.account),
+            _ => None,
+        };
+        for a in std::iter::once(d.account.as_str()).chain(other) {
+            if !accounts.contains(&a) {
+                accounts.push(a);
+            }
         }
     }
     for a in &accounts {
@@ -163,7 +171,12 @@ pub fn replay_script(
         let _ = writeln!(w.out, "\necho '# wave {}'", wave + 1);
         let mut sent = Vec::new();
         for d in &members {
-            let other = other_account(plan, &d.account).map(env_of).transpose()?;
+            let other = match d.forgery {
+                Some(Forgery::CrossAccount) => {
+                    other_account(plan, &d.account).map(env_of).transpose()?
+                }
+                _ => None,
+            };
             if w.first_round(d, env_of(&d.account)?, other) {
                 sent.push(*d);
             }
@@ -847,6 +860,19 @@ mod tests {
             missing.to_string().contains("acct_b=MY_SECRETS"),
             "{missing}"
         );
+        // An account nothing is signed for needs no variable.
+        let mut only_a = plan();
+        add(&mut only_a, "acct_a", Intent::Genuine);
+        let s = replay_script(
+            &only_a,
+            "http://127.0.0.1:9/{account}",
+            &Profile::default_profile(),
+            &envs()[..1],
+            1024,
+        )
+        .unwrap()
+        .script;
+        assert!(!s.contains("SECRETS_B"), "{s}");
         let bad = vec![
             ("acct_a".into(), "X; rm -rf /".into()),
             ("acct_b".into(), "B".into()),
