@@ -16,6 +16,7 @@ mod determinism;
 mod docs;
 mod foreign;
 mod reference;
+mod replay;
 mod report_html;
 mod robust;
 mod shard;

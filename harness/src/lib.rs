@@ -78,6 +78,7 @@ pub mod scenario;
 pub mod schedule;
 pub mod sender;
 pub mod shard;
+pub mod shrink;
 pub mod signature;
 pub mod state;
 pub mod tag;
