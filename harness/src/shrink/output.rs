@@ -1,0 +1,174 @@
+//! What a shrink leaves behind, in its output folder:
+//!
+//! - `<scenario>.min.toml`: the minimal plan as an explicit scenario
+//!   ([`crate::explicit`]), which `hookstorm run --scenario` replays as it
+//!   is; its leading comments say what fails and how often;
+//! - `history.jsonl` and `state.json`: the minimal plan's last failing run;
+//! - `shrink.json`: the summary (failure, rate, sizes, steps, check) for
+//!   tools.
+//!
+//! The human account and the curl replay script are made from the same
+//! [`Report`]. Nothing written here holds a secret: the plan carries none,
+//! and the history records what was sent, never the keys that signed it.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::{Ended, Report, ShrinkError, Trial};
+
+/// Where the outputs of one shrink are.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Files {
+    /// The minimal scenario file.
+    pub scenario: PathBuf,
+    /// The minimal failing run's history.
+    pub history: Option<PathBuf>,
+    /// The minimal failing run's state.
+    pub state: Option<PathBuf>,
+    /// `shrink.json`.
+    pub summary: PathBuf,
+}
+
+/// The file name of the minimal scenario of `name`.
+pub fn scenario_file_name(name: &str) -> String {
+    format!("{name}.min.toml")
+}
+
+/// Why the search stopped, in words.
+pub fn ended_words(e: Ended) -> &'static str {
+    match e {
+        Ended::Minimal => "no single reduction of it still fails",
+        Ended::Runs => "the run count ran out (--max-runs)",
+        Ended::Time => "the time budget ran out (--budget)",
+    }
+}
+
+/// The one-line headline: what fails, how small, how often.
+pub fn headline(r: &Report) -> String {
+    format!(
+        "{}: {} {} with {} deliveries (from {}), {}",
+        r.scenario.name,
+        r.failure.invariant,
+        r.failure.verdict,
+        r.minimal.deliveries.len(),
+        r.original.deliveries.len(),
+        r.rate
+    )
+}
+
+#[derive(Serialize)]
+struct Summary<'a> {
+    scenario: &'a str,
+    seed: u64,
+    plan_seed: u64,
+    invariant: &'a str,
+    invariant_name: &'a str,
+    verdict: String,
+    failed: u32,
+    confirm_runs: u32,
+    deliveries_before: usize,
+    deliveries_after: usize,
+    accounts_after: usize,
+    faults_after: Vec<&'a str>,
+    search_runs: usize,
+    ended: &'a str,
+    elapsed_s: f64,
+    steps: &'a [String],
+    scenario_file: String,
+    history: Option<String>,
+    state: Option<String>,
+    check: &'a crate::check::ScenarioCheck,
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ShrinkError + '_ {
+    move |e| ShrinkError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Writes the outputs of `report` into `dir`, the history and state
+/// copied from `trial` (the minimal plan's last failing run).
+pub fn write(report: &Report, trial: &Trial, dir: &Path) -> Result<Files, ShrinkError> {
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let scenario = dir.join(scenario_file_name(&report.scenario.name));
+    let header = vec![
+        format!("Minimal counterexample of scenario {} (run seed {}).", report.scenario.name, report.seed),
+        format!(
+            "{} {}: {} in the confirmation runs.",
+            report.failure.invariant, report.failure.verdict, report.rate
+        ),
+        format!(
+            "Cut from {} to {} deliveries in {} runs; stopped because {}.",
+            report.original.deliveries.len(),
+            report.minimal.deliveries.len(),
+            report.runs,
+            ended_words(report.ended)
+        ),
+        format!(
+            "Replay it as it is: hookstorm run --scenario {} (with the same target flags).",
+            file_name(&scenario)
+        ),
+    ];
+    let text = crate::explicit::to_toml(
+        &report.scenario,
+        &report.scenario.name,
+        &report.minimal,
+        &header,
+    );
+    std::fs::write(&scenario, text).map_err(io(&scenario))?;
+    let copy = |from: &Option<PathBuf>, name: &str| -> Result<Option<PathBuf>, ShrinkError> {
+        match from {
+            Some(f) if f.exists() => {
+                let to = dir.join(name);
+                std::fs::copy(f, &to).map_err(io(&to))?;
+                Ok(Some(to))
+            }
+            _ => Ok(None),
+        }
+    };
+    let history = copy(&trial.history, "history.jsonl")?;
+    let state = copy(&trial.state, "state.json")?;
+    let summary = dir.join("shrink.json");
+    let s = Summary {
+        scenario: &report.scenario.name,
+        seed: report.seed,
+        plan_seed: report.minimal.seed,
+        invariant: report.failure.invariant.code(),
+        invariant_name: report.failure.invariant.name(),
+        verdict: report.failure.verdict.to_string(),
+        failed: report.rate.failed,
+        confirm_runs: report.rate.runs,
+        deliveries_before: report.original.deliveries.len(),
+        deliveries_after: report.minimal.deliveries.len(),
+        accounts_after: report.minimal.accounts.len(),
+        faults_after: report.minimal.faults.iter().map(|f| f.name()).collect(),
+        search_runs: report.runs,
+        ended: match report.ended {
+            Ended::Minimal => "minimal",
+            Ended::Runs => "max-runs",
+            Ended::Time => "budget",
+        },
+        elapsed_s: report.elapsed.as_secs_f64(),
+        steps: &report.steps,
+        scenario_file: file_name(&scenario),
+        history: history.as_deref().map(file_name),
+        state: state.as_deref().map(file_name),
+        check: &report.check,
+    };
+    let json = serde_json::to_vec_pretty(&s).expect("the summary serializes");
+    std::fs::write(&summary, json).map_err(io(&summary))?;
+    Ok(Files {
+        scenario,
+        history,
+        state,
+        summary,
+    })
+}
