@@ -19,5 +19,6 @@ mod reference;
 mod report_html;
 mod robust;
 mod shard;
+mod shrink;
 mod sql_probe;
 mod tls;

@@ -31,6 +31,38 @@ pub const MAX_COPIES: u32 = 100;
 /// Most acks discarded (or first attempts held back) per explicit delivery.
 pub const MAX_DIRECTIVE: u32 = 100;
 
+/// A plan seed as the file writes it: a TOML integer, or a string of
+/// digits for seeds above TOML's largest integer (2^63 - 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlanSeed(pub u64);
+
+impl Serialize for PlanSeed {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match i64::try_from(self.0) {
+            Ok(n) => s.serialize_i64(n),
+            Err(_) => s.serialize_str(&self.0.to_string()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PlanSeed {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Int(i64),
+            Text(String),
+        }
+        let bad = || {
+            serde::de::Error::custom("expected a seed from 0 to 18446744073709551615, as an integer or a string of digits")
+        };
+        match Raw::deserialize(d)? {
+            Raw::Int(n) => u64::try_from(n).map(PlanSeed).map_err(|_| bad()),
+            Raw::Text(t) => t.trim().parse().map(PlanSeed).map_err(|_| bad()),
+        }
+    }
+}
+
 /// The deliveries of an explicit scenario and the plan's fixed seed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Explicit {
@@ -164,7 +196,11 @@ impl DeliveryEntry {
     /// The planned delivery this table describes (`position` is its place
     /// in the file, the index when none is given); the message says what
     /// is wrong.
-    pub fn to_planned(&self, position: usize, accounts: &[String]) -> Result<PlannedDelivery, String> {
+    pub fn to_planned(
+        &self,
+        position: usize,
+        accounts: &[String],
+    ) -> Result<PlannedDelivery, String> {
         if self.id.trim().is_empty() {
             return Err("id is empty".into());
         }
@@ -222,7 +258,10 @@ impl DeliveryEntry {
 pub fn is_run_time(f: &FaultSpec) -> bool {
     !matches!(
         f,
-        FaultSpec::Duplicate(_) | FaultSpec::Reorder(_) | FaultSpec::DropAck(_) | FaultSpec::Tamper(_)
+        FaultSpec::Duplicate(_)
+            | FaultSpec::Reorder(_)
+            | FaultSpec::DropAck(_)
+            | FaultSpec::Tamper(_)
     )
 }
 
@@ -281,7 +320,7 @@ struct FileOut<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     drain: Option<HumanDuration>,
     accounts: &'a [String],
-    seed: u64,
+    seed: PlanSeed,
     #[serde(rename = "fault", skip_serializing_if = "<[FaultSpec]>::is_empty")]
     faults: &'a [FaultSpec],
     #[serde(rename = "delivery")]
@@ -293,7 +332,12 @@ struct FileOut<'a> {
 /// as leading comment lines. Plan-time faults are left out (they are in
 /// the deliveries); the plan's stream-wide fault notes are not carried.
 pub fn to_toml(scenario: &Scenario, name: &str, plan: &Plan, header: &[String]) -> String {
-    let faults: Vec<FaultSpec> = plan.faults.iter().filter(|f| is_run_time(f)).cloned().collect();
+    let faults: Vec<FaultSpec> = plan
+        .faults
+        .iter()
+        .filter(|f| is_run_time(f))
+        .cloned()
+        .collect();
     let file = FileOut {
         name,
         description: &scenario.description,
@@ -304,7 +348,7 @@ pub fn to_toml(scenario: &Scenario, name: &str, plan: &Plan, header: &[String]) 
         time_scale: scenario.time_scale,
         drain: scenario.drain.map(HumanDuration),
         accounts: &plan.accounts,
-        seed: plan.seed,
+        seed: PlanSeed(plan.seed),
         faults: &faults,
         deliveries: plan.deliveries.iter().map(DeliveryEntry::of).collect(),
     };
@@ -326,7 +370,6 @@ pub fn to_toml(scenario: &Scenario, name: &str, plan: &Plan, header: &[String]) 
 mod tests {
     use super::*;
     use crate::scenario::{FaultSpec, Workload};
-    use std::path::PathBuf;
 
     fn generative(faults: &str, workload: &str, accounts: &str) -> (tempfile::TempDir, Scenario) {
         let dir = tempfile::tempdir().unwrap();
@@ -373,16 +416,23 @@ mod tests {
         let mut want = plan.clone();
         want.faults.retain(is_run_time);
         assert_eq!(replayed.deliveries, want.deliveries);
-        assert_eq!(replayed, Plan { scenario: "g-min".into(), ..want });
+        assert_eq!(
+            replayed,
+            Plan {
+                scenario: "g-min".into(),
+                ..want
+            }
+        );
         // The directives did occur, so the test compares something.
         let d = &plan.deliveries;
         assert!(d.iter().any(|d| d.copies > 1) && d.iter().any(|d| d.drop_acks > 0));
         assert!(d.iter().any(|d| d.forgery.is_some()) && d.iter().any(|d| d.poison));
         assert!(d.iter().any(|d| d.hold_attempts > 0) && d.iter().any(|d| d.wave > 0));
         assert!(d.iter().any(|d| d.signing != Signing::Current));
-        assert!(d
+        assert!(d.iter().any(|d| d
+            .redeliveries
             .iter()
-            .any(|d| d.redeliveries.iter().any(|r| matches!(r, Redelivery::FreshId(_)))));
+            .any(|r| matches!(r, Redelivery::FreshId(_)))));
     }
 
     #[test]
@@ -392,7 +442,19 @@ mod tests {
         let (back, _) = round_trip(&s, &plan);
         assert_eq!(crate::workload::plan(&back, 1).seed, 7);
         assert_eq!(crate::workload::plan(&back, 2).deliveries, plan.deliveries);
-        assert_eq!(back.workload, Workload { jobs: 0, ..Workload::default() });
+        // Above TOML's largest integer the seed is written as a string.
+        let big = crate::workload::plan(&s, u64::MAX - 1);
+        let (back, replayed) = round_trip(&s, &big);
+        assert_eq!(replayed.seed, u64::MAX - 1);
+        assert_eq!(replayed.deliveries, big.deliveries);
+        assert!(back.explicit.is_some());
+        assert_eq!(
+            back.workload,
+            Workload {
+                jobs: 0,
+                ..Workload::default()
+            }
+        );
     }
 
     fn explicit_file(rest: &str) -> String {
@@ -426,13 +488,22 @@ mod tests {
         let e = explicit_file(&format!(
             "[[delivery]]\nid = \"whd_1\"\naccount = \"acct_a\"\n{BODY}\ncopeis = 2\n"
         ));
-        assert!(e.contains("e.toml") && e.contains("copeis") && e.contains("line 11"), "{e}");
+        assert!(
+            e.contains("e.toml") && e.contains("copeis") && e.contains("line 11"),
+            "{e}"
+        );
         let e = explicit_file(&format!(
             "[[delivery]]\nid = \"whd_1\"\naccount = \"acct_b\"\n{BODY}\n"
         ));
-        assert!(e.contains("delivery 1 (id whd_1): account \"acct_b\""), "{e}");
+        assert!(
+            e.contains("delivery 1 (id whd_1): account \"acct_b\""),
+            "{e}"
+        );
         let e = explicit_file("[[delivery]]\nid = \"whd_1\"\naccount = \"acct_a\"\nbody = '{}'\n");
-        assert!(e.contains("delivery 1 (id whd_1): body: expected a delivery body"), "{e}");
+        assert!(
+            e.contains("delivery 1 (id whd_1): body: expected a delivery body"),
+            "{e}"
+        );
         let e = explicit_file(&format!(
             "[[delivery]]\nid = \"whd_1\"\naccount = \"acct_a\"\n{BODY}\nredeliveries = [\"again\"]\n"
         ));
@@ -455,6 +526,5 @@ mod tests {
     fn a_seed_without_deliveries_is_an_error() {
         let e = explicit_file("");
         assert!(e.contains("seed is only for [[delivery]]"), "{e}");
-        let _ = PathBuf::new();
     }
 }

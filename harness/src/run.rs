@@ -405,12 +405,17 @@ fn timeout_stop(opts: &RunOptions) -> (String, String) {
     )
 }
 
-/// The command that reproduces one scenario of this run.
+/// The command that reproduces one scenario of this run (an explicit
+/// scenario by its file: its name is the scenario it was cut from).
 fn reproduce_command(opts: &RunOptions, scenario: &Scenario) -> String {
+    let which = match &scenario.explicit {
+        Some(_) if !scenario.path.as_os_str().is_empty() => scenario.path.display().to_string(),
+        _ => scenario.name.clone(),
+    };
     format!(
         "{} --scenario {} --seed {}{}",
         opts.reproduce,
-        scenario.name,
+        which,
         opts.seed,
         opts.time_scale
             .map(|t| format!(" --time-scale {t}"))

@@ -131,7 +131,7 @@ struct ScenarioFile {
     #[serde(default, rename = "fault")]
     faults: Vec<FaultSpec>,
     #[serde(default)]
-    seed: Option<u64>,
+    seed: Option<explicit::PlanSeed>,
     #[serde(default, rename = "delivery")]
     deliveries: Option<Vec<DeliveryEntry>>,
 }
@@ -168,7 +168,7 @@ impl Scenario {
                 let deliveries = explicit::deliveries(&entries, &accounts)
                     .map_err(|m| ConfigError::invalid(path, m))?;
                 Some(Explicit {
-                    seed: seed.unwrap_or(0),
+                    seed: seed.map(|s| s.0).unwrap_or(0),
                     deliveries,
                 })
             }

@@ -194,11 +194,14 @@ pub enum Outcome {
 }
 
 /// Runs plans against a target as explicit scenarios, through
-/// [`crate::run::run_until`], each in its own report folder under `dir`.
+/// [`crate::run::run_until`], each in its own report folder `<dir>/<n>`
+/// (run ids are to the second, so two runs may share one).
 pub struct TargetOracle<'a> {
     target: &'a Target,
     scenario: &'a Scenario,
     opts: RunOptions,
+    dir: PathBuf,
+    runs: usize,
     stop: &'a Stop,
 }
 
@@ -224,6 +227,8 @@ impl<'a> TargetOracle<'a> {
             target,
             scenario,
             opts,
+            dir: dir.to_path_buf(),
+            runs: 0,
             stop,
         }
     }
@@ -242,6 +247,7 @@ pub fn explicit_scenario(scenario: &Scenario, plan: &Plan) -> Scenario {
             seed: plan.seed,
             deliveries: plan.deliveries.clone(),
         }),
+        path: PathBuf::new(),
         ..scenario.clone()
     }
 }
@@ -249,6 +255,8 @@ pub fn explicit_scenario(scenario: &Scenario, plan: &Plan) -> Scenario {
 impl Oracle for TargetOracle<'_> {
     async fn run(&mut self, plan: &Plan) -> Result<Trial, ShrinkError> {
         let s = explicit_scenario(self.scenario, plan);
+        self.runs += 1;
+        self.opts.out_dir = self.dir.join(self.runs.to_string());
         let outcome =
             crate::run::run_until(self.target, &[s], &self.opts, &mut |_| {}, self.stop).await;
         if self.stop.requested() {
@@ -267,15 +275,10 @@ impl Oracle for TargetOracle<'_> {
     }
 
     fn discard(&mut self, trial: Trial) {
-        // <runs>/<run-id>/<scenario>/history.jsonl: the run's folder goes.
-        if let Some(run_dir) = trial
-            .history
-            .as_deref()
-            .and_then(Path::parent)
-            .and_then(Path::parent)
-        {
-            if run_dir.starts_with(&self.opts.out_dir) {
-                let _ = std::fs::remove_dir_all(run_dir);
+        // <dir>/<n>/<run-id>/<scenario>/history.jsonl: the trial's folder goes.
+        if let Some(own) = trial.history.as_deref().and_then(|h| h.ancestors().nth(3)) {
+            if own.parent() == Some(self.dir.as_path()) {
+                let _ = std::fs::remove_dir_all(own);
             }
         }
     }
@@ -292,17 +295,19 @@ pub fn failure_of(trial: &Trial, wanted: Option<InvariantId>) -> Option<search::
             verdict: v,
         });
     }
-    [Verdict::Fail, Verdict::NonStrict].into_iter().find_map(|want| {
-        trial
-            .check
-            .results
-            .iter()
-            .find(|r| r.verdict == want)
-            .map(|r| search::Target {
-                invariant: r.id,
-                verdict: r.verdict,
-            })
-    })
+    [Verdict::Fail, Verdict::NonStrict]
+        .into_iter()
+        .find_map(|want| {
+            trial
+                .check
+                .results
+                .iter()
+                .find(|r| r.verdict == want)
+                .map(|r| search::Target {
+                    invariant: r.id,
+                    verdict: r.verdict,
+                })
+        })
 }
 
 /// The plan the original run sends: `scenario` for run seed `seed`, its
@@ -476,7 +481,10 @@ mod tests {
         let f = failure_of(&t, Some(I2)).unwrap();
         assert_eq!(f.verdict, Verdict::NonStrict);
         assert!(failure_of(&t, Some(I1)).is_none());
-        assert!(failure_of(&t, Some(I3)).is_none(), "not checked is no failure");
+        assert!(
+            failure_of(&t, Some(I3)).is_none(),
+            "not checked is no failure"
+        );
         let only_non_strict = trial(&[(I7, Verdict::NonStrict), (I1, Verdict::Unknown)]);
         assert_eq!(failure_of(&only_non_strict, None).unwrap().invariant, I7);
         assert!(failure_of(&trial(&[(I1, Verdict::Unknown)]), None).is_none());
@@ -484,7 +492,10 @@ mod tests {
 
     #[test]
     fn a_failure_rate_reads_as_fails_x_of_k_runs() {
-        let r = FailureRate { failed: 7, runs: 10 };
+        let r = FailureRate {
+            failed: 7,
+            runs: 10,
+        };
         assert_eq!(r.to_string(), "fails 7 of 10 runs");
     }
 

@@ -44,14 +44,22 @@ pub fn ended_words(e: Ended) -> &'static str {
     }
 }
 
+/// `n deliveries`, `1 delivery`.
+pub fn deliveries(n: usize) -> String {
+    match n {
+        1 => "1 delivery".into(),
+        n => format!("{n} deliveries"),
+    }
+}
+
 /// The one-line headline: what fails, how small, how often.
 pub fn headline(r: &Report) -> String {
     format!(
-        "{}: {} {} with {} deliveries (from {}), {}",
+        "{}: {} {} with {} (from {}), {}",
         r.scenario.name,
         r.failure.invariant,
         r.failure.verdict,
-        r.minimal.deliveries.len(),
+        deliveries(r.minimal.deliveries.len()),
         r.original.deliveries.len(),
         r.rate
     )
@@ -100,13 +108,16 @@ pub fn write(report: &Report, trial: &Trial, dir: &Path) -> Result<Files, Shrink
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let scenario = dir.join(scenario_file_name(&report.scenario.name));
     let header = vec![
-        format!("Minimal counterexample of scenario {} (run seed {}).", report.scenario.name, report.seed),
         format!(
-            "{} {}: {} in the confirmation runs.",
+            "Minimal counterexample of scenario {} (run seed {}).",
+            report.scenario.name, report.seed
+        ),
+        format!(
+            "{} {}: the minimal plan {} after the search.",
             report.failure.invariant, report.failure.verdict, report.rate
         ),
         format!(
-            "Cut from {} to {} deliveries in {} runs; stopped because {}.",
+            "Cut from {} deliveries to {} in {} runs; stopped because {}.",
             report.original.deliveries.len(),
             report.minimal.deliveries.len(),
             report.runs,

@@ -181,13 +181,15 @@ pub fn simplifications(plan: &Plan, i: usize) -> Vec<Candidate> {
         out.push(Candidate { step, plan: p });
     };
     if d.copies > 1 {
-        with(format!("delivery {n}: one copy instead of {}", d.copies), &|d| {
-            d.copies = 1
-        });
+        with(
+            format!("delivery {n}: one copy instead of {}", d.copies),
+            &|d| d.copies = 1,
+        );
         if d.copies > 2 {
-            with(format!("delivery {n}: two copies instead of {}", d.copies), &|d| {
-                d.copies = 2
-            });
+            with(
+                format!("delivery {n}: two copies instead of {}", d.copies),
+                &|d| d.copies = 2,
+            );
         }
     }
     if !d.redeliveries.is_empty() {
@@ -198,15 +200,22 @@ pub fn simplifications(plan: &Plan, i: usize) -> Vec<Candidate> {
         }
         for (r, what) in d.redeliveries.iter().enumerate() {
             let what = crate::explicit::redelivery_text(what);
-            with(format!("delivery {n}: without redelivery {what}"), &move |d| {
-                d.redeliveries.remove(r);
-            });
+            with(
+                format!("delivery {n}: without redelivery {what}"),
+                &move |d| {
+                    d.redeliveries.remove(r);
+                },
+            );
         }
     }
     if d.drop_acks > 0 {
-        with(format!("delivery {n}: no dropped acks"), &|d| d.drop_acks = 0);
+        with(format!("delivery {n}: no dropped acks"), &|d| {
+            d.drop_acks = 0
+        });
         if d.drop_acks > 1 {
-            with(format!("delivery {n}: one dropped ack"), &|d| d.drop_acks = 1);
+            with(format!("delivery {n}: one dropped ack"), &|d| {
+                d.drop_acks = 1
+            });
         }
     }
     if d.hold_attempts > 0 {
@@ -226,9 +235,10 @@ pub fn simplifications(plan: &Plan, i: usize) -> Vec<Candidate> {
         );
     }
     if d.signing != crate::fault::spec::Signing::Current {
-        with(format!("delivery {n}: signed with the current secrets"), &|d| {
-            d.signing = crate::fault::spec::Signing::Current
-        });
+        with(
+            format!("delivery {n}: signed with the current secrets"),
+            &|d| d.signing = crate::fault::spec::Signing::Current,
+        );
     }
     if d.wave > 0 {
         with(format!("delivery {n}: in the first wave"), &|d| d.wave = 0);
@@ -357,7 +367,10 @@ mod tests {
             ]
         );
         assert!(c.iter().all(|c| size(&c.plan) < size(&p)));
-        assert_eq!(c[4].plan.deliveries[0].redeliveries, vec![Redelivery::Replay]);
+        assert_eq!(
+            c[4].plan.deliveries[0].redeliveries,
+            vec![Redelivery::Replay]
+        );
         assert!(simplifications(&p, 1).is_empty());
     }
 

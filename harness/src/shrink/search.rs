@@ -264,10 +264,16 @@ pub async fn minimize<O: Oracle>(
     };
     loop {
         let mut progress = s.deliveries(on_event).await?;
-        while s.first_of(reduce::account_candidates(&s.best), on_event).await? {
+        while s
+            .first_of(reduce::account_candidates(&s.best), on_event)
+            .await?
+        {
             progress = true;
         }
-        while s.first_of(reduce::fault_candidates(&s.best), on_event).await? {
+        while s
+            .first_of(reduce::fault_candidates(&s.best), on_event)
+            .await?
+        {
             progress = true;
         }
         progress |= s.simplify(on_event).await?;
