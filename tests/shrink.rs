@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use hookstorm::check::Verdict;
 use hookstorm::interrupt::Stop;
-use hookstorm::shrink::{Outcome, Report, ShrinkOptions};
+use hookstorm::shrink::{Outcome, Report, ShrinkEvent, ShrinkOptions};
 use hookstorm_receiver::Defect;
 
 use crate::common::*;
@@ -33,6 +33,17 @@ async fn shrink_embedded(
     seed: u64,
     opts: &ShrinkOptions,
 ) -> Outcome {
+    shrink_embedded_watched(defect, scenario, seed, opts, &mut |_| {}).await
+}
+
+/// [`shrink_embedded`], every progress event handed to `on_event`.
+async fn shrink_embedded_watched(
+    defect: Option<Defect>,
+    scenario: &str,
+    seed: u64,
+    opts: &ShrinkOptions,
+    on_event: &mut (dyn FnMut(ShrinkEvent<'_>) + Send),
+) -> Outcome {
     let runs = tempfile::tempdir().expect("tempdir");
     let (receiver, target) = hookstorm_cli::builtin::start(defect, None)
         .await
@@ -43,7 +54,7 @@ async fn shrink_embedded(
     run.drain = Duration::from_secs(2);
     run.settle = Duration::from_millis(500);
     let s = &scenarios(&[scenario])[0];
-    let outcome = hookstorm::shrink::shrink(&target, s, &run, opts, &mut |_| {}, &Stop::never())
+    let outcome = hookstorm::shrink::shrink(&target, s, &run, opts, on_event, &Stop::never())
         .await
         .expect("shrink completes");
     receiver.shutdown().await;
@@ -196,31 +207,42 @@ async fn the_correct_receiver_yields_no_counterexample() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_race_reports_how_often_its_minimal_plan_failed() {
-    // Check-then-insert loses a race between concurrent copies: whether a
-    // run stores the task twice depends on the scheduling of the copies.
-    let d: Defect = "check-then-insert".parse().unwrap();
+    // Last-arrival-wins picks whichever of a job's tasks arrives last; two
+    // deliveries of one wave arrive in the order the network makes, so the
+    // minimal plan fails some runs and passes others.
+    let d: Defect = "last-arrival-wins".parse().unwrap();
     let out = tempfile::tempdir().expect("tempdir");
     let opts = ShrinkOptions {
+        invariant: Some(d.caught_by()),
         tries: 3,
         confirm: 10,
         ..shrink_options(out.path())
     };
+    let mut confirmed = Vec::new();
     let r = counterexample(
-        shrink_embedded(Some(d), "concurrent-duplicates", 5, &opts).await,
+        shrink_embedded_watched(Some(d), "delayed-older", 5, &opts, &mut |e| {
+            if let ShrinkEvent::Confirm { failed, .. } = e {
+                confirmed.push(failed);
+            }
+        })
+        .await,
         d.name(),
     );
     eprintln!("{}", hookstorm::shrink::output::headline(&r));
-    assert_eq!(r.rate.runs, 10);
-    assert!(r.rate.failed >= 1 && r.rate.failed <= 10, "{}", r.rate);
-    let line = format!("fails {} of 10 runs", r.rate.failed);
+    assert!(r.minimal.deliveries.len() <= HANDFUL, "{:#?}", r.minimal);
+    // The rate counts exactly the confirmation runs that failed.
+    assert_eq!(confirmed.len(), 10);
+    let failed = confirmed.iter().filter(|f| **f).count() as u32;
+    assert_eq!((r.rate.failed, r.rate.runs), (failed, 10));
+    let line = format!("fails {failed} of 10 runs");
     assert!(hookstorm::shrink::output::headline(&r).ends_with(&line));
     let text = std::fs::read_to_string(&r.files.scenario).unwrap();
     assert!(text.contains(&line), "{text}");
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&r.files.summary).unwrap()).unwrap();
-    assert_eq!(summary["failed"], r.rate.failed);
+    assert_eq!(summary["failed"], failed);
     assert_eq!(summary["confirm_runs"], 10);
-    assert_eq!(summary["invariant"], "I2");
+    assert_eq!(summary["invariant"], "I5");
 }
 
 /// `hookstorm shrink` against the built-in receiver, fast settings.
@@ -336,4 +358,46 @@ fn shrink_flags_out_of_range_are_usage_errors() {
         );
         assert!(text.contains(says), "{args:?}: {text}");
     }
+}
+
+#[test]
+fn run_with_shrink_shrinks_each_failing_scenario_into_the_run_folder() {
+    let cwd = tempfile::tempdir().expect("tempdir");
+    let dir = scenario_dir_arg();
+    let o = run_binary(
+        &[
+            "run",
+            "--scenario-dir",
+            &dir,
+            "--defect",
+            "stores-test-deliveries",
+            "--scenario",
+            "test-delivery",
+            "--scenario",
+            "baseline",
+            "--seed",
+            "5",
+            "--time-scale",
+            "1000",
+            "--no-preflight",
+            "--shrink",
+        ],
+        cwd.path(),
+    );
+    let text = output_text(&o);
+    assert_eq!(o.status.code(), Some(hookstorm::exit::FAIL), "{text}");
+    assert!(
+        text.contains("counterexample: test-delivery: I4 no-phantom fail with 1 delivery"),
+        "{text}"
+    );
+    assert!(!text.contains("counterexample: baseline"), "{text}");
+    let latest = cwd.path().join("reports/latest/shrink");
+    assert!(
+        latest.join("test-delivery/test-delivery.min.toml").exists(),
+        "{text}"
+    );
+    assert!(
+        !latest.join("baseline").exists(),
+        "a passing scenario is not shrunk"
+    );
 }

@@ -145,8 +145,10 @@ pub enum ShrinkEvent<'a> {
     },
 }
 
-/// A minimal counterexample: everything the outputs, the human account
-/// and the replay script are made from.
+/// A minimal counterexample: everything the outputs are made from. The
+/// human account of the minimal run and the script that sends the same
+/// signed requests take this report (its plan, check, history file and
+/// rate) too; [`output::write`] is where they are written beside the rest.
 #[derive(Debug)]
 pub struct Report {
     /// The original scenario.
@@ -175,6 +177,10 @@ pub struct Report {
     pub elapsed: Duration,
     /// The target, as reports show it (no secrets).
     pub target: String,
+    /// The receiver URL with `{account}` (credentials redacted).
+    pub url: String,
+    /// The sender profile's name (its scheme signs the requests).
+    pub profile: String,
     /// Where the outputs are.
     pub files: output::Files,
 }
@@ -437,6 +443,8 @@ pub async fn shrink(
         ended: found.ended,
         elapsed: started.elapsed(),
         target: target.describe(),
+        url: crate::target::redact_url(&target.url),
+        profile: target.profile.name.clone(),
         files: output::Files::default(),
     };
     report.files = output::write(&report, &kept, &opts.out_dir)?;

@@ -176,6 +176,8 @@ pub fn write(report: &Report, trial: &Trial, dir: &Path) -> Result<Files, Shrink
     };
     let json = serde_json::to_vec_pretty(&s).expect("the summary serializes");
     std::fs::write(&summary, json).map_err(io(&summary))?;
+    // The human account (`account.md`) and the replay script (`replay.sh`)
+    // are written here too, from `report` and the copied history.
     Ok(Files {
         scenario,
         history,
