@@ -263,7 +263,11 @@ pub async fn minimize<O: Oracle>(
         out_of: None,
     };
     loop {
-        let mut progress = s.deliveries(on_event).await?;
+        let mut progress = false;
+        if let Some(c) = reduce::one_attempt_each(&s.best) {
+            progress |= s.attempt(c, on_event).await?;
+        }
+        progress |= s.deliveries(on_event).await?;
         while s
             .first_of(reduce::account_candidates(&s.best), on_event)
             .await?
