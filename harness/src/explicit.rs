@@ -457,6 +457,23 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_listed_sequenced_plan_still_needs_resources_in_the_state() {
+        let (_d, s) = generative(
+            "",
+            "[workload]\njobs = 0\n[workload.sequenced]\nresources = 1\nevents = 3\n",
+            "[\"acct_a\"]",
+        );
+        let s = Scenario {
+            check: vec!["I6".into()],
+            ..s
+        };
+        let plan = crate::workload::plan(&s, 4);
+        let (back, _) = round_trip(&s, &plan);
+        assert!(back.workload.sequenced.is_none());
+        assert!(crate::coverage::needs(&back).contains(&crate::coverage::Need::Resources));
+    }
+
     fn explicit_file(rest: &str) -> String {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("e.toml");
