@@ -118,6 +118,18 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Ok(s) => s,
         Err(e) => return Ok(super::usage_error(e)),
     };
+    if let Some(id) = args.invariant {
+        let checked = hookstorm::coverage::invariants(&scenario);
+        if !checked.contains(&id) {
+            let list: Vec<&str> = checked.iter().map(|i| i.code()).collect();
+            return Ok(super::usage_error(format!(
+                "--invariant {}: scenario {} does not check it (hint: one of {})",
+                id.code(),
+                scenario.name,
+                list.join(", ")
+            )));
+        }
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
