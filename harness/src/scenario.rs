@@ -7,7 +7,9 @@
 //! complete, repeatable description of what was sent. Files are parsed with
 //! `deny_unknown_fields`, so a typo is an error naming file and line rather
 //! than a silently ignored key. Each fault kind's spec and bounds live in
-//! [`crate::fault::spec`]; this module composes them.
+//! [`crate::fault::spec`]; this module composes them. A scenario may
+//! instead list its deliveries one by one (`[[delivery]]`, the form
+//! `hookstorm shrink` writes; see [`crate::explicit`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
