@@ -185,3 +185,119 @@ pub fn write(report: &Report, trial: &Trial, dir: &Path) -> Result<Files, Shrink
         summary,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::{Counts, InvariantId, InvariantResult, ScenarioCheck, Verdict};
+    use crate::scenario::Scenario;
+    use crate::shrink::{search, FailureRate};
+    use std::time::Duration;
+
+    fn report(dir: &Path) -> (Report, Trial) {
+        let path = dir.join("o.toml");
+        std::fs::write(
+            &path,
+            "name = \"o\"\ndescription = \"d\"\nexpect = \"e\"\nwhen_it_fails = \"w\"\ncheck = [\"I1\", \"I2\"]\n[workload]\njobs = 6\n[[fault]]\nkind = \"duplicate\"\nmode = \"concurrent\"\n[[fault]]\nkind = \"front\"\nfail_first = 1\n",
+        )
+        .unwrap();
+        let scenario = Scenario::from_file(&path).unwrap();
+        let original = crate::shrink::original_plan(&scenario, 3);
+        let minimal = crate::shrink::reduce::keep_deliveries(&original, |i| i == 4);
+        let check = ScenarioCheck {
+            scenario: "o".into(),
+            results: vec![
+                InvariantResult::new(InvariantId::I1, Verdict::Pass, "all stored"),
+                InvariantResult::new(InvariantId::I2, Verdict::Fail, "stored twice"),
+            ],
+            counts: Counts::default(),
+            dead_letters: Vec::new(),
+        };
+        let history = dir.join("run-history.jsonl");
+        std::fs::write(&history, "{}\n").unwrap();
+        let trial = Trial {
+            check: check.clone(),
+            history: Some(history),
+            state: Some(dir.join("no-state.json")),
+        };
+        let r = Report {
+            scenario,
+            seed: 3,
+            failure: search::Target {
+                invariant: InvariantId::I2,
+                verdict: Verdict::Fail,
+            },
+            original_failures: vec![(InvariantId::I2, Verdict::Fail)],
+            original,
+            minimal,
+            check,
+            rate: FailureRate {
+                failed: 7,
+                runs: 10,
+            },
+            runs: 12,
+            steps: vec!["remove deliveries 1-3".into(), "remove delivery 1".into()],
+            ended: Ended::Minimal,
+            elapsed: Duration::from_millis(1500),
+            target: "http://127.0.0.1:1/webhooks/{account}".into(),
+            url: "http://127.0.0.1:1/webhooks/{account}".into(),
+            profile: "answerline".into(),
+            files: Files::default(),
+        };
+        (r, trial)
+    }
+
+    #[test]
+    fn the_outputs_replay_the_minimal_plan_and_the_summary_meets_its_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let (r, trial) = report(dir.path());
+        let out = dir.path().join("out");
+        let files = write(&r, &trial, &out).unwrap();
+        assert_eq!(files.scenario, out.join("o.min.toml"));
+        assert_eq!(files.history, Some(out.join("history.jsonl")));
+        assert_eq!(
+            files.state, None,
+            "a state file that does not exist is not copied"
+        );
+
+        let text = std::fs::read_to_string(&files.scenario).unwrap();
+        assert!(text.starts_with("# Minimal counterexample of scenario o (run seed 3).\n"));
+        assert!(text.contains("# I2 exactly-once fail: the minimal plan fails 7 of 10 runs"));
+        assert!(text.contains("Cut from 6 deliveries to 1 in 12 runs"));
+        let back = Scenario::from_file(&files.scenario).unwrap();
+        assert_eq!(crate::workload::plan(&back, 99), r.minimal);
+        assert_eq!(
+            back.faults.len(),
+            1,
+            "the front stays, the duplicate is in the copies"
+        );
+
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&files.summary).unwrap()).unwrap();
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../../reports/schema/shrink.schema.json"))
+                .unwrap();
+        let v = jsonschema::draft202012::new(&schema).expect("a valid 2020-12 schema");
+        let errors: Vec<String> = v.iter_errors(&json).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:?}\n{json:#}");
+        assert_eq!(json["failed"], 7);
+        assert_eq!(json["deliveries_after"], 1);
+        assert_eq!(json["faults_after"], serde_json::json!(["front"]));
+        assert_eq!(json["history"], "history.jsonl");
+        // The schema has teeth: a summary without its rate does not pass.
+        let mut bad = json.clone();
+        bad.as_object_mut().unwrap().remove("failed");
+        assert!(!v.is_valid(&bad));
+    }
+
+    #[test]
+    fn the_headline_says_what_fails_how_small_and_how_often() {
+        let dir = tempfile::tempdir().unwrap();
+        let (r, _) = report(dir.path());
+        assert_eq!(
+            headline(&r),
+            "o: I2 exactly-once fail with 1 delivery (from 6), fails 7 of 10 runs"
+        );
+        assert_eq!(deliveries(2), "2 deliveries");
+    }
+}
