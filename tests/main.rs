@@ -20,5 +20,6 @@ mod replay;
 mod report_html;
 mod robust;
 mod shard;
+mod shrink;
 mod sql_probe;
 mod tls;

@@ -154,7 +154,12 @@ pub fn needs(scenario: &Scenario) -> Vec<Need> {
 }
 
 fn needs_resources(scenario: &Scenario) -> bool {
-    scenario.workload.sequenced.is_some() && scenario.checks("I6")
+    let sequenced = scenario.workload.sequenced.is_some()
+        || scenario
+            .explicit
+            .as_ref()
+            .is_some_and(|e| e.deliveries.iter().any(|d| d.body.resource.is_some()));
+    sequenced && scenario.checks("I6")
 }
 
 /// Why a reconciling scenario cannot run against this target: it needs

@@ -15,7 +15,9 @@
 //! - [`scenario`]: scenario files (workload and faults as data).
 //! - [`plan`]: the plan, every delivery of a scenario and its directives,
 //!   made once per scenario run; [`delivery`] is the body it carries.
-//! - [`workload`]: a scenario plus a seed becomes a deterministic plan.
+//! - [`workload`]: a scenario plus a seed becomes a deterministic plan;
+//!   [`explicit`] is the scenario form that lists a plan's deliveries as
+//!   they are (`[[delivery]]`).
 //! - [`fault`]: every fault kind: duplicate, reorder, drop_ack, tamper (plan
 //!   time); front, redeliver, nemesis (kill, kill-worker, cut-database) and
 //!   reconcile (run time).
@@ -33,6 +35,8 @@
 //!   private `hooks` start the front and write a send's notes.
 //! - [`target`]: the target file (URL, accounts, secrets, probe); [`tls`]:
 //!   https for the sender and the HTTP probe.
+//! - [`shrink`]: cuts a failing scenario's plan down to a minimal one
+//!   that still fails the same invariant (`hookstorm shrink`).
 //! - [`preflight`]: checks a target's configuration in seconds before a run.
 //! - [`coverage`]: what scenarios need from a target, skips, and what ran.
 //! - [`late`]: rows that land after their scenario's state was read.
@@ -57,6 +61,7 @@ pub mod delivery;
 pub mod envelope;
 pub mod error;
 pub mod exit;
+pub mod explicit;
 pub mod fault;
 pub mod gaps;
 pub mod gauge;

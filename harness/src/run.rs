@@ -405,12 +405,17 @@ fn timeout_stop(opts: &RunOptions) -> (String, String) {
     )
 }
 
-/// The command that reproduces one scenario of this run.
+/// The command that reproduces one scenario of this run (an explicit
+/// scenario by its file: its name is the scenario it was cut from).
 fn reproduce_command(opts: &RunOptions, scenario: &Scenario) -> String {
+    let which = match &scenario.explicit {
+        Some(_) if !scenario.path.as_os_str().is_empty() => scenario.path.display().to_string(),
+        _ => scenario.name.clone(),
+    };
     format!(
         "{} --scenario {} --seed {}{}",
         opts.reproduce,
-        scenario.name,
+        which,
         opts.seed,
         opts.time_scale
             .map(|t| format!(" --time-scale {t}"))
@@ -503,6 +508,11 @@ async fn run_scenario(
         Err(_) => HashSet::new(),
     };
 
+    // Planned once: the sender, the provider book and the faults all read
+    // this plan. An explicit scenario brings its own seed, which then
+    // drives everything below instead of the run's.
+    let plan: Plan = crate::workload::plan(scenario, seed);
+    let seed = plan.seed;
     let sink = HistorySink::create(&history_path).map_err(|e| RunError::Io(e.to_string()))?;
     let header = Event::Run(RunHeader {
         run_id: run_id.to_string(),
@@ -519,8 +529,6 @@ async fn run_scenario(
             return Err(RunError::Target(e.to_string()));
         }
     }
-    // Planned once: the sender, the provider book and the faults all read this plan.
-    let plan: Plan = crate::workload::plan(scenario, seed);
     let provider_book = reconcile::load_provider(&plan, target, time_scale, &sink);
     let front = hooks::start_front(&plan, target, &sink)
         .await

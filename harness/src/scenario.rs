@@ -7,7 +7,9 @@
 //! complete, repeatable description of what was sent. Files are parsed with
 //! `deny_unknown_fields`, so a typo is an error naming file and line rather
 //! than a silently ignored key. Each fault kind's spec and bounds live in
-//! [`crate::fault::spec`]; this module composes them.
+//! [`crate::fault::spec`]; this module composes them. A scenario may
+//! instead list its deliveries one by one (`[[delivery]]`, the form
+//! `hookstorm shrink` writes; see [`crate::explicit`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -15,6 +17,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{read_toml, ConfigError};
+use crate::explicit::{self, DeliveryEntry, Explicit};
 use crate::fault::spec;
 use crate::units::HumanDuration;
 
@@ -52,6 +55,9 @@ pub struct Scenario {
     pub workload: Workload,
     /// Faults applied to the delivery stream, in order.
     pub faults: Vec<FaultSpec>,
+    /// The explicit form (`[[delivery]]` tables and a fixed seed), which
+    /// replaces the workload and plan-time faults; see [`crate::explicit`].
+    pub explicit: Option<Explicit>,
     /// The file it came from.
     pub path: PathBuf,
 }
@@ -123,15 +129,59 @@ struct ScenarioFile {
     #[serde(default)]
     accounts: Option<Vec<String>>,
     #[serde(default)]
-    workload: Workload,
+    workload: Option<Workload>,
     #[serde(default, rename = "fault")]
     faults: Vec<FaultSpec>,
+    #[serde(default)]
+    seed: Option<explicit::PlanSeed>,
+    #[serde(default, rename = "delivery")]
+    deliveries: Option<Vec<DeliveryEntry>>,
 }
 
 impl Scenario {
     /// Reads and validates one scenario file.
     pub fn from_file(path: &Path) -> Result<Scenario, ConfigError> {
         let file: ScenarioFile = read_toml(path)?;
+        let accounts = file.accounts.unwrap_or_else(|| vec!["acct_a".into()]);
+        let explicit = match (file.deliveries, file.seed) {
+            (None, None) => None,
+            (None, Some(_)) => {
+                return Err(ConfigError::invalid(
+                    path,
+                    "seed is only for [[delivery]] scenarios (hint: a generative scenario takes its seed from --seed)",
+                ))
+            }
+            (Some(entries), seed) => {
+                if file.workload.is_some() {
+                    return Err(ConfigError::invalid(
+                        path,
+                        "[workload] and [[delivery]] together: a scenario either generates its deliveries or lists them (hint: drop [workload])",
+                    ));
+                }
+                if let Some(f) = file.faults.iter().find(|f| !explicit::is_run_time(f)) {
+                    return Err(ConfigError::invalid(
+                        path,
+                        format!(
+                            "fault {:?} with [[delivery]]: its effect is written into the deliveries (copies, redeliveries, drop_acks, hold_attempts, wave, forgery, signing); only run-time faults (front, redeliver, reconcile, kill, kill-worker, cut-database) may be listed",
+                            f.name()
+                        ),
+                    ));
+                }
+                let deliveries = explicit::deliveries(&entries, &accounts)
+                    .map_err(|m| ConfigError::invalid(path, m))?;
+                Some(Explicit {
+                    seed: seed.map(|s| s.0).unwrap_or(0),
+                    deliveries,
+                })
+            }
+        };
+        let workload = match (&explicit, file.workload) {
+            (Some(_), _) => Workload {
+                jobs: 0,
+                ..Workload::default()
+            },
+            (None, w) => w.unwrap_or_default(),
+        };
         let s = Scenario {
             name: file.name,
             description: file.description,
@@ -141,9 +191,10 @@ impl Scenario {
             tags: file.tags,
             time_scale: file.time_scale,
             drain: file.drain.map(|d| d.0),
-            accounts: file.accounts.unwrap_or_else(|| vec!["acct_a".into()]),
-            workload: file.workload,
+            accounts,
+            workload,
             faults: file.faults,
+            explicit,
             path: path.to_path_buf(),
         };
         s.validate().map_err(|m| ConfigError::invalid(path, m))?;

@@ -115,6 +115,9 @@ pub struct Target {
     pub secrets: BTreeMap<String, Vec<Secret>>,
     /// Retired secrets per account (rejected by the receiver).
     pub retired: BTreeMap<String, Secret>,
+    /// The environment variable each account's secrets came from
+    /// (`secrets_env`), for scripts that must name it, never the value.
+    pub secret_vars: BTreeMap<String, String>,
     /// The receiver's body limit.
     pub max_body: usize,
     /// The probe configuration.
@@ -153,6 +156,7 @@ impl Target {
         }
         let mut secrets = BTreeMap::new();
         let mut retired = BTreeMap::new();
+        let mut secret_vars = BTreeMap::new();
         for (name, acct) in file.accounts {
             let mut list = acct.secrets;
             if let Some(var) = &acct.secrets_env {
@@ -178,6 +182,9 @@ impl Target {
             }
             if let Some(r) = acct.retired {
                 retired.insert(name.clone(), r);
+            }
+            if let Some(var) = acct.secrets_env {
+                secret_vars.insert(name.clone(), var);
             }
             secrets.insert(name, list);
         }
@@ -224,6 +231,7 @@ impl Target {
             profile,
             secrets,
             retired,
+            secret_vars,
             max_body: file.max_body.unwrap_or(DEFAULT_MAX_BODY),
             state: file.state,
             lifecycle: file.lifecycle,

@@ -58,7 +58,12 @@ fn epoch() -> DateTime<Utc> {
 }
 
 /// The plan of `scenario` for `seed`: pure and deterministic.
+/// An explicit scenario (`[[delivery]]`) is its own plan, under its own
+/// seed: `seed` is not used then.
 pub fn plan(scenario: &Scenario, seed: u64) -> Plan {
+    if let Some(e) = &scenario.explicit {
+        return crate::explicit::plan(scenario, e);
+    }
     let name = scenario.name.as_str();
     let mut rng = rng_for(seed, name, "workload", 0);
     let tag = format!("{:04x}", rng.gen::<u16>());
@@ -168,6 +173,7 @@ mod tests {
             accounts: accounts.iter().map(|s| s.to_string()).collect(),
             workload: w,
             faults: vec![],
+            explicit: None,
             path: PathBuf::new(),
         }
     }

@@ -209,6 +209,7 @@ pub fn prepare(opts: &ChildOptions) -> Result<ChildTarget, BuiltinError> {
         profile,
         secrets,
         retired,
+        secret_vars: Default::default(),
         max_body: DEFAULT_MAX_BODY,
         roots: Default::default(),
         state: ProbeConfig {

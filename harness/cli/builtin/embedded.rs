@@ -78,6 +78,7 @@ pub async fn start(
         profile,
         secrets,
         retired,
+        secret_vars: Default::default(),
         max_body: DEFAULT_MAX_BODY,
         roots: Default::default(),
         state: ProbeConfig {

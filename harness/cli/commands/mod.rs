@@ -12,6 +12,7 @@ mod provider;
 mod proxy;
 mod run;
 mod schedule;
+mod shrink;
 mod sign;
 mod target_flags;
 
@@ -68,6 +69,8 @@ enum Command {
     Init(init::Args),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(completions::Args),
+    /// Cut a failing scenario down to a minimal plan that still fails the same invariant, and write it as a scenario that replays as it is.
+    Shrink(Box<shrink::Args>),
     /// Merge the report folders of sharded runs (`--shard I/N`) into one report and one verdict.
     Merge(merge::Args),
 }
@@ -97,6 +100,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Init(a) => init::run(a),
         Command::Completions(a) => completions::run(a),
         Command::Merge(a) => merge::run(a),
+        Command::Shrink(a) => shrink::run(*a),
     };
     match result {
         Ok(code) => code,

@@ -112,6 +112,11 @@ pub struct Args {
     /// Wait until this time before the first scenario (RFC 3339, or +30s).
     #[arg(long, env = "HOOKSTORM_START_AT")]
     start_at: Option<hookstorm::shard::StartAt>,
+    /// After the run, shrink each failing scenario to a minimal plan that
+    /// still fails (bounded per scenario; see `hookstorm shrink`), into
+    /// <run>/shrink/<scenario>/.
+    #[arg(long)]
+    shrink: bool,
 }
 
 /// `hookstorm doctor`: the preflight alone, and which scenarios the target
@@ -173,63 +178,18 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
     // Before anything starts: a signal from now on ends the run in order.
     let stop = hookstorm::interrupt::on_signals().context("installing the Ctrl-C handler")?;
     let seed = args.seed.unwrap_or_else(rand_seed);
-    let mut reproduce = String::from("hookstorm run");
-    let mut child = None;
-    let target: Target = match args.target.given() {
-        true => {
-            reproduce.push_str(&args.target.reproduce());
-            let t = match args.target.resolve() {
-                Ok(t) => t,
-                Err(e) => {
-                    errln!("error: {e}");
-                    return Ok(exit::TARGET_UNUSABLE);
-                }
-            };
-            if t.secrets.len() > 1 && !t.url.contains("{account}") {
-                return Ok(super::usage_error(format!(
-                    "the receiver URL {} has no {{account}} but {} accounts are configured ({}): every account's deliveries would go to one URL (hint: put {{account}} in the URL, like https://host/webhooks/{{account}}, or configure one account)",
-                    t.describe(),
-                    t.secrets.len(),
-                    t.accounts().join(", ")
-                )));
-            }
-            t
-        }
-        false => {
-            let defect = match args
-                .defect
-                .as_deref()
-                .map(str::parse::<hookstorm_receiver::Defect>)
-                .transpose()
-            {
-                Ok(d) => d,
-                Err(e) => return Ok(super::usage_error(e)),
-            };
-            if let Some(d) = &args.defect {
-                reproduce.push_str(&format!(" --defect {d}"));
-            }
-            let mut copts = hookstorm_cli::builtin::ChildOptions::new("{hookstorm} receiver");
-            copts.defect = defect;
-            copts.db = args.receiver_db.clone();
-            let prepared = hookstorm_cli::builtin::prepare(&copts)
-                .context("preparing the built-in reference receiver")?;
-            info!(
-                "built-in reference receiver{} as a child process on {} ({})",
-                args.defect
-                    .as_deref()
-                    .map(|d| format!(" with defect {d}"))
-                    .unwrap_or_default(),
-                hookstorm::target::redact_url(&prepared.target.url),
-                if args.receiver_db.is_some() {
-                    "the given database"
-                } else {
-                    "SQLite in a temp folder"
-                }
-            );
-            let target = prepared.target.clone();
-            child = Some(prepared);
-            target
-        }
+    let Built {
+        target,
+        child,
+        reproduce,
+    } = match build_target(
+        &args.target,
+        args.defect.as_deref(),
+        args.receiver_db.as_deref(),
+        "hookstorm run",
+    )? {
+        Ok(b) => b,
+        Err(code) => return Ok(code),
     };
     info!(
         "seed {seed} · profile {} · {} scenario(s) · target {}",
@@ -342,6 +302,12 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
             .write(&o.dir)
             .with_context(|| format!("writing {}", o.dir.display()))?;
     }
+    // `--shrink`: each failing scenario cut down, against the same target.
+    let mut shrunk = Vec::new();
+    if let (true, Ok(o), false) = (args.shrink, &outcome, stop.requested()) {
+        shrunk =
+            super::shrink::after_run(&target, &scenarios, &opts, &o.report, &o.dir, &stop).await;
+    }
     if stop.requested() {
         // The run dropped its supervisor; make sure of every group it started.
         hookstorm::lifecycle::kill_all();
@@ -350,6 +316,9 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
     drop(child);
     match outcome {
         Ok(o) if json_lines => {
+            for line in &shrunk {
+                info!("{line}");
+            }
             super::message::emit(&super::message::run_line(&o.report, &o.dir));
             Ok(o.report.exit_code())
         }
@@ -357,6 +326,9 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
             let color = !args.no_color && crate::ui::color_stdout();
             outln!("{}", hookstorm::report::console_table(&o.report, color));
             outln!("reports: {}", o.dir.display());
+            for line in &shrunk {
+                outln!("{line}");
+            }
             Ok(o.report.exit_code())
         }
         Err(_) if stop.requested() => Ok(exit::INTERRUPTED),
@@ -372,6 +344,87 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// The target of a run (or a shrink): the one the flags name, or the
+/// built-in reference receiver as a child process.
+pub(super) struct Built {
+    /// The target.
+    pub target: Target,
+    /// The built-in receiver's processes, kept until the command ends.
+    pub child: Option<hookstorm_cli::builtin::ChildTarget>,
+    /// The command that reproduces this target, starting with `command`.
+    pub reproduce: String,
+}
+
+/// Resolves the target of `command`; `Ok(Err(code))` is an error already
+/// printed, with its exit code.
+pub(super) fn build_target(
+    flags: &super::target_flags::TargetFlags,
+    defect: Option<&str>,
+    receiver_db: Option<&str>,
+    command: &str,
+) -> anyhow::Result<Result<Built, i32>> {
+    let mut reproduce = String::from(command);
+    let mut child = None;
+    let target: Target = match flags.given() {
+        true => {
+            reproduce.push_str(&flags.reproduce());
+            let t = match flags.resolve() {
+                Ok(t) => t,
+                Err(e) => {
+                    errln!("error: {e}");
+                    return Ok(Err(exit::TARGET_UNUSABLE));
+                }
+            };
+            if t.secrets.len() > 1 && !t.url.contains("{account}") {
+                return Ok(Err(super::usage_error(format!(
+                    "the receiver URL {} has no {{account}} but {} accounts are configured ({}): every account's deliveries would go to one URL (hint: put {{account}} in the URL, like https://host/webhooks/{{account}}, or configure one account)",
+                    t.describe(),
+                    t.secrets.len(),
+                    t.accounts().join(", ")
+                ))));
+            }
+            t
+        }
+        false => {
+            let parsed = match defect
+                .map(str::parse::<hookstorm_receiver::Defect>)
+                .transpose()
+            {
+                Ok(d) => d,
+                Err(e) => return Ok(Err(super::usage_error(e))),
+            };
+            if let Some(d) = defect {
+                reproduce.push_str(&format!(" --defect {d}"));
+            }
+            let mut copts = hookstorm_cli::builtin::ChildOptions::new("{hookstorm} receiver");
+            copts.defect = parsed;
+            copts.db = receiver_db.map(str::to_string);
+            let prepared = hookstorm_cli::builtin::prepare(&copts)
+                .context("preparing the built-in reference receiver")?;
+            info!(
+                "built-in reference receiver{} as a child process on {} ({})",
+                defect
+                    .map(|d| format!(" with defect {d}"))
+                    .unwrap_or_default(),
+                hookstorm::target::redact_url(&prepared.target.url),
+                if receiver_db.is_some() {
+                    "the given database"
+                } else {
+                    "SQLite in a temp folder"
+                }
+            );
+            let target = prepared.target.clone();
+            child = Some(prepared);
+            target
+        }
+    };
+    Ok(Ok(Built {
+        target,
+        child,
+        reproduce,
+    }))
 }
 
 /// The preflight's findings, one line each.

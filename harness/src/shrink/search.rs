@@ -1,0 +1,467 @@
+//! The search loop: try candidates from [`super::reduce`] against an
+//! [`Oracle`] and keep each one that still fails the same invariant.
+//!
+//! A candidate is tried up to `tries` times and kept as soon as one try
+//! fails: a race or a kill may not fail every run, and a reduction that
+//! fails once in k is still a counterexample. The loop is bounded by a run
+//! count and a deadline; when either runs out it stops with the smallest
+//! plan kept so far, which still failed. It is generic over the oracle so
+//! its logic is tested against pure models (a plan fails when it holds a
+//! given pair of deliveries, or fails with some probability); the real
+//! oracle runs the plan against the target ([`super::TargetOracle`]).
+
+use std::time::Instant;
+
+use crate::check::{InvariantId, ScenarioCheck, Verdict};
+use crate::plan::Plan;
+
+use super::reduce::{self, Candidate};
+use super::ShrinkError;
+
+/// One run of a plan: the check, and where its history is.
+#[derive(Debug, Clone)]
+pub struct Trial {
+    /// The checker's result.
+    pub check: ScenarioCheck,
+    /// The run's history file, if the oracle keeps one.
+    pub history: Option<std::path::PathBuf>,
+    /// The run's state file, if one was read.
+    pub state: Option<std::path::PathBuf>,
+}
+
+impl Trial {
+    /// The verdict of `id` in this run (`Unknown` when it was not checked).
+    pub fn verdict(&self, id: InvariantId) -> Verdict {
+        self.check
+            .result(id)
+            .map(|r| r.verdict)
+            .unwrap_or(Verdict::Unknown)
+    }
+}
+
+/// Runs a plan and checks it.
+#[allow(async_fn_in_trait)]
+pub trait Oracle {
+    /// Runs `plan` once (the target reset first) and returns its check.
+    async fn run(&mut self, plan: &Plan) -> Result<Trial, ShrinkError>;
+    /// A trial that is no longer needed (its files may go).
+    fn discard(&mut self, _trial: Trial) {}
+}
+
+/// What counts as "the same failure": this invariant with this verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target {
+    /// The invariant.
+    pub invariant: InvariantId,
+    /// Its verdict in the original failing run (`Fail`, or `NonStrict`).
+    pub verdict: Verdict,
+}
+
+impl Target {
+    /// Whether `trial` shows the same failure.
+    pub fn fails(&self, trial: &Trial) -> bool {
+        trial.verdict(self.invariant) == self.verdict
+    }
+}
+
+/// The search's limits.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Runs at most (every try of every candidate counts).
+    pub max_runs: usize,
+    /// Stop starting runs after this instant.
+    pub deadline: Instant,
+    /// Tries per candidate (kept on the first failing one).
+    pub tries: u32,
+}
+
+/// Progress of the search.
+#[derive(Debug)]
+pub enum SearchEvent<'a> {
+    /// A candidate was tried.
+    Tried {
+        /// Runs so far.
+        runs: usize,
+        /// What it changed.
+        step: &'a str,
+        /// Its deliveries.
+        deliveries: usize,
+        /// How many tries it took, and whether one failed (it was kept).
+        tries: u32,
+        /// Kept.
+        kept: bool,
+    },
+}
+
+/// Why the search stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// No candidate of the smallest plan fails: it is minimal for these reductions.
+    Minimal,
+    /// The run count ran out.
+    Runs,
+    /// The time budget ran out.
+    Time,
+}
+
+/// The result of a search.
+#[derive(Debug)]
+pub struct Search {
+    /// The smallest failing plan.
+    pub plan: Plan,
+    /// Its last failing trial.
+    pub trial: Trial,
+    /// Runs made.
+    pub runs: usize,
+    /// The reductions kept, in order.
+    pub steps: Vec<String>,
+    /// Why it stopped.
+    pub ended: Ended,
+}
+
+struct State<'o, O: Oracle> {
+    oracle: &'o mut O,
+    target: Target,
+    limits: Limits,
+    best: Plan,
+    trial: Trial,
+    runs: usize,
+    steps: Vec<String>,
+    out_of: Option<Ended>,
+}
+
+impl<O: Oracle> State<'_, O> {
+    fn budget_left(&mut self) -> bool {
+        if self.out_of.is_some() {
+            return false;
+        }
+        if self.runs >= self.limits.max_runs {
+            self.out_of = Some(Ended::Runs);
+        } else if Instant::now() >= self.limits.deadline {
+            self.out_of = Some(Ended::Time);
+        }
+        self.out_of.is_none()
+    }
+
+    /// Tries a candidate up to `tries` times; keeps it on the first failure.
+    async fn attempt(
+        &mut self,
+        c: Candidate,
+        on_event: &mut (dyn FnMut(SearchEvent<'_>) + Send),
+    ) -> Result<bool, ShrinkError> {
+        let mut tries = 0;
+        while tries < self.limits.tries.max(1) && self.budget_left() {
+            tries += 1;
+            self.runs += 1;
+            let trial = self.oracle.run(&c.plan).await?;
+            if self.target.fails(&trial) {
+                on_event(SearchEvent::Tried {
+                    runs: self.runs,
+                    step: &c.step,
+                    deliveries: c.plan.deliveries.len(),
+                    tries,
+                    kept: true,
+                });
+                let old = std::mem::replace(&mut self.trial, trial);
+                self.oracle.discard(old);
+                self.best = c.plan;
+                self.steps.push(c.step);
+                return Ok(true);
+            }
+            self.oracle.discard(trial);
+        }
+        if tries > 0 {
+            on_event(SearchEvent::Tried {
+                runs: self.runs,
+                step: &c.step,
+                deliveries: c.plan.deliveries.len(),
+                tries,
+                kept: false,
+            });
+        }
+        Ok(false)
+    }
+
+    /// Tries candidates in order; keeps the first that fails.
+    async fn first_of(
+        &mut self,
+        cands: Vec<Candidate>,
+        on_event: &mut (dyn FnMut(SearchEvent<'_>) + Send),
+    ) -> Result<bool, ShrinkError> {
+        for c in cands {
+            if self.attempt(c, on_event).await? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// ddmin over the deliveries: remove chunks, refining the granularity
+    /// when no chunk can go.
+    async fn deliveries(
+        &mut self,
+        on_event: &mut (dyn FnMut(SearchEvent<'_>) + Send),
+    ) -> Result<bool, ShrinkError> {
+        let mut progress = false;
+        let mut n = 2;
+        while self.budget_left() && self.best.deliveries.len() >= 2 {
+            let len = self.best.deliveries.len();
+            let cands = reduce::ddmin_candidates(&self.best, n.min(len));
+            if self.first_of(cands, on_event).await? {
+                progress = true;
+                n = (n - 1).max(2);
+            } else if n >= len {
+                break;
+            } else {
+                n = (2 * n).min(len);
+            }
+        }
+        Ok(progress)
+    }
+
+    /// Per-delivery simplifications, delivery by delivery.
+    async fn simplify(
+        &mut self,
+        on_event: &mut (dyn FnMut(SearchEvent<'_>) + Send),
+    ) -> Result<bool, ShrinkError> {
+        let mut progress = false;
+        let mut i = 0;
+        while i < self.best.deliveries.len() && self.budget_left() {
+            // Kept: this delivery may simplify further; otherwise the next.
+            if self
+                .first_of(reduce::simplifications(&self.best, i), on_event)
+                .await?
+            {
+                progress = true;
+            } else {
+                i += 1;
+            }
+        }
+        Ok(progress)
+    }
+}
+
+/// Searches from `start`, whose failing trial is `trial`, for the smallest
+/// plan that still fails `target`: rounds of every pass until a round
+/// keeps nothing or the limits run out.
+pub async fn minimize<O: Oracle>(
+    oracle: &mut O,
+    target: Target,
+    limits: Limits,
+    start: Plan,
+    trial: Trial,
+    on_event: &mut (dyn FnMut(SearchEvent<'_>) + Send),
+) -> Result<Search, ShrinkError> {
+    let mut s = State {
+        oracle,
+        target,
+        limits,
+        best: start,
+        trial,
+        runs: 0,
+        steps: Vec::new(),
+        out_of: None,
+    };
+    loop {
+        let mut progress = false;
+        if let Some(c) = reduce::one_attempt_each(&s.best) {
+            progress |= s.attempt(c, on_event).await?;
+        }
+        progress |= s.deliveries(on_event).await?;
+        while s
+            .first_of(reduce::account_candidates(&s.best), on_event)
+            .await?
+        {
+            progress = true;
+        }
+        while s
+            .first_of(reduce::fault_candidates(&s.best), on_event)
+            .await?
+        {
+            progress = true;
+        }
+        progress |= s.simplify(on_event).await?;
+        if let Some(c) = reduce::in_index_order(&s.best) {
+            progress |= s.attempt(c, on_event).await?;
+        }
+        if !progress || s.out_of.is_some() {
+            break;
+        }
+    }
+    Ok(Search {
+        plan: s.best,
+        trial: s.trial,
+        runs: s.runs,
+        steps: s.steps,
+        ended: s.out_of.unwrap_or(Ended::Minimal),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::{Counts, InvariantResult};
+    use crate::scenario::Scenario;
+    use rand::{Rng, SeedableRng};
+
+    fn check(fails: bool) -> ScenarioCheck {
+        ScenarioCheck {
+            scenario: "m".into(),
+            results: vec![InvariantResult::new(
+                InvariantId::I2,
+                if fails { Verdict::Fail } else { Verdict::Pass },
+                "",
+            )],
+            counts: Counts::default(),
+            dead_letters: Vec::new(),
+        }
+    }
+
+    fn trial(fails: bool) -> Trial {
+        Trial {
+            check: check(fails),
+            history: None,
+            state: None,
+        }
+    }
+
+    /// A model receiver: a plan fails when it holds every listed delivery
+    /// index with two copies or more, with probability `p` per run.
+    struct Model {
+        needs: Vec<usize>,
+        p: f64,
+        rng: rand_chacha::ChaCha8Rng,
+        runs: usize,
+    }
+
+    impl Oracle for Model {
+        async fn run(&mut self, plan: &Plan) -> Result<Trial, ShrinkError> {
+            self.runs += 1;
+            let holds = self.needs.iter().all(|n| {
+                plan.deliveries
+                    .iter()
+                    .any(|d| d.index == *n && d.copies >= 2)
+            });
+            Ok(trial(holds && self.rng.gen_bool(self.p)))
+        }
+    }
+
+    fn start(jobs: usize) -> Plan {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "name = \"m\"\ndescription = \"d\"\nexpect = \"e\"\nwhen_it_fails = \"w\"\ncheck = [\"I2\"]\naccounts = [\"acct_a\", \"acct_b\"]\n[workload]\njobs = {jobs}\n[[fault]]\nkind = \"duplicate\"\nmode = \"concurrent\"\ncopies = [3, 6]\n[[fault]]\nkind = \"drop-ack\"\nshare = 1.0\n"
+            ),
+        )
+        .unwrap();
+        let s = Scenario::from_file(&path).unwrap();
+        let mut p = crate::workload::plan(&s, 3);
+        p.faults.clear();
+        p
+    }
+
+    fn limits(max_runs: usize, tries: u32) -> Limits {
+        Limits {
+            max_runs,
+            deadline: Instant::now() + std::time::Duration::from_secs(60),
+            tries,
+        }
+    }
+
+    const I2_FAILS: Target = Target {
+        invariant: InvariantId::I2,
+        verdict: Verdict::Fail,
+    };
+
+    async fn search(model: &mut Model, plan: Plan, l: Limits) -> Search {
+        minimize(model, I2_FAILS, l, plan, trial(true), &mut |_| {})
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_deterministic_failure_shrinks_to_exactly_the_deliveries_it_needs() {
+        let plan = start(20);
+        assert_eq!(plan.deliveries.len(), 40);
+        let (a, b) = (plan.deliveries[7].index, plan.deliveries[31].index);
+        let mut m = Model {
+            needs: vec![a, b],
+            p: 1.0,
+            rng: rand_chacha::ChaCha8Rng::seed_from_u64(1),
+            runs: 0,
+        };
+        let s = search(&mut m, plan, limits(1000, 1)).await;
+        assert_eq!(s.ended, Ended::Minimal);
+        let idx: Vec<usize> = s.plan.deliveries.iter().map(|d| d.index).collect();
+        assert_eq!(idx, vec![a, b]);
+        // Everything the model does not need is simplified away.
+        for d in &s.plan.deliveries {
+            assert_eq!(d.copies, 2, "the fewest copies that still fail");
+            assert_eq!(d.drop_acks, 0);
+            assert!(d.single_attempt);
+        }
+        assert_eq!(s.plan.accounts.len(), 1, "{:?}", s.plan.accounts);
+        assert_eq!(s.runs, m.runs);
+        assert!(s.runs < 150, "ddmin took {} runs", s.runs);
+        assert!(!s.steps.is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_run_count_bounds_the_search_and_what_is_kept_still_failed() {
+        let plan = start(20);
+        let need = plan.deliveries[5].index;
+        let mut m = Model {
+            needs: vec![need],
+            p: 1.0,
+            rng: rand_chacha::ChaCha8Rng::seed_from_u64(1),
+            runs: 0,
+        };
+        let s = search(&mut m, plan.clone(), limits(3, 1)).await;
+        assert_eq!((s.ended, s.runs, m.runs), (Ended::Runs, 3, 3));
+        assert!(s.plan.deliveries.iter().any(|d| d.index == need));
+        assert!(s.plan.deliveries.len() < plan.deliveries.len());
+    }
+
+    #[tokio::test]
+    async fn a_flaky_failure_is_still_shrunk_when_candidates_get_several_tries() {
+        let plan = start(10);
+        let need = plan.deliveries[3].index;
+        let mut m = Model {
+            needs: vec![need],
+            p: 0.5,
+            rng: rand_chacha::ChaCha8Rng::seed_from_u64(9),
+            runs: 0,
+        };
+        // Each candidate gets 8 tries: a reduction that keeps the failing
+        // delivery is missed with probability 1/256.
+        let s = search(&mut m, plan, limits(2000, 8)).await;
+        assert_eq!(s.plan.deliveries.len(), 1);
+        assert_eq!(s.plan.deliveries[0].index, need);
+    }
+
+    #[tokio::test]
+    async fn a_plan_nothing_can_be_taken_from_ends_minimal_without_changes() {
+        let mut plan = start(1);
+        plan.deliveries.truncate(1);
+        plan.accounts.truncate(1);
+        let d = &mut plan.deliveries[0];
+        d.copies = 2;
+        d.drop_acks = 0;
+        d.single_attempt = true;
+        let idx = d.index;
+        let mut m = Model {
+            needs: vec![idx],
+            p: 1.0,
+            rng: rand_chacha::ChaCha8Rng::seed_from_u64(1),
+            runs: 0,
+        };
+        let s = search(&mut m, plan.clone(), limits(100, 3)).await;
+        assert_eq!(s.ended, Ended::Minimal);
+        assert_eq!(s.plan, plan);
+        assert!(s.steps.is_empty());
+        // The one candidate (one copy) was tried 3 times and never failed.
+        assert_eq!(s.runs, 3);
+    }
+}
