@@ -241,3 +241,101 @@ pub(crate) async fn post(
         serde_json::Value::String(String::from_utf8_lossy(&bytes).into_owned())
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use http_body_util::BodyExt;
+    use hyper::body::Frame;
+
+    use super::*;
+    use crate::httpd::{self, AnyBody, Hangup, Server};
+    use crate::state::State;
+
+    const DOC: &str = r#"{"inbox": [{"key": "t1", "processed": true}, {"key": "t2"}], "effects": []}"#;
+
+    /// Serves `chunks` (then a hangup when `cut`) with `content_type`, and
+    /// records the Accept header of each request.
+    async fn serve(
+        content_type: &'static str,
+        chunks: Vec<&'static str>,
+        cut: bool,
+    ) -> (Server, Arc<Mutex<Vec<String>>>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        let handler: httpd::Handler = Arc::new(move |req| {
+            let accept = req
+                .headers()
+                .get(hyper::header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string();
+            log.lock().unwrap().push(accept);
+            let mut frames: Vec<Result<Frame<Bytes>, Hangup>> = chunks
+                .iter()
+                .map(|c| Ok(Frame::data(Bytes::from_static(c.as_bytes()))))
+                .collect();
+            if cut {
+                frames.push(Err(Hangup("cut".into())));
+            }
+            Box::pin(async move {
+                let body: AnyBody =
+                    http_body_util::StreamBody::new(futures_util::stream::iter(frames)).boxed();
+                let mut r = hyper::Response::new(body);
+                r.headers_mut().insert(
+                    hyper::header::CONTENT_TYPE,
+                    hyper::header::HeaderValue::from_static(content_type),
+                );
+                Ok(r)
+            })
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        (Server::spawn(listener, handler).unwrap(), seen)
+    }
+
+    async fn read(server: &Server) -> Result<State, ProbeError> {
+        let src = HttpSource {
+            url: format!("http://{}/state", server.addr()),
+        };
+        src.read_into(None, &TrustedRoots::default(), State::default())
+            .await
+    }
+
+    #[tokio::test]
+    async fn the_state_get_asks_for_json_lines_and_reads_a_document_answer() {
+        // In pieces that split rows and keys: the parser reads across chunks.
+        let (server, seen) = serve("application/json", vec![&DOC[..20], &DOC[20..51], &DOC[51..]], false).await;
+        let s = read(&server).await.unwrap();
+        assert_eq!(s, serde_json::from_str::<State>(DOC).unwrap());
+        assert!(seen.lock().unwrap()[0].starts_with(JSON_LINES));
+        server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn a_json_lines_answer_is_read_row_by_row() {
+        let lines = "{\"sections\":[\"inbox\",\"effects\"]}\n{\"inbox\":{\"key\":\"t1\",\"processed\":true}}\n{\"inbox\":{\"key\":\"t2\"}}\n";
+        let (server, _) = serve(JSON_LINES, vec![&lines[..40], &lines[40..]], false).await;
+        let s = read(&server).await.unwrap();
+        assert_eq!(s, serde_json::from_str::<State>(DOC).unwrap());
+        server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn a_state_answer_cut_off_is_an_error_not_a_shorter_state() {
+        // Cut right after a whole line: as JSON Lines it would parse.
+        let lines = "{\"sections\":[\"inbox\"]}\n{\"inbox\":{\"key\":\"t1\",\"processed\":true}}\n";
+        let (server, _) = serve(JSON_LINES, vec![lines], true).await;
+        let e = read(&server).await.unwrap_err();
+        assert!(matches!(e, ProbeError::Io(_)), "{e}");
+        server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn a_bad_state_names_what_was_expected() {
+        let (server, _) = serve("application/json", vec![r#"{"inbox": [], "inbx": []}"#], false).await;
+        let e = read(&server).await.unwrap_err().to_string();
+        assert!(e.contains("unknown field `inbx`") && e.contains("docs/state.md"), "{e}");
+        server.stop().await;
+    }
+}
