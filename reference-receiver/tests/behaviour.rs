@@ -350,20 +350,34 @@ async fn state_is_served_as_json_lines_when_asked(kind: StoreKind) -> Result<()>
         h
     };
     for (how, url, headers) in [
-        ("Accept", url.clone(), accept("application/x-ndjson, application/json;q=0.9")),
+        (
+            "Accept",
+            url.clone(),
+            accept("application/x-ndjson, application/json;q=0.9"),
+        ),
         ("?format=jsonl", format!("{url}?format=jsonl"), t.bearer()),
     ] {
         let (status, h, text) = t.http.send(Method::GET, &url, &headers, "").await?;
         ensure!(status == 200, "{how}: {status} {text}");
-        ensure!(h.get("content-type").is_some_and(|v| v == JSON_LINES), "{how}: {h:?}");
+        ensure!(
+            h.get("content-type").is_some_and(|v| v == JSON_LINES),
+            "{how}: {h:?}"
+        );
         ensure!(text.lines().count() == 1 + 2 + 2 + 1 + 2, "{how}: {text}");
         let lines = read_lines(text.as_bytes(), State::default()).map_err(anyhow::Error::msg)?;
         ensure!(lines == doc, "{how}: {lines:?} vs {doc:?}");
     }
     // Refused (q=0) or not asked for: the document.
-    for headers in [accept("application/x-ndjson;q=0, application/json"), t.bearer()] {
+    for headers in [
+        accept("application/x-ndjson;q=0, application/json"),
+        t.bearer(),
+    ] {
         let (status, h, text) = t.http.send(Method::GET, &url, &headers, "").await?;
-        ensure!(status == 200 && h.get("content-type").is_some_and(|v| v == "application/json"));
+        ensure!(
+            status == 200
+                && h.get("content-type")
+                    .is_some_and(|v| v == "application/json")
+        );
         ensure!(serde_json::from_str::<State>(&text)? == doc);
     }
     Ok(())

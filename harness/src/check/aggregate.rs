@@ -18,6 +18,7 @@ use crate::history::{Attempt, Event, Intent, Outcome, ProviderTask, TransportFai
 use crate::state::State;
 use crate::tag::FaultTag;
 
+use super::view::{Compact, Rows, StateView};
 use super::{
     ack, order, poison, status, store, CheckOptions, Counts, DeadLetter, Evidence, EvidenceSet,
     InvariantId, InvariantResult, ScenarioCheck, Verdict, MAX_DEAD_LETTERS,
@@ -87,10 +88,6 @@ impl Interner {
         self.names.push(s.into());
         self.map.insert(s.into(), id);
         id
-    }
-
-    pub fn get(&self, s: &str) -> Option<u32> {
-        self.map.get(s).copied()
     }
 
     pub fn name(&self, id: u32) -> &str {
@@ -307,6 +304,11 @@ impl Aggregator {
             });
         }
         i as usize
+    }
+
+    /// The index into `keys` of (account, key), when the history has it.
+    pub(crate) fn slot_of(&self, account: u32, key: u32) -> Option<usize> {
+        self.index.get(&(account, key)).map(|&i| i as usize)
     }
 
     pub(crate) fn lookup(&self, account: u32, key: u32) -> Option<&KeyAgg> {
@@ -543,9 +545,27 @@ impl Aggregator {
 
     /// Grades every requested invariant against `state` (or the probe's error).
     pub fn finish(
-        self,
+        mut self,
         scenario: &str,
         state: Result<&State, &str>,
+        opts: &CheckOptions,
+    ) -> ScenarioCheck {
+        let rows = state.map(|s| Compact::of(&mut self.strings, s));
+        self.finish_rows(scenario, rows, opts)
+    }
+
+    /// A sink that takes the state row by row (interning into this fold's
+    /// table) for [`Aggregator::finish_rows`]: a state streamed from a file
+    /// or a probe is never held as strings.
+    pub(crate) fn state_sink(&mut self) -> Compact<'_> {
+        Compact::new(&mut self.strings)
+    }
+
+    /// Grades every requested invariant against the state's rows.
+    pub(crate) fn finish_rows(
+        self,
+        scenario: &str,
+        state: Result<Rows, &str>,
         opts: &CheckOptions,
     ) -> ScenarioCheck {
         let mut ids = opts.invariants.clone();
@@ -575,8 +595,8 @@ impl Aggregator {
                 let dead = self.dead.iter().map(|(d, _)| d.clone()).collect();
                 (results, dead)
             }
-            Ok(state) => {
-                let view = StateView::new(&self, state);
+            Ok(rows) => {
+                let view = StateView::new(&self, rows);
                 let results = ids
                     .iter()
                     .map(|&id| {
@@ -632,57 +652,5 @@ fn grade(
         InvariantId::I7 => status::conformance(agg, view, opts),
         InvariantId::I8 => poison::isolation(agg, view),
         InvariantId::I9 => ack::acknowledged(agg),
-    }
-}
-
-/// The state, indexed by the aggregator's interned ids.
-pub(crate) struct StateView<'a> {
-    pub state: &'a State,
-    /// (account id or NONE, key id) -> rows; only rows whose strings the history knows.
-    pub inbox: FxHashMap<(u32, u32), Vec<u32>>,
-    /// key id -> keys of every account, built only when some row has no account.
-    pub by_key: FxHashMap<u32, Vec<u32>>,
-}
-
-impl<'a> StateView<'a> {
-    fn new(agg: &Aggregator, state: &'a State) -> Self {
-        let mut inbox: FxHashMap<(u32, u32), Vec<u32>> = FxHashMap::default();
-        let mut any_none = false;
-        for (n, row) in state.inbox.iter().enumerate() {
-            let key = agg.strings.get(&row.key);
-            let account = match &row.account {
-                None => {
-                    any_none = true;
-                    Some(NONE)
-                }
-                Some(a) => agg.strings.get(a),
-            };
-            if let (Some(a), Some(k)) = (account, key) {
-                inbox.entry((a, k)).or_default().push(n as u32);
-            }
-        }
-        let mut by_key: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
-        if any_none {
-            for (i, k) in agg.keys.iter().enumerate() {
-                by_key.entry(k.key).or_default().push(i as u32);
-            }
-        }
-        StateView {
-            state,
-            inbox,
-            by_key,
-        }
-    }
-
-    /// Inbox rows that hold this key (exact account, or rows without account).
-    pub fn rows(&self, k: &KeyAgg) -> impl Iterator<Item = u32> + '_ {
-        let exact = self.inbox.get(&(k.account, k.key)).into_iter().flatten();
-        let any = self.inbox.get(&(NONE, k.key)).into_iter().flatten();
-        exact.chain(any).copied()
-    }
-
-    /// Whether the key is in the inbox.
-    pub fn stored(&self, k: &KeyAgg) -> bool {
-        self.rows(k).next().is_some()
     }
 }

@@ -125,7 +125,10 @@ pub(crate) struct ChunkReader {
 impl ChunkReader {
     /// A reader and the sender its chunks come from; the reader ends when
     /// the sender is dropped.
-    pub fn channel() -> (tokio::sync::mpsc::Sender<Result<Bytes, String>>, ChunkReader) {
+    pub fn channel() -> (
+        tokio::sync::mpsc::Sender<Result<Bytes, String>>,
+        ChunkReader,
+    ) {
         let (tx, rx) = tokio::sync::mpsc::channel(16);
         (
             tx,
@@ -191,7 +194,15 @@ impl HttpSource {
         sink: S,
     ) -> Result<S, ProbeError> {
         let get = hyper::Method::GET;
-        let resp = send(get.clone(), &self.url, token, None, Some(&state_accept()), roots).await?;
+        let resp = send(
+            get.clone(),
+            &self.url,
+            token,
+            None,
+            Some(&state_accept()),
+            roots,
+        )
+        .await?;
         if !resp.status().is_success() {
             return Err(collect(&get, &self.url, resp).await.unwrap_err());
         }
@@ -253,7 +264,8 @@ mod tests {
     use crate::httpd::{self, AnyBody, Hangup, Server};
     use crate::state::State;
 
-    const DOC: &str = r#"{"inbox": [{"key": "t1", "processed": true}, {"key": "t2"}], "effects": []}"#;
+    const DOC: &str =
+        r#"{"inbox": [{"key": "t1", "processed": true}, {"key": "t2"}], "effects": []}"#;
 
     /// Serves `chunks` (then a hangup when `cut`) with `content_type`, and
     /// records the Accept header of each request.
@@ -305,7 +317,12 @@ mod tests {
     #[tokio::test]
     async fn the_state_get_asks_for_json_lines_and_reads_a_document_answer() {
         // In pieces that split rows and keys: the parser reads across chunks.
-        let (server, seen) = serve("application/json", vec![&DOC[..20], &DOC[20..51], &DOC[51..]], false).await;
+        let (server, seen) = serve(
+            "application/json",
+            vec![&DOC[..20], &DOC[20..51], &DOC[51..]],
+            false,
+        )
+        .await;
         let s = read(&server).await.unwrap();
         assert_eq!(s, serde_json::from_str::<State>(DOC).unwrap());
         assert!(seen.lock().unwrap()[0].starts_with(JSON_LINES));
@@ -333,9 +350,17 @@ mod tests {
 
     #[tokio::test]
     async fn a_bad_state_names_what_was_expected() {
-        let (server, _) = serve("application/json", vec![r#"{"inbox": [], "inbx": []}"#], false).await;
+        let (server, _) = serve(
+            "application/json",
+            vec![r#"{"inbox": [], "inbx": []}"#],
+            false,
+        )
+        .await;
         let e = read(&server).await.unwrap_err().to_string();
-        assert!(e.contains("unknown field `inbx`") && e.contains("docs/state.md"), "{e}");
+        assert!(
+            e.contains("unknown field `inbx`") && e.contains("docs/state.md"),
+            "{e}"
+        );
         server.stop().await;
     }
 }

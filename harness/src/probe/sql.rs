@@ -61,7 +61,9 @@ impl<S: StateSink> OnRow for Rows<S> {
             n,
             row,
         };
-        self.0.row(convert(section, &r)?).map_err(ProbeError::Invalid)
+        self.0
+            .row(convert(section, &r)?)
+            .map_err(ProbeError::Invalid)
     }
 }
 
@@ -302,10 +304,7 @@ impl SqlSource {
 
     /// Reads every configured section row by row into `sink`; default
     /// queries are fitted to the columns the receiver's tables really have.
-    pub async fn read_into<S: StateSink + Send + 'static>(
-        &self,
-        sink: S,
-    ) -> Result<S, ProbeError> {
+    pub async fn read_into<S: StateSink + Send + 'static>(&self, sink: S) -> Result<S, ProbeError> {
         let queries = self.queries().await?;
         let mut rows = self.run(queries, Rows(sink)).await?;
         rows.0.finish().map_err(ProbeError::Invalid)?;
@@ -398,10 +397,7 @@ async fn pg_query<H: OnRow>(
     for (i, q) in queries.into_iter().enumerate() {
         let Some(q) = q else { continue };
         on.begin(i)?;
-        let stream = client
-            .simple_query_raw(&q)
-            .await
-            .map_err(|e| err(&q, e))?;
+        let stream = client.simple_query_raw(&q).await.map_err(|e| err(&q, e))?;
         let mut stream = std::pin::pin!(stream);
         let mut row = Row::new();
         let mut n = 0;

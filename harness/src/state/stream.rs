@@ -133,16 +133,16 @@ impl StateSink for State {
             Section::Inbox => {}
             Section::Results => {
                 let _ = self.results.get_or_insert_with(Vec::new);
-            },
+            }
             Section::Winners => {
                 let _ = self.winners.get_or_insert_with(Vec::new);
-            },
+            }
             Section::Effects => {
                 let _ = self.effects.get_or_insert_with(Vec::new);
-            },
+            }
             Section::Resources => {
                 let _ = self.resources.get_or_insert_with(Vec::new);
-            },
+            }
         }
         Ok(())
     }
@@ -304,7 +304,8 @@ fn sniff(head: &[u8]) -> Option<Format> {
 /// Reads the document form, one row at a time.
 pub fn read_document<S: StateSink, R: Read>(r: R, sink: S) -> Result<S, String> {
     let mut contract = Contract::new(sink);
-    let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(1 << 16, r));
+    let mut de =
+        serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(1 << 16, r));
     Document(&mut contract)
         .deserialize(&mut de)
         .and_then(|()| de.end())
@@ -449,12 +450,10 @@ pub fn read_lines<S: StateSink, R: BufRead>(mut r: R, sink: S) -> Result<S, Stri
                 declared = Some(list.iter().fold(0, |m, s| m | s.bit()));
             }
             (Err(_), Some(_)) => return Err(at("a second `sections` line".into())),
-            (Ok(_), None) => {
-                return Err(at(
-                    "the first line must name the sections reported: {\"sections\": [\"inbox\", ...]}"
-                        .into(),
-                ))
-            }
+            (Ok(_), None) => return Err(at(
+                "the first line must name the sections reported: {\"sections\": [\"inbox\", ...]}"
+                    .into(),
+            )),
             (Ok(row), Some(d)) => {
                 let s = row.section();
                 if d & s.bit() == 0 {
@@ -748,6 +747,9 @@ mod tests {
             Format::of_content_type("application/x-ndjson; charset=utf-8"),
             Format::Lines
         );
-        assert_eq!(Format::of_content_type("application/json"), Format::Document);
+        assert_eq!(
+            Format::of_content_type("application/json"),
+            Format::Document
+        );
     }
 }
