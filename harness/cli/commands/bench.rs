@@ -8,8 +8,7 @@
 //! reference receiver on SQLite in a temporary folder.
 //!
 //! The built-in reference receiver runs as a child process (`hookstorm
-//! receiver serve` and its worker, as `hookstorm run` starts it), not in
-//! this one: the bench's peak memory (`peak_rss_mib`) is the harness's
+//! receiver serve`, its worker inside), not in this one: the bench's peak memory (`peak_rss_mib`) is the harness's
 //! alone, and the receiver's CPU, database and memory are its own, as any
 //! receiver's are.
 
@@ -296,8 +295,10 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
     } else {
         let mut copts = hookstorm_cli::builtin::ChildOptions::new("{hookstorm} receiver");
         copts.db = args.receiver_db.clone();
-        // No fault is injected below HTTP in a bench: no proxy in the way.
+        // No fault is injected below HTTP in a bench: no proxy in the way,
+        // and the worker inside the receiver (one process, one writer).
         copts.proxy = false;
+        copts.separate_worker = false;
         let prepared = hookstorm_cli::builtin::prepare(&copts)
             .context("preparing the built-in reference receiver")?;
         let t = prepared.target.clone();
