@@ -72,21 +72,42 @@ pub(crate) mod flag {
 /// our history, not from an adversary, so SipHash's protection buys nothing.
 pub(crate) type FxMap<K, V> = FxHashMap<K, V>;
 
-/// Interns strings as `u32` ids.
+/// Interns strings as `u32` ids, each string stored once: one text buffer
+/// end to end, its end offsets by id, and a hash table of ids (hashbrown's
+/// `HashTable`, which looks a `&str` up through the buffer). A million keys
+/// and their jobs cost their bytes plus about 13 bytes each, not two boxed
+/// copies and a map entry (about 100).
 #[derive(Default)]
 pub(crate) struct Interner {
-    map: FxMap<Box<str>, u32>,
-    names: Vec<Box<str>>,
+    text: String,
+    ends: Vec<usize>,
+    table: hashbrown::HashTable<u32>,
+}
+
+fn str_hash(s: &str) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(s)
+}
+
+fn span<'a>(text: &'a str, ends: &[usize], id: u32) -> &'a str {
+    let i = id as usize;
+    let start = if i == 0 { 0 } else { ends[i - 1] };
+    &text[start..ends[i]]
 }
 
 impl Interner {
     pub fn intern(&mut self, s: &str) -> u32 {
-        if let Some(&id) = self.map.get(s) {
+        let h = str_hash(s);
+        let (text, ends) = (&self.text, &self.ends);
+        if let Some(&id) = self.table.find(h, |&id| span(text, ends, id) == s) {
             return id;
         }
-        let id = self.names.len() as u32;
-        self.names.push(s.into());
-        self.map.insert(s.into(), id);
+        let id = self.ends.len() as u32;
+        self.text.push_str(s);
+        self.ends.push(self.text.len());
+        let (text, ends) = (&self.text, &self.ends);
+        self.table
+            .insert_unique(h, id, |&id| str_hash(span(text, ends, id)));
         id
     }
 
@@ -94,7 +115,7 @@ impl Interner {
         if id == NONE {
             ""
         } else {
-            &self.names[id as usize]
+            span(&self.text, &self.ends, id)
         }
     }
 }

@@ -178,7 +178,8 @@ pub(crate) struct StateView<'a> {
     anonymous: FxHashMap<u32, u32>,
     /// key id -> records of every account, built only when some row has no account.
     pub by_key: FxHashMap<u32, Vec<u32>>,
-    /// (key, account) of every inbox row, sorted: "is this key stored" by key.
+    /// (key, account) of every inbox row, sorted: "is this key stored" by
+    /// key (built when effects are reported; they are its only use).
     keys_sorted: Vec<(u32, u32)>,
 }
 
@@ -215,9 +216,12 @@ impl<'a> StateView<'a> {
                 by_key.entry(k.key).or_default().push(i as u32);
             }
         }
-        let mut keys_sorted: Vec<(u32, u32)> =
-            rows.inbox.iter().map(|r| (r.key, r.account)).collect();
-        keys_sorted.sort_unstable();
+        // Only effects are looked up by key alone.
+        let mut keys_sorted: Vec<(u32, u32)> = Vec::new();
+        if rows.effects.is_some() {
+            keys_sorted = rows.inbox.iter().map(|r| (r.key, r.account)).collect();
+            keys_sorted.sort_unstable();
+        }
         if let Some(e) = rows.effects.as_mut() {
             e.sort_by_key(|e| (e.key, e.account));
         }
@@ -295,4 +299,44 @@ pub(crate) fn account_matches(reported: u32, account: u32) -> bool {
 /// An account id as evidence shows it.
 pub(crate) fn account_name(agg: &Aggregator, account: u32) -> Option<String> {
     (account != NONE).then(|| agg.strings.name(account).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_interner_gives_each_string_one_id_and_its_name_back() {
+        let mut t = Interner::default();
+        let names: Vec<String> = (0..50_000).map(|i| format!("tsk_{i:x}")).collect();
+        let ids: Vec<u32> = names.iter().map(|n| t.intern(n)).collect();
+        assert_eq!(ids, (0..50_000).collect::<Vec<u32>>());
+        for (n, &id) in names.iter().zip(&ids) {
+            assert_eq!(t.intern(n), id, "{n} again");
+            assert_eq!(t.name(id), n);
+        }
+        assert_eq!(t.intern(""), 50_000);
+        assert_eq!(t.name(50_000), "");
+        assert_eq!(t.intern("tsk_0"), 0);
+        assert_eq!(t.name(NONE), "");
+    }
+
+    #[test]
+    fn rows_of_a_state_are_ids_and_unknown_strings_are_not_history_keys() {
+        let mut agg = Aggregator::new(std::time::Duration::from_secs(1));
+        let a = agg.strings.intern("acct_a");
+        let state: State = serde_json::from_str(
+            r#"{"inbox": [{"key": "t1", "account": "acct_a", "processed": true},
+                          {"key": "zz", "error": "x"}],
+                "effects": []}"#,
+        )
+        .unwrap();
+        let rows = Compact::of(&mut agg.strings, &state);
+        assert_eq!(rows.inbox[0].account, a);
+        assert_eq!(agg.strings.name(rows.inbox[0].key), "t1");
+        assert!(rows.inbox[1].account == NONE && rows.inbox[1].failed);
+        assert!(rows.results.is_none() && rows.effects.as_ref().is_some_and(Vec::is_empty));
+        // Interned, yet never sent: no record.
+        assert!(agg.lookup(a, rows.inbox[0].key).is_none());
+    }
 }
