@@ -726,6 +726,37 @@ mod tests {
         assert!(!d.contains("tok-123") && !d.contains("pw-456"), "{d}");
     }
 
+    #[tokio::test]
+    async fn the_drain_wait_streams_the_last_state_read_into_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        let probe = |json: &str| {
+            Probe::from_config(&ProbeConfig {
+                command: Some(format!("echo '{json}'")),
+                ..ProbeConfig::default()
+            })
+            .unwrap()
+        };
+        let waiting =
+            r#"{"inbox": [{"key": "a", "processed": true}, {"key": "b"}], "effects": []}"#;
+        let (drained, rows) = probe(waiting)
+            .wait_drained_to(Duration::from_millis(250), &path)
+            .await
+            .unwrap();
+        assert_eq!((drained, rows), (false, 2));
+        let back: State = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(back, serde_json::from_str::<State>(waiting).unwrap());
+        let done = r#"{"sections": ["inbox"]}
+{"inbox": {"key": "a", "error": "poison"}}"#;
+        let (drained, rows) = probe(done)
+            .wait_drained_to(Duration::from_secs(5), &path)
+            .await
+            .unwrap();
+        assert_eq!((drained, rows), (true, 1));
+        let back: State = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(back.inbox[0].error.as_deref(), Some("poison"));
+    }
+
     #[test]
     fn describe_never_shows_the_token() {
         let p = Probe::http(
