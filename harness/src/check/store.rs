@@ -88,11 +88,10 @@ pub(crate) fn no_loss(agg: &Aggregator, view: &StateView, opts: &CheckOptions) -
 /// The (account, id) pairs that occur more than once, with their count and
 /// first row, in the order of their first row. Sorting a copy of the pairs
 /// costs 12 bytes a row, not a map entry.
-fn repeated(pairs: &[(u32, u32)]) -> Vec<(u32, u32, u32, usize)> {
+fn repeated(pairs: impl Iterator<Item = (u32, u32)>) -> Vec<(u32, u32, u32, usize)> {
     let mut sorted: Vec<(u32, u32, u32)> = pairs
-        .iter()
         .enumerate()
-        .map(|(n, &(a, k))| (a, k, n as u32))
+        .map(|(n, (a, k))| (a, k, n as u32))
         .collect();
     sorted.sort_unstable();
     let mut out = Vec::new();
@@ -113,8 +112,8 @@ pub(crate) fn exactly_once(
 ) -> InvariantResult {
     let words = &opts.vocabulary;
     let mut ev = EvidenceSet::default();
-    let inbox: Vec<(u32, u32)> = view.rows.inbox.iter().map(|r| (r.account, r.key)).collect();
-    for (account, key, count, first) in repeated(&inbox) {
+    let inbox = view.rows.inbox.iter().map(|r| (r.account, r.key));
+    for (account, key, count, first) in repeated(inbox) {
         ev.push(|| Evidence {
             key: agg.strings.name(key).to_string(),
             account: account_name(agg, account),
@@ -126,8 +125,8 @@ pub(crate) fn exactly_once(
     let mut checked = "inbox".to_string();
     if let Some(results) = &view.rows.results {
         checked.push_str(" and results");
-        let pairs: Vec<(u32, u32)> = results.iter().map(|r| (r.account, r.task)).collect();
-        for (account, task, count, _) in repeated(&pairs) {
+        let pairs = results.iter().map(|r| (r.account, r.task));
+        for (account, task, count, _) in repeated(pairs) {
             ev.push(|| Evidence {
                 key: agg.strings.name(task).to_string(),
                 account: account_name(agg, account),
