@@ -113,6 +113,13 @@ fn bench_against_the_reference_receiver_passes_with_duplicates_mixed_in() {
         v["check"]["check"]["results"].as_array().unwrap().len(),
         InvariantId::ALL.len()
     );
+    // The receiver ran in its own process; its state was streamed into
+    // state.json as one document, every row settled, every section there.
+    assert!(text.contains("as a child process"), "{text}");
+    let state: hookstorm::state::State =
+        serde_json::from_slice(&std::fs::read(run.join("state.json")).unwrap()).unwrap();
+    assert!(!state.inbox.is_empty() && state.drained());
+    assert!(state.results.is_some() && state.winners.is_some() && state.effects.is_some());
 
     // The history holds every attempt, with the mixed-in faults named.
     let mut faults = BTreeMap::<String, usize>::new();

@@ -4,6 +4,11 @@
 //! receiver serves it from its admin API. Every section but `inbox` is
 //! optional: an absent section makes the checks that need it `unknown`,
 //! never `pass`.
+//!
+//! A big state is never held whole on its way in: [`stream`] reads either
+//! wire form (one document, or JSON Lines) row by row into a sink.
+
+pub mod stream;
 
 use serde::{Deserialize, Serialize};
 

@@ -1,7 +1,9 @@
 //! The admin API, served on its own listener and never on the webhook port.
 //!
 //! Every route but `GET /healthz` needs `Authorization: Bearer <token>`.
-//! `GET /state` returns the `hookstorm::state::State` JSON the harness reads;
+//! `GET /state` returns the `hookstorm::state::State` JSON the harness reads,
+//! as JSON Lines when asked (`Accept: application/x-ndjson` or
+//! `?format=jsonl`), which the harness parses row by row;
 //! `POST /reset`, `POST /setup` and `POST /reconcile` are the companions the
 //! harness calls around a scenario.
 
@@ -12,6 +14,8 @@ use http::{header, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use serde::Deserialize;
+
+use hookstorm::state::stream::{write_lines, JSON_LINES};
 
 use crate::handler::reply;
 use crate::reconcile::reconcile;
@@ -25,6 +29,40 @@ fn json(status: StatusCode, value: &impl serde::Serialize) -> Response<Full<Byte
     r.headers_mut().insert(
         header::CONTENT_TYPE,
         header::HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// Whether the request asks for the state as JSON Lines.
+fn wants_lines(req: &Request<Incoming>) -> bool {
+    let by_query = req
+        .uri()
+        .query()
+        .is_some_and(|q| q.split('&').any(|kv| kv == "format=jsonl"));
+    let by_accept = req
+        .headers()
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|item| {
+            let mut parts = item.split(';').map(str::trim);
+            let mime = parts.next().unwrap_or_default();
+            let refused = parts.any(|p| p.replace(' ', "") == "q=0");
+            mime.eq_ignore_ascii_case(JSON_LINES) && !refused
+        });
+    by_query || by_accept
+}
+
+fn lines(state: &hookstorm::state::State) -> Response<Full<Bytes>> {
+    let mut body = Vec::new();
+    if let Err(e) = write_lines(state, &mut body) {
+        return reply(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string());
+    }
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static(JSON_LINES),
     );
     r
 }
@@ -73,6 +111,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
             .state(WinnerRule::for_defect(app.config.defect))
             .await
         {
+            Ok(s) if wants_lines(&req) => lines(&s),
             Ok(s) => json(StatusCode::OK, &s),
             Err(e) => reply(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
         },

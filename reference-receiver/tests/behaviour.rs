@@ -20,6 +20,7 @@ on_both_stores!(
     poison_row_is_marked_failed_and_does_not_block_its_batch,
     sequenced_resource_keeps_the_highest_sequence,
     admin_api_needs_the_token_and_is_not_on_the_webhook_port,
+    state_is_served_as_json_lines_when_asked,
 );
 
 async fn duplicate_delivered_concurrently_is_stored_once(kind: StoreKind) -> Result<()> {
@@ -327,5 +328,57 @@ async fn admin_api_needs_the_token_and_is_not_on_the_webhook_port(kind: StoreKin
         status == 200 && text.contains("\"recorded\":2"),
         "{status} {text}"
     );
+    Ok(())
+}
+
+async fn state_is_served_as_json_lines_when_asked(kind: StoreKind) -> Result<()> {
+    use hookstorm::state::stream::{read_lines, JSON_LINES};
+    use hookstorm::state::State;
+    let Some(t) = start(kind, config()).await? else {
+        return Ok(());
+    };
+    for (id, job) in [("tsk_1", "job-1-r1"), ("tsk_2", "job-1-r2")] {
+        let d = Delivery::completed(id, job, "2026-11-29T10:00:00Z");
+        ensure!(t.deliver(&d).await? == 204);
+    }
+    let doc = t.drained().await?;
+    ensure!(doc.inbox.len() == 2 && doc.winners.as_ref().is_some_and(|w| w.len() == 1));
+    let url = format!("{}/state", t.rx.admin_url());
+    let accept = |v: &str| {
+        let mut h = t.bearer();
+        h.push(("Accept".into(), v.into()));
+        h
+    };
+    for (how, url, headers) in [
+        (
+            "Accept",
+            url.clone(),
+            accept("application/x-ndjson, application/json;q=0.9"),
+        ),
+        ("?format=jsonl", format!("{url}?format=jsonl"), t.bearer()),
+    ] {
+        let (status, h, text) = t.http.send(Method::GET, &url, &headers, "").await?;
+        ensure!(status == 200, "{how}: {status} {text}");
+        ensure!(
+            h.get("content-type").is_some_and(|v| v == JSON_LINES),
+            "{how}: {h:?}"
+        );
+        ensure!(text.lines().count() == 1 + 2 + 2 + 1 + 2, "{how}: {text}");
+        let lines = read_lines(text.as_bytes(), State::default()).map_err(anyhow::Error::msg)?;
+        ensure!(lines == doc, "{how}: {lines:?} vs {doc:?}");
+    }
+    // Refused (q=0) or not asked for: the document.
+    for headers in [
+        accept("application/x-ndjson;q=0, application/json"),
+        t.bearer(),
+    ] {
+        let (status, h, text) = t.http.send(Method::GET, &url, &headers, "").await?;
+        ensure!(
+            status == 200
+                && h.get("content-type")
+                    .is_some_and(|v| v == "application/json")
+        );
+        ensure!(serde_json::from_str::<State>(&text)? == doc);
+    }
     Ok(())
 }

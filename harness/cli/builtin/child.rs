@@ -50,6 +50,9 @@ pub struct ChildOptions {
     pub db: Option<String>,
     /// Put a fault proxy between the receiver and a Postgres database.
     pub proxy: bool,
+    /// Run the worker as its own process (the process scenarios kill it);
+    /// otherwise the receiver runs it inside, as one process.
+    pub separate_worker: bool,
 }
 
 impl ChildOptions {
@@ -60,6 +63,7 @@ impl ChildOptions {
             defect: None,
             db: None,
             proxy: true,
+            separate_worker: true,
         }
     }
 }
@@ -176,8 +180,13 @@ pub fn prepare(opts: &ChildOptions) -> Result<ChildTarget, BuiltinError> {
     // The harness's provider API, bound now so the receiver's reconciler can
     // be pointed at it; its key reaches the child through the environment.
     let provider = Provider::bind("127.0.0.1:0", Secret::new(random_token()))?;
+    let no_worker = if opts.separate_worker {
+        " --no-worker"
+    } else {
+        ""
+    };
     let start = format!(
-        "exec {} serve --db {db_arg} --listen {web_addr} --admin-listen {admin_addr} --reuse-port --profile {} --no-worker --provider-url {}{defect}",
+        "exec {} serve --db {db_arg} --listen {web_addr} --admin-listen {admin_addr} --reuse-port --profile {}{no_worker} --provider-url {}{defect}",
         opts.command,
         shell_quote(&profile.name),
         shell_quote(&provider.url())
@@ -199,7 +208,7 @@ pub fn prepare(opts: &ChildOptions) -> Result<ChildTarget, BuiltinError> {
         },
         ready_timeout: Some(HumanDuration(std::time::Duration::from_secs(20))),
         failpoints: true,
-        worker: Some(WorkerConfig {
+        worker: opts.separate_worker.then(|| WorkerConfig {
             start: worker,
             env: BTreeMap::new(),
         }),
@@ -272,6 +281,18 @@ mod tests {
         // and until the receiver listens it refuses connections.
         assert!(std::net::TcpListener::bind(web).is_err());
         assert!(std::net::TcpStream::connect(web).is_err());
+    }
+
+    #[test]
+    fn the_worker_runs_inside_the_receiver_when_not_separate() {
+        let mut o = ChildOptions::new("hookstorm-receiver");
+        let c = prepare(&o).unwrap();
+        let life = c.target.lifecycle.as_ref().unwrap();
+        assert!(life.start.contains(" --no-worker") && life.worker.is_some());
+        o.separate_worker = false;
+        let c = prepare(&o).unwrap();
+        let life = c.target.lifecycle.as_ref().unwrap();
+        assert!(!life.start.contains("--no-worker") && life.worker.is_none());
     }
 
     #[test]

@@ -6,6 +6,11 @@
 //! Targets: a target file, a plain `--url` with `--secret-env`, the
 //! built-in null receiver (`--null`), or, with none of them, the built-in
 //! reference receiver on SQLite in a temporary folder.
+//!
+//! The built-in reference receiver runs as a child process (`hookstorm
+//! receiver serve`, its worker inside), not in this one: the bench's peak memory (`peak_rss_mib`) is the harness's
+//! alone, and the receiver's CPU, database and memory are its own, as any
+//! receiver's are.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -213,7 +218,7 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
             "--shard needs the one receiver every shard sends to: --target FILE or --url URL",
         ));
     }
-    let mut embedded = None;
+    let mut builtin = None;
     let mut null_stop: Option<tokio::sync::oneshot::Sender<()>> = None;
     let accounts: Vec<String>;
     let (url, profile, secrets, probe, desc, no_check_reason);
@@ -288,24 +293,44 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
             "no state probe for a plain --url (hint: use --target FILE)".into()
         };
     } else {
-        let (receiver, t) = hookstorm_cli::builtin::start(None, args.receiver_db.as_deref())
-            .await
-            .context("starting the built-in reference receiver")?;
+        let mut copts = hookstorm_cli::builtin::ChildOptions::new("{hookstorm} receiver");
+        copts.db = args.receiver_db.clone();
+        // No fault is injected below HTTP in a bench: no proxy in the way,
+        // and the worker inside the receiver (one process, one writer).
+        copts.proxy = false;
+        copts.separate_worker = false;
+        let prepared = hookstorm_cli::builtin::prepare(&copts)
+            .context("preparing the built-in reference receiver")?;
+        let t = prepared.target.clone();
+        let logs = tempfile::tempdir().context("a folder for the receiver's logs")?;
+        let life = t
+            .lifecycle
+            .clone()
+            .expect("the built-in child target has a lifecycle");
+        let supervisor =
+            hookstorm::lifecycle::Supervisor::start(life, t.database.clone(), logs.path())
+                .await
+                .context("starting the built-in reference receiver")?;
         info!(
-            "built-in reference receiver on {} ({})",
-            receiver.webhook_addr(),
+            "built-in reference receiver as a child process on {} ({})",
+            hookstorm::target::redact_url(&t.url),
             if args.receiver_db.is_some() {
                 "the given database"
             } else {
                 "SQLite in a temp folder"
             }
         );
-        embedded = Some(receiver);
+        builtin = Some((supervisor, prepared, logs));
         accounts = t.accounts();
+        // A big state takes longer to serve than a scenario's: the probe
+        // gets the drain window, not the default 10 s.
         probe = if args.no_check {
             None
         } else {
-            Some(Probe::from_config(&t.state)?)
+            Some(
+                Probe::from_config(&t.state)?
+                    .with_timeout(args.drain.0.max(hookstorm::probe::DEFAULT_TIMEOUT)),
+            )
         };
         desc = "built-in reference receiver".to_string();
         (url, profile, secrets) = (t.url, t.profile, t.secrets);
@@ -351,8 +376,9 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
     if let Some(tx) = null_stop {
         let _ = tx.send(());
     }
-    if let Some(r) = embedded {
-        r.shutdown().await;
+    if let Some((supervisor, prepared, logs)) = builtin {
+        supervisor.shutdown().await;
+        drop((prepared, logs));
     }
     let mut outcome = match outcome {
         Ok(o) => o,

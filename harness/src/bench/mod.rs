@@ -507,20 +507,22 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
 }
 
 /// Drains, reads the state, saves it, and checks the history against it.
+///
+/// In bounded memory: every read of the drain wait streams the state into
+/// `state.json` while counting unsettled rows (the last read's file
+/// stays), and the checker folds the history, then streams that file into
+/// interned ids. No step holds the state's text or its strings.
 async fn check(
     probe: &Probe,
     opts: &BenchOptions,
     dir: &std::path::Path,
     history: &std::path::Path,
 ) -> Result<result::Verdict, String> {
-    let (state, drained) = probe
-        .wait_drained(opts.drain)
+    let state_path = dir.join("state.json");
+    let (drained, _rows) = probe
+        .wait_drained_to(opts.drain, &state_path)
         .await
         .map_err(|e| format!("cannot read the receiver's state: {e}"))?;
-    let state_path = dir.join("state.json");
-    let json = serde_json::to_vec(&state).map_err(|e| e.to_string())?;
-    drop(state);
-    std::fs::write(&state_path, json).map_err(|e| format!("{}: {e}", state_path.display()))?;
     let copts = CheckOptions {
         invariants: InvariantId::ALL.to_vec(),
         strict: false,

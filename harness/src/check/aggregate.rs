@@ -18,6 +18,7 @@ use crate::history::{Attempt, Event, Intent, Outcome, ProviderTask, TransportFai
 use crate::state::State;
 use crate::tag::FaultTag;
 
+use super::view::{Compact, Rows, StateView};
 use super::{
     ack, order, poison, status, store, CheckOptions, Counts, DeadLetter, Evidence, EvidenceSet,
     InvariantId, InvariantResult, ScenarioCheck, Verdict, MAX_DEAD_LETTERS,
@@ -71,33 +72,50 @@ pub(crate) mod flag {
 /// our history, not from an adversary, so SipHash's protection buys nothing.
 pub(crate) type FxMap<K, V> = FxHashMap<K, V>;
 
-/// Interns strings as `u32` ids.
+/// Interns strings as `u32` ids, each string stored once: one text buffer
+/// end to end, its end offsets by id, and a hash table of ids (hashbrown's
+/// `HashTable`, which looks a `&str` up through the buffer). A million keys
+/// and their jobs cost their bytes plus about 13 bytes each, not two boxed
+/// copies and a map entry (about 100).
 #[derive(Default)]
 pub(crate) struct Interner {
-    map: FxMap<Box<str>, u32>,
-    names: Vec<Box<str>>,
+    text: String,
+    ends: Vec<usize>,
+    table: hashbrown::HashTable<u32>,
+}
+
+fn str_hash(s: &str) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(s)
+}
+
+fn span<'a>(text: &'a str, ends: &[usize], id: u32) -> &'a str {
+    let i = id as usize;
+    let start = if i == 0 { 0 } else { ends[i - 1] };
+    &text[start..ends[i]]
 }
 
 impl Interner {
     pub fn intern(&mut self, s: &str) -> u32 {
-        if let Some(&id) = self.map.get(s) {
+        let h = str_hash(s);
+        let (text, ends) = (&self.text, &self.ends);
+        if let Some(&id) = self.table.find(h, |&id| span(text, ends, id) == s) {
             return id;
         }
-        let id = self.names.len() as u32;
-        self.names.push(s.into());
-        self.map.insert(s.into(), id);
+        let id = self.ends.len() as u32;
+        self.text.push_str(s);
+        self.ends.push(self.text.len());
+        let (text, ends) = (&self.text, &self.ends);
+        self.table
+            .insert_unique(h, id, |&id| str_hash(span(text, ends, id)));
         id
-    }
-
-    pub fn get(&self, s: &str) -> Option<u32> {
-        self.map.get(s).copied()
     }
 
     pub fn name(&self, id: u32) -> &str {
         if id == NONE {
             ""
         } else {
-            &self.names[id as usize]
+            span(&self.text, &self.ends, id)
         }
     }
 }
@@ -307,6 +325,11 @@ impl Aggregator {
             });
         }
         i as usize
+    }
+
+    /// The index into `keys` of (account, key), when the history has it.
+    pub(crate) fn slot_of(&self, account: u32, key: u32) -> Option<usize> {
+        self.index.get(&(account, key)).map(|&i| i as usize)
     }
 
     pub(crate) fn lookup(&self, account: u32, key: u32) -> Option<&KeyAgg> {
@@ -543,9 +566,27 @@ impl Aggregator {
 
     /// Grades every requested invariant against `state` (or the probe's error).
     pub fn finish(
-        self,
+        mut self,
         scenario: &str,
         state: Result<&State, &str>,
+        opts: &CheckOptions,
+    ) -> ScenarioCheck {
+        let rows = state.map(|s| Compact::of(&mut self.strings, s));
+        self.finish_rows(scenario, rows, opts)
+    }
+
+    /// A sink that takes the state row by row (interning into this fold's
+    /// table) for [`Aggregator::finish_rows`]: a state streamed from a file
+    /// or a probe is never held as strings.
+    pub(crate) fn state_sink(&mut self) -> Compact<'_> {
+        Compact::new(&mut self.strings)
+    }
+
+    /// Grades every requested invariant against the state's rows.
+    pub(crate) fn finish_rows(
+        self,
+        scenario: &str,
+        state: Result<Rows, &str>,
         opts: &CheckOptions,
     ) -> ScenarioCheck {
         let mut ids = opts.invariants.clone();
@@ -575,8 +616,8 @@ impl Aggregator {
                 let dead = self.dead.iter().map(|(d, _)| d.clone()).collect();
                 (results, dead)
             }
-            Ok(state) => {
-                let view = StateView::new(&self, state);
+            Ok(rows) => {
+                let view = StateView::new(&self, rows);
                 let results = ids
                     .iter()
                     .map(|&id| {
@@ -632,57 +673,5 @@ fn grade(
         InvariantId::I7 => status::conformance(agg, view, opts),
         InvariantId::I8 => poison::isolation(agg, view),
         InvariantId::I9 => ack::acknowledged(agg),
-    }
-}
-
-/// The state, indexed by the aggregator's interned ids.
-pub(crate) struct StateView<'a> {
-    pub state: &'a State,
-    /// (account id or NONE, key id) -> rows; only rows whose strings the history knows.
-    pub inbox: FxHashMap<(u32, u32), Vec<u32>>,
-    /// key id -> keys of every account, built only when some row has no account.
-    pub by_key: FxHashMap<u32, Vec<u32>>,
-}
-
-impl<'a> StateView<'a> {
-    fn new(agg: &Aggregator, state: &'a State) -> Self {
-        let mut inbox: FxHashMap<(u32, u32), Vec<u32>> = FxHashMap::default();
-        let mut any_none = false;
-        for (n, row) in state.inbox.iter().enumerate() {
-            let key = agg.strings.get(&row.key);
-            let account = match &row.account {
-                None => {
-                    any_none = true;
-                    Some(NONE)
-                }
-                Some(a) => agg.strings.get(a),
-            };
-            if let (Some(a), Some(k)) = (account, key) {
-                inbox.entry((a, k)).or_default().push(n as u32);
-            }
-        }
-        let mut by_key: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
-        if any_none {
-            for (i, k) in agg.keys.iter().enumerate() {
-                by_key.entry(k.key).or_default().push(i as u32);
-            }
-        }
-        StateView {
-            state,
-            inbox,
-            by_key,
-        }
-    }
-
-    /// Inbox rows that hold this key (exact account, or rows without account).
-    pub fn rows(&self, k: &KeyAgg) -> impl Iterator<Item = u32> + '_ {
-        let exact = self.inbox.get(&(k.account, k.key)).into_iter().flatten();
-        let any = self.inbox.get(&(NONE, k.key)).into_iter().flatten();
-        exact.chain(any).copied()
-    }
-
-    /// Whether the key is in the inbox.
-    pub fn stored(&self, k: &KeyAgg) -> bool {
-        self.rows(k).next().is_some()
     }
 }

@@ -7,6 +7,10 @@
 //! object mapping scenario names to states, or a directory holding
 //! `<scenario>.json` (or `<scenario>.state.json`) per scenario; a scenario
 //! without a state is graded `unknown`.
+//!
+//! One state (a file or a folder's) is read after the history, row by row
+//! into the fold's interned ids, in either of its forms (the document or
+//! JSON Lines): a million-row state never sits in memory as text or strings.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -20,6 +24,7 @@ use crate::state::State;
 use crate::tag::FaultTag;
 
 use super::aggregate::{AttemptView, ProviderView};
+use super::view::{Compact, Rows};
 use crate::history::scan::{self, RawLine};
 
 use super::{Aggregator, CheckOptions, ScenarioCheck};
@@ -146,38 +151,69 @@ impl From<crate::history::HistoryError> for CheckError {
 }
 
 enum States {
-    One(State),
+    /// One state file, read (streaming) once the history is folded.
+    One(PathBuf),
     Many(BTreeMap<String, State>),
     Dir(PathBuf),
 }
 
-fn read_state_file(path: &Path) -> Result<State, CheckError> {
-    let text = std::fs::read_to_string(path).map_err(|source| CheckError::Io {
+/// Streams a state file into the fold's compact rows.
+fn read_state_file(path: &Path, fold: &mut Aggregator) -> Result<Rows, CheckError> {
+    let file = File::open(path).map_err(|source| CheckError::Io {
         path: path.into(),
         source,
     })?;
-    serde_json::from_str(&text).map_err(|e| CheckError::State {
-        path: path.into(),
-        message: e.to_string(),
-    })
+    crate::state::stream::read_any(file, fold.state_sink())
+        .map(|c| c.rows)
+        .map_err(|message| CheckError::State {
+            path: path.into(),
+            message,
+        })
+}
+
+/// The first key of the JSON object at the start of `path`, when it has one.
+fn first_key(path: &Path) -> Result<Option<String>, CheckError> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    File::open(path)
+        .and_then(|f| f.take(4096).read_to_end(&mut head))
+        .map_err(|source| CheckError::Io {
+            path: path.into(),
+            source,
+        })?;
+    let text = String::from_utf8_lossy(&head);
+    let rest = text.trim_start().strip_prefix('{').map(str::trim_start);
+    Ok(rest
+        .and_then(|r| r.strip_prefix('"'))
+        .and_then(|r| r.split_once('"'))
+        .map(|(key, _)| key.to_string()))
 }
 
 fn load_states(path: &Path) -> Result<States, CheckError> {
     if path.is_dir() {
         return Ok(States::Dir(path.to_path_buf()));
     }
+    // A state names its sections first (`inbox`, …, or `sections` in JSON
+    // Lines); a map of states names a scenario.
+    let is_state = first_key(path)?.is_some_and(|k| {
+        k == "sections"
+            || ["inbox", "results", "winners", "effects", "resources"].contains(&k.as_str())
+    });
+    if is_state {
+        return Ok(States::One(path.to_path_buf()));
+    }
     let text = std::fs::read_to_string(path).map_err(|source| CheckError::Io {
         path: path.into(),
         source,
     })?;
-    match serde_json::from_str::<State>(&text) {
-        Ok(s) => Ok(States::One(s)),
-        Err(e) => serde_json::from_str::<BTreeMap<String, State>>(&text)
-            .map(States::Many)
-            .map_err(|_| CheckError::State {
-                path: path.into(),
-                message: e.to_string(),
-            }),
+    match serde_json::from_str::<BTreeMap<String, State>>(&text) {
+        Ok(m) => Ok(States::Many(m)),
+        Err(e) => Err(CheckError::State {
+            path: path.into(),
+            message: serde_json::from_str::<State>(&text)
+                .err()
+                .map_or_else(|| e.to_string(), |e| e.to_string()),
+        }),
     }
 }
 
@@ -373,12 +409,12 @@ pub fn check_histories(
         }
     }
     let mut out = Vec::new();
-    for (name, fold) in folds {
-        let loaded;
-        let found: Result<&State, String> = match &states {
-            States::One(s) => Ok(s),
+    for (name, mut fold) in folds {
+        let rows: Result<Rows, String> = match &states {
+            States::One(p) => Ok(read_state_file(p, &mut fold)?),
             States::Many(m) => m
                 .get(&name)
+                .map(|s| Compact::of(&mut fold.strings, s))
                 .ok_or_else(|| format!("{} has no state for this scenario", state.display())),
             States::Dir(dir) => {
                 let candidates = [
@@ -387,19 +423,13 @@ pub fn check_histories(
                 ];
                 match candidates.iter().find(|p| p.is_file()) {
                     None => Err(format!("no {name}.json in {}", dir.display())),
-                    Some(p) => match read_state_file(p) {
-                        Ok(s) => {
-                            loaded = s;
-                            Ok(&loaded)
-                        }
-                        Err(e) => Err(e.to_string()),
-                    },
+                    Some(p) => read_state_file(p, &mut fold).map_err(|e| e.to_string()),
                 }
             }
         };
-        out.push(match &found {
-            Ok(s) => fold.finish(&name, Ok(*s), opts),
-            Err(reason) => fold.finish(&name, Err(reason), opts),
+        out.push(match rows {
+            Ok(rows) => fold.finish_rows(&name, Ok(rows), opts),
+            Err(reason) => fold.finish_rows(&name, Err(&reason), opts),
         });
     }
     Ok(MultiCheck {

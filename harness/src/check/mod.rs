@@ -18,6 +18,7 @@ mod order;
 mod poison;
 mod status;
 mod store;
+mod view;
 
 use std::fmt;
 use std::str::FromStr;

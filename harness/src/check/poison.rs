@@ -4,8 +4,9 @@
 //! (the handler only stores; processing errors are not the sender's
 //! business).
 
-use super::aggregate::{flag, Aggregator, StateView};
+use super::aggregate::{flag, Aggregator};
 use super::store::{aggs_for_row, evidence};
+use super::view::{account_name, StateView};
 use super::{Evidence, EvidenceSet, InvariantId, InvariantResult, Verdict};
 
 /// I8 against the state.
@@ -30,7 +31,7 @@ pub(crate) fn isolation(agg: &Aggregator, view: &StateView) -> InvariantResult {
         });
     }
     let mut blocked = 0usize;
-    for (n, row) in view.state.inbox.iter().enumerate() {
+    for (n, row) in view.rows.inbox.iter().enumerate() {
         let aggs = aggs_for_row(agg, view, n);
         let is_poison = aggs.iter().any(|k| k.has(flag::POISON));
         let lines = || {
@@ -40,7 +41,7 @@ pub(crate) fn isolation(agg: &Aggregator, view: &StateView) -> InvariantResult {
         };
         let what = if is_poison {
             // Marked failed is settled, whether or not `processed` is set.
-            if row.error.is_some() {
+            if row.failed {
                 continue;
             }
             if row.processed {
@@ -56,8 +57,8 @@ pub(crate) fn isolation(agg: &Aggregator, view: &StateView) -> InvariantResult {
             "genuine row left unprocessed next to a poison row"
         };
         ev.push(|| Evidence {
-            key: row.key.clone(),
-            account: row.account.clone(),
+            key: agg.strings.name(row.key).to_string(),
+            account: account_name(agg, row.account),
             what: what.to_string(),
             lines: lines(),
         });

@@ -8,8 +8,9 @@
 //! fault made them slow), and a 3xx from the harness's own redirecting front
 //! (fault `redirect`) is the fault, not the receiver.
 
-use super::aggregate::{flag, Aggregator, StateView};
+use super::aggregate::{flag, Aggregator};
 use super::store::evidence;
+use super::view::StateView;
 use super::{CheckOptions, EvidenceSet, InvariantId, InvariantResult, Verdict};
 
 /// The verdict from the history alone, when the state could not be read.

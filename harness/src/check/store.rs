@@ -2,9 +2,10 @@
 //! I4 no-phantom. They compare what the history says was acknowledged (or
 //! never meant to be stored) with the inbox, results and effects sections.
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 
-use super::aggregate::{flag, Aggregator, KeyAgg, StateView, NONE};
+use super::aggregate::{flag, Aggregator, KeyAgg, NONE};
+use super::view::{account_matches, account_name, StateView};
 use super::{CheckOptions, Evidence, EvidenceSet, InvariantId, InvariantResult, Verdict};
 use crate::vocabulary::Vocabulary;
 
@@ -15,24 +16,16 @@ pub(crate) fn aggs_for_row<'a>(
     view: &StateView,
     row: usize,
 ) -> Vec<&'a KeyAgg> {
-    let r = &view.state.inbox[row];
-    let Some(k) = agg.strings.get(&r.key) else {
-        return Vec::new();
-    };
-    match &r.account {
-        Some(a) => agg
-            .strings
-            .get(a)
-            .and_then(|a| agg.lookup(a, k))
-            .into_iter()
-            .collect(),
-        None => view
-            .by_key
-            .get(&k)
+    let r = &view.rows.inbox[row];
+    if r.account == NONE {
+        view.by_key
+            .get(&r.key)
             .into_iter()
             .flatten()
             .map(|&i| &agg.keys[i as usize])
-            .collect(),
+            .collect()
+    } else {
+        agg.lookup(r.account, r.key).into_iter().collect()
     }
 }
 
@@ -92,6 +85,25 @@ pub(crate) fn no_loss(agg: &Aggregator, view: &StateView, opts: &CheckOptions) -
     )
 }
 
+/// The (account, id) pairs that occur more than once, with their count and
+/// first row, in the order of their first row. Sorting a copy of the pairs
+/// costs 12 bytes a row, not a map entry.
+fn repeated(pairs: impl Iterator<Item = (u32, u32)>) -> Vec<(u32, u32, u32, usize)> {
+    let mut sorted: Vec<(u32, u32, u32)> = pairs
+        .enumerate()
+        .map(|(n, (a, k))| (a, k, n as u32))
+        .collect();
+    sorted.sort_unstable();
+    let mut out = Vec::new();
+    for run in sorted.chunk_by(|x, y| (x.0, x.1) == (y.0, y.1)) {
+        if run.len() > 1 {
+            out.push((run[0].0, run[0].1, run.len() as u32, run[0].2 as usize));
+        }
+    }
+    out.sort_unstable_by_key(|d| d.3);
+    out
+}
+
 /// I2: no key twice in the inbox (per account); at most one results row per task.
 pub(crate) fn exactly_once(
     agg: &Aggregator,
@@ -100,42 +112,24 @@ pub(crate) fn exactly_once(
 ) -> InvariantResult {
     let words = &opts.vocabulary;
     let mut ev = EvidenceSet::default();
-    let mut seen: FxHashMap<(Option<&str>, &str), (u32, usize)> = FxHashMap::default();
-    for (n, row) in view.state.inbox.iter().enumerate() {
-        seen.entry((row.account.as_deref(), row.key.as_str()))
-            .or_insert((0, n))
-            .0 += 1;
-    }
-    let mut dups: Vec<_> = seen.iter().filter(|(_, (c, _))| *c > 1).collect();
-    dups.sort_by_key(|(_, (_, first))| *first);
-    for ((account, key), (count, first)) in dups {
+    let inbox = view.rows.inbox.iter().map(|r| (r.account, r.key));
+    for (account, key, count, first) in repeated(inbox) {
         ev.push(|| Evidence {
-            key: key.to_string(),
-            account: account.map(str::to_string),
+            key: agg.strings.name(key).to_string(),
+            account: account_name(agg, account),
             what: format!("{count} inbox rows for one key"),
-            lines: lines_of(&aggs_for_row(agg, view, *first)),
+            lines: lines_of(&aggs_for_row(agg, view, first)),
         });
     }
     let inbox_dups = ev.total;
     let mut checked = "inbox".to_string();
-    if let Some(results) = &view.state.results {
+    if let Some(results) = &view.rows.results {
         checked.push_str(" and results");
-        let mut seen: FxHashMap<(Option<&str>, &str), u32> = FxHashMap::default();
-        let mut order = Vec::new();
-        for r in results {
-            let c = seen
-                .entry((r.account.as_deref(), r.task_id.as_str()))
-                .or_insert(0);
-            *c += 1;
-            if *c == 2 {
-                order.push((r.account.as_deref(), r.task_id.as_str()));
-            }
-        }
-        for (account, task) in order {
-            let count = seen[&(account, task)];
+        let pairs = results.iter().map(|r| (r.account, r.task));
+        for (account, task, count, _) in repeated(pairs) {
             ev.push(|| Evidence {
-                key: task.to_string(),
-                account: account.map(str::to_string),
+                key: agg.strings.name(task).to_string(),
+                account: account_name(agg, account),
                 what: format!("{count} results rows for one {}", words.event),
                 lines: Vec::new(),
             });
@@ -157,25 +151,18 @@ pub(crate) fn processed_once(
     opts: &CheckOptions,
 ) -> InvariantResult {
     let mut ev = EvidenceSet::default();
-    let rows = &view.state.inbox;
+    let rows = &view.rows.inbox;
     let mut unprocessed = 0usize;
     let mut bad_effects = 0usize;
-    let effects_by_key: Option<FxHashMap<&str, Vec<&crate::state::Effect>>> =
-        view.state.effects.as_ref().map(|effects| {
-            let mut m: FxHashMap<&str, Vec<_>> = FxHashMap::default();
-            for e in effects {
-                m.entry(e.key.as_str()).or_default().push(e);
-            }
-            m
-        });
+    let effects = view.rows.effects.is_some();
     // A key stored twice is I2's finding; its effect count is judged once.
-    let mut effect_judged: FxHashSet<(Option<&str>, &str)> = Default::default();
+    let mut effect_judged: FxHashSet<(u32, u32)> = Default::default();
     for (n, row) in rows.iter().enumerate() {
         let aggs = aggs_for_row(agg, view, n);
         let lines = || lines_of(&aggs);
         let row_ev = |what: String| Evidence {
-            key: row.key.clone(),
-            account: row.account.clone(),
+            key: agg.strings.name(row.key).to_string(),
+            account: account_name(agg, row.account),
             what,
             lines: lines(),
         };
@@ -189,18 +176,19 @@ pub(crate) fn processed_once(
             ev.push(|| row_ev(why.to_string()));
             continue;
         }
-        let Some(m) = &effects_by_key else { continue };
+        if !effects {
+            continue;
+        }
         if !aggs.iter().any(|k| k.has(flag::REAL)) {
             continue; // a phantom row: I4's business
         }
-        if !effect_judged.insert((row.account.as_deref(), row.key.as_str())) {
+        if !effect_judged.insert((row.account, row.key)) {
             continue;
         }
-        let count: u64 = m
-            .get(row.key.as_str())
-            .into_iter()
-            .flatten()
-            .filter(|e| e.account.is_none() || row.account.is_none() || e.account == row.account)
+        let count: u64 = view
+            .effects_of(row.key)
+            .iter()
+            .filter(|e| account_matches(e.account, row.account) || row.account == NONE)
             .map(|e| e.count)
             .sum();
         let poison = aggs.iter().any(|k| k.has(flag::POISON));
@@ -215,32 +203,23 @@ pub(crate) fn processed_once(
             ev.push(|| row_ev(what));
         }
     }
-    if let Some(effects) = &view.state.effects {
-        let mut inbox: FxHashMap<&str, Vec<Option<&str>>> = FxHashMap::default();
-        for r in rows {
-            inbox
-                .entry(r.key.as_str())
-                .or_default()
-                .push(r.account.as_deref());
-        }
+    if let Some(effects) = &view.rows.effects {
         for e in effects.iter().filter(|e| e.count > 0) {
-            let stored = inbox.get(e.key.as_str()).is_some_and(|accounts| {
-                accounts
-                    .iter()
-                    .any(|a| e.account.is_none() || a.is_none() || e.account.as_deref() == *a)
-            });
+            let stored = view
+                .inbox_accounts(e.key)
+                .any(|a| account_matches(e.account, a) || a == NONE);
             if !stored {
                 bad_effects += 1;
                 ev.push(|| Evidence {
-                    key: e.key.clone(),
-                    account: e.account.clone(),
+                    key: agg.strings.name(e.key).to_string(),
+                    account: account_name(agg, e.account),
                     what: format!("effect ran {} times for a key not in the inbox", e.count),
                     lines: Vec::new(),
                 });
             }
         }
     }
-    let effects_note = if view.state.effects.is_some() {
+    let effects_note = if effects {
         ", each effect ran once"
     } else {
         " (effects not reported)"
@@ -276,12 +255,12 @@ fn intents(k: &KeyAgg) -> String {
 /// oversized and expired deliveries, and keys the history never sent.
 pub(crate) fn no_phantom(agg: &Aggregator, view: &StateView) -> InvariantResult {
     let mut ev = EvidenceSet::default();
-    for (n, row) in view.state.inbox.iter().enumerate() {
+    for (n, row) in view.rows.inbox.iter().enumerate() {
         let aggs = aggs_for_row(agg, view, n);
         if aggs.is_empty() {
             ev.push(|| Evidence {
-                key: row.key.clone(),
-                account: row.account.clone(),
+                key: agg.strings.name(row.key).to_string(),
+                account: account_name(agg, row.account),
                 what: "stored, but this run never sent it (left over from an earlier run, or invented)"
                     .to_string(),
                 lines: Vec::new(),
@@ -289,8 +268,8 @@ pub(crate) fn no_phantom(agg: &Aggregator, view: &StateView) -> InvariantResult 
         } else if !aggs.iter().any(|k| k.has(flag::REAL)) {
             let kinds: Vec<String> = aggs.iter().map(|k| intents(k)).collect();
             ev.push(|| Evidence {
-                key: row.key.clone(),
-                account: row.account.clone(),
+                key: agg.strings.name(row.key).to_string(),
+                account: account_name(agg, row.account),
                 what: format!("stored a {} delivery", kinds.join("/")),
                 lines: lines_of(&aggs),
             });
@@ -302,7 +281,7 @@ pub(crate) fn no_phantom(agg: &Aggregator, view: &StateView) -> InvariantResult 
         Verdict::Fail,
         format!(
             "all {} inbox rows come from genuine deliveries",
-            view.state.inbox.len()
+            view.rows.inbox.len()
         ),
         format!("{total} inbox rows should not exist"),
     )

@@ -1,14 +1,18 @@
 //! The command probe: runs `sh -c CMD` and reads the state JSON from its
 //! standard output. It suits receivers whose state is easiest to reach with
 //! their own tools (`psql -At -c …`, a management command, `curl`).
+//!
+//! Its output may be either form of the state (the document or JSON
+//! Lines); it is parsed as it is printed, never held whole.
 
 use std::process::Stdio;
 use std::time::Duration;
 
+use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
 use super::{redact_text, ProbeError};
-use crate::state::State;
+use crate::state::stream::StateSink;
 
 fn tail(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
@@ -49,15 +53,73 @@ async fn run(cmd: &str, env: &[(&str, String)], timeout: Duration) -> Result<Vec
     Ok(out.stdout)
 }
 
-/// Runs the command and parses its output as the state.
-pub(crate) async fn read_state(cmd: &str, timeout: Duration) -> Result<State, ProbeError> {
-    let out = run(cmd, &[], timeout).await?;
-    serde_json::from_slice(&out).map_err(|e| {
-        ProbeError::Invalid(format!(
-            "command `{}`: expected the state JSON {{\"inbox\": [...], ...}} of docs/state.md on stdout: {e}",
-            redact_text(cmd)
-        ))
-    })
+/// Runs the command and streams its standard output, as the state, into `sink`.
+pub(crate) async fn read_into<S: StateSink + Send + 'static>(
+    cmd: &str,
+    timeout: Duration,
+    sink: S,
+) -> Result<S, ProbeError> {
+    let shown = redact_text(cmd);
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg(cmd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = c
+        .spawn()
+        .map_err(|e| ProbeError::Io(format!("command `{shown}`: {e}")))?;
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let what = format!("command `{shown}` (stdout)");
+    let run = super::http::parse_streamed(None, sink, what, |tx| async move {
+        let errs = tokio::spawn(async move {
+            let mut e = Vec::new();
+            let _ = stderr.read_to_end(&mut e).await;
+            e
+        });
+        let mut parser_gone = false;
+        loop {
+            let mut buf = bytes::BytesMut::with_capacity(1 << 16);
+            match stdout.read_buf(&mut buf).await {
+                Ok(0) => break,
+                Ok(_) => {
+                    if !parser_gone && tx.send(Ok(buf.freeze())).await.is_err() {
+                        parser_gone = true; // keep draining so the command can end
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e.to_string())).await;
+                    break;
+                }
+            }
+        }
+        drop(tx);
+        let status = child
+            .wait()
+            .await
+            .map_err(|e| ProbeError::Io(format!("command `{shown}`: {e}")))?;
+        let stderr = errs.await.unwrap_or_default();
+        if !status.success() {
+            return Err(ProbeError::Io(format!(
+                "command `{shown}` exited with {status}: {}",
+                tail(&stderr)
+            )));
+        }
+        Ok(())
+    });
+    tokio::time::timeout(timeout, run)
+        .await
+        .map_err(|_| ProbeError::Timeout {
+            what: format!("command `{}`", redact_text(cmd)),
+            limit: timeout,
+        })?
+}
+
+#[cfg(test)]
+async fn read_state(cmd: &str, timeout: Duration) -> Result<crate::state::State, ProbeError> {
+    read_into(cmd, timeout, crate::state::State::default()).await
 }
 
 /// Runs an action command; its stdout as JSON when it is JSON, else as text.
@@ -88,6 +150,18 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(s.inbox[0].key, "t1");
+    }
+
+    #[tokio::test]
+    async fn command_output_in_json_lines_is_read_as_state() {
+        let s = read_state(
+            r#"printf '%s\n' '{"sections":["inbox","effects"]}' '{"inbox":{"key":"t1"}}'"#,
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        assert_eq!(s.inbox[0].key, "t1");
+        assert_eq!(s.effects, Some(vec![]));
     }
 
     #[tokio::test]

@@ -8,6 +8,11 @@
 //! `reconcile`) are an `http(s)://` URL (POSTed to) or a shell command, so
 //! they work with any source; SQL probes may also list statements.
 //!
+//! Every source streams: rows go one at a time into a sink
+//! ([`crate::state::stream`]), so [`Probe::read_state`] (the whole
+//! [`State`], for runs) and [`Probe::wait_drained_to`] (a bench's state
+//! straight to a file, in bounded memory) share one reader.
+//!
 //! Probes hold tokens and database passwords, so [`Probe::describe`] (the
 //! only text of a probe that reaches reports) redacts them.
 
@@ -21,6 +26,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 
 use crate::signature::Secret;
+use crate::state::stream::{JsonWriter, Settling, StateSink};
 use crate::state::State;
 use crate::units::HumanDuration;
 
@@ -329,14 +335,58 @@ impl Probe {
 
     /// Reads the receiver's state once.
     pub async fn read_state(&self) -> Result<State, ProbeError> {
+        self.read_state_into(State::default()).await
+    }
+
+    /// Reads the receiver's state once, row by row into `sink` (see
+    /// [`crate::state::stream`]): memory is what the sink keeps.
+    pub async fn read_state_into<S: StateSink + Send + 'static>(
+        &self,
+        sink: S,
+    ) -> Result<S, ProbeError> {
         let token = self.token.as_ref().map(Secret::expose);
         match &self.source {
             Source::Http(h) => {
-                self.limit("reading the state", h.read(token, &self.roots))
+                self.limit("reading the state", h.read_into(token, &self.roots, sink))
                     .await
             }
-            Source::Sql(s) => self.limit("reading the state", s.read()).await,
-            Source::Command(c) => command::read_state(c, self.timeout).await,
+            Source::Sql(s) => self.limit("reading the state", s.read_into(sink)).await,
+            Source::Command(c) => command::read_into(c, self.timeout, sink).await,
+        }
+    }
+
+    /// Like [`Probe::wait_drained`], in bounded memory: every read streams
+    /// the state into `path` (the document form) while counting unsettled
+    /// inbox rows, and the file of the last read stays. Returns whether it
+    /// drained in time and how many inbox rows the state has.
+    pub async fn wait_drained_to(
+        &self,
+        deadline: Duration,
+        path: &std::path::Path,
+    ) -> Result<(bool, u64), ProbeError> {
+        let start = Instant::now();
+        let mut last_err = None;
+        loop {
+            let file = std::fs::File::create(path)
+                .map_err(|e| ProbeError::Io(format!("{}: {e}", path.display())))?;
+            let sink = Settling::new(JsonWriter::new(std::io::BufWriter::with_capacity(
+                1 << 16,
+                file,
+            )));
+            match self.read_state_into(sink).await {
+                Ok(s) if s.drained() => return Ok((true, s.rows)),
+                Ok(s) if start.elapsed() >= deadline => return Ok((false, s.rows)),
+                Ok(_) => {}
+                Err(e) if start.elapsed() >= deadline => return Err(e),
+                Err(e) => last_err = Some(e),
+            }
+            let left = deadline.saturating_sub(start.elapsed());
+            if left.is_zero() {
+                if let Some(e) = last_err {
+                    return Err(e);
+                }
+            }
+            tokio::time::sleep(DRAIN_POLL.min(left.max(Duration::from_millis(1)))).await;
         }
     }
 
@@ -674,6 +724,37 @@ mod tests {
         };
         let d = format!("{cfg:?}");
         assert!(!d.contains("tok-123") && !d.contains("pw-456"), "{d}");
+    }
+
+    #[tokio::test]
+    async fn the_drain_wait_streams_the_last_state_read_into_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        let probe = |json: &str| {
+            Probe::from_config(&ProbeConfig {
+                command: Some(format!("echo '{json}'")),
+                ..ProbeConfig::default()
+            })
+            .unwrap()
+        };
+        let waiting =
+            r#"{"inbox": [{"key": "a", "processed": true}, {"key": "b"}], "effects": []}"#;
+        let (drained, rows) = probe(waiting)
+            .wait_drained_to(Duration::from_millis(250), &path)
+            .await
+            .unwrap();
+        assert_eq!((drained, rows), (false, 2));
+        let back: State = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(back, serde_json::from_str::<State>(waiting).unwrap());
+        let done = r#"{"sections": ["inbox"]}
+{"inbox": {"key": "a", "error": "poison"}}"#;
+        let (drained, rows) = probe(done)
+            .wait_drained_to(Duration::from_secs(5), &path)
+            .await
+            .unwrap();
+        assert_eq!((drained, rows), (true, 1));
+        let back: State = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(back.inbox[0].error.as_deref(), Some("poison"));
     }
 
     #[test]

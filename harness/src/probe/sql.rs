@@ -11,13 +11,61 @@
 //! `resource`, `sequence`), whatever their SQL type: text, booleans,
 //! integers 0/1 and timestamps (returned as RFC 3339) all convert. An empty
 //! query string switches a section off.
+//!
+//! Rows are read through a cursor (rusqlite's row iterator, tokio-postgres's
+//! row stream) and handed to the caller's sink one at a time: a
+//! million-row inbox is never a list in the harness.
 
 use std::collections::HashMap;
 
 use serde::Deserialize;
 
 use super::{redact_url, ProbeError};
-use crate::state::{Effect, InboxRow, ResourceRow, ResultRow, State, Winner};
+use crate::state::stream::{Row as StateRow, Section, StateSink};
+use crate::state::{Effect, InboxRow, ResourceRow, ResultRow, Winner};
+
+/// Takes the rows of a query run as its cursor reads them.
+trait OnRow {
+    /// Query `i` (a section's index in [`Section::ALL`]) begins.
+    fn begin(&mut self, i: usize) -> Result<(), ProbeError>;
+    /// Row `n` of query `i`.
+    fn row(&mut self, i: usize, n: usize, row: &Row) -> Result<(), ProbeError>;
+}
+
+/// Collects `column_name`s.
+struct Columns(Vec<String>);
+
+impl OnRow for Columns {
+    fn begin(&mut self, _: usize) -> Result<(), ProbeError> {
+        Ok(())
+    }
+    fn row(&mut self, _: usize, _: usize, row: &Row) -> Result<(), ProbeError> {
+        if let Some(Cell::Text(t)) = row.get("column_name") {
+            self.0.push(t.clone());
+        }
+        Ok(())
+    }
+}
+
+/// Converts rows to state rows for a sink.
+struct Rows<S>(S);
+
+impl<S: StateSink> OnRow for Rows<S> {
+    fn begin(&mut self, i: usize) -> Result<(), ProbeError> {
+        self.0.section(Section::ALL[i]).map_err(ProbeError::Invalid)
+    }
+    fn row(&mut self, i: usize, n: usize, row: &Row) -> Result<(), ProbeError> {
+        let section = Section::ALL[i];
+        let r = RowReader {
+            section: section.name(),
+            n,
+            row,
+        };
+        self.0
+            .row(convert(section, &r)?)
+            .map_err(ProbeError::Invalid)
+    }
+}
 
 /// The default inbox query on the guide's schema (every backend). When the
 /// table also has `account`, `error` or `last_error` columns, the default
@@ -227,12 +275,17 @@ impl SqlSource {
         }
     }
 
-    async fn run(&self, queries: Vec<Option<String>>) -> Result<Vec<Option<Vec<Row>>>, ProbeError> {
+    /// Runs the queries, handing each row to `on` as the cursor reads it.
+    async fn run<H: OnRow + Send + 'static>(
+        &self,
+        queries: Vec<Option<String>>,
+        on: H,
+    ) -> Result<H, ProbeError> {
         match &self.backend {
-            Backend::Postgres(url) => pg_query(url, queries).await,
+            Backend::Postgres(url) => pg_query(url, queries, on).await,
             Backend::Sqlite(path) => {
                 let path = path.clone();
-                tokio::task::spawn_blocking(move || sqlite_query(&path, queries))
+                tokio::task::spawn_blocking(move || sqlite_query(&path, queries, on))
                     .await
                     .map_err(|e| ProbeError::Io(format!("sqlite: {e}")))?
             }
@@ -245,21 +298,21 @@ impl SqlSource {
             Backend::Postgres(_) => COLUMNS_POSTGRES,
             Backend::Sqlite(_) => COLUMNS_SQLITE,
         };
-        let rows = self.run(vec![Some(list.replace("{table}", table))]).await?;
-        Ok(rows
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|r| match r.get("column_name") {
-                Some(Cell::Text(t)) => Some(t.clone()),
-                _ => None,
-            })
-            .collect())
+        let q = vec![Some(list.replace("{table}", table))];
+        Ok(self.run(q, Columns(Vec::new())).await?.0)
     }
 
-    /// Reads every configured section; default queries are fitted to the
-    /// columns the receiver's tables really have.
-    pub async fn read(&self) -> Result<State, ProbeError> {
+    /// Reads every configured section row by row into `sink`; default
+    /// queries are fitted to the columns the receiver's tables really have.
+    pub async fn read_into<S: StateSink + Send + 'static>(&self, sink: S) -> Result<S, ProbeError> {
+        let queries = self.queries().await?;
+        let mut rows = self.run(queries, Rows(sink)).await?;
+        rows.0.finish().map_err(ProbeError::Invalid)?;
+        Ok(rows.0)
+    }
+
+    /// The five queries (`None`: section not reported), defaults fitted.
+    async fn queries(&self) -> Result<Vec<Option<String>>, ProbeError> {
         let inbox = match &self.inbox {
             Some(q) => q.clone(),
             None => default_inbox_query(&self.columns("webhook_inbox").await?),
@@ -275,14 +328,13 @@ impl SqlSource {
                 winners = Some(default_winners_query(postgres, &cols));
             }
         }
-        let queries = vec![
+        Ok(vec![
             Some(inbox),
             results,
             winners,
             self.effects.clone(),
             self.resources.clone(),
-        ];
-        to_state(self.run(queries).await?)
+        ])
     }
 
     /// Runs statements (reset, setup).
@@ -333,36 +385,35 @@ async fn pg_connect(url: &str) -> Result<tokio_postgres::Client, ProbeError> {
     Ok(client)
 }
 
-async fn pg_query(
+async fn pg_query<H: OnRow>(
     url: &str,
     queries: Vec<Option<String>>,
-) -> Result<Vec<Option<Vec<Row>>>, ProbeError> {
+    mut on: H,
+) -> Result<H, ProbeError> {
+    use futures_util::StreamExt;
     use tokio_postgres::SimpleQueryMessage;
     let client = pg_connect(url).await?;
-    let mut out = Vec::new();
-    for q in queries {
-        let Some(q) = q else {
-            out.push(None);
-            continue;
-        };
-        let msgs = client
-            .simple_query(&q)
-            .await
-            .map_err(|e| ProbeError::Sql(format!("{} (in: {q})", pg_err(e))))?;
-        let mut rows = Vec::new();
-        for m in msgs {
-            if let SimpleQueryMessage::Row(r) = m {
-                let mut row = Row::new();
-                for (i, c) in r.columns().iter().enumerate() {
-                    let v = r.get(i).map_or(Cell::Null, |s| Cell::Text(s.to_string()));
-                    row.insert(c.name().to_string(), v);
+    let err = |q: &str, e| ProbeError::Sql(format!("{} (in: {q})", pg_err(e)));
+    for (i, q) in queries.into_iter().enumerate() {
+        let Some(q) = q else { continue };
+        on.begin(i)?;
+        let stream = client.simple_query_raw(&q).await.map_err(|e| err(&q, e))?;
+        let mut stream = std::pin::pin!(stream);
+        let mut row = Row::new();
+        let mut n = 0;
+        while let Some(m) = stream.next().await {
+            if let SimpleQueryMessage::Row(r) = m.map_err(|e| err(&q, e))? {
+                row.clear();
+                for (c, col) in r.columns().iter().enumerate() {
+                    let v = r.get(c).map_or(Cell::Null, |s| Cell::Text(s.to_string()));
+                    row.insert(col.name().to_string(), v);
                 }
-                rows.push(row);
+                on.row(i, n, &row)?;
+                n += 1;
             }
         }
-        out.push(Some(rows));
     }
-    Ok(out)
+    Ok(on)
 }
 
 fn sqlite_open(path: &str) -> Result<rusqlite::Connection, ProbeError> {
@@ -373,27 +424,26 @@ fn sqlite_open(path: &str) -> Result<rusqlite::Connection, ProbeError> {
     Ok(db)
 }
 
-fn sqlite_query(
+fn sqlite_query<H: OnRow>(
     path: &str,
     queries: Vec<Option<String>>,
-) -> Result<Vec<Option<Vec<Row>>>, ProbeError> {
+    mut on: H,
+) -> Result<H, ProbeError> {
     use rusqlite::types::ValueRef;
     let db = sqlite_open(path)?;
-    let mut out = Vec::new();
-    for q in queries {
-        let Some(q) = q else {
-            out.push(None);
-            continue;
-        };
+    for (i, q) in queries.into_iter().enumerate() {
+        let Some(q) = q else { continue };
+        on.begin(i)?;
         let err = |e: rusqlite::Error| ProbeError::Sql(format!("{e} (in: {q})"));
         let mut stmt = db.prepare(&q).map_err(err)?;
         let names: Vec<String> = stmt.column_names().iter().map(|s| s.to_string()).collect();
-        let mut rows = Vec::new();
         let mut it = stmt.query([]).map_err(err)?;
+        let mut row = Row::new();
+        let mut n = 0;
         while let Some(r) = it.next().map_err(err)? {
-            let mut row = Row::new();
-            for (i, name) in names.iter().enumerate() {
-                let v = match r.get_ref(i).map_err(err)? {
+            row.clear();
+            for (c, name) in names.iter().enumerate() {
+                let v = match r.get_ref(c).map_err(err)? {
                     ValueRef::Null => Cell::Null,
                     ValueRef::Integer(n) => Cell::Int(n),
                     ValueRef::Real(f) => Cell::Real(f),
@@ -403,11 +453,11 @@ fn sqlite_query(
                 };
                 row.insert(name.clone(), v);
             }
-            rows.push(row);
+            on.row(i, n, &row)?;
+            n += 1;
         }
-        out.push(Some(rows));
     }
-    Ok(out)
+    Ok(on)
 }
 
 struct RowReader<'a> {
@@ -516,69 +566,37 @@ fn normalize_time(t: &str) -> String {
     t.to_string()
 }
 
-fn map_rows<T>(
-    section: &'static str,
-    rows: Option<Vec<Row>>,
-    f: impl Fn(&RowReader) -> Result<T, ProbeError>,
-) -> Result<Option<Vec<T>>, ProbeError> {
-    rows.map(|rows| {
-        rows.iter()
-            .enumerate()
-            .map(|(n, row)| f(&RowReader { section, n, row }))
-            .collect()
-    })
-    .transpose()
-}
-
-fn to_state(mut sections: Vec<Option<Vec<Row>>>) -> Result<State, ProbeError> {
-    sections.resize(5, None);
-    let mut it = sections.into_iter();
-    let mut next = || it.next().flatten();
-    let inbox = map_rows("inbox", next(), |r| {
-        Ok(InboxRow {
+/// One row of a section, from its SQL row.
+fn convert(section: Section, r: &RowReader) -> Result<StateRow, ProbeError> {
+    Ok(match section {
+        Section::Inbox => StateRow::Inbox(InboxRow {
             key: r.required(&["key", "task_id"])?,
             account: r.text(&["account"]),
             processed: r.processed()?,
             error: r.text(&["error"]),
-        })
-    })?
-    .unwrap_or_default();
-    let results = map_rows("results", next(), |r| {
-        Ok(ResultRow {
+        }),
+        Section::Results => StateRow::Results(ResultRow {
             task_id: r.required(&["task_id", "key"])?,
             job_key: r.text(&["job_key"]),
             status: r.required(&["status"])?,
             created_at: r.time(&["created_at"]),
             account: r.text(&["account"]),
-        })
-    })?;
-    let winners = map_rows("winners", next(), |r| {
-        Ok(Winner {
+        }),
+        Section::Winners => StateRow::Winners(Winner {
             job_key: r.required(&["job_key"])?,
             task_id: r.required(&["task_id", "key"])?,
             account: r.text(&["account"]),
-        })
-    })?;
-    let effects = map_rows("effects", next(), |r| {
-        Ok(Effect {
+        }),
+        Section::Effects => StateRow::Effects(Effect {
             key: r.required(&["key", "task_id"])?,
             count: r.uint(&["count"])?,
             account: r.text(&["account"]),
-        })
-    })?;
-    let resources = map_rows("resources", next(), |r| {
-        Ok(ResourceRow {
+        }),
+        Section::Resources => StateRow::Resources(ResourceRow {
             resource: r.required(&["resource"])?,
             sequence: r.uint(&["sequence"])?,
             account: r.text(&["account"]),
-        })
-    })?;
-    Ok(State {
-        inbox,
-        results,
-        winners,
-        effects,
-        resources,
+        }),
     })
 }
 
@@ -654,7 +672,12 @@ mod tests {
     fn a_missing_column_is_named() {
         let mut row = Row::new();
         row.insert("task_id".into(), Cell::Text("t1".into()));
-        let e = to_state(vec![Some(vec![row])]).unwrap_err().to_string();
+        let reader = RowReader {
+            section: "inbox",
+            n: 0,
+            row: &row,
+        };
+        let e = convert(Section::Inbox, &reader).unwrap_err().to_string();
         assert!(e.contains("inbox row 1") && e.contains("processed"), "{e}");
     }
 }

@@ -912,6 +912,64 @@ fn check_files_reads_a_history_file_and_a_state_file() -> Result<(), Box<dyn std
     Ok(())
 }
 
+#[test]
+fn a_state_file_in_either_form_is_graded_as_the_state_itself(
+) -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let history = dir.path().join("history.jsonl");
+    let attempts = vec![ok("t1"), ok("t2"), ok("t3"), ok("t4")];
+    history_file(&history, attempts.clone())?;
+    // t1 twice (I2), t2 missing (I1), t3 unsettled (I3), zz never sent (I4);
+    // t4's effect ran twice; a winner the history never had (I5).
+    let mut state = inbox(&["t1", "t1", "t3", "t4", "zz"]);
+    state.inbox[2].processed = false;
+    state.inbox.push(InboxRow {
+        account: None,
+        ..row("t2b")
+    });
+    state.effects = Some(vec![
+        Effect {
+            key: "t4".into(),
+            count: 2,
+            account: None,
+        },
+        Effect {
+            key: "t1".into(),
+            count: 1,
+            account: Some("acct_a".into()),
+        },
+    ]);
+    state.winners = Some(vec![Winner {
+        job_key: "job-x".into(),
+        task_id: "t9".into(),
+        account: None,
+    }]);
+    state.results = Some(vec![]);
+    let whole = run(attempts, &state, &CheckOptions::default());
+    let doc = dir.path().join("state.json");
+    std::fs::write(&doc, serde_json::to_string(&state)?)?;
+    let lines = dir.path().join("state.jsonl");
+    let mut text = Vec::new();
+    hookstorm::state::stream::write_lines(&state, &mut text)?;
+    std::fs::write(&lines, text)?;
+    for file in [&doc, &lines] {
+        let out =
+            hookstorm::check::check_files(&history, file, Some(SCN), &CheckOptions::default())?;
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].results, whole.results, "{}", file.display());
+    }
+    for id in [
+        InvariantId::I1,
+        InvariantId::I2,
+        InvariantId::I3,
+        InvariantId::I4,
+        InvariantId::I5,
+    ] {
+        assert_eq!(whole.result(id).unwrap().verdict, Verdict::Fail, "{id}");
+    }
+    Ok(())
+}
+
 /// Writes `attempts` as a history file.
 fn history_file(
     path: &std::path::Path,

@@ -1,0 +1,342 @@
+//! The state as the checker holds it: every row a few interned ids (the
+//! aggregator's [`Interner`]), never its strings, plus the indexes the
+//! invariants look rows up by.
+//!
+//! A million-row state parsed into `String`s is more than half a gigabyte;
+//! as ids it is about forty bytes a row. The rows arrive through a
+//! [`StateSink`] ([`Compact`]), so a state streamed from a file or a probe
+//! is never whole in memory; a [`State`] a run already holds is replayed
+//! through the same sink, so both paths are graded by the same code.
+//!
+//! Strings the history never sent (a phantom key, an unknown account) are
+//! interned too: they cost a table entry only when the receiver reports
+//! them. "Known to the history" is [`Aggregator::lookup`], never the table.
+
+use rustc_hash::FxHashMap;
+
+use super::aggregate::{Aggregator, Interner, KeyAgg, NONE};
+use crate::state::stream::{Row, Section, StateSink};
+use crate::state::State;
+
+/// An inbox row.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InRow {
+    /// Account id, or [`NONE`] when the row has none.
+    pub account: u32,
+    pub key: u32,
+    pub processed: bool,
+    /// `error` is set: the worker marked the row failed.
+    pub failed: bool,
+}
+
+impl InRow {
+    /// Processed or marked failed.
+    pub fn settled(&self) -> bool {
+        self.processed || self.failed
+    }
+}
+
+/// A results row: only what I2 reads.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ResRow {
+    pub account: u32,
+    pub task: u32,
+}
+
+/// A winners row.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WinRow {
+    pub account: u32,
+    pub job: u32,
+    pub task: u32,
+}
+
+/// An effects row.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EffRow {
+    pub account: u32,
+    pub key: u32,
+    pub count: u64,
+}
+
+/// A resources row.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SeqRow {
+    pub account: u32,
+    pub resource: u32,
+    pub sequence: u64,
+}
+
+/// Every section as ids; `None`: the section was not reported.
+#[derive(Debug, Default)]
+pub(crate) struct Rows {
+    pub inbox: Vec<InRow>,
+    pub results: Option<Vec<ResRow>>,
+    pub winners: Option<Vec<WinRow>>,
+    pub effects: Option<Vec<EffRow>>,
+    pub resources: Option<Vec<SeqRow>>,
+}
+
+/// Builds [`Rows`] from a stream of state rows, interning as it goes.
+pub(crate) struct Compact<'a> {
+    strings: &'a mut Interner,
+    pub rows: Rows,
+}
+
+impl<'a> Compact<'a> {
+    pub fn new(strings: &'a mut Interner) -> Self {
+        Compact {
+            strings,
+            rows: Rows::default(),
+        }
+    }
+
+    /// The rows of a whole state.
+    pub fn of(strings: &'a mut Interner, state: &State) -> Rows {
+        let mut c = Compact::new(strings);
+        state
+            .replay(&mut c)
+            .expect("interning never fails and a State is well formed");
+        c.rows
+    }
+
+    fn account(&mut self, a: &Option<String>) -> u32 {
+        a.as_deref().map_or(NONE, |a| self.strings.intern(a))
+    }
+}
+
+impl StateSink for Compact<'_> {
+    fn section(&mut self, s: Section) -> Result<(), String> {
+        let r = &mut self.rows;
+        match s {
+            Section::Inbox => {}
+            Section::Results => r.results = Some(Vec::new()),
+            Section::Winners => r.winners = Some(Vec::new()),
+            Section::Effects => r.effects = Some(Vec::new()),
+            Section::Resources => r.resources = Some(Vec::new()),
+        }
+        Ok(())
+    }
+
+    fn row(&mut self, row: Row) -> Result<(), String> {
+        match row {
+            Row::Inbox(r) => {
+                let row = InRow {
+                    account: self.account(&r.account),
+                    key: self.strings.intern(&r.key),
+                    processed: r.processed,
+                    failed: r.error.is_some(),
+                };
+                self.rows.inbox.push(row);
+            }
+            Row::Results(r) => {
+                let row = ResRow {
+                    account: self.account(&r.account),
+                    task: self.strings.intern(&r.task_id),
+                };
+                self.rows.results.get_or_insert_with(Vec::new).push(row);
+            }
+            Row::Winners(r) => {
+                let row = WinRow {
+                    account: self.account(&r.account),
+                    job: self.strings.intern(&r.job_key),
+                    task: self.strings.intern(&r.task_id),
+                };
+                self.rows.winners.get_or_insert_with(Vec::new).push(row);
+            }
+            Row::Effects(r) => {
+                let row = EffRow {
+                    account: self.account(&r.account),
+                    key: self.strings.intern(&r.key),
+                    count: r.count,
+                };
+                self.rows.effects.get_or_insert_with(Vec::new).push(row);
+            }
+            Row::Resources(r) => {
+                let row = SeqRow {
+                    account: self.account(&r.account),
+                    resource: self.strings.intern(&r.resource),
+                    sequence: r.sequence,
+                };
+                self.rows.resources.get_or_insert_with(Vec::new).push(row);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The rows, indexed by the aggregator's records.
+pub(crate) struct StateView<'a> {
+    agg: &'a Aggregator,
+    pub rows: Rows,
+    /// The first inbox row of each record (by index into `agg.keys`), or [`NONE`].
+    first: Vec<u32>,
+    /// The next inbox row of the same record (or of the same key, for
+    /// rows without an account), or [`NONE`].
+    next: Vec<u32>,
+    /// key id -> first inbox row without an account.
+    anonymous: FxHashMap<u32, u32>,
+    /// key id -> records of every account, built only when some row has no account.
+    pub by_key: FxHashMap<u32, Vec<u32>>,
+    /// (key, account) of every inbox row, sorted: "is this key stored" by
+    /// key (built when effects are reported; they are its only use).
+    keys_sorted: Vec<(u32, u32)>,
+}
+
+impl<'a> StateView<'a> {
+    pub fn new(agg: &'a Aggregator, mut rows: Rows) -> Self {
+        let mut first = vec![NONE; agg.keys.len()];
+        let mut last = vec![NONE; agg.keys.len()];
+        let mut next = vec![NONE; rows.inbox.len()];
+        let mut anonymous: FxHashMap<u32, u32> = FxHashMap::default();
+        let mut anonymous_last: FxHashMap<u32, u32> = FxHashMap::default();
+        for (n, row) in rows.inbox.iter().enumerate() {
+            let n = n as u32;
+            let (head, tail) = if row.account == NONE {
+                (
+                    anonymous.entry(row.key).or_insert(NONE),
+                    anonymous_last.entry(row.key).or_insert(NONE),
+                )
+            } else {
+                match agg.slot_of(row.account, row.key) {
+                    Some(i) => (&mut first[i], &mut last[i]),
+                    None => continue, // a key the history never sent
+                }
+            };
+            if *head == NONE {
+                *head = n;
+            } else {
+                next[*tail as usize] = n;
+            }
+            *tail = n;
+        }
+        let mut by_key: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+        if !anonymous.is_empty() {
+            for (i, k) in agg.keys.iter().enumerate() {
+                by_key.entry(k.key).or_default().push(i as u32);
+            }
+        }
+        // Only effects are looked up by key alone.
+        let mut keys_sorted: Vec<(u32, u32)> = Vec::new();
+        if rows.effects.is_some() {
+            keys_sorted = rows.inbox.iter().map(|r| (r.key, r.account)).collect();
+            keys_sorted.sort_unstable();
+        }
+        if let Some(e) = rows.effects.as_mut() {
+            e.sort_by_key(|e| (e.key, e.account));
+        }
+        if let Some(r) = rows.resources.as_mut() {
+            r.sort_by_key(|r| (r.resource, r.account));
+        }
+        StateView {
+            agg,
+            rows,
+            first,
+            next,
+            anonymous,
+            by_key,
+            keys_sorted,
+        }
+    }
+
+    fn chain(&self, head: u32) -> impl Iterator<Item = u32> + '_ {
+        std::iter::successors((head != NONE).then_some(head), |&n| {
+            let m = self.next[n as usize];
+            (m != NONE).then_some(m)
+        })
+    }
+
+    /// Inbox rows that hold this record's key (its account, or rows without account).
+    pub fn rows(&self, k: &KeyAgg) -> impl Iterator<Item = u32> + '_ {
+        let exact = self
+            .agg
+            .slot_of(k.account, k.key)
+            .map_or(NONE, |i| self.first[i]);
+        let any = self.anonymous.get(&k.key).copied().unwrap_or(NONE);
+        self.chain(exact).chain(self.chain(any))
+    }
+
+    /// Whether the record's key is in the inbox.
+    pub fn stored(&self, k: &KeyAgg) -> bool {
+        self.rows(k).next().is_some()
+    }
+
+    /// The accounts of the inbox rows holding `key` ([`NONE`]: a row without one).
+    pub fn inbox_accounts(&self, key: u32) -> impl Iterator<Item = u32> + '_ {
+        let from = self.keys_sorted.partition_point(|&(k, _)| k < key);
+        self.keys_sorted[from..]
+            .iter()
+            .take_while(move |&&(k, _)| k == key)
+            .map(|&(_, a)| a)
+    }
+
+    /// The effects rows of `key` (empty when effects are not reported).
+    pub fn effects_of(&self, key: u32) -> &[EffRow] {
+        let Some(e) = &self.rows.effects else {
+            return &[];
+        };
+        let from = e.partition_point(|r| r.key < key);
+        let to = from + e[from..].partition_point(|r| r.key == key);
+        &e[from..to]
+    }
+
+    /// The resources rows of `resource`.
+    pub fn resources_of(&self, resource: u32) -> &[SeqRow] {
+        let Some(r) = &self.rows.resources else {
+            return &[];
+        };
+        let from = r.partition_point(|x| x.resource < resource);
+        let to = from + r[from..].partition_point(|x| x.resource == resource);
+        &r[from..to]
+    }
+}
+
+/// Whether a reported account matches a record's (a row without one matches any).
+pub(crate) fn account_matches(reported: u32, account: u32) -> bool {
+    reported == NONE || reported == account
+}
+
+/// An account id as evidence shows it.
+pub(crate) fn account_name(agg: &Aggregator, account: u32) -> Option<String> {
+    (account != NONE).then(|| agg.strings.name(account).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_interner_gives_each_string_one_id_and_its_name_back() {
+        let mut t = Interner::default();
+        let names: Vec<String> = (0..50_000).map(|i| format!("tsk_{i:x}")).collect();
+        let ids: Vec<u32> = names.iter().map(|n| t.intern(n)).collect();
+        assert_eq!(ids, (0..50_000).collect::<Vec<u32>>());
+        for (n, &id) in names.iter().zip(&ids) {
+            assert_eq!(t.intern(n), id, "{n} again");
+            assert_eq!(t.name(id), n);
+        }
+        assert_eq!(t.intern(""), 50_000);
+        assert_eq!(t.name(50_000), "");
+        assert_eq!(t.intern("tsk_0"), 0);
+        assert_eq!(t.name(NONE), "");
+    }
+
+    #[test]
+    fn rows_of_a_state_are_ids_and_unknown_strings_are_not_history_keys() {
+        let mut agg = Aggregator::new(std::time::Duration::from_secs(1));
+        let a = agg.strings.intern("acct_a");
+        let state: State = serde_json::from_str(
+            r#"{"inbox": [{"key": "t1", "account": "acct_a", "processed": true},
+                          {"key": "zz", "error": "x"}],
+                "effects": []}"#,
+        )
+        .unwrap();
+        let rows = Compact::of(&mut agg.strings, &state);
+        assert_eq!(rows.inbox[0].account, a);
+        assert_eq!(agg.strings.name(rows.inbox[0].key), "t1");
+        assert!(rows.inbox[1].account == NONE && rows.inbox[1].failed);
+        assert!(rows.results.is_none() && rows.effects.as_ref().is_some_and(Vec::is_empty));
+        // Interned, yet never sent: no record.
+        assert!(agg.lookup(a, rows.inbox[0].key).is_none());
+    }
+}
