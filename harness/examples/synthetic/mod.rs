@@ -9,6 +9,14 @@ use hookstorm::delivery::TaskStatus;
 use hookstorm::history::{Attempt, Event, Outcome};
 use hookstorm::state::{InboxRow, State};
 
+/// The files [`write_history`] wrote into `dir` for `keys`, if both are there.
+#[allow(dead_code)] // used by check_bench, not by the criterion bench
+pub fn existing(dir: &Path, keys: usize) -> Option<(PathBuf, PathBuf)> {
+    let path = dir.join(format!("history-{keys}.jsonl"));
+    let state_path = dir.join(format!("state-{keys}.json"));
+    (path.is_file() && state_path.is_file()).then_some((path, state_path))
+}
+
 /// Writes `history-<keys>.jsonl` and `state-<keys>.json` into `dir`.
 pub fn write_history(dir: &Path, keys: usize) -> std::io::Result<(PathBuf, PathBuf)> {
     let path = dir.join(format!("history-{keys}.jsonl"));

@@ -18,6 +18,7 @@ use crate::history::{Attempt, Event, Intent, Outcome, ProviderTask, TransportFai
 use crate::state::State;
 use crate::tag::FaultTag;
 
+use super::intern::Interner;
 use super::{
     ack, order, poison, status, store, CheckOptions, Counts, DeadLetter, Evidence, EvidenceSet,
     InvariantId, InvariantResult, ScenarioCheck, Verdict, MAX_DEAD_LETTERS,
@@ -70,37 +71,6 @@ pub(crate) mod flag {
 /// A `HashMap` with the Fx hash (`rustc-hash`): the checker's keys come from
 /// our history, not from an adversary, so SipHash's protection buys nothing.
 pub(crate) type FxMap<K, V> = FxHashMap<K, V>;
-
-/// Interns strings as `u32` ids.
-#[derive(Default)]
-pub(crate) struct Interner {
-    map: FxMap<Box<str>, u32>,
-    names: Vec<Box<str>>,
-}
-
-impl Interner {
-    pub fn intern(&mut self, s: &str) -> u32 {
-        if let Some(&id) = self.map.get(s) {
-            return id;
-        }
-        let id = self.names.len() as u32;
-        self.names.push(s.into());
-        self.map.insert(s.into(), id);
-        id
-    }
-
-    pub fn get(&self, s: &str) -> Option<u32> {
-        self.map.get(s).copied()
-    }
-
-    pub fn name(&self, id: u32) -> &str {
-        if id == NONE {
-            ""
-        } else {
-            &self.names[id as usize]
-        }
-    }
-}
 
 /// The fields of an attempt the checker reads, borrowed (from an [`Attempt`]
 /// or straight from a history line).
@@ -200,7 +170,7 @@ impl KeyAgg {
         self.flags & f != 0
     }
 
-    fn add_line(&mut self, line: u64) {
+    pub(super) fn add_line(&mut self, line: u64) {
         if (self.nlines as usize) < KEY_LINES {
             self.lines[self.nlines as usize] = line;
             self.nlines += 1;
@@ -238,10 +208,10 @@ impl KeyAgg {
 pub struct Aggregator {
     pub(crate) strings: Interner,
     pub(crate) keys: Vec<KeyAgg>,
-    index: FxMap<(u32, u32), u32>,
-    deliveries: FxHashSet<u64>,
+    pub(super) index: FxMap<(u32, u32), u32>,
+    pub(super) deliveries: FxHashSet<u64>,
     pub(crate) counts: Counts,
-    dead: Vec<(DeadLetter, u32)>,
+    pub(super) dead: Vec<(DeadLetter, u32)>,
     pub(crate) status_fail: EvidenceSet,
     pub(crate) answer_limit: Duration,
     pub(crate) sequenced: bool,

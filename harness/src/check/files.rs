@@ -9,76 +9,13 @@
 //! without a state is graded `unknown`.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-
-use std::borrow::Cow;
 
 use crate::history::Event;
 use crate::state::State;
-use crate::tag::FaultTag;
 
-use super::aggregate::{AttemptView, ProviderView};
-use crate::history::scan::{self, RawLine};
-
+use super::chunks::{self, Filter};
 use super::{Aggregator, CheckOptions, ScenarioCheck};
-
-fn missing(field: &str) -> String {
-    format!("missing field `{field}`")
-}
-
-impl RawLine<'_> {
-    /// Folds the line into `fold`; the error names the missing field.
-    fn fold(&self, line: u64, fold: &mut Aggregator) -> Result<(), String> {
-        let need =
-            |v: &Option<Cow<'_, str>>, f: &str| v.as_deref().map(|_| ()).ok_or_else(|| missing(f));
-        match self.kind.as_ref() {
-            "attempt" => {
-                need(&self.delivery, "delivery")?;
-                need(&self.key, "key")?;
-                need(&self.account, "account")?;
-                let view = AttemptView {
-                    delivery: self.delivery.as_deref().unwrap_or_default(),
-                    key: self.key.as_deref().unwrap_or_default(),
-                    account: self.account.as_deref().unwrap_or_default(),
-                    job: self.job.as_deref(),
-                    attempt: self.attempt.ok_or_else(|| missing("attempt"))?,
-                    faults: self.faults.iter().map(|f| FaultTag::parse(f)).collect(),
-                    status: self.status,
-                    latency_ms: self.latency_ms,
-                    error: self.error.as_deref(),
-                    outcome: self.outcome.ok_or_else(|| missing("outcome"))?,
-                    intent: self.intent.ok_or_else(|| missing("intent"))?,
-                    detail: self.detail.as_deref(),
-                    task_status: self.task_status,
-                    created_at: self.created_at.as_deref(),
-                    resource: self.resource.as_deref(),
-                    sequence: self.sequence,
-                    poison: self.poison,
-                    dead: self.dead,
-                };
-                fold.attempt(line, &view);
-            }
-            "provider" => {
-                need(&self.key, "key")?;
-                need(&self.account, "account")?;
-                need(&self.created_at, "created_at")?;
-                let view = ProviderView {
-                    account: self.account.as_deref().unwrap_or_default(),
-                    key: self.key.as_deref().unwrap_or_default(),
-                    job: self.job.as_deref(),
-                    task_status: self.task_status.ok_or_else(|| missing("task_status"))?,
-                    created_at: self.created_at.as_deref().unwrap_or_default(),
-                };
-                fold.provider(line, &view);
-            }
-            "run" | "fault" => {}
-            other => return Err(format!("unknown event type {other:?}")),
-        }
-        Ok(())
-    }
-}
 
 /// `hookstorm check` could not read its inputs.
 #[derive(Debug, thiserror::Error)]
@@ -264,80 +201,43 @@ pub fn check_histories(
     scenario: Option<&str>,
     opts: &CheckOptions,
 ) -> Result<MultiCheck, CheckError> {
+    check_histories_in_parts(histories, state, scenario, opts, None)
+}
+
+/// [`check_histories`], reading each file in `parts` parts (by default as
+/// many as [`chunks::parts_for`] says).
+pub(crate) fn check_histories_in_parts(
+    histories: &[PathBuf],
+    state: &Path,
+    scenario: Option<&str>,
+    opts: &CheckOptions,
+    parts: Option<usize>,
+) -> Result<MultiCheck, CheckError> {
     let mut warnings = Vec::new();
     let mut events = 0u64;
     let states = load_states(state)?;
-    let all_as_one = matches!(states, States::One(_)) && scenario.is_none();
+    let filter = Filter {
+        all_as_one: matches!(states, States::One(_)) && scenario.is_none(),
+        scenario,
+        answer_limit: opts.answer_limit,
+    };
     let mut folds: BTreeMap<String, Aggregator> = BTreeMap::new();
     let mut sources = Vec::new();
     let mut line = 0u64;
     for history in histories {
-        let history = history.as_path();
-        let first_line = line + 1;
-        let file = File::open(history).map_err(|source| CheckError::Io {
-            path: history.into(),
-            source,
-        })?;
-        let mut reader = BufReader::with_capacity(1 << 16, file);
-        let mut buf = String::new();
-        loop {
-            buf.clear();
-            let n = reader
-                .read_line(&mut buf)
-                .map_err(|source| CheckError::Io {
-                    path: history.into(),
-                    source,
-                })?;
-            if n == 0 {
-                break;
-            }
-            line += 1;
-            if buf.trim().is_empty() {
-                continue;
-            }
-            let bad = |message: String| CheckError::History {
-                path: history.into(),
-                line,
-                message,
-            };
-            let raw: RawLine = match scan::parse(&buf) {
-                Some(raw) => raw,
-                None => match serde_json::from_str(&buf) {
-                    Ok(raw) => raw,
-                    // No newline at the end: the writer stopped in this line.
-                    Err(e) if !buf.ends_with('\n') => {
-                        warnings.push(format!(
-                        "{}: line {line} was cut off ({} bytes, {e}); checked the {} line(s) before it",
-                        history.display(),
-                        buf.len(),
-                        line - 1
-                    ));
-                        break;
-                    }
-                    Err(e) => return Err(bad(e.to_string())),
-                },
-            };
-            if matches!(raw.kind.as_ref(), "attempt" | "provider") {
-                events += 1;
-            }
-            let Some(name) = raw.scenario.as_deref() else {
-                continue;
-            };
-            let name = if all_as_one { "all" } else { name };
-            if scenario.is_some_and(|f| f != name) {
-                continue;
-            }
-            if !folds.contains_key(name) {
-                folds.insert(name.to_string(), Aggregator::new(opts.answer_limit));
-            }
-            let fold = folds.get_mut(name).expect("inserted above");
-            raw.fold(line, fold).map_err(bad)?;
-        }
+        let parts = match parts {
+            Some(n) => n,
+            None => chunks::parts_for(std::fs::metadata(history).map_or(0, |m| m.len())),
+        };
+        let read = chunks::fold_file(history, &filter, parts, line, &mut folds)?;
+        events += read.events;
+        warnings.extend(read.warning);
         sources.push(HistorySource {
             path: history.to_path_buf(),
-            first_line,
-            lines: line + 1 - first_line,
+            first_line: line + 1,
+            lines: read.lines,
         });
+        line += read.lines;
     }
     let history = histories.first().map(PathBuf::as_path).unwrap_or(state);
     if events == 0 {

@@ -13,7 +13,10 @@
 
 mod ack;
 mod aggregate;
+mod chunks;
+mod combine;
 mod files;
+mod intern;
 mod order;
 mod poison;
 mod status;
