@@ -716,7 +716,85 @@ mod tests {
                 prop_assert!(fast.is_some(), "the fast path must take {}", line);
                 let slow: RawLine = serde_json::from_str(&line).unwrap();
                 prop_assert!(same(&fast.unwrap(), &slow), "{}", line);
+                // Another writer's order (serde_json's maps sort their keys)
+                // takes the fast path too, only without its guesses.
+                let sorted = serde_json::to_string(&serde_json::to_value(Event::Attempt(
+                    Attempt { status, latency_ms: lat, ..Attempt::new("s", "whd_1", &key, "acct_a") },
+                )).unwrap()).unwrap();
+                let fast = parse(&sorted);
+                prop_assert!(fast.is_some(), "the fast path must take {}", sorted);
+                prop_assert!(same(&fast.unwrap(), &slow), "{}", sorted);
             }
         }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(1024))]
+            #[test]
+            fn the_scanner_never_accepts_what_serde_rejects_nor_reads_it_otherwise(
+                a in attempt(),
+                number in proptest::sample::select(NUMBERS),
+                edit in 0usize..7,
+                at in any::<prop::sample::Index>(),
+            ) {
+                let line = serde_json::to_string(&Event::Attempt(Attempt {
+                    status: None,
+                    latency_ms: None,
+                    ..a
+                }))
+                .unwrap();
+                let line = match edit {
+                    0 => line.replace(r#""status":null"#, &format!(r#""status":{number}"#)),
+                    1 => line.replace(r#""latency_ms":null"#, &format!(r#""latency_ms":{number}"#)),
+                    2 => line.replace(r#""round":0"#, &format!(r#""round":{number}"#)),
+                    3 => line.replacen(r#"{"#, &format!(r#"{{"later":{number},"#), 1),
+                    // Whitespace where JSON allows it, and where it does not.
+                    4 => {
+                        let i = at.index(line.len());
+                        let i = (0..=i).rev().find(|&i| line.is_char_boundary(i)).unwrap_or(0);
+                        format!("{} {}", &line[..i], &line[i..])
+                    }
+                    5 => line.replacen(r#"{"#, r#"{"later":{"x":[1,"y"]},"#, 1),
+                    _ => line.replace(r#","#, " ,\t"),
+                };
+                let slow: Result<RawLine, _> = serde_json::from_str(&line);
+                match (parse(&line), slow) {
+                    (Some(fast), Ok(slow)) => prop_assert!(same(&fast, &slow), "{}", line),
+                    (Some(_), Err(e)) => prop_assert!(false, "serde rejects ({}) what the scanner read: {}", e, line),
+                    (None, _) => {}
+                }
+            }
+        }
+
+        /// Numbers as a history could hold them, and near misses JSON forbids.
+        const NUMBERS: &[&str] = &[
+            "0",
+            "7",
+            "204",
+            "65535",
+            "65536",
+            "4294967296",
+            "-1",
+            "-0",
+            "2.5",
+            "0.125",
+            "1e2",
+            "1E+2",
+            "2.5e-3",
+            "1e400",
+            "-1e400",
+            "01",
+            "00",
+            "1.",
+            ".5",
+            "+1",
+            "1-2",
+            "1e",
+            "1e+",
+            "-",
+            "0x10",
+            "1.5.2",
+            "NaN",
+            "Infinity",
+        ];
     }
 }
