@@ -215,6 +215,9 @@ pub struct Aggregator {
     pub(crate) status_fail: EvidenceSet,
     pub(crate) answer_limit: Duration,
     pub(crate) sequenced: bool,
+    /// The account of the last attempt: histories have few accounts, so
+    /// most lines skip interning theirs.
+    last_account: u32,
 }
 
 fn is_2xx(s: Option<u16>) -> bool {
@@ -250,11 +253,18 @@ impl Aggregator {
             status_fail: EvidenceSet::default(),
             answer_limit,
             sequenced: false,
+            last_account: NONE,
         }
     }
 
     fn slot(&mut self, account: &str, key: &str, line: u64) -> usize {
-        let a = self.strings.intern(account);
+        let last = self.last_account;
+        let a = if last != NONE && self.strings.name(last) == account {
+            last
+        } else {
+            self.strings.intern(account)
+        };
+        self.last_account = a;
         let k = self.strings.intern(key);
         let next = self.keys.len() as u32;
         let i = *self.index.entry((a, k)).or_insert(next);
@@ -605,18 +615,36 @@ fn grade(
     }
 }
 
-/// The state, indexed by the aggregator's interned ids.
+/// The rows of one (account, key): the first, and where the others are.
+#[derive(Clone, Copy)]
+struct Rows {
+    first: u32,
+    /// Index into [`StateView::more`], or [`NONE`].
+    more: u32,
+}
+
+/// The state, indexed by the aggregator's interned ids. Built once per
+/// check: every inbox row's strings are looked up here, once, and the
+/// invariants then ask by id.
 pub(crate) struct StateView<'a> {
     pub state: &'a State,
     /// (account id or NONE, key id) -> rows; only rows whose strings the history knows.
-    pub inbox: FxHashMap<(u32, u32), Vec<u32>>,
+    inbox: FxHashMap<(u32, u32), Rows>,
+    /// The second and later rows of an (account, key) stored more than once.
+    more: Vec<Vec<u32>>,
+    /// Per inbox row: its key's id (or NONE) and, for a row with an
+    /// account, the history's record of it (or NONE).
+    row_ids: Vec<(u32, u32)>,
     /// key id -> keys of every account, built only when some row has no account.
     pub by_key: FxHashMap<u32, Vec<u32>>,
 }
 
 impl<'a> StateView<'a> {
     fn new(agg: &Aggregator, state: &'a State) -> Self {
-        let mut inbox: FxHashMap<(u32, u32), Vec<u32>> = FxHashMap::default();
+        let mut inbox: FxHashMap<(u32, u32), Rows> = FxHashMap::default();
+        inbox.reserve(state.inbox.len());
+        let mut more: Vec<Vec<u32>> = Vec::new();
+        let mut row_ids = Vec::with_capacity(state.inbox.len());
         let mut any_none = false;
         for (n, row) in state.inbox.iter().enumerate() {
             let key = agg.strings.get(&row.key);
@@ -627,8 +655,26 @@ impl<'a> StateView<'a> {
                 }
                 Some(a) => agg.strings.get(a),
             };
+            let slot = match (account, key) {
+                (Some(a), Some(k)) if a != NONE => agg.index.get(&(a, k)).copied(),
+                _ => None,
+            };
+            row_ids.push((key.unwrap_or(NONE), slot.unwrap_or(NONE)));
             if let (Some(a), Some(k)) = (account, key) {
-                inbox.entry((a, k)).or_default().push(n as u32);
+                let n = n as u32;
+                inbox
+                    .entry((a, k))
+                    .and_modify(|r| {
+                        if r.more == NONE {
+                            r.more = more.len() as u32;
+                            more.push(Vec::new());
+                        }
+                        more[r.more as usize].push(n);
+                    })
+                    .or_insert(Rows {
+                        first: n,
+                        more: NONE,
+                    });
             }
         }
         let mut by_key: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
@@ -640,19 +686,36 @@ impl<'a> StateView<'a> {
         StateView {
             state,
             inbox,
+            more,
+            row_ids,
             by_key,
         }
     }
 
+    fn rows_of(&self, at: (u32, u32)) -> impl Iterator<Item = u32> + '_ {
+        self.inbox.get(&at).into_iter().flat_map(move |r| {
+            let more: &[u32] = match r.more {
+                NONE => &[],
+                m => &self.more[m as usize],
+            };
+            std::iter::once(r.first).chain(more.iter().copied())
+        })
+    }
+
     /// Inbox rows that hold this key (exact account, or rows without account).
     pub fn rows(&self, k: &KeyAgg) -> impl Iterator<Item = u32> + '_ {
-        let exact = self.inbox.get(&(k.account, k.key)).into_iter().flatten();
-        let any = self.inbox.get(&(NONE, k.key)).into_iter().flatten();
-        exact.chain(any).copied()
+        self.rows_of((k.account, k.key))
+            .chain(self.rows_of((NONE, k.key)))
     }
 
     /// Whether the key is in the inbox.
     pub fn stored(&self, k: &KeyAgg) -> bool {
         self.rows(k).next().is_some()
+    }
+
+    /// Inbox row `row`'s key id (or NONE) and, for a row with an account,
+    /// the index of the history's record of it (or NONE).
+    pub fn row_ids(&self, row: usize) -> (u32, u32) {
+        self.row_ids[row]
     }
 }

@@ -8,31 +8,41 @@ use super::aggregate::{flag, Aggregator, KeyAgg, StateView, NONE};
 use super::{CheckOptions, Evidence, EvidenceSet, InvariantId, InvariantResult, Verdict};
 use crate::vocabulary::Vocabulary;
 
+/// The history's records that an inbox row stands for: none, its own, or
+/// (for a row without account) the key's in every account.
+pub(crate) enum RowAggs<'a> {
+    One([&'a KeyAgg; 1]),
+    Many(Vec<&'a KeyAgg>),
+}
+
+impl<'a> std::ops::Deref for RowAggs<'a> {
+    type Target = [&'a KeyAgg];
+    fn deref(&self) -> &Self::Target {
+        match self {
+            RowAggs::One(one) => one,
+            RowAggs::Many(many) => many,
+        }
+    }
+}
+
 /// The history's records that an inbox row stands for (several when the row
 /// carries no account and the key was sent in several accounts).
-pub(crate) fn aggs_for_row<'a>(
-    agg: &'a Aggregator,
-    view: &StateView,
-    row: usize,
-) -> Vec<&'a KeyAgg> {
-    let r = &view.state.inbox[row];
-    let Some(k) = agg.strings.get(&r.key) else {
-        return Vec::new();
-    };
-    match &r.account {
-        Some(a) => agg
-            .strings
-            .get(a)
-            .and_then(|a| agg.lookup(a, k))
-            .into_iter()
-            .collect(),
-        None => view
-            .by_key
-            .get(&k)
-            .into_iter()
-            .flatten()
-            .map(|&i| &agg.keys[i as usize])
-            .collect(),
+pub(crate) fn aggs_for_row<'a>(agg: &'a Aggregator, view: &StateView, row: usize) -> RowAggs<'a> {
+    let (key, slot) = view.row_ids(row);
+    if key == NONE {
+        return RowAggs::Many(Vec::new());
+    }
+    match &view.state.inbox[row].account {
+        Some(_) if slot == NONE => RowAggs::Many(Vec::new()),
+        Some(_) => RowAggs::One([&agg.keys[slot as usize]]),
+        None => RowAggs::Many(
+            view.by_key
+                .get(&key)
+                .into_iter()
+                .flatten()
+                .map(|&i| &agg.keys[i as usize])
+                .collect(),
+        ),
     }
 }
 
