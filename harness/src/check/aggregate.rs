@@ -635,6 +635,8 @@ pub(crate) struct StateView<'a> {
     /// Per inbox row: its key's id (or NONE) and, for a row with an
     /// account, the history's record of it (or NONE).
     row_ids: Vec<(u32, u32)>,
+    /// Rows whose key or account the history never named (not in `inbox`).
+    unindexed: Vec<u32>,
     /// key id -> keys of every account, built only when some row has no account.
     pub by_key: FxHashMap<u32, Vec<u32>>,
 }
@@ -645,6 +647,7 @@ impl<'a> StateView<'a> {
         inbox.reserve(state.inbox.len());
         let mut more: Vec<Vec<u32>> = Vec::new();
         let mut row_ids = Vec::with_capacity(state.inbox.len());
+        let mut unindexed = Vec::new();
         let mut any_none = false;
         for (n, row) in state.inbox.iter().enumerate() {
             let key = agg.strings.get(&row.key);
@@ -660,22 +663,24 @@ impl<'a> StateView<'a> {
                 _ => None,
             };
             row_ids.push((key.unwrap_or(NONE), slot.unwrap_or(NONE)));
-            if let (Some(a), Some(k)) = (account, key) {
-                let n = n as u32;
-                inbox
-                    .entry((a, k))
-                    .and_modify(|r| {
-                        if r.more == NONE {
-                            r.more = more.len() as u32;
-                            more.push(Vec::new());
-                        }
-                        more[r.more as usize].push(n);
-                    })
-                    .or_insert(Rows {
-                        first: n,
-                        more: NONE,
-                    });
-            }
+            let n = n as u32;
+            let (Some(a), Some(k)) = (account, key) else {
+                unindexed.push(n);
+                continue;
+            };
+            inbox
+                .entry((a, k))
+                .and_modify(|r| {
+                    if r.more == NONE {
+                        r.more = more.len() as u32;
+                        more.push(Vec::new());
+                    }
+                    more[r.more as usize].push(n);
+                })
+                .or_insert(Rows {
+                    first: n,
+                    more: NONE,
+                });
         }
         let mut by_key: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
         if any_none {
@@ -688,8 +693,23 @@ impl<'a> StateView<'a> {
             inbox,
             more,
             row_ids,
+            unindexed,
             by_key,
         }
+    }
+
+    /// Every (account, key) the history knows that has several inbox rows:
+    /// its first row and how many rows it has.
+    pub fn repeated(&self) -> impl Iterator<Item = (u32, usize)> + '_ {
+        self.inbox
+            .values()
+            .filter(|r| r.more != NONE)
+            .map(|r| (r.first, 1 + self.more[r.more as usize].len()))
+    }
+
+    /// The inbox rows whose key or account the history never named.
+    pub fn unindexed(&self) -> &[u32] {
+        &self.unindexed
     }
 
     fn rows_of(&self, at: (u32, u32)) -> impl Iterator<Item = u32> + '_ {
@@ -704,8 +724,13 @@ impl<'a> StateView<'a> {
 
     /// Inbox rows that hold this key (exact account, or rows without account).
     pub fn rows(&self, k: &KeyAgg) -> impl Iterator<Item = u32> + '_ {
+        let any = if self.by_key.is_empty() {
+            None
+        } else {
+            Some(self.rows_of((NONE, k.key)))
+        };
         self.rows_of((k.account, k.key))
-            .chain(self.rows_of((NONE, k.key)))
+            .chain(any.into_iter().flatten())
     }
 
     /// Whether the key is in the inbox.

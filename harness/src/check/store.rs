@@ -110,20 +110,30 @@ pub(crate) fn exactly_once(
 ) -> InvariantResult {
     let words = &opts.vocabulary;
     let mut ev = EvidenceSet::default();
-    let mut seen: FxHashMap<(Option<&str>, &str), (u32, usize)> = FxHashMap::default();
-    for (n, row) in view.state.inbox.iter().enumerate() {
+    // Rows of keys the history sent are grouped by id already; only the
+    // others are grouped by their strings here.
+    let rows = &view.state.inbox;
+    let mut seen: FxHashMap<(Option<&str>, &str), (usize, u32)> = FxHashMap::default();
+    for &n in view.unindexed() {
+        let row = &rows[n as usize];
         seen.entry((row.account.as_deref(), row.key.as_str()))
             .or_insert((0, n))
             .0 += 1;
     }
-    let mut dups: Vec<_> = seen.iter().filter(|(_, (c, _))| *c > 1).collect();
-    dups.sort_by_key(|(_, (_, first))| *first);
-    for ((account, key), (count, first)) in dups {
+    let mut dups: Vec<(u32, usize)> = seen
+        .values()
+        .filter(|(count, _)| *count > 1)
+        .map(|&(count, first)| (first, count))
+        .chain(view.repeated())
+        .collect();
+    dups.sort_unstable();
+    for (first, count) in dups {
+        let row = &rows[first as usize];
         ev.push(|| Evidence {
-            key: key.to_string(),
-            account: account.map(str::to_string),
+            key: row.key.clone(),
+            account: row.account.clone(),
             what: format!("{count} inbox rows for one key"),
-            lines: lines_of(&aggs_for_row(agg, view, *first)),
+            lines: lines_of(&aggs_for_row(agg, view, first as usize)),
         });
     }
     let inbox_dups = ev.total;

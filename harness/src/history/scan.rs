@@ -217,15 +217,9 @@ impl<'a> Scanner<'a> {
     /// string, looked up.
     fn field(&mut self, guess: usize) -> Option<usize> {
         self.ws();
-        if let Some(f) = FIELDS.get(guess) {
-            let rest = &self.b[self.i..];
-            if rest.len() > f.len() + 2
-                && rest[0] == b'"'
-                && rest[1..].starts_with(f.as_bytes())
-                && rest[1 + f.len()] == b'"'
-                && rest[2 + f.len()] == b':'
-            {
-                self.i += f.len() + 3;
+        if let (Some(lit), Some(rest)) = (LITERALS.get(guess), self.b.get(self.i..self.i + 16)) {
+            if lit.matches(rest) {
+                self.i += lit.len;
                 return Some(guess);
             }
         }
@@ -288,6 +282,80 @@ mod field {
     pub const POISON: usize = 20;
     pub const DEAD: usize = 21;
 }
+/// A field's name as the writers spell it, quotes and colon included
+/// (`"key":`), as two words to compare a line's next bytes with: no
+/// `memcmp` call per field.
+struct Literal {
+    len: usize,
+    head: u64,
+    head_mask: u64,
+    tail: u64,
+}
+
+impl Literal {
+    const fn of(name: &str) -> Literal {
+        let n = name.as_bytes();
+        let len = n.len() + 3;
+        assert!(len <= 16, "field names fit two words");
+        let mut b = [0u8; 16];
+        b[0] = b'"';
+        let mut i = 0;
+        while i < n.len() {
+            b[1 + i] = n[i];
+            i += 1;
+        }
+        b[1 + n.len()] = b'"';
+        b[2 + n.len()] = b':';
+        let head = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+        let (head_mask, tail) = if len >= 8 {
+            let t = len - 8;
+            let tail = u64::from_le_bytes([
+                b[t],
+                b[t + 1],
+                b[t + 2],
+                b[t + 3],
+                b[t + 4],
+                b[t + 5],
+                b[t + 6],
+                b[t + 7],
+            ]);
+            (u64::MAX, tail)
+        } else {
+            ((1u64 << (8 * len)) - 1, 0)
+        };
+        Literal {
+            len,
+            head: head & head_mask,
+            head_mask,
+            tail,
+        }
+    }
+
+    /// Whether `rest` (16 bytes or more) starts with this literal.
+    fn matches(&self, rest: &[u8]) -> bool {
+        let word = |at: usize| u64::from_le_bytes(rest[at..at + 8].try_into().expect("8 bytes"));
+        word(0) & self.head_mask == self.head && (self.len < 8 || word(self.len - 8) == self.tail)
+    }
+}
+
+/// [`FIELDS`] as [`Literal`]s.
+const LITERALS: [Literal; FIELDS.len()] = {
+    let mut out = [const {
+        Literal {
+            len: 0,
+            head: 0,
+            head_mask: 0,
+            tail: 0,
+        }
+    }; FIELDS.len()];
+    let mut i = 0;
+    while i < FIELDS.len() {
+        out[i] = Literal::of(FIELDS[i]);
+        i += 1;
+    }
+    out
+};
+
 /// A field the checker does not read (`sent_at`, `round`, a newer one …).
 const OTHER: usize = usize::MAX;
 
