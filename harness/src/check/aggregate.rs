@@ -209,6 +209,12 @@ pub struct Aggregator {
     pub(crate) strings: Interner,
     pub(crate) keys: Vec<KeyAgg>,
     pub(super) index: FxMap<(u32, u32), u32>,
+    /// Hash of (account id, key) -> the newest record with that hash: a
+    /// line finds its key's record without interning the key (in a history
+    /// whose retries are spread out, every lookup is a cache miss).
+    by_name: FxMap<u64, u32>,
+    /// Per record: the previous record with the same hash, or [`NONE`].
+    same_hash: Vec<u32>,
     pub(super) deliveries: FxHashSet<u64>,
     pub(crate) counts: Counts,
     pub(super) dead: Vec<(DeadLetter, u32)>,
@@ -226,6 +232,14 @@ fn is_2xx(s: Option<u16>) -> bool {
 
 fn is_4xx(s: Option<u16>) -> bool {
     matches!(s, Some(400..=499))
+}
+
+/// The hash [`Aggregator`] finds a key's record by.
+pub(super) fn name_hash(account: u32, key: &str) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    account.hash(&mut h);
+    key.hash(&mut h);
+    h.finish()
 }
 
 fn parse_time(t: Option<&str>) -> i64 {
@@ -247,6 +261,8 @@ impl Aggregator {
             strings: Interner::default(),
             keys: Vec::new(),
             index: FxMap::default(),
+            by_name: FxMap::default(),
+            same_hash: Vec::new(),
             deliveries: FxHashSet::default(),
             counts: Counts::default(),
             dead: Vec::new(),
@@ -265,11 +281,20 @@ impl Aggregator {
             self.strings.intern(account)
         };
         self.last_account = a;
+        let h = name_hash(a, key);
+        if let Some(&newest) = self.by_name.get(&h) {
+            let mut i = newest;
+            while i != NONE {
+                let k = &self.keys[i as usize];
+                if k.account == a && self.strings.name(k.key) == key {
+                    return i as usize;
+                }
+                i = self.same_hash[i as usize];
+            }
+        }
         let k = self.strings.intern(key);
-        let next = self.keys.len() as u32;
-        let i = *self.index.entry((a, k)).or_insert(next);
-        if i == next {
-            self.keys.push(KeyAgg {
+        self.add_key(
+            KeyAgg {
                 account: a,
                 key: k,
                 job: NONE,
@@ -284,9 +309,19 @@ impl Aggregator {
                 missed_line: 0,
                 missed_status: 0,
                 genuine_attempts: 0,
-            });
-        }
-        i as usize
+            },
+            h,
+        ) as usize
+    }
+
+    /// Adds a record for a new (account, key) whose [`name_hash`] is `h`.
+    pub(super) fn add_key(&mut self, k: KeyAgg, h: u64) -> u32 {
+        let i = self.keys.len() as u32;
+        self.index.insert((k.account, k.key), i);
+        self.same_hash
+            .push(self.by_name.insert(h, i).unwrap_or(NONE));
+        self.keys.push(k);
+        i
     }
 
     pub(crate) fn lookup(&self, account: u32, key: u32) -> Option<&KeyAgg> {

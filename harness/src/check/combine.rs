@@ -20,7 +20,7 @@
 //! The tests in `check::chunks` hold the joined verdicts to the sequential
 //! ones for every way of cutting a history.
 
-use super::aggregate::{flag, Aggregator, KeyAgg, NONE, NO_TIME};
+use super::aggregate::{flag, name_hash, Aggregator, KeyAgg, NONE, NO_TIME};
 use super::MAX_DEAD_LETTERS;
 
 impl Aggregator {
@@ -36,15 +36,13 @@ impl Aggregator {
         let mut slots = Vec::with_capacity(later.keys.len());
         for k in later.keys {
             let (account, key) = (id(k.account), id(k.key));
-            let next = self.keys.len() as u32;
-            let i = *self.index.entry((account, key)).or_insert(next);
-            slots.push(i);
-            if i == next {
+            let Some(&i) = self.index.get(&(account, key)) else {
                 let mut lines = k.lines;
                 for l in &mut lines[..k.nlines as usize] {
                     *l += base;
                 }
-                self.keys.push(KeyAgg {
+                let h = name_hash(account, self.strings.name(key));
+                let new = KeyAgg {
                     account,
                     key,
                     job: id(k.job),
@@ -54,9 +52,11 @@ impl Aggregator {
                     status_line: shift(k.status_line),
                     missed_line: shift(k.missed_line),
                     ..k
-                });
+                };
+                slots.push(self.add_key(new, h));
                 continue;
-            }
+            };
+            slots.push(i);
             let agg = &mut self.keys[i as usize];
             let mut flags = k.flags;
             if agg.has(flag::ACKED) && flags & flag::GEN_4XX != 0 {
