@@ -487,4 +487,46 @@ mod tests {
         assert_eq!(Fail.worst(Unknown), Fail);
         assert_eq!(Unknown.worst(Pass), Unknown);
     }
+
+    #[test]
+    fn a_large_check_grades_on_two_threads_in_order_and_as_each_invariant_alone() {
+        use crate::history::{Attempt, Outcome};
+        // Enough keys for two grading threads; some lost, some unanswered,
+        // one redirected, so the invariants disagree.
+        let keys = aggregate::GRADE_ON_TWO_THREADS + 10;
+        let mut events = Vec::new();
+        let mut inbox = Vec::new();
+        for k in 0..keys {
+            let key = format!("k{k}");
+            let (status, outcome) = match k % 7 {
+                0 => (Some(503), Outcome::Info),
+                1 => (Some(301), Outcome::Fail),
+                _ => (Some(204), Outcome::Ok),
+            };
+            let a = Attempt {
+                status,
+                outcome,
+                ..Attempt::new("s", &format!("d{k}"), &key, "a")
+            };
+            events.push((k as u64 + 1, Event::Attempt(a)));
+            if k % 5 != 0 {
+                inbox.push(
+                    serde_json::json!({"key": key, "account": "a", "processed": k % 11 != 0}),
+                );
+            }
+        }
+        let state: State = serde_json::from_value(serde_json::json!({ "inbox": inbox })).unwrap();
+        let all = check(events.clone(), "s", Ok(&state), &CheckOptions::default());
+        let ids: Vec<InvariantId> = all.results.iter().map(|r| r.id).collect();
+        assert_eq!(ids, InvariantId::ALL);
+        assert_eq!(all.verdict(), Verdict::Fail);
+        for r in &all.results {
+            let alone = CheckOptions {
+                invariants: vec![r.id],
+                ..CheckOptions::default()
+            };
+            let one = check(events.clone(), "s", Ok(&state), &alone);
+            assert_eq!(one.results, vec![r.clone()], "{}", r.id);
+        }
+    }
 }
