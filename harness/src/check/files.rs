@@ -1,7 +1,8 @@
 //! `hookstorm check HISTORY STATE`: checks a recorded history again, later,
 //! against saved state, without re-running anything.
 //!
-//! The history is read once, streaming, and folded per scenario. STATE is
+//! The history is read once, streaming, in parts on several threads
+//! (`chunks`), and folded per scenario. STATE is
 //! either one state JSON (applied to the scenario named by the filter, or,
 //! without a filter, to all events as one scenario named `all`), a JSON
 //! object mapping scenario names to states, or a directory holding
