@@ -620,7 +620,7 @@ mod tests {
     fn check_in_parts(f: &Files, scenario: Option<&str>, parts: usize) -> Checked {
         let opts = CheckOptions::default();
         outcome(check_histories_in_parts(
-            &[f.history.clone()],
+            std::slice::from_ref(&f.history),
             &f.state,
             scenario,
             &opts,
