@@ -758,6 +758,31 @@ mod tests {
     }
 
     #[test]
+    fn a_line_longer_than_a_read_block_is_read_whole_in_any_number_of_parts() {
+        let long = Attempt {
+            detail: Some("x".repeat(super::BLOCK + super::BLOCK / 2)),
+            status: Some(301),
+            outcome: Outcome::Fail,
+            ..Attempt::new("s1", "whd_k2", "k2", "a")
+        };
+        let history = format!(
+            "{}\n{}\n{}\n",
+            ok_line("k1", 204, Outcome::Ok),
+            serde_json::to_string(&Event::Attempt(long)).unwrap(),
+            ok_line("k3", 204, Outcome::Ok)
+        );
+        let f = files(history.as_bytes(), &State::default());
+        let whole = check_in_parts(&f, None, 1);
+        let (checks, _) = whole.as_ref().unwrap();
+        assert_eq!(checks[0].counts.attempts, 3);
+        let redirect = checks[0].result(crate::check::InvariantId::I7).unwrap();
+        assert_eq!(redirect.evidence[0].lines, [2]);
+        for parts in [2, 3, 4] {
+            assert_eq!(check_in_parts(&f, None, parts), whole, "{parts} parts");
+        }
+    }
+
+    #[test]
     fn bounded_evidence_and_dead_letters_keep_the_first_in_any_number_of_parts() {
         // More redirects than evidence items, more dead deliveries than dead
         // letters kept: the parts must keep the earliest, count them all.
