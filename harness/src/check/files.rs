@@ -100,6 +100,75 @@ fn read_state_file(path: &Path) -> Result<State, CheckError> {
     })
 }
 
+/// Whether the state file at `path` is, by the look of its first value,
+/// one state (`{"inbox": [...], ...}`) rather than a map of scenario names
+/// to states (whose first value is an object). Only a guess, for reading
+/// the history while the state is parsed; [`load_states`] decides.
+fn looks_like_one_state(path: &Path) -> bool {
+    use std::io::Read as _;
+    let mut head = [0u8; 4096];
+    let n = match std::fs::File::open(path).and_then(|mut f| f.read(&mut head)) {
+        Ok(n) => n,
+        Err(_) => return true,
+    };
+    let mut rest = head[..n]
+        .iter()
+        .copied()
+        .filter(|c| !c.is_ascii_whitespace());
+    if rest.next() != Some(b'{') || rest.next() != Some(b'"') {
+        return true;
+    }
+    // Past the first key (a state's keys have no escaped quotes) and its colon.
+    let mut rest = rest.skip_while(|&c| c != b'"').skip(1);
+    rest.next() != Some(b':') || rest.next() != Some(b'{')
+}
+
+/// What reading the histories gave.
+struct Read {
+    folds: BTreeMap<String, Aggregator>,
+    events: u64,
+    sources: Vec<HistorySource>,
+    warnings: Vec<String>,
+}
+
+/// Reads and folds every history in turn, line numbers running on.
+fn read_histories(
+    histories: &[PathBuf],
+    scenario: Option<&str>,
+    all_as_one: bool,
+    opts: &CheckOptions,
+    parts: Option<usize>,
+) -> Result<Read, CheckError> {
+    let filter = Filter {
+        all_as_one,
+        scenario,
+        answer_limit: opts.answer_limit,
+    };
+    let mut out = Read {
+        folds: BTreeMap::new(),
+        events: 0,
+        sources: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let mut line = 0u64;
+    for history in histories {
+        let parts = match parts {
+            Some(n) => n,
+            None => chunks::parts_for(std::fs::metadata(history).map_or(0, |m| m.len())),
+        };
+        let read = chunks::fold_file(history, &filter, parts, line, &mut out.folds)?;
+        out.events += read.events;
+        out.warnings.extend(read.warning);
+        out.sources.push(HistorySource {
+            path: history.to_path_buf(),
+            first_line: line + 1,
+            lines: read.lines,
+        });
+        line += read.lines;
+    }
+    Ok(out)
+}
+
 fn load_states(path: &Path) -> Result<States, CheckError> {
     if path.is_dir() {
         return Ok(States::Dir(path.to_path_buf()));
@@ -214,32 +283,44 @@ pub(crate) fn check_histories_in_parts(
     opts: &CheckOptions,
     parts: Option<usize>,
 ) -> Result<MultiCheck, CheckError> {
-    let mut warnings = Vec::new();
-    let mut events = 0u64;
-    let states = load_states(state)?;
-    let filter = Filter {
-        all_as_one: matches!(states, States::One(_)) && scenario.is_none(),
-        scenario,
-        answer_limit: opts.answer_limit,
+    // The state is parsed on its own thread while the histories are read.
+    // Only whether it is one state (then all events fold as one scenario)
+    // changes how they are folded: that is guessed from its first value and
+    // checked once it is parsed; a wrong guess reads the histories again.
+    let guess = scenario.is_none() && looks_like_one_state(state);
+    check_guessing(histories, state, scenario, opts, parts, guess)
+}
+
+/// [`check_histories_in_parts`], reading the histories as if the state were
+/// one state (`guess`) while it is parsed.
+fn check_guessing(
+    histories: &[PathBuf],
+    state: &Path,
+    scenario: Option<&str>,
+    opts: &CheckOptions,
+    parts: Option<usize>,
+    guess: bool,
+) -> Result<MultiCheck, CheckError> {
+    let (states, read) = std::thread::scope(|s| {
+        let loading = s.spawn(|| load_states(state));
+        let read = read_histories(histories, scenario, guess, opts, parts);
+        let states = loading
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (states, read)
+    });
+    let states = states?;
+    let all_as_one = matches!(states, States::One(_)) && scenario.is_none();
+    let Read {
+        mut folds,
+        events,
+        sources,
+        warnings,
+    } = if all_as_one == guess {
+        read?
+    } else {
+        read_histories(histories, scenario, all_as_one, opts, parts)?
     };
-    let mut folds: BTreeMap<String, Aggregator> = BTreeMap::new();
-    let mut sources = Vec::new();
-    let mut line = 0u64;
-    for history in histories {
-        let parts = match parts {
-            Some(n) => n,
-            None => chunks::parts_for(std::fs::metadata(history).map_or(0, |m| m.len())),
-        };
-        let read = chunks::fold_file(history, &filter, parts, line, &mut folds)?;
-        events += read.events;
-        warnings.extend(read.warning);
-        sources.push(HistorySource {
-            path: history.to_path_buf(),
-            first_line: line + 1,
-            lines: read.lines,
-        });
-        line += read.lines;
-    }
     let history = histories.first().map(PathBuf::as_path).unwrap_or(state);
     if events == 0 {
         let name = scenario.unwrap_or("all").to_string();
@@ -310,4 +391,69 @@ pub(crate) fn check_histories_in_parts(
         },
         sources,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wrong_guess_of_the_state_kind_reads_the_history_again_and_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let history = dir.path().join("history.jsonl");
+        let mut text = String::new();
+        for (scenario, key, status) in [("s1", "k1", 204), ("s2", "k2", 503), ("s1", "k3", 204)] {
+            let a = crate::history::Attempt {
+                status: Some(status),
+                outcome: if status == 204 {
+                    crate::history::Outcome::Ok
+                } else {
+                    crate::history::Outcome::Info
+                },
+                ..crate::history::Attempt::new(scenario, key, key, "a")
+            };
+            text.push_str(&serde_json::to_string(&Event::Attempt(a)).unwrap());
+            text.push('\n');
+        }
+        std::fs::write(&history, text).unwrap();
+        let one = dir.path().join("one.json");
+        std::fs::write(
+            &one,
+            r#"{"inbox": [{"key": "k1", "account": "a", "processed": true}]}"#,
+        )
+        .unwrap();
+        let many = dir.path().join("many.json");
+        std::fs::write(
+            &many,
+            r#"{"s1": {"inbox": [{"key": "k1", "account": "a", "processed": true}]}, "s2": {"inbox": []}}"#,
+        )
+        .unwrap();
+        assert!(looks_like_one_state(&one));
+        assert!(!looks_like_one_state(&many));
+        let opts = CheckOptions::default();
+        let histories = [history];
+        for state in [&one, &many] {
+            for scenario in [None, Some("s1")] {
+                let check = |guess| {
+                    check_guessing(&histories, state, scenario, &opts, Some(2), guess)
+                        .map(|m| m.check)
+                        .map_err(|e| e.to_string())
+                };
+                let (right, wrong) = (check(true), check(false));
+                assert_eq!(right, wrong, "{state:?} {scenario:?}");
+                let names: Vec<String> = right
+                    .unwrap()
+                    .checks
+                    .into_iter()
+                    .map(|c| c.scenario)
+                    .collect();
+                let expected: &[&str] = match (state == &one, scenario) {
+                    (true, None) => &["all"],
+                    (false, None) => &["s1", "s2"],
+                    (_, Some(_)) => &["s1"],
+                };
+                assert_eq!(names, expected, "{state:?} {scenario:?}");
+            }
+        }
+    }
 }
