@@ -5,7 +5,7 @@
 //! to by `u32`; a key's record is a few flags, its job, creation time,
 //! sequence and at most [`KEY_LINES`] history line numbers. That keeps a
 //! million-attempt history within a few dozen megabytes (200,000 keys:
-//! 124 MiB peak RSS for the whole check, state included; 152 MiB when
+//! 116 MiB peak RSS for the whole check, state included; 145 MiB when
 //! every part of the file names every key, measured 2026-12-01).
 
 use std::collections::HashSet;
