@@ -7,7 +7,7 @@
 //! then compares those records with the state. Evidence keeps only keys and
 //! history line numbers, at most [`MAX_EVIDENCE`] items per invariant.
 //!
-//! A history file is read in parts on every core (`chunks`), each folded on
+//! A history file is read in parts on two cores (`chunks`), each folded on
 //! its own and joined in file order (`combine`), with results identical to
 //! one pass, while the state is parsed on a thread of its own; every other
 //! invariant is graded on a second thread. A 1,000,000-attempt check
