@@ -1,5 +1,12 @@
 //! Generates a 1,000,000-attempt history (200k keys x 5 attempts) and times
 //! `check_files` on it: `cargo run --release -p hookstorm --example check_bench`.
+//!
+//! `check_bench KEYS DIR` keeps the files in DIR; a later run with the same
+//! arguments finds them there and checks them again without writing them,
+//! so a profiler (`perf stat`, `perf record`) sees only the check.
+//! `check_bench KEYS DIR spread` writes each key's attempts round by round
+//! (all first attempts, then all second ones, …), as retries spread over a
+//! real run.
 
 mod synthetic;
 
@@ -21,9 +28,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // A second argument keeps the files in that folder (for profiling `hookstorm check`).
     let keep = std::env::args().nth(2).map(std::path::PathBuf::from);
     let tmp = tempfile::tempdir()?;
-    let dir_path = keep.unwrap_or_else(|| tmp.path().to_path_buf());
+    let dir_path = keep.clone().unwrap_or_else(|| tmp.path().to_path_buf());
     std::fs::create_dir_all(&dir_path)?;
-    let (path, state_path) = synthetic::write_history(&dir_path, keys)?;
+    let spread = std::env::args().nth(3).is_some_and(|a| a == "spread");
+    let (path, state_path) = match synthetic::existing(&dir_path, keys, spread) {
+        Some(files) if keep.is_some() => files,
+        _ => synthetic::write_history_in(&dir_path, keys, spread)?,
+    };
     let size = std::fs::metadata(&path)?.len();
     let before = peak_rss_kib();
     let start = Instant::now();

@@ -1,7 +1,8 @@
 //! `hookstorm check HISTORY STATE`: checks a recorded history again, later,
 //! against saved state, without re-running anything.
 //!
-//! The history is read once, streaming, and folded per scenario. STATE is
+//! The history is read once, streaming, in parts on several threads
+//! (`chunks`), and folded per scenario. STATE is
 //! either one state JSON (applied to the scenario named by the filter, or,
 //! without a filter, to all events as one scenario named `all`), a JSON
 //! object mapping scenario names to states, or a directory holding
@@ -14,76 +15,15 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-
-use std::borrow::Cow;
 
 use crate::history::Event;
 use crate::state::State;
-use crate::tag::FaultTag;
 
-use super::aggregate::{AttemptView, ProviderView};
 use super::view::{Compact, Rows};
-use crate::history::scan::{self, RawLine};
 
+use super::chunks::{self, Filter};
 use super::{Aggregator, CheckOptions, ScenarioCheck};
-
-fn missing(field: &str) -> String {
-    format!("missing field `{field}`")
-}
-
-impl RawLine<'_> {
-    /// Folds the line into `fold`; the error names the missing field.
-    fn fold(&self, line: u64, fold: &mut Aggregator) -> Result<(), String> {
-        let need =
-            |v: &Option<Cow<'_, str>>, f: &str| v.as_deref().map(|_| ()).ok_or_else(|| missing(f));
-        match self.kind.as_ref() {
-            "attempt" => {
-                need(&self.delivery, "delivery")?;
-                need(&self.key, "key")?;
-                need(&self.account, "account")?;
-                let view = AttemptView {
-                    delivery: self.delivery.as_deref().unwrap_or_default(),
-                    key: self.key.as_deref().unwrap_or_default(),
-                    account: self.account.as_deref().unwrap_or_default(),
-                    job: self.job.as_deref(),
-                    attempt: self.attempt.ok_or_else(|| missing("attempt"))?,
-                    faults: self.faults.iter().map(|f| FaultTag::parse(f)).collect(),
-                    status: self.status,
-                    latency_ms: self.latency_ms,
-                    error: self.error.as_deref(),
-                    outcome: self.outcome.ok_or_else(|| missing("outcome"))?,
-                    intent: self.intent.ok_or_else(|| missing("intent"))?,
-                    detail: self.detail.as_deref(),
-                    task_status: self.task_status,
-                    created_at: self.created_at.as_deref(),
-                    resource: self.resource.as_deref(),
-                    sequence: self.sequence,
-                    poison: self.poison,
-                    dead: self.dead,
-                };
-                fold.attempt(line, &view);
-            }
-            "provider" => {
-                need(&self.key, "key")?;
-                need(&self.account, "account")?;
-                need(&self.created_at, "created_at")?;
-                let view = ProviderView {
-                    account: self.account.as_deref().unwrap_or_default(),
-                    key: self.key.as_deref().unwrap_or_default(),
-                    job: self.job.as_deref(),
-                    task_status: self.task_status.ok_or_else(|| missing("task_status"))?,
-                    created_at: self.created_at.as_deref().unwrap_or_default(),
-                };
-                fold.provider(line, &view);
-            }
-            "run" | "fault" => {}
-            other => return Err(format!("unknown event type {other:?}")),
-        }
-        Ok(())
-    }
-}
 
 /// `hookstorm check` could not read its inputs.
 #[derive(Debug, thiserror::Error)]
@@ -187,6 +127,75 @@ fn first_key(path: &Path) -> Result<Option<String>, CheckError> {
         .and_then(|r| r.strip_prefix('"'))
         .and_then(|r| r.split_once('"'))
         .map(|(key, _)| key.to_string()))
+}
+
+/// Whether the state file at `path` is, by the look of its first value,
+/// one state (`{"inbox": [...], ...}`) rather than a map of scenario names
+/// to states (whose first value is an object). Only a guess, for reading
+/// the history while the state is parsed; [`load_states`] decides.
+fn looks_like_one_state(path: &Path) -> bool {
+    use std::io::Read as _;
+    let mut head = [0u8; 4096];
+    let n = match std::fs::File::open(path).and_then(|mut f| f.read(&mut head)) {
+        Ok(n) => n,
+        Err(_) => return true,
+    };
+    let mut rest = head[..n]
+        .iter()
+        .copied()
+        .filter(|c| !c.is_ascii_whitespace());
+    if rest.next() != Some(b'{') || rest.next() != Some(b'"') {
+        return true;
+    }
+    // Past the first key (a state's keys have no escaped quotes) and its colon.
+    let mut rest = rest.skip_while(|&c| c != b'"').skip(1);
+    rest.next() != Some(b':') || rest.next() != Some(b'{')
+}
+
+/// What reading the histories gave.
+struct Read {
+    folds: BTreeMap<String, Aggregator>,
+    events: u64,
+    sources: Vec<HistorySource>,
+    warnings: Vec<String>,
+}
+
+/// Reads and folds every history in turn, line numbers running on.
+fn read_histories(
+    histories: &[PathBuf],
+    scenario: Option<&str>,
+    all_as_one: bool,
+    opts: &CheckOptions,
+    parts: Option<usize>,
+) -> Result<Read, CheckError> {
+    let filter = Filter {
+        all_as_one,
+        scenario,
+        answer_limit: opts.answer_limit,
+    };
+    let mut out = Read {
+        folds: BTreeMap::new(),
+        events: 0,
+        sources: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let mut line = 0u64;
+    for history in histories {
+        let parts = match parts {
+            Some(n) => n,
+            None => chunks::parts_for(std::fs::metadata(history).map_or(0, |m| m.len())),
+        };
+        let read = chunks::fold_file(history, &filter, parts, line, &mut out.folds)?;
+        out.events += read.events;
+        out.warnings.extend(read.warning);
+        out.sources.push(HistorySource {
+            path: history.to_path_buf(),
+            first_line: line + 1,
+            lines: read.lines,
+        });
+        line += read.lines;
+    }
+    Ok(out)
 }
 
 fn load_states(path: &Path) -> Result<States, CheckError> {
@@ -300,81 +309,56 @@ pub fn check_histories(
     scenario: Option<&str>,
     opts: &CheckOptions,
 ) -> Result<MultiCheck, CheckError> {
-    let mut warnings = Vec::new();
-    let mut events = 0u64;
-    let states = load_states(state)?;
+    check_histories_in_parts(histories, state, scenario, opts, None)
+}
+
+/// [`check_histories`], reading each file in `parts` parts (by default as
+/// many as [`chunks::parts_for`] says).
+pub(crate) fn check_histories_in_parts(
+    histories: &[PathBuf],
+    state: &Path,
+    scenario: Option<&str>,
+    opts: &CheckOptions,
+    parts: Option<usize>,
+) -> Result<MultiCheck, CheckError> {
+    // The state is parsed on its own thread while the histories are read.
+    // Only whether it is one state (then all events fold as one scenario)
+    // changes how they are folded: that is guessed from its first value and
+    // checked once it is parsed; a wrong guess reads the histories again.
+    let guess = scenario.is_none() && looks_like_one_state(state);
+    check_guessing(histories, state, scenario, opts, parts, guess)
+}
+
+/// [`check_histories_in_parts`], reading the histories as if the state were
+/// one state (`guess`) while it is parsed.
+fn check_guessing(
+    histories: &[PathBuf],
+    state: &Path,
+    scenario: Option<&str>,
+    opts: &CheckOptions,
+    parts: Option<usize>,
+    guess: bool,
+) -> Result<MultiCheck, CheckError> {
+    let (states, read) = std::thread::scope(|s| {
+        let loading = s.spawn(|| load_states(state));
+        let read = read_histories(histories, scenario, guess, opts, parts);
+        let states = loading
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (states, read)
+    });
+    let states = states?;
     let all_as_one = matches!(states, States::One(_)) && scenario.is_none();
-    let mut folds: BTreeMap<String, Aggregator> = BTreeMap::new();
-    let mut sources = Vec::new();
-    let mut line = 0u64;
-    for history in histories {
-        let history = history.as_path();
-        let first_line = line + 1;
-        let file = File::open(history).map_err(|source| CheckError::Io {
-            path: history.into(),
-            source,
-        })?;
-        let mut reader = BufReader::with_capacity(1 << 16, file);
-        let mut buf = String::new();
-        loop {
-            buf.clear();
-            let n = reader
-                .read_line(&mut buf)
-                .map_err(|source| CheckError::Io {
-                    path: history.into(),
-                    source,
-                })?;
-            if n == 0 {
-                break;
-            }
-            line += 1;
-            if buf.trim().is_empty() {
-                continue;
-            }
-            let bad = |message: String| CheckError::History {
-                path: history.into(),
-                line,
-                message,
-            };
-            let raw: RawLine = match scan::parse(&buf) {
-                Some(raw) => raw,
-                None => match serde_json::from_str(&buf) {
-                    Ok(raw) => raw,
-                    // No newline at the end: the writer stopped in this line.
-                    Err(e) if !buf.ends_with('\n') => {
-                        warnings.push(format!(
-                        "{}: line {line} was cut off ({} bytes, {e}); checked the {} line(s) before it",
-                        history.display(),
-                        buf.len(),
-                        line - 1
-                    ));
-                        break;
-                    }
-                    Err(e) => return Err(bad(e.to_string())),
-                },
-            };
-            if matches!(raw.kind.as_ref(), "attempt" | "provider") {
-                events += 1;
-            }
-            let Some(name) = raw.scenario.as_deref() else {
-                continue;
-            };
-            let name = if all_as_one { "all" } else { name };
-            if scenario.is_some_and(|f| f != name) {
-                continue;
-            }
-            if !folds.contains_key(name) {
-                folds.insert(name.to_string(), Aggregator::new(opts.answer_limit));
-            }
-            let fold = folds.get_mut(name).expect("inserted above");
-            raw.fold(line, fold).map_err(bad)?;
-        }
-        sources.push(HistorySource {
-            path: history.to_path_buf(),
-            first_line,
-            lines: line + 1 - first_line,
-        });
-    }
+    let Read {
+        mut folds,
+        events,
+        sources,
+        warnings,
+    } = if all_as_one == guess {
+        read?
+    } else {
+        read_histories(histories, scenario, all_as_one, opts, parts)?
+    };
     let history = histories.first().map(PathBuf::as_path).unwrap_or(state);
     if events == 0 {
         let name = scenario.unwrap_or("all").to_string();
@@ -439,4 +423,69 @@ pub fn check_histories(
         },
         sources,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wrong_guess_of_the_state_kind_reads_the_history_again_and_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let history = dir.path().join("history.jsonl");
+        let mut text = String::new();
+        for (scenario, key, status) in [("s1", "k1", 204), ("s2", "k2", 503), ("s1", "k3", 204)] {
+            let a = crate::history::Attempt {
+                status: Some(status),
+                outcome: if status == 204 {
+                    crate::history::Outcome::Ok
+                } else {
+                    crate::history::Outcome::Info
+                },
+                ..crate::history::Attempt::new(scenario, key, key, "a")
+            };
+            text.push_str(&serde_json::to_string(&Event::Attempt(a)).unwrap());
+            text.push('\n');
+        }
+        std::fs::write(&history, text).unwrap();
+        let one = dir.path().join("one.json");
+        std::fs::write(
+            &one,
+            r#"{"inbox": [{"key": "k1", "account": "a", "processed": true}]}"#,
+        )
+        .unwrap();
+        let many = dir.path().join("many.json");
+        std::fs::write(
+            &many,
+            r#"{"s1": {"inbox": [{"key": "k1", "account": "a", "processed": true}]}, "s2": {"inbox": []}}"#,
+        )
+        .unwrap();
+        assert!(looks_like_one_state(&one));
+        assert!(!looks_like_one_state(&many));
+        let opts = CheckOptions::default();
+        let histories = [history];
+        for state in [&one, &many] {
+            for scenario in [None, Some("s1")] {
+                let check = |guess| {
+                    check_guessing(&histories, state, scenario, &opts, Some(2), guess)
+                        .map(|m| m.check)
+                        .map_err(|e| e.to_string())
+                };
+                let (right, wrong) = (check(true), check(false));
+                assert_eq!(right, wrong, "{state:?} {scenario:?}");
+                let names: Vec<String> = right
+                    .unwrap()
+                    .checks
+                    .into_iter()
+                    .map(|c| c.scenario)
+                    .collect();
+                let expected: &[&str] = match (state == &one, scenario) {
+                    (true, None) => &["all"],
+                    (false, None) => &["s1", "s2"],
+                    (_, Some(_)) => &["s1"],
+                };
+                assert_eq!(names, expected, "{state:?} {scenario:?}");
+            }
+        }
+    }
 }
