@@ -61,12 +61,6 @@ pub enum Encoding {
 }
 
 impl Encoding {
-    fn encode(self, mac: &[u8]) -> String {
-        match self {
-            Encoding::Hex => hex::encode(mac),
-            Encoding::Base64 => B64.encode(mac),
-        }
-    }
     fn decode(self, text: &str) -> Option<Vec<u8>> {
         match self {
             Encoding::Hex => hex::decode(text.trim()).ok(),

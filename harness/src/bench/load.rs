@@ -42,7 +42,7 @@ use crate::history::{encode_attempt, AttemptLine, Intent, Outcome, TransportFail
 use crate::interrupt::Stop;
 use crate::profile::Profile;
 use crate::sender::exchange::{classify, Answer};
-use crate::signature::{Secret, SignInput};
+use crate::signature::{Secret, SignInput, Signer};
 
 /// The scenario name bench attempts carry in the history.
 pub const SCENARIO: &str = "bench";
@@ -79,6 +79,12 @@ pub struct LoadTarget {
     pub accounts_json: Vec<String>,
     /// Secrets per account index (current first).
     pub secrets: Vec<Vec<Secret>>,
+    /// The profile's scheme keyed with each account's secrets, by index.
+    pub signers: Vec<Signer>,
+    /// The headers the signers fill, parsed, in their order.
+    pub signed_headers: Vec<http::HeaderName>,
+    /// The delivery id header is one the scheme signs (set by the signer).
+    pub id_signed: bool,
     /// The sender profile (scheme, timeout, success statuses, headers).
     pub profile: Profile,
 }
@@ -97,6 +103,14 @@ pub enum LoadError {
     /// An account has no secret.
     #[error("account {0:?} has no secret (hint: the target file must define one)")]
     NoSecret(String),
+    /// An account's secret cannot key the profile's signature.
+    #[error("account {account:?}: cannot sign: {reason}")]
+    BadSecret {
+        /// The account.
+        account: String,
+        /// Why.
+        reason: String,
+    },
     /// The history could not be written.
     #[error("history {path}: {message}")]
     History {
@@ -169,7 +183,28 @@ impl LoadTarget {
             .map(|p| p.parse::<http::Uri>().map_err(|e| bad(format!("{e}"))))
             .collect::<Result<_, _>>()?;
         let host = http::HeaderValue::from_str(&authority).map_err(|e| bad(format!("{e}")))?;
+        let signers = accounts
+            .iter()
+            .zip(&sec)
+            .map(|(a, s)| {
+                profile.scheme.signer(s).map_err(|e| LoadError::BadSecret {
+                    account: a.clone(),
+                    reason: e.to_string(),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let names: &[String] = signers.first().map(|s| s.header_names()).unwrap_or(&[]);
+        let signed_headers = names
+            .iter()
+            .map(|n| header(n))
+            .collect::<Result<Vec<_>, _>>()?;
+        let id_signed = id_header
+            .as_ref()
+            .is_some_and(|idh| signed_headers.iter().any(|n| n == idh));
         Ok(LoadTarget {
+            signers,
+            signed_headers,
+            id_signed,
             uris,
             host,
             id_header,
@@ -549,38 +584,34 @@ async fn exchange(
     }
 }
 
+/// Builds copy of `item` signed at `now_unix`; `values` is the worker's
+/// reused buffer for the signed header values.
 fn request(
     t: &LoadTarget,
     item: &Item,
     now_unix: i64,
+    values: &mut Vec<String>,
 ) -> Result<http::Request<Full<Bytes>>, String> {
-    use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, HOST};
-    let signed = t
-        .profile
-        .scheme
-        .sign(
-            &t.secrets[item.account],
-            SignInput {
-                id: &item.id,
-                timestamp: now_unix,
-                body: &item.body,
-            },
-        )
-        .map_err(|e| format!("cannot sign: {e}"))?;
+    use http::header::{HeaderValue, CONTENT_TYPE, HOST};
+    t.signers[item.account].sign_values(
+        SignInput {
+            id: &item.id,
+            timestamp: now_unix,
+            body: &item.body,
+        },
+        values,
+    );
     let bad = |e: &dyn std::fmt::Display| format!("cannot build the request: {e}");
     // Built in place: the request builder moves its parts on every header.
     let mut req = http::Request::new(Full::new(Bytes::copy_from_slice(&item.body)));
     *req.method_mut() = http::Method::POST;
     *req.uri_mut() = t.uris[item.account].clone();
     let h = req.headers_mut();
-    h.reserve(4 + signed.len());
+    h.reserve(4 + values.len());
     h.insert(HOST, t.host.clone());
     h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     if let Some(idh) = &t.id_header {
-        if !signed
-            .iter()
-            .any(|(k, _)| k.eq_ignore_ascii_case(idh.as_str()))
-        {
+        if !t.id_signed {
             h.insert(
                 idh.clone(),
                 HeaderValue::from_str(&item.id).map_err(|e| bad(&e))?,
@@ -590,11 +621,38 @@ fn request(
     if let Some(ev) = &t.event_header {
         h.insert(ev.clone(), HeaderValue::from_static("task.completed"));
     }
-    for (k, v) in signed {
-        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|e| bad(&e))?;
-        h.append(name, HeaderValue::try_from(v).map_err(|e| bad(&e))?);
+    for (name, v) in t.signed_headers.iter().zip(values.iter()) {
+        h.append(name.clone(), HeaderValue::from_str(v).map_err(|e| bad(&e))?);
     }
     Ok(req)
+}
+
+/// Counts one more answer with status `status` (`"204"`, …) or `"error"`
+/// under its text, allocating the key only the first time it is seen.
+fn count_status(statuses: &mut BTreeMap<String, u64>, status: Option<u16>) {
+    let mut buf = [0u8; 5];
+    let key = match status {
+        Some(s) => {
+            let mut n = s;
+            let mut i = buf.len();
+            loop {
+                i -= 1;
+                buf[i] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            std::str::from_utf8(&buf[i..]).expect("ascii digits")
+        }
+        None => "error",
+    };
+    match statuses.get_mut(key) {
+        Some(n) => *n += 1,
+        None => {
+            statuses.insert(key.to_string(), 1);
+        }
+    }
 }
 
 const FLUSH_AT: usize = 64 * 1024;
@@ -604,6 +662,12 @@ async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>, me: us
     let mut conn: Option<Conn> = None;
     let mut conn2: Option<Conn> = None;
     let mut lines: Vec<u8> = Vec::with_capacity(FLUSH_AT + 4096);
+    // Reused from one request to the next: the delivery, its send time,
+    // the signed header values and the answers.
+    let mut item = shared.gen.item(shared.first);
+    let mut sent_at = String::with_capacity(24);
+    let mut values: Vec<String> = Vec::new();
+    let mut answers: Vec<Answer> = Vec::with_capacity(2);
     let timeout = t.profile.timeout;
     loop {
         if shared.stop.load(Ordering::Relaxed) {
@@ -643,28 +707,32 @@ async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>, me: us
             }
         };
         shared.sent.fetch_add(1, Ordering::Relaxed);
-        let item = shared.gen.item(slot);
-        let (now_unix, sent_at) = super::mix::wall_clock();
+        shared.gen.fill(slot, &mut item);
+        let now_unix = super::mix::wall_clock_into(&mut sent_at);
         let sent = Instant::now();
-        let answers: Vec<Answer> = match request(t, &item, now_unix) {
-            Err(e) => vec![Answer {
+        answers.clear();
+        match request(t, &item, now_unix, &mut values) {
+            Err(e) => answers.push(Answer {
                 location: None,
                 body: Bytes::new(),
                 status: None,
                 latency_ms: 0.0,
                 error: Some(e),
                 connect_failed: true,
-            }],
+            }),
             Ok(req) if item.copies > 1 => {
-                let again = request(t, &item, now_unix).expect("signed once already");
+                let again = request(t, &item, now_unix, &mut values).expect("signed once already");
                 let (a, b) = tokio::join!(
                     exchange(&mut conn, t.addr, req, timeout, sent, shared.hard_end),
                     exchange(&mut conn2, t.addr, again, timeout, sent, shared.hard_end)
                 );
-                vec![a, b]
+                answers.push(a);
+                answers.push(b);
             }
-            Ok(req) => vec![exchange(&mut conn, t.addr, req, timeout, sent, shared.hard_end).await],
-        };
+            Ok(req) => {
+                answers.push(exchange(&mut conn, t.addr, req, timeout, sent, shared.hard_end).await)
+            }
+        }
         let done = Instant::now();
         // Measured by when it was really sent: a sender far behind an
         // unreachable rate still measures what it sends after the warmup
@@ -712,11 +780,7 @@ async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>, me: us
                 if ok {
                     tl.ok += 1;
                 }
-                let key = match (a.status, &a.error) {
-                    (Some(s), _) => s.to_string(),
-                    (None, _) => "error".to_string(),
-                };
-                *tl.statuses.entry(key).or_default() += 1;
+                count_status(&mut tl.statuses, a.status);
                 if let Some(e) = &a.error {
                     *tl.errors.entry(error_kind(a, e)).or_default() += 1;
                 }
@@ -908,6 +972,20 @@ mod tests {
             location: None,
             body: Bytes::new(),
         }
+    }
+
+    #[test]
+    fn statuses_are_counted_under_their_text() {
+        let mut m = BTreeMap::new();
+        for s in [Some(204), Some(204), None, Some(5), Some(65535), Some(0)] {
+            count_status(&mut m, s);
+        }
+        let expect: BTreeMap<String, u64> =
+            [("204", 2), ("error", 1), ("5", 1), ("65535", 1), ("0", 1)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+        assert_eq!(m, expect);
     }
 
     #[test]
