@@ -1,12 +1,12 @@
 //! The load loops: open loop at a constant arrival rate, closed loop as fast
 //! as the receiver answers.
 //!
-//! Each worker owns one HTTP/1 connection (hyper's `client::conn::http1`
-//! over a `TcpStream`, no pool in the way) and a second one, opened lazily,
-//! for the other copy of a concurrent duplicate. Workers claim slots from
-//! one atomic counter. In open loop slot `k` is due at `start + k / rate`;
-//! a worker sleeps until then and the latency is measured from that
-//! intended time, so a slow receiver cannot slow the load down and hide its
+//! Each worker owns one HTTP/1.1 connection ([`wire`]: a plain
+//! `TcpStream`, no pool in the way) and a second one, opened lazily, for
+//! the other copy of a concurrent duplicate. Workers claim slots from one
+//! atomic counter. In open loop slot `k` is due at `start + k / rate`; a
+//! worker sleeps until then and the latency is measured from that intended
+//! time, so a slow receiver cannot slow the load down and hide its
 //! latency. Every request is signed at send time with the profile's scheme
 //! and becomes one attempt line, buffered per worker and appended to the
 //! history in batches, so memory stays flat however long the run.
@@ -14,27 +14,24 @@
 //! The connections are driven by hand, not through a pooled client or a
 //! load-generation crate, for a measured reason: every request is signed,
 //! recorded and (for a duplicate) paired at send time, which a generic load
-//! tool cannot do, and without a pool's checkout per request the sender
-//! reaches 0.83× oha's and 0.86× wrk's rate on the same null receiver while
-//! doing that work (README, `harness/scripts/compare.sh`).
+//! tool cannot do, and the sender must still keep up with tools that replay
+//! one pre-signed request. So the per-request path allocates next to
+//! nothing: a worker refills one delivery, signs it with the account's
+//! [`Signer`] (keyed once) into reused header values, encodes the request
+//! into one reused buffer written with one `write`, and appends the attempt
+//! line to its batch. Measured against `oha` and `wrk` on the same null
+//! receiver in the README ("Performance", `harness/scripts/compare.sh`).
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::future::Future;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1::{Connection, SendRequest};
-use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
 
 use super::latency::Recorder;
 use super::mix::{Generator, Item};
@@ -43,6 +40,9 @@ use crate::interrupt::Stop;
 use crate::profile::Profile;
 use crate::sender::exchange::{classify, Answer};
 use crate::signature::{Secret, SignInput, Signer};
+
+mod wire;
+use wire::Wire;
 
 /// The scenario name bench attempts carry in the history.
 pub const SCENARIO: &str = "bench";
@@ -443,55 +443,6 @@ struct Shared {
     live: bool,
 }
 
-type ConnFut = Pin<Box<Connection<TokioIo<TcpStream>, Full<Bytes>>>>;
-
-/// One HTTP/1 connection whose driver is polled by the worker's own task
-/// (no separate connection task, so no cross-task wakeup per request).
-struct Conn {
-    send: SendRequest<Full<Bytes>>,
-    driver: ConnFut,
-    closed: bool,
-}
-
-async fn connect(addr: SocketAddr) -> Result<Conn, String> {
-    let stream = TcpStream::connect(addr)
-        .await
-        .map_err(|e| format!("connect: {e}"))?;
-    let _ = stream.set_nodelay(true);
-    let (send, driver) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| format!("handshake: {e}"))?;
-    Ok(Conn {
-        send,
-        driver: Box::pin(driver),
-        closed: false,
-    })
-}
-
-/// Polls `fut` while driving the connection; `None` when the connection
-/// ended before `fut` could finish.
-async fn drive<F: Future>(driver: &mut ConnFut, closed: &mut bool, fut: F) -> Option<F::Output> {
-    let mut fut = std::pin::pin!(fut);
-    std::future::poll_fn(|cx| {
-        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
-            return Poll::Ready(Some(v));
-        }
-        if *closed {
-            return Poll::Ready(None);
-        }
-        if driver.as_mut().poll(cx).is_ready() {
-            *closed = true;
-            // The dispatcher is gone: a pending request resolves with its error now.
-            return Poll::Ready(match fut.as_mut().poll(cx) {
-                Poll::Ready(v) => Some(v),
-                Poll::Pending => None,
-            });
-        }
-        Poll::Pending
-    })
-    .await
-}
-
 /// Error kinds short enough to count: `connect` when no connection could
 /// be made (the answer says so), `timeout` when the history's
 /// [`TransportFailure`] kind is one, else a short word for the way an open
@@ -512,12 +463,15 @@ fn error_kind(a: &Answer, error: &str) -> String {
     error.chars().take(60).collect()
 }
 
-/// Sends one copy on `conn` (connecting first when needed); gives up at
-/// the profile's `timeout` or at `hard_end`, whichever comes first.
+/// Sends one copy (`request`, encoded) on `conn`, connecting first when
+/// there is none or the peer closed it while idle; gives up at the
+/// profile's `timeout` or at `hard_end`, whichever comes first. The
+/// latency is taken when the answer head is in; the body is then read
+/// past (an error there keeps the status, and drops the connection).
 async fn exchange(
-    conn: &mut Option<Conn>,
+    conn: &mut Option<Wire>,
     addr: SocketAddr,
-    req: http::Request<Full<Bytes>>,
+    request: &[u8],
     timeout: Duration,
     sent: Instant,
     hard_end: Instant,
@@ -526,25 +480,16 @@ async fn exchange(
     let timeout = timeout.min(hard_end.saturating_duration_since(sent));
     let ms = |s: Instant| s.elapsed().as_secs_f64() * 1000.0;
     let fut = async {
-        if !matches!(conn, Some(c) if !c.closed) {
-            *conn = Some(Box::pin(connect(addr)).await.map_err(|e| (e, true))?);
+        if conn.as_mut().is_none_or(|c| c.stale()) {
+            *conn = Some(Box::pin(Wire::connect(addr)).await.map_err(|e| (e, true))?);
         }
         let c = conn.as_mut().expect("connected above");
-        if !matches!(
-            drive(&mut c.driver, &mut c.closed, c.send.ready()).await,
-            Some(Ok(()))
-        ) {
-            *conn = Some(Box::pin(connect(addr)).await.map_err(|e| (e, true))?);
-        }
-        let c = conn.as_mut().expect("connected above");
-        let resp = drive(&mut c.driver, &mut c.closed, c.send.send_request(req))
-            .await
-            .ok_or_else(|| ("connection closed".to_string(), false))?
-            .map_err(|e| (e.to_string(), false))?;
-        let status = resp.status().as_u16();
+        let head = c.send(request).await.map_err(|e| (e, false))?;
         let latency = ms(sent);
-        let _ = drive(&mut c.driver, &mut c.closed, resp.into_body().collect()).await;
-        Ok::<_, (String, bool)>((status, latency))
+        if !c.finish(&head).await.unwrap_or(false) {
+            *conn = None;
+        }
+        Ok::<_, (String, bool)>((head.status, latency))
     };
     match tokio::time::timeout(timeout, fut).await {
         Ok(Ok((status, latency))) => Answer {
@@ -584,15 +529,17 @@ async fn exchange(
     }
 }
 
-/// Builds copy of `item` signed at `now_unix`; `values` is the worker's
-/// reused buffer for the signed header values.
-fn request(
+/// Encodes the request of `item` signed at `now_unix` into `out` (cleared
+/// first): the HTTP/1.1 head, then the body. `values` is the worker's
+/// reused buffer for the signed header values. A value that cannot be a
+/// header value (a control character) is an error, as hyper's would be.
+fn encode_request(
     t: &LoadTarget,
     item: &Item,
     now_unix: i64,
     values: &mut Vec<String>,
-) -> Result<http::Request<Full<Bytes>>, String> {
-    use http::header::{HeaderValue, CONTENT_TYPE, HOST};
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
     t.signers[item.account].sign_values(
         SignInput {
             id: &item.id,
@@ -601,30 +548,53 @@ fn request(
         },
         values,
     );
-    let bad = |e: &dyn std::fmt::Display| format!("cannot build the request: {e}");
-    // Built in place: the request builder moves its parts on every header.
-    let mut req = http::Request::new(Full::new(Bytes::copy_from_slice(&item.body)));
-    *req.method_mut() = http::Method::POST;
-    *req.uri_mut() = t.uris[item.account].clone();
-    let h = req.headers_mut();
-    h.reserve(4 + values.len());
-    h.insert(HOST, t.host.clone());
-    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    out.clear();
+    out.extend_from_slice(b"POST ");
+    out.extend_from_slice(t.paths[item.account].as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    let mut header = |name: &str, value: &[u8]| -> Result<(), String> {
+        if let Some(b) = value
+            .iter()
+            .find(|b| (**b < 0x20 && **b != b'\t') || **b == 0x7f)
+        {
+            return Err(format!(
+                "cannot build the request: header {name} holds the control byte 0x{b:02x}"
+            ));
+        }
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value);
+        out.extend_from_slice(b"\r\n");
+        Ok(())
+    };
+    header("host", t.authority.as_bytes())?;
+    header("content-type", b"application/json")?;
     if let Some(idh) = &t.id_header {
         if !t.id_signed {
-            h.insert(
-                idh.clone(),
-                HeaderValue::from_str(&item.id).map_err(|e| bad(&e))?,
-            );
+            header(idh.as_str(), item.id.as_bytes())?;
         }
     }
     if let Some(ev) = &t.event_header {
-        h.insert(ev.clone(), HeaderValue::from_static("task.completed"));
+        header(ev.as_str(), b"task.completed")?;
     }
     for (name, v) in t.signed_headers.iter().zip(values.iter()) {
-        h.append(name.clone(), HeaderValue::from_str(v).map_err(|e| bad(&e))?);
+        header(name.as_str(), v.as_bytes())?;
     }
-    Ok(req)
+    let mut digits = [0u8; 20];
+    let mut n = item.body.len();
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    header("content-length", &digits[i..])?;
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(&item.body);
+    Ok(())
 }
 
 /// Counts one more answer with status `status` (`"204"`, …) or `"error"`
@@ -659,14 +629,15 @@ const FLUSH_AT: usize = 64 * 1024;
 
 async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>, me: usize) {
     let t = &shared.target;
-    let mut conn: Option<Conn> = None;
-    let mut conn2: Option<Conn> = None;
+    let mut conn: Option<Wire> = None;
+    let mut conn2: Option<Wire> = None;
     let mut lines: Vec<u8> = Vec::with_capacity(FLUSH_AT + 4096);
     // Reused from one request to the next: the delivery, its send time,
-    // the signed header values and the answers.
+    // the signed header values, the encoded request and the answers.
     let mut item = shared.gen.item(shared.first);
     let mut sent_at = String::with_capacity(24);
     let mut values: Vec<String> = Vec::new();
+    let mut request: Vec<u8> = Vec::with_capacity(1024);
     let mut answers: Vec<Answer> = Vec::with_capacity(2);
     let timeout = t.profile.timeout;
     loop {
@@ -711,7 +682,7 @@ async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>, me: us
         let now_unix = super::mix::wall_clock_into(&mut sent_at);
         let sent = Instant::now();
         answers.clear();
-        match request(t, &item, now_unix, &mut values) {
+        match encode_request(t, &item, now_unix, &mut values, &mut request) {
             Err(e) => answers.push(Answer {
                 location: None,
                 body: Bytes::new(),
@@ -720,18 +691,18 @@ async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>, me: us
                 error: Some(e),
                 connect_failed: true,
             }),
-            Ok(req) if item.copies > 1 => {
-                let again = request(t, &item, now_unix, &mut values).expect("signed once already");
+            // Both copies of a concurrent duplicate carry the same bytes:
+            // one delivery, signed once at its send time.
+            Ok(()) if item.copies > 1 => {
                 let (a, b) = tokio::join!(
-                    exchange(&mut conn, t.addr, req, timeout, sent, shared.hard_end),
-                    exchange(&mut conn2, t.addr, again, timeout, sent, shared.hard_end)
+                    exchange(&mut conn, t.addr, &request, timeout, sent, shared.hard_end),
+                    exchange(&mut conn2, t.addr, &request, timeout, sent, shared.hard_end)
                 );
                 answers.push(a);
                 answers.push(b);
             }
-            Ok(req) => {
-                answers.push(exchange(&mut conn, t.addr, req, timeout, sent, shared.hard_end).await)
-            }
+            Ok(()) => answers
+                .push(exchange(&mut conn, t.addr, &request, timeout, sent, shared.hard_end).await),
         }
         let done = Instant::now();
         // Measured by when it was really sent: a sender far behind an
@@ -972,6 +943,87 @@ mod tests {
             location: None,
             body: Bytes::new(),
         }
+    }
+
+    async fn target(profile: &str, secret: &str) -> LoadTarget {
+        let accounts = vec!["acct_a".to_string(), "acct_b".to_string()];
+        let secrets = accounts
+            .iter()
+            .map(|a| (a.clone(), vec![Secret::new(secret)]))
+            .collect();
+        LoadTarget::resolve(
+            "http://127.0.0.1:9/hooks/{account}?v=1",
+            Profile::builtin(profile).unwrap(),
+            &accounts,
+            &secrets,
+        )
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_encoded_request_is_the_signed_delivery_a_receiver_verifies() {
+        let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+        let gen = Generator::new(4, super::super::mix::Mix::default(), 2);
+        for name in crate::profile::BUILTIN_NAMES {
+            let t = target(name, secret).await;
+            let (mut values, mut out) = (Vec::new(), Vec::new());
+            for slot in [0, 1, 77] {
+                let item = gen.item(slot);
+                let now = 1_795_000_000 + slot as i64;
+                encode_request(&t, &item, now, &mut values, &mut out).unwrap();
+                let mut h = [httparse::EMPTY_HEADER; 32];
+                let mut req = httparse::Request::new(&mut h);
+                let httparse::Status::Complete(n) = req.parse(&out).unwrap() else {
+                    panic!("{name}: partial head")
+                };
+                assert_eq!(req.method, Some("POST"));
+                assert_eq!(req.path, Some(t.paths[item.account].as_str()));
+                let headers: Vec<(String, String)> = req
+                    .headers
+                    .iter()
+                    .map(|h| {
+                        (
+                            h.name.to_string(),
+                            String::from_utf8(h.value.to_vec()).unwrap(),
+                        )
+                    })
+                    .collect();
+                let get = |k: &str| {
+                    headers
+                        .iter()
+                        .filter(|(n, _)| n.eq_ignore_ascii_case(k))
+                        .map(|(_, v)| v.as_str())
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(get("host"), ["127.0.0.1:9"], "{name}");
+                assert_eq!(get("content-length"), [item.body.len().to_string()]);
+                assert_eq!(&out[n..], &item.body[..], "{name}: body");
+                if let Some(idh) = t.profile.delivery_id_header() {
+                    assert_eq!(get(idh), [item.id.as_str()], "{name}: one id header");
+                }
+                t.profile
+                    .scheme
+                    .verify(
+                        &[Secret::new(secret)],
+                        headers.as_slice(),
+                        &item.body,
+                        now,
+                        Some(300),
+                    )
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_header_value_with_a_control_byte_is_refused_not_sent() {
+        let t = target("answerline", "k").await;
+        let mut item = Generator::new(1, super::super::mix::Mix::none(), 2).item(3);
+        item.id = "whd_\r\nx-injected: 1".into();
+        let (mut values, mut out) = (Vec::new(), Vec::new());
+        let e = encode_request(&t, &item, 5, &mut values, &mut out).unwrap_err();
+        assert!(e.contains("control byte 0x0d"), "{e}");
     }
 
     #[test]
