@@ -340,17 +340,16 @@ impl Scheme {
         secrets: &[Secret],
         input: SignInput<'_>,
     ) -> Result<Vec<(String, String)>, VerifyError> {
-        Ok(self.signer(secrets)?.sign(input))
+        let keyed = keyed_macs(self, secrets)?;
+        let mut values = Vec::new();
+        sign_into(self, &keyed, input, &mut values);
+        Ok(self.header_names().into_iter().zip(values).collect())
     }
 
-    /// A signer for `secrets`, keyed once: fails as [`Scheme::sign`] would
-    /// (a secret this scheme cannot use as a key).
-    pub fn signer(&self, secrets: &[Secret]) -> Result<Signer, VerifyError> {
-        let keyed = secrets
-            .iter()
-            .map(|s| key_for(self, s).map(|k| mac(&k, &[])))
-            .collect::<Result<Vec<_>, _>>()?;
-        let names = match self {
+    /// The headers a signature of this scheme fills, in the order
+    /// [`Signer::sign_values`] writes them.
+    fn header_names(&self) -> Vec<String> {
+        match self {
             Scheme::TimestampedHex { header } | Scheme::BodyHmac { header, .. } => {
                 vec![header.clone()]
             }
@@ -367,11 +366,16 @@ impl Scheme {
                 signature_header,
                 timestamp_header,
             } => vec![timestamp_header.clone(), signature_header.clone()],
-        };
+        }
+    }
+
+    /// A signer for `secrets`, keyed once: fails as [`Scheme::sign`] would
+    /// (a secret this scheme cannot use as a key).
+    pub fn signer(&self, secrets: &[Secret]) -> Result<Signer, VerifyError> {
         Ok(Signer {
             scheme: self.clone(),
-            keyed,
-            names,
+            keyed: keyed_macs(self, secrets)?,
+            names: self.header_names(),
         })
     }
 
@@ -515,76 +519,102 @@ impl Signer {
     /// (resized to match; each string is cleared and refilled, so its
     /// capacity is reused from one delivery to the next).
     pub fn sign_values(&self, input: SignInput<'_>, values: &mut Vec<String>) {
-        values.resize_with(self.names.len(), String::new);
-        for v in values.iter_mut() {
-            v.clear();
-        }
-        let mut ts_buf = [0u8; 20];
-        let ts = format_unix(input.timestamp, &mut ts_buf);
-        let mac_of = |k: &HmacSha256| {
-            let mut m = k.clone();
-            match &self.scheme {
-                Scheme::TimestampedHex { .. } => {
-                    m.update(ts.as_bytes());
-                    m.update(b".");
-                }
-                Scheme::StandardWebhooks { .. } => {
-                    m.update(input.id.as_bytes());
-                    m.update(b".");
-                    m.update(ts.as_bytes());
-                    m.update(b".");
-                }
-                Scheme::BodyHmac { .. } => {}
-                Scheme::Slack { .. } => {
-                    m.update(b"v0:");
-                    m.update(ts.as_bytes());
-                    m.update(b":");
-                }
-            }
-            m.update(input.body);
-            m.finalize().into_bytes()
-        };
-        match &self.scheme {
+        sign_into(&self.scheme, &self.keyed, input, values);
+    }
+}
+
+/// One keyed MAC per secret, in order.
+fn keyed_macs(scheme: &Scheme, secrets: &[Secret]) -> Result<Vec<HmacSha256>, VerifyError> {
+    secrets
+        .iter()
+        .map(|s| key_for(scheme, s).map(|k| mac(&k, &[])))
+        .collect()
+}
+
+/// Signs `input` with the `keyed` MACs of `scheme`: the value of each of
+/// its headers, in order, into `values` (each cleared, capacity kept).
+fn sign_into(
+    scheme: &Scheme,
+    keyed: &[HmacSha256],
+    input: SignInput<'_>,
+    values: &mut Vec<String>,
+) {
+    values.resize_with(
+        match scheme {
+            Scheme::TimestampedHex { .. } | Scheme::BodyHmac { .. } => 1,
+            Scheme::StandardWebhooks { .. } => 3,
+            Scheme::Slack { .. } => 2,
+        },
+        String::new,
+    );
+    for v in values.iter_mut() {
+        v.clear();
+    }
+    let mut ts_buf = [0u8; 20];
+    let ts = format_unix(input.timestamp, &mut ts_buf);
+    let mac_of = |k: &HmacSha256| {
+        let mut m = k.clone();
+        match scheme {
             Scheme::TimestampedHex { .. } => {
-                let v = &mut values[0];
-                v.push_str("t=");
-                v.push_str(ts);
-                for k in &self.keyed {
-                    v.push_str(",v1=");
-                    push_hex(v, &mac_of(k));
-                }
+                m.update(ts.as_bytes());
+                m.update(b".");
             }
             Scheme::StandardWebhooks { .. } => {
-                values[0].push_str(input.id);
-                values[1].push_str(ts);
-                let v = &mut values[2];
-                for (i, k) in self.keyed.iter().enumerate() {
-                    if i > 0 {
-                        v.push(' ');
-                    }
-                    v.push_str("v1,");
-                    B64.encode_string(mac_of(k), v);
-                }
+                m.update(input.id.as_bytes());
+                m.update(b".");
+                m.update(ts.as_bytes());
+                m.update(b".");
             }
-            Scheme::BodyHmac {
-                prefix, encoding, ..
-            } => {
-                let v = &mut values[0];
-                v.push_str(prefix);
-                if let Some(k) = self.keyed.first() {
-                    match encoding {
-                        Encoding::Hex => push_hex(v, &mac_of(k)),
-                        Encoding::Base64 => B64.encode_string(mac_of(k), v),
-                    }
-                }
-            }
+            Scheme::BodyHmac { .. } => {}
             Scheme::Slack { .. } => {
-                values[0].push_str(ts);
-                let v = &mut values[1];
-                v.push_str("v0=");
-                if let Some(k) = self.keyed.first() {
-                    push_hex(v, &mac_of(k));
+                m.update(b"v0:");
+                m.update(ts.as_bytes());
+                m.update(b":");
+            }
+        }
+        m.update(input.body);
+        m.finalize().into_bytes()
+    };
+    match scheme {
+        Scheme::TimestampedHex { .. } => {
+            let v = &mut values[0];
+            v.push_str("t=");
+            v.push_str(ts);
+            for k in keyed {
+                v.push_str(",v1=");
+                push_hex(v, &mac_of(k));
+            }
+        }
+        Scheme::StandardWebhooks { .. } => {
+            values[0].push_str(input.id);
+            values[1].push_str(ts);
+            let v = &mut values[2];
+            for (i, k) in keyed.iter().enumerate() {
+                if i > 0 {
+                    v.push(' ');
                 }
+                v.push_str("v1,");
+                B64.encode_string(mac_of(k), v);
+            }
+        }
+        Scheme::BodyHmac {
+            prefix, encoding, ..
+        } => {
+            let v = &mut values[0];
+            v.push_str(prefix);
+            if let Some(k) = keyed.first() {
+                match encoding {
+                    Encoding::Hex => push_hex(v, &mac_of(k)),
+                    Encoding::Base64 => B64.encode_string(mac_of(k), v),
+                }
+            }
+        }
+        Scheme::Slack { .. } => {
+            values[0].push_str(ts);
+            let v = &mut values[1];
+            v.push_str("v0=");
+            if let Some(k) = keyed.first() {
+                push_hex(v, &mac_of(k));
             }
         }
     }
@@ -918,7 +948,8 @@ mod tests {
                         .cloned()
                         .zip(values.clone())
                         .collect();
-                    let fresh = scheme.signer(&secrets[..n]).unwrap().sign(input);
+                    let fresh = scheme.sign(&secrets[..n], input).unwrap();
+                    assert_eq!(signer.sign(input), fresh);
                     assert_eq!(reused, fresh, "{name} with {n} secret(s), {id:?}");
                     // Receivers read unix seconds only: a negative time is
                     // compared as text above, not verified.
