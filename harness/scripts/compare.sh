@@ -31,7 +31,9 @@ fi
 need jq || { echo "error: jq is needed to read the results" >&2; exit 3; }
 
 cargo build --release --bin hookstorm >&2
-HOOKSTORM="$ROOT/target/release/hookstorm"
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+case "$TARGET_DIR" in /*) ;; *) TARGET_DIR="$ROOT/$TARGET_DIR" ;; esac
+HOOKSTORM="$TARGET_DIR/release/hookstorm"
 WORK="$(mktemp -d)"
 HOOKSTORM_SECRET="whsec_$(head -c 32 /dev/urandom | base64 | tr -d '\n')"
 export HOOKSTORM_SECRET

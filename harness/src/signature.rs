@@ -61,12 +61,6 @@ pub enum Encoding {
 }
 
 impl Encoding {
-    fn encode(self, mac: &[u8]) -> String {
-        match self {
-            Encoding::Hex => hex::encode(mac),
-            Encoding::Base64 => B64.encode(mac),
-        }
-    }
     fn decode(self, text: &str) -> Option<Vec<u8>> {
         match self {
             Encoding::Hex => hex::decode(text.trim()).ok(),
@@ -338,59 +332,50 @@ impl Scheme {
     /// The headers a sender sets: one signature per secret (rotation), and
     /// the timestamp header where the scheme has one. Body-only schemes can
     /// carry one signature only, so they sign with the first secret.
+    ///
+    /// Keys the MACs on every call; a sender signing many deliveries with
+    /// the same secrets keys them once with [`Scheme::signer`].
     pub fn sign(
         &self,
         secrets: &[Secret],
         input: SignInput<'_>,
     ) -> Result<Vec<(String, String)>, VerifyError> {
-        let ts = input.timestamp.to_string();
-        let parts = signed_parts(self, input.id, &ts, input.body);
-        let macs = secrets
-            .iter()
-            .map(|s| key_for(self, s).map(|k| mac(&k, &parts).finalize().into_bytes().to_vec()))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(match self {
-            Scheme::TimestampedHex { header } => {
-                let mut v = format!("t={ts}");
-                for m in &macs {
-                    v.push_str(",v1=");
-                    v.push_str(&hex::encode(m));
-                }
-                vec![(header.clone(), v)]
+        let keyed = keyed_macs(self, secrets)?;
+        let mut values = Vec::new();
+        sign_into(self, &keyed, input, &mut values);
+        Ok(self.header_names().into_iter().zip(values).collect())
+    }
+
+    /// The headers a signature of this scheme fills, in the order
+    /// [`Signer::sign_values`] writes them.
+    fn header_names(&self) -> Vec<String> {
+        match self {
+            Scheme::TimestampedHex { header } | Scheme::BodyHmac { header, .. } => {
+                vec![header.clone()]
             }
             Scheme::StandardWebhooks {
                 id_header,
                 timestamp_header,
                 signature_header,
-            } => {
-                let sigs: Vec<String> = macs
-                    .iter()
-                    .map(|m| format!("v1,{}", B64.encode(m)))
-                    .collect();
-                vec![
-                    (id_header.clone(), input.id.to_string()),
-                    (timestamp_header.clone(), ts),
-                    (signature_header.clone(), sigs.join(" ")),
-                ]
-            }
-            Scheme::BodyHmac {
-                header,
-                prefix,
-                encoding,
-            } => {
-                let m = macs.first().map(|m| encoding.encode(m)).unwrap_or_default();
-                vec![(header.clone(), format!("{prefix}{m}"))]
-            }
+            } => vec![
+                id_header.clone(),
+                timestamp_header.clone(),
+                signature_header.clone(),
+            ],
             Scheme::Slack {
                 signature_header,
                 timestamp_header,
-            } => {
-                let m = macs.first().map(hex::encode).unwrap_or_default();
-                vec![
-                    (timestamp_header.clone(), ts),
-                    (signature_header.clone(), format!("v0={m}")),
-                ]
-            }
+            } => vec![timestamp_header.clone(), signature_header.clone()],
+        }
+    }
+
+    /// A signer for `secrets`, keyed once: fails as [`Scheme::sign`] would
+    /// (a secret this scheme cannot use as a key).
+    pub fn signer(&self, secrets: &[Secret]) -> Result<Signer, VerifyError> {
+        Ok(Signer {
+            scheme: self.clone(),
+            keyed: keyed_macs(self, secrets)?,
+            names: self.header_names(),
         })
     }
 
@@ -486,6 +471,181 @@ impl Scheme {
         } else {
             Err(VerifyError::BadSecret)
         }
+    }
+}
+
+/// A [`Scheme`] keyed once for a fixed list of secrets.
+///
+/// HMAC keying hashes the key into two SHA-256 states; a signer does that
+/// once per secret and clones the keyed state for each delivery, and
+/// [`Signer::sign_values`] writes the header values into buffers the caller
+/// reuses, with no parts list or per-MAC allocation. This is what lets the
+/// bench sign every request at send time and still keep up with load tools
+/// that replay one pre-signed request. [`Scheme::sign`] is this, keyed per
+/// call, so the providers' vectors prove both.
+#[derive(Clone)]
+pub struct Signer {
+    scheme: Scheme,
+    /// One keyed MAC per secret, in order.
+    keyed: Vec<HmacSha256>,
+    /// The header names [`Signer::sign_values`] fills, in order.
+    names: Vec<String>,
+}
+
+impl fmt::Debug for Signer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The keyed states are derived from the secrets: never shown.
+        f.debug_struct("Signer")
+            .field("scheme", &self.scheme)
+            .field("secrets", &self.keyed.len())
+            .finish()
+    }
+}
+
+impl Signer {
+    /// The headers [`Signer::sign_values`] fills, in its order.
+    pub fn header_names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The headers to set, as [`Scheme::sign`] returns them.
+    pub fn sign(&self, input: SignInput<'_>) -> Vec<(String, String)> {
+        let mut values = Vec::new();
+        self.sign_values(input, &mut values);
+        self.names.iter().cloned().zip(values).collect()
+    }
+
+    /// Writes the value of each of [`Signer::header_names`] into `values`
+    /// (resized to match; each string is cleared and refilled, so its
+    /// capacity is reused from one delivery to the next).
+    pub fn sign_values(&self, input: SignInput<'_>, values: &mut Vec<String>) {
+        sign_into(&self.scheme, &self.keyed, input, values);
+    }
+}
+
+/// One keyed MAC per secret, in order.
+fn keyed_macs(scheme: &Scheme, secrets: &[Secret]) -> Result<Vec<HmacSha256>, VerifyError> {
+    secrets
+        .iter()
+        .map(|s| key_for(scheme, s).map(|k| mac(&k, &[])))
+        .collect()
+}
+
+/// Signs `input` with the `keyed` MACs of `scheme`: the value of each of
+/// its headers, in order, into `values` (each cleared, capacity kept).
+fn sign_into(
+    scheme: &Scheme,
+    keyed: &[HmacSha256],
+    input: SignInput<'_>,
+    values: &mut Vec<String>,
+) {
+    values.resize_with(
+        match scheme {
+            Scheme::TimestampedHex { .. } | Scheme::BodyHmac { .. } => 1,
+            Scheme::StandardWebhooks { .. } => 3,
+            Scheme::Slack { .. } => 2,
+        },
+        String::new,
+    );
+    for v in values.iter_mut() {
+        v.clear();
+    }
+    let mut ts_buf = [0u8; 20];
+    let ts = format_unix(input.timestamp, &mut ts_buf);
+    let mac_of = |k: &HmacSha256| {
+        let mut m = k.clone();
+        match scheme {
+            Scheme::TimestampedHex { .. } => {
+                m.update(ts.as_bytes());
+                m.update(b".");
+            }
+            Scheme::StandardWebhooks { .. } => {
+                m.update(input.id.as_bytes());
+                m.update(b".");
+                m.update(ts.as_bytes());
+                m.update(b".");
+            }
+            Scheme::BodyHmac { .. } => {}
+            Scheme::Slack { .. } => {
+                m.update(b"v0:");
+                m.update(ts.as_bytes());
+                m.update(b":");
+            }
+        }
+        m.update(input.body);
+        m.finalize().into_bytes()
+    };
+    match scheme {
+        Scheme::TimestampedHex { .. } => {
+            let v = &mut values[0];
+            v.push_str("t=");
+            v.push_str(ts);
+            for k in keyed {
+                v.push_str(",v1=");
+                push_hex(v, &mac_of(k));
+            }
+        }
+        Scheme::StandardWebhooks { .. } => {
+            values[0].push_str(input.id);
+            values[1].push_str(ts);
+            let v = &mut values[2];
+            for (i, k) in keyed.iter().enumerate() {
+                if i > 0 {
+                    v.push(' ');
+                }
+                v.push_str("v1,");
+                B64.encode_string(mac_of(k), v);
+            }
+        }
+        Scheme::BodyHmac {
+            prefix, encoding, ..
+        } => {
+            let v = &mut values[0];
+            v.push_str(prefix);
+            if let Some(k) = keyed.first() {
+                match encoding {
+                    Encoding::Hex => push_hex(v, &mac_of(k)),
+                    Encoding::Base64 => B64.encode_string(mac_of(k), v),
+                }
+            }
+        }
+        Scheme::Slack { .. } => {
+            values[0].push_str(ts);
+            let v = &mut values[1];
+            v.push_str("v0=");
+            if let Some(k) = keyed.first() {
+                push_hex(v, &mac_of(k));
+            }
+        }
+    }
+}
+
+/// `t` in decimal, as `i64::to_string` writes it, without allocating.
+fn format_unix(t: i64, buf: &mut [u8; 20]) -> &str {
+    let mut n = t.unsigned_abs();
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if t < 0 {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    std::str::from_utf8(&buf[i..]).expect("ascii digits")
+}
+
+/// Appends `bytes` as lowercase hex.
+fn push_hex(out: &mut String, bytes: &[u8]) {
+    const D: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(bytes.len() * 2);
+    for b in bytes {
+        out.push(D[usize::from(b >> 4)] as char);
+        out.push(D[usize::from(b & 15)] as char);
     }
 }
 
@@ -749,6 +909,78 @@ mod tests {
         assert!(!bearer_matches(Some(b"Bearer t0k2"), "t0k"));
         assert!(!bearer_matches(Some(b"t0k"), "t0k"));
         assert!(!bearer_matches(None, "t0k"));
+    }
+
+    #[test]
+    fn a_reused_signer_signs_each_delivery_as_a_fresh_key_would() {
+        // One signer and one set of value buffers across deliveries of
+        // shrinking size: a value left over from the previous delivery, or a
+        // keyed state that kept the previous message, would differ here.
+        let secrets = [
+            Secret::new("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+            Secret::new("whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"),
+        ];
+        let deliveries: [(&str, i64, &[u8]); 4] = [
+            (
+                "msg_long_identifier_1",
+                1_795_000_000,
+                b"{\"a\":\"a longer body\"}",
+            ),
+            ("m2", 1_649_367_553, b"{}"),
+            ("3", 7, b""),
+            ("m4", -12, b"x"),
+        ];
+        for name in crate::profile::BUILTIN_NAMES {
+            let scheme = Profile::builtin(name).unwrap().scheme;
+            for n in 0..=2 {
+                let signer = scheme.signer(&secrets[..n]).unwrap();
+                let mut values = Vec::new();
+                for (id, timestamp, body) in deliveries {
+                    let input = SignInput {
+                        id,
+                        timestamp,
+                        body,
+                    };
+                    signer.sign_values(input, &mut values);
+                    let reused: Vec<(String, String)> = signer
+                        .header_names()
+                        .iter()
+                        .cloned()
+                        .zip(values.clone())
+                        .collect();
+                    let fresh = scheme.sign(&secrets[..n], input).unwrap();
+                    assert_eq!(signer.sign(input), fresh);
+                    assert_eq!(reused, fresh, "{name} with {n} secret(s), {id:?}");
+                    // Receivers read unix seconds only: a negative time is
+                    // compared as text above, not verified.
+                    if n > 0 && timestamp >= 0 {
+                        scheme
+                            .verify(&secrets[..n], reused.as_slice(), body, timestamp, None)
+                            .unwrap_or_else(|e| panic!("{name} with {n} secret(s): {e}"));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn signed_timestamps_read_as_decimal_text() {
+        let mut buf = [0u8; 20];
+        for t in [0, 7, -12, 1_795_000_000, i64::MAX, i64::MIN] {
+            assert_eq!(format_unix(t, &mut buf), t.to_string());
+        }
+    }
+
+    #[test]
+    fn a_secret_unusable_as_a_key_fails_the_signer() {
+        let s = scheme("standard-webhooks");
+        let bad = [Secret::new("whsec_not base64!")];
+        assert_eq!(s.signer(&bad).unwrap_err(), VerifyError::BadSecret);
+        assert!(!format!(
+            "{:?}",
+            scheme("github").signer(&[Secret::new("hidden")]).unwrap()
+        )
+        .contains("hidden"));
     }
 
     #[test]

@@ -1,12 +1,12 @@
 //! The load loops: open loop at a constant arrival rate, closed loop as fast
 //! as the receiver answers.
 //!
-//! Each worker owns one HTTP/1 connection (hyper's `client::conn::http1`
-//! over a `TcpStream`, no pool in the way) and a second one, opened lazily,
-//! for the other copy of a concurrent duplicate. Workers claim slots from
-//! one atomic counter. In open loop slot `k` is due at `start + k / rate`;
-//! a worker sleeps until then and the latency is measured from that
-//! intended time, so a slow receiver cannot slow the load down and hide its
+//! Each worker owns one HTTP/1.1 connection ([`wire`]: a plain
+//! `TcpStream`, no pool in the way) and a second one, opened lazily, for
+//! the other copy of a concurrent duplicate. Workers claim slots from one
+//! atomic counter. In open loop slot `k` is due at `start + k / rate`; a
+//! worker sleeps until then and the latency is measured from that intended
+//! time, so a slow receiver cannot slow the load down and hide its
 //! latency. Every request is signed at send time with the profile's scheme
 //! and becomes one attempt line, buffered per worker and appended to the
 //! history in batches, so memory stays flat however long the run.
@@ -14,27 +14,24 @@
 //! The connections are driven by hand, not through a pooled client or a
 //! load-generation crate, for a measured reason: every request is signed,
 //! recorded and (for a duplicate) paired at send time, which a generic load
-//! tool cannot do, and without a pool's checkout per request the sender
-//! reaches 0.83× oha's and 0.86× wrk's rate on the same null receiver while
-//! doing that work (README, `harness/scripts/compare.sh`).
+//! tool cannot do, and the sender must still keep up with tools that replay
+//! one pre-signed request. So the per-request path allocates next to
+//! nothing: a worker refills one delivery, signs it with the account's
+//! [`Signer`] (keyed once) into reused header values, encodes the request
+//! into one reused buffer written with one `write`, and appends the attempt
+//! line to its batch. Measured against `oha` and `wrk` on the same null
+//! receiver in the README ("Performance", `harness/scripts/compare.sh`).
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::future::Future;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1::{Connection, SendRequest};
-use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
 
 use super::latency::Recorder;
 use super::mix::{Generator, Item};
@@ -42,7 +39,10 @@ use crate::history::{encode_attempt, AttemptLine, Intent, Outcome, TransportFail
 use crate::interrupt::Stop;
 use crate::profile::Profile;
 use crate::sender::exchange::{classify, Answer};
-use crate::signature::{Secret, SignInput};
+use crate::signature::{Secret, SignInput, Signer};
+
+mod wire;
+use wire::Wire;
 
 /// The scenario name bench attempts carry in the history.
 pub const SCENARIO: &str = "bench";
@@ -79,6 +79,12 @@ pub struct LoadTarget {
     pub accounts_json: Vec<String>,
     /// Secrets per account index (current first).
     pub secrets: Vec<Vec<Secret>>,
+    /// The profile's scheme keyed with each account's secrets, by index.
+    pub signers: Vec<Signer>,
+    /// The headers the signers fill, parsed, in their order.
+    pub signed_headers: Vec<http::HeaderName>,
+    /// The delivery id header is one the scheme signs (set by the signer).
+    pub id_signed: bool,
     /// The sender profile (scheme, timeout, success statuses, headers).
     pub profile: Profile,
 }
@@ -97,6 +103,14 @@ pub enum LoadError {
     /// An account has no secret.
     #[error("account {0:?} has no secret (hint: the target file must define one)")]
     NoSecret(String),
+    /// An account's secret cannot key the profile's signature.
+    #[error("account {account:?}: cannot sign: {reason}")]
+    BadSecret {
+        /// The account.
+        account: String,
+        /// Why.
+        reason: String,
+    },
     /// The history could not be written.
     #[error("history {path}: {message}")]
     History {
@@ -169,7 +183,28 @@ impl LoadTarget {
             .map(|p| p.parse::<http::Uri>().map_err(|e| bad(format!("{e}"))))
             .collect::<Result<_, _>>()?;
         let host = http::HeaderValue::from_str(&authority).map_err(|e| bad(format!("{e}")))?;
+        let signers = accounts
+            .iter()
+            .zip(&sec)
+            .map(|(a, s)| {
+                profile.scheme.signer(s).map_err(|e| LoadError::BadSecret {
+                    account: a.clone(),
+                    reason: e.to_string(),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let names: &[String] = signers.first().map(|s| s.header_names()).unwrap_or(&[]);
+        let signed_headers = names
+            .iter()
+            .map(|n| header(n))
+            .collect::<Result<Vec<_>, _>>()?;
+        let id_signed = id_header
+            .as_ref()
+            .is_some_and(|idh| signed_headers.iter().any(|n| n == idh));
         Ok(LoadTarget {
+            signers,
+            signed_headers,
+            id_signed,
             uris,
             host,
             id_header,
@@ -408,55 +443,6 @@ struct Shared {
     live: bool,
 }
 
-type ConnFut = Pin<Box<Connection<TokioIo<TcpStream>, Full<Bytes>>>>;
-
-/// One HTTP/1 connection whose driver is polled by the worker's own task
-/// (no separate connection task, so no cross-task wakeup per request).
-struct Conn {
-    send: SendRequest<Full<Bytes>>,
-    driver: ConnFut,
-    closed: bool,
-}
-
-async fn connect(addr: SocketAddr) -> Result<Conn, String> {
-    let stream = TcpStream::connect(addr)
-        .await
-        .map_err(|e| format!("connect: {e}"))?;
-    let _ = stream.set_nodelay(true);
-    let (send, driver) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| format!("handshake: {e}"))?;
-    Ok(Conn {
-        send,
-        driver: Box::pin(driver),
-        closed: false,
-    })
-}
-
-/// Polls `fut` while driving the connection; `None` when the connection
-/// ended before `fut` could finish.
-async fn drive<F: Future>(driver: &mut ConnFut, closed: &mut bool, fut: F) -> Option<F::Output> {
-    let mut fut = std::pin::pin!(fut);
-    std::future::poll_fn(|cx| {
-        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
-            return Poll::Ready(Some(v));
-        }
-        if *closed {
-            return Poll::Ready(None);
-        }
-        if driver.as_mut().poll(cx).is_ready() {
-            *closed = true;
-            // The dispatcher is gone: a pending request resolves with its error now.
-            return Poll::Ready(match fut.as_mut().poll(cx) {
-                Poll::Ready(v) => Some(v),
-                Poll::Pending => None,
-            });
-        }
-        Poll::Pending
-    })
-    .await
-}
-
 /// Error kinds short enough to count: `connect` when no connection could
 /// be made (the answer says so), `timeout` when the history's
 /// [`TransportFailure`] kind is one, else a short word for the way an open
@@ -477,12 +463,15 @@ fn error_kind(a: &Answer, error: &str) -> String {
     error.chars().take(60).collect()
 }
 
-/// Sends one copy on `conn` (connecting first when needed); gives up at
-/// the profile's `timeout` or at `hard_end`, whichever comes first.
+/// Sends one copy (`request`, encoded) on `conn`, connecting first when
+/// there is none or the peer closed it while idle; gives up at the
+/// profile's `timeout` or at `hard_end`, whichever comes first. The
+/// latency is taken when the answer head is in; the body is then read
+/// past (an error there keeps the status, and drops the connection).
 async fn exchange(
-    conn: &mut Option<Conn>,
+    conn: &mut Option<Wire>,
     addr: SocketAddr,
-    req: http::Request<Full<Bytes>>,
+    request: &[u8],
     timeout: Duration,
     sent: Instant,
     hard_end: Instant,
@@ -491,25 +480,16 @@ async fn exchange(
     let timeout = timeout.min(hard_end.saturating_duration_since(sent));
     let ms = |s: Instant| s.elapsed().as_secs_f64() * 1000.0;
     let fut = async {
-        if !matches!(conn, Some(c) if !c.closed) {
-            *conn = Some(Box::pin(connect(addr)).await.map_err(|e| (e, true))?);
+        if conn.as_mut().is_none_or(|c| c.stale()) {
+            *conn = Some(Box::pin(Wire::connect(addr)).await.map_err(|e| (e, true))?);
         }
         let c = conn.as_mut().expect("connected above");
-        if !matches!(
-            drive(&mut c.driver, &mut c.closed, c.send.ready()).await,
-            Some(Ok(()))
-        ) {
-            *conn = Some(Box::pin(connect(addr)).await.map_err(|e| (e, true))?);
-        }
-        let c = conn.as_mut().expect("connected above");
-        let resp = drive(&mut c.driver, &mut c.closed, c.send.send_request(req))
-            .await
-            .ok_or_else(|| ("connection closed".to_string(), false))?
-            .map_err(|e| (e.to_string(), false))?;
-        let status = resp.status().as_u16();
+        let head = c.send(request).await.map_err(|e| (e, false))?;
         let latency = ms(sent);
-        let _ = drive(&mut c.driver, &mut c.closed, resp.into_body().collect()).await;
-        Ok::<_, (String, bool)>((status, latency))
+        if !c.finish(&head).await.unwrap_or(false) {
+            *conn = None;
+        }
+        Ok::<_, (String, bool)>((head.status, latency))
     };
     match tokio::time::timeout(timeout, fut).await {
         Ok(Ok((status, latency))) => Answer {
@@ -549,61 +529,116 @@ async fn exchange(
     }
 }
 
-fn request(
+/// Encodes the request of `item` signed at `now_unix` into `out` (cleared
+/// first): the HTTP/1.1 head, then the body. `values` is the worker's
+/// reused buffer for the signed header values. A value that cannot be a
+/// header value (a control character) is an error, as hyper's would be.
+fn encode_request(
     t: &LoadTarget,
     item: &Item,
     now_unix: i64,
-) -> Result<http::Request<Full<Bytes>>, String> {
-    use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, HOST};
-    let signed = t
-        .profile
-        .scheme
-        .sign(
-            &t.secrets[item.account],
-            SignInput {
-                id: &item.id,
-                timestamp: now_unix,
-                body: &item.body,
-            },
-        )
-        .map_err(|e| format!("cannot sign: {e}"))?;
-    let bad = |e: &dyn std::fmt::Display| format!("cannot build the request: {e}");
-    // Built in place: the request builder moves its parts on every header.
-    let mut req = http::Request::new(Full::new(Bytes::copy_from_slice(&item.body)));
-    *req.method_mut() = http::Method::POST;
-    *req.uri_mut() = t.uris[item.account].clone();
-    let h = req.headers_mut();
-    h.reserve(4 + signed.len());
-    h.insert(HOST, t.host.clone());
-    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    if let Some(idh) = &t.id_header {
-        if !signed
+    values: &mut Vec<String>,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    t.signers[item.account].sign_values(
+        SignInput {
+            id: &item.id,
+            timestamp: now_unix,
+            body: &item.body,
+        },
+        values,
+    );
+    out.clear();
+    out.extend_from_slice(b"POST ");
+    out.extend_from_slice(t.paths[item.account].as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    let mut header = |name: &str, value: &[u8]| -> Result<(), String> {
+        if let Some(b) = value
             .iter()
-            .any(|(k, _)| k.eq_ignore_ascii_case(idh.as_str()))
+            .find(|b| (**b < 0x20 && **b != b'\t') || **b == 0x7f)
         {
-            h.insert(
-                idh.clone(),
-                HeaderValue::from_str(&item.id).map_err(|e| bad(&e))?,
-            );
+            return Err(format!(
+                "cannot build the request: header {name} holds the control byte 0x{b:02x}"
+            ));
+        }
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value);
+        out.extend_from_slice(b"\r\n");
+        Ok(())
+    };
+    header("host", t.authority.as_bytes())?;
+    header("content-type", b"application/json")?;
+    if let Some(idh) = &t.id_header {
+        if !t.id_signed {
+            header(idh.as_str(), item.id.as_bytes())?;
         }
     }
     if let Some(ev) = &t.event_header {
-        h.insert(ev.clone(), HeaderValue::from_static("task.completed"));
+        header(ev.as_str(), b"task.completed")?;
     }
-    for (k, v) in signed {
-        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|e| bad(&e))?;
-        h.append(name, HeaderValue::try_from(v).map_err(|e| bad(&e))?);
+    for (name, v) in t.signed_headers.iter().zip(values.iter()) {
+        header(name.as_str(), v.as_bytes())?;
     }
-    Ok(req)
+    let mut digits = [0u8; 20];
+    let mut n = item.body.len();
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    header("content-length", &digits[i..])?;
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(&item.body);
+    Ok(())
+}
+
+/// Counts one more answer with status `status` (`"204"`, …) or `"error"`
+/// under its text, allocating the key only the first time it is seen.
+fn count_status(statuses: &mut BTreeMap<String, u64>, status: Option<u16>) {
+    let mut buf = [0u8; 5];
+    let key = match status {
+        Some(s) => {
+            let mut n = s;
+            let mut i = buf.len();
+            loop {
+                i -= 1;
+                buf[i] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            std::str::from_utf8(&buf[i..]).expect("ascii digits")
+        }
+        None => "error",
+    };
+    match statuses.get_mut(key) {
+        Some(n) => *n += 1,
+        None => {
+            statuses.insert(key.to_string(), 1);
+        }
+    }
 }
 
 const FLUSH_AT: usize = 64 * 1024;
 
 async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>, me: usize) {
     let t = &shared.target;
-    let mut conn: Option<Conn> = None;
-    let mut conn2: Option<Conn> = None;
+    let mut conn: Option<Wire> = None;
+    let mut conn2: Option<Wire> = None;
     let mut lines: Vec<u8> = Vec::with_capacity(FLUSH_AT + 4096);
+    // Reused from one request to the next: the delivery, its send time,
+    // the signed header values, the encoded request and the answers.
+    let mut item = shared.gen.item(shared.first);
+    let mut sent_at = String::with_capacity(24);
+    let mut values: Vec<String> = Vec::new();
+    let mut request: Vec<u8> = Vec::with_capacity(1024);
+    let mut answers: Vec<Answer> = Vec::with_capacity(2);
     let timeout = t.profile.timeout;
     loop {
         if shared.stop.load(Ordering::Relaxed) {
@@ -643,28 +678,32 @@ async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>, me: us
             }
         };
         shared.sent.fetch_add(1, Ordering::Relaxed);
-        let item = shared.gen.item(slot);
-        let (now_unix, sent_at) = super::mix::wall_clock();
+        shared.gen.fill(slot, &mut item);
+        let now_unix = super::mix::wall_clock_into(&mut sent_at);
         let sent = Instant::now();
-        let answers: Vec<Answer> = match request(t, &item, now_unix) {
-            Err(e) => vec![Answer {
+        answers.clear();
+        match encode_request(t, &item, now_unix, &mut values, &mut request) {
+            Err(e) => answers.push(Answer {
                 location: None,
                 body: Bytes::new(),
                 status: None,
                 latency_ms: 0.0,
                 error: Some(e),
                 connect_failed: true,
-            }],
-            Ok(req) if item.copies > 1 => {
-                let again = request(t, &item, now_unix).expect("signed once already");
+            }),
+            // Both copies of a concurrent duplicate carry the same bytes:
+            // one delivery, signed once at its send time.
+            Ok(()) if item.copies > 1 => {
                 let (a, b) = tokio::join!(
-                    exchange(&mut conn, t.addr, req, timeout, sent, shared.hard_end),
-                    exchange(&mut conn2, t.addr, again, timeout, sent, shared.hard_end)
+                    exchange(&mut conn, t.addr, &request, timeout, sent, shared.hard_end),
+                    exchange(&mut conn2, t.addr, &request, timeout, sent, shared.hard_end)
                 );
-                vec![a, b]
+                answers.push(a);
+                answers.push(b);
             }
-            Ok(req) => vec![exchange(&mut conn, t.addr, req, timeout, sent, shared.hard_end).await],
-        };
+            Ok(()) => answers
+                .push(exchange(&mut conn, t.addr, &request, timeout, sent, shared.hard_end).await),
+        }
         let done = Instant::now();
         // Measured by when it was really sent: a sender far behind an
         // unreachable rate still measures what it sends after the warmup
@@ -712,11 +751,7 @@ async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>, me: us
                 if ok {
                     tl.ok += 1;
                 }
-                let key = match (a.status, &a.error) {
-                    (Some(s), _) => s.to_string(),
-                    (None, _) => "error".to_string(),
-                };
-                *tl.statuses.entry(key).or_default() += 1;
+                count_status(&mut tl.statuses, a.status);
                 if let Some(e) = &a.error {
                     *tl.errors.entry(error_kind(a, e)).or_default() += 1;
                 }
@@ -908,6 +943,101 @@ mod tests {
             location: None,
             body: Bytes::new(),
         }
+    }
+
+    async fn target(profile: &str, secret: &str) -> LoadTarget {
+        let accounts = vec!["acct_a".to_string(), "acct_b".to_string()];
+        let secrets = accounts
+            .iter()
+            .map(|a| (a.clone(), vec![Secret::new(secret)]))
+            .collect();
+        LoadTarget::resolve(
+            "http://127.0.0.1:9/hooks/{account}?v=1",
+            Profile::builtin(profile).unwrap(),
+            &accounts,
+            &secrets,
+        )
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_encoded_request_is_the_signed_delivery_a_receiver_verifies() {
+        let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+        let gen = Generator::new(4, super::super::mix::Mix::default(), 2);
+        for name in crate::profile::BUILTIN_NAMES {
+            let t = target(name, secret).await;
+            let (mut values, mut out) = (Vec::new(), Vec::new());
+            for slot in [0, 1, 77] {
+                let item = gen.item(slot);
+                let now = 1_795_000_000 + slot as i64;
+                encode_request(&t, &item, now, &mut values, &mut out).unwrap();
+                let mut h = [httparse::EMPTY_HEADER; 32];
+                let mut req = httparse::Request::new(&mut h);
+                let httparse::Status::Complete(n) = req.parse(&out).unwrap() else {
+                    panic!("{name}: partial head")
+                };
+                assert_eq!(req.method, Some("POST"));
+                assert_eq!(req.path, Some(t.paths[item.account].as_str()));
+                let headers: Vec<(String, String)> = req
+                    .headers
+                    .iter()
+                    .map(|h| {
+                        (
+                            h.name.to_string(),
+                            String::from_utf8(h.value.to_vec()).unwrap(),
+                        )
+                    })
+                    .collect();
+                let get = |k: &str| {
+                    headers
+                        .iter()
+                        .filter(|(n, _)| n.eq_ignore_ascii_case(k))
+                        .map(|(_, v)| v.as_str())
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(get("host"), ["127.0.0.1:9"], "{name}");
+                assert_eq!(get("content-length"), [item.body.len().to_string()]);
+                assert_eq!(&out[n..], &item.body[..], "{name}: body");
+                if let Some(idh) = t.profile.delivery_id_header() {
+                    assert_eq!(get(idh), [item.id.as_str()], "{name}: one id header");
+                }
+                t.profile
+                    .scheme
+                    .verify(
+                        &[Secret::new(secret)],
+                        headers.as_slice(),
+                        &item.body,
+                        now,
+                        Some(300),
+                    )
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_header_value_with_a_control_byte_is_refused_not_sent() {
+        let t = target("answerline", "k").await;
+        let mut item = Generator::new(1, super::super::mix::Mix::none(), 2).item(3);
+        item.id = "whd_\r\nx-injected: 1".into();
+        let (mut values, mut out) = (Vec::new(), Vec::new());
+        let e = encode_request(&t, &item, 5, &mut values, &mut out).unwrap_err();
+        assert!(e.contains("control byte 0x0d"), "{e}");
+    }
+
+    #[test]
+    fn statuses_are_counted_under_their_text() {
+        let mut m = BTreeMap::new();
+        for s in [Some(204), Some(204), None, Some(5), Some(65535), Some(0)] {
+            count_status(&mut m, s);
+        }
+        let expect: BTreeMap<String, u64> =
+            [("204", 2), ("error", 1), ("5", 1), ("65535", 1), ("0", 1)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+        assert_eq!(m, expect);
     }
 
     #[test]

@@ -212,18 +212,38 @@ impl Generator {
     /// once per request at up to 100k/s); the body is exactly the JSON that
     /// serializing the matching [`Body`] gives.
     pub fn item(&self, slot: u64) -> Item {
+        let mut it = Item {
+            slot,
+            kind: Kind::Fresh,
+            account: 0,
+            id: String::new(),
+            key: String::new(),
+            job: String::new(),
+            created_at: String::new(),
+            body: Vec::new(),
+            copies: 1,
+        };
+        self.fill(slot, &mut it);
+        it
+    }
+
+    /// Makes `it` the delivery of slot `slot`, as [`Generator::item`] does,
+    /// reusing its strings' capacity: a sender worker keeps one item and
+    /// refills it per request, so making a delivery allocates nothing.
+    pub fn fill(&self, slot: u64, it: &mut Item) {
         let kind = self.kind(slot);
         let (orig, orig_kind) = self.original(slot);
         let pair = orig / 2;
         let p = &self.prefix;
-        let mut job = String::with_capacity(32);
+        let job = &mut it.job;
+        job.clear();
         job.push_str("job-");
         job.push_str(p);
         job.push('-');
         let created = match orig_kind {
             Kind::ReorderNewer | Kind::ReorderOlder => {
                 job.push('p');
-                push_dec(&mut job, pair);
+                push_dec(job, pair);
                 if orig_kind == Kind::ReorderNewer {
                     2 * pair + 1
                 } else {
@@ -231,48 +251,44 @@ impl Generator {
                 }
             }
             _ => {
-                push_dec(&mut job, orig);
+                push_dec(job, orig);
                 orig
             }
         };
-        let mut idem = job.clone();
-        if orig_kind == Kind::ReorderNewer {
-            idem.push_str("-r1");
-        }
-        let mut created_at = String::with_capacity(20);
-        push_rfc3339(&mut created_at, EPOCH_2026 + created as i64, None);
-        let mut key = String::with_capacity(24);
-        key.push_str("tsk_");
-        key.push_str(p);
-        push_hex(&mut key, orig, 10);
-        let mut id = String::with_capacity(24);
-        id.push_str("whd_");
-        id.push_str(p);
-        push_hex(&mut id, orig, 10);
+        it.created_at.clear();
+        push_rfc3339(&mut it.created_at, EPOCH_2026 + created as i64, None);
+        it.key.clear();
+        it.key.push_str("tsk_");
+        it.key.push_str(p);
+        push_hex(&mut it.key, orig, 10);
+        it.id.clear();
+        it.id.push_str("whd_");
+        it.id.push_str(p);
+        push_hex(&mut it.id, orig, 10);
         let h = self.hash(orig, 3);
-        let mut body = String::with_capacity(200);
+        let mut bytes = std::mem::take(&mut it.body);
+        bytes.clear();
+        let mut body = String::from_utf8(bytes).unwrap_or_default();
+        body.reserve(200);
         body.push_str(r#"{"task":{"id":""#);
-        body.push_str(&key);
+        body.push_str(&it.key);
         body.push_str(r#"","idempotencyKey":""#);
-        body.push_str(&idem);
+        body.push_str(&it.job);
+        if orig_kind == Kind::ReorderNewer {
+            body.push_str("-r1");
+        }
         body.push_str(r#"","status":"COMPLETED","createdAt":""#);
-        body.push_str(&created_at);
+        body.push_str(&it.created_at);
         body.push_str(r#""},"credits":"#);
         push_dec(&mut body, h % 9 + 1);
         body.push_str(r#","response":{"result":{"answer":"answer "#);
         push_hex(&mut body, u64::from(h as u32), 8);
         body.push_str(r#""}}}"#);
-        Item {
-            slot,
-            kind,
-            account: (pair % self.accounts as u64) as usize,
-            id,
-            key,
-            job,
-            created_at,
-            body: body.into_bytes(),
-            copies: if kind == Kind::Concurrent { 2 } else { 1 },
-        }
+        it.body = body.into_bytes();
+        it.slot = slot;
+        it.kind = kind;
+        it.account = (pair % self.accounts as u64) as usize;
+        it.copies = if kind == Kind::Concurrent { 2 } else { 1 };
     }
 }
 
@@ -335,13 +351,21 @@ pub fn push_rfc3339(out: &mut String, secs: i64, millis: Option<u32>) {
 
 /// The wall clock now: unix seconds and RFC 3339 with milliseconds.
 pub fn wall_clock() -> (i64, String) {
+    let mut s = String::with_capacity(24);
+    let secs = wall_clock_into(&mut s);
+    (secs, s)
+}
+
+/// The wall clock now: writes it as RFC 3339 with milliseconds into `out`
+/// (cleared first) and returns the unix seconds.
+pub fn wall_clock_into(out: &mut String) -> i64 {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     let secs = now.as_secs() as i64;
-    let mut s = String::with_capacity(24);
-    push_rfc3339(&mut s, secs, Some(now.subsec_millis()));
-    (secs, s)
+    out.clear();
+    push_rfc3339(out, secs, Some(now.subsec_millis()));
+    secs
 }
 
 #[cfg(test)]
@@ -372,6 +396,18 @@ mod tests {
             Generator::for_shard(5, Mix::default(), 2, s1).item(77)
         );
         assert!(ids.len() > 4 * 1800);
+    }
+
+    #[test]
+    fn a_refilled_item_is_the_item_of_its_slot() {
+        // One item refilled slot after slot (every kind, bodies and jobs of
+        // varying length) must equal the item made fresh for each slot.
+        let g = Generator::new(11, Mix::default(), 3);
+        let mut it = g.item(5_000);
+        for slot in (0..3_000).rev() {
+            g.fill(slot, &mut it);
+            assert_eq!(it, g.item(slot), "slot {slot}");
+        }
     }
 
     #[test]

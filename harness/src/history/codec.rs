@@ -288,55 +288,78 @@ pub(crate) struct AttemptLine<'a> {
 /// the account and the error text can need escaping; they go through
 /// serde_json.
 pub(crate) fn encode_attempt(out: &mut Vec<u8>, a: &AttemptLine<'_>) {
-    let mut s = String::with_capacity(400);
-    s.push_str(r#"{"type":"attempt","scenario":""#);
-    s.push_str(a.scenario);
-    s.push_str(r#"","delivery":""#);
-    s.push_str(a.delivery);
-    s.push_str(r#"","key":""#);
-    s.push_str(a.key);
-    s.push_str(r#"","job":""#);
-    s.push_str(a.job);
-    s.push_str(r#"","account":"#);
-    s.push_str(a.account_json);
-    s.push_str(r#","attempt":1,"round":0,"faults":["#);
+    // Straight into the caller's batch: no line buffer of its own.
+    let mut put = |t: &str| out.extend_from_slice(t.as_bytes());
+    put(r#"{"type":"attempt","scenario":""#);
+    put(a.scenario);
+    put(r#"","delivery":""#);
+    put(a.delivery);
+    put(r#"","key":""#);
+    put(a.key);
+    put(r#"","job":""#);
+    put(a.job);
+    put(r#"","account":"#);
+    put(a.account_json);
+    put(r#","attempt":1,"round":0,"faults":["#);
     for (i, f) in a.faults.iter().enumerate() {
         if i > 0 {
-            s.push(',');
+            out.push(b',');
         }
-        s.push('"');
-        s.push_str(&f.to_string());
-        s.push('"');
+        out.push(b'"');
+        // Writing into a Vec cannot fail.
+        let _ = write!(out, "{f}");
+        out.push(b'"');
     }
-    s.push_str(r#"],"sent_at":""#);
-    s.push_str(a.sent_at);
-    s.push_str(r#"","status":"#);
+    out.extend_from_slice(br#"],"sent_at":""#);
+    out.extend_from_slice(a.sent_at.as_bytes());
+    out.extend_from_slice(br#"","status":"#);
     match a.status {
-        Some(code) => push_dec(&mut s, u64::from(code)),
-        None => s.push_str("null"),
+        Some(code) => push_dec_bytes(out, u64::from(code)),
+        None => out.extend_from_slice(b"null"),
     }
-    s.push_str(r#","latency_ms":"#);
+    out.extend_from_slice(br#","latency_ms":"#);
     let micros = (a.latency_ms * 1000.0).round().max(0.0) as u64;
-    push_dec(&mut s, micros / 1000);
-    s.push('.');
+    push_dec_bytes(out, micros / 1000);
     let frac = micros % 1000;
-    s.push((b'0' + (frac / 100) as u8) as char);
-    s.push((b'0' + (frac / 10 % 10) as u8) as char);
-    s.push((b'0' + (frac % 10) as u8) as char);
-    s.push_str(r#","error":"#);
+    out.extend_from_slice(&[
+        b'.',
+        b'0' + (frac / 100) as u8,
+        b'0' + (frac / 10 % 10) as u8,
+        b'0' + (frac % 10) as u8,
+    ]);
+    out.extend_from_slice(br#","error":"#);
     match a.error {
-        Some(e) => s.push_str(&serde_json::to_string(e).unwrap_or_else(|_| "null".into())),
-        None => s.push_str("null"),
+        Some(e) => {
+            if serde_json::to_writer(&mut *out, e).is_err() {
+                out.extend_from_slice(b"null");
+            }
+        }
+        None => out.extend_from_slice(b"null"),
     }
-    s.push_str(match a.outcome {
-        Outcome::Ok => r#","outcome":"ok""#,
-        Outcome::Fail => r#","outcome":"fail""#,
-        Outcome::Info => r#","outcome":"info""#,
+    out.extend_from_slice(match a.outcome {
+        Outcome::Ok => br#","outcome":"ok""#,
+        Outcome::Fail => br#","outcome":"fail""#,
+        Outcome::Info => br#","outcome":"info""#,
     });
-    s.push_str(r#","intent":"genuine","task_status":"COMPLETED","created_at":""#);
-    s.push_str(a.created_at);
-    s.push_str("\"}\n");
-    out.extend_from_slice(s.as_bytes());
+    out.extend_from_slice(br#","intent":"genuine","task_status":"COMPLETED","created_at":""#);
+    out.extend_from_slice(a.created_at.as_bytes());
+    out.extend_from_slice(b"\"}\n");
+}
+
+/// Appends `v` in decimal to a byte buffer.
+fn push_dec_bytes(out: &mut Vec<u8>, v: u64) {
+    let mut buf = [0u8; 20];
+    let mut n = v;
+    let mut i = 20;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
 }
 
 /// Appends `v` in decimal without going through `fmt`.
@@ -417,6 +440,81 @@ mod tests {
         assert_eq!(sink.finish().unwrap(), 1600);
         assert!(sink.write(attempt(1, Outcome::Ok)).is_err());
         assert_eq!(read(&path).unwrap().filter(|e| e.is_ok()).count(), 1600);
+    }
+
+    #[test]
+    fn hand_encoded_attempt_lines_read_back_as_the_attempts_they_record() {
+        // Several lines into one batch: each must parse (serde) as exactly
+        // the attempt it stands for, whatever came before it in the buffer.
+        let faults = [
+            vec![],
+            vec![FaultTag::Replay],
+            vec![FaultTag::ConcurrentCopy { k: 2, n: 2 }, FaultTag::Reorder],
+        ];
+        let cases = [
+            (Some(204), 1.25, None, Outcome::Ok, r#""acct_a""#, "acct_a"),
+            (
+                None,
+                0.0,
+                Some("timeout after 2s"),
+                Outcome::Info,
+                r#""b""#,
+                "b",
+            ),
+            (
+                None,
+                1234.5,
+                Some("reset \"by\" peer\n\u{1}é"),
+                Outcome::Fail,
+                r#""q\"uote""#,
+                "q\"uote",
+            ),
+            (Some(500), 0.001, None, Outcome::Info, r#""c""#, "c"),
+        ];
+        let mut batch = Vec::new();
+        let mut expected = Vec::new();
+        for (i, (status, latency, error, outcome, account_json, account)) in
+            cases.into_iter().enumerate()
+        {
+            let f = &faults[i % faults.len()];
+            let delivery = format!("whd_{i}");
+            let key = format!("tsk_{i}");
+            encode_attempt(
+                &mut batch,
+                &AttemptLine {
+                    scenario: "bench",
+                    delivery: &delivery,
+                    key: &key,
+                    job: "job-7",
+                    account_json,
+                    faults: f,
+                    sent_at: "2026-11-30T23:59:59.999Z",
+                    status,
+                    latency_ms: latency,
+                    error,
+                    outcome,
+                    created_at: "2026-01-01T00:00:00Z",
+                },
+            );
+            expected.push(Event::Attempt(Attempt {
+                job: Some("job-7".into()),
+                faults: f.clone(),
+                sent_at: "2026-11-30T23:59:59.999Z".into(),
+                status,
+                latency_ms: Some(latency),
+                error: error.map(str::to_string),
+                outcome,
+                task_status: Some(TaskStatus::Completed),
+                created_at: Some("2026-01-01T00:00:00Z".into()),
+                ..Attempt::new("bench", &delivery, &key, account)
+            }));
+        }
+        let text = String::from_utf8(batch).unwrap();
+        let read: Vec<Event> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        assert_eq!(read, expected);
     }
 
     #[test]
