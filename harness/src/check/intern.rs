@@ -41,9 +41,7 @@ fn span<'a>(text: &'a str, ends: &[usize], id: u32) -> &'a str {
 impl Interner {
     fn find(&self, h: u64, s: &str) -> Option<u32> {
         let (text, ends) = (&self.text, &self.ends);
-        self.table
-            .find(h, |&id| span(text, ends, id) == s)
-            .copied()
+        self.table.find(h, |&id| span(text, ends, id) == s).copied()
     }
 
     /// The id of `s`, interning it first if it is new.
@@ -105,7 +103,9 @@ mod tests {
         // Keys like tsk_505f25fa0000000009: the same prefix, a counter at
         // the end; the table grows and rehashes many times on the way.
         let mut i = Interner::default();
-        let names: Vec<String> = (0..200_000).map(|n| format!("tsk_505f25fa{n:010}")).collect();
+        let names: Vec<String> = (0..200_000)
+            .map(|n| format!("tsk_505f25fa{n:010}"))
+            .collect();
         for (n, name) in names.iter().enumerate() {
             assert_eq!(i.intern(name), n as u32);
         }

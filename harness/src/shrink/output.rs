@@ -203,7 +203,11 @@ pub fn write(
         &report.check,
         &Vocabulary::of(&target.profile),
     );
-    let text = format!("# {}\n\n```text\n{}\n```\n", headline(report), story.trim_end());
+    let text = format!(
+        "# {}\n\n```text\n{}\n```\n",
+        headline(report),
+        story.trim_end()
+    );
     std::fs::write(&account, text).map_err(io(&account))?;
     let vars: Vec<(String, String)> = report
         .minimal
