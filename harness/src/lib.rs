@@ -57,6 +57,7 @@
 pub mod bench;
 pub mod check;
 pub mod coverage;
+mod decimal;
 pub mod delivery;
 pub mod envelope;
 pub mod error;

@@ -622,16 +622,8 @@ fn sign_into(
 
 /// `t` in decimal, as `i64::to_string` writes it, without allocating.
 fn format_unix(t: i64, buf: &mut [u8; 20]) -> &str {
-    let mut n = t.unsigned_abs();
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
+    // |i64::MIN| has 19 digits, so there is always room for the sign.
+    let mut i = buf.len() - crate::decimal::digits(t.unsigned_abs(), buf).len();
     if t < 0 {
         i -= 1;
         buf[i] = b'-';

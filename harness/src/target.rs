@@ -132,6 +132,24 @@ pub struct Target {
     pub provider: Option<Provider>,
 }
 
+/// The environment variable an account's secrets are read from when
+/// nothing names one: `HOOKSTORM_SECRETS_<ACCOUNT>`, the account upper-cased
+/// and every other character `_` (`hookstorm init` writes it, a shrink's
+/// replay script reads it).
+pub fn default_secrets_var(account: &str) -> String {
+    let name: String = account
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("HOOKSTORM_SECRETS_{name}")
+}
+
 /// The default body limit assumed for a receiver (1 MiB).
 pub const DEFAULT_MAX_BODY: usize = 1 << 20;
 

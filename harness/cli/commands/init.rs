@@ -61,17 +61,7 @@ const DEFAULT_STATE: &str = "http://127.0.0.1:8081/state";
 
 /// The environment variable an account's secrets are read from.
 pub fn secrets_var(account: &str) -> String {
-    let name: String = account
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_uppercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    format!("HOOKSTORM_SECRETS_{name}")
+    hookstorm::target::default_secrets_var(account)
 }
 
 fn ask(question: &str, default: &str) -> anyhow::Result<String> {

@@ -581,17 +581,10 @@ fn encode_request(
         header(name.as_str(), v.as_bytes())?;
     }
     let mut digits = [0u8; 20];
-    let mut n = item.body.len();
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    header("content-length", &digits[i..])?;
+    header(
+        "content-length",
+        crate::decimal::digits(item.body.len() as u64, &mut digits),
+    )?;
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(&item.body);
     Ok(())

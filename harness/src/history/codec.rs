@@ -348,34 +348,14 @@ pub(crate) fn encode_attempt(out: &mut Vec<u8>, a: &AttemptLine<'_>) {
 
 /// Appends `v` in decimal to a byte buffer.
 fn push_dec_bytes(out: &mut Vec<u8>, v: u64) {
-    let mut buf = [0u8; 20];
-    let mut n = v;
-    let mut i = 20;
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&buf[i..]);
+    out.extend_from_slice(crate::decimal::digits(v, &mut [0u8; 20]));
 }
 
 /// Appends `v` in decimal without going through `fmt`.
 pub(crate) fn push_dec(out: &mut String, v: u64) {
     let mut buf = [0u8; 20];
-    let mut n = v;
-    let mut i = 20;
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.push_str(std::str::from_utf8(&buf[i..]).expect("ascii"));
+    let digits = crate::decimal::digits(v, &mut buf);
+    out.push_str(std::str::from_utf8(digits).expect("ascii digits"));
 }
 
 #[cfg(test)]

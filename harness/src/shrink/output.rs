@@ -45,22 +45,13 @@ pub struct Files {
 }
 
 /// The variable the replay script reads `account`'s secrets from: the
-/// target file's `secrets_env`, else `HOOKSTORM_SECRET_<ACCOUNT>`.
+/// target file's `secrets_env`, else
+/// [`crate::target::default_secrets_var`].
 pub fn secret_var(target: &Target, account: &str) -> String {
-    if let Some(v) = target.secret_vars.get(account) {
-        return v.clone();
+    match target.secret_vars.get(account) {
+        Some(v) => v.clone(),
+        None => crate::target::default_secrets_var(account),
     }
-    let tail: String = account
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_uppercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    format!("HOOKSTORM_SECRET_{tail}")
 }
 
 /// The file name of the minimal scenario of `name`.
@@ -384,7 +375,7 @@ mod tests {
         assert!(account.starts_with("# o: I2 exactly-once fail with 1 delivery"));
         let script = std::fs::read_to_string(files.replay.as_ref().unwrap()).unwrap();
         assert!(
-            script.contains("HOOKSTORM_SECRET_ACCT_A"),
+            script.contains("HOOKSTORM_SECRETS_ACCT_A"),
             "an account without secrets_env gets a variable named after it"
         );
         for entry in walk(&out) {
@@ -418,7 +409,7 @@ mod tests {
     fn the_variable_named_is_the_target_files_secrets_env_else_one_per_account() {
         let dir = tempfile::tempdir().unwrap();
         let mut t = target(dir.path());
-        assert_eq!(secret_var(&t, "acct-b.x"), "HOOKSTORM_SECRET_ACCT_B_X");
+        assert_eq!(secret_var(&t, "acct-b.x"), "HOOKSTORM_SECRETS_ACCT_B_X");
         t.secret_vars.insert("acct_a".into(), "MY_SECRETS".into());
         assert_eq!(secret_var(&t, "acct_a"), "MY_SECRETS");
     }
