@@ -593,20 +593,10 @@ fn encode_request(
 /// Counts one more answer with status `status` (`"204"`, …) or `"error"`
 /// under its text, allocating the key only the first time it is seen.
 fn count_status(statuses: &mut BTreeMap<String, u64>, status: Option<u16>) {
-    let mut buf = [0u8; 5];
+    let mut buf = [0u8; 20];
     let key = match status {
         Some(s) => {
-            let mut n = s;
-            let mut i = buf.len();
-            loop {
-                i -= 1;
-                buf[i] = b'0' + (n % 10) as u8;
-                n /= 10;
-                if n == 0 {
-                    break;
-                }
-            }
-            std::str::from_utf8(&buf[i..]).expect("ascii digits")
+            std::str::from_utf8(crate::decimal::digits(s.into(), &mut buf)).expect("ascii digits")
         }
         None => "error",
     };

@@ -284,6 +284,20 @@ fn tell_evidence(
     let mut sends_on_line = 0;
     let mut fault_line: Vec<String> = Vec::new();
     let mut lines: Vec<String> = Vec::new();
+    // Closes the open delivery's line.
+    let flush =
+        |line: &mut Option<(usize, Vec<String>)>, lines: &mut Vec<String>, told: &mut Vec<bool>| {
+            if let Some((d, parts)) = line.take() {
+                lines.push(render_line(
+                    &deliveries[d],
+                    &parts,
+                    told[d],
+                    words,
+                    same_day,
+                ));
+                told[d] = true;
+            }
+        };
     for (_, beat) in &beats {
         match beat {
             Beat::Send(s) => {
@@ -293,16 +307,7 @@ fn tell_evidence(
                 }
                 let continues = matches!(&line, Some((d, _)) if *d == s.delivery);
                 if !continues {
-                    if let Some((d, parts)) = line.take() {
-                        lines.push(render_line(
-                            &deliveries[d],
-                            &parts,
-                            told[d],
-                            words,
-                            same_day,
-                        ));
-                        told[d] = true;
-                    }
+                    flush(&mut line, &mut lines, &mut told);
                     line = Some((s.delivery, Vec::new()));
                     sends_on_line = 0;
                 }
@@ -316,29 +321,12 @@ fn tell_evidence(
                 }
             }
             Beat::Fault(f) => {
-                if let Some((d, parts)) = line.take() {
-                    lines.push(render_line(
-                        &deliveries[d],
-                        &parts,
-                        told[d],
-                        words,
-                        same_day,
-                    ));
-                    told[d] = true;
-                }
+                flush(&mut line, &mut lines, &mut told);
                 fault_line.push(f.action.clone());
             }
         }
     }
-    if let Some((d, parts)) = line.take() {
-        lines.push(render_line(
-            &deliveries[d],
-            &parts,
-            told[d],
-            words,
-            same_day,
-        ));
-    }
+    flush(&mut line, &mut lines, &mut told);
     if !fault_line.is_empty() {
         lines.push(format!("  then the harness did: {}", fault_line.join(", ")));
     }
