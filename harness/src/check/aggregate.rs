@@ -13,7 +13,7 @@ use std::hash::{Hash, Hasher};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 
 use crate::delivery::{job_key, TaskStatus};
 use crate::history::{Attempt, Event, Intent, Outcome, ProviderTask, TransportFailure};
@@ -72,10 +72,6 @@ pub(crate) mod flag {
     pub const ACKED: u32 = OK | DROP_ACK;
     pub const REAL: u32 = GENUINE | PROVIDER;
 }
-
-/// A `HashMap` with the Fx hash (`rustc-hash`): the checker's keys come from
-/// our history, not from an adversary, so SipHash's protection buys nothing.
-pub(crate) type FxMap<K, V> = FxHashMap<K, V>;
 
 /// The fields of an attempt the checker reads, borrowed (from an [`Attempt`]
 /// or straight from a history line).
@@ -213,13 +209,12 @@ impl KeyAgg {
 pub struct Aggregator {
     pub(crate) strings: Interner,
     pub(crate) keys: Vec<KeyAgg>,
-    pub(super) index: FxMap<(u32, u32), u32>,
-    /// Hash of (account id, key) -> the newest record with that hash: a
-    /// line finds its key's record without interning the key (in a history
-    /// whose retries are spread out, every lookup is a cache miss).
-    by_name: FxMap<u64, u32>,
-    /// Per record: the previous record with the same hash, or [`NONE`].
-    same_hash: Vec<u32>,
+    /// The records, found by [`name_hash`] of (account id, key): a line
+    /// finds its key's record without interning the key, and a state row by
+    /// its ids. The table holds bare record indexes (rehashed through
+    /// `keys` and `strings`), about 6 bytes a key: two maps of ids and of
+    /// hashes cost about 50.
+    by_name: hashbrown::HashTable<u32>,
     pub(super) deliveries: FxHashSet<u64>,
     pub(crate) counts: Counts,
     pub(super) dead: Vec<(DeadLetter, u32)>,
@@ -265,9 +260,7 @@ impl Aggregator {
         Aggregator {
             strings: Interner::default(),
             keys: Vec::new(),
-            index: FxMap::default(),
-            by_name: FxMap::default(),
-            same_hash: Vec::new(),
+            by_name: hashbrown::HashTable::new(),
             deliveries: FxHashSet::default(),
             counts: Counts::default(),
             dead: Vec::new(),
@@ -287,15 +280,12 @@ impl Aggregator {
         };
         self.last_account = a;
         let h = name_hash(a, key);
-        if let Some(&newest) = self.by_name.get(&h) {
-            let mut i = newest;
-            while i != NONE {
-                let k = &self.keys[i as usize];
-                if k.account == a && self.strings.name(k.key) == key {
-                    return i as usize;
-                }
-                i = self.same_hash[i as usize];
-            }
+        let (keys, strings) = (&self.keys, &self.strings);
+        if let Some(&i) = self.by_name.find(h, |&i| {
+            let k = &keys[i as usize];
+            k.account == a && strings.name(k.key) == key
+        }) {
+            return i as usize;
         }
         let k = self.strings.intern(key);
         self.add_key(
@@ -322,22 +312,28 @@ impl Aggregator {
     /// Adds a record for a new (account, key) whose [`name_hash`] is `h`.
     pub(super) fn add_key(&mut self, k: KeyAgg, h: u64) -> u32 {
         let i = self.keys.len() as u32;
-        self.index.insert((k.account, k.key), i);
-        self.same_hash
-            .push(self.by_name.insert(h, i).unwrap_or(NONE));
         self.keys.push(k);
+        let (keys, strings) = (&self.keys, &self.strings);
+        self.by_name.insert_unique(h, i, |&i| {
+            let k = &keys[i as usize];
+            name_hash(k.account, strings.name(k.key))
+        });
         i
     }
 
     /// The index into `keys` of (account, key), when the history has it.
     pub(crate) fn slot_of(&self, account: u32, key: u32) -> Option<usize> {
-        self.index.get(&(account, key)).map(|&i| i as usize)
+        let h = name_hash(account, self.strings.name(key));
+        self.by_name
+            .find(h, |&i| {
+                let k = &self.keys[i as usize];
+                k.account == account && k.key == key
+            })
+            .map(|&i| i as usize)
     }
 
     pub(crate) fn lookup(&self, account: u32, key: u32) -> Option<&KeyAgg> {
-        self.index
-            .get(&(account, key))
-            .map(|&i| &self.keys[i as usize])
+        self.slot_of(account, key).map(|i| &self.keys[i])
     }
 
     /// The (account, key) pairs the receiver must end up storing so far:

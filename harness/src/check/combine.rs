@@ -36,7 +36,7 @@ impl Aggregator {
         let mut slots = Vec::with_capacity(later.keys.len());
         for k in later.keys {
             let (account, key) = (id(k.account), id(k.key));
-            let Some(&i) = self.index.get(&(account, key)) else {
+            let Some(i) = self.slot_of(account, key).map(|i| i as u32) else {
                 let mut lines = k.lines;
                 for l in &mut lines[..k.nlines as usize] {
                     *l += base;
