@@ -20,9 +20,8 @@ fn tail(bytes: &[u8]) -> String {
     lines[lines.len().saturating_sub(5)..].join(" | ")
 }
 
-/// Runs a command with a time limit; returns its stdout or an error with the stderr tail.
-async fn run(cmd: &str, env: &[(&str, String)], timeout: Duration) -> Result<Vec<u8>, ProbeError> {
-    let shown = redact_text(cmd);
+/// `sh -c cmd`, no stdin, stdout and stderr piped, killed when dropped.
+fn shell(cmd: &str) -> Command {
     let mut c = Command::new("sh");
     c.arg("-c")
         .arg(cmd)
@@ -30,6 +29,13 @@ async fn run(cmd: &str, env: &[(&str, String)], timeout: Duration) -> Result<Vec
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    c
+}
+
+/// Runs a command with a time limit; returns its stdout or an error with the stderr tail.
+async fn run(cmd: &str, env: &[(&str, String)], timeout: Duration) -> Result<Vec<u8>, ProbeError> {
+    let shown = redact_text(cmd);
+    let mut c = shell(cmd);
     for (k, v) in env {
         c.env(k, v);
     }
@@ -60,14 +66,7 @@ pub(crate) async fn read_into<S: StateSink + Send + 'static>(
     sink: S,
 ) -> Result<S, ProbeError> {
     let shown = redact_text(cmd);
-    let mut c = Command::new("sh");
-    c.arg("-c")
-        .arg(cmd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = c
+    let mut child = shell(cmd)
         .spawn()
         .map_err(|e| ProbeError::Io(format!("command `{shown}`: {e}")))?;
     let mut stdout = child.stdout.take().expect("piped");

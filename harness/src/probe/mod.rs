@@ -364,30 +364,20 @@ impl Probe {
         deadline: Duration,
         path: &std::path::Path,
     ) -> Result<(bool, u64), ProbeError> {
-        let start = Instant::now();
-        let mut last_err = None;
-        loop {
+        let (rows, drained) = poll_drained(deadline, || async move {
             let file = std::fs::File::create(path)
                 .map_err(|e| ProbeError::Io(format!("{}: {e}", path.display())))?;
             let sink = Settling::new(JsonWriter::new(std::io::BufWriter::with_capacity(
                 1 << 16,
                 file,
             )));
-            match self.read_state_into(sink).await {
-                Ok(s) if s.drained() => return Ok((true, s.rows)),
-                Ok(s) if start.elapsed() >= deadline => return Ok((false, s.rows)),
-                Ok(_) => {}
-                Err(e) if start.elapsed() >= deadline => return Err(e),
-                Err(e) => last_err = Some(e),
-            }
-            let left = deadline.saturating_sub(start.elapsed());
-            if left.is_zero() {
-                if let Some(e) = last_err {
-                    return Err(e);
-                }
-            }
-            tokio::time::sleep(DRAIN_POLL.min(left.max(Duration::from_millis(1)))).await;
-        }
+            Ok(self.read_state_into(sink).await.map(|s| {
+                let drained = s.drained();
+                (s.rows, drained)
+            }))
+        })
+        .await?;
+        Ok((drained, rows))
     }
 
     async fn run_action(
@@ -516,24 +506,13 @@ impl Probe {
     /// Reads the state until every inbox row is processed or `deadline`
     /// passes; returns the last state and whether it drained in time.
     pub async fn wait_drained(&self, deadline: Duration) -> Result<(State, bool), ProbeError> {
-        let start = Instant::now();
-        let mut last_err = None;
-        loop {
-            match self.read_state().await {
-                Ok(s) if s.drained() => return Ok((s, true)),
-                Ok(s) if start.elapsed() >= deadline => return Ok((s, false)),
-                Ok(_) => {}
-                Err(e) if start.elapsed() >= deadline => return Err(e),
-                Err(e) => last_err = Some(e),
-            }
-            let left = deadline.saturating_sub(start.elapsed());
-            if left.is_zero() {
-                if let Some(e) = last_err {
-                    return Err(e);
-                }
-            }
-            tokio::time::sleep(DRAIN_POLL.min(left.max(Duration::from_millis(1)))).await;
-        }
+        poll_drained(deadline, || async {
+            Ok(self.read_state().await.map(|s| {
+                let drained = s.drained();
+                (s, drained)
+            }))
+        })
+        .await
     }
 
     /// What the probe reads, for reports: never a token, password or userinfo.
@@ -636,6 +615,35 @@ pub fn redact_text(text: &str) -> String {
         }
     }
     out.join(" ")
+}
+
+/// Reads with `read` until it reports a drained state or `deadline`
+/// passes, every [`DRAIN_POLL`]; returns the last read and whether it
+/// drained. A failed read is tried again until the deadline (the last
+/// error is returned then); an error of the outer `Result` ends at once.
+async fn poll_drained<T, F, Fut>(deadline: Duration, mut read: F) -> Result<(T, bool), ProbeError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Result<(T, bool), ProbeError>, ProbeError>>,
+{
+    let start = Instant::now();
+    let mut last_err = None;
+    loop {
+        match read().await? {
+            Ok((t, true)) => return Ok((t, true)),
+            Ok((t, false)) if start.elapsed() >= deadline => return Ok((t, false)),
+            Ok(_) => {}
+            Err(e) if start.elapsed() >= deadline => return Err(e),
+            Err(e) => last_err = Some(e),
+        }
+        let left = deadline.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            if let Some(e) = last_err {
+                return Err(e);
+            }
+        }
+        tokio::time::sleep(DRAIN_POLL.min(left.max(Duration::from_millis(1)))).await;
+    }
 }
 
 #[cfg(test)]

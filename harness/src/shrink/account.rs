@@ -144,12 +144,7 @@ fn overview(plan: &Plan) -> String {
     if waves > 1 {
         let _ = write!(s, ", in {waves} waves");
     }
-    let runtime: Vec<&str> = plan
-        .faults
-        .iter()
-        .map(|f| f.name())
-        .filter(|n| !matches!(*n, "duplicate" | "reorder" | "drop-ack" | "tamper"))
-        .collect();
+    let runtime = super::run_time_faults(plan);
     if !runtime.is_empty() {
         let _ = write!(s, "; faults while sending: {}", runtime.join(", "));
     }

@@ -335,6 +335,16 @@ pub fn original_plan(scenario: &Scenario, seed: u64) -> Plan {
     plan
 }
 
+/// The names of `plan`'s faults that act while it is sent (the others are
+/// already in its deliveries).
+pub(crate) fn run_time_faults(plan: &Plan) -> Vec<&'static str> {
+    plan.faults
+        .iter()
+        .filter(|f| explicit::is_run_time(f))
+        .map(|f| f.name())
+        .collect()
+}
+
 /// Shrinks `scenario`'s failure at run seed `run.seed` on `target`.
 pub async fn shrink(
     target: &Target,

@@ -290,12 +290,7 @@ impl Writer<'_> {
             o,
             "# acknowledged), and no process, database or front fault is made."
         );
-        let runtime: Vec<&str> = plan
-            .faults
-            .iter()
-            .map(|f| f.name())
-            .filter(|n| !matches!(*n, "duplicate" | "reorder" | "drop-ack" | "tamper"))
-            .collect();
+        let runtime = super::run_time_faults(plan);
         if !runtime.is_empty() {
             let _ = writeln!(
                 o,
