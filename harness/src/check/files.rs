@@ -129,27 +129,17 @@ fn first_key(path: &Path) -> Result<Option<String>, CheckError> {
         .map(|(key, _)| key.to_string()))
 }
 
-/// Whether the state file at `path` is, by the look of its first value,
-/// one state (`{"inbox": [...], ...}`) rather than a map of scenario names
-/// to states (whose first value is an object). Only a guess, for reading
-/// the history while the state is parsed; [`load_states`] decides.
-fn looks_like_one_state(path: &Path) -> bool {
-    use std::io::Read as _;
-    let mut head = [0u8; 4096];
-    let n = match std::fs::File::open(path).and_then(|mut f| f.read(&mut head)) {
-        Ok(n) => n,
-        Err(_) => return true,
-    };
-    let mut rest = head[..n]
-        .iter()
-        .copied()
-        .filter(|c| !c.is_ascii_whitespace());
-    if rest.next() != Some(b'{') || rest.next() != Some(b'"') {
-        return true;
+/// Whether `path` is one state file rather than a folder or a map of
+/// scenario names to states: a state names its sections first (`inbox`,
+/// …, or `sections` in JSON Lines); a map of states names a scenario.
+fn names_a_state(path: &Path) -> Result<bool, CheckError> {
+    if path.is_dir() {
+        return Ok(false);
     }
-    // Past the first key (a state's keys have no escaped quotes) and its colon.
-    let mut rest = rest.skip_while(|&c| c != b'"').skip(1);
-    rest.next() != Some(b':') || rest.next() != Some(b'{')
+    Ok(first_key(path)?.is_some_and(|k| {
+        k == "sections"
+            || ["inbox", "results", "winners", "effects", "resources"].contains(&k.as_str())
+    }))
 }
 
 /// What reading the histories gave.
@@ -202,13 +192,7 @@ fn load_states(path: &Path) -> Result<States, CheckError> {
     if path.is_dir() {
         return Ok(States::Dir(path.to_path_buf()));
     }
-    // A state names its sections first (`inbox`, …, or `sections` in JSON
-    // Lines); a map of states names a scenario.
-    let is_state = first_key(path)?.is_some_and(|k| {
-        k == "sections"
-            || ["inbox", "results", "winners", "effects", "resources"].contains(&k.as_str())
-    });
-    if is_state {
+    if names_a_state(path)? {
         return Ok(States::One(path.to_path_buf()));
     }
     let text = std::fs::read_to_string(path).map_err(|source| CheckError::Io {
@@ -321,11 +305,13 @@ pub(crate) fn check_histories_in_parts(
     opts: &CheckOptions,
     parts: Option<usize>,
 ) -> Result<MultiCheck, CheckError> {
-    // The state is parsed on its own thread while the histories are read.
-    // Only whether it is one state (then all events fold as one scenario)
-    // changes how they are folded: that is guessed from its first value and
-    // checked once it is parsed; a wrong guess reads the histories again.
-    let guess = scenario.is_none() && looks_like_one_state(state);
+    // A map of states is parsed on its own thread while the histories are
+    // read. Only whether STATE is one state (then all events fold as one
+    // scenario) changes how they are folded: its first key says so, the
+    // same test `load_states` makes (a folder is not one), so the
+    // histories are read once; an unreadable file is reported by
+    // `load_states`.
+    let guess = scenario.is_none() && names_a_state(state).unwrap_or(true);
     check_guessing(histories, state, scenario, opts, parts, guess)
 }
 
@@ -460,8 +446,8 @@ mod tests {
             r#"{"s1": {"inbox": [{"key": "k1", "account": "a", "processed": true}]}, "s2": {"inbox": []}}"#,
         )
         .unwrap();
-        assert!(looks_like_one_state(&one));
-        assert!(!looks_like_one_state(&many));
+        assert!(names_a_state(&one).unwrap());
+        assert!(!names_a_state(&many).unwrap());
         let opts = CheckOptions::default();
         let histories = [history];
         for state in [&one, &many] {
