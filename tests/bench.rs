@@ -195,3 +195,46 @@ async fn null_receiver_refuses_a_sender_that_signs_wrongly() {
     assert_eq!(r.statuses.get("401").copied(), Some(r.requests), "{r:?}");
     assert!((r.error_rate - 1.0).abs() < 1e-9);
 }
+
+/// Every request to a receiver that reads but never answers ends at the
+/// profile's time limit, counted as a timeout: the limit holds for each
+/// request in turn on a connection, not only the first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiver_that_never_answers_times_out_every_request_at_the_profile_limit() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((mut s, _)) = listener.accept().await {
+            held.push(tokio::spawn(async move {
+                let mut sink = Vec::new();
+                let _ = tokio::io::AsyncReadExt::read_to_end(&mut s, &mut sink).await;
+            }));
+        }
+    });
+    let out = tempfile::tempdir().unwrap();
+    let key = secret("silent-key");
+    let mut opts = options(
+        format!("http://{addr}/webhooks/{{account}}"),
+        key,
+        out.path(),
+    );
+    opts.profile.timeout = Duration::from_millis(200);
+    opts.connections = 2;
+    opts.duration = Duration::from_millis(1100);
+    let r = bench::run(&opts).await.unwrap().result;
+    silent.abort();
+    // 1.1 s of 200 ms limits on each of 2 connections: 5 or 6 each.
+    assert!(
+        (8..=14).contains(&r.requests),
+        "{} requests: {r:?}",
+        r.requests
+    );
+    assert_eq!(r.errors.get("timeout").copied(), Some(r.requests), "{r:?}");
+    assert!((r.error_rate - 1.0).abs() < 1e-9, "{r:?}");
+    assert!(
+        (195.0..400.0).contains(&r.latency.p50_ms) && r.latency.max_ms < 400.0,
+        "each request ends near its 200 ms limit: {:?}",
+        r.latency
+    );
+}

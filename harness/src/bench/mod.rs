@@ -110,7 +110,7 @@ pub struct BenchOptions {
     pub rate: Option<Rate>,
     /// Connections.
     pub connections: usize,
-    /// Sender threads, each with a single-threaded runtime.
+    /// Sender threads (the workers of one runtime).
     pub threads: usize,
     /// Measured time (the whole ramp for a ramp).
     pub duration: Duration,
