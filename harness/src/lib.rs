@@ -72,6 +72,7 @@ pub mod httpd;
 pub mod interrupt;
 pub mod late;
 pub mod lifecycle;
+pub mod memory;
 pub mod merge;
 pub mod plan;
 pub mod preflight;

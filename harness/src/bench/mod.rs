@@ -426,6 +426,7 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
     };
     progress.stop();
     sink.finish().map_err(|e| BenchError::Io(e.to_string()))?;
+    crate::memory::give_back_freed();
 
     let interrupted = stop.requested();
     let (check, check_skipped) = match &opts.probe {

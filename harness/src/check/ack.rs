@@ -42,7 +42,7 @@ pub(crate) fn acknowledged(agg: &Aggregator) -> InvariantResult {
             "never acknowledged with a 2xx: {} attempt(s) until the schedule ran out; the last the receiver saw {last}",
             k.genuine_attempts
         );
-        ev.push(|| evidence(agg, k, what, vec![k.missed_line]));
+        ev.push(|| evidence(agg, k, what, vec![k.missed_line.into()]));
     }
     let total = ev.total;
     let excuse = if excused > 0 {

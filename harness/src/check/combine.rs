@@ -20,26 +20,59 @@
 //! The tests in `check::chunks` hold the joined verdicts to the sequential
 //! ones for every way of cutting a history.
 
-use super::aggregate::{flag, name_hash, Aggregator, KeyAgg, NONE, NO_TIME};
+use super::aggregate::{flag, line32, name_hash, Aggregator, KeyAgg, NONE, NO_TIME};
 use super::MAX_DEAD_LETTERS;
+
+/// Records of a later part given back to the allocator this many at a time.
+const ABSORB_BLOCK: usize = 1 << 16;
 
 impl Aggregator {
     /// Folds in `later`, the fold of the lines that follow the ones this
     /// fold has read; `later`'s line `n` is line `base + n` here.
+    ///
+    /// Each of `later`'s parts is freed as soon as it is folded in (its
+    /// names, then its delivery ids, then its records a block at a time), so
+    /// the join of two halves peaks near the size of the whole, not one and
+    /// a half times it.
     pub(crate) fn absorb(&mut self, later: Aggregator, base: u64) {
-        let shift = |line: u64| if line == 0 { 0 } else { line + base };
-        let ids: Vec<u32> = (0..later.strings.len() as u32)
-            .map(|id| self.strings.intern(later.strings.name(id)))
+        let Aggregator {
+            strings,
+            keys: mut later_keys,
+            deliveries,
+            counts: later_counts,
+            dead: later_dead,
+            status_fail: later_status,
+            sequenced,
+            ..
+        } = later;
+        let shift = |line: u32| {
+            if line == 0 {
+                0
+            } else {
+                line32(u64::from(line) + base)
+            }
+        };
+        let moved = |line: u32| line32(u64::from(line) + base);
+        let ids: Vec<u32> = (0..strings.len() as u32)
+            .map(|id| self.strings.intern(strings.name(id)))
             .collect();
+        drop(strings);
         let id = |x: u32| if x == NONE { NONE } else { ids[x as usize] };
+        self.deliveries.extend(deliveries);
 
-        let mut slots = Vec::with_capacity(later.keys.len());
-        for k in later.keys {
+        // Taken from the back of the reversed records, so in their order,
+        // and given back to the allocator a block at a time.
+        later_keys.reverse();
+        let mut slots = Vec::with_capacity(later_keys.len());
+        while let Some(k) = later_keys.pop() {
+            if later_keys.len() % ABSORB_BLOCK == 0 {
+                later_keys.shrink_to_fit();
+            }
             let (account, key) = (id(k.account), id(k.key));
             let Some(i) = self.slot_of(account, key).map(|i| i as u32) else {
                 let mut lines = k.lines;
                 for l in &mut lines[..k.nlines as usize] {
-                    *l += base;
+                    *l = moved(*l);
                 }
                 let h = name_hash(account, self.strings.name(key));
                 let new = KeyAgg {
@@ -47,7 +80,7 @@ impl Aggregator {
                     key,
                     job: id(k.job),
                     resource: id(k.resource),
-                    first_line: k.first_line + base,
+                    first_line: moved(k.first_line),
                     lines,
                     status_line: shift(k.status_line),
                     missed_line: shift(k.missed_line),
@@ -74,33 +107,32 @@ impl Aggregator {
                 agg.created = k.created;
             }
             for &l in &k.lines[..k.nlines as usize] {
-                agg.add_line(l + base);
+                agg.add_line(u64::from(l) + base);
             }
             if agg.status_line == 0 {
                 agg.status_line = shift(k.status_line);
             }
             if k.missed_line != 0 {
-                agg.missed_line = k.missed_line + base;
+                agg.missed_line = moved(k.missed_line);
                 agg.missed_status = k.missed_status;
             }
             agg.genuine_attempts += k.genuine_attempts;
         }
 
-        self.deliveries.extend(later.deliveries);
-        let (c, l) = (&mut self.counts, &later.counts);
+        let (c, l) = (&mut self.counts, &later_counts);
         c.attempts += l.attempts;
         c.ok += l.ok;
         c.fail += l.fail;
         c.info += l.info;
         c.dead += l.dead;
-        for (dead, i) in later.dead {
+        for (dead, i) in later_dead {
             if self.dead.len() >= MAX_DEAD_LETTERS {
                 break;
             }
             self.dead.push((dead, slots[i as usize]));
         }
-        self.status_fail.total += later.status_fail.total;
-        for mut e in later.status_fail.items {
+        self.status_fail.total += later_status.total;
+        for mut e in later_status.items {
             if self.status_fail.items.len() >= super::MAX_EVIDENCE {
                 break;
             }
@@ -109,6 +141,6 @@ impl Aggregator {
             }
             self.status_fail.items.push(e);
         }
-        self.sequenced |= later.sequenced;
+        self.sequenced |= sequenced;
     }
 }

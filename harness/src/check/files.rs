@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use crate::history::Event;
 use crate::state::State;
 
+use super::aggregate::MAX_LINES;
 use super::view::{Compact, Rows};
 
 use super::chunks::{self, Filter};
@@ -53,6 +54,14 @@ pub enum CheckError {
         path: PathBuf,
         /// What was wrong.
         message: String,
+    },
+    /// The histories are longer than a check keeps line numbers for.
+    #[error("{path}: the histories hold more than {max} lines together; check fewer at a time (or one scenario, with --scenario)")]
+    TooLong {
+        /// The history file that went past the limit.
+        path: PathBuf,
+        /// The limit.
+        max: u64,
     },
     /// The scenario filter matched nothing in the history.
     #[error("{path}: no events for scenario {scenario:?}")]
@@ -184,6 +193,15 @@ fn read_histories(
             lines: read.lines,
         });
         line += read.lines;
+        if line > MAX_LINES {
+            return Err(CheckError::TooLong {
+                path: history.to_path_buf(),
+                max: MAX_LINES,
+            });
+        }
+    }
+    for fold in out.folds.values_mut() {
+        fold.seal_deliveries();
     }
     Ok(out)
 }

@@ -45,23 +45,6 @@ pub(crate) fn correct_winner(
         candidates.push((k.account, k.job, i as u32));
     }
     candidates.sort_unstable();
-    // (account, job) -> the most recent COMPLETED task (index into agg.keys).
-    let groups: Vec<((u32, u32), Option<usize>)> = candidates
-        .chunk_by(|x, y| (x.0, x.1) == (y.0, y.1))
-        .map(|run| {
-            let best = run
-                .iter()
-                .map(|&(_, _, i)| i as usize)
-                .filter_map(|i| agg.keys[i].completed_at().map(|t| (t, i)))
-                .max_by(|(t1, a), (t2, b)| {
-                    (t1, agg.strings.name(agg.keys[*a].key))
-                        .cmp(&(t2, agg.strings.name(agg.keys[*b].key)))
-                })
-                .map(|(_, i)| i);
-            ((run[0].0, run[0].1), best)
-        })
-        .collect();
-    drop(candidates);
     // Winner rows by job: sorted indices, found by binary search.
     let mut by_job: Vec<u32> = (0..winners.len() as u32).collect();
     by_job.sort_unstable_by_key(|&n| winners[n as usize].job);
@@ -77,7 +60,20 @@ pub(crate) fn correct_winner(
     };
     let mut ev = EvidenceSet::default();
     let mut used = vec![false; winners.len()];
-    for &((account, job), best) in &groups {
+    let mut jobs = 0usize;
+    for run in candidates.chunk_by(|x, y| (x.0, x.1) == (y.0, y.1)) {
+        jobs += 1;
+        let (account, job) = (run[0].0, run[0].1);
+        // The most recent COMPLETED task of the job (index into agg.keys).
+        let best = run
+            .iter()
+            .map(|&(_, _, i)| i as usize)
+            .filter_map(|i| agg.keys[i].completed_at().map(|t| (t, i)))
+            .max_by(|(t1, a), (t2, b)| {
+                (t1, agg.strings.name(agg.keys[*a].key))
+                    .cmp(&(t2, agg.strings.name(agg.keys[*b].key)))
+            })
+            .map(|(_, i)| i);
         let job_name = agg.strings.name(job);
         let reported: Vec<&WinRow> = of_job(job)
             .filter(|&n| account_matches(winners[n].account, account))
@@ -154,7 +150,6 @@ pub(crate) fn correct_winner(
         });
     }
     let total = ev.total;
-    let jobs = groups.len();
     ev.into_result(
         InvariantId::I5,
         Verdict::Fail,
@@ -188,7 +183,7 @@ pub(crate) fn no_stale_overwrite(agg: &Aggregator, view: &StateView) -> Invarian
     }
     let mut highest: BTreeMap<(u32, u32), (u64, usize)> = BTreeMap::new();
     for (i, k) in agg.keys.iter().enumerate() {
-        let Some(seq) = k.sequence else { continue };
+        let Some(seq) = k.sequence() else { continue };
         if k.resource == NONE || !k.has(flag::GENUINE) || !view.stored(k) {
             continue;
         }

@@ -26,7 +26,7 @@ pub(crate) fn isolation(agg: &Aggregator, view: &StateView) -> InvariantResult {
                 agg,
                 k,
                 "poison delivery answered with a non-2xx status: processing errors must not reach the sender".into(),
-                vec![k.status_line],
+                vec![k.status_line.into()],
             )
         });
     }

@@ -41,7 +41,7 @@ pub(crate) fn conformance(
             continue;
         }
         let stored = view.stored(k);
-        let lines = vec![k.status_line];
+        let lines = vec![u64::from(k.status_line)];
         if k.has(flag::DUP_4XX) {
             if stored {
                 lenient.push(|| evidence(agg, k, "duplicate answered 4xx; stored once, so the state is intact (answer 2xx: a 4xx asks for more retries)".into(), lines.clone()));

@@ -155,8 +155,11 @@ pub(crate) fn processed_once(
     let mut unprocessed = 0usize;
     let mut bad_effects = 0usize;
     let effects = view.rows.effects.is_some();
-    // A key stored twice is I2's finding; its effect count is judged once.
-    let mut effect_judged: FxHashSet<(u32, u32)> = Default::default();
+    // A key stored twice is I2's finding; its effect count is judged once:
+    // a bit per record (a set of pairs was 19 MB at a million keys), and a
+    // set of keys for the rows without an account.
+    let mut judged = vec![0u64; agg.keys.len().div_ceil(64)];
+    let mut judged_anonymous: FxHashSet<u32> = Default::default();
     for (n, row) in rows.iter().enumerate() {
         let aggs = aggs_for_row(agg, view, n);
         let lines = || lines_of(&aggs);
@@ -182,7 +185,17 @@ pub(crate) fn processed_once(
         if !aggs.iter().any(|k| k.has(flag::REAL)) {
             continue; // a phantom row: I4's business
         }
-        if !effect_judged.insert((row.account, row.key)) {
+        let first_judgement = if row.account == NONE {
+            judged_anonymous.insert(row.key)
+        } else {
+            agg.slot_of(row.account, row.key).is_none_or(|i| {
+                let (word, bit) = (i / 64, 1u64 << (i % 64));
+                let first = judged[word] & bit == 0;
+                judged[word] |= bit;
+                first
+            })
+        };
+        if !first_judgement {
             continue;
         }
         let count: u64 = view
@@ -204,9 +217,10 @@ pub(crate) fn processed_once(
         }
     }
     if let Some(effects) = &view.rows.effects {
+        let inbox = view.by_key_alone();
         for e in effects.iter().filter(|e| e.count > 0) {
-            let stored = view
-                .inbox_accounts(e.key)
+            let stored = inbox
+                .accounts(e.key)
                 .any(|a| account_matches(e.account, a) || a == NONE);
             if !stored {
                 bad_effects += 1;

@@ -178,9 +178,21 @@ pub(crate) struct StateView<'a> {
     anonymous: FxHashMap<u32, u32>,
     /// key id -> records of every account, built only when some row has no account.
     pub by_key: FxHashMap<u32, Vec<u32>>,
-    /// (key, account) of every inbox row, sorted: "is this key stored" by
-    /// key (built when effects are reported; they are its only use).
-    keys_sorted: Vec<(u32, u32)>,
+}
+
+/// (key, account) of every inbox row, sorted: "is this key stored" by key
+/// alone, which only the effects check asks ([`StateView::by_key_alone`]).
+pub(crate) struct InboxByKey(Vec<(u32, u32)>);
+
+impl InboxByKey {
+    /// The accounts of the inbox rows holding `key` ([`NONE`]: a row without one).
+    pub fn accounts(&self, key: u32) -> impl Iterator<Item = u32> + '_ {
+        let from = self.0.partition_point(|&(k, _)| k < key);
+        self.0[from..]
+            .iter()
+            .take_while(move |&&(k, _)| k == key)
+            .map(|&(_, a)| a)
+    }
 }
 
 impl<'a> StateView<'a> {
@@ -210,23 +222,19 @@ impl<'a> StateView<'a> {
             }
             *tail = n;
         }
+        drop(last);
+        drop(anonymous_last);
         let mut by_key: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
         if !anonymous.is_empty() {
             for (i, k) in agg.keys.iter().enumerate() {
                 by_key.entry(k.key).or_default().push(i as u32);
             }
         }
-        // Only effects are looked up by key alone.
-        let mut keys_sorted: Vec<(u32, u32)> = Vec::new();
-        if rows.effects.is_some() {
-            keys_sorted = rows.inbox.iter().map(|r| (r.key, r.account)).collect();
-            keys_sorted.sort_unstable();
-        }
         if let Some(e) = rows.effects.as_mut() {
-            e.sort_by_key(|e| (e.key, e.account));
+            e.sort_unstable_by_key(|e| (e.key, e.account));
         }
         if let Some(r) = rows.resources.as_mut() {
-            r.sort_by_key(|r| (r.resource, r.account));
+            r.sort_unstable_by_key(|r| (r.resource, r.account));
         }
         StateView {
             agg,
@@ -235,7 +243,6 @@ impl<'a> StateView<'a> {
             next,
             anonymous,
             by_key,
-            keys_sorted,
         }
     }
 
@@ -261,13 +268,13 @@ impl<'a> StateView<'a> {
         self.rows(k).next().is_some()
     }
 
-    /// The accounts of the inbox rows holding `key` ([`NONE`]: a row without one).
-    pub fn inbox_accounts(&self, key: u32) -> impl Iterator<Item = u32> + '_ {
-        let from = self.keys_sorted.partition_point(|&(k, _)| k < key);
-        self.keys_sorted[from..]
-            .iter()
-            .take_while(move |&&(k, _)| k == key)
-            .map(|&(_, a)| a)
+    /// The inbox by key alone: a sorted copy of every row's (key, account),
+    /// 8 bytes a row, made by the one check that needs it and dropped with it.
+    pub fn by_key_alone(&self) -> InboxByKey {
+        let mut sorted: Vec<(u32, u32)> =
+            self.rows.inbox.iter().map(|r| (r.key, r.account)).collect();
+        sorted.sort_unstable();
+        InboxByKey(sorted)
     }
 
     /// The effects rows of `key` (empty when effects are not reported).

@@ -258,6 +258,35 @@ fn effect_counts_of_exactly_one_pass_and_two_or_zero_fail() {
         .contains("never ran"));
 }
 
+#[test]
+fn a_key_stored_twice_has_its_effect_count_judged_once_with_or_without_an_account() {
+    let effect = |key: &str, count| Effect {
+        key: key.into(),
+        count,
+        account: None,
+    };
+    // t1 twice in acct_a, t2 twice without an account, t3 once: each
+    // effect ran twice, so three findings, one per key.
+    let mut s = inbox(&["t1", "t1", "t2", "t2", "t3"]);
+    s.inbox[2].account = None;
+    s.inbox[3].account = None;
+    s.effects = Some(vec![effect("t1", 2), effect("t2", 2), effect("t3", 2)]);
+    let c = run(
+        vec![ok("t1"), ok("t2"), ok("t3")],
+        &s,
+        &only(InvariantId::I3),
+    );
+    let r = c.result(InvariantId::I3).unwrap();
+    assert_eq!(r.verdict, Verdict::Fail);
+    let mut keys: Vec<&str> = r.evidence.iter().map(|e| e.key.as_str()).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["t1", "t2", "t3"], "{r:?}");
+    assert!(
+        r.evidence.iter().all(|e| e.what == "effect ran 2 times"),
+        "{r:?}"
+    );
+}
+
 // ---- I4 no-phantom ----
 
 fn intent(key: &str, intent: Intent, status: u16) -> Attempt {
