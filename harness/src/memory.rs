@@ -7,8 +7,8 @@
 //! process. Fixing the threshold at [`MAPPED_FROM`] keeps every large
 //! buffer mapped, so what one phase of a check frees goes back to the
 //! system before the next one peaks. Measured on the 1.2M-key history of a
-//! 40 s `hookstorm bench`: 318 MB peak RSS for `hookstorm check` without
-//! it, 297 MB with it, in the same time.
+//! 40 s `hookstorm bench`: 311 MiB peak RSS for `hookstorm check` without
+//! it, 290 MiB with it, in the same time.
 
 /// Allocations of at least this many bytes get pages of their own.
 pub const MAPPED_FROM: usize = 1 << 20;

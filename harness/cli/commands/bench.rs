@@ -92,7 +92,7 @@ pub struct Args {
     /// Reports folder.
     #[arg(long, default_value = "reports")]
     out: PathBuf,
-    /// Sender threads, one single-threaded runtime each (default: one per core).
+    /// Sender threads: the workers of the sending runtime (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
     /// Print bench.json to stdout instead of the console summary.
