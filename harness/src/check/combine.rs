@@ -120,6 +120,7 @@ impl Aggregator {
         }
 
         let (c, l) = (&mut self.counts, &later_counts);
+        c.deliveries += l.deliveries;
         c.attempts += l.attempts;
         c.ok += l.ok;
         c.fail += l.fail;
