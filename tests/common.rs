@@ -196,3 +196,33 @@ pub fn secrets_csv(secrets: &[hookstorm::signature::Secret]) -> String {
         .collect::<Vec<_>>()
         .join(",")
 }
+
+/// Every file below `dir`, at any depth.
+pub fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// The signing secrets of `target`, current and retired, as text: what no
+/// output file may hold.
+pub fn target_secrets(target: &Target) -> Vec<String> {
+    let mut secrets: Vec<String> = target
+        .secrets
+        .values()
+        .flatten()
+        .map(|s| s.expose().to_string())
+        .collect();
+    secrets.extend(target.retired.values().map(|s| s.expose().to_string()));
+    secrets
+}

@@ -45,13 +45,7 @@ async fn secrets_never_appear_in_reports_histories_or_states() -> TestResult {
     )
     .await?;
     receiver.shutdown().await;
-    let mut secrets: Vec<String> = target
-        .secrets
-        .values()
-        .flatten()
-        .map(|s| s.expose().to_string())
-        .collect();
-    secrets.extend(target.retired.values().map(|s| s.expose().to_string()));
+    let mut secrets = target_secrets(&target);
     secrets.extend(target.state.token.clone());
     assert!(secrets.len() >= 3);
     let mut files = 0;
@@ -70,17 +64,4 @@ async fn secrets_never_appear_in_reports_histories_or_states() -> TestResult {
     let table = hookstorm::report::console_table(&outcome.report, false);
     assert!(secrets.iter().all(|s| !table.contains(s.as_str())));
     Ok(())
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }

@@ -4,7 +4,6 @@
 //! receiver's state shows what arrived.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::process::{Command, Output};
 
 use hookstorm::delivery::{task_body, TaskStatus};
@@ -23,7 +22,7 @@ use hookstorm::shrink::account::account;
 use hookstorm::signature::Secret;
 use hookstorm::vocabulary::Vocabulary;
 
-use crate::common::{run_embedded, scenarios, secrets_csv, TestResult};
+use crate::common::{run_embedded, scenarios, secrets_csv, target_secrets, walk, TestResult};
 
 const ENV_A: &str = "HS_REPLAY_SECRETS_A";
 const ENV_B: &str = "HS_REPLAY_SECRETS_B";
@@ -307,13 +306,7 @@ async fn the_replay_script_holds_no_secret_and_stops_when_a_variable_is_unset() 
     )?;
     let dir = tempfile::tempdir()?;
     script.write_to(dir.path())?;
-    let mut secrets: Vec<String> = target
-        .secrets
-        .values()
-        .flatten()
-        .map(|s| s.expose().to_string())
-        .collect();
-    secrets.extend(target.retired.values().map(|s| s.expose().to_string()));
+    let secrets = target_secrets(&target);
     assert!(secrets.len() >= 4);
     for file in walk(dir.path()) {
         let bytes = std::fs::read(&file)?;
@@ -590,20 +583,4 @@ async fn under_every_profile_genuine_requests_verify_and_forgeries_do_not() -> T
         server.await?;
     }
     Ok(())
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
 }

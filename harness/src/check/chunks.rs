@@ -354,17 +354,18 @@ fn missing(field: &str) -> String {
 impl RawLine<'_> {
     /// Folds the line into `fold`; the error names the missing field.
     fn fold(&self, line: u64, fold: &mut Aggregator) -> Result<(), String> {
-        let need =
-            |v: &Option<Cow<'_, str>>, f: &str| v.as_deref().map(|_| ()).ok_or_else(|| missing(f));
+        fn need<'s>(v: &'s Option<Cow<'_, str>>, field: &str) -> Result<&'s str, String> {
+            v.as_deref().ok_or_else(|| missing(field))
+        }
         match self.kind.as_ref() {
             "attempt" => {
-                need(&self.delivery, "delivery")?;
-                need(&self.key, "key")?;
-                need(&self.account, "account")?;
+                let delivery = need(&self.delivery, "delivery")?;
+                let key = need(&self.key, "key")?;
+                let account = need(&self.account, "account")?;
                 let view = AttemptView {
-                    delivery: self.delivery.as_deref().unwrap_or_default(),
-                    key: self.key.as_deref().unwrap_or_default(),
-                    account: self.account.as_deref().unwrap_or_default(),
+                    delivery,
+                    key,
+                    account,
                     job: self.job.as_deref(),
                     attempt: self.attempt.ok_or_else(|| missing("attempt"))?,
                     faults: self.faults.iter().map(|f| FaultTag::parse(f)).collect(),
@@ -384,15 +385,15 @@ impl RawLine<'_> {
                 fold.attempt(line, &view);
             }
             "provider" => {
-                need(&self.key, "key")?;
-                need(&self.account, "account")?;
-                need(&self.created_at, "created_at")?;
+                let key = need(&self.key, "key")?;
+                let account = need(&self.account, "account")?;
+                let created_at = need(&self.created_at, "created_at")?;
                 let view = ProviderView {
-                    account: self.account.as_deref().unwrap_or_default(),
-                    key: self.key.as_deref().unwrap_or_default(),
+                    account,
+                    key,
                     job: self.job.as_deref(),
                     task_status: self.task_status.ok_or_else(|| missing("task_status"))?,
-                    created_at: self.created_at.as_deref().unwrap_or_default(),
+                    created_at,
                 };
                 fold.provider(line, &view);
             }
