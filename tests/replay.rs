@@ -100,8 +100,24 @@ fn mixed_plan() -> (Plan, Vec<String>, Vec<String>) {
     (plan, genuine, forged)
 }
 
-/// Writes the plan's script into a new folder and runs it with `env`.
-fn run_script(plan: &Plan, target: &Target, env: &[(&str, String)]) -> (Output, tempfile::TempDir) {
+/// Writes the plan's script into a new folder and runs it with `env`, on a
+/// blocking thread (the receiver answers on the test's runtime).
+async fn run_script(
+    plan: &Plan,
+    target: &Target,
+    env: Vec<(&'static str, String)>,
+) -> (Output, tempfile::TempDir) {
+    let (plan, target) = (plan.clone(), target.clone());
+    tokio::task::spawn_blocking(move || run_script_now(&plan, &target, &env))
+        .await
+        .expect("the script's thread ends")
+}
+
+fn run_script_now(
+    plan: &Plan,
+    target: &Target,
+    env: &[(&str, String)],
+) -> (Output, tempfile::TempDir) {
     let script = replay_script(plan, &target.url, &target.profile, &envs(), target.max_body)
         .expect("the script is made");
     let dir = tempfile::tempdir().expect("tempdir");
@@ -159,11 +175,7 @@ async fn the_replay_script_resends_the_plan_signed_at_run_time_and_forgeries_are
     let (receiver, target) = hookstorm_cli::builtin::start(None, None).await?;
     let (plan, genuine, forged) = mixed_plan();
     let env = secret_env(&target);
-    let (out, _dir) = tokio::task::spawn_blocking({
-        let (plan, target) = (plan.clone(), target.clone());
-        move || run_script(&plan, &target, &env)
-    })
-    .await?;
+    let (out, _dir) = run_script(&plan, &target, env).await;
     let log = text(&out);
     assert!(out.status.success(), "{log}");
     let got = answers(&out);
@@ -224,11 +236,7 @@ async fn the_replay_script_reproduces_a_forgery_accepted_by_a_receiver_that_skip
         hookstorm_cli::builtin::start(Some(Defect::SkipsSignatureCheck), None).await?;
     let (plan, _, forged) = mixed_plan();
     let env = secret_env(&target);
-    let (out, _dir) = tokio::task::spawn_blocking({
-        let (plan, target) = (plan.clone(), target.clone());
-        move || run_script(&plan, &target, &env)
-    })
-    .await?;
+    let (out, _dir) = run_script(&plan, &target, env).await;
     assert!(out.status.success(), "{}", text(&out));
     let st = state(&target).await;
     // The wrong-secret, tampered-body and missing-header forgeries went out
@@ -264,11 +272,7 @@ async fn the_replay_script_sends_waves_in_order_so_a_last_arrival_winner_is_repr
     plan.push_new(&mut rng, "acct_a", older, Intent::Genuine)
         .wave = 1;
     let env = secret_env(&target);
-    let (out, _dir) = tokio::task::spawn_blocking({
-        let (plan, target) = (plan.clone(), target.clone());
-        move || run_script(&plan, &target, &env)
-    })
-    .await?;
+    let (out, _dir) = run_script(&plan, &target, env).await;
     assert!(out.status.success(), "{}", text(&out));
     // Both rows processed: the winner is what the worker made of both.
     let (st, drained) = Probe::from_config(&target.state)?
@@ -318,11 +322,7 @@ async fn the_replay_script_holds_no_secret_and_stops_when_a_variable_is_unset() 
     assert!(script.script.contains(ENV_A) && script.script.contains(ENV_B));
     // Only acct_a's variable is set: the script names the missing one and sends nothing.
     let env = vec![(ENV_A, secrets_csv(&target.secrets["acct_a"]))];
-    let (out, _dir) = tokio::task::spawn_blocking({
-        let (plan, target) = (plan.clone(), target.clone());
-        move || run_script(&plan, &target, &env)
-    })
-    .await?;
+    let (out, _dir) = run_script(&plan, &target, env).await;
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -373,11 +373,7 @@ async fn a_failing_run_is_told_from_its_history_and_its_replay_fails_the_same_wa
     let (receiver, target) =
         hookstorm_cli::builtin::start(Some(Defect::SkipsSignatureCheck), None).await?;
     let env = secret_env(&target);
-    let (out, _dir) = tokio::task::spawn_blocking({
-        let (plan, target) = (plan.clone(), target.clone());
-        move || run_script(&plan, &target, &env)
-    })
-    .await?;
+    let (out, _dir) = run_script(&plan, &target, env).await;
     assert!(out.status.success(), "{}", text(&out));
     let st = state(&target).await;
     let forged: Vec<&str> = i4.evidence.iter().map(|e| e.key.as_str()).collect();
