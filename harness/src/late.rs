@@ -8,6 +8,14 @@
 //! key; a row of an earlier scenario's key found in a later scenario's state
 //! is taken out of that state and kept as a late row of its owner, whose
 //! verdict is then checked again with it (`run` does that at the end).
+//!
+//! A late row is not always a new row. The harness resets the receiver
+//! before every scenario, which also empties the receiver's memory of what
+//! it stored: a redelivery it still had queued then writes a key again that
+//! the owner's own read already held once. Such a row re-stores what the
+//! reset removed; a correct receiver does exactly that. So an owner is
+//! charged, per key, only the most rows that any *one* read held: two rows
+//! of a key prove a duplicate only when they were there at the same time.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -22,9 +30,12 @@ pub struct Owners {
     /// key -> scenario index (rows that carry no account).
     by_key: HashMap<String, usize>,
     /// Per owner: how many rows of each (account, key) it has been judged
-    /// with (its own read plus the late rows taken so far).
-    accounted: HashMap<usize, HashMap<(Option<String>, String), usize>>,
+    /// with, which is the most rows of that key any one read held.
+    judged: HashMap<usize, HashMap<(Option<String>, String), usize>>,
     late: BTreeMap<usize, Vec<InboxRow>>,
+    /// Per owner: rows a later scenario's read held again after the reset
+    /// removed them (not charged).
+    restored: BTreeMap<usize, usize>,
     /// Keys no scenario sent (the preflight's): (account, key) and key alone.
     aside: HashSet<(String, String)>,
     aside_keys: HashSet<String>,
@@ -94,26 +105,18 @@ impl Owners {
 
     /// Takes the rows of earlier scenarios' keys out of scenario `current`'s
     /// state (inbox rows, and the results, winners and effects of those
-    /// keys) and keeps the inbox rows as late rows of their owners; then remembers
-    /// what `current`'s own read saw. Returns how many rows were taken.
+    /// keys) and charges the inbox rows to their owners (see [`Owners`]);
+    /// then remembers what `current`'s own read saw. Returns how many rows
+    /// were taken.
     pub fn take_late(&mut self, current: usize, state: &mut State) -> usize {
-        let mut taken = 0;
+        let mut taken = Vec::new();
         let mut keep = Vec::with_capacity(state.inbox.len());
         for row in std::mem::take(&mut state.inbox) {
             if self.is_aside(row.account.as_deref(), &row.key) {
                 continue;
             }
             match self.owner(&row) {
-                Some(owner) if owner < current => {
-                    taken += 1;
-                    *self
-                        .accounted
-                        .entry(owner)
-                        .or_default()
-                        .entry((row.account.clone(), row.key.clone()))
-                        .or_default() += 1;
-                    self.late.entry(owner).or_default().push(row);
-                }
+                Some(owner) if owner < current => taken.push((owner, row)),
                 _ => keep.push(row),
             }
         }
@@ -123,34 +126,47 @@ impl Owners {
         state.retain_keys(|account, key| {
             !self.earlier(current, account, key) && !self.is_aside(account, key)
         });
-        let seen = self.accounted.entry(current).or_default();
+        let n = taken.len();
+        // This read came after the reset that began `current`: rows within
+        // what an owner was judged with re-store what that reset removed.
+        self.charge(taken, true);
+        let seen = self.judged.entry(current).or_default();
         for r in &state.inbox {
             *seen.entry((r.account.clone(), r.key.clone())).or_default() += 1;
         }
-        taken
+        n
     }
 
     /// After the last scenario: rows of any scenario's keys beyond what that
     /// scenario was judged with are late rows of it.
     pub fn take_final(&mut self, state: &State) {
-        let mut counts: HashMap<(usize, Option<String>, String), usize> = HashMap::new();
-        for row in &state.inbox {
-            let Some(owner) = self.owner(row) else {
-                continue;
-            };
-            let n = counts
-                .entry((owner, row.account.clone(), row.key.clone()))
+        let rows = state
+            .inbox
+            .iter()
+            .filter_map(|row| Some((self.owner(row)?, row.clone())))
+            .collect::<Vec<_>>();
+        // No reset since the last scenario's read: rows within what an
+        // owner was judged with may simply still be there.
+        self.charge(rows, false);
+    }
+
+    /// Charges the rows of one read to their owners: a key's rows beyond
+    /// the most that an earlier read held are late rows; the others are
+    /// the same rows again (counted as restored when a reset came between).
+    fn charge(&mut self, rows: Vec<(usize, InboxRow)>, after_reset: bool) {
+        let mut in_read: HashMap<(usize, Option<String>, String), usize> = HashMap::new();
+        for (owner, row) in rows {
+            let k = (row.account.clone(), row.key.clone());
+            let n = in_read
+                .entry((owner, k.0.clone(), k.1.clone()))
                 .or_default();
             *n += 1;
-            let k = (row.account.clone(), row.key.clone());
-            let seen = self
-                .accounted
-                .get(&owner)
-                .and_then(|m| m.get(&k))
-                .copied()
-                .unwrap_or(0);
-            if *n > seen {
-                self.late.entry(owner).or_default().push(row.clone());
+            let most = self.judged.entry(owner).or_default().entry(k).or_default();
+            if *n > *most {
+                *most = *n;
+                self.late.entry(owner).or_default().push(row);
+            } else if after_reset {
+                *self.restored.entry(owner).or_default() += 1;
             }
         }
     }
@@ -158,6 +174,12 @@ impl Owners {
     /// The late rows found, per owner scenario index.
     pub fn late(&self) -> &BTreeMap<usize, Vec<InboxRow>> {
         &self.late
+    }
+
+    /// Per owner scenario index: rows that a later read held again after
+    /// the harness's reset had removed them, so not charged as new rows.
+    pub fn restored(&self) -> &BTreeMap<usize, usize> {
+        &self.restored
     }
 }
 
@@ -269,5 +291,73 @@ mod tests {
         };
         o.take_final(&end);
         assert_eq!(o.late()[&0], vec![row("tsk_2"), row("tsk_1")]);
+    }
+
+    #[test]
+    fn a_key_written_again_after_the_reset_is_restored_not_a_second_row() {
+        let mut o = Owners::default();
+        o.claim(0, &[attempt("first", "tsk_1")]);
+        o.take_late(
+            0,
+            &mut State {
+                inbox: vec![row("tsk_1")],
+                ..State::default()
+            },
+        );
+        // The reset emptied the inbox; a queued redelivery wrote tsk_1 again.
+        o.claim(1, &[attempt("second", "tsk_2")]);
+        let mut second = State {
+            inbox: vec![row("tsk_2"), row("tsk_1")],
+            ..State::default()
+        };
+        assert_eq!(o.take_late(1, &mut second), 1);
+        assert_eq!(second.inbox, vec![row("tsk_2")]);
+        assert!(!o.late().contains_key(&0), "{:?}", o.late());
+        assert_eq!(o.restored()[&0], 1);
+        // Still there at the end: neither late nor restored again.
+        o.take_final(&State {
+            inbox: vec![row("tsk_2"), row("tsk_1")],
+            ..State::default()
+        });
+        assert!(o.late().is_empty());
+        assert_eq!(o.restored()[&0], 1);
+    }
+
+    #[test]
+    fn two_rows_of_a_key_in_one_later_read_are_charged_as_a_duplicate() {
+        let mut o = Owners::default();
+        o.claim(0, &[attempt("first", "tsk_1")]);
+        o.take_late(
+            0,
+            &mut State {
+                inbox: vec![row("tsk_1")],
+                ..State::default()
+            },
+        );
+        let mut second = State {
+            inbox: vec![row("tsk_1"), row("tsk_1")],
+            ..State::default()
+        };
+        assert_eq!(o.take_late(1, &mut second), 2);
+        assert_eq!(o.late()[&0], vec![row("tsk_1")]);
+        assert_eq!(o.restored()[&0], 1);
+    }
+
+    #[test]
+    fn a_late_key_seen_again_after_the_next_reset_is_charged_once() {
+        let mut o = Owners::default();
+        o.claim(0, &[attempt("first", "tsk_1")]);
+        o.take_late(0, &mut State::default());
+        for later in [1, 2] {
+            o.take_late(
+                later,
+                &mut State {
+                    inbox: vec![row("tsk_1")],
+                    ..State::default()
+                },
+            );
+        }
+        assert_eq!(o.late()[&0], vec![row("tsk_1")]);
+        assert_eq!(o.restored()[&0], 1);
     }
 }

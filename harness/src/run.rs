@@ -273,6 +273,13 @@ pub async fn run_until(
             judge_late_rows(report, r, rows);
         }
     }
+    for (&i, &n) in owners.restored() {
+        if let Some(report) = reports.get_mut(i) {
+            report.notes.push(format!(
+                "{n} row(s) of keys this scenario had already stored were written again after the reset that began a later scenario (redeliveries the receiver still had queued); a reset empties the inbox, so they are not second rows"
+            ));
+        }
+    }
     let interrupted = interrupt.requested();
     if let Some(sup) = supervisor.take() {
         if interrupted {

@@ -55,7 +55,7 @@ const CATALOG: &[&str] = &[
 const PROVIDER_KEY: &str = "foreign-provider-key";
 
 /// How this copy of the receiver behaves.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct Traits {
     /// Acknowledge after a durable enqueue; insert 100–300 ms later.
     queue: bool,
@@ -64,6 +64,12 @@ struct Traits {
     /// Broken: answers 401 to a bad signature, but a job replays rejected
     /// deliveries into the inbox 1.5 s later.
     replays_rejected: bool,
+    /// At-least-once queue: it hands every message to the consumer again
+    /// this many ms after its first hand-over, once per entry.
+    again: &'static [u64],
+    /// Broken: the inbox has no unique key and the consumer inserts every
+    /// message it is handed.
+    keyless: bool,
 }
 
 struct Guide {
@@ -91,25 +97,29 @@ fn open(db: &Path) -> Connection {
     c
 }
 
-fn schema(db: &Path) {
+fn schema(db: &Path, keyless: bool) {
+    let key = if keyless {
+        ""
+    } else {
+        ", primary key (account, task_id)"
+    };
     open(db)
-        .execute_batch(
+        .execute_batch(&format!(
             "create table if not exists webhook_inbox (
                  task_id text not null,
                  account text not null,
                  body text not null,
                  received_at text not null default current_timestamp,
                  processed_at text,
-                 error text,
-                 primary key (account, task_id));
+                 error text{key});
              create table if not exists answers (
                  task_id text not null,
                  account text not null,
                  job_key text,
                  status text not null,
                  created_at text,
-                 primary key (account, task_id));",
-        )
+                 primary key (account, task_id));"
+        ))
         .expect("schema");
 }
 
@@ -117,6 +127,15 @@ fn insert(db: &Connection, account: &str, key: &str, body: &str) -> rusqlite::Re
     db.execute(
         "insert into webhook_inbox (task_id, account, body) values (?1, ?2, ?3)
          on conflict (account, task_id) do nothing",
+        params![key, account, body],
+    )
+    .map(|_| ())
+}
+
+/// The broken consumer's insert: no key to conflict on.
+fn insert_keyless(db: &Connection, account: &str, key: &str, body: &str) -> rusqlite::Result<()> {
+    db.execute(
+        "insert into webhook_inbox (task_id, account, body) values (?1, ?2, ?3)",
         params![key, account, body],
     )
     .map(|_| ())
@@ -148,7 +167,7 @@ fn provider_url(cell: &ProviderUrl) -> Option<String> {
 
 fn start(traits: Traits, dir: &Path, provider: ProviderUrl) -> Guide {
     let db = dir.join("receiver.db");
-    schema(&db);
+    schema(&db, traits.keyless);
     let stop = Arc::new(AtomicBool::new(false));
     let queue: Arc<Mutex<Vec<Queued>>> = Arc::default();
     let journal = Arc::new(Mutex::new(
@@ -216,15 +235,16 @@ fn start(traits: Traits, dir: &Path, provider: ProviderUrl) -> Guide {
                     return Reply::status(204); // the bug: acknowledged, never inserted
                 }
                 let delay = 100 + (n * 37 % 201);
-                queue
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(Queued {
-                        due: Instant::now() + Duration::from_millis(delay),
-                        account,
+                let first = Instant::now() + Duration::from_millis(delay);
+                let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+                for after in std::iter::once(&0).chain(traits.again) {
+                    q.push(Queued {
+                        due: first + Duration::from_millis(*after),
+                        account: account.clone(),
                         key: key.to_string(),
-                        body: raw,
+                        body: raw.clone(),
                     });
+                }
                 return Reply::status(204);
             }
             match insert(&open(&db), &account, key, &raw) {
@@ -248,8 +268,9 @@ fn start(traits: Traits, dir: &Path, provider: ProviderUrl) -> Guide {
                     *q = later;
                     due
                 };
+                let put = if traits.keyless { insert_keyless } else { insert };
                 for i in due {
-                    let _ = insert(&conn, &i.account, &i.key, &i.body);
+                    let _ = put(&conn, &i.account, &i.key, &i.body);
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
@@ -463,8 +484,7 @@ key_env = "FOREIGN_PROVIDER_KEY"
 fn a_guide_receiver_with_a_queue_failed_poison_rows_and_a_429_shy_reconciler_passes_the_catalog() {
     let traits = Traits {
         queue: true,
-        drop_every: None,
-        replays_rejected: false,
+        ..Traits::default()
     };
     for seed in [1, 2, 3, 4, 5] {
         let r = run(traits, CATALOG, seed);
@@ -487,11 +507,7 @@ fn a_guide_receiver_with_a_queue_failed_poison_rows_and_a_429_shy_reconciler_pas
 
 #[test]
 fn a_guide_receiver_inserting_directly_passes_the_catalog() {
-    let traits = Traits {
-        queue: false,
-        drop_every: None,
-        replays_rejected: false,
-    };
+    let traits = Traits::default();
     let r = run(traits, CATALOG, 7);
     assert_eq!(r.code, 0, "{}", r.explain());
 }
@@ -501,7 +517,7 @@ fn a_queue_that_drops_acknowledged_deliveries_is_caught_by_no_loss() {
     let traits = Traits {
         queue: true,
         drop_every: Some(4),
-        replays_rejected: false,
+        ..Traits::default()
     };
     let r = run(traits, &["baseline"], 1);
     assert_eq!(r.code, 1, "{}", r.explain());
@@ -526,11 +542,7 @@ fn a_queue_that_drops_acknowledged_deliveries_is_caught_by_no_loss() {
 
 #[test]
 fn the_reconciler_is_called_until_nothing_is_throttled() -> Result<(), Box<dyn std::error::Error>> {
-    let traits = Traits {
-        queue: false,
-        drop_every: None,
-        replays_rejected: false,
-    };
+    let traits = Traits::default();
     let r = run(traits, &["long-outage-reconcile"], 2);
     assert_eq!(r.code, 0, "{}", r.explain());
     let history = std::fs::read_to_string(r.reports().join("long-outage-reconcile/history.jsonl"))?;
@@ -548,9 +560,8 @@ fn the_reconciler_is_called_until_nothing_is_throttled() -> Result<(), Box<dyn s
 #[test]
 fn a_phantom_that_lands_after_the_read_is_charged_to_its_own_scenario_not_the_next() {
     let traits = Traits {
-        queue: false,
-        drop_every: None,
         replays_rejected: true,
+        ..Traits::default()
     };
     // bad-signature's state is read well within 1.5 s; manual-redelivery
     // runs for seconds after it, so the replayed rows land while it runs.
@@ -575,4 +586,51 @@ fn a_phantom_that_lands_after_the_read_is_charged_to_its_own_scenario_not_the_ne
         notes.contains("landed after this scenario's state was read"),
         "{notes}"
     );
+}
+
+#[test]
+fn an_at_least_once_queue_that_writes_a_key_again_after_the_reset_is_not_charged_a_duplicate() {
+    // Every message is handed over a second time 1.5 s later and inserted
+    // with `on conflict do nothing`: correct. baseline is read well within
+    // 1.5 s, so the second hand-overs land after the reset that began
+    // manual-redelivery, into an empty inbox.
+    let traits = Traits {
+        queue: true,
+        again: &[1500],
+        ..Traits::default()
+    };
+    let r = run(traits, &["baseline", "manual-redelivery"], 3);
+    assert_eq!(r.code, 0, "{}", r.explain());
+    let report = r.report.as_ref().expect("report");
+    let notes = report.scenarios[0].notes.join("\n");
+    assert!(
+        notes.contains("written again after the reset"),
+        "the second hand-overs were not seen: {notes}"
+    );
+}
+
+#[test]
+fn an_at_least_once_queue_without_a_unique_key_is_caught_by_exactly_once_even_after_the_reset() {
+    // The same queue hands every message over twice more, and the inbox has
+    // no key: both copies coexist in the inbox after the reset. (The
+    // receiver also fails manual-redelivery on its own, rightly.)
+    let traits = Traits {
+        queue: true,
+        again: &[1500, 1600],
+        keyless: true,
+        ..Traits::default()
+    };
+    let r = run(traits, &["baseline", "manual-redelivery"], 3);
+    assert_eq!(r.code, 1, "{}", r.explain());
+    assert_eq!(
+        r.verdict("baseline", InvariantId::I2),
+        Some(Verdict::Fail),
+        "{}",
+        r.explain()
+    );
+    // baseline's own read was clean: the rows that landed later failed it.
+    let notes = r.report.as_ref().expect("report").scenarios[0]
+        .notes
+        .join("\n");
+    assert!(notes.contains("pass -> fail"), "{notes}");
 }
