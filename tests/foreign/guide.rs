@@ -268,7 +268,11 @@ fn start(traits: Traits, dir: &Path, provider: ProviderUrl) -> Guide {
                     *q = later;
                     due
                 };
-                let put = if traits.keyless { insert_keyless } else { insert };
+                let put = if traits.keyless {
+                    insert_keyless
+                } else {
+                    insert
+                };
                 for i in due {
                     let _ = put(&conn, &i.account, &i.key, &i.body);
                 }
