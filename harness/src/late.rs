@@ -293,32 +293,28 @@ mod tests {
         assert_eq!(o.late()[&0], vec![row("tsk_2"), row("tsk_1")]);
     }
 
+    /// A state whose inbox holds these keys' rows, in order.
+    fn inbox(keys: &[&str]) -> State {
+        State {
+            inbox: keys.iter().map(|k| row(k)).collect(),
+            ..State::default()
+        }
+    }
+
     #[test]
     fn a_key_written_again_after_the_reset_is_restored_not_a_second_row() {
         let mut o = Owners::default();
         o.claim(0, &[attempt("first", "tsk_1")]);
-        o.take_late(
-            0,
-            &mut State {
-                inbox: vec![row("tsk_1")],
-                ..State::default()
-            },
-        );
+        o.take_late(0, &mut inbox(&["tsk_1"]));
         // The reset emptied the inbox; a queued redelivery wrote tsk_1 again.
         o.claim(1, &[attempt("second", "tsk_2")]);
-        let mut second = State {
-            inbox: vec![row("tsk_2"), row("tsk_1")],
-            ..State::default()
-        };
+        let mut second = inbox(&["tsk_2", "tsk_1"]);
         assert_eq!(o.take_late(1, &mut second), 1);
         assert_eq!(second.inbox, vec![row("tsk_2")]);
         assert!(!o.late().contains_key(&0), "{:?}", o.late());
         assert_eq!(o.restored()[&0], 1);
         // Still there at the end: neither late nor restored again.
-        o.take_final(&State {
-            inbox: vec![row("tsk_2"), row("tsk_1")],
-            ..State::default()
-        });
+        o.take_final(&inbox(&["tsk_2", "tsk_1"]));
         assert!(o.late().is_empty());
         assert_eq!(o.restored()[&0], 1);
     }
@@ -327,17 +323,8 @@ mod tests {
     fn two_rows_of_a_key_in_one_later_read_are_charged_as_a_duplicate() {
         let mut o = Owners::default();
         o.claim(0, &[attempt("first", "tsk_1")]);
-        o.take_late(
-            0,
-            &mut State {
-                inbox: vec![row("tsk_1")],
-                ..State::default()
-            },
-        );
-        let mut second = State {
-            inbox: vec![row("tsk_1"), row("tsk_1")],
-            ..State::default()
-        };
+        o.take_late(0, &mut inbox(&["tsk_1"]));
+        let mut second = inbox(&["tsk_1", "tsk_1"]);
         assert_eq!(o.take_late(1, &mut second), 2);
         assert_eq!(o.late()[&0], vec![row("tsk_1")]);
         assert_eq!(o.restored()[&0], 1);
@@ -349,13 +336,7 @@ mod tests {
         o.claim(0, &[attempt("first", "tsk_1")]);
         o.take_late(0, &mut State::default());
         for later in [1, 2] {
-            o.take_late(
-                later,
-                &mut State {
-                    inbox: vec![row("tsk_1")],
-                    ..State::default()
-                },
-            );
+            o.take_late(later, &mut inbox(&["tsk_1"]));
         }
         assert_eq!(o.late()[&0], vec![row("tsk_1")]);
         assert_eq!(o.restored()[&0], 1);
