@@ -3,7 +3,9 @@
 //! Every route but `GET /healthz` needs `Authorization: Bearer <token>`.
 //! `GET /state` returns the `hookstorm::state::State` JSON the harness reads,
 //! as JSON Lines when asked (`Accept: application/x-ndjson` or
-//! `?format=jsonl`), which the harness parses row by row;
+//! `?format=jsonl`), which the harness parses row by row; either form is
+//! streamed from one snapshot of the database as it is read
+//! ([`crate::state_body`]);
 //! `POST /reset`, `POST /setup` and `POST /reconcile` are the companions the
 //! harness calls around a scenario.
 
@@ -11,16 +13,21 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{header, Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Either, Full, Limited};
 use hyper::body::Incoming;
 use serde::Deserialize;
 
-use hookstorm::state::stream::{write_lines, JSON_LINES};
+use hookstorm::state::stream::JSON_LINES;
+use tokio::sync::mpsc;
 
 use crate::handler::reply;
 use crate::reconcile::reconcile;
 use crate::server::App;
-use crate::store::WinnerRule;
+use crate::state_body::StateBody;
+use crate::store::{WinnerRule, FEED_DEPTH};
+
+/// An admin answer: whole, or the state streamed.
+pub type AdminBody = Either<Full<Bytes>, StateBody>;
 
 fn json(status: StatusCode, value: &impl serde::Serialize) -> Response<Full<Bytes>> {
     let body = serde_json::to_vec(value).unwrap_or_default();
@@ -54,16 +61,44 @@ fn wants_lines(req: &Request<Incoming>) -> bool {
     by_query || by_accept
 }
 
-fn lines(state: &hookstorm::state::State) -> Response<Full<Bytes>> {
-    let mut body = Vec::new();
-    if let Err(e) = write_lines(state, &mut body) {
-        return reply(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string());
-    }
-    let mut r = Response::new(Full::new(Bytes::from(body)));
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        header::HeaderValue::from_static(JSON_LINES),
-    );
+/// `GET /state`: starts the store's read and answers once it has begun, so
+/// a database that cannot be read is a 503, not a cut body.
+async fn state(app: &App, lines: bool) -> Response<AdminBody> {
+    let (tx, mut rx) = mpsc::channel(FEED_DEPTH);
+    let store = app.store.clone();
+    let rule = WinnerRule::for_defect(app.config.defect);
+    tokio::spawn(async move {
+        if let Err(e) = store.stream_state(rule, tx.clone()).await {
+            let _ = tx.send(Err(e)).await;
+        }
+    });
+    let first = match rx.recv().await {
+        Some(Ok(first)) => first,
+        Some(Err(e)) => {
+            return reply(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()).map(Either::Left)
+        }
+        None => {
+            return reply(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the state read ended before it began",
+            )
+            .map(Either::Left)
+        }
+    };
+    let body = match StateBody::new(first, rx, lines) {
+        Ok(b) => b,
+        Err(e) => {
+            return reply(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()).map(Either::Left)
+        }
+    };
+    let mut r = Response::new(Either::Right(body));
+    let ct = if lines {
+        JSON_LINES
+    } else {
+        "application/json"
+    };
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, header::HeaderValue::from_static(ct));
     r
 }
 
@@ -88,7 +123,15 @@ struct SetupParams {
 }
 
 /// Answers one admin request.
-pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<AdminBody> {
+    if req.method() == Method::GET && req.uri().path() == "/state" && authorized(&app, &req) {
+        return state(&app, wants_lines(&req)).await;
+    }
+    answer(app, req).await.map(Either::Left)
+}
+
+/// Answers every admin request but an authorized `GET /state`.
+async fn answer(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let path = req.uri().path().to_string();
     let method = req.method().clone();
     if method == Method::GET && path == "/healthz" {
@@ -106,15 +149,6 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
         return r;
     }
     match (method, path.as_str()) {
-        (Method::GET, "/state") => match app
-            .store
-            .state(WinnerRule::for_defect(app.config.defect))
-            .await
-        {
-            Ok(s) if wants_lines(&req) => lines(&s),
-            Ok(s) => json(StatusCode::OK, &s),
-            Err(e) => reply(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
-        },
         (Method::POST, "/reset") => match app.store.reset().await {
             Ok(()) => reply(StatusCode::NO_CONTENT, ""),
             Err(e) => reply(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),

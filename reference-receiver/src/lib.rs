@@ -40,6 +40,7 @@ pub mod pgtest;
 pub mod process;
 pub mod reconcile;
 pub mod server;
+pub mod state_body;
 pub mod store;
 pub mod worker;
 

@@ -47,14 +47,18 @@ pub async fn stopped(rx: &mut watch::Receiver<bool>) {
     let _ = rx.wait_for(|v| *v).await;
 }
 
-type Handler = fn(Arc<App>, Request<Incoming>) -> BoxFuture<'static, Response<Full<Bytes>>>;
+type Handler<B> = fn(Arc<App>, Request<Incoming>) -> BoxFuture<'static, Response<B>>;
 
-async fn serve(
+async fn serve<B>(
     listener: TcpListener,
     app: Arc<App>,
-    handler: Handler,
+    handler: Handler<B>,
     mut shutdown: watch::Receiver<bool>,
-) {
+) where
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {
@@ -128,8 +132,9 @@ pub async fn run(
             stop_rx.clone(),
         ))
     });
-    let hooks: Handler = |app, req| Box::pin(crate::handler::handle(app, req));
-    let admin: Handler = |app, req| Box::pin(crate::admin::handle(app, req));
+    let hooks: Handler<Full<Bytes>> = |app, req| Box::pin(crate::handler::handle(app, req));
+    let admin: Handler<crate::admin::AdminBody> =
+        |app, req| Box::pin(crate::admin::handle(app, req));
     let web = tokio::spawn(serve(listener, app.clone(), hooks, stop_rx.clone()));
     let adm = tokio::spawn(serve(admin_listener, app, admin, stop_rx));
     shutdown.await;

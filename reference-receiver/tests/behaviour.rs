@@ -21,6 +21,7 @@ on_both_stores!(
     sequenced_resource_keeps_the_highest_sequence,
     admin_api_needs_the_token_and_is_not_on_the_webhook_port,
     state_is_served_as_json_lines_when_asked,
+    a_state_of_many_chunks_is_streamed_whole_in_both_forms,
 );
 
 async fn duplicate_delivered_concurrently_is_stored_once(kind: StoreKind) -> Result<()> {
@@ -380,5 +381,55 @@ async fn state_is_served_as_json_lines_when_asked(kind: StoreKind) -> Result<()>
         );
         ensure!(serde_json::from_str::<State>(&text)? == doc);
     }
+    Ok(())
+}
+
+async fn a_state_of_many_chunks_is_streamed_whole_in_both_forms(kind: StoreKind) -> Result<()> {
+    use hookstorm::state::stream::read_lines;
+    use hookstorm::state::State;
+    use hookstorm_receiver::state_body::CHUNK;
+    use hookstorm_receiver::store::{NewDelivery, FEED_BATCH};
+    let Some(t) = start(kind, config()).await? else {
+        return Ok(());
+    };
+    // More rows than a feed batch in every filled section, more bytes than
+    // a chunk: the answer is sent in several pieces.
+    let n = FEED_BATCH * 3 / 2;
+    let ids: Vec<usize> = (0..n).collect();
+    for group in ids.chunks(100) {
+        let inserts = group.iter().map(|i| {
+            let d = Delivery::completed(
+                &format!("tsk_{i:05}"),
+                &format!("job-{}-r{}", i / 2, i % 2 + 1),
+                "2026-11-29T10:00:00Z",
+            );
+            t.rx.store.insert(NewDelivery {
+                account: "acct_a".into(),
+                task_id: d.task_id.clone(),
+                webhook_id: None,
+                body: d.body(),
+            })
+        });
+        for r in futures_util::future::join_all(inserts).await {
+            r?;
+        }
+    }
+    let doc = t.drained().await?;
+    let whole = t.rx.store.state(Default::default()).await?;
+    ensure!(
+        doc == whole,
+        "the streamed document differs from the store's state"
+    );
+    ensure!(doc.inbox.len() == n && doc.results.as_ref().is_some_and(|r| r.len() == n));
+    ensure!(doc.winners.as_ref().is_some_and(|w| w.len() == n / 2));
+    let url = format!("{}/state?format=jsonl", t.rx.admin_url());
+    let (status, _, text) = t.http.send(Method::GET, &url, &t.bearer(), "").await?;
+    ensure!(status == 200, "{status}");
+    ensure!(text.len() > 2 * CHUNK, "{} bytes", text.len());
+    let lines = read_lines(text.as_bytes(), State::default()).map_err(anyhow::Error::msg)?;
+    ensure!(
+        lines == whole,
+        "the streamed lines differ from the store's state"
+    );
     Ok(())
 }

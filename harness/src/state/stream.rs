@@ -504,6 +504,11 @@ impl<W: Write> JsonWriter<W> {
         self.out
     }
 
+    /// The writer, while rows still come (to take what was written so far).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.out
+    }
+
     fn io(e: std::io::Error) -> String {
         e.to_string()
     }
@@ -562,21 +567,41 @@ pub fn write_lines(state: &State, out: &mut impl Write) -> std::io::Result<()> {
             Section::Resources => state.resources.is_some(),
         })
         .collect();
-    serde_json::to_writer(&mut *out, &serde_json::json!({ "sections": sections }))?;
-    out.write_all(b"\n")?;
-    let mut lines = LineWriter(out);
+    let mut lines = LinesWriter::new(out, &sections)?;
     state.replay(&mut lines).map_err(std::io::Error::other)
 }
 
-struct LineWriter<'a, W: Write>(&'a mut W);
+/// Writes the rows it is given as JSON Lines, as they come: the header line
+/// names the sections up front, then one line per row.
+pub struct LinesWriter<W: Write> {
+    out: W,
+}
 
-impl<W: Write> StateSink for LineWriter<'_, W> {
+impl<W: Write> LinesWriter<W> {
+    /// Writes the header line naming `sections` (every section the rows
+    /// will report, empty ones included) to `out`.
+    pub fn new(mut out: W, sections: &[Section]) -> std::io::Result<Self> {
+        serde_json::to_writer(&mut out, &serde_json::json!({ "sections": sections }))?;
+        out.write_all(b"\n")?;
+        Ok(LinesWriter { out })
+    }
+
+    /// The writer, while rows still come (to take what was written so far).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.out
+    }
+}
+
+impl<W: Write> StateSink for LinesWriter<W> {
     fn section(&mut self, _: Section) -> Result<(), String> {
         Ok(())
     }
     fn row(&mut self, row: Row) -> Result<(), String> {
-        serde_json::to_writer(&mut *self.0, &row).map_err(|e| e.to_string())?;
-        self.0.write_all(b"\n").map_err(|e| e.to_string())
+        serde_json::to_writer(&mut self.out, &row).map_err(|e| e.to_string())?;
+        self.out.write_all(b"\n").map_err(|e| e.to_string())
+    }
+    fn finish(&mut self) -> Result<(), String> {
+        self.out.flush().map_err(|e| e.to_string())
     }
 }
 

@@ -11,13 +11,14 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use hookstorm::state::{Effect, InboxRow, ResourceRow, ResultRow, State, Winner};
+use hookstorm::state::stream::{Row, Section};
+use hookstorm::state::{Effect, InboxRow, ResourceRow, ResultRow, Winner};
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_postgres::{Client, NoTls};
 
 use super::{
-    BatchOutcome, Inserted, Keying, NewDelivery, Store, StoreFuture, StoreOptions, WinnerRule,
-    WorkerRules,
+    BatchOutcome, Batcher, FeedSender, Inserted, Keying, NewDelivery, Store, StoreFuture,
+    StoreOptions, WinnerRule, WorkerRules,
 };
 use crate::error::StoreError;
 use crate::failpoint::Point;
@@ -254,77 +255,95 @@ fn winners_sql(rule: WinnerRule) -> &'static str {
     }
 }
 
-async fn read_state(store: &PgStore, rule: WinnerRule) -> Result<State, StoreError> {
-    let c = store.pool.get().await?;
-    let inbox = c
-        .query("select task_id, account, processed_at is not null, error from webhook_inbox order by id", &[])
-        .await?
-        .iter()
-        .map(|r| InboxRow {
-            key: r.get(0),
-            account: r.get(1),
-            processed: r.get(2),
-            error: r.get(3),
-        })
-        .collect();
-    let results = c
-        .query(
-            &format!("select task_id, job_key, status, to_char(created_at at time zone 'UTC', {TIME_TEXT}), account from answers order by account, task_id"),
-            &[],
-        )
-        .await?
-        .iter()
-        .map(|r| ResultRow {
-            task_id: r.get(0),
-            job_key: r.get(1),
-            status: r.get(2),
-            created_at: r.get::<_, Option<String>>(3).map(|t| display_stored(&t)),
-            account: r.get(4),
-        })
-        .collect();
-    let winners = c
-        .query(winners_sql(rule), &[])
-        .await?
-        .iter()
-        .map(|r| Winner {
-            account: r.get(0),
-            job_key: r.get(1),
-            task_id: r.get(2),
-        })
-        .collect();
-    let effects = c
-        .query(
+/// One section's query and how a row of it becomes a state row.
+type SectionQuery<'a> = (Section, &'a str, fn(&tokio_postgres::Row) -> Row);
+
+/// Streams one snapshot of the state (a read-only repeatable-read
+/// transaction) to `tx`, rows as the server sends them.
+async fn stream_state(store: &PgStore, rule: WinnerRule, tx: FeedSender) -> Result<(), StoreError> {
+    use futures_util::TryStreamExt;
+    use tokio_postgres::types::ToSql;
+    let results = format!("select task_id, job_key, status, to_char(created_at at time zone 'UTC', {TIME_TEXT}), account from answers order by account, task_id");
+    let sections: [SectionQuery; 5] = [
+        (
+            Section::Inbox,
+            "select task_id, account, processed_at is not null, error from webhook_inbox order by id",
+            |r| {
+                Row::Inbox(InboxRow {
+                    key: r.get(0),
+                    account: r.get(1),
+                    processed: r.get(2),
+                    error: r.get(3),
+                })
+            },
+        ),
+        (Section::Results, &results, |r| {
+            Row::Results(ResultRow {
+                task_id: r.get(0),
+                job_key: r.get(1),
+                status: r.get(2),
+                created_at: r.get::<_, Option<String>>(3).map(|t| display_stored(&t)),
+                account: r.get(4),
+            })
+        }),
+        (Section::Winners, winners_sql(rule), |r| {
+            Row::Winners(Winner {
+                account: r.get(0),
+                job_key: r.get(1),
+                task_id: r.get(2),
+            })
+        }),
+        (
+            Section::Effects,
             "select task_id, count, account from effects order by account, task_id",
-            &[],
-        )
-        .await?
-        .iter()
-        .map(|r| Effect {
-            key: r.get(0),
-            count: r.get::<_, i64>(1) as u64,
-            account: r.get(2),
-        })
-        .collect();
-    let resources = c
-        .query(
+            |r| {
+                Row::Effects(Effect {
+                    key: r.get(0),
+                    count: r.get::<_, i64>(1) as u64,
+                    account: r.get(2),
+                })
+            },
+        ),
+        (
+            Section::Resources,
             "select resource, sequence, account from resources order by account, resource",
-            &[],
-        )
-        .await?
-        .iter()
-        .map(|r| ResourceRow {
-            resource: r.get(0),
-            sequence: r.get::<_, i64>(1) as u64,
-            account: r.get(2),
-        })
-        .collect();
-    Ok(State {
-        inbox,
-        results: Some(results),
-        winners: Some(winners),
-        effects: Some(effects),
-        resources: Some(resources),
-    })
+            |r| {
+                Row::Resources(ResourceRow {
+                    resource: r.get(0),
+                    sequence: r.get::<_, i64>(1) as u64,
+                    account: r.get(2),
+                })
+            },
+        ),
+    ];
+    let gone = |_| StoreError::Unavailable("the state reader went away".into());
+    let mut c = store.pool.get().await?;
+    let snapshot = c
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await?;
+    let mut batch = Batcher::default();
+    for (section, sql, convert) in sections {
+        let rows = snapshot
+            .query_raw(sql, std::iter::empty::<&(dyn ToSql + Sync)>())
+            .await?;
+        let mut rows = std::pin::pin!(rows);
+        for f in batch.begin(section) {
+            tx.send(Ok(f)).await.map_err(gone)?;
+        }
+        while let Some(r) = rows.try_next().await? {
+            if let Some(f) = batch.push(convert(&r)) {
+                tx.send(Ok(f)).await.map_err(gone)?;
+            }
+        }
+    }
+    if let Some(f) = batch.end() {
+        tx.send(Ok(f)).await.map_err(gone)?;
+    }
+    snapshot.commit().await?;
+    Ok(())
 }
 
 impl Store for PgStore {
@@ -375,8 +394,8 @@ impl Store for PgStore {
         Box::pin(async move { process_batch(self, &rules).await })
     }
 
-    fn state(&self, rule: WinnerRule) -> StoreFuture<'_, State> {
-        Box::pin(read_state(self, rule))
+    fn stream_state(&self, rule: WinnerRule, tx: FeedSender) -> StoreFuture<'_, ()> {
+        Box::pin(stream_state(self, rule, tx))
     }
 
     fn reset(&self) -> StoreFuture<'_, ()> {

@@ -14,13 +14,14 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hookstorm::state::{Effect, InboxRow, ResourceRow, ResultRow, State, Winner};
+use hookstorm::state::stream::{Row, Section};
+use hookstorm::state::{Effect, InboxRow, ResourceRow, ResultRow, Winner};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use tokio::sync::oneshot;
 
 use super::{
-    BatchOutcome, Inserted, Keying, NewDelivery, Store, StoreFuture, StoreOptions, WinnerRule,
-    WorkerRules,
+    BatchOutcome, Batcher, Feed, FeedSender, Inserted, Keying, NewDelivery, Store, StoreFuture,
+    StoreOptions, WinnerRule, WorkerRules,
 };
 use crate::error::StoreError;
 use crate::failpoint::Point;
@@ -295,67 +296,93 @@ fn winners_sql(rule: WinnerRule) -> &'static str {
     }
 }
 
-fn read_state(c: &Connection, rule: WinnerRule) -> Result<State, StoreError> {
-    let inbox = c
-        .prepare("select task_id, account, processed_at is not null, error from webhook_inbox order by rowid")?
-        .query_map([], |r| {
-            Ok(InboxRow {
-                key: r.get(0)?,
-                account: r.get(1)?,
-                processed: r.get(2)?,
-                error: r.get(3)?,
-            })
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
-    let results = c
-        .prepare("select task_id, job_key, status, created_at, account from answers order by account, task_id")?
-        .query_map([], |r| {
-            Ok(ResultRow {
-                task_id: r.get(0)?,
-                job_key: r.get(1)?,
-                status: r.get(2)?,
-                created_at: r.get::<_, Option<String>>(3)?.map(|t| display_stored(&t)),
-                account: r.get(4)?,
-            })
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
-    let winners = c
-        .prepare(winners_sql(rule))?
-        .query_map([], |r| {
-            Ok(Winner {
+/// One section's query and how a row of it becomes a state row.
+type SectionQuery = (
+    Section,
+    &'static str,
+    fn(&rusqlite::Row) -> rusqlite::Result<Row>,
+);
+
+/// Streams one snapshot of the state (a read transaction: WAL keeps it
+/// while writers go on) to `tx`, from this blocking thread.
+fn stream_state(c: &Connection, rule: WinnerRule, tx: &FeedSender) -> Result<(), StoreError> {
+    let sections: [SectionQuery; 5] = [
+        (
+            Section::Inbox,
+            "select task_id, account, processed_at is not null, error from webhook_inbox order by rowid",
+            |r| {
+                Ok(Row::Inbox(InboxRow {
+                    key: r.get(0)?,
+                    account: r.get(1)?,
+                    processed: r.get(2)?,
+                    error: r.get(3)?,
+                }))
+            },
+        ),
+        (
+            Section::Results,
+            "select task_id, job_key, status, created_at, account from answers order by account, task_id",
+            |r| {
+                Ok(Row::Results(ResultRow {
+                    task_id: r.get(0)?,
+                    job_key: r.get(1)?,
+                    status: r.get(2)?,
+                    created_at: r.get::<_, Option<String>>(3)?.map(|t| display_stored(&t)),
+                    account: r.get(4)?,
+                }))
+            },
+        ),
+        (Section::Winners, winners_sql(rule), |r| {
+            Ok(Row::Winners(Winner {
                 account: r.get(0)?,
                 job_key: r.get(1)?,
                 task_id: r.get(2)?,
-            })
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
-    let effects = c
-        .prepare("select task_id, count, account from effects order by account, task_id")?
-        .query_map([], |r| {
-            Ok(Effect {
-                key: r.get(0)?,
-                count: r.get::<_, i64>(1)? as u64,
-                account: r.get(2)?,
-            })
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
-    let resources = c
-        .prepare("select resource, sequence, account from resources order by account, resource")?
-        .query_map([], |r| {
-            Ok(ResourceRow {
-                resource: r.get(0)?,
-                sequence: r.get::<_, i64>(1)? as u64,
-                account: r.get(2)?,
-            })
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(State {
-        inbox,
-        results: Some(results),
-        winners: Some(winners),
-        effects: Some(effects),
-        resources: Some(resources),
-    })
+            }))
+        }),
+        (
+            Section::Effects,
+            "select task_id, count, account from effects order by account, task_id",
+            |r| {
+                Ok(Row::Effects(Effect {
+                    key: r.get(0)?,
+                    count: r.get::<_, i64>(1)? as u64,
+                    account: r.get(2)?,
+                }))
+            },
+        ),
+        (
+            Section::Resources,
+            "select resource, sequence, account from resources order by account, resource",
+            |r| {
+                Ok(Row::Resources(ResourceRow {
+                    resource: r.get(0)?,
+                    sequence: r.get::<_, i64>(1)? as u64,
+                    account: r.get(2)?,
+                }))
+            },
+        ),
+    ];
+    let gone = || StoreError::Unavailable("the state reader went away".into());
+    let send = |f: Feed| tx.blocking_send(Ok(f)).map_err(|_| gone());
+    let snapshot = c.unchecked_transaction()?;
+    let mut batch = Batcher::default();
+    for (section, sql, convert) in sections {
+        let mut stmt = snapshot.prepare(sql)?;
+        let mut rows = stmt.query([])?;
+        for f in batch.begin(section) {
+            send(f)?;
+        }
+        while let Some(r) = rows.next()? {
+            if let Some(f) = batch.push(convert(r)?) {
+                send(f)?;
+            }
+        }
+    }
+    if let Some(f) = batch.end() {
+        send(f)?;
+    }
+    snapshot.commit()?;
+    Ok(())
 }
 
 impl Store for SqliteStore {
@@ -394,8 +421,8 @@ impl Store for SqliteStore {
         Box::pin(self.write(move |c| process_batch(c, &rules)))
     }
 
-    fn state(&self, rule: WinnerRule) -> StoreFuture<'_, State> {
-        Box::pin(self.read(move |c| read_state(c, rule)))
+    fn stream_state(&self, rule: WinnerRule, tx: FeedSender) -> StoreFuture<'_, ()> {
+        Box::pin(self.read(move |c| stream_state(c, rule, &tx)))
     }
 
     fn reset(&self) -> StoreFuture<'_, ()> {

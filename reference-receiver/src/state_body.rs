@@ -1,0 +1,126 @@
+//! The state answer as a streamed HTTP body: rows come from the store's
+//! state stream ([`crate::store::Store::stream_state`]) and leave encoded
+//! (the JSON document, or JSON Lines) in chunks of [`CHUNK`] bytes, so the
+//! receiver serves a million-row state in the memory of a few batches.
+//!
+//! A read that fails midway ends the body with an error: the connection is
+//! cut before the last chunk, so a client sees a broken answer, never a
+//! short state.
+
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use bytes::Bytes;
+use hookstorm::state::stream::{JsonWriter, LinesWriter, Section, StateSink};
+use hyper::body::{Body, Frame};
+use tokio::sync::mpsc;
+
+use crate::error::StoreError;
+use crate::store::Feed;
+
+/// Bytes gathered before a chunk is sent.
+pub const CHUNK: usize = 64 * 1024;
+
+/// The encodings the admin API serves.
+enum Encoder {
+    Json(JsonWriter<Vec<u8>>),
+    Lines(LinesWriter<Vec<u8>>),
+}
+
+impl Encoder {
+    fn sink(&mut self) -> &mut dyn StateSink {
+        match self {
+            Encoder::Json(w) => w,
+            Encoder::Lines(w) => w,
+        }
+    }
+
+    fn buf(&mut self) -> &mut Vec<u8> {
+        match self {
+            Encoder::Json(w) => w.get_mut(),
+            Encoder::Lines(w) => w.get_mut(),
+        }
+    }
+}
+
+/// The body of a `GET /state` answer.
+pub struct StateBody {
+    rx: mpsc::Receiver<Result<Feed, StoreError>>,
+    encoder: Encoder,
+    done: bool,
+}
+
+impl StateBody {
+    /// Encodes what `rx` brings, as JSON Lines when `lines`; `first` is
+    /// the stream's first item, already taken (the caller waits for it to
+    /// know that the read began).
+    pub fn new(
+        first: Feed,
+        rx: mpsc::Receiver<Result<Feed, StoreError>>,
+        lines: bool,
+    ) -> std::io::Result<StateBody> {
+        let buf = Vec::with_capacity(CHUNK);
+        let encoder = if lines {
+            // The receiver always reports every section, empty ones too.
+            Encoder::Lines(LinesWriter::new(buf, &Section::ALL)?)
+        } else {
+            Encoder::Json(JsonWriter::new(buf))
+        };
+        let mut body = StateBody {
+            rx,
+            encoder,
+            done: false,
+        };
+        body.encode(first).map_err(std::io::Error::other)?;
+        Ok(body)
+    }
+
+    fn encode(&mut self, feed: Feed) -> Result<(), String> {
+        let sink = self.encoder.sink();
+        match feed {
+            Feed::Section(s) => sink.section(s),
+            Feed::Rows(rows) => rows.into_iter().try_for_each(|r| sink.row(r)),
+        }
+    }
+
+    fn take(&mut self) -> Frame<Bytes> {
+        let buf = self.encoder.buf();
+        let chunk = std::mem::replace(buf, Vec::with_capacity(CHUNK));
+        Frame::data(Bytes::from(chunk))
+    }
+}
+
+impl Body for StateBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        let this = self.get_mut();
+        loop {
+            if this.encoder.buf().len() >= CHUNK {
+                return Poll::Ready(Some(Ok(this.take())));
+            }
+            if this.done {
+                return Poll::Ready((!this.encoder.buf().is_empty()).then(|| Ok(this.take())));
+            }
+            match ready!(this.rx.poll_recv(cx)) {
+                Some(Ok(feed)) => this.encode(feed).map_err(std::io::Error::other)?,
+                Some(Err(e)) => {
+                    this.done = true;
+                    this.encoder.buf().clear();
+                    return Poll::Ready(Some(Err(std::io::Error::other(e.to_string()))));
+                }
+                None => {
+                    this.encoder
+                        .sink()
+                        .finish()
+                        .map_err(std::io::Error::other)?;
+                    this.done = true;
+                }
+            }
+        }
+    }
+}
