@@ -124,3 +124,91 @@ impl Body for StateBody {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hookstorm::state::stream::Row;
+    use hookstorm::state::InboxRow;
+    use http_body_util::BodyExt;
+
+    fn rows(n: usize) -> Feed {
+        Feed::Rows(
+            (0..n)
+                .map(|i| {
+                    Row::Inbox(InboxRow {
+                        key: format!("tsk_{i:06}"),
+                        account: Some("acct_a".into()),
+                        processed: true,
+                        error: None,
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    /// Serves one answer whose body is fed by `items` over a real socket
+    /// and returns what the client got.
+    async fn fetch(items: Vec<Result<Feed, StoreError>>) -> Result<Bytes, String> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            let (tx, rx) = mpsc::channel(crate::store::FEED_DEPTH);
+            tokio::spawn(async move {
+                for i in items {
+                    if tx.send(i).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            let rx = std::sync::Mutex::new(Some(rx));
+            let svc = hyper::service::service_fn(move |_req| {
+                let mut rx = rx.lock().unwrap().take().expect("one request");
+                async move {
+                    let first = rx.recv().await.unwrap().unwrap();
+                    let body = StateBody::new(first, rx, false).unwrap();
+                    Ok::<_, std::convert::Infallible>(hyper::Response::new(body))
+                }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                .await;
+        });
+        let client =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build_http::<http_body_util::Empty<Bytes>>();
+        let uri: http::Uri = format!("http://{addr}/state").parse().unwrap();
+        let answer = client.get(uri).await.map_err(|e| e.to_string())?;
+        let body = answer.into_body().collect().await;
+        server.abort();
+        body.map(|b| b.to_bytes()).map_err(|e| e.to_string())
+    }
+
+    #[tokio::test]
+    async fn a_state_of_several_chunks_arrives_whole_over_a_socket() {
+        let items = vec![
+            Ok(Feed::Section(Section::Inbox)),
+            Ok(rows(3000)),
+            Ok(rows(3000)),
+        ];
+        let body = fetch(items).await.expect("a whole answer");
+        assert!(body.len() > 2 * CHUNK, "{} bytes", body.len());
+        let state: hookstorm::state::State = serde_json::from_slice(&body).expect("parses");
+        assert_eq!(state.inbox.len(), 6000);
+    }
+
+    #[tokio::test]
+    async fn a_read_that_fails_midway_cuts_the_answer_instead_of_ending_it() {
+        let items = vec![
+            Ok(Feed::Section(Section::Inbox)),
+            Ok(rows(3000)),
+            Err(StoreError::Unavailable("the database went away".into())),
+        ];
+        let got = fetch(items).await;
+        assert!(
+            got.is_err(),
+            "a failed read was served as a complete answer"
+        );
+    }
+}
