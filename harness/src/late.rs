@@ -129,7 +129,7 @@ impl Owners {
         let n = taken.len();
         // This read came after the reset that began `current`: rows within
         // what an owner was judged with re-store what that reset removed.
-        self.charge(taken, true);
+        self.charge(taken.iter().map(|(o, r)| (*o, r)), Since::Reset);
         let seen = self.judged.entry(current).or_default();
         for r in &state.inbox {
             *seen.entry((r.account.clone(), r.key.clone())).or_default() += 1;
@@ -140,32 +140,37 @@ impl Owners {
     /// After the last scenario: rows of any scenario's keys beyond what that
     /// scenario was judged with are late rows of it.
     pub fn take_final(&mut self, state: &State) {
-        let rows = state
+        let rows: Vec<(usize, &InboxRow)> = state
             .inbox
             .iter()
-            .filter_map(|row| Some((self.owner(row)?, row.clone())))
-            .collect::<Vec<_>>();
+            .filter_map(|row| Some((self.owner(row)?, row)))
+            .collect();
         // No reset since the last scenario's read: rows within what an
         // owner was judged with may simply still be there.
-        self.charge(rows, false);
+        self.charge(rows, Since::NoReset);
     }
 
     /// Charges the rows of one read to their owners: a key's rows beyond
     /// the most that an earlier read held are late rows; the others are
     /// the same rows again (counted as restored when a reset came between).
-    fn charge(&mut self, rows: Vec<(usize, InboxRow)>, after_reset: bool) {
-        let mut in_read: HashMap<(usize, Option<String>, String), usize> = HashMap::new();
+    fn charge<'a>(&mut self, rows: impl IntoIterator<Item = (usize, &'a InboxRow)>, since: Since) {
+        // A key has one owner, so the key alone counts its rows in this read.
+        let mut in_read: HashMap<(Option<&str>, &str), usize> = HashMap::new();
         for (owner, row) in rows {
-            let k = (row.account.clone(), row.key.clone());
             let n = in_read
-                .entry((owner, k.0.clone(), k.1.clone()))
+                .entry((row.account.as_deref(), &row.key))
                 .or_default();
             *n += 1;
-            let most = self.judged.entry(owner).or_default().entry(k).or_default();
+            let most = self
+                .judged
+                .entry(owner)
+                .or_default()
+                .entry((row.account.clone(), row.key.clone()))
+                .or_default();
             if *n > *most {
                 *most = *n;
-                self.late.entry(owner).or_default().push(row);
-            } else if after_reset {
+                self.late.entry(owner).or_default().push(row.clone());
+            } else if since == Since::Reset {
                 *self.restored.entry(owner).or_default() += 1;
             }
         }
@@ -181,6 +186,15 @@ impl Owners {
     pub fn restored(&self) -> &BTreeMap<usize, usize> {
         &self.restored
     }
+}
+
+/// What came between an owner's own read and a later read of its keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Since {
+    /// The reset that began a later scenario: the inbox was emptied.
+    Reset,
+    /// Nothing: the rows an owner was judged with may still be there.
+    NoReset,
 }
 
 /// [`Owners::claim`] as a history fold.

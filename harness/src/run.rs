@@ -627,7 +627,7 @@ async fn run_scenario(
         let late = owners.take_late(index, s);
         if late > 0 {
             notes.push(format!(
-                "{late} row(s) of keys an earlier scenario sent landed while this one ran: they are judged with the scenario that sent them, not here"
+                "{late} row(s) of keys an earlier scenario sent were in this one's state: they are not judged here (rows new to the scenario that sent them are judged with it)"
             ));
         }
         if settled == Some(Settled::Stable) {

@@ -24,7 +24,7 @@ use crate::handler::reply;
 use crate::reconcile::reconcile;
 use crate::server::App;
 use crate::state_body::StateBody;
-use crate::store::{WinnerRule, FEED_DEPTH};
+use crate::store::{Feed, WinnerRule, FEED_DEPTH};
 
 /// An admin answer: whole, or the state streamed.
 pub type AdminBody = Either<Full<Bytes>, StateBody>;
@@ -68,9 +68,8 @@ async fn state(app: &App, lines: bool) -> Response<AdminBody> {
     let store = app.store.clone();
     let rule = WinnerRule::for_defect(app.config.defect);
     tokio::spawn(async move {
-        if let Err(e) = store.stream_state(rule, tx.clone()).await {
-            let _ = tx.send(Err(e)).await;
-        }
+        let outcome = store.stream_state(rule, tx.clone()).await;
+        let _ = tx.send(outcome.map(|()| Feed::End)).await;
     });
     let first = match rx.recv().await {
         Some(Ok(first)) => first,

@@ -1,11 +1,12 @@
 //! The state answer as a streamed HTTP body: rows come from the store's
-//! state stream ([`crate::store::Store::stream_state`]) and leave encoded
-//! (the JSON document, or JSON Lines) in chunks of [`CHUNK`] bytes, so the
-//! receiver serves a million-row state in the memory of a few batches.
+//! state stream ([`crate::store::feed`]) and leave encoded (the JSON
+//! document, or JSON Lines) in chunks of at least [`CHUNK`] bytes (up to
+//! one batch of rows more), so the receiver serves a million-row state in
+//! the memory of a few batches.
 //!
-//! A read that fails midway ends the body with an error: the connection is
-//! cut before the last chunk, so a client sees a broken answer, never a
-//! short state.
+//! A read that fails midway, or stops without its end, ends the body with
+//! an error: the connection is cut before the last chunk, so a client sees
+//! a broken answer, never a short state.
 
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
@@ -18,7 +19,7 @@ use tokio::sync::mpsc;
 use crate::error::StoreError;
 use crate::store::Feed;
 
-/// Bytes gathered before a chunk is sent.
+/// Bytes gathered before a chunk is sent (checked after each batch).
 pub const CHUNK: usize = 64 * 1024;
 
 /// The encodings the admin API serves.
@@ -75,12 +76,25 @@ impl StateBody {
         Ok(body)
     }
 
+    /// Encodes one item; [`Feed::End`] closes the document.
     fn encode(&mut self, feed: Feed) -> Result<(), String> {
         let sink = self.encoder.sink();
         match feed {
             Feed::Section(s) => sink.section(s),
             Feed::Rows(rows) => rows.into_iter().try_for_each(|r| sink.row(r)),
+            Feed::End => {
+                self.done = true;
+                sink.finish()
+            }
         }
+    }
+
+    /// Ends the body with an error: nothing more is sent, so the client
+    /// sees the answer cut, not ended.
+    fn fail(&mut self, why: String) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        self.done = true;
+        self.encoder.buf().clear();
+        Poll::Ready(Some(Err(std::io::Error::other(why))))
     }
 
     fn take(&mut self) -> Frame<Bytes> {
@@ -107,19 +121,15 @@ impl Body for StateBody {
                 return Poll::Ready((!this.encoder.buf().is_empty()).then(|| Ok(this.take())));
             }
             match ready!(this.rx.poll_recv(cx)) {
-                Some(Ok(feed)) => this.encode(feed).map_err(std::io::Error::other)?,
-                Some(Err(e)) => {
-                    this.done = true;
-                    this.encoder.buf().clear();
-                    return Poll::Ready(Some(Err(std::io::Error::other(e.to_string()))));
+                Some(Ok(feed)) => {
+                    if let Err(e) = this.encode(feed) {
+                        return this.fail(e);
+                    }
                 }
-                None => {
-                    this.encoder
-                        .sink()
-                        .finish()
-                        .map_err(std::io::Error::other)?;
-                    this.done = true;
-                }
+                Some(Err(e)) => return this.fail(e.to_string()),
+                // No end and no error: the read stopped (panicked, was
+                // cancelled) before its snapshot was whole.
+                None => return this.fail("the state read stopped before its end".into()),
             }
         }
     }
@@ -149,7 +159,7 @@ mod tests {
 
     /// Serves one answer whose body is fed by `items` over a real socket
     /// and returns what the client got.
-    async fn fetch(items: Vec<Result<Feed, StoreError>>) -> Result<Bytes, String> {
+    async fn fetch(items: Vec<Result<Feed, StoreError>>, lines: bool) -> Result<Bytes, String> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let server = tokio::spawn(async move {
@@ -167,7 +177,7 @@ mod tests {
                 let mut rx = rx.lock().unwrap().take().expect("one request");
                 async move {
                     let first = rx.recv().await.unwrap().unwrap();
-                    let body = StateBody::new(first, rx, false).unwrap();
+                    let body = StateBody::new(first, rx, lines).unwrap();
                     Ok::<_, std::convert::Infallible>(hyper::Response::new(body))
                 }
             });
@@ -186,16 +196,28 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_state_of_several_chunks_arrives_whole_over_a_socket() {
-        let items = vec![
-            Ok(Feed::Section(Section::Inbox)),
-            Ok(rows(3000)),
-            Ok(rows(3000)),
-        ];
-        let body = fetch(items).await.expect("a whole answer");
-        assert!(body.len() > 2 * CHUNK, "{} bytes", body.len());
-        let state: hookstorm::state::State = serde_json::from_slice(&body).expect("parses");
-        assert_eq!(state.inbox.len(), 6000);
+    async fn a_state_of_several_chunks_arrives_whole_over_a_socket_in_both_forms() {
+        let items = || {
+            let mut v = vec![
+                Ok(Feed::Section(Section::Inbox)),
+                Ok(rows(3000)),
+                Ok(rows(3000)),
+            ];
+            // Empty sections are reported too.
+            v.extend(Section::ALL[1..].iter().map(|s| Ok(Feed::Section(*s))));
+            v.push(Ok(Feed::End));
+            v
+        };
+        let doc = fetch(items(), false).await.expect("a whole answer");
+        assert!(doc.len() > 2 * CHUNK, "{} bytes", doc.len());
+        let doc: hookstorm::state::State = serde_json::from_slice(&doc).expect("parses");
+        assert_eq!(doc.inbox.len(), 6000);
+        assert_eq!(doc.results, Some(vec![]));
+        let lines = fetch(items(), true).await.expect("a whole answer");
+        let lines =
+            hookstorm::state::stream::read_lines(&lines[..], hookstorm::state::State::default())
+                .expect("parses");
+        assert_eq!(lines, doc);
     }
 
     #[tokio::test]
@@ -205,10 +227,20 @@ mod tests {
             Ok(rows(3000)),
             Err(StoreError::Unavailable("the database went away".into())),
         ];
-        let got = fetch(items).await;
+        let got = fetch(items, false).await;
         assert!(
             got.is_err(),
             "a failed read was served as a complete answer"
         );
+    }
+
+    #[tokio::test]
+    async fn a_read_that_stops_without_its_end_cuts_the_answer() {
+        // What a panicked or cancelled read leaves: the channel closes.
+        let items = || vec![Ok(Feed::Section(Section::Inbox)), Ok(rows(10))];
+        for lines in [false, true] {
+            let got = fetch(items(), lines).await;
+            assert!(got.is_err(), "lines {lines}: a cut read was served whole");
+        }
     }
 }

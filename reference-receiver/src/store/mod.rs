@@ -5,14 +5,13 @@
 //! SQL probe can read a receiver built this way. Methods return boxed
 //! futures so the store can live behind `Arc<dyn Store>`.
 //!
-//! The state is read as a stream ([`Store::stream_state`]): one snapshot of
-//! the database, sent as sections and batches of rows into a bounded
-//! channel, so serving a million-row state never holds it whole.
+//! The state is read as a stream ([`Store::stream_state`], [`feed`]): one
+//! snapshot of the database, sent as sections and batches of rows into a
+//! bounded channel, so serving a million-row state never holds it whole.
 
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use hookstorm::state::stream::{Row, Section, StateSink};
 use hookstorm::state::State;
 use tokio::sync::mpsc;
 
@@ -20,75 +19,14 @@ use crate::defect::Defect;
 use crate::error::StoreError;
 use crate::failpoint::Failpoints;
 
+pub mod feed;
 pub mod postgres;
 pub mod sqlite;
 
+pub use feed::{drain_feed, Batcher, Feed, FeedSender, FEED_BATCH, FEED_DEPTH};
+
 /// A store future.
 pub type StoreFuture<'a, T> = BoxFuture<'a, Result<T, StoreError>>;
-
-/// Rows per [`Feed::Rows`] batch.
-pub const FEED_BATCH: usize = 1024;
-/// Batches a state stream may have in flight before the store waits.
-pub const FEED_DEPTH: usize = 8;
-
-/// Part of a state read, in order: a section begins, then its rows.
-#[derive(Debug)]
-pub enum Feed {
-    /// The section whose rows follow (sent for empty sections too).
-    Section(Section),
-    /// Rows of the section last begun.
-    Rows(Vec<Row>),
-}
-
-/// Where a store sends the state it streams; a read that fails sends its
-/// error last.
-pub type FeedSender = mpsc::Sender<Result<Feed, StoreError>>;
-
-/// Groups the rows of a state read into [`Feed`] batches.
-#[derive(Debug, Default)]
-pub struct Batcher {
-    rows: Vec<Row>,
-}
-
-impl Batcher {
-    /// What to send for section `s` to begin: the rows so far, then it.
-    pub fn begin(&mut self, s: Section) -> impl Iterator<Item = Feed> {
-        self.end().into_iter().chain([Feed::Section(s)])
-    }
-
-    /// Adds a row; returns a full batch to send.
-    pub fn push(&mut self, row: Row) -> Option<Feed> {
-        self.rows.push(row);
-        (self.rows.len() >= FEED_BATCH)
-            .then(|| self.end())
-            .flatten()
-    }
-
-    /// The rows not sent yet.
-    pub fn end(&mut self) -> Option<Feed> {
-        (!self.rows.is_empty()).then(|| Feed::Rows(std::mem::take(&mut self.rows)))
-    }
-}
-
-/// Feeds a state stream into `sink` until the store is done; the store's
-/// error, if its read failed, is returned.
-pub async fn drain_feed(
-    mut rx: mpsc::Receiver<Result<Feed, StoreError>>,
-    sink: &mut impl StateSink,
-) -> Result<(), StoreError> {
-    let bad = |e: String| StoreError::Database(format!("state stream: {e}"));
-    while let Some(item) = rx.recv().await {
-        match item? {
-            Feed::Section(s) => sink.section(s).map_err(bad)?,
-            Feed::Rows(rows) => {
-                for r in rows {
-                    sink.row(r).map_err(bad)?;
-                }
-            }
-        }
-    }
-    sink.finish().map_err(bad)
-}
 
 /// A verified delivery to write to the inbox.
 #[derive(Debug, Clone)]
@@ -256,8 +194,10 @@ pub trait Store: Send + Sync + 'static {
     /// Claims, processes and marks one batch of unprocessed rows.
     fn process_batch(&self, rules: WorkerRules) -> StoreFuture<'_, BatchOutcome>;
     /// Reads one snapshot of the state, winners by `rule`, and sends it to
-    /// `tx` as it reads (every section, each followed by its rows). Waits
-    /// while the channel is full; stops when its receiver is gone.
+    /// `tx` as it reads (every section, each followed by its rows; see
+    /// [`feed`]). Waits while the channel is full; stops when its receiver
+    /// is gone. Returns the read's outcome; [`Feed::End`] or the error is
+    /// the caller's to send.
     fn stream_state(&self, rule: WinnerRule, tx: FeedSender) -> StoreFuture<'_, ()>;
     /// Reads the whole state, winners by `rule` (a [`Store::stream_state`]
     /// collected).
@@ -267,8 +207,10 @@ pub trait Store: Send + Sync + 'static {
             let mut state = State::default();
             let (read, collected) =
                 tokio::join!(self.stream_state(rule, tx), drain_feed(rx, &mut state));
-            read?;
+            // A consumer that fails drops the channel, and the read then
+            // fails for that: the consumer's error is the cause.
             collected?;
+            read?;
             Ok(state)
         })
     }

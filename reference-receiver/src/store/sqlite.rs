@@ -38,6 +38,7 @@ enum Op {
 pub struct SqliteStore {
     tx: Mutex<mpsc::Sender<Op>>,
     read: Arc<Mutex<Connection>>,
+    path: PathBuf,
 }
 
 fn open_conn(path: &PathBuf) -> Result<Connection, StoreError> {
@@ -177,6 +178,7 @@ impl SqliteStore {
         Ok(SqliteStore {
             tx: Mutex::new(tx),
             read: Arc::new(Mutex::new(read)),
+            path,
         })
     }
 
@@ -304,7 +306,9 @@ type SectionQuery = (
 );
 
 /// Streams one snapshot of the state (a read transaction: WAL keeps it
-/// while writers go on) to `tx`, from this blocking thread.
+/// while writers go on) to `tx`, from this blocking thread. Each section's
+/// first row is read before the section is sent, so a database that cannot
+/// be read fails before anything was sent.
 fn stream_state(c: &Connection, rule: WinnerRule, tx: &FeedSender) -> Result<(), StoreError> {
     let sections: [SectionQuery; 5] = [
         (
@@ -369,13 +373,15 @@ fn stream_state(c: &Connection, rule: WinnerRule, tx: &FeedSender) -> Result<(),
     for (section, sql, convert) in sections {
         let mut stmt = snapshot.prepare(sql)?;
         let mut rows = stmt.query([])?;
+        let mut next = rows.next()?;
         for f in batch.begin(section) {
             send(f)?;
         }
-        while let Some(r) = rows.next()? {
+        while let Some(r) = next {
             if let Some(f) = batch.push(convert(r)?) {
                 send(f)?;
             }
+            next = rows.next()?;
         }
     }
     if let Some(f) = batch.end() {
@@ -422,7 +428,18 @@ impl Store for SqliteStore {
     }
 
     fn stream_state(&self, rule: WinnerRule, tx: FeedSender) -> StoreFuture<'_, ()> {
-        Box::pin(self.read(move |c| stream_state(c, rule, &tx)))
+        // A connection of its own: a client that reads slowly holds this
+        // snapshot, never the reader the other queries share.
+        let path = self.path.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                let c = Connection::open(&path)?;
+                c.busy_timeout(Duration::from_secs(5))?;
+                stream_state(&c, rule, &tx)
+            })
+            .await
+            .map_err(|e| StoreError::Database(e.to_string()))?
+        })
     }
 
     fn reset(&self) -> StoreFuture<'_, ()> {
