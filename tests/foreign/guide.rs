@@ -496,12 +496,7 @@ fn a_guide_receiver_with_a_queue_failed_poison_rows_and_a_429_shy_reconciler_pas
         let report = r.report.as_ref().expect("report");
         assert_eq!(report.scenarios.len(), CATALOG.len());
         // The reconciler stopped at a 429 at least once and was called again.
-        let notes = report
-            .scenarios
-            .iter()
-            .find(|s| s.name == "long-outage-reconcile")
-            .map(|s| s.notes.join("\n"))
-            .unwrap_or_default();
+        let notes = r.notes("long-outage-reconcile");
         assert!(
             notes.contains("every final task was stored"),
             "seed {seed}: {notes}"
@@ -585,7 +580,7 @@ fn a_phantom_that_lands_after_the_read_is_charged_to_its_own_scenario_not_the_ne
         "{}",
         r.explain()
     );
-    let notes = report.scenarios[0].notes.join("\n");
+    let notes = r.notes("bad-signature");
     assert!(
         notes.contains("landed after this scenario's state was read"),
         "{notes}"
@@ -605,8 +600,7 @@ fn an_at_least_once_queue_that_writes_a_key_again_after_the_reset_is_not_charged
     };
     let r = run(traits, &["baseline", "manual-redelivery"], 3);
     assert_eq!(r.code, 0, "{}", r.explain());
-    let report = r.report.as_ref().expect("report");
-    let notes = report.scenarios[0].notes.join("\n");
+    let notes = r.notes("baseline");
     assert!(
         notes.contains("written again after the reset"),
         "the second hand-overs were not seen: {notes}"
@@ -633,8 +627,6 @@ fn an_at_least_once_queue_without_a_unique_key_is_caught_by_exactly_once_even_af
         r.explain()
     );
     // baseline's own read was clean: the rows that landed later failed it.
-    let notes = r.report.as_ref().expect("report").scenarios[0]
-        .notes
-        .join("\n");
+    let notes = r.notes("baseline");
     assert!(notes.contains("pass -> fail"), "{notes}");
 }

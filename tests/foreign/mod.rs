@@ -55,6 +55,16 @@ impl ForeignRun {
         crate::common::verdict(self.report.as_ref()?, scenario, id)
     }
 
+    /// A scenario's notes, one per line (empty when it did not run).
+    pub fn notes(&self, scenario: &str) -> String {
+        self.report
+            .iter()
+            .flat_map(|r| &r.scenarios)
+            .find(|s| s.name == scenario)
+            .map(|s| s.notes.join("\n"))
+            .unwrap_or_default()
+    }
+
     /// The scenario's overall verdict.
     pub fn scenario_verdict(&self, scenario: &str) -> Option<Verdict> {
         let r = self.report.as_ref()?;

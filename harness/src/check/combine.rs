@@ -45,14 +45,9 @@ impl Aggregator {
             sequenced,
             ..
         } = later;
-        let shift = |line: u32| {
-            if line == 0 {
-                0
-            } else {
-                line32(u64::from(line) + base)
-            }
-        };
         let moved = |line: u32| line32(u64::from(line) + base);
+        // For the optional lines, where 0 means none.
+        let shift = |line: u32| if line == 0 { 0 } else { moved(line) };
         let ids: Vec<u32> = (0..strings.len() as u32)
             .map(|id| self.strings.intern(strings.name(id)))
             .collect();

@@ -156,9 +156,9 @@ pub(crate) fn processed_once(
     let mut bad_effects = 0usize;
     let effects = view.rows.effects.is_some();
     // A key stored twice is I2's finding; its effect count is judged once:
-    // a bit per record (a set of pairs was 19 MB at a million keys), and a
+    // a flag per record (a set of pairs was 19 MB at a million keys), and a
     // set of keys for the rows without an account.
-    let mut judged = vec![0u64; agg.keys.len().div_ceil(64)];
+    let mut judged = vec![false; agg.keys.len()];
     let mut judged_anonymous: FxHashSet<u32> = Default::default();
     for (n, row) in rows.iter().enumerate() {
         let aggs = aggs_for_row(agg, view, n);
@@ -188,12 +188,8 @@ pub(crate) fn processed_once(
         let first_judgement = if row.account == NONE {
             judged_anonymous.insert(row.key)
         } else {
-            agg.slot_of(row.account, row.key).is_none_or(|i| {
-                let (word, bit) = (i / 64, 1u64 << (i % 64));
-                let first = judged[word] & bit == 0;
-                judged[word] |= bit;
-                first
-            })
+            agg.slot_of(row.account, row.key)
+                .is_none_or(|i| !std::mem::replace(&mut judged[i], true))
         };
         if !first_judgement {
             continue;
