@@ -32,19 +32,24 @@ pub enum Need {
     Provider,
     /// `setup` and `reconcile` hooks in `[state]`.
     Hooks,
+    /// A provider that has the kind of delivery the scenario sends (test
+    /// deliveries under a profile whose provider sends none). No target can
+    /// meet it, so `--require-all` does not count it.
+    Profile,
     /// A state that reports sequenced resources.
     Resources,
 }
 
 impl Need {
     /// Every need, in the order reports list them.
-    pub const ALL: [Need; 7] = [
+    pub const ALL: [Need; 8] = [
         Need::Accounts,
         Need::Lifecycle,
         Need::Worker,
         Need::Database,
         Need::Provider,
         Need::Hooks,
+        Need::Profile,
         Need::Resources,
     ];
 
@@ -57,6 +62,7 @@ impl Need {
             Need::Database => "[database]",
             Need::Provider => "[provider]",
             Need::Hooks => "setup and reconcile hooks",
+            Need::Profile => "a provider with test deliveries",
             Need::Resources => "resources in the state",
         }
     }
@@ -91,6 +97,13 @@ impl Skip {
             reason,
             invariants: invariants(scenario),
         }
+    }
+
+    /// Whether `--require-all` turns this skip into a failure: every unmet
+    /// need a target could meet does; a delivery the provider does not have
+    /// ([`Need::Profile`]) does not.
+    pub fn fails_require_all(&self) -> bool {
+        matches!(self.need, Some(n) if n != Need::Profile)
     }
 
     /// A scenario the run did not reach because it stopped (`label`: the
@@ -195,6 +208,9 @@ pub fn unmet(
     probe: &Probe,
     facts: &TargetFacts,
 ) -> Option<Skip> {
+    if let Some(reason) = profile_unmet(scenario, target) {
+        return Some(Skip::need(scenario, Need::Profile, reason));
+    }
     let missing: Vec<&String> = scenario
         .accounts
         .iter()
@@ -247,6 +263,20 @@ pub fn unmet(
         ));
     }
     None
+}
+
+/// Why the target's provider has no such thing as what `scenario` sends,
+/// if it has none ([`crate::excuse::TestDelivery`] decides).
+fn profile_unmet(scenario: &Scenario, target: &Target) -> Option<String> {
+    let p = &target.profile;
+    let none = p.body_template.is_none()
+        && crate::excuse::TestDelivery::of(p.body) == crate::excuse::TestDelivery::None;
+    (none && scenario.workload.test_deliveries > 0).then(|| {
+        format!(
+            "the {} profile's provider sends no test deliveries (its test-mode events are ordinary events, processed like any other), so there is nothing to judge",
+            p.name
+        )
+    })
 }
 
 /// What ran in a run, for the coverage line.

@@ -12,9 +12,17 @@
 //! inside the window only when it started after the window opened and got
 //! an HTTP answer before it closed, so an answer to a request the receiver
 //! had already handled before the cut never counts.
+//!
+//! The receiver's own downtime is a second window: the nemesis marks it
+//! [`TrafficGauge::receiver_down`] just before it kills the receiver and
+//! [`TrafficGauge::receiver_up`] once the restarted one is ready. An
+//! exchange that overlaps it and got no answer was cut off by the harness,
+//! not by the receiver ([`Ticket::overlaps_down`]). The last restart's
+//! moment tells the run which acknowledgements came before it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
@@ -28,6 +36,11 @@ pub struct TrafficGauge {
     window: AtomicU64,
     window_answered: AtomicU64,
     window_acks: AtomicU64,
+    /// Even: the receiver is up; odd: the harness has it down (killed and
+    /// not yet ready again). Bumped at each change.
+    down: AtomicU64,
+    /// When the receiver last became ready again after a kill.
+    last_restart: Mutex<Option<Instant>>,
     /// A moving average of answer latencies, in microseconds (0: none yet).
     latency_us: AtomicU64,
     started: Notify,
@@ -48,6 +61,7 @@ pub struct WindowCount {
 pub struct Ticket<'a> {
     gauge: &'a TrafficGauge,
     window: u64,
+    down: u64,
 }
 
 impl TrafficGauge {
@@ -60,11 +74,40 @@ impl TrafficGauge {
     pub fn begin(&self) -> Ticket<'_> {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         let window = self.window.load(Ordering::SeqCst);
+        let down = self.down.load(Ordering::SeqCst);
         self.started.notify_waiters();
         Ticket {
             gauge: self,
             window,
+            down,
         }
+    }
+
+    /// The harness is about to take the receiver down (a kill).
+    pub fn receiver_down(&self) {
+        let d = self.down.load(Ordering::SeqCst);
+        if d & 1 == 0 {
+            self.down.store(d + 1, Ordering::SeqCst);
+        }
+    }
+
+    /// The receiver the harness took down is ready again; `restarted` when
+    /// it is a new process (a kill), not a paused one resumed.
+    pub fn receiver_up(&self, restarted: bool) {
+        let d = self.down.load(Ordering::SeqCst);
+        if d & 1 == 1 {
+            self.down.store(d + 1, Ordering::SeqCst);
+            if restarted {
+                *self.last_restart.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some(Instant::now());
+            }
+        }
+    }
+
+    /// When a new receiver process last became ready after the harness
+    /// killed the one before, if it ever did.
+    pub fn last_restart(&self) -> Option<Instant> {
+        *self.last_restart.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Exchanges in flight now.
@@ -131,6 +174,12 @@ impl Ticket<'_> {
     /// exchange ran: open when it started, or opened or closed since.
     pub fn overlaps_window(&self) -> bool {
         self.window & 1 == 1 || self.gauge.window.load(Ordering::SeqCst) != self.window
+    }
+
+    /// Whether the harness had the receiver down (killed, not yet ready
+    /// again) at any time while this exchange ran.
+    pub fn overlaps_down(&self) -> bool {
+        self.down & 1 == 1 || self.gauge.down.load(Ordering::SeqCst) != self.down
     }
 
     /// The exchange got an HTTP answer after `latency`; `ack` when the
@@ -204,6 +253,22 @@ mod tests {
         g.open_window();
         first.answered(true, MS);
         assert_eq!(g.window_count(), WindowCount::default());
+    }
+
+    #[test]
+    fn only_exchanges_that_overlap_the_receivers_downtime_overlap_it() {
+        let g = TrafficGauge::new();
+        let before = g.begin();
+        assert!(!before.overlaps_down());
+        g.receiver_down();
+        let during = g.begin();
+        assert!(before.overlaps_down() && during.overlaps_down());
+        assert!(g.last_restart().is_none());
+        g.receiver_up(true);
+        assert!(g.last_restart().is_some());
+        let after = g.begin();
+        assert!(during.overlaps_down());
+        assert!(!after.overlaps_down());
     }
 
     #[tokio::test]

@@ -27,7 +27,9 @@
 //!   faults each attempt carries.
 //! - [`probe`]: reads the receiver's state ([`state`]) over HTTP, SQL or a command.
 //! - [`check`]: the invariants I1–I9 over history and state, worded by
-//!   [`vocabulary`] (a profile's words for identity, object and order).
+//!   [`vocabulary`] (a profile's words for identity, object and order);
+//!   [`excuse`] is the one table of what each fault excuses, when a fault
+//!   counts as exercised, and what each provider does after a failure.
 //! - [`report`]: report.json, junit.xml, summary.md and the console table.
 //!
 //! Around it:
@@ -61,6 +63,7 @@ mod decimal;
 pub mod delivery;
 pub mod envelope;
 pub mod error;
+pub mod excuse;
 pub mod exit;
 pub mod explicit;
 pub mod fault;

@@ -441,6 +441,7 @@ fn skipped_report(scenario: &Scenario, opts: &RunOptions, skip: Skip) -> Scenari
             results: Vec::new(),
             counts: Default::default(),
             dead_letters: Vec::new(),
+            observations: Vec::new(),
         },
         reproduce: reproduce_command(opts, scenario),
         duration_s: 0.0,
@@ -575,10 +576,31 @@ async fn run_scenario(
                 let _ = done_tx.send(true);
                 r
             };
-            let (sent, acted) = tokio::join!(send, nemesis::nemesis(sup, &plan, &gauge, done_rx));
+            let (mut sent, acted) =
+                tokio::join!(send, nemesis::nemesis(sup, &plan, &gauge, done_rx));
             actions.merge(acted);
             if let Err(e) = nemesis::finish(sup, &plan).await {
                 actions.errors.push(e.to_string());
+            }
+            // Once the kills are over, events acknowledged before the last
+            // restart come again (and, without automatic retries, what the
+            // kills left dead), as a real provider sends them.
+            if let Ok(summary) = &mut sent {
+                let recovery = crate::excuse::Recovery::of(&target.profile);
+                if let Some(again) =
+                    nemesis::redeliveries(&plan, summary, gauge.last_restart(), recovery)
+                {
+                    let redo = SendConfig {
+                        gauge: None,
+                        spread: None,
+                        first_round: 1,
+                        ..cfg.clone()
+                    };
+                    match sender::send(&again, &redo, &sink).await {
+                        Ok(more) => summary.merge(more),
+                        Err(e) => actions.errors.push(format!("redelivery after the kills: {e}")),
+                    }
+                }
             }
             sup.detach();
             (sent, Some(actions))
@@ -643,10 +665,12 @@ async fn run_scenario(
     }
     let probe_error = state.as_ref().err().map(|e| e.to_string());
     let mut unexercised = None;
+    let mut observations = Vec::new();
     if let Some(acts) = &actions {
         let tally = state.as_ref().ok().map(|s| kills.finish(s));
         notes.push(nemesis::note(acts, tally.as_ref()));
         unexercised = nemesis::not_exercised(&plan, acts, tally.as_ref());
+        observations = nemesis::observations(&plan, acts, tally.as_ref());
     }
     let state_ref = match &state {
         Ok(s) => Ok(s),
@@ -661,11 +685,16 @@ async fn run_scenario(
         check.not_exercised(reason);
         notes.push(format!("not exercised: {reason}"));
     }
+    for o in &observations {
+        notes.push(format!("informational: {o}"));
+    }
+    check.observations = observations.clone();
     let recheck = state.is_ok().then(|| Recheck {
         history: history_path.clone(),
         state: state_path.clone(),
         opts: check_opts,
         not_exercised: unexercised,
+        observations,
     });
     if !drained {
         notes.push(format!(
@@ -714,6 +743,8 @@ struct Recheck {
     opts: CheckOptions,
     /// Why the scenario's fault met no traffic, if it did not.
     not_exercised: Option<String>,
+    /// What the faults showed that is no failure.
+    observations: Vec<String>,
 }
 
 /// Judges a scenario again with the rows that landed after its state was
@@ -738,6 +769,7 @@ fn judge_late_rows(report: &mut ScenarioReport, r: &Recheck, rows: &[crate::stat
     if let Some(reason) = &r.not_exercised {
         report.check.not_exercised(reason);
     }
+    report.check.observations = r.observations.clone();
     let keys: Vec<&str> = rows.iter().take(5).map(|r| r.key.as_str()).collect();
     report.notes.push(format!(
         "{} row(s) landed after this scenario's state was read ({}{}); judged again with them: {} -> {}",

@@ -4,17 +4,18 @@
 //! `duplicate-concurrent:2/5`, `front:503`, …) so the format does not
 //! change; [`FaultTag::parse`] reads them back and the checker asks a tag
 //! what it means instead of matching substrings. Two questions matter to
-//! verdicts:
+//! verdicts, and both are answered by the one table of what a fault
+//! excuses ([`crate::excuse::RULES`]):
 //!
-//! - [`FaultTag::excuses_slowness`]: only the harness holding or stalling
-//!   the request itself makes a slow answer expected. A rotation, a tamper
-//!   or a concurrent copy excuses nothing.
-//! - [`FaultTag::answered_by_harness`]: the attempt never got an answer
-//!   from the receiver because the harness answered it (its front refusing
-//!   or redirecting by design) or never sent it (held back). Such an attempt
-//!   cannot count against the receiver's acknowledgements (I9); nor can
-//!   an attempt that ran while the harness had the receiver's database cut
-//!   ([`FaultTag::explains_missing_ack`]).
+//! - [`FaultTag::excuses_slowness`]: the harness holding or stalling the
+//!   request, its database cut or its receiver down makes a slow answer
+//!   (or none) expected. A rotation, a tamper or a concurrent copy excuses
+//!   nothing.
+//! - [`FaultTag::explains_missing_ack`]: the attempt never got the
+//!   receiver's 2xx because the harness answered it (its front refusing or
+//!   redirecting by design), never sent it (held back), had the database
+//!   cut or the receiver down. Such an attempt cannot count against the
+//!   receiver's acknowledgements (I9).
 //!
 //! [`FaultName`] does the same for the `fault` of a history's fault line
 //! (an action on the stream or the processes as a whole): the verbs the
@@ -61,6 +62,9 @@ pub enum FaultTag {
     FrontUpstreamUnreachable,
     /// The harness had the receiver's database cut while the attempt ran.
     DatabaseCut,
+    /// The harness had the receiver down (killed or paused, not yet ready
+    /// again) while the attempt ran, and it got no answer.
+    ReceiverDown,
     /// Both halves of a bench's reordered pair (the newer task sent first).
     Reorder,
     /// A tag this version does not know (kept verbatim).
@@ -82,6 +86,7 @@ const FRONT_DELAY: &str = "front:delay";
 const FRONT_STALL: &str = "front:stall-body";
 const FRONT_UNREACHABLE: &str = "front:upstream-unreachable";
 const DATABASE_CUT: &str = "cut-database";
+const RECEIVER_DOWN: &str = "receiver-down";
 const REORDER: &str = "reorder";
 
 impl FaultTag {
@@ -99,6 +104,7 @@ impl FaultTag {
             FRONT_STALL => return FaultTag::FrontStall,
             FRONT_UNREACHABLE => return FaultTag::FrontUpstreamUnreachable,
             DATABASE_CUT => return FaultTag::DatabaseCut,
+            RECEIVER_DOWN => return FaultTag::ReceiverDown,
             _ => {}
         }
         if let Some(rest) = s.strip_prefix(CONCURRENT).and_then(|r| r.strip_prefix(':')) {
@@ -120,31 +126,64 @@ impl FaultTag {
         FaultTag::Other(s.to_string())
     }
 
-    /// Whether this fault makes a slow answer (or none in time) expected:
-    /// the harness itself held or stalled the request.
+    /// Whether this fault makes a slow answer (or none in time) expected,
+    /// as [`crate::excuse::RULES`] decides for I7.
     pub fn excuses_slowness(&self) -> bool {
-        matches!(self, FaultTag::FrontDelay | FaultTag::FrontStall)
-    }
-
-    /// Whether the harness, not the receiver, produced this attempt's
-    /// answer (or sent nothing at all): its front refusing or redirecting
-    /// by design, stalling the upload, or a held-back attempt.
-    pub fn answered_by_harness(&self) -> bool {
-        matches!(
-            self,
-            FaultTag::HoldBack
-                | FaultTag::FrontRedirect
-                | FaultTag::FrontStatus(_)
-                | FaultTag::FrontStall
-        )
+        crate::excuse::excused(self, crate::check::InvariantId::I7)
     }
 
     /// Whether a fault the harness injected on purpose explains that this
-    /// attempt was not acknowledged: the harness answered it itself, or it
-    /// ran while the harness had the receiver's database cut (a 5xx then is
-    /// the right answer). Such attempts do not count against I9.
+    /// attempt was not acknowledged, as [`crate::excuse::RULES`] decides for
+    /// I9: the harness answered it itself, never sent it, had the
+    /// receiver's database cut or the receiver down.
     pub fn explains_missing_ack(&self) -> bool {
-        self.answered_by_harness() || matches!(self, FaultTag::DatabaseCut)
+        crate::excuse::excused(self, crate::check::InvariantId::I9)
+    }
+
+    /// The tag as the history writes it, its variable parts named
+    /// (`front:<status>`): how [`crate::excuse::RULES`] refers to it.
+    pub fn pattern(&self) -> &'static str {
+        match self {
+            FaultTag::ConcurrentCopy { .. } => "duplicate-concurrent:<k>/<n>",
+            FaultTag::Replay => REPLAY,
+            FaultTag::FreshId => FRESH_ID,
+            FaultTag::Redeliver => REDELIVER,
+            FaultTag::HoldBack => HOLD_BACK,
+            FaultTag::DropAck => DROP_ACK,
+            FaultTag::Tamper(_) => "tamper:<kind>",
+            FaultTag::Rotation(_) => "rotation:<mode>",
+            FaultTag::FrontRedirect => FRONT_REDIRECT,
+            FaultTag::FrontStatus(_) => "front:<status>",
+            FaultTag::FrontDelay => FRONT_DELAY,
+            FaultTag::FrontStall => FRONT_STALL,
+            FaultTag::FrontUpstreamUnreachable => FRONT_UNREACHABLE,
+            FaultTag::DatabaseCut => DATABASE_CUT,
+            FaultTag::ReceiverDown => RECEIVER_DOWN,
+            FaultTag::Reorder => REORDER,
+            FaultTag::Other(_) => "<other>",
+        }
+    }
+
+    /// One tag of every kind the harness writes.
+    pub fn examples() -> Vec<FaultTag> {
+        vec![
+            FaultTag::ConcurrentCopy { k: 1, n: 2 },
+            FaultTag::Replay,
+            FaultTag::FreshId,
+            FaultTag::Redeliver,
+            FaultTag::HoldBack,
+            FaultTag::DropAck,
+            FaultTag::Tamper("bad-mac".into()),
+            FaultTag::Rotation("old".into()),
+            FaultTag::FrontRedirect,
+            FaultTag::FrontStatus(503),
+            FaultTag::FrontDelay,
+            FaultTag::FrontStall,
+            FaultTag::FrontUpstreamUnreachable,
+            FaultTag::DatabaseCut,
+            FaultTag::ReceiverDown,
+            FaultTag::Reorder,
+        ]
     }
 
     /// Whether the attempt repeats a delivery the receiver may already hold
@@ -177,6 +216,7 @@ impl fmt::Display for FaultTag {
             FaultTag::FrontStall => f.write_str(FRONT_STALL),
             FaultTag::FrontUpstreamUnreachable => f.write_str(FRONT_UNREACHABLE),
             FaultTag::DatabaseCut => f.write_str(DATABASE_CUT),
+            FaultTag::ReceiverDown => f.write_str(RECEIVER_DOWN),
             FaultTag::Reorder => f.write_str(REORDER),
             FaultTag::Other(s) => f.write_str(s),
         }
@@ -331,6 +371,7 @@ mod tests {
             FaultTag::FrontStall,
             FaultTag::FrontUpstreamUnreachable,
             FaultTag::DatabaseCut,
+            FaultTag::ReceiverDown,
             FaultTag::Reorder,
             FaultTag::Other("something-new".into()),
         ];
@@ -343,7 +384,7 @@ mod tests {
     }
 
     #[test]
-    fn only_holding_or_stalling_excuses_a_slow_answer() {
+    fn only_the_harness_holding_stalling_or_cutting_excuses_a_slow_answer() {
         for s in [
             "rotation:old+new",
             "tamper:bad-signature",
@@ -355,16 +396,24 @@ mod tests {
         }
         assert!(FaultTag::parse(FRONT_DELAY).excuses_slowness());
         assert!(FaultTag::parse(FRONT_STALL).excuses_slowness());
+        assert!(FaultTag::parse(DATABASE_CUT).excuses_slowness());
+        assert!(FaultTag::parse(RECEIVER_DOWN).excuses_slowness());
     }
 
     #[test]
-    fn the_fronts_own_answers_are_not_the_receivers() {
-        assert!(FaultTag::parse("front:503").answered_by_harness());
-        assert!(FaultTag::parse("redirect").answered_by_harness());
-        assert!(FaultTag::parse("hold-back").answered_by_harness());
-        assert!(!FaultTag::parse(FRONT_UNREACHABLE).answered_by_harness());
-        assert!(!FaultTag::parse(FRONT_DELAY).answered_by_harness());
-        assert!(!FaultTag::parse("duplicate-replay").answered_by_harness());
+    fn the_harnesss_own_answers_and_outages_are_not_the_receivers() {
+        for s in [
+            "front:503",
+            "redirect",
+            "hold-back",
+            "cut-database",
+            "receiver-down",
+        ] {
+            assert!(FaultTag::parse(s).explains_missing_ack(), "{s}");
+        }
+        assert!(!FaultTag::parse(FRONT_UNREACHABLE).explains_missing_ack());
+        assert!(!FaultTag::parse(FRONT_DELAY).explains_missing_ack());
+        assert!(!FaultTag::parse("duplicate-replay").explains_missing_ack());
     }
 
     #[test]

@@ -18,6 +18,10 @@
 //! the cut now holds until the 5 s pool wait has run out. And a pool that
 //! waits longer than the cut's bound (30 s, psycopg_pool's default) sees
 //! nothing of the cut: the scenario is then unknown, never a silent pass.
+//! A receiver with no statement timeout at all (the default of most
+//! drivers) hangs on a silent database until the provider gives up: its
+//! timeouts met the cut, so it is judged after the restore, and the hang is
+//! reported as an observation, below a failure.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -77,6 +81,9 @@ struct PgPool {
     freed: Condvar,
     /// Set when the receiver shuts down: waiting callers give up at once.
     closed: AtomicBool,
+    /// How long one statement may take; `None` waits for ever, the default
+    /// of psycopg, node-postgres and most JDBC setups.
+    statement_timeout: Option<Duration>,
 }
 
 struct PoolState {
@@ -109,6 +116,7 @@ impl PgPool {
             }),
             freed: Condvar::new(),
             closed: AtomicBool::new(false),
+            statement_timeout: Some(STATEMENT_TIMEOUT),
         }
     }
 
@@ -184,9 +192,10 @@ impl PgPool {
     ) -> Result<u64, String> {
         let mut conn = self.get()?;
         let client = conn.client.as_ref().expect("present until drop");
-        let r = self.rt.block_on(async {
-            tokio::time::timeout(STATEMENT_TIMEOUT, client.execute(sql, params)).await
-        });
+        let limit = self.statement_timeout.unwrap_or(Duration::MAX);
+        let r = self
+            .rt
+            .block_on(async { tokio::time::timeout(limit, client.execute(sql, params)).await });
         match r {
             Ok(Ok(n)) => Ok(n),
             Ok(Err(e)) => Err(e.to_string()),
@@ -250,8 +259,15 @@ impl Drop for Receiver {
     }
 }
 
-fn start_receiver(db_via_proxy: &str, on_error: OnDbError, pool_wait: Duration) -> Receiver {
-    let pool = Arc::new(PgPool::new(db_via_proxy.to_string(), 8, pool_wait));
+fn start_receiver(
+    db_via_proxy: &str,
+    on_error: OnDbError,
+    pool_wait: Duration,
+    statement_timeout: Option<Duration>,
+) -> Receiver {
+    let mut pool = PgPool::new(db_via_proxy.to_string(), 8, pool_wait);
+    pool.statement_timeout = statement_timeout;
+    let pool = Arc::new(pool);
     let handler_pool = pool.clone();
     let server = Server::start(16, move |req: &Request| {
         handle(&handler_pool, on_error, req)
@@ -372,7 +388,18 @@ impl Setup {
     /// Starts the receiver (its database through the proxy, its pool
     /// waiting at most `pool_wait`) and returns it with its target file.
     fn receiver(&self, on_error: OnDbError, pool_wait: Duration) -> (Receiver, CutTarget) {
-        let rx = start_receiver(&self.via_proxy, on_error, pool_wait);
+        self.receiver_with(on_error, pool_wait, Some(STATEMENT_TIMEOUT))
+    }
+
+    /// Like [`Setup::receiver`], with the statement time limit given
+    /// (`None`: statements wait for ever).
+    fn receiver_with(
+        &self,
+        on_error: OnDbError,
+        pool_wait: Duration,
+        statement_timeout: Option<Duration>,
+    ) -> (Receiver, CutTarget) {
+        let rx = start_receiver(&self.via_proxy, on_error, pool_wait, statement_timeout);
         let toml = target_file(&rx.server.base(), &self.db_url, "fd:3", &self.upstream);
         let target = CutTarget {
             toml,
@@ -524,4 +551,33 @@ fn a_pool_that_waits_longer_than_the_cut_leaves_db_outage_unknown_not_passed() {
         .expect("I1");
     assert!(i1.summary.contains("not exercised"), "{}", i1.summary);
     assert!(notes.contains("not exercised"), "{notes}");
+}
+
+#[test]
+fn a_receiver_without_a_statement_timeout_is_judged_on_db_blackhole_and_its_hang_reported() {
+    let Some(s) = setup() else { return };
+    // No statement timeout and a pool that waits a minute: every request
+    // hangs while the database is silent, and none is answered in time.
+    let (_rx, target) = s.receiver_with(OnDbError::Unavailable, Duration::from_secs(60), None);
+    let (run, notes) = run_cut(&target, &[], "db-blackhole", 1, "no statement timeout");
+    assert_eq!(answered_during_cut(&notes), Some(0), "{notes}");
+    assert_eq!(
+        run.scenario_verdict("db-blackhole"),
+        Some(Verdict::Pass),
+        "the hang met the cut, so the invariants are judged: {}",
+        run.explain()
+    );
+    assert_eq!(run.code, 0, "{}", run.explain());
+    assert!(!notes.contains("not exercised"), "{notes}");
+    let observed = run
+        .report
+        .as_ref()
+        .map(|r| r.scenarios[0].check.observations.join(" | "))
+        .unwrap_or_default();
+    assert!(
+        observed.contains("no answer for") && observed.contains("statement timeout"),
+        "the hang is reported as an observation: {observed}"
+    );
+    let summary = std::fs::read_to_string(run.reports().join("summary.md")).expect("summary");
+    assert!(summary.contains("## Informational"), "{summary}");
 }

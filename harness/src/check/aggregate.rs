@@ -714,6 +714,7 @@ impl Aggregator {
             results,
             counts,
             dead_letters,
+            observations: Vec::new(),
         }
     }
 }

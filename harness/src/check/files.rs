@@ -380,6 +380,7 @@ fn check_guessing(
                         .collect(),
                     counts: Default::default(),
                     dead_letters: Vec::new(),
+                    observations: Vec::new(),
                 }],
                 warnings,
             },

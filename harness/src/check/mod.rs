@@ -313,6 +313,11 @@ pub struct ScenarioCheck {
     pub counts: Counts,
     /// Dead deliveries (at most [`MAX_DEAD_LETTERS`]).
     pub dead_letters: Vec<DeadLetter>,
+    /// What the scenario showed that is worth knowing but is no failure
+    /// (`informational` in `docs/invariants.md`): graded below a failure,
+    /// they never change a verdict or the exit code.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observations: Vec<String>,
 }
 
 impl ScenarioCheck {
@@ -457,6 +462,7 @@ mod tests {
             results: vec![],
             counts: Counts::default(),
             dead_letters: vec![],
+            observations: Vec::new(),
         };
         assert_eq!(c.verdict(), Verdict::Unknown);
     }
@@ -473,6 +479,7 @@ mod tests {
             ],
             counts: Counts::default(),
             dead_letters: Vec::new(),
+            observations: Vec::new(),
         };
         c.not_exercised("no attempt was answered during the cut");
         let v: Vec<Verdict> = c.results.iter().map(|r| r.verdict).collect();

@@ -509,35 +509,53 @@ async fn signals<R: Rng>(
         if !place.under_load(mark, sup, done, acts, cps).await? {
             break;
         }
-        match k.signal {
-            KillSignal::Kill => {
-                sup.kill(role).await?;
-                acts.signals += 1;
-                restart(sup, role, "after SIGKILL", acts, cps).await?;
-                mark = place.mark();
-                continue;
-            }
-            KillSignal::Term => {
-                sup.signal(role, Signal::Term)?;
-                acts.signals += 1;
-                let deadline = Instant::now() + Duration::from_secs(5);
-                while sup.pid(role).is_some() && Instant::now() < deadline {
-                    if sup.exited(role) {
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(5)).await;
+        // The receiver is down from just before the signal until it is
+        // ready again: attempts that meet that window unanswered are the
+        // harness's doing (`receiver-down`), not the receiver's.
+        if let Some(g) = place.gauge {
+            g.receiver_down();
+        }
+        let r = signal(sup, role, k, acts, cps).await;
+        if let Some(g) = place.gauge {
+            g.receiver_up(k.signal != KillSignal::Stop);
+        }
+        r?;
+        mark = place.mark();
+    }
+    Ok(())
+}
+
+/// Sends one kill's signal and brings the process back.
+async fn signal(
+    sup: &mut Supervisor,
+    role: Role,
+    k: &KillSpec,
+    acts: &mut Actions,
+    cps: &mut CrashPoints,
+) -> Result<(), LifecycleError> {
+    match k.signal {
+        KillSignal::Kill => {
+            sup.kill(role).await?;
+            acts.signals += 1;
+            restart(sup, role, "after SIGKILL", acts, cps).await?;
+        }
+        KillSignal::Term => {
+            sup.signal(role, Signal::Term)?;
+            acts.signals += 1;
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while sup.pid(role).is_some() && Instant::now() < deadline {
+                if sup.exited(role) {
+                    break;
                 }
-                sup.kill(role).await?;
-                restart(sup, role, "after SIGTERM", acts, cps).await?;
-                mark = place.mark();
-                continue;
+                tokio::time::sleep(Duration::from_millis(5)).await;
             }
-            KillSignal::Stop => {
-                sup.signal(role, Signal::Stop)?;
-                tokio::time::sleep(k.pause.0).await;
-                sup.signal(role, Signal::Cont)?;
-                mark = place.mark();
-            }
+            sup.kill(role).await?;
+            restart(sup, role, "after SIGTERM", acts, cps).await?;
+        }
+        KillSignal::Stop => {
+            sup.signal(role, Signal::Stop)?;
+            tokio::time::sleep(k.pause.0).await;
+            sup.signal(role, Signal::Cont)?;
         }
     }
     Ok(())
@@ -622,11 +640,15 @@ impl CutSeen {
 /// judged here: they need not cut an exchange short to test something.
 pub fn not_exercised(plan: &Plan, acts: &Actions, tally: Option<&KillTally>) -> Option<String> {
     let mut why = Vec::new();
+    // A cut is exercised when an attempt met it: answered while it held,
+    // or left without an answer in time (a receiver that hangs on a silent
+    // database met it too; that is an observation, not a pass by default).
     if plan
         .faults
         .iter()
         .any(|f| matches!(f, FaultSpec::CutDatabase(_)))
         && acts.cut_seen.iter().all(|s| s.answered.answered == 0)
+        && tally.is_none_or(|t| t.cut_unanswered == 0)
     {
         why.push(match acts.cut_seen.iter().map(|s| s.held).max() {
             None => "the database was never cut (the stream ended before the cut was due, or the cut failed)".to_string(),
@@ -650,6 +672,135 @@ pub fn not_exercised(plan: &Plan, acts: &Actions, tally: Option<&KillTally>) -> 
     (!why.is_empty()).then(|| why.join("; "))
 }
 
+/// Share of the events acknowledged before the last restart that are
+/// redelivered once the kills are over (at least one, at most
+/// [`MAX_REDELIVERED_AFTER_KILLS`]).
+pub const REDELIVER_AFTER_KILLS_SHARE: f64 = 0.25;
+
+/// Most events acknowledged before a kill that are redelivered after it.
+pub const MAX_REDELIVERED_AFTER_KILLS: usize = 12;
+
+/// What is sent again once a scenario's kills are over, as a plan of its
+/// own (sent with `first_round = 1`, so every attempt carries
+/// `duplicate-redeliver`) whose note says why; `None` when nothing is.
+///
+/// A real provider sends an event it already had acknowledged again (an
+/// acknowledgement lost on the way, a manual resend, an at-least-once
+/// queue), and a crash is when a dedupe kept in process memory forgets:
+/// so a seeded share of the deliveries acknowledged before the last
+/// restart is redelivered after it, and must be a no-op (I2). Under a
+/// profile that makes one attempt ([`crate::excuse::Recovery::Redelivery`],
+/// GitHub), the deliveries the kills left dead are redelivered too, as a
+/// team's redelivery script does through the provider's API: each must
+/// then be stored once (I1, I9).
+pub fn redeliveries(
+    plan: &Plan,
+    sent: &crate::sender::SendSummary,
+    last_restart: Option<std::time::Instant>,
+    recovery: crate::excuse::Recovery,
+) -> Option<Plan> {
+    let restart = last_restart?;
+    let mut before: Vec<usize> = sent
+        .acked
+        .iter()
+        .filter(|(_, at)| *at < restart)
+        .map(|(i, _)| *i)
+        .collect();
+    before.sort_unstable();
+    before.dedup();
+    let mut rng = plan.rng("redeliver-after-kills", 0);
+    let want = ((before.len() as f64 * REDELIVER_AFTER_KILLS_SHARE).ceil() as usize)
+        .clamp(usize::from(!before.is_empty()), MAX_REDELIVERED_AFTER_KILLS);
+    let acked: Vec<usize> =
+        rand::seq::index::sample(&mut rng, before.len(), want.min(before.len()))
+            .into_iter()
+            .map(|k| before[k])
+            .collect();
+    let dead: Vec<usize> = if recovery == crate::excuse::Recovery::Redelivery {
+        sent.died.clone()
+    } else {
+        Vec::new()
+    };
+    if acked.is_empty() && dead.is_empty() {
+        return None;
+    }
+    let mut chosen: Vec<usize> = acked.iter().chain(&dead).copied().collect();
+    chosen.sort_unstable();
+    chosen.dedup();
+    let deliveries = plan
+        .deliveries
+        .iter()
+        .filter(|d| chosen.binary_search(&d.index).is_ok())
+        .map(|d| {
+            let mut d = d.clone();
+            d.redeliveries.clear();
+            d.wave = 0;
+            d.copies = 1;
+            d.hold_attempts = 0;
+            d.drop_acks = 0;
+            d
+        })
+        .collect();
+    let mut action = format!(
+        "redeliver {} event(s) acknowledged before the last restart",
+        acked.len()
+    );
+    if !dead.is_empty() {
+        action.push_str(&format!(
+            " and {} the kills left dead (the provider makes no automatic retry)",
+            dead.len()
+        ));
+    }
+    Some(Plan {
+        scenario: plan.scenario.clone(),
+        seed: plan.seed,
+        accounts: plan.accounts.clone(),
+        faults: Vec::new(),
+        deliveries,
+        notes: vec![crate::plan::FaultNote {
+            fault: crate::tag::FaultName::Redeliver,
+            action,
+            detail: Some("a provider sends acknowledged events again (a lost acknowledgement, a manual resend); after a crash a dedupe kept in memory has forgotten them, so each must be a no-op".into()),
+        }],
+    })
+}
+
+/// What the scenario's faults showed that is worth reporting but is not a
+/// failure ([`crate::excuse::Effect::Informational`]): a receiver that gave
+/// no answer at all while its database was cut.
+pub fn observations(plan: &Plan, acts: &Actions, tally: Option<&KillTally>) -> Vec<String> {
+    let cut = plan
+        .faults
+        .iter()
+        .any(|f| matches!(f, FaultSpec::CutDatabase(_)));
+    let Some(t) = tally.filter(|t| cut && t.cut_unanswered > 0) else {
+        return Vec::new();
+    };
+    let held = acts
+        .cut_seen
+        .iter()
+        .map(|s| s.held)
+        .max()
+        .unwrap_or_default();
+    let rule = crate::excuse::EXERCISED
+        .iter()
+        .find(|e| e.fault == "cut-database")
+        .map(|e| e.informational)
+        .unwrap_or_default();
+    if acts.cut_seen.iter().all(|s| s.answered.answered == 0) {
+        vec![format!(
+            "{rule}: no answer for {} while the database was silent ({} attempt(s) sent during the cut got none in time); a statement timeout would answer 503 within the limit",
+            crate::units::format_duration(held),
+            t.cut_unanswered
+        )]
+    } else {
+        vec![format!(
+            "{} attempt(s) sent while the database was cut got no answer in time; the others were answered: some of the receiver's waits on its database have no timeout",
+            t.cut_unanswered
+        )]
+    }
+}
+
 /// What the kills did to the attempts, measured from the history and state.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KillTally {
@@ -664,6 +815,9 @@ pub struct KillTally {
     pub lost: usize,
     /// Deliveries stored more than once.
     pub doubled: usize,
+    /// Genuine attempts sent while the database was cut that got no answer
+    /// (a timeout, a reset): they met the cut even though none was answered.
+    pub cut_unanswered: usize,
 }
 
 /// Per genuine key, what the kills could have done to its attempts,
@@ -672,6 +826,7 @@ pub struct KillTally {
 #[derive(Debug, Default)]
 pub struct KillFold {
     keys: HashMap<(String, String), (usize, bool)>,
+    cut_unanswered: usize,
 }
 
 impl Fold for KillFold {
@@ -681,6 +836,9 @@ impl Fold for KillFold {
             return;
         }
         let interrupted = a.outcome == Outcome::Info && a.status.is_none();
+        if a.status.is_none() && a.faults.contains(&crate::tag::FaultTag::DatabaseCut) {
+            self.cut_unanswered += 1;
+        }
         let acked = a.outcome == Outcome::Ok;
         if !interrupted && !acked {
             return;
@@ -710,6 +868,7 @@ impl KillFold {
         }
         let mut t = KillTally {
             doubled: counts.values().filter(|n| **n > 1).count(),
+            cut_unanswered: self.cut_unanswered,
             ..KillTally::default()
         };
         for ((account, key), (interrupted, acked)) in self.keys {
@@ -835,6 +994,26 @@ mod tests {
         assert_eq!(not_exercised(&s, &acts, Some(&KillTally::default())), None);
         let why = not_exercised(&s, &Actions::default(), None).unwrap();
         assert!(why.contains("never cut"), "{why}");
+    }
+
+    #[test]
+    fn a_cut_the_receiver_hung_on_is_exercised_and_reported_as_an_observation() {
+        let s = scenario_with("kind = \"cut-database\"");
+        let acts = Actions {
+            cuts: 1,
+            cut_seen: vec![seen(0)],
+            ..Actions::default()
+        };
+        let hung = KillTally {
+            cut_unanswered: 43,
+            ..KillTally::default()
+        };
+        assert_eq!(not_exercised(&s, &acts, Some(&hung)), None);
+        let obs = observations(&s, &acts, Some(&hung));
+        assert_eq!(obs.len(), 1, "{obs:?}");
+        assert!(obs[0].contains("43 attempt(s)"), "{obs:?}");
+        assert!(obs[0].contains("statement timeout"), "{obs:?}");
+        assert!(observations(&s, &acts, Some(&KillTally::default())).is_empty());
     }
 
     #[test]

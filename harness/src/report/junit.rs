@@ -170,6 +170,7 @@ mod tests {
                     results: vec![fail],
                     counts: Counts::default(),
                     dead_letters: vec![],
+                    observations: Vec::new(),
                 },
                 reproduce: "hookstorm run --seed 1".into(),
                 duration_s: 0.5,

@@ -93,7 +93,7 @@ impl ScenarioReport {
     pub fn verdict(&self, require_all: bool) -> Option<Verdict> {
         match &self.skipped {
             None => Some(self.check.verdict()),
-            Some(s) if require_all && s.need.is_some() => Some(Verdict::Fail),
+            Some(s) if require_all && s.fails_require_all() => Some(Verdict::Fail),
             Some(_) => None,
         }
     }
@@ -144,7 +144,11 @@ impl RunReport {
     pub fn coverage_line(&self) -> String {
         let c = self.coverage();
         let mut line = c.line();
-        if self.require_all && c.skipped > 0 {
+        let blocking = self
+            .scenarios
+            .iter()
+            .any(|s| s.skipped.as_ref().is_some_and(Skip::fails_require_all));
+        if self.require_all && blocking {
             line.push_str(" (--require-all: skips fail the run)");
         }
         line

@@ -153,6 +153,28 @@ pub fn render(report: &RunReport) -> String {
         out.push('\n');
     }
 
+    let observed: Vec<_> = report
+        .scenarios
+        .iter()
+        .flat_map(|s| s.check.observations.iter().map(move |o| (s, o)))
+        .collect();
+    if !observed.is_empty() {
+        out.push_str(
+            "## Informational
+
+",
+        );
+        out.push_str(
+            "Worth knowing, graded below a failure: these change no verdict.
+
+",
+        );
+        for (s, o) in observed {
+            let _ = writeln!(out, "- `{}`: {}", md(&s.name), md(o));
+        }
+        out.push('\n');
+    }
+
     let dead: Vec<_> = report
         .scenarios
         .iter()

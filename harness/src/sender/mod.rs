@@ -92,6 +92,10 @@ pub struct SendConfig {
     pub front: Option<FrontTags>,
     /// Live traffic counters for the nemesis, updated around every exchange.
     pub gauge: Option<Arc<TrafficGauge>>,
+    /// The round the plan's deliveries start at: 0 for a scenario's stream,
+    /// 1 for redeliveries sent after it (their attempts carry
+    /// `duplicate-redeliver`; their own redeliveries are not sent).
+    pub first_round: u32,
 }
 
 impl SendConfig {
@@ -116,6 +120,7 @@ impl SendConfig {
             spread: None,
             front: None,
             gauge: None,
+            first_round: 0,
         }
     }
 
@@ -187,6 +192,28 @@ pub struct SendSummary {
     pub refused_pending: usize,
     /// Redelivery requests that hit the hourly limit and had to wait.
     pub throttled: usize,
+    /// With a traffic gauge (process faults): each genuine delivery's index
+    /// and when its first round was first acknowledged.
+    pub acked: Vec<(usize, Instant)>,
+    /// With a traffic gauge: the genuine deliveries whose first round died.
+    pub died: Vec<usize>,
+}
+
+impl SendSummary {
+    /// Adds a later send's counts (redeliveries after the stream).
+    pub fn merge(&mut self, later: SendSummary) {
+        self.attempts += later.attempts;
+        self.ok += later.ok;
+        self.fail += later.fail;
+        self.info += later.info;
+        self.dead += later.dead;
+        self.duration += later.duration;
+        self.skipped += later.skipped;
+        self.redirects.extend(later.redirects);
+        self.redelivered += later.redelivered;
+        self.refused_pending += later.refused_pending;
+        self.throttled += later.throttled;
+    }
 }
 
 /// A 3xx answer seen while sending: the URL to register instead.
@@ -458,6 +485,18 @@ impl Ctx {
             if r.dead {
                 s.dead += 1;
             }
+            if self.cfg.gauge.is_some()
+                && r.round == 0
+                && r.intent == Intent::Genuine
+                && !r.d.poison
+            {
+                if r.outcome == Outcome::Ok && !s.acked.iter().any(|(i, _)| *i == r.d.index) {
+                    s.acked.push((r.d.index, Instant::now()));
+                }
+                if r.dead {
+                    s.died.push(r.d.index);
+                }
+            }
             if let Some(a) = r.answer {
                 st.exchanges += 1;
                 if a.connect_failed {
@@ -668,7 +707,7 @@ impl Ctx {
         headers: &[(String, String)],
         body: &[u8],
         ticket: Option<u64>,
-    ) -> (Answer, bool) {
+    ) -> (Answer, Met) {
         let ticketed;
         let headers = match ticket {
             Some(t) => {
@@ -692,12 +731,15 @@ impl Ctx {
             self.cfg.profile.timeout,
         )
         .await;
-        let during_cut = ticket.as_ref().is_some_and(|t| t.overlaps_window());
+        let met = Met {
+            cut: ticket.as_ref().is_some_and(|t| t.overlaps_window()),
+            down: answer.status.is_none() && ticket.as_ref().is_some_and(|t| t.overlaps_down()),
+        };
         if let (Some(t), Some(status)) = (ticket, answer.status) {
             let latency = Duration::from_secs_f64(answer.latency_ms.max(0.0) / 1000.0);
             t.answered(self.cfg.profile.is_success(status), latency);
         }
-        (answer, during_cut)
+        (answer, met)
     }
 
     /// Releases `n` copies of one request together (see [`copies`]), alone:
@@ -731,6 +773,26 @@ impl Ctx {
     async fn sleep_scaled(&self, wait: Duration) {
         if !wait.is_zero() {
             tokio::time::sleep(wait.div_f64(self.cfg.time_scale)).await;
+        }
+    }
+}
+
+/// What of the harness's own outages an exchange met, read from the
+/// traffic gauge: the database cut, or the receiver down with no answer.
+#[derive(Debug, Clone, Copy, Default)]
+struct Met {
+    cut: bool,
+    down: bool,
+}
+
+impl Met {
+    /// Adds the tags saying so to an attempt's faults.
+    fn tag(self, faults: &mut Vec<FaultTag>) {
+        if self.cut {
+            faults.push(FaultTag::DatabaseCut);
+        }
+        if self.down {
+            faults.push(FaultTag::ReceiverDown);
         }
     }
 }
@@ -833,9 +895,14 @@ async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
     let local = ctx.localize(d);
     let d: &PlannedDelivery = &local;
     let mut rng = crate::plan::rng_for(ctx.cfg.seed, &ctx.scenario, "delivery", d.index as u64);
-    let Some(delivered) = run_round(ctx, d, &mut rng, 0, d.drop_acks).await else {
+    let first = ctx.cfg.first_round;
+    let drops = if first == 0 { d.drop_acks } else { 0 };
+    let Some(delivered) = run_round(ctx, d, &mut rng, first, drops).await else {
         return;
     };
+    if first > 0 {
+        return;
+    }
     for (r, redelivery) in d.redeliveries.iter().enumerate() {
         let round = r as u32 + 1;
         match redelivery {
@@ -890,12 +957,10 @@ async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
                 };
                 let sent_at = now_rfc3339();
                 let ticket = ctx.ticket();
-                let (answer, during_cut) = ctx.exchange(d, &headers, &got.body, ticket).await;
+                let (answer, met) = ctx.exchange(d, &headers, &got.body, ticket).await;
                 let grade = classify(&ctx.cfg.profile, Intent::Genuine, &answer);
                 let mut faults = vec![name];
-                if during_cut {
-                    faults.push(FaultTag::DatabaseCut);
-                }
+                met.tag(&mut faults);
                 ctx.claim(d, ticket, &answer, &mut faults);
                 ctx.record(Record {
                     d,
@@ -1025,7 +1090,7 @@ async fn run_round(
             .front
             .is_some()
             .then(|| (0..copies).filter_map(|_| ctx.ticket()).collect());
-        let (sent_at, answers, during_cut) = if copies > 1 {
+        let (sent_at, answers, met) = if copies > 1 {
             let (sent_at, answers) = ctx
                 .copies(
                     d,
@@ -1035,12 +1100,12 @@ async fn run_round(
                     tickets.as_deref(),
                 )
                 .await;
-            (sent_at, answers, false)
+            (sent_at, answers, Met::default())
         } else {
             let sent_at = now_rfc3339();
             let ticket = tickets.as_ref().map(|t| t[0]);
-            let (answer, during_cut) = ctx.exchange(d, &headers, &signed.body, ticket).await;
-            (sent_at, vec![answer], during_cut)
+            let (answer, met) = ctx.exchange(d, &headers, &signed.body, ticket).await;
+            (sent_at, vec![answer], met)
         };
         let mut main = None;
         for (k, answer) in answers.iter().enumerate() {
@@ -1052,9 +1117,7 @@ async fn run_round(
                     n: copies,
                 });
             }
-            if during_cut {
-                faults.push(FaultTag::DatabaseCut);
-            }
+            met.tag(&mut faults);
             let ticket = tickets.as_ref().and_then(|t| t.get(k).copied());
             ctx.claim(d, ticket, answer, &mut faults);
             if k > 0 {

@@ -576,6 +576,7 @@ mod tests {
             ],
             counts: Counts::default(),
             dead_letters: Vec::new(),
+            observations: Vec::new(),
         }
     }
 
@@ -867,6 +868,7 @@ mod tests {
             results: vec![InvariantResult::new(InvariantId::I1, Verdict::Pass, "ok")],
             counts: Counts::default(),
             dead_letters: Vec::new(),
+            observations: Vec::new(),
         };
         let text = account(&plan(Vec::new()), &[], &check, &Vocabulary::answerline());
         assert!(text.ends_with("No invariant failed.\n"), "{text}");

@@ -486,6 +486,7 @@ mod tests {
                     .collect(),
                 counts: Counts::default(),
                 dead_letters: Vec::new(),
+                observations: Vec::new(),
             },
             history: None,
             state: None,

@@ -288,6 +288,7 @@ mod tests {
             ],
             counts: Counts::default(),
             dead_letters: Vec::new(),
+            observations: Vec::new(),
         };
         let history = dir.join("run-history.jsonl");
         std::fs::write(&history, "{}\n").unwrap();

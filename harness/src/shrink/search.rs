@@ -314,6 +314,7 @@ mod tests {
             )],
             counts: Counts::default(),
             dead_letters: Vec::new(),
+            observations: Vec::new(),
         }
     }
 

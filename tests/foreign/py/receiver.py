@@ -6,6 +6,9 @@ imports a framework, so a restart takes as long as a real one.
 
 Usage: receiver.py LISTEN DATABASE  (secrets in FOREIGN_SECRET_A / _B)
 
+With DEDUPE=memory it is the common shortcut instead: no unique key on the
+inbox and a set of seen task ids in process memory, which a restart empties.
+
 LISTEN is a port on 127.0.0.1 (0 for any free one), reuse:PORT to bind it
 with SO_REUSEPORT beside a socket that reserves it (so a supervisor that
 kills and restarts it keeps the port), or fd:N, a listening socket
@@ -28,12 +31,14 @@ SECRETS = {
     "acct_a": os.environ["FOREIGN_SECRET_A"].encode(),
     "acct_b": os.environ["FOREIGN_SECRET_B"].encode(),
 }
+MEMORY_DEDUPE = os.environ.get("DEDUPE") == "memory"
 SCHEMA = """
 create table if not exists webhook_inbox (
     task_id text not null, account text not null, body text not null,
-    received_at text not null default current_timestamp, processed_at text,
-    primary key (account, task_id))
-"""
+    received_at text not null default current_timestamp, processed_at text%s)
+""" % ("" if MEMORY_DEDUPE else ",\n    primary key (account, task_id)")
+SEEN = set()
+SEEN_LOCK = threading.Lock()
 
 
 def connect():
@@ -82,6 +87,11 @@ class Handler(BaseHTTPRequestHandler):
         event = json.loads(body)
         if event.get("test"):
             return self.answer(204)
+        if MEMORY_DEDUPE:
+            with SEEN_LOCK:
+                if (account, event["task"]["id"]) in SEEN:
+                    return self.answer(204)
+                SEEN.add((account, event["task"]["id"]))
         db = connect()
         try:
             db.execute(
@@ -90,6 +100,9 @@ class Handler(BaseHTTPRequestHandler):
                 (event["task"]["id"], account, body.decode()),
             )
         except sqlite3.Error:
+            if MEMORY_DEDUPE:
+                with SEEN_LOCK:
+                    SEEN.discard((account, event["task"]["id"]))
             return self.answer(503)
         finally:
             db.close()

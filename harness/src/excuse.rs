@@ -1,0 +1,440 @@
+//! What a fault excuses: the one model of how the harness's own faults
+//! bear on each invariant, under each kind of provider.
+//!
+//! A fault the harness injects on purpose changes what a receiver can be
+//! blamed for. Its front answering 503 is not the receiver refusing a
+//! delivery; an attempt cut off because the harness killed the receiver is
+//! not the receiver dropping a connection; an answer that takes 20 s while
+//! the harness holds the receiver's database silent is worth reporting,
+//! but it is not a broken contract. And a fault that met no traffic proved
+//! nothing, so the scenario's passes are not passes.
+//!
+//! Every such decision is a row of [`RULES`] (per attempt tag and
+//! invariant) or [`EXERCISED`] (per scenario fault: when it counts as
+//! having met the receiver). The checker asks [`excused`], the run asks
+//! [`EXERCISED`]'s rule through `fault::nemesis::not_exercised`, the
+//! redelivery after kills asks [`Recovery::of`], and `docs/invariants.md`
+//! shows [`markdown`]; a test keeps the document and this table equal.
+//! Nothing else decides what a fault excuses.
+
+use crate::check::InvariantId;
+use crate::profile::{BodyShape, Profile};
+use crate::tag::FaultTag;
+
+/// Which providers a rule holds under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Profiles {
+    /// Every profile.
+    All,
+    /// Profiles that retry a failed attempt on a schedule.
+    Retrying,
+    /// Profiles that make one attempt and leave recovery to a redelivery
+    /// (GitHub: redelivery through its API, which teams script).
+    SingleAttempt,
+}
+
+impl Profiles {
+    fn label(self) -> &'static str {
+        match self {
+            Profiles::All => "all",
+            Profiles::Retrying => "retrying",
+            Profiles::SingleAttempt => "single attempt",
+        }
+    }
+}
+
+/// What a fault does to an invariant's judgement of an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// The attempt does not count against the invariant.
+    Excuses,
+    /// The attempt does not count against the invariant, and what it shows
+    /// is reported as an observation, graded below a failure.
+    Informational,
+    /// The fault makes the invariant demand something of the attempt.
+    Expects,
+}
+
+impl Effect {
+    fn label(self) -> &'static str {
+        match self {
+            Effect::Excuses => "excuses",
+            Effect::Informational => "informational",
+            Effect::Expects => "expects",
+        }
+    }
+}
+
+/// One decision: what an attempt tag means to one invariant.
+#[derive(Debug, Clone, Copy)]
+pub struct Rule {
+    /// The tag as the history writes it ([`FaultTag::pattern`]).
+    pub tag: &'static str,
+    /// The invariant.
+    pub invariant: InvariantId,
+    /// Under which providers.
+    pub profiles: Profiles,
+    /// What it does.
+    pub effect: Effect,
+    /// Why, in the words reports and docs use.
+    pub why: &'static str,
+}
+
+/// When a scenario's fault counts as having met the receiver.
+#[derive(Debug, Clone, Copy)]
+pub struct Exercised {
+    /// The fault's kind, as scenario files name it.
+    pub fault: &'static str,
+    /// What must have happened.
+    pub when: &'static str,
+    /// What is reported, graded below a failure, when it met the receiver
+    /// in the way named here.
+    pub informational: &'static str,
+}
+
+use Effect::{Excuses, Expects, Informational};
+use InvariantId::{I1, I7, I9};
+use Profiles::{All, SingleAttempt};
+
+/// Every decision about what an attempt's fault tag means to an invariant.
+pub const RULES: &[Rule] = &[
+    Rule {
+        tag: "front:<status>",
+        invariant: I9,
+        profiles: All,
+        effect: Excuses,
+        why: "the harness's front answered the attempt itself; the receiver never saw it",
+    },
+    Rule {
+        tag: "redirect",
+        invariant: I7,
+        profiles: All,
+        effect: Excuses,
+        why: "the 3xx came from the harness's front, by design",
+    },
+    Rule {
+        tag: "redirect",
+        invariant: I9,
+        profiles: All,
+        effect: Excuses,
+        why: "the harness's front answered the attempt itself; the receiver never saw it",
+    },
+    Rule {
+        tag: "front:delay",
+        invariant: I7,
+        profiles: All,
+        effect: Excuses,
+        why: "the harness held the request before forwarding it, so a slow answer is expected",
+    },
+    Rule {
+        tag: "front:stall-body",
+        invariant: I7,
+        profiles: All,
+        effect: Excuses,
+        why: "the harness dribbled the body and cut the upload, so no answer in time is expected",
+    },
+    Rule {
+        tag: "front:stall-body",
+        invariant: I9,
+        profiles: All,
+        effect: Excuses,
+        why: "the harness cut the upload; the receiver never had the whole request",
+    },
+    Rule {
+        tag: "hold-back",
+        invariant: I9,
+        profiles: All,
+        effect: Excuses,
+        why: "the attempt was never sent (held back to reorder the stream)",
+    },
+    Rule {
+        tag: "cut-database",
+        invariant: I9,
+        profiles: All,
+        effect: Excuses,
+        why: "the harness had the receiver's database cut: a 5xx is the right answer then",
+    },
+    Rule {
+        tag: "cut-database",
+        invariant: I7,
+        profiles: All,
+        effect: Informational,
+        why: "an answer past the limit, or none, while the database was silent is observed and reported (a statement timeout would answer 503 in time), not failed",
+    },
+    Rule {
+        tag: "receiver-down",
+        invariant: I9,
+        profiles: All,
+        effect: Excuses,
+        why: "the harness had killed or paused the receiver while the attempt ran and it got no answer",
+    },
+    Rule {
+        tag: "receiver-down",
+        invariant: I7,
+        profiles: All,
+        effect: Excuses,
+        why: "no answer in time from a receiver the harness had killed or paused is expected",
+    },
+    Rule {
+        tag: "receiver-down",
+        invariant: I1,
+        profiles: SingleAttempt,
+        effect: Expects,
+        why: "the provider makes no automatic retry, so the harness redelivers every delivery that died once the kills are over (as a team's redelivery script does); each must then be stored once",
+    },
+    Rule {
+        tag: "drop-ack",
+        invariant: I1,
+        profiles: All,
+        effect: Expects,
+        why: "the 2xx was discarded by the harness, but the receiver gave it: the key must be stored",
+    },
+    Rule {
+        tag: "drop-ack",
+        invariant: I9,
+        profiles: All,
+        effect: Excuses,
+        why: "the receiver acknowledged the attempt; the harness discarded the answer",
+    },
+];
+
+/// When each scenario fault counts as having met the receiver. A fault
+/// that did not is "not exercised": the scenario's passes become unknown.
+pub const EXERCISED: &[Exercised] = &[
+    Exercised {
+        fault: "cut-database",
+        when: "at least one attempt sent during the cut met it: it was answered while the cut held, or it got no answer in time (the receiver hung on the silent database)",
+        informational: "no attempt answered while the database was cut, for as long as it held: the receiver waits on its database with no timeout of its own",
+    },
+    Exercised {
+        fault: "kill",
+        when: "a kill (SIGKILL or SIGTERM) cut an attempt short, or a crash point fired between commit and answer",
+        informational: "",
+    },
+    Exercised {
+        fault: "kill (signal = \"stop\")",
+        when: "always: a pause need not cut an exchange short to test something",
+        informational: "",
+    },
+    Exercised {
+        fault: "kill-worker",
+        when: "always: the worker answers no request",
+        informational: "",
+    },
+];
+
+/// What the provider does after a failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recovery {
+    /// It retries on its schedule.
+    Retries,
+    /// It makes one attempt; recovery is a redelivery someone asks for.
+    Redelivery,
+}
+
+impl Recovery {
+    /// The recovery of a profile: one attempt means redelivery.
+    pub fn of(profile: &Profile) -> Recovery {
+        if profile.schedule.max_attempts <= 1 {
+            Recovery::Redelivery
+        } else {
+            Recovery::Retries
+        }
+    }
+}
+
+/// What a provider's test delivery is, if it has one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TestDelivery {
+    /// A delivery marked `"test": true` (a dashboard's "send test").
+    Flag,
+    /// An event of a test type (`webhook.test`).
+    TestEvent,
+    /// GitHub's `ping` when a hook is created.
+    Ping,
+    /// Slack's `url_verification` challenge.
+    UrlVerification,
+    /// None: every event is an ordinary event (Stripe's test-mode events
+    /// are processed like any other).
+    None,
+}
+
+impl TestDelivery {
+    /// The test delivery of a built-in body shape.
+    pub fn of(shape: BodyShape) -> TestDelivery {
+        match shape {
+            BodyShape::Answerline | BodyShape::GenericHex | BodyShape::Shopify => {
+                TestDelivery::Flag
+            }
+            BodyShape::StandardWebhooks => TestDelivery::TestEvent,
+            BodyShape::Stripe => TestDelivery::None,
+            BodyShape::Github => TestDelivery::Ping,
+            BodyShape::Slack => TestDelivery::UrlVerification,
+        }
+    }
+
+    /// How docs and skips name it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            TestDelivery::Flag => "a delivery marked \"test\": true",
+            TestDelivery::TestEvent => "a webhook.test event",
+            TestDelivery::Ping => "a ping event",
+            TestDelivery::UrlVerification => "a url_verification challenge",
+            TestDelivery::None => {
+                "none: the provider sends no test deliveries (its test-mode events are ordinary events)"
+            }
+        }
+    }
+}
+
+/// Whether `tag` takes an attempt out of `invariant`'s judgement (an
+/// excuse or an informational observation). Excuses hold under every
+/// profile (a test keeps it so), so a history is graded the same whatever
+/// profile is asked: what differs per provider is what the harness sends
+/// ([`Recovery`], [`TestDelivery`]), not what an attempt proves.
+pub fn excused(tag: &FaultTag, invariant: InvariantId) -> bool {
+    let pattern = tag.pattern();
+    RULES.iter().any(|r| {
+        r.tag == pattern && r.invariant == invariant && matches!(r.effect, Excuses | Informational)
+    })
+}
+
+/// The rules that bear on a scenario with these attempt tag patterns, one
+/// line each (for `hookstorm list`).
+pub fn rules_for(patterns: &[&str]) -> Vec<String> {
+    RULES
+        .iter()
+        .filter(|r| patterns.contains(&r.tag))
+        .map(|r| {
+            format!(
+                "{} {} {}: {}",
+                r.tag,
+                r.effect.label(),
+                r.invariant.code(),
+                r.why
+            )
+        })
+        .collect()
+}
+
+/// The model as the markdown `docs/invariants.md` carries between its
+/// `excuses` markers.
+pub fn markdown() -> String {
+    let mut s = String::from(
+        "| attempt tag | invariant | profiles | effect | why |\n|---|---|---|---|---|\n",
+    );
+    for r in RULES {
+        s.push_str(&format!(
+            "| `{}` | {} {} | {} | {} | {} |\n",
+            r.tag,
+            r.invariant.code(),
+            r.invariant.name(),
+            r.profiles.label(),
+            r.effect.label(),
+            r.why
+        ));
+    }
+    s.push_str("\n| scenario fault | exercised when | informational |\n|---|---|---|\n");
+    for e in EXERCISED {
+        s.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            e.fault,
+            e.when,
+            if e.informational.is_empty() {
+                "—"
+            } else {
+                e.informational
+            }
+        ));
+    }
+    s.push_str("\n| profile | after a failed attempt | test delivery |\n|---|---|---|\n");
+    for name in crate::profile::BUILTIN_NAMES {
+        let Some(p) = Profile::builtin(name) else {
+            continue;
+        };
+        let recovery = match Recovery::of(&p) {
+            Recovery::Retries => format!("retries: {} attempts in all", p.schedule.max_attempts),
+            Recovery::Redelivery => {
+                "no retry: the harness redelivers what died once the kills are over".to_string()
+            }
+        };
+        s.push_str(&format!(
+            "| `{name}` | {recovery} | {} |\n",
+            TestDelivery::of(p.body).describe()
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rule_names_a_tag_the_history_writes() {
+        let written: Vec<&str> = crate::tag::FaultTag::examples()
+            .iter()
+            .map(FaultTag::pattern)
+            .collect();
+        for r in RULES {
+            assert!(written.contains(&r.tag), "{} is no tag pattern", r.tag);
+        }
+    }
+
+    #[test]
+    fn the_harness_answering_excuses_acknowledgement_and_a_rotation_excuses_nothing() {
+        assert!(excused(&FaultTag::FrontStatus(503), I9));
+        assert!(excused(&FaultTag::ReceiverDown, I9));
+        assert!(excused(&FaultTag::DatabaseCut, I7));
+        assert!(!excused(&FaultTag::FrontStatus(503), I7));
+        assert!(!excused(&FaultTag::Rotation("old".into()), I9));
+        assert!(!excused(&FaultTag::Replay, I9));
+        assert!(!excused(&FaultTag::DropAck, I1));
+    }
+
+    #[test]
+    fn excuses_hold_under_every_profile_so_a_history_grades_alike() {
+        for r in RULES {
+            if matches!(r.effect, Excuses | Informational) {
+                assert_eq!(r.profiles, All, "{} {:?}", r.tag, r.invariant);
+            }
+        }
+    }
+
+    #[test]
+    fn a_single_attempt_profile_redelivers_and_shows_in_the_table() {
+        let github = Profile::builtin("github").unwrap();
+        assert_eq!(Recovery::of(&github), Recovery::Redelivery);
+        assert_eq!(
+            Recovery::of(&Profile::builtin("answerline").unwrap()),
+            Recovery::Retries
+        );
+        assert!(markdown().contains("| `github` | no retry"));
+        assert!(markdown().contains("| `stripe` | retries: 7 attempts in all | none"));
+    }
+}
+
+#[cfg(test)]
+mod docs {
+    /// `docs/invariants.md` carries [`super::markdown`] between its markers;
+    /// `HOOKSTORM_UPDATE_DOCS=1` rewrites it.
+    #[test]
+    fn the_excuse_table_in_the_docs_is_the_one_in_the_code() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/invariants.md");
+        let text = std::fs::read_to_string(path).expect("docs/invariants.md");
+        let (begin, end) = ("<!-- excuses:begin -->\n", "<!-- excuses:end -->");
+        let a = text.find(begin).expect("begin marker") + begin.len();
+        let b = text.find(end).expect("end marker");
+        let want = super::markdown();
+        if text[a..b] != want {
+            if std::env::var_os("HOOKSTORM_UPDATE_DOCS").is_some() {
+                let fresh = format!("{}{want}{}", &text[..a], &text[b..]);
+                std::fs::write(path, fresh).expect("rewrite docs/invariants.md");
+                return;
+            }
+            panic!(
+                "docs/invariants.md's excuse table differs from harness/src/excuse.rs (run with HOOKSTORM_UPDATE_DOCS=1 to rewrite it):\n{want}"
+            );
+        }
+    }
+}
