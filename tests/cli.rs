@@ -140,6 +140,31 @@ fn usage_errors_exit_254_with_a_hint() {
 }
 
 #[test]
+fn the_built_in_receiver_refuses_a_profile_it_cannot_read_and_names_the_way_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = hookstorm(
+        &[
+            "run",
+            "--scenario-dir",
+            &scenario_dir(),
+            "--scenario",
+            "baseline",
+            "--profile",
+            "stripe",
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(254), "{}", text(&o));
+    assert!(
+        text(&o).contains(
+            "--profile stripe: the built-in reference receiver reads answerline deliveries only"
+        ) && text(&o).contains("extends = \"answerline\""),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
 fn a_malformed_scenario_file_is_named_with_its_line() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(

@@ -255,3 +255,58 @@ fn the_receiver_readme_defect_table_matches_exposed_by() {
         "reference-receiver/README.md's defect table (name, caught by) must list Defect::ALL in order with the cells of Defect::exposed_by; expected:\n{hint}"
     );
 }
+
+const SEMANTICS_BEGIN: &str = "<!-- semantics:begin -->\n";
+const SEMANTICS_END: &str = "<!-- semantics:end -->";
+
+/// The pages that carry the per-profile rules table.
+const SEMANTICS_PAGES: [&str; 2] = ["docs/state.md", "docs/invariants.md"];
+
+/// `text` with what lies between the semantics markers replaced by
+/// `table`; `None` when a marker is missing.
+fn with_semantics_table(text: &str, table: &str) -> Option<String> {
+    let (head, rest) = text.split_once(SEMANTICS_BEGIN)?;
+    let (_, tail) = rest.split_once(SEMANTICS_END)?;
+    Some(format!(
+        "{head}{SEMANTICS_BEGIN}{table}{SEMANTICS_END}{tail}"
+    ))
+}
+
+#[test]
+fn the_per_profile_rules_in_the_docs_are_the_ones_the_checker_uses() {
+    let table = hookstorm::vocabulary::semantics_table();
+    let update = std::env::var_os("HOOKSTORM_UPDATE_DOCS").is_some_and(|v| v == "1");
+    let mut stale = Vec::new();
+    for page in SEMANTICS_PAGES {
+        let path = root().join(page);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{page}: {e}"));
+        let fresh = with_semantics_table(&text, &table)
+            .unwrap_or_else(|| panic!("{page} has no {SEMANTICS_BEGIN:?} … {SEMANTICS_END:?}"));
+        if fresh != text {
+            if update {
+                std::fs::write(&path, &fresh).unwrap_or_else(|e| panic!("{page}: {e}"));
+            } else {
+                stale.push(page);
+            }
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "{} differ from hookstorm::vocabulary::semantics_table() (hint: HOOKSTORM_UPDATE_DOCS=1 cargo test --test e2e docs:: rewrites them); the table is:\n{table}",
+        stale.join(", ")
+    );
+}
+
+#[test]
+fn a_changed_rule_makes_the_semantics_table_stale() {
+    let table = hookstorm::vocabulary::semantics_table();
+    let page = format!("intro\n{SEMANTICS_BEGIN}{table}{SEMANTICS_END}\nrest\n");
+    assert_eq!(with_semantics_table(&page, &table).as_deref(), Some(&*page));
+    let edited = page.replace("wins when it is the newest", "never wins");
+    assert_ne!(edited, page, "the table states the rule the test edits");
+    assert_eq!(
+        with_semantics_table(&edited, &table).as_deref(),
+        Some(&*page)
+    );
+    assert_eq!(with_semantics_table("no markers", &table), None);
+}

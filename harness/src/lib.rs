@@ -40,6 +40,7 @@
 //! - [`shrink`]: cuts a failing scenario's plan down to a minimal one
 //!   that still fails the same invariant (`hookstorm shrink`).
 //! - [`preflight`]: checks a target's configuration in seconds before a run.
+//! - [`estimate`]: how long a run will take, said before its first scenario.
 //! - [`coverage`]: what scenarios need from a target, skips, and what ran.
 //! - [`late`]: rows that land after their scenario's state was read.
 //! - [`gaps`]: retry gaps measured against the scaled schedule.
@@ -63,6 +64,7 @@ mod decimal;
 pub mod delivery;
 pub mod envelope;
 pub mod error;
+pub mod estimate;
 pub mod excuse;
 pub mod exit;
 pub mod explicit;

@@ -13,7 +13,13 @@
 //!
 //! Answers that may be passing trouble (5xx, 429, a reset connection) are
 //! tried [`TRIES`] times; a redirect, a 4xx or an unreachable receiver are
-//! configuration, reported at once. Findings are typed ([`Problem`]);
+//! configuration, reported at once. A delivery that was not answered within
+//! the profile's timeout is sent again as its provider would retry it (the
+//! same identity, a fresh signature), up to [`TRIES`] attempts of the
+//! timeout each: only a receiver that answered none of them is called
+//! stuck. One answered late once is slow, and slow answers are what the
+//! scenarios judge (I7, and I3 where the retried effect runs twice), so the
+//! run goes on with a note saying so. Findings are typed ([`Problem`]);
 //! [`Finding::render`] words them with [`Words`], which say how the target
 //! was given (flags or a file), so each hint names the flag, file key or
 //! environment variable to fix.
@@ -111,6 +117,8 @@ pub enum Step {
     Stored,
     /// Removing the preflight's rows again.
     Cleanup,
+    /// A delivery answered only after attempts that timed out.
+    Slow,
 }
 
 /// What is wrong with the target.
@@ -158,8 +166,14 @@ pub enum Problem {
         /// How many tries.
         tries: u32,
     },
-    /// The receiver did not answer within the profile's time limit.
-    TimedOut(Duration),
+    /// The receiver answered none of `tries` attempts within the profile's
+    /// time limit.
+    TimedOut {
+        /// The profile's timeout, per attempt.
+        limit: Duration,
+        /// How many attempts were sent.
+        tries: u32,
+    },
     /// An acknowledged delivery never showed up in the state.
     NotStored {
         /// Its key (the profile's event identity).
@@ -312,9 +326,10 @@ impl Finding {
                 "{tries} tries of {what} for {acct} got no answer ({d}): does the receiver speak HTTP at {}, and is it healthy?",
                 words.url
             ),
-            Problem::TimedOut(limit) => format!(
-                "the receiver did not answer {what} for {acct} within {} ({d}): is it stuck?",
-                format_duration(*limit)
+            Problem::TimedOut { limit, tries } => format!(
+                "the receiver did not answer {what} for {acct} within {} in any of {tries} tries ({} in all; {d}): is it stuck?",
+                format_duration(*limit),
+                format_duration(*limit * *tries)
             ),
             Problem::NotStored { key, event } => format!(
                 "the receiver acknowledged a delivery for {acct} ({event} {key}), but it did not show up in the state within {}: does {} read the receiver's own state?",
@@ -458,6 +473,9 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
     // 3. and 4. Per account: a test delivery, then a genuine one.
     let sender = Sender::new(target);
     let mut keys = Vec::new();
+    // Whether an attempt was left unanswered: the receiver may still be
+    // working on it, and store its row after the cleanup's reset.
+    let mut timed_out = false;
     for account in target.secrets.keys() {
         let account = account.as_str();
         let test = sender.deliver(account, true).await;
@@ -485,6 +503,9 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
                     Outcome::Passed,
                 ),
             );
+            if let Some(note) = test.late_note("test delivery", account) {
+                push(out, note);
+            }
         }
         let real = sender.deliver(account, false).await;
         if let Some(mut p) = real.problem() {
@@ -525,6 +546,10 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
                 Outcome::Passed,
             ),
         );
+        if let Some(note) = real.late_note("delivery", account) {
+            push(out, note);
+        }
+        timed_out |= real.timeouts > 0 || test.timeouts > 0;
         out.keys.push((account.to_string(), real.key.clone()));
         keys.push((account.to_string(), real.key));
     }
@@ -594,7 +619,7 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
             Outcome::Passed,
         )
     } else {
-        match probe.reset().await {
+        match reset_away(&probe, &out.keys, timed_out).await {
             Ok(()) => Finding::new(
                 Step::Cleanup,
                 None,
@@ -612,6 +637,31 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
         }
     };
     push(out, cleanup);
+}
+
+/// The cleanup's reset. When an attempt was left unanswered, the receiver
+/// may still be working on it and write its row after the reset: the state
+/// is watched for [`APPEAR_LIMIT`] and reset again whenever one of `keys`
+/// shows up again.
+async fn reset_away(
+    probe: &Probe,
+    keys: &[(String, String)],
+    timed_out: bool,
+) -> Result<(), ProbeError> {
+    probe.reset().await?;
+    if !timed_out {
+        return Ok(());
+    }
+    let start = Instant::now();
+    while start.elapsed() < APPEAR_LIMIT {
+        tokio::time::sleep(DRAIN_POLL).await;
+        if let Ok(s) = probe.read_state().await {
+            if keys.iter().any(|(a, k)| s.holds(a, k)) {
+                probe.reset().await?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The state source, redacted, in a few words.
@@ -650,6 +700,8 @@ struct Sent {
     key: String,
     answer: Option<Answer>,
     tries: u32,
+    /// Attempts that were not answered within the timeout.
+    timeouts: u32,
     timeout: Duration,
     bad_url: Option<String>,
 }
@@ -684,12 +736,37 @@ impl Sent {
                 tries: self.tries,
             }),
             None if a.connect_failed => Some(Problem::Unreachable),
-            None if is_timeout(a) => Some(Problem::TimedOut(self.timeout)),
+            None if is_timeout(a) => Some(Problem::TimedOut {
+                limit: self.timeout,
+                tries: self.tries,
+            }),
             None => Some(Problem::Failing {
                 status: None,
                 tries: self.tries,
             }),
         }
+    }
+
+    /// A note when the delivery was answered only after attempts that
+    /// timed out: the target is usable, and the scenarios judge slowness.
+    fn late_note(&self, what: &str, account: &str) -> Option<Finding> {
+        if self.timeouts == 0 {
+            return None;
+        }
+        let earlier = match self.timeouts {
+            1 => "the first".to_string(),
+            n => format!("the first {n}"),
+        };
+        Some(Finding::new(
+            Step::Slow,
+            Some(account),
+            format!(
+                "the preflight's {what} for {account} was answered only on attempt {} ({earlier} took over {}); the scenarios judge slow answers (I7)",
+                self.tries,
+                format_duration(self.timeout)
+            ),
+            Outcome::Warning,
+        ))
     }
 
     fn detail(&self) -> String {
@@ -744,6 +821,7 @@ impl<'a> Sender<'a> {
             key: key.clone(),
             answer: None,
             tries: 0,
+            timeouts: 0,
             timeout: t.profile.timeout,
             bad_url: None,
         };
@@ -808,7 +886,9 @@ impl<'a> Sender<'a> {
             )
             .await;
             sent.tries = attempt;
-            let again = transient(&answer) && attempt < TRIES;
+            let late = is_timeout(&answer);
+            sent.timeouts += u32::from(late);
+            let again = (late || transient(&answer)) && attempt < TRIES;
             sent.answer = Some(answer);
             if !again {
                 break;
@@ -862,6 +942,52 @@ mod tests {
         assert!(
             t.starts_with("every delivery was answered 308 to /hooks/answers: register that URL"),
             "{t}"
+        );
+    }
+
+    #[test]
+    fn a_receiver_that_never_answers_is_told_how_long_and_how_often_it_was_tried() {
+        let f = Finding::new(
+            Step::Delivery,
+            Some("acct_a"),
+            "POST http://h/webhooks/acct_a: timeout after 15s".into(),
+            Outcome::Problem(Problem::TimedOut {
+                limit: Duration::from_secs(15),
+                tries: TRIES,
+            }),
+        );
+        assert_eq!(
+            f.render(&words()),
+            "the receiver did not answer a correctly signed delivery for acct_a within 15s in any of 3 tries (45s in all; POST http://h/webhooks/acct_a: timeout after 15s): is it stuck?"
+        );
+    }
+
+    #[test]
+    fn a_delivery_answered_after_a_timeout_is_a_note_not_a_problem() {
+        let sent = |tries, timeouts| Sent {
+            url: "http://h/webhooks/acct_a".into(),
+            key: "tsk_preflight_x".into(),
+            answer: Some(Answer {
+                status: Some(204),
+                latency_ms: 3.0,
+                error: None,
+                connect_failed: false,
+                location: None,
+                body: Bytes::new(),
+            }),
+            tries,
+            timeouts,
+            timeout: Duration::from_secs(15),
+            bad_url: None,
+        };
+        assert!(sent(1, 0).late_note("delivery", "acct_a").is_none());
+        let late = sent(2, 1);
+        assert_eq!(late.problem(), None);
+        let note = late.late_note("delivery", "acct_a").unwrap();
+        assert_eq!(note.outcome, Outcome::Warning);
+        assert_eq!(
+            note.render(&words()),
+            "the preflight's delivery for acct_a was answered only on attempt 2 (the first took over 15s); the scenarios judge slow answers (I7)"
         );
     }
 

@@ -529,9 +529,41 @@ impl Profile {
         }
     }
 
+    /// Whether a failed update can win its object (I5). Under a
+    /// provider's rules every update of an object is a candidate for
+    /// "newest wins", whatever its event type (an `invoice.payment_failed`
+    /// is as much an update of its invoice as an `invoice.paid`); only the
+    /// answerline's own body ranks a FAILED task below every COMPLETED one,
+    /// so that a FAILED task never wins.
+    pub fn failed_can_win(&self) -> bool {
+        !(self.body == BodyShape::Answerline && self.body_template.is_none())
+    }
+
     /// The tolerance in whole seconds, as verifiers take it.
     pub fn tolerance_secs(&self) -> Option<i64> {
         self.tolerance.map(|t| t.as_secs() as i64)
+    }
+
+    /// How many times faster than a scenario's own `time_scale` this
+    /// profile's schedule is played. Scenario files tune their scale to the
+    /// answerline's retry window (10 attempts, at most 2,555 s); a profile
+    /// whose window is N times longer is played N times faster (rounded to
+    /// a whole number), so that every scenario's compressed window stays
+    /// what it is under the answerline: Stripe's 55 hours go 77 times
+    /// faster. A window no longer than the answerline's keeps the
+    /// scenario's scale (factor 1).
+    pub fn time_scale_factor(&self) -> f64 {
+        let reference = Profile::default_profile().schedule.window().1.as_secs_f64();
+        let own = self.schedule.window().1.as_secs_f64();
+        (own / reference).round().max(1.0)
+    }
+
+    /// The time scale a scenario is sent with under this profile, the one
+    /// rule of it: `flag` (`--time-scale`) when given, as it is; otherwise
+    /// the scenario's own `time_scale` (or the run's `default` when it sets
+    /// none) times [`Profile::time_scale_factor`].
+    pub fn time_scale(&self, flag: Option<f64>, scenario: Option<f64>, default: f64) -> f64 {
+        flag.unwrap_or_else(|| scenario.unwrap_or(default) * self.time_scale_factor())
     }
 }
 
@@ -872,6 +904,44 @@ mod tests {
         std::fs::write(&path, "name = \"x\"\n[semantics]\norder = \"created\"\n").unwrap();
         let e = Profile::from_file(&path).unwrap_err().to_string();
         assert!(e.contains("JSON pointer"), "{e}");
+    }
+
+    #[test]
+    fn each_builtin_profile_plays_its_schedule_in_about_the_answerlines_compressed_window() {
+        // (profile, factor): the longest window over answerline's 2,555 s.
+        let expected = [
+            ("answerline", 1.0),
+            ("standard-webhooks", 39.0), // 27.6 h
+            ("svix", 39.0),
+            ("stripe", 77.0), // 55 h
+            ("github", 1.0),  // no retries
+            ("shopify", 6.0), // 255 min
+            ("slack", 1.0),   // 6 min: shorter, kept as it is
+            ("generic-hex", 1.0),
+        ];
+        assert_eq!(expected.len(), BUILTIN_NAMES.len());
+        let reference = Profile::default_profile().schedule.window().1.as_secs_f64() / 100.0;
+        for (name, factor) in expected {
+            let p = Profile::builtin(name).unwrap();
+            assert_eq!(p.time_scale_factor(), factor, "{name}");
+            let scale = p.time_scale(None, Some(100.0), 1.0);
+            assert_eq!(scale, 100.0 * factor, "{name}");
+            // At a scenario's 100x the compressed window is at most about
+            // the answerline's (25.6 s), never the hours of the real one.
+            let window = p.schedule.window().1.as_secs_f64() / scale;
+            assert!(window <= reference * 1.1, "{name}: {window:.1}s");
+        }
+    }
+
+    #[test]
+    fn the_time_scale_flag_wins_over_the_profile_and_the_scenario() {
+        let stripe = Profile::builtin("stripe").unwrap();
+        assert_eq!(stripe.time_scale(Some(10.0), Some(100.0), 100.0), 10.0);
+        assert_eq!(stripe.time_scale(None, Some(2000.0), 100.0), 154_000.0);
+        assert_eq!(stripe.time_scale(None, None, 100.0), 7_700.0);
+        let answerline = Profile::default_profile();
+        assert_eq!(answerline.time_scale(None, Some(1000.0), 100.0), 1000.0);
+        assert_eq!(answerline.time_scale(None, None, 100.0), 100.0);
     }
 
     #[test]

@@ -290,7 +290,9 @@ pub async fn run_until(
         }
     }
 
-    let time_scale = opts.time_scale.unwrap_or(opts.default_time_scale);
+    let time_scale = target
+        .profile
+        .time_scale(opts.time_scale, None, opts.default_time_scale);
     let report = RunReport {
         run_id: run_id.clone(),
         seed: opts.seed,
@@ -494,10 +496,11 @@ async fn run_scenario(
 ) -> Result<(ScenarioReport, Option<Recheck>), RunError> {
     let started = Instant::now();
     let seed = scenario_seed(opts.seed, &scenario.name);
-    let time_scale = opts
-        .time_scale
-        .or(scenario.time_scale)
-        .unwrap_or(opts.default_time_scale);
+    let time_scale = target.profile.time_scale(
+        opts.time_scale,
+        scenario.time_scale,
+        opts.default_time_scale,
+    );
     let dir = run_dir.join(&scenario.name);
     std::fs::create_dir_all(&dir).map_err(|e| RunError::Io(format!("{}: {e}", dir.display())))?;
     let history_path = dir.join("history.jsonl");

@@ -233,12 +233,6 @@ impl Scenario {
         self.accounts.len()
     }
 
-    /// The time scale to send with: the command line's when given, else the
-    /// scenario's, else 1 (real time).
-    pub fn effective_time_scale(&self, flag: Option<f64>) -> f64 {
-        flag.or(self.time_scale).unwrap_or(1.0)
-    }
-
     /// Whether the scenario carries tag `tag`.
     pub fn has_tag(&self, tag: &str) -> bool {
         self.tags.iter().any(|t| t == tag)

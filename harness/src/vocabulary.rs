@@ -166,6 +166,111 @@ impl Vocabulary {
     }
 }
 
+/// The per-profile rules as a Markdown table, one row per built-in profile
+/// and one for custom profiles, made from the code the sender and the
+/// checker use: [`Semantics`] (identity, freshness, object, order),
+/// [`Profile::failed_can_win`] (which updates can win, I5), the test
+/// delivery [`crate::envelope`] renders, and these words. `docs/state.md`
+/// and `docs/invariants.md` carry it between `<!-- semantics:begin -->` and
+/// `<!-- semantics:end -->`; a test fails when they differ.
+pub fn semantics_table() -> String {
+    let mut out = String::from(
+        "| profile | `key` (event identity) | freshness | job (object) | winner ordered by | which updates can win | test delivery | words in findings |\n\
+         |---|---|---|---|---|---|---|---|\n",
+    );
+    for name in crate::profile::BUILTIN_NAMES {
+        let p = Profile::builtin(name).expect("a built-in profile");
+        let sem = &p.semantics;
+        let identity = match &sem.identity {
+            Identity::TaskId => "the body's `task.id`".to_string(),
+            Identity::DeliveryId => match p.delivery_id_header() {
+                Some(h) => format!("the `{h}` header (the delivery id)"),
+                None => "the delivery id header".to_string(),
+            },
+            Identity::Header(h) => format!("the `{h}` header"),
+            Identity::Body(ptr) => format!("the body's `{}`", field(ptr)),
+        };
+        let tolerance = p.tolerance_secs().unwrap_or_default();
+        let freshness = match sem.freshness {
+            crate::profile::Freshness::Both => format!("±{tolerance} s"),
+            crate::profile::Freshness::PastOnly => format!("only too old (> {tolerance} s)"),
+            crate::profile::Freshness::None => "none".to_string(),
+        };
+        let pointer = |ptr: &Option<String>| {
+            ptr.as_deref()
+                .map_or("(none)".to_string(), |x| format!("`{}`", field(x)))
+        };
+        let mut object = pointer(&sem.object);
+        if p.body == BodyShape::Answerline {
+            object.push_str(" without its `-rN`");
+        }
+        let failed = crate::envelope::event_type(p.body, &sample(false, true));
+        let can_win = if p.failed_can_win() {
+            format!("every update, whatever its type: a failed one (`{failed}`) wins when it is the newest")
+        } else {
+            format!("COMPLETED tasks only: a FAILED one (`{failed}`) never wins")
+        };
+        let v = Vocabulary::of(&p);
+        out.push_str(&format!(
+            "| `{name}` | {identity} | {freshness} | {object} | {} | {can_win} | {} | {}, {}, {} |\n",
+            pointer(&sem.order),
+            test_delivery(p.body),
+            v.event,
+            v.object,
+            v.order
+        ));
+    }
+    out.push_str(
+        "| custom | `[semantics] identity` | `[semantics] freshness` | `[semantics] object` | `[semantics] order` | every update, unless the body is the answerline's own | the body shape's, or the template's `{{test}}` | event (message for delivery-id identity), object (pointer), the order pointer's field |\n",
+    );
+    out
+}
+
+/// A delivery body for the table: genuine or test, COMPLETED or FAILED.
+fn sample(test: bool, failed: bool) -> crate::delivery::Body {
+    use crate::delivery::{Body, Task, TaskStatus};
+    Body {
+        task: Task {
+            id: "tsk_0".into(),
+            idempotency_key: Some("job-0".into()),
+            status: if failed {
+                TaskStatus::Failed
+            } else {
+                TaskStatus::Completed
+            },
+            created_at: "2026-01-01T00:00:00Z".into(),
+        },
+        credits: 1,
+        response: None,
+        test,
+        resource: None,
+        sequence: None,
+    }
+}
+
+/// What a test delivery is under a body shape: its own event type, a
+/// `"test": true` in the body, or both, as [`crate::envelope`] renders it.
+fn test_delivery(shape: BodyShape) -> String {
+    let (test, genuine) = (sample(true, false), sample(false, false));
+    let kind = crate::envelope::event_type(shape, &test);
+    let own_type = kind != crate::envelope::event_type(shape, &genuine);
+    let flagged =
+        serde_json::from_slice::<serde_json::Value>(&crate::envelope::render(shape, &test))
+            .ok()
+            .and_then(|v| v.get("test").and_then(serde_json::Value::as_bool))
+            == Some(true);
+    let mut text = match (own_type, flagged) {
+        (true, true) => format!("a `{kind}` event with `\"test\": true`"),
+        (true, false) => format!("a `{kind}` event"),
+        (false, true) => "`\"test\": true` in the body".to_string(),
+        (false, false) => "none".to_string(),
+    };
+    if shape == BodyShape::Slack {
+        text.push_str(", answered with its `challenge`");
+    }
+    text
+}
+
 /// A JSON pointer as a dotted field name (`/data/object/id` → `data.object.id`).
 fn field(pointer: &str) -> String {
     pointer.trim_start_matches('/').replace('/', ".")
@@ -208,6 +313,28 @@ mod tests {
     fn unknown_profiles_get_neutral_words() {
         let v = Vocabulary::of_name("acme-custom");
         assert_eq!((v.event.as_str(), v.object.as_str()), ("event", "object"));
+    }
+
+    #[test]
+    fn the_semantics_table_says_which_updates_can_win_per_profile() {
+        let table = semantics_table();
+        let row = |name: &str| {
+            table
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{name}` |")))
+                .unwrap_or_else(|| panic!("no row for {name}:\n{table}"))
+                .to_string()
+        };
+        assert!(row("answerline").contains("a FAILED one (`task.failed`) never wins"));
+        assert!(row("stripe").contains("(`invoice.payment_failed`) wins when it is the newest"));
+        assert!(row("stripe").contains("the body's `id`"));
+        assert!(row("github").contains("a `ping` event"));
+        assert!(row("slack").contains("`url_verification`"));
+        assert!(row("shopify").contains("`\"test\": true` in the body"));
+        assert_eq!(
+            table.lines().count(),
+            2 + crate::profile::BUILTIN_NAMES.len() + 1
+        );
     }
 
     #[test]

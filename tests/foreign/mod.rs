@@ -20,6 +20,7 @@ mod redirecting;
 mod server;
 mod shopify;
 mod slack;
+mod slow;
 mod standard;
 mod stripe;
 mod vendor;

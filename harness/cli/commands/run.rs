@@ -27,6 +27,10 @@ use hookstorm::scenario::Scenario;
 use hookstorm::target::Target;
 use hookstorm::units::HumanDuration;
 
+/// The time scale of scenarios that set none, before the profile's factor
+/// ([`hookstorm::profile::Profile::time_scale`]).
+pub(super) const DEFAULT_TIME_SCALE: f64 = 100.0;
+
 /// Arguments of `hookstorm run`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -68,8 +72,10 @@ pub struct Args {
     /// Seed for everything (workload, jitter, fault choices). Random when absent.
     #[arg(long)]
     seed: Option<u64>,
-    /// Divide every wait by this (overrides the scenarios' own scales).
-    #[arg(long)]
+    /// Divide every wait by this (overrides the scenarios' own scales and
+    /// the profile's factor). Default: each scenario's own scale, times the
+    /// profile's retry window over the answerline's (stripe x77).
+    #[arg(long, env = "HOOKSTORM_TIME_SCALE")]
     time_scale: Option<f64>,
     /// Status deviations that leave state intact (non-strict) fail the run.
     #[arg(long)]
@@ -197,6 +203,16 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
         scenarios.len(),
         target.describe()
     );
+    info!(
+        "{}",
+        hookstorm::estimate::Estimate::of(
+            &target.profile,
+            &scenarios,
+            args.time_scale,
+            DEFAULT_TIME_SCALE
+        )
+        .line()
+    );
     if let (true, Some(p)) = (args.target.given(), &target.provider) {
         // With `[provider] listen = "127.0.0.1:0"` this is where it landed.
         info!("provider API on {}", p.url());
@@ -204,7 +220,7 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
     let opts = RunOptions {
         seed,
         time_scale: args.time_scale,
-        default_time_scale: 100.0,
+        default_time_scale: DEFAULT_TIME_SCALE,
         strict: args.strict,
         // Run ids are time and seed, the same for every shard of a run:
         // each shard reports into a folder of its own.
@@ -398,6 +414,19 @@ pub(super) fn build_target(
             if let Some(d) = defect {
                 reproduce.push_str(&format!(" --defect {d}"));
             }
+            // The child receiver verifies and reads the default profile's deliveries.
+            let profile = match &flags.profile {
+                Some(name) => {
+                    match builtin_profile(name, &hookstorm::profile::Profile::default_profile()) {
+                        Ok(p) => {
+                            reproduce.push_str(&format!(" --profile {name}"));
+                            Some(p)
+                        }
+                        Err(e) => return Ok(Err(super::usage_error(e))),
+                    }
+                }
+                None => None,
+            };
             let mut copts = hookstorm_cli::builtin::ChildOptions::new("{hookstorm} receiver");
             copts.defect = parsed;
             copts.db = receiver_db.map(str::to_string);
@@ -415,8 +444,11 @@ pub(super) fn build_target(
                     "SQLite in a temp folder"
                 }
             );
-            let target = prepared.target.clone();
+            let mut target = prepared.target.clone();
             child = Some(prepared);
+            if let Some(p) = profile {
+                target.profile = p;
+            }
             target
         }
     };
@@ -425,6 +457,30 @@ pub(super) fn build_target(
         child,
         reproduce,
     }))
+}
+
+/// `--profile` for the built-in receiver, which reads answerline bodies
+/// signed the answerline's way (`receiver`, its own profile): a profile
+/// that only plays another schedule or timeout is taken, one whose
+/// deliveries it could not read or verify is refused with what to do.
+fn builtin_profile(
+    name: &str,
+    receiver: &hookstorm::profile::Profile,
+) -> Result<hookstorm::profile::Profile, String> {
+    let p = hookstorm::profile::Profile::resolve(name).map_err(|e| e.to_string())?;
+    let readable = p.body == receiver.body
+        && p.body_template.is_none()
+        && p.semantics == receiver.semantics
+        && p.scheme == receiver.scheme
+        && p.tolerance == receiver.tolerance;
+    if readable {
+        Ok(p)
+    } else {
+        Err(format!(
+            "--profile {name}: the built-in reference receiver reads answerline deliveries only, and {} sends its own provider's (hint: test a {} receiver with --target or --url; to play another provider's schedule against the built-in receiver, give a profile file with extends = \"answerline\" and that [schedule])",
+            p.name, p.name
+        ))
+    }
 }
 
 /// The preflight's findings, one line each.

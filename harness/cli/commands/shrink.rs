@@ -161,7 +161,7 @@ async fn run_async(args: Args, scenario: Scenario) -> anyhow::Result<i32> {
     let run = RunOptions {
         seed: args.seed,
         time_scale: args.time_scale,
-        default_time_scale: 100.0,
+        default_time_scale: super::run::DEFAULT_TIME_SCALE,
         strict: false,
         out_dir: out.join("runs"),
         concurrency: args.concurrency.max(1),

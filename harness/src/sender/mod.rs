@@ -506,15 +506,11 @@ impl Ctx {
         }
         let body = &r.d.body;
         let (key, job) = self.identity(r.d, r.id);
-        // Under a provider's rules every update of an object is a candidate
-        // for "newest wins", whatever its event type; only answerline ranks
-        // FAILED below COMPLETED.
-        let task_status = if self.cfg.profile.body == BodyShape::Answerline
-            && self.cfg.profile.body_template.is_none()
-        {
-            body.task.status
-        } else {
+        // Which updates can win is the profile's rule (Profile::failed_can_win).
+        let task_status = if self.cfg.profile.failed_can_win() {
             crate::delivery::TaskStatus::Completed
+        } else {
+            body.task.status
         };
         self.write(Event::Attempt(Attempt {
             job,
