@@ -23,6 +23,8 @@ name="hookstorm-$target"
 mkdir -p "$stage/$name/bin" "$outdir"
 cp "$bindir/hookstorm" "$stage/$name/bin/"
 [ -x "$bindir/hookstorm-receiver" ] && cp "$bindir/hookstorm-receiver" "$stage/$name/bin/"
+# As the Dockerfile does: no symbols in what is shipped.
+if command -v strip >/dev/null 2>&1; then strip "$stage/$name/bin/"*; fi
 cp -R "$here/scenarios" "$stage/$name/scenarios"
 printf '%s\n' "$version" > "$stage/$name/VERSION"
 tar -C "$stage" -czf "$outdir/$name.tar.gz" "$name"

@@ -412,7 +412,10 @@ fn null_bench_shards_merge_as_one_null_bench_with_the_check_skipped() -> TestRes
         .output()?;
     assert_eq!(one.status.code(), Some(0), "{}", output_text(&one));
     let one: serde_json::Value = serde_json::from_slice(&one.stdout)?;
-    assert!(one["check"].is_null() && one["check_skipped"].is_string(), "{one}");
+    assert!(
+        one["check"].is_null() && one["check_skipped"].is_string(),
+        "{one}"
+    );
     std::fs::remove_dir_all(dir.path().join("shards"))?;
 
     let shards: Vec<Child> = (0..2)
@@ -450,7 +453,10 @@ fn null_bench_shards_merge_as_one_null_bench_with_the_check_skipped() -> TestRes
         "{merged}"
     );
     assert_eq!(merged["unknown_because"], serde_json::json!([]), "{merged}");
-    assert!(merged["bench"]["requests"].as_u64().unwrap_or(0) > 0, "{merged}");
+    assert!(
+        merged["bench"]["requests"].as_u64().unwrap_or(0) > 0,
+        "{merged}"
+    );
     // A threshold over the merged numbers still gates: kept 0, broken 1.
     let (o, _) = merge_with(&["--threshold", "errors<1%"])?;
     assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));

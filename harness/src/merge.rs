@@ -815,7 +815,11 @@ mod tests {
         assert_eq!(r.verdict, Verdict::Pass, "{r:?}");
         assert_eq!(r.exit_code(), crate::exit::PASS);
         assert!(r.unknown_because.is_empty(), "{r:?}");
-        assert!(r.check_skipped.as_deref().unwrap().contains("null receiver"));
+        assert!(r
+            .check_skipped
+            .as_deref()
+            .unwrap()
+            .contains("null receiver"));
         assert!(r.console().contains("check skipped"), "{}", r.console());
 
         let mut o = opts(dirs, &root.path().join("out"));

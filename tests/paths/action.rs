@@ -114,7 +114,12 @@ fn the_action_installs_a_cached_release_binary_and_gates_green_red_and_usage() -
     assert_eq!(red.outputs["installed-from"], "cache", "{}", job2.log);
     assert!(!red.success, "a failed invariant fails the job");
     assert_eq!(red.step("run"), Some("failure"));
-    assert_eq!(red.step("Upload the report"), Some("success"), "{:?}", red.steps);
+    assert_eq!(
+        red.step("Upload the report"),
+        Some("success"),
+        "{:?}",
+        red.steps
+    );
     assert_eq!(red.outputs["exit-code"], "1", "{}", job2.log);
     assert_eq!(red.outputs["verdict"], "fail");
     assert!(job2.summary.contains("exactly-once"), "{}", job2.summary);
@@ -134,11 +139,16 @@ fn the_action_installs_a_cached_release_binary_and_gates_green_red_and_usage() -
     assert!(job2.log.contains("close every quote"), "{}", job2.log);
     let unknown = job2.run_action(
         repo(),
-        &with(&[("args", "--scenario no-such-scenario"), ("binary-url", &url)]),
+        &with(&[
+            ("args", "--scenario no-such-scenario"),
+            ("binary-url", &url),
+        ]),
         &BTreeMap::new(),
     );
     assert_eq!(unknown.outputs["exit-code"], "254", "{}", job2.log);
-    assert!(job2.summary.contains("No report was written (exit code 254)"));
+    assert!(job2
+        .summary
+        .contains("No report was written (exit code 254)"));
     rt.block_on(receiver.shutdown());
     eprintln!(
         "action: first job (release download) {:.1}s, second job (cache) {:.1}s",
@@ -199,7 +209,10 @@ fn start_service(
         .args(["--admin-listen", &format!("127.0.0.1:{}", ports[1])]);
     for (k, v) in service["env"].as_mapping().expect("the service's env") {
         let (k, v) = (k.as_str().unwrap(), render(v.as_str().unwrap()));
-        if let Some(acct) = k.strip_prefix("WEBHOOK_SECRET_") {
+        if k == "WEBHOOK_SECRETS" {
+            // One secret for the one account of a single-account receiver.
+            cmd.args(["--account", &format!("acct_a={v}")]);
+        } else if let Some(acct) = k.strip_prefix("WEBHOOK_SECRET_") {
             cmd.args(["--account", &format!("{}={v}", acct.to_ascii_lowercase())]);
         } else if k == "ADMIN_TOKEN" {
             cmd.args(["--admin-token", &v]);
@@ -221,7 +234,10 @@ fn start_service(
         if up {
             break;
         }
-        assert!(Instant::now() < deadline, "the service never became healthy");
+        assert!(
+            Instant::now() < deadline,
+            "the service never became healthy"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     Service(child)
@@ -260,15 +276,13 @@ fn the_example_workflow_is_green_on_its_first_run_against_a_service_receiver() -
     let mut runner = Runner::new(&root.path().join("job"), &root.path().join("cache"));
     runner.secrets = secrets;
     runner.netns = Some(net.clone());
-    runner.action_overrides = with(&[(
-        "binary-url",
-        &release_artifact(&root.path().join("dist")),
-    )]);
+    runner.action_overrides = with(&[("binary-url", &release_artifact(&root.path().join("dist")))]);
     // The repository's hookstorm.toml, written by the command the workflow
     // names, as its author would have.
     let init = text
         .lines()
         .find_map(|l| l.split_once("hookstorm init").map(|(_, rest)| rest))
+        .map(|rest| rest.split('`').next().unwrap_or(""))
         .expect("the workflow says how to write hookstorm.toml");
     let o = Command::new(env!("CARGO_BIN_EXE_hookstorm"))
         .arg("init")

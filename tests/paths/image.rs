@@ -186,10 +186,10 @@ pub fn mirror() -> String {
             if l.starts_with('#') {
                 continue;
             }
-            let uri = l
-                .strip_prefix("URIs:")
-                .map(str::trim)
-                .or_else(|| l.strip_prefix("deb ").and_then(|r| r.split_whitespace().find(|w| w.starts_with("http"))));
+            let uri = l.strip_prefix("URIs:").map(str::trim).or_else(|| {
+                l.strip_prefix("deb ")
+                    .and_then(|r| r.split_whitespace().find(|w| w.starts_with("http")))
+            });
             if let Some(u) = uri.and_then(|u| u.split_whitespace().next()) {
                 if u.trim_end_matches('/').ends_with("/debian") {
                     return u.to_string();
@@ -244,12 +244,16 @@ pub fn base(stage: &Stage) -> Result<PathBuf, String> {
             .arg(&tmp)
             .args(["/bin/sh", "-c", run])
             .env_clear()
-            .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+            .env(
+                "PATH",
+                "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            )
             .env("DEBIAN_FRONTEND", "noninteractive"))?;
     }
     // What the slim image does not ship either: the downloaded packages.
     let _ = sh(Command::new("chroot").arg(&tmp).args(["apt-get", "clean"]));
-    std::fs::write(tmp.join(".complete"), format!("{}\n", stage.from)).map_err(|e| e.to_string())?;
+    std::fs::write(tmp.join(".complete"), format!("{}\n", stage.from))
+        .map_err(|e| e.to_string())?;
     if std::fs::rename(&tmp, &dir).is_err() {
         // Another run finished first: keep its tree.
         let _ = std::fs::remove_dir_all(&tmp);
@@ -404,7 +408,11 @@ impl Drop for Image {
         let mounted = std::fs::read_to_string("/proc/mounts")
             .unwrap_or_default()
             .lines()
-            .any(|l| l.split_whitespace().nth(1).is_some_and(|p| p.starts_with(&*self.root.to_string_lossy())));
+            .any(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .is_some_and(|p| p.starts_with(&*self.root.to_string_lossy()))
+            });
         if !all_gone || mounted {
             eprintln!("leaving {} (still mounted)", self.root.display());
             if let Some(d) = self._dir.take() {
@@ -442,7 +450,8 @@ fn documented_run() -> Vec<String> {
 }
 
 #[test]
-fn the_image_runs_its_entrypoint_as_the_users_uid_into_a_host_owned_folder() -> crate::common::TestResult {
+fn the_image_runs_its_entrypoint_as_the_users_uid_into_a_host_owned_folder(
+) -> crate::common::TestResult {
     use super::{available, have, is_root};
     if !available(
         "root and debootstrap",
@@ -454,7 +463,10 @@ fn the_image_runs_its_entrypoint_as_the_users_uid_into_a_host_owned_folder() -> 
     let started = std::time::Instant::now();
     let stage = Stage::runtime();
     assert_ne!(stage.user.0, 0, "the image runs as a user");
-    assert!(stage.packages().iter().any(|p| p == "curl"), "replay.sh needs curl");
+    assert!(
+        stage.packages().iter().any(|p| p == "curl"),
+        "replay.sh needs curl"
+    );
     let mut image = Image::new(&stage)?;
     let built = started.elapsed();
 
@@ -468,7 +480,10 @@ fn the_image_runs_its_entrypoint_as_the_users_uid_into_a_host_owned_folder() -> 
             crate::common::secrets_csv(&target.secrets[acct]),
         );
     }
-    env.insert("HOOKSTORM_ADMIN_TOKEN".into(), target.state.token.clone().unwrap());
+    env.insert(
+        "HOOKSTORM_ADMIN_TOKEN".into(),
+        target.state.token.clone().unwrap(),
+    );
 
     // The user's folder, owned by someone who is not the image's user.
     let host = tempfile::tempdir()?;
@@ -490,12 +505,22 @@ fn the_image_runs_its_entrypoint_as_the_users_uid_into_a_host_owned_folder() -> 
     // The documented command: its -v, -w, -e, --user and the arguments
     // after the image's name.
     let words = documented_run();
-    let at = |flag: &str| words.iter().position(|w| w == flag).map(|i| words[i + 1].clone());
+    let at = |flag: &str| {
+        words
+            .iter()
+            .position(|w| w == flag)
+            .map(|i| words[i + 1].clone())
+    };
     let volume = at("-v").expect("a -v");
-    let mount = volume.rsplit_once(':').expect("HOST:CONTAINER").1.to_string();
+    let mount = volume
+        .rsplit_once(':')
+        .expect("HOST:CONTAINER")
+        .1
+        .to_string();
     let workdir = at("-w").unwrap_or_else(|| stage.workdir.clone());
     assert_eq!(workdir, mount, "the folder mounted is the one worked in");
-    let user = at("--user").expect("the example runs as the caller (--user), so the reports are theirs");
+    let user =
+        at("--user").expect("the example runs as the caller (--user), so the reports are theirs");
     assert!(user.contains("id -u"), "{user}");
     let passed: Vec<String> = words
         .iter()
@@ -512,9 +537,16 @@ fn the_image_runs_its_entrypoint_as_the_users_uid_into_a_host_owned_folder() -> 
         .expect("the image's name");
     let mut args: Vec<String> = words[image_at + 1..].to_vec();
     args.extend(
-        ["--scenario", "baseline", "--scenario", "account-isolation", "--seed", "4"]
-            .iter()
-            .map(|s| s.to_string()),
+        [
+            "--scenario",
+            "baseline",
+            "--scenario",
+            "account-isolation",
+            "--seed",
+            "4",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
     );
     image.bind(host.path(), &mount)?;
 
@@ -522,7 +554,11 @@ fn the_image_runs_its_entrypoint_as_the_users_uid_into_a_host_owned_folder() -> 
     let o = image
         .command(stage.user, &[], Some(&workdir), &env, &args)
         .output()?;
-    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert_ne!(o.status.code(), Some(0), "{text}");
     assert!(text.to_lowercase().contains("permission denied"), "{text}");
 
@@ -530,8 +566,14 @@ fn the_image_runs_its_entrypoint_as_the_users_uid_into_a_host_owned_folder() -> 
     // scenarios come from the image's HOOKSTORM_SCENARIO_DIR, and the
     // reports are the owner's.
     let run_started = std::time::Instant::now();
-    let o = image.command(owner, &[], Some(&workdir), &env, &args).output()?;
-    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let o = image
+        .command(owner, &[], Some(&workdir), &env, &args)
+        .output()?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert_eq!(o.status.code(), Some(0), "{text}");
     let report = host.path().join("reports/latest/report.html");
     assert!(report.is_file(), "{text}");
@@ -540,9 +582,14 @@ fn the_image_runs_its_entrypoint_as_the_users_uid_into_a_host_owned_folder() -> 
     let run_time = run_started.elapsed();
 
     // CMD: the help; curl for replay.sh; the standalone receiver.
-    let o = image.command(stage.user, &[], None, &BTreeMap::new(), &[]).output()?;
+    let o = image
+        .command(stage.user, &[], None, &BTreeMap::new(), &[])
+        .output()?;
     assert_eq!(o.status.code(), Some(0), "{o:?}");
-    assert!(String::from_utf8_lossy(&o.stdout).contains("Usage"), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("Usage"),
+        "{o:?}"
+    );
     for tool in [["curl", "--version"], ["hookstorm-receiver", "--help"]] {
         let mut c = Command::new("chroot");
         c.arg(format!("--userspec={}:{}", stage.user.0, stage.user.1))

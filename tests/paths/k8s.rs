@@ -88,7 +88,8 @@ fn the_kubernetes_manifests_validate_against_the_kubernetes_schemas() {
     let bad = dir.path().join("bad.yaml");
     std::fs::write(
         &bad,
-        read("deploy/k8s/shards.yaml").replace("maxFailedIndexes: 8", "maxFailedIndexes: eight"),
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: x}\nspec:\n  maxFailedIndexes: eight\n  \
+         template: {spec: {restartPolicy: Never, containers: [{name: a, image: b}]}}\n",
     )
     .unwrap();
     let o = Command::new("kubernetes-validate")
@@ -109,17 +110,29 @@ fn the_indexed_job_lets_every_shard_finish_runs_as_the_image_user_and_starts_ahe
     // One failed shard must not fail the Job at once and kill the others.
     assert_eq!(spec["backoffLimitPerIndex"].as_u64(), Some(0), "{spec:?}");
     assert_eq!(spec["maxFailedIndexes"].as_u64(), Some(n), "{spec:?}");
-    assert!(spec["backoffLimit"].is_null(), "backoffLimit fails the whole Job");
+    assert!(
+        spec["backoffLimit"].is_null(),
+        "backoffLimit fails the whole Job"
+    );
     let stage = Stage::runtime();
     for file in ["deploy/k8s/shards.yaml", "deploy/k8s/merge.yaml"] {
         let d = docs(file);
         let sc = &kind(&d, "Job")["spec"]["template"]["spec"]["securityContext"];
-        assert_eq!(sc["runAsUser"].as_u64(), Some(u64::from(stage.user.0)), "{file}");
-        assert_eq!(sc["fsGroup"].as_u64(), Some(u64::from(stage.user.1)), "{file}");
+        assert_eq!(
+            sc["runAsUser"].as_u64(),
+            Some(u64::from(stage.user.0)),
+            "{file}"
+        );
+        assert_eq!(
+            sc["fsGroup"].as_u64(),
+            Some(u64::from(stage.user.1)),
+            "{file}"
+        );
     }
     // No start time fixed in the file (one in the past means nobody resets).
     let text = read("deploy/k8s/shards.yaml");
-    let args = serde_yaml::to_string(&job["spec"]["template"]["spec"]["containers"][0]["args"]).unwrap();
+    let args =
+        serde_yaml::to_string(&job["spec"]["template"]["spec"]["containers"][0]["args"]).unwrap();
     assert!(!args.contains("--start-at"), "{args}");
     assert!(text.contains("HOOKSTORM_START_AT"), "{text}");
     let readme = read("deploy/k8s/README.md");
@@ -136,7 +149,10 @@ fn the_configmaps_target_file_passes_the_target_parser() -> TestResult {
     // The Secret's values where the file names their variables (the pods
     // get them with envFrom).
     for (name, acct) in file.accounts.iter_mut() {
-        let var = acct.secrets_env.take().unwrap_or_else(|| panic!("{name}: secrets_env"));
+        let var = acct
+            .secrets_env
+            .take()
+            .unwrap_or_else(|| panic!("{name}: secrets_env"));
         let value = secret
             .get(&var)
             .unwrap_or_else(|| panic!("the Secret has no {var}"));
@@ -331,7 +347,11 @@ impl Cluster {
         let stage = &self.image.stage;
         let uid = sc["runAsUser"].as_u64().map_or(stage.user.0, |u| u as u32);
         let gid = sc["runAsGroup"].as_u64().map_or(stage.user.1, |g| g as u32);
-        let groups: Vec<u32> = sc["fsGroup"].as_u64().map(|g| g as u32).into_iter().collect();
+        let groups: Vec<u32> = sc["fsGroup"]
+            .as_u64()
+            .map(|g| g as u32)
+            .into_iter()
+            .collect();
         let inner = self
             .image
             .command((uid, gid), &groups, None, &self.env(job, index), args);
@@ -471,7 +491,10 @@ impl Cluster {
 
 /// Sends `signal` to every process in the namespace `ns`.
 fn kill_all(ns: &str, signal: i32) {
-    let o = Command::new("ip").args(["netns", "pids", ns]).output().unwrap();
+    let o = Command::new("ip")
+        .args(["netns", "pids", ns])
+        .output()
+        .unwrap();
     for pid in String::from_utf8_lossy(&o.stdout).split_whitespace() {
         if let Ok(pid) = pid.parse::<i32>() {
             // SAFETY: kill has no memory preconditions; the pid is a
@@ -495,7 +518,8 @@ fn host(url: &str) -> String {
 }
 
 #[test]
-fn the_indexed_job_run_as_kubernetes_would_names_a_failed_shard_and_judges_the_rest() -> TestResult {
+fn the_indexed_job_run_as_kubernetes_would_names_a_failed_shard_and_judges_the_rest() -> TestResult
+{
     if !available(
         "root, debootstrap and ip netns",
         is_root() && have("debootstrap") && have("ip") && have("chroot"),
@@ -526,7 +550,10 @@ fn the_indexed_job_run_as_kubernetes_would_names_a_failed_shard_and_judges_the_r
         .map(|v| (v["name"].as_str().unwrap().to_string(), v.clone()))
         .collect();
     let mut reports = PathBuf::new();
-    for m in pod_spec["containers"][0]["volumeMounts"].as_sequence().unwrap() {
+    for m in pod_spec["containers"][0]["volumeMounts"]
+        .as_sequence()
+        .unwrap()
+    {
         let at = m["mountPath"].as_str().unwrap();
         let vol = &volumes[m["name"].as_str().unwrap()];
         let dir = image.root.join(at.trim_start_matches('/'));
@@ -556,14 +583,20 @@ fn the_indexed_job_run_as_kubernetes_would_names_a_failed_shard_and_judges_the_r
     let mut net = Namespaces::new("k")?;
     let (rns, raddr) = net.add_member("rcv")?;
     let mut hosts = String::from("127.0.0.1 localhost\n");
-    for url in [Some(&file.url), file.state.http.as_ref()].into_iter().flatten() {
+    for url in [Some(&file.url), file.state.http.as_ref()]
+        .into_iter()
+        .flatten()
+    {
         hosts.push_str(&format!("{raddr} {}\n", host(url)));
     }
     std::fs::write(image.root.join("etc/hosts"), hosts)?;
     let n = shards_job["spec"]["completions"].as_u64().unwrap() as u32;
     let mut pods = BTreeMap::new();
     for i in 0..n {
-        pods.insert(format!("hookstorm-shards-{i}"), net.add_member(&format!("s{i}"))?.0);
+        pods.insert(
+            format!("hookstorm-shards-{i}"),
+            net.add_member(&format!("s{i}"))?.0,
+        );
     }
     pods.insert("hookstorm-merge-0".into(), net.add_member("mrg")?.0);
     pods.insert("single-0".into(), net.add_member("one")?.0);
@@ -604,7 +637,11 @@ fn the_indexed_job_run_as_kubernetes_would_names_a_failed_shard_and_judges_the_r
             &merge_job,
             &cluster.pods["hookstorm-merge-0"],
             None,
-            &["doctor".into(), "--target".into(), "/etc/hookstorm/hookstorm.toml".into()],
+            &[
+                "doctor".into(),
+                "--target".into(),
+                "/etc/hookstorm/hookstorm.toml".into(),
+            ],
         )
         .output()?;
     assert_eq!(
@@ -675,7 +712,12 @@ fn the_indexed_job_run_as_kubernetes_would_names_a_failed_shard_and_judges_the_r
         if *i == lost {
             assert_ne!(*code, Some(0));
         } else {
-            assert_eq!(*code, Some(0), "shard {i} was not let finish: {:?}", run.codes);
+            assert_eq!(
+                *code,
+                Some(0),
+                "shard {i} was not let finish: {:?}",
+                run.codes
+            );
         }
     }
     let merge = cluster.run_job(&merge_job, &merge_args, None);
@@ -685,10 +727,19 @@ fn the_indexed_job_run_as_kubernetes_would_names_a_failed_shard_and_judges_the_r
     let because = m["unknown_because"].to_string();
     assert!(because.contains(&format!("shard {lost}")), "{because}");
     for (i, s) in m["shards"].as_array().unwrap().iter().enumerate() {
-        let want = if i as u32 == lost { "running" } else { "finished" };
+        let want = if i as u32 == lost {
+            "running"
+        } else {
+            "finished"
+        };
         assert_eq!(s["status"], want, "{m}");
     }
-    assert!(m["check"]["results"].as_array().is_some_and(|r| !r.is_empty()), "the rest is judged: {m}");
+    assert!(
+        m["check"]["results"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty()),
+        "the rest is judged: {m}"
+    );
     drop(cluster);
     eprintln!(
         "kubernetes simulation: {:.1}s",

@@ -40,7 +40,9 @@ pub fn available(what: &str, there: bool, hint: &str) -> bool {
     if std::env::var("HOOKSTORM_REQUIRE_PATHS").is_ok_and(|v| v == "1") {
         panic!("HOOKSTORM_REQUIRE_PATHS=1 but {what} is not available (hint: {hint})");
     }
-    eprintln!("skipped: {what} is not available ({hint}; HOOKSTORM_REQUIRE_PATHS=1 makes this a failure)");
+    eprintln!(
+        "skipped: {what} is not available ({hint}; HOOKSTORM_REQUIRE_PATHS=1 makes this a failure)"
+    );
     false
 }
 

@@ -73,13 +73,24 @@ impl Namespaces {
         assert!(n < 250, "a /24 holds the members");
         // Interface names are at most 15 bytes; these exist only for a
         // moment in the root namespace before they move.
-        let (a, b) = (format!("hsa{}", short(&name)), format!("hsb{}", short(&name)));
+        let (a, b) = (
+            format!("hsa{}", short(&name)),
+            format!("hsb{}", short(&name)),
+        );
         ip(&["link", "add", &a, "type", "veth", "peer", "name", &b])?;
         ip(&["link", "set", &a, "netns", &name])?;
         ip(&["link", "set", &b, "netns", &bridge])?;
         ip(&["-n", &name, "link", "set", &a, "name", "eth0"])?;
         let addr = format!("{SUBNET}.{n}");
-        ip(&["-n", &name, "addr", "add", &format!("{addr}/24"), "dev", "eth0"])?;
+        ip(&[
+            "-n",
+            &name,
+            "addr",
+            "add",
+            &format!("{addr}/24"),
+            "dev",
+            "eth0",
+        ])?;
         ip(&["-n", &name, "link", "set", "eth0", "up"])?;
         ip(&["-n", &bridge, "link", "set", &b, "master", "br0"])?;
         ip(&["-n", &bridge, "link", "set", &b, "up"])?;

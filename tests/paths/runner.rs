@@ -130,7 +130,11 @@ impl Scope<'_> {
         let Some(c) = cond else {
             return !self.failed;
         };
-        let c = c.trim().trim_start_matches("${{").trim_end_matches("}}").trim();
+        let c = c
+            .trim()
+            .trim_start_matches("${{")
+            .trim_end_matches("}}")
+            .trim();
         match c {
             "always()" => true,
             "success()" => !self.failed,
@@ -206,7 +210,12 @@ impl Runner {
     pub fn new(root: &Path, cache_store: &Path) -> Runner {
         let workspace = root.join("workspace");
         let home = root.join("runner");
-        for d in [&workspace, &home, &home.join("tool-cache"), &home.join("temp")] {
+        for d in [
+            &workspace,
+            &home,
+            &home.join("tool-cache"),
+            &home.join("temp"),
+        ] {
             std::fs::create_dir_all(d).unwrap();
         }
         let mut env = BTreeMap::new();
@@ -215,7 +224,10 @@ impl Runner {
         env.insert("CI".into(), "true".into());
         env.insert("RUNNER_OS".into(), "Linux".into());
         env.insert("RUNNER_ARCH".into(), "X64".into());
-        env.insert("RUNNER_TEMP".into(), home.join("temp").display().to_string());
+        env.insert(
+            "RUNNER_TEMP".into(),
+            home.join("temp").display().to_string(),
+        );
         env.insert(
             "RUNNER_TOOL_CACHE".into(),
             home.join("tool-cache").display().to_string(),
@@ -303,7 +315,10 @@ impl Runner {
         for (k, v) in key_values(&env_file) {
             self.env.insert(k, v);
         }
-        for p in std::fs::read_to_string(&path_file).unwrap_or_default().lines() {
+        for p in std::fs::read_to_string(&path_file)
+            .unwrap_or_default()
+            .lines()
+        {
             if !p.trim().is_empty() {
                 self.path.insert(0, p.trim().to_string());
             }
@@ -314,7 +329,11 @@ impl Runner {
     }
 
     /// Does a `uses:` step that is not the hookstorm action.
-    fn uses(&mut self, action: &str, with: &BTreeMap<String, String>) -> (bool, BTreeMap<String, String>) {
+    fn uses(
+        &mut self,
+        action: &str,
+        with: &BTreeMap<String, String>,
+    ) -> (bool, BTreeMap<String, String>) {
         let name = action.split('@').next().unwrap_or(action);
         let mut outputs = BTreeMap::new();
         match name {
@@ -328,7 +347,8 @@ impl Runner {
                 } else {
                     self.pending_saves.push((path, entry));
                 }
-                self.log.push_str(&format!("== actions/cache {}: hit {hit}\n", with["key"]));
+                self.log
+                    .push_str(&format!("== actions/cache {}: hit {hit}\n", with["key"]));
                 outputs.insert("cache-hit".into(), hit.to_string());
                 (true, outputs)
             }
@@ -337,6 +357,7 @@ impl Runner {
                 let from = self.workspace.join(rel);
                 let to = self.artifacts.join(&with["name"]);
                 if from.exists() {
+                    std::fs::create_dir_all(&to).unwrap();
                     // Links are followed, as the action does.
                     let ok = Command::new("cp")
                         .arg("-rL")
@@ -344,12 +365,13 @@ impl Runner {
                         .arg(&to)
                         .status()
                         .is_ok_and(|s| s.success());
-                    std::fs::create_dir_all(&to).unwrap();
                     (ok, outputs)
                 } else {
                     let fail = with.get("if-no-files-found").is_some_and(|v| v == "error");
-                    self.log
-                        .push_str(&format!("== upload-artifact: no files at {}\n", from.display()));
+                    self.log.push_str(&format!(
+                        "== upload-artifact: no files at {}\n",
+                        from.display()
+                    ));
                     (!fail, outputs)
                 }
             }
@@ -513,8 +535,10 @@ impl Runner {
         for (path, entry) in std::mem::take(&mut self.pending_saves) {
             if path.is_dir() && !entry.exists() {
                 copy_dir(&path, &entry);
-                self.log
-                    .push_str(&format!("== actions/cache post: saved {}\n", entry.display()));
+                self.log.push_str(&format!(
+                    "== actions/cache post: saved {}\n",
+                    entry.display()
+                ));
             }
         }
     }
