@@ -223,6 +223,10 @@ fn sh(cmd: &mut Command) -> Result<Output, String> {
 
 /// The base tree of `stage` (debootstrap and its `RUN`s), built once.
 pub fn base(stage: &Stage) -> Result<PathBuf, String> {
+    // The tests that need a tree wait for one build instead of each
+    // running debootstrap.
+    static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
     let dir = cache_root().join(format!("{}-{}", stage.suite(), stage.key()));
     if dir.join(".complete").is_file() {
         return Ok(dir);
