@@ -635,7 +635,16 @@ fn the_kubernetes_manifests_carry_what_an_indexed_job_needs() {
     // The count on the command line is the Job's completions; the index
     // comes from JOB_COMPLETION_INDEX, which Kubernetes sets.
     assert_eq!(args[shard_flag + 1], n.to_string(), "{args:?}");
-    assert!(args.contains(&"--start-at"), "{args:?}");
+    // The common start comes from the environment ($HOOKSTORM_START_AT,
+    // from a ConfigMap made right before the Job), never a fixed time.
+    assert!(!args.contains(&"--start-at"), "{args:?}");
+    assert!(
+        serde_yaml::to_string(&c["env"])
+            .unwrap()
+            .contains("HOOKSTORM_START_AT"),
+        "{:?}",
+        c["env"]
+    );
     assert!(args.contains(&"--target"), "{args:?}");
     for r in ["cpu", "memory"] {
         assert!(
