@@ -4,12 +4,17 @@
 #
 #   docker build -t hookstorm .
 #   docker run --rm hookstorm list
-#   docker run --rm --network host -v "$PWD:/work" -w /work \
-#     -e HOOKSTORM_SECRETS_ACCT_A -e HOOKSTORM_ADMIN_TOKEN \
+#   docker run --rm --network host --user "$(id -u):$(id -g)" -v "$PWD:/work" -w /work \
+#     -e HOOKSTORM_SECRETS_ACCT_A -e HOOKSTORM_SECRETS_ACCT_B -e HOOKSTORM_ADMIN_TOKEN \
 #     hookstorm run --target hookstorm.toml --out reports
 #
-# docs/ci/docker.md shows how to reach a receiver on the host or in a
-# compose network.
+# --user: the container writes the reports as you, into your folder (as
+# uid 10001 it could not write to a folder you own). docs/ci/docker.md
+# shows how to reach a receiver on the host or in a compose network.
+# tests/paths/image.rs builds this runtime stage's filesystem (debootstrap
+# of the same Debian release and packages) and runs the entrypoint in it,
+# so keep the runtime stage to FROM, RUN, COPY --from=build, ENV, USER,
+# WORKDIR, ENTRYPOINT and CMD.
 
 # ---- build ------------------------------------------------------------
 FROM rust:1-slim-bookworm AS build
@@ -20,9 +25,11 @@ RUN cargo build --release --locked --bin hookstorm \
  && strip target/release/hookstorm target/release/hookstorm-receiver
 
 # ---- runtime ----------------------------------------------------------
+# The same Debian release as the build stage (glibc of the binaries).
+# curl: the replay.sh a shrink writes sends its requests with it.
 FROM debian:bookworm-slim AS runtime
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates tini \
+ && apt-get install -y --no-install-recommends ca-certificates curl tini \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --create-home --home-dir /home/hookstorm hookstorm \
  && mkdir -p /work && chown hookstorm:hookstorm /work

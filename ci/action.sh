@@ -8,8 +8,9 @@
 #
 # Inputs (environment):
 #   HOOKSTORM_BIN        the hookstorm binary (default: hookstorm on PATH)
-#   INPUT_ARGS           arguments after `hookstorm run`, split like a shell
-#                        would split unquoted words (e.g. "--target hookstorm.toml")
+#   INPUT_ARGS           arguments after `hookstorm run`, quoted as in a shell
+#                        ("--target hookstorm.toml --state-command 'python3 dump.py'");
+#                        quotes group words, nothing is expanded or run
 #   INPUT_OUT            reports folder (default: reports)
 #   GITHUB_STEP_SUMMARY  file the summary is appended to (set by Actions)
 #   GITHUB_OUTPUT        file the outputs are appended to (set by Actions):
@@ -18,17 +19,52 @@ set -uo pipefail
 
 bin="${HOOKSTORM_BIN:-hookstorm}"
 out="${INPUT_OUT:-reports}"
-read -r -a args <<< "${INPUT_ARGS:-}"
+
+# Publishes the outcome (code, report folder, verdict, summary file) as
+# the step's outputs and job summary.
+publish() {
+  local code="$1" dir="$2" verdict="$3" summary="$4"
+  if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
+    if [ -f "$summary" ]; then
+      {
+        cat "$summary"
+        printf '\n_Full report: `%s/report.html` in the run'"'"'s artifact (exit code %s)._\n' "$dir" "$code"
+      } >> "$GITHUB_STEP_SUMMARY"
+    else
+      printf '## hookstorm\n\nNo report was written (exit code %s): see the step log.\n' "$code" >> "$GITHUB_STEP_SUMMARY"
+    fi
+  fi
+  if [ -n "${GITHUB_OUTPUT:-}" ]; then
+    {
+      echo "exit-code=$code"
+      echo "report-dir=$dir"
+      echo "verdict=${verdict:-none}"
+    } >> "$GITHUB_OUTPUT"
+  fi
+}
+
+# Words as a shell quotes them ('…', "…", \x), without expansion: xargs
+# splits that way and only prints.
+args=()
+if [ -n "${INPUT_ARGS:-}" ]; then
+  if ! words=$(printf '%s' "$INPUT_ARGS" | xargs printf '%s\0' 2>&1 >/dev/null); then
+    echo "error: args: $words (hint: close every quote)" >&2
+    publish 254 "" none /nonexistent
+    exit 254
+  fi
+  while IFS= read -r -d '' w; do args+=("$w"); done < <(printf '%s' "$INPUT_ARGS" | xargs printf '%s\0')
+fi
 
 if ! command -v "$bin" >/dev/null 2>&1; then
   echo "error: hookstorm binary not found: $bin (hint: cargo install --path . from the hookstorm checkout, or set HOOKSTORM_BIN)" >&2
+  publish 254 "" none /nonexistent
   exit 254
 fi
 
 # `latest` from an earlier run is not this run's report: only a new
 # target of the link is.
 before=$(readlink "$out/latest" 2>/dev/null || true)
-echo "+ $bin run --out $out ${args[*]}" >&2
+{ printf '+'; printf ' %q' "$bin" run --out "$out" "${args[@]}"; echo; } >&2
 "$bin" run --out "$out" "${args[@]}"
 code=$?
 after=$(readlink "$out/latest" 2>/dev/null || true)
@@ -44,23 +80,6 @@ if [ -n "$dir" ] && [ -f "$dir/report.json" ]; then
   verdict=$(sed -n 's/^  "verdict": "\([a-z-]*\)",*$/\1/p' "$dir/report.json" | head -n 1)
 fi
 
-if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
-  if [ -f "$summary" ]; then
-    {
-      cat "$summary"
-      printf '\n_Full report: `%s/report.html` in the run'"'"'s artifact (exit code %s)._\n' "$dir" "$code"
-    } >> "$GITHUB_STEP_SUMMARY"
-  else
-    printf '## hookstorm\n\nNo report was written (exit code %s): see the step log.\n' "$code" >> "$GITHUB_STEP_SUMMARY"
-  fi
-fi
-
-if [ -n "${GITHUB_OUTPUT:-}" ]; then
-  {
-    echo "exit-code=$code"
-    echo "report-dir=$dir"
-    echo "verdict=${verdict:-none}"
-  } >> "$GITHUB_OUTPUT"
-fi
+publish "$code" "$dir" "$verdict" "$summary"
 
 exit "$code"

@@ -3,7 +3,9 @@
 //! deliberately broken variant is caught by the invariant that names its bug,
 //! runs are reproducible from their seed, and the SQL probe reads a receiver
 //! that knows nothing of hookstorm; report.html draws in a real browser, and
-//! the CI action, container image, `init` and thresholds work as documented.
+//! the CI action, container image, `init` and thresholds work as documented,
+//! and the paths into production (image, Action, workflow, Kubernetes Job)
+//! run end to end.
 
 mod bench;
 mod catalog;
@@ -15,6 +17,7 @@ mod defects;
 mod determinism;
 mod docs;
 mod foreign;
+mod paths;
 mod reference;
 mod replay;
 mod report_html;

@@ -336,6 +336,136 @@ fn a_shard_that_died_or_is_missing_makes_the_merged_verdict_unknown() -> TestRes
     Ok(())
 }
 
+/// A `hookstorm null-receiver` process verifying `secret`, and its port.
+struct NullReceiver(Child, u16);
+
+impl Drop for NullReceiver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_null_receiver(secret: &str) -> Result<NullReceiver, Box<dyn std::error::Error>> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let child = Command::new(env!("CARGO_BIN_EXE_hookstorm"))
+        .args(["null-receiver", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--threads", "1"])
+        .env("HOOKSTORM_SECRET", secret)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let r = NullReceiver(child, port);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if Instant::now() > deadline {
+            return Err("the null receiver did not listen within 20s".into());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(r)
+}
+
+#[test]
+fn null_bench_shards_merge_as_one_null_bench_with_the_check_skipped() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let secret = "whsec_null_shards";
+    let null = start_null_receiver(secret)?;
+    let url = format!("http://127.0.0.1:{}/webhooks/{{account}}", null.1);
+    let args = |shard: Option<String>| {
+        let mut a: Vec<String> = [
+            "bench",
+            "--null",
+            "--url",
+            &url,
+            "--secret-env",
+            "HOOKSTORM_SECRET",
+            "--rate",
+            "200/s",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--connections",
+            "4",
+            "--threads",
+            "1",
+            "--seed",
+            "5",
+            "--out",
+            "shards",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        if let Some(s) = shard {
+            a.extend(["--shard".into(), s, "--start-at".into(), "+1s".into()]);
+        }
+        a
+    };
+    // One null bench: the check is skipped, exit 0.
+    let one = hookstorm(&args(None), dir.path())
+        .env("HOOKSTORM_SECRET", secret)
+        .arg("--json")
+        .output()?;
+    assert_eq!(one.status.code(), Some(0), "{}", output_text(&one));
+    let one: serde_json::Value = serde_json::from_slice(&one.stdout)?;
+    assert!(
+        one["check"].is_null() && one["check_skipped"].is_string(),
+        "{one}"
+    );
+    std::fs::remove_dir_all(dir.path().join("shards"))?;
+
+    let shards: Vec<Child> = (0..2)
+        .map(|i| {
+            hookstorm(&args(Some(format!("{i}/2"))), dir.path())
+                .env("HOOKSTORM_SECRET", secret)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("hookstorm starts")
+        })
+        .collect();
+    for s in shards {
+        let o = s.wait_with_output()?;
+        assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    }
+    let merge_with = |extra: &[&str]| -> std::io::Result<(Output, serde_json::Value)> {
+        let mut a: Vec<String> = ["merge", "--out", "merged", "--json", "shards"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        let o = hookstorm(&a, dir.path()).output()?;
+        let v = serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null);
+        Ok((o, v))
+    };
+    // The merge follows the single bench: check skipped, pass, exit 0.
+    let (o, merged) = merge_with(&[])?;
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    assert_eq!(merged["verdict"], "pass", "{merged}");
+    assert!(
+        merged["check_skipped"]
+            .as_str()
+            .is_some_and(|w| w.contains("null receiver")),
+        "{merged}"
+    );
+    assert_eq!(merged["unknown_because"], serde_json::json!([]), "{merged}");
+    assert!(
+        merged["bench"]["requests"].as_u64().unwrap_or(0) > 0,
+        "{merged}"
+    );
+    // A threshold over the merged numbers still gates: kept 0, broken 1.
+    let (o, _) = merge_with(&["--threshold", "errors<1%"])?;
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    let (o, merged) = merge_with(&["--threshold", "rate>1000000/s"])?;
+    assert_eq!(o.status.code(), Some(1), "{}", output_text(&o));
+    assert_eq!(merged["thresholds"][0]["passed"], false, "{merged}");
+    Ok(())
+}
+
 #[test]
 fn run_shards_split_the_scenarios_and_merge_into_one_report() -> TestResult {
     let dir = tempfile::tempdir()?;
@@ -505,7 +635,16 @@ fn the_kubernetes_manifests_carry_what_an_indexed_job_needs() {
     // The count on the command line is the Job's completions; the index
     // comes from JOB_COMPLETION_INDEX, which Kubernetes sets.
     assert_eq!(args[shard_flag + 1], n.to_string(), "{args:?}");
-    assert!(args.contains(&"--start-at"), "{args:?}");
+    // The common start comes from the environment ($HOOKSTORM_START_AT,
+    // from a ConfigMap made right before the Job), never a fixed time.
+    assert!(!args.contains(&"--start-at"), "{args:?}");
+    assert!(
+        serde_yaml::to_string(&c["env"])
+            .unwrap()
+            .contains("HOOKSTORM_START_AT"),
+        "{:?}",
+        c["env"]
+    );
     assert!(args.contains(&"--target"), "{args:?}");
     for r in ["cpu", "memory"] {
         assert!(

@@ -17,6 +17,11 @@
 //! state read after it: the merge unions their scenario reports into one
 //! `report.json`, naming the shard of each.
 //!
+//! Shards that check nothing even alone (a null-receiver bench: the null
+//! receiver stores nothing, so there is no state to read) merge as one such
+//! bench does: the check is skipped, not unknown, and the exit code is 0
+//! unless a `--threshold` over the merged numbers fails.
+//!
 //! A shard that is missing, still `running` (it died) or interrupted makes
 //! the verdict `unknown`, never `pass`; for bench shards even a `fail` (the
 //! dead shard's rows are in the state but not in any history read), for
@@ -29,6 +34,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::bench::latency::{Percentiles, Recorder, RecorderData};
+use crate::bench::threshold::{Metric, Op, Threshold, ThresholdResult};
 use crate::check::{check_histories, CheckOptions, InvariantId, ScenarioCheck, Verdict};
 use crate::probe::Probe;
 use crate::report::RunReport;
@@ -49,6 +55,9 @@ pub struct MergeOptions {
     pub answer_limit: Duration,
     /// Reports folder; the merge writes `<out>/<merge-id>/`.
     pub out_dir: PathBuf,
+    /// Limits the merged bench must keep (`p99<100ms`, `rate>5000/s`);
+    /// one that does not hold fails a verdict that would pass.
+    pub thresholds: Vec<Threshold>,
 }
 
 /// The merge could not run at all.
@@ -130,6 +139,13 @@ pub struct MergeReport {
     pub unknown_because: Vec<String>,
     /// The checker's result over the union (bench; absent without a state).
     pub check: Option<ScenarioCheck>,
+    /// Why nothing was checked, when the shards check nothing even alone
+    /// (the null receiver): the verdict then rests on the thresholds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check_skipped: Option<String>,
+    /// Each `--threshold` against the merged numbers (bench).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<ThresholdResult>,
     /// Violations and the shard each came from.
     pub findings: Vec<Finding>,
     /// Merged latency and throughput (bench).
@@ -175,6 +191,17 @@ impl MergeReport {
         }
         for why in &self.unknown_because {
             s.push_str(&format!("  unknown: {why}\n"));
+        }
+        if let Some(why) = &self.check_skipped {
+            s.push_str(&format!("  check skipped ({why})\n"));
+        }
+        for t in &self.thresholds {
+            s.push_str(&format!(
+                "  threshold {} · measured {} · {}\n",
+                t.threshold,
+                t.actual,
+                if t.passed { "ok" } else { "BROKEN" }
+            ));
         }
         if let Some(b) = &self.bench {
             s.push_str(&format!(
@@ -341,6 +368,8 @@ pub async fn merge(opts: &MergeOptions) -> Result<MergeOutcome, MergeError> {
         verdict: Verdict::Unknown,
         unknown_because: unknown,
         check: None,
+        check_skipped: None,
+        thresholds: Vec::new(),
         findings: Vec::new(),
         bench: None,
         coverage: BTreeMap::new(),
@@ -364,6 +393,12 @@ pub async fn merge(opts: &MergeOptions) -> Result<MergeOutcome, MergeError> {
     let self_contained = report.kind == "run" && report.verdict == Verdict::Fail;
     if !report.unknown_because.is_empty() && !self_contained {
         report.verdict = Verdict::Unknown;
+    }
+    // As in one bench: a broken threshold fails a verdict that passed.
+    if report.thresholds.iter().any(|t| !t.passed)
+        && matches!(report.verdict, Verdict::Pass | Verdict::NonStrict)
+    {
+        report.verdict = Verdict::Fail;
     }
     let json = serde_json::to_vec_pretty(&report).map_err(|e| MergeError::Io(e.to_string()))?;
     let path = dir.join("merge.json");
@@ -389,6 +424,8 @@ async fn merge_bench(
         throughput: Vec::new(),
         statuses: BTreeMap::new(),
     };
+    // Requests without a success status, summed from each shard's share.
+    let mut failed = 0.0;
     let start0 = found
         .values()
         .filter_map(|(_, m)| m.phase_start_ms)
@@ -425,6 +462,10 @@ async fn merge_bench(
         };
         let n = |k: &str| v.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
         totals.requests += n("requests");
+        failed += n("requests") as f64
+            * v.get("error_rate")
+                .and_then(serde_json::Value::as_f64)
+                .unwrap_or(0.0);
         totals.warmup_requests += n("warmup_requests");
         totals.achieved_rate += v
             .get("achieved_rate")
@@ -454,12 +495,34 @@ async fn merge_bench(
     } else {
         Percentiles::of(&latency.uncorrected)
     };
+    let p95_ms = if latency.corrected.is_empty() {
+        0.0
+    } else {
+        latency.corrected.value_at_quantile(0.95) as f64 / 1000.0
+    };
+    let error_rate = failed / (totals.requests.max(1) as f64);
+    report.thresholds = opts
+        .thresholds
+        .iter()
+        .map(|t| hold(t, &totals, p95_ms, error_rate))
+        .collect();
     report.bench = Some(totals);
     report
         .coverage
         .insert(crate::bench::load::SCENARIO.to_string(), found.len() as u32);
 
     let Some(probe) = &opts.probe else {
+        // Shards that check nothing even alone: as one such bench, the
+        // check is skipped and the verdict is the thresholds'.
+        let unchecked: Option<Vec<&str>> = found
+            .values()
+            .map(|(_, m)| m.unchecked.as_deref())
+            .collect();
+        if let Some(why) = unchecked.and_then(|w| w.first().copied()) {
+            report.check_skipped = Some(why.to_string());
+            report.verdict = Verdict::Pass;
+            return Ok(());
+        }
         report.unknown_because.push(
             "no target given: the receiver's state was not read after every shard finished (hint: hookstorm merge --target FILE)".into(),
         );
@@ -535,6 +598,45 @@ async fn merge_bench(
     report.verdict = check.verdict();
     report.check = Some(check);
     Ok(())
+}
+
+/// Holds one threshold against the merged numbers, as
+/// [`Threshold::check`] does against one bench's.
+fn hold(t: &Threshold, b: &BenchTotals, p95_ms: f64, error_rate: f64) -> ThresholdResult {
+    let l = &b.latency;
+    let (actual, shown) = match t.metric {
+        Metric::Latency(q) => {
+            let v = if q >= 1.0 {
+                l.max_ms
+            } else if q >= 0.999 {
+                l.p999_ms
+            } else if q >= 0.99 {
+                l.p99_ms
+            } else if q >= 0.95 {
+                p95_ms
+            } else if q >= 0.9 {
+                l.p90_ms
+            } else {
+                l.p50_ms
+            };
+            (v, format!("{v:.2}ms"))
+        }
+        Metric::Mean => (l.mean_ms, format!("{:.2}ms", l.mean_ms)),
+        Metric::Errors => (error_rate, format!("{:.2}%", error_rate * 100.0)),
+        Metric::Rate => (b.achieved_rate, format!("{:.0}/s", b.achieved_rate)),
+    };
+    let holds = match t.op {
+        Op::Lt => actual < t.limit,
+        Op::Le => actual <= t.limit,
+        Op::Gt => actual > t.limit,
+        Op::Ge => actual >= t.limit,
+    };
+    ThresholdResult {
+        threshold: t.text.clone(),
+        actual: shown,
+        // No request measured: nothing can hold.
+        passed: b.requests > 0 && holds,
+    }
 }
 
 fn merge_runs(found: &Found, dir: &Path, report: &mut MergeReport) -> Result<(), MergeError> {
@@ -625,6 +727,7 @@ mod tests {
             scenarios: vec!["bench".into()],
             planned: 3,
             history: "history.jsonl".into(),
+            unchecked: None,
             version: "0".into(),
         }
     }
@@ -662,6 +765,7 @@ mod tests {
             drain: Duration::from_secs(1),
             answer_limit: Duration::from_secs(15),
             out_dir: out.to_path_buf(),
+            thresholds: Vec::new(),
         }
     }
 
@@ -693,6 +797,38 @@ mod tests {
         // Shard 1 started a second later: its second is the union's second.
         assert_eq!(b.throughput, vec![3, 1]);
         assert!(out.dir.join("merge.json").is_file());
+    }
+
+    #[tokio::test]
+    async fn null_shards_merge_with_the_check_skipped_and_gate_on_thresholds() {
+        let root = tempfile::tempdir().unwrap();
+        let mut dirs = Vec::new();
+        for i in 0..2 {
+            let mut m = manifest(i, 2, 7, ShardStatus::Finished);
+            m.unchecked = Some("null receiver: it stores nothing".into());
+            dirs.push(shard_dir(root.path(), &m, &[100, 200, 300]));
+        }
+        let out = merge(&opts(dirs.clone(), &root.path().join("out")))
+            .await
+            .unwrap();
+        let r = &out.report;
+        assert_eq!(r.verdict, Verdict::Pass, "{r:?}");
+        assert_eq!(r.exit_code(), crate::exit::PASS);
+        assert!(r.unknown_because.is_empty(), "{r:?}");
+        assert!(r
+            .check_skipped
+            .as_deref()
+            .unwrap()
+            .contains("null receiver"));
+        assert!(r.console().contains("check skipped"), "{}", r.console());
+
+        let mut o = opts(dirs, &root.path().join("out"));
+        o.thresholds = vec!["rate>1/s".parse().unwrap(), "p99<1ms".parse().unwrap()];
+        assert_eq!(merge(&o).await.unwrap().report.verdict, Verdict::Pass);
+        o.thresholds = vec!["rate>1000000/s".parse().unwrap()];
+        let r = merge(&o).await.unwrap().report;
+        assert_eq!(r.verdict, Verdict::Fail, "{r:?}");
+        assert!(!r.thresholds[0].passed && r.console().contains("BROKEN"));
     }
 
     #[tokio::test]

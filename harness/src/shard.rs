@@ -211,6 +211,12 @@ pub struct ShardManifest {
     pub planned: u64,
     /// The history file, relative to the folder.
     pub history: String,
+    /// Why this shard's bench would check nothing even unsharded (the null
+    /// receiver stores nothing, `--no-check`, a plain `--url` without a
+    /// state probe): a merge without a target then skips the check as one
+    /// such bench does, instead of calling the verdict unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unchecked: Option<String>,
     /// The hookstorm version.
     pub version: String,
 }

@@ -4,7 +4,9 @@
 //! With `--target` (the target file the bench shards sent to) the merge
 //! reads the receiver's state once, now that every shard finished, and
 //! checks the union of their histories against it; without it a bench
-//! merge's verdict is unknown.
+//! merge's verdict is unknown, unless the shards checked nothing even alone
+//! (`bench --null`): then, as for one such bench, the check is skipped and
+//! only `--threshold` can fail the exit code.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -36,6 +38,11 @@ pub struct Args {
     /// Print merge.json to stdout instead of the summary.
     #[arg(long)]
     json: bool,
+    /// A limit the merged bench must keep, as `hookstorm bench` takes it:
+    /// 'p99<100ms', 'errors<1%', 'rate>5000/s' (summed over the shards);
+    /// repeatable. One that does not hold fails the exit code (1).
+    #[arg(long = "threshold", value_name = "EXPR")]
+    thresholds: Vec<hookstorm::bench::threshold::Threshold>,
 }
 
 /// Merges and returns the verdict's exit code.
@@ -69,6 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         drain: args.drain.0.max(Duration::from_millis(100)),
         answer_limit,
         out_dir: args.out,
+        thresholds: args.thresholds,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -312,6 +312,7 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
             scenarios: scenarios.iter().map(|s| s.name.clone()).collect(),
             planned: scenarios.len() as u64,
             history: "history.jsonl".into(),
+            unchecked: None,
             version: env!("CARGO_PKG_VERSION").to_string(),
         };
         manifest

@@ -325,6 +325,7 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
         scenarios: vec![load::SCENARIO.to_string()],
         planned: 0,
         history: "history.jsonl".into(),
+        unchecked: opts.probe.is_none().then(|| opts.no_check_reason.clone()),
         version: env!("CARGO_PKG_VERSION").to_string(),
     });
     let write_manifest = |m: &crate::shard::ShardManifest| {
