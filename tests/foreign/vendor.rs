@@ -151,6 +151,22 @@ pub fn run(
     scenarios: &[&str],
     seed: u64,
 ) -> ForeignRun {
+    let seed = seed.to_string();
+    let mut args = vec!["--seed", seed.as_str()];
+    for s in scenarios {
+        args.extend(["--scenario", s]);
+    }
+    run_args(profile, receiver, state, secrets, &args)
+}
+
+/// Like [`run`] with `hookstorm run`'s arguments as given.
+pub fn run_args(
+    profile: &str,
+    receiver: &Server,
+    state: &Server,
+    secrets: [&str; 2],
+    args: &[&str],
+) -> ForeignRun {
     let target = format!(
         r#"url = "{base}/webhooks/{{account}}"
 profile = "{profile}"
@@ -168,14 +184,9 @@ reset = "{state}/reset"
         base = receiver.base(),
         state = state.base(),
     );
-    let seed = seed.to_string();
-    let mut args = vec!["--seed", seed.as_str()];
-    for s in scenarios {
-        args.extend(["--scenario", s]);
-    }
     run_hookstorm_with(
         &target,
-        &args,
+        args,
         &[
             ("VENDOR_SECRET_A", secrets[0]),
             ("VENDOR_SECRET_B", secrets[1]),
