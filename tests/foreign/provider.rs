@@ -97,7 +97,7 @@ pub fn run_args(
         Err(reply) => reply,
     });
     let state = vendor::state_server(&store);
-    vendor::run_args(profile, &receiver, &state, secrets, args)
+    vendor::run(profile, &receiver, &state, secrets, args)
 }
 
 /// Asserts that the run made by `run_seed` passes every scenario of

@@ -129,11 +129,13 @@ fn stripe(req: &Request, account: String, secret: &str, store: &Store, verify: V
     Reply::status(200)
 }
 
+/// A receiver's handler, given the account, its secret and the store.
+type Handler = fn(&Request, String, &str, &Store, Verify) -> Reply;
+
 /// Runs `scenarios` with `seed` under `profile` against a receiver that
 /// signs as `verify` says; `extra` goes to `hookstorm run` as well.
 fn run(profile: &str, verify: Verify, scenarios: &[&str], seed: u64, extra: &[&str]) -> ForeignRun {
-    let (secrets, handler): (_, fn(&Request, String, &str, &Store, Verify) -> Reply) = match profile
-    {
+    let (secrets, handler): ([&'static str; 2], Handler) = match profile {
         "stripe" => ([STRIPE_SECRET_A, STRIPE_SECRET_B], stripe),
         _ => (PLAIN_SECRETS, answerline),
     };

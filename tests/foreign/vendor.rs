@@ -141,26 +141,10 @@ pub fn text(v: &Value) -> String {
         .unwrap_or_else(|| v.to_string())
 }
 
-/// Runs `scenarios` with `seed` against `receiver` under `profile`, the
-/// two accounts' secrets in `VENDOR_SECRET_A` / `VENDOR_SECRET_B`.
+/// Runs `hookstorm run` with `args` (`--seed`, `--scenario`, …) against
+/// `receiver` under `profile`, the two accounts' secrets in
+/// `VENDOR_SECRET_A` / `VENDOR_SECRET_B`.
 pub fn run(
-    profile: &str,
-    receiver: &Server,
-    state: &Server,
-    secrets: [&str; 2],
-    scenarios: &[&str],
-    seed: u64,
-) -> ForeignRun {
-    let seed = seed.to_string();
-    let mut args = vec!["--seed", seed.as_str()];
-    for s in scenarios {
-        args.extend(["--scenario", s]);
-    }
-    run_args(profile, receiver, state, secrets, &args)
-}
-
-/// Like [`run`] with `hookstorm run`'s arguments as given.
-pub fn run_args(
     profile: &str,
     receiver: &Server,
     state: &Server,
