@@ -12,6 +12,16 @@
 //! the same event under the same identity, and the updates of one job are
 //! updates of one object. The answerline shape is returned untouched, byte
 //! for byte.
+//!
+//! How each provider *writes* its JSON is decided in one place,
+//! [`format_of`]: Stripe pretty-prints (two-space indentation, LF), Slack
+//! escapes every `/` as `\/`, GitHub writes non-ASCII text as raw UTF-8,
+//! the others send compact JSON. A receiver that verifies the signature
+//! over a re-serialisation of the parsed body instead of the raw bytes
+//! then fails where it would on the provider's own traffic. The
+//! `raw-body` scenario goes further: each genuine body carries
+//! [`RAW_NOTE`], JSON that no serializer writes back the same way, in a
+//! free-form part of the body that identity, object and order never read.
 
 use chrono::DateTime;
 use serde::{Deserialize, Serialize};
@@ -37,6 +47,92 @@ pub enum BodyShape {
     Slack,
     /// The outbox guide's event JSON: `{event, data: {order_id, …}, timestamp}`.
     GenericHex,
+}
+
+/// How a provider writes its JSON on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// No whitespace between tokens, non-ASCII as raw UTF-8 (what
+    /// `JSON.stringify` and serde_json write).
+    Compact,
+    /// Two-space indentation, LF newlines, `"key": value`, no trailing
+    /// newline, each object's `id` and `object` first and the other keys
+    /// sorted (Stripe's event bodies).
+    Pretty,
+    /// Compact with every `/` written `\/` (PHP's `json_encode` default,
+    /// as Slack's API writes it).
+    EscapedSlashes,
+}
+
+/// The one place each body shape's wire formatting is decided (see
+/// `docs/contract.md`, "Body formatting per profile").
+pub fn format_of(shape: BodyShape) -> Format {
+    match shape {
+        BodyShape::Stripe => Format::Pretty,
+        BodyShape::Slack => Format::EscapedSlashes,
+        BodyShape::Answerline
+        | BodyShape::StandardWebhooks
+        | BodyShape::Github
+        | BodyShape::Shopify
+        | BodyShape::GenericHex => Format::Compact,
+    }
+}
+
+/// The note every genuine body of the `raw-body` scenario carries, as
+/// these exact bytes: four-space indentation inside the body's own
+/// formatting, `\u00e9` next to a raw `é`, `\/` next to a raw `/`, an emoji,
+/// U+2028 escaped and raw, `1.0`, `1e3` and an integer above 2^53. A
+/// receiver that parses the body and serializes it again (compact or
+/// pretty, `JSON.stringify` or serde_json or Python's `json.dumps`) gets
+/// other bytes, and a signature computed over those does not verify.
+pub const RAW_NOTE: &str = "{\n    \"text\": \"caf\\u00e9 or café, a\\/b or a/b, 🎉, line\\u2028separator\u{2028}raw\",\n    \"ratio\": 1.0,\n    \"count\": 1e3,\n    \"big\": 9007199254740993\n  }";
+
+/// Where the note goes in a body while it is formatted: a string no
+/// planned value contains, replaced by [`RAW_NOTE`] afterwards.
+const NOTE_MARK: &str = "\u{1}hookstorm-raw-note\u{1}";
+
+/// `value` written as `shape`'s provider writes it; with `raw_note`, the
+/// [`NOTE_MARK`] string in it replaced by [`RAW_NOTE`] and a trailing
+/// newline added.
+fn write<T: Serialize + ?Sized>(shape: BodyShape, value: &T, raw_note: bool) -> Vec<u8> {
+    let mut out = match format_of(shape) {
+        Format::Compact => serde_json::to_vec(value),
+        Format::Pretty => serde_json::to_vec_pretty(value),
+        Format::EscapedSlashes => serde_json::to_vec(value).map(|v| {
+            // Outside strings compact JSON has no `/`, so each one is in a string.
+            let mut e = Vec::with_capacity(v.len() + 16);
+            for b in v {
+                if b == b'/' {
+                    e.push(b'\\');
+                }
+                e.push(b);
+            }
+            e
+        }),
+    }
+    .expect("a body always serializes");
+    if raw_note {
+        let mark = serde_json::to_vec(NOTE_MARK).expect("a string always serializes");
+        if let Some(at) = out.windows(mark.len()).position(|w| w == mark.as_slice()) {
+            out.splice(at..at + mark.len(), RAW_NOTE.bytes());
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
+/// Where a shape's body carries the raw note: a free-form object (its
+/// JSON pointer) and the key in it. Answerline puts it in its
+/// `response`'s result or error object.
+fn note_slot(shape: BodyShape) -> (&'static str, &'static str) {
+    match shape {
+        BodyShape::Answerline => ("", "note"),
+        BodyShape::StandardWebhooks | BodyShape::GenericHex => ("/data", "note"),
+        BodyShape::Stripe => ("/data/object/metadata", "note"),
+        BodyShape::Github => ("/repository", "custom_properties"),
+        BodyShape::Shopify => ("", "note_attributes"),
+        BodyShape::Slack => ("/event", "metadata"),
+    }
 }
 
 /// FNV-1a over `salt` and `text`: stable across platforms and Rust versions.
@@ -211,12 +307,25 @@ pub fn echoes_challenge(body: &Body, answer: &[u8]) -> bool {
             .unwrap_or(false)
 }
 
-/// The body bytes the profile's provider sends for `body`.
-pub fn render(shape: BodyShape, body: &Body) -> Vec<u8> {
+/// The body bytes the profile's provider sends for `body`, formatted as
+/// [`format_of`] says; with `raw_note` (the `raw-body` scenario) carrying
+/// [`RAW_NOTE`] where [`note_slot`] says, and a trailing newline.
+pub fn render(shape: BodyShape, body: &Body, raw_note: bool) -> Vec<u8> {
     let mut v = match shape {
-        BodyShape::Answerline => {
-            return serde_json::to_vec(body).expect("a body always serializes")
+        BodyShape::Answerline if raw_note => {
+            let mut noted = body.clone();
+            let slot = noted.response.as_mut().and_then(|r| {
+                r.as_object_mut()?
+                    .values_mut()
+                    .next()
+                    .and_then(Value::as_object_mut)
+            });
+            if let Some(slot) = slot {
+                slot.insert(note_slot(shape).1.into(), json!(NOTE_MARK));
+            }
+            return write(shape, &noted, true);
         }
+        BodyShape::Answerline => return write(shape, body, false),
         BodyShape::StandardWebhooks => {
             let mut data = json!({
                 "id": object_value(shape, body),
@@ -275,7 +384,7 @@ pub fn render(shape: BodyShape, body: &Body) -> Vec<u8> {
                 "issue": {
                     "id": object_value(shape, body),
                     "number": numeric("github-number", &object_seed(body)) % 10_000,
-                    "title": format!("task {}", body.task.id),
+                    "title": format!("task {} — résumé prêt ✅", body.task.id),
                     "state": if failed { "closed" } else { "open" },
                     "body": result_text(body),
                     "created_at": body.task.created_at,
@@ -343,7 +452,43 @@ pub fn render(shape: BodyShape, body: &Body) -> Vec<u8> {
     {
         v["test"] = json!(true);
     }
-    serde_json::to_vec(&v).expect("a JSON value always serializes")
+    let (parent, key) = note_slot(shape);
+    let noted = raw_note
+        && match v.pointer_mut(parent).and_then(Value::as_object_mut) {
+            Some(o) => o.insert(key.into(), json!(NOTE_MARK)).is_none(),
+            None => false,
+        };
+    match format_of(shape) {
+        Format::Pretty => write(shape, &IdFirst(&v), noted),
+        Format::Compact | Format::EscapedSlashes => write(shape, &v, noted),
+    }
+}
+
+/// A JSON value written with each object's `id` and `object` keys first
+/// and the rest in sorted order: the key order of Stripe's API objects.
+struct IdFirst<'a>(&'a Value);
+
+impl Serialize for IdFirst<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        const FIRST: [&str; 2] = ["id", "object"];
+        match self.0 {
+            Value::Object(m) => {
+                let mut map = s.serialize_map(Some(m.len()))?;
+                for k in FIRST {
+                    if let Some(v) = m.get(k) {
+                        map.serialize_entry(k, &IdFirst(v))?;
+                    }
+                }
+                for (k, v) in m.iter().filter(|(k, _)| !FIRST.contains(&k.as_str())) {
+                    map.serialize_entry(k, &IdFirst(v))?;
+                }
+                map.end()
+            }
+            Value::Array(a) => s.collect_seq(a.iter().map(IdFirst)),
+            v => v.serialize(s),
+        }
+    }
 }
 
 /// The placeholders a custom body template may use.
@@ -434,7 +579,8 @@ pub fn check_template(template: &str) -> Result<(), String> {
 }
 
 fn github_repository() -> Value {
-    json!({"id": numeric("github-repo", "hookstorm"), "full_name": "hookstorm/demo", "private": true})
+    json!({"id": numeric("github-repo", "hookstorm"), "full_name": "hookstorm/demo", "private": true,
+           "description": "Démo des webhooks 🪝 — ünïcödé"})
 }
 
 fn github_sender() -> Value {
@@ -529,7 +675,7 @@ mod tests {
     fn answerline_bodies_are_the_planned_bytes() {
         let b = body(TaskStatus::Completed, "job-1-r1", "2026-11-29T10:00:00Z");
         assert_eq!(
-            render(BodyShape::Answerline, &b),
+            render(BodyShape::Answerline, &b, false),
             serde_json::to_vec(&b).unwrap()
         );
         assert_eq!(delivery_id(BodyShape::Answerline, "whd_1"), "whd_1");
@@ -544,7 +690,7 @@ mod tests {
             .to_string();
         for shape in SHAPES {
             let sem = Semantics::of(shape);
-            let bytes = render(shape, &b);
+            let bytes = render(shape, &b, false);
             let object = pointer_text(&bytes, sem.object.as_deref().unwrap());
             assert_eq!(object, Some(object_id(shape, &b)), "{shape:?}");
             let order = pointer_text(&bytes, sem.order.as_deref().unwrap()).unwrap();
@@ -574,7 +720,7 @@ mod tests {
     #[test]
     fn stripe_bodies_are_event_objects_and_slack_tests_are_url_verifications() {
         let b = body(TaskStatus::Completed, "job-1", "2026-11-29T10:00:00Z");
-        let v: Value = serde_json::from_slice(&render(BodyShape::Stripe, &b)).unwrap();
+        let v: Value = serde_json::from_slice(&render(BodyShape::Stripe, &b, false)).unwrap();
         assert_eq!(v["object"], "event");
         assert_eq!(v["type"], "invoice.paid");
         assert!(v["id"].as_str().unwrap().starts_with("evt_"));
@@ -582,7 +728,7 @@ mod tests {
         assert_eq!(v["data"]["object"]["object"], "invoice");
         let mut t = b.clone();
         t.test = true;
-        let v: Value = serde_json::from_slice(&render(BodyShape::Slack, &t)).unwrap();
+        let v: Value = serde_json::from_slice(&render(BodyShape::Slack, &t, false)).unwrap();
         assert_eq!(v["type"], "url_verification");
         assert_eq!(v["challenge"], slack_challenge(&t));
         let id = delivery_id(BodyShape::Github, "whd_0123456789abcdef");
@@ -603,9 +749,115 @@ mod tests {
             json!({ "challenge": c }).to_string().as_bytes()
         ));
         // The request body echoed whole carries it too, as Slack reads JSON.
-        assert!(echoes_challenge(&t, &render(BodyShape::Slack, &t)));
+        assert!(echoes_challenge(&t, &render(BodyShape::Slack, &t, false)));
         assert!(!echoes_challenge(&t, b""));
         assert!(!echoes_challenge(&t, b"ok"));
         assert!(!echoes_challenge(&t, b"{\"challenge\": \"wrong\"}"));
+    }
+
+    #[test]
+    fn stripe_bodies_are_pretty_printed_with_two_spaces_and_id_first() {
+        let b = body(TaskStatus::Completed, "job-1", "2026-11-29T10:00:00Z");
+        let text = String::from_utf8(render(BodyShape::Stripe, &b, false)).unwrap();
+        let id = event_id(BodyShape::Stripe, &b);
+        assert!(
+            text.starts_with(&format!(
+                "{{\n  \"id\": \"{id}\",\n  \"object\": \"event\",\n  \"api_version\": "
+            )),
+            "{text}"
+        );
+        let invoice = object_id(BodyShape::Stripe, &b);
+        assert!(text.contains(&format!(
+            "\n  \"data\": {{\n    \"object\": {{\n      \"id\": \"{invoice}\",\n      \"object\": \"invoice\","
+        )));
+        assert!(!text.contains('\r') && !text.contains('\t') && text.ends_with("\n}"));
+        // A compact re-serialisation (what JSON.stringify writes) differs.
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_ne!(serde_json::to_string(&v).unwrap(), text);
+    }
+
+    #[test]
+    fn slack_bodies_escape_every_slash() {
+        let mut b = body(TaskStatus::Completed, "job-1", "2026-11-29T10:00:00Z");
+        b.response = Some(json!({"result": {"answer": "https://example.com/a"}}));
+        let bytes = render(BodyShape::Slack, &b, false);
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        assert!(text.contains(r"https:\/\/example.com\/a"), "{text}");
+        assert!(text
+            .match_indices('/')
+            .all(|(i, _)| text[..i].ends_with('\\')));
+        let v: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(v["event"]["text"], result_text(&b));
+    }
+
+    #[test]
+    fn github_bodies_carry_non_ascii_text_as_raw_utf8() {
+        let b = body(TaskStatus::Completed, "job-1", "2026-11-29T10:00:00Z");
+        let text = String::from_utf8(render(BodyShape::Github, &b, false)).unwrap();
+        assert!(
+            text.contains("résumé prêt ✅") && text.contains("🪝"),
+            "{text}"
+        );
+        assert!(!text.contains("\\u"), "{text}");
+    }
+
+    #[test]
+    fn compact_profiles_send_what_serde_json_writes() {
+        let b = body(TaskStatus::Failed, "job-1", "2026-11-29T10:00:00Z");
+        for shape in SHAPES {
+            if format_of(shape) != Format::Compact {
+                continue;
+            }
+            let bytes = render(shape, &b, false);
+            let v: Value = serde_json::from_slice(&bytes).unwrap();
+            assert_eq!(serde_json::to_vec(&v).unwrap(), bytes, "{shape:?}");
+        }
+    }
+
+    #[test]
+    fn a_raw_note_survives_no_reserialisation_and_moves_no_field_the_checker_reads() {
+        let b = body(TaskStatus::Completed, "job-1-r1", "2026-11-29T10:00:00Z");
+        let note: Value = serde_json::from_str(RAW_NOTE).unwrap();
+        assert_eq!(note["big"], json!(9_007_199_254_740_993u64));
+        for shape in [BodyShape::Answerline].into_iter().chain(SHAPES) {
+            let plain = render(shape, &b, false);
+            let noted = render(shape, &b, true);
+            let text = String::from_utf8(noted.clone()).unwrap();
+            assert!(
+                text.contains(RAW_NOTE) && text.ends_with("}\n"),
+                "{shape:?}: {text}"
+            );
+            let v: Value = serde_json::from_slice(&noted).unwrap();
+            let (parent, key) = note_slot(shape);
+            let at = if shape == BodyShape::Answerline {
+                "/response/result/note".to_string()
+            } else {
+                format!("{parent}/{key}")
+            };
+            assert_eq!(v.pointer(&at), Some(&note), "{shape:?}");
+            for again in [
+                serde_json::to_vec(&v).unwrap(),
+                serde_json::to_vec_pretty(&v).unwrap(),
+            ] {
+                assert_ne!(again, noted, "{shape:?}");
+            }
+            let sem = if shape == BodyShape::Answerline {
+                Semantics::answerline()
+            } else {
+                Semantics::of(shape)
+            };
+            let mut pointers = vec![sem.object.unwrap(), sem.order.unwrap()];
+            if let crate::profile::Identity::Body(p) = sem.identity {
+                pointers.push(p);
+            }
+            for p in pointers {
+                assert_eq!(
+                    pointer_text(&plain, &p),
+                    pointer_text(&noted, &p),
+                    "{shape:?} {p}"
+                );
+                assert!(pointer_text(&noted, &p).is_some(), "{shape:?} {p}");
+            }
+        }
     }
 }

@@ -250,6 +250,8 @@ impl DeliveryEntry {
             single_attempt: self
                 .single_attempt
                 .unwrap_or(self.intent != Intent::Genuine),
+            // The body's bytes are the file's: a raw note is in them already.
+            raw_note: false,
         })
     }
 }

@@ -97,6 +97,9 @@ pub struct PlannedDelivery {
     pub redeliveries: Vec<Redelivery>,
     /// One attempt only (test and must-reject deliveries).
     pub single_attempt: bool,
+    /// The body carries [`crate::envelope::RAW_NOTE`] (the `raw-body`
+    /// scenario): every profile's envelope writes it in, as those bytes.
+    pub raw_note: bool,
 }
 
 impl PlannedDelivery {
@@ -130,7 +133,17 @@ impl PlannedDelivery {
             copies: 1,
             redeliveries: Vec::new(),
             single_attempt,
+            raw_note: false,
         }
+    }
+
+    /// Makes the body carry [`crate::envelope::RAW_NOTE`]; the planned
+    /// (answerline) bytes are written again with it.
+    pub fn with_raw_note(&mut self) -> &mut PlannedDelivery {
+        use crate::envelope::{render, BodyShape};
+        self.raw_note = true;
+        self.bytes = render(BodyShape::Answerline, &self.body, true);
+        self
     }
 
     /// The job key, if the task has an idempotency key.

@@ -79,6 +79,9 @@ pub struct Workload {
     pub poison: usize,
     /// A sequenced workload (per-resource sequence numbers), if any.
     pub sequenced: Option<Sequenced>,
+    /// Every genuine job body carries [`crate::envelope::RAW_NOTE`]:
+    /// JSON that no re-serialisation writes back byte for byte.
+    pub raw_note: bool,
 }
 
 impl Default for Workload {
@@ -90,6 +93,7 @@ impl Default for Workload {
             test_deliveries: 0,
             poison: 0,
             sequenced: None,
+            raw_note: false,
         }
     }
 }

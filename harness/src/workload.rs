@@ -88,7 +88,10 @@ pub fn plan(scenario: &Scenario, seed: u64) -> Plan {
             };
             let body = task_body(b.rng, Some(key), status, rfc3339(created));
             for account in &scenario.accounts {
-                b.push(account, body.clone(), Intent::Genuine);
+                let d = b.push(account, body.clone(), Intent::Genuine);
+                if w.raw_note {
+                    d.with_raw_note();
+                }
             }
         }
     }
@@ -261,5 +264,32 @@ mod tests {
         let poison: Vec<_> = p.deliveries.iter().filter(|d| d.poison).collect();
         assert_eq!(poison.len(), 1);
         assert!(DateTime::parse_from_rfc3339(&poison[0].body.task.created_at).is_err());
+    }
+
+    #[test]
+    fn a_raw_note_workload_writes_the_note_into_every_genuine_job_body() {
+        let s = scenario(
+            Workload {
+                jobs: 3,
+                failed_share: 0.5,
+                raw_note: true,
+                ..Default::default()
+            },
+            &["acct_a", "acct_b"],
+        );
+        let p = plan(&s, 4);
+        assert_eq!(p.deliveries.len(), 6);
+        for d in &p.deliveries {
+            assert!(d.raw_note);
+            let text = std::str::from_utf8(&d.bytes).unwrap();
+            assert!(text.contains(crate::envelope::RAW_NOTE) && text.ends_with('\n'));
+            let parsed: crate::delivery::Body = serde_json::from_slice(&d.bytes).unwrap();
+            assert_eq!(parsed.task, d.body.task);
+        }
+        let plain = plan(&scenario(Workload::default(), &["acct_a"]), 4);
+        assert!(plain
+            .deliveries
+            .iter()
+            .all(|d| !d.raw_note && d.bytes == serde_json::to_vec(&d.body).unwrap()));
     }
 }

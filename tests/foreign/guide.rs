@@ -43,6 +43,7 @@ const CATALOG: &[&str] = &[
     "manual-redelivery",
     "oversized-body",
     "poison-event",
+    "raw-body",
     "redirect",
     "replay-window",
     "retry-schedule",

@@ -53,7 +53,7 @@ pub fn cases(profile: &Profile, current: &str, other: &str) -> Vec<Case> {
         "response": {"result": {"answer": "forty-two"}},
     }))
     .unwrap();
-    let bytes = envelope::render(profile.body, &body);
+    let bytes = envelope::render(profile.body, &body, false);
     let id = envelope::delivery_id(profile.body, "whd_0123456789abcdef");
     let keys = keys(current, other);
     let now = chrono::Utc::now().timestamp();

@@ -17,6 +17,7 @@ mod provider;
 mod python;
 mod races;
 mod redirecting;
+mod reserialise;
 mod server;
 mod shopify;
 mod slack;

@@ -25,6 +25,7 @@ pub const CATALOG_WITH_TEST_DELIVERY: &[&str] = &[
     "bad-signature",
     "concurrent-duplicates",
     "key-rotation",
+    "raw-body",
     "replay-window",
     "reverse-order",
     "sequential-duplicates",
@@ -74,6 +75,21 @@ pub fn run(
     seed: u64,
     handle: impl Fn(&Request, String, &'static str, &Store) -> Reply + Send + Sync + 'static,
 ) -> ForeignRun {
+    let seed = seed.to_string();
+    let mut args = vec!["--seed", seed.as_str()];
+    for s in scenarios {
+        args.extend(["--scenario", s]);
+    }
+    run_args(profile, secrets, &args, handle)
+}
+
+/// Like [`run`] with `hookstorm run`'s arguments as given.
+pub fn run_args(
+    profile: &str,
+    secrets: [&'static str; 2],
+    args: &[&str],
+    handle: impl Fn(&Request, String, &'static str, &Store) -> Reply + Send + Sync + 'static,
+) -> ForeignRun {
     let store = Store::default();
     let s = store.clone();
     let receiver = Server::start(8, move |req| match admit(req, secrets) {
@@ -81,7 +97,7 @@ pub fn run(
         Err(reply) => reply,
     });
     let state = vendor::state_server(&store);
-    vendor::run(profile, &receiver, &state, secrets, scenarios, seed)
+    vendor::run(profile, &receiver, &state, secrets, args)
 }
 
 /// Asserts that the run made by `run_seed` passes every scenario of

@@ -141,15 +141,15 @@ pub fn text(v: &Value) -> String {
         .unwrap_or_else(|| v.to_string())
 }
 
-/// Runs `scenarios` with `seed` against `receiver` under `profile`, the
-/// two accounts' secrets in `VENDOR_SECRET_A` / `VENDOR_SECRET_B`.
+/// Runs `hookstorm run` with `args` (`--seed`, `--scenario`, …) against
+/// `receiver` under `profile`, the two accounts' secrets in
+/// `VENDOR_SECRET_A` / `VENDOR_SECRET_B`.
 pub fn run(
     profile: &str,
     receiver: &Server,
     state: &Server,
     secrets: [&str; 2],
-    scenarios: &[&str],
-    seed: u64,
+    args: &[&str],
 ) -> ForeignRun {
     let target = format!(
         r#"url = "{base}/webhooks/{{account}}"
@@ -168,14 +168,9 @@ reset = "{state}/reset"
         base = receiver.base(),
         state = state.base(),
     );
-    let seed = seed.to_string();
-    let mut args = vec!["--seed", seed.as_str()];
-    for s in scenarios {
-        args.extend(["--scenario", s]);
-    }
     run_hookstorm_with(
         &target,
-        &args,
+        args,
         &[
             ("VENDOR_SECRET_A", secrets[0]),
             ("VENDOR_SECRET_B", secrets[1]),

@@ -631,7 +631,7 @@ impl Ctx {
         l.id = envelope::delivery_id(shape, &d.id);
         l.bytes = match &p.body_template {
             Some(t) => envelope::fill_template(t, shape, &d.body),
-            None => envelope::render(shape, &d.body),
+            None => envelope::render(shape, &d.body, d.raw_note),
         };
         for r in l.redeliveries.iter_mut() {
             if let Redelivery::FreshId(id) = r {
@@ -846,7 +846,7 @@ pub fn provider_request(
     let id = envelope::delivery_id(shape, id);
     let bytes = match &profile.body_template {
         Some(t) => envelope::fill_template(t, shape, body),
-        None => envelope::render(shape, body),
+        None => envelope::render(shape, body, false),
     };
     let (key, _) = identity_of(profile, body, &bytes, &id, None);
     (id, bytes, key)

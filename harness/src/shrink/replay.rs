@@ -353,7 +353,7 @@ post() {{
         }
         let bytes = match &p.body_template {
             Some(t) => envelope::fill_template(t, p.body, &d.body),
-            None => envelope::render(p.body, &d.body),
+            None => envelope::render(p.body, &d.body, d.raw_note),
         };
         (envelope::delivery_id(p.body, &d.id), bytes)
     }
