@@ -255,7 +255,7 @@ fn test_delivery(shape: BodyShape) -> String {
     let kind = crate::envelope::event_type(shape, &test);
     let own_type = kind != crate::envelope::event_type(shape, &genuine);
     let flagged =
-        serde_json::from_slice::<serde_json::Value>(&crate::envelope::render(shape, &test))
+        serde_json::from_slice::<serde_json::Value>(&crate::envelope::render(shape, &test, false))
             .ok()
             .and_then(|v| v.get("test").and_then(serde_json::Value::as_bool))
             == Some(true);

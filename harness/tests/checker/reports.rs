@@ -34,6 +34,7 @@ fn scenario(name: &str, results: Vec<InvariantResult>) -> ScenarioReport {
                 dead: 0,
             },
             dead_letters: vec![],
+            observations: Vec::new(),
         },
         reproduce: format!("hookstorm run --target target.toml --scenario {name} --seed 7"),
         duration_s: 1.25,
