@@ -98,8 +98,7 @@ impl TrafficGauge {
         if d & 1 == 1 {
             self.down.store(d + 1, Ordering::SeqCst);
             if restarted {
-                *self.last_restart.lock().unwrap_or_else(|p| p.into_inner()) =
-                    Some(Instant::now());
+                *self.last_restart.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
             }
         }
     }

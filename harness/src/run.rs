@@ -601,7 +601,9 @@ async fn run_scenario(
                     };
                     match sender::send(&again, &redo, &sink).await {
                         Ok(more) => summary.merge(more),
-                        Err(e) => actions.errors.push(format!("redelivery after the kills: {e}")),
+                        Err(e) => actions
+                            .errors
+                            .push(format!("redelivery after the kills: {e}")),
                     }
                 }
             }

@@ -51,7 +51,10 @@ fn a_python_receiver_deduplicating_in_memory_is_caught_after_its_restarts() {
         &target(port, &db, "DEDUPE = \"memory\""),
         &["--scenario", "kill-under-load", "--seed", "21"],
     );
-    eprintln!("memory dedupe, kill-under-load: {}", run.notes("kill-under-load"));
+    eprintln!(
+        "memory dedupe, kill-under-load: {}",
+        run.notes("kill-under-load")
+    );
     assert_eq!(run.code, 1, "{}", run.explain());
     assert_eq!(
         run.verdict("kill-under-load", hookstorm::check::InvariantId::I2),
