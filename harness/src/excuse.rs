@@ -299,15 +299,42 @@ pub fn excused(tag: &FaultTag, invariant: InvariantId) -> bool {
     })
 }
 
-/// The rules that bear on a scenario with these attempt tag patterns, one
-/// line each (for `hookstorm list`).
-pub fn rules_for(patterns: &[&str]) -> Vec<String> {
+/// The attempt tags a scenario fault may put on attempts (as
+/// [`FaultTag::pattern`] writes them).
+pub fn tags_of(fault: &crate::fault::spec::FaultSpec) -> &'static [&'static str] {
+    use crate::fault::spec::FaultSpec;
+    match fault {
+        FaultSpec::Front(_) => &[
+            "front:<status>",
+            "redirect",
+            "front:delay",
+            "front:stall-body",
+        ],
+        FaultSpec::Reorder(_) => &["hold-back"],
+        FaultSpec::DropAck(_) => &["drop-ack"],
+        FaultSpec::CutDatabase(_) => &["cut-database"],
+        FaultSpec::Kill(_) => &["receiver-down"],
+        _ => &[],
+    }
+}
+
+/// The rules that bear on a scenario with these faults, one line each
+/// (for `hookstorm list`).
+pub fn rules_for(faults: &[crate::fault::spec::FaultSpec]) -> Vec<String> {
+    let patterns: Vec<&str> = faults
+        .iter()
+        .flat_map(|f| tags_of(f).iter().copied())
+        .collect();
     RULES
         .iter()
         .filter(|r| patterns.contains(&r.tag))
         .map(|r| {
+            let under = match r.profiles {
+                Profiles::All => String::new(),
+                p => format!(" (under {} profiles)", p.label()),
+            };
             format!(
-                "{} {} {}: {}",
+                "{} {} {}{under}: {}",
                 r.tag,
                 r.effect.label(),
                 r.invariant.code(),
@@ -390,6 +417,26 @@ mod tests {
         assert!(!excused(&FaultTag::Rotation("old".into()), I9));
         assert!(!excused(&FaultTag::Replay, I9));
         assert!(!excused(&FaultTag::DropAck, I1));
+    }
+
+    #[test]
+    fn a_kill_scenario_lists_what_its_kills_excuse() {
+        let kill = crate::fault::spec::FaultSpec::Kill(
+            crate::fault::spec::KillWorkerSpec {
+                count: 1,
+                over: crate::units::HumanDuration(std::time::Duration::from_secs(1)),
+                failpoint: None,
+            }
+            .as_kill(),
+        );
+        let lines = rules_for(&[kill]);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("receiver-down excuses I9")),
+            "{lines:?}"
+        );
+        assert!(rules_for(&[]).is_empty());
     }
 
     #[test]

@@ -17,7 +17,7 @@ pub struct Args {
     /// Only scenarios with this tag; repeatable.
     #[arg(long = "tag")]
     tags: Vec<String>,
-    /// Print JSON: an array of {name, description, tags, needs, invariants, accounts}.
+    /// Print JSON: an array of {name, description, tags, needs, invariants, accounts, excuses}.
     #[arg(long)]
     json: bool,
 }
@@ -46,6 +46,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         outln!("    {}", s.description);
         outln!("    checks: {}", s.check.join(" "));
         outln!("    needs: {needs}");
+        for rule in hookstorm::excuse::rules_for(&s.faults) {
+            outln!("    excuses: {rule}");
+        }
     }
     outln!(
         "{} scenario(s); run some with --scenario NAME or --tag TAG",
@@ -81,5 +84,6 @@ fn entry(s: &Scenario) -> serde_json::Value {
         "needs": needs,
         "invariants": invariants,
         "accounts": s.accounts,
+        "excuses": hookstorm::excuse::rules_for(&s.faults),
     })
 }
