@@ -486,6 +486,9 @@ fn answer(a: &Attempt) -> String {
     if tags.contains(&FaultTag::DatabaseCut) {
         s.push_str(" during a database cut");
     }
+    if tags.contains(&FaultTag::ReceiverDown) {
+        s.push_str(" while the harness had the receiver down");
+    }
     s
 }
 
