@@ -834,6 +834,18 @@ fn a_delivery_that_died_while_the_database_was_cut_is_excused() {
 }
 
 #[test]
+fn a_single_attempt_the_harness_killed_the_receiver_during_is_excused() {
+    // GitHub makes one attempt: a kill in flight leaves it unanswered and dead.
+    let mut h = died("t1", None, 1);
+    h[0].faults = vec!["receiver-down".into()];
+    let c = run(h, &inbox(&[]), &only(InvariantId::I9));
+    assert_eq!(verdict(&c, InvariantId::I9), Verdict::Pass);
+    // The same attempt with no kill behind it is the receiver dropping it.
+    let c = run(died("t1", None, 1), &inbox(&[]), &only(InvariantId::I9));
+    assert_eq!(verdict(&c, InvariantId::I9), Verdict::Fail);
+}
+
+#[test]
 fn a_front_that_forwarded_once_does_not_excuse_the_receivers_refusal() {
     let mut h = died("t1", Some(503), 4);
     for a in &mut h[..3] {
