@@ -273,7 +273,7 @@ fn profile_unmet(scenario: &Scenario, target: &Target) -> Option<String> {
         && crate::excuse::TestDelivery::of(p.body) == crate::excuse::TestDelivery::None;
     (none && scenario.workload.test_deliveries > 0).then(|| {
         format!(
-            "the {} profile's provider sends no test deliveries (its test-mode events are ordinary events, processed like any other), so there is nothing to judge",
+            "the {} profile's provider sends no test deliveries (its test-mode events are ordinary events, processed like any other), so there is nothing to judge (hint: --skip test-delivery, or a custom profile with a body_template)",
             p.name
         )
     })

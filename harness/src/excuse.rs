@@ -208,7 +208,7 @@ pub const EXERCISED: &[Exercised] = &[
     },
     Exercised {
         fault: "kill",
-        when: "a kill (SIGKILL or SIGTERM) cut an attempt short, or a crash point fired between commit and answer",
+        when: "a kill (SIGKILL or SIGTERM) cut an attempt short, a crash point fired between commit and answer, or an event acknowledged before a restart was redelivered after it",
         informational: "",
     },
     Exercised {
@@ -255,7 +255,7 @@ pub enum TestDelivery {
     /// Slack's `url_verification` challenge.
     UrlVerification,
     /// None: every event is an ordinary event (Stripe's test-mode events
-    /// are processed like any other).
+    /// and Shopify's test orders are processed like any other).
     None,
 }
 
@@ -263,11 +263,11 @@ impl TestDelivery {
     /// The test delivery of a built-in body shape.
     pub fn of(shape: BodyShape) -> TestDelivery {
         match shape {
-            BodyShape::Answerline | BodyShape::GenericHex | BodyShape::Shopify => {
-                TestDelivery::Flag
-            }
+            BodyShape::Answerline | BodyShape::GenericHex => TestDelivery::Flag,
             BodyShape::StandardWebhooks => TestDelivery::TestEvent,
-            BodyShape::Stripe => TestDelivery::None,
+            // Stripe's test-mode events and Shopify's test orders
+            // (`"test": true`) are ordinary events, processed like any other.
+            BodyShape::Stripe | BodyShape::Shopify => TestDelivery::None,
             BodyShape::Github => TestDelivery::Ping,
             BodyShape::Slack => TestDelivery::UrlVerification,
         }
@@ -281,7 +281,7 @@ impl TestDelivery {
             TestDelivery::Ping => "a ping event",
             TestDelivery::UrlVerification => "a url_verification challenge",
             TestDelivery::None => {
-                "none: the provider sends no test deliveries (its test-mode events are ordinary events)"
+                "none: the provider's test-mode events are ordinary events, processed like any other"
             }
         }
     }

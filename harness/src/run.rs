@@ -599,8 +599,12 @@ async fn run_scenario(
                         first_round: 1,
                         ..cfg.clone()
                     };
+                    let acked_before = again.deliveries.len() - summary.died.len().min(again.deliveries.len());
                     match sender::send(&again, &redo, &sink).await {
-                        Ok(more) => summary.merge(more),
+                        Ok(more) => {
+                            summary.merge(more);
+                            actions.redelivered += acked_before;
+                        }
                         Err(e) => actions
                             .errors
                             .push(format!("redelivery after the kills: {e}")),

@@ -148,6 +148,9 @@ pub struct Actions {
     pub cut_seen: Vec<CutSeen>,
     /// Things that went wrong while acting (the scenario is then unknown-prone).
     pub errors: Vec<String>,
+    /// Events acknowledged before a restart and redelivered after the kills
+    /// ([`redeliveries`]).
+    pub redelivered: usize,
 }
 
 /// What one database cut saw while it held.
@@ -177,6 +180,7 @@ impl Actions {
         self.cuts += other.cuts;
         self.cut_seen.extend(other.cut_seen);
         self.errors.extend(other.errors);
+        self.redelivered += other.redelivered;
     }
 }
 
@@ -662,9 +666,9 @@ pub fn not_exercised(plan: &Plan, acts: &Actions, tally: Option<&KillTally>) -> 
         matches!(f, FaultSpec::Kill(k) if matches!(k.signal, KillSignal::Kill | KillSignal::Term))
     });
     if let (true, Some(t)) = (kills, tally) {
-        if t.interrupted == 0 && acts.receiver_crashes == 0 {
+        if t.interrupted == 0 && acts.receiver_crashes == 0 && acts.redelivered == 0 {
             why.push(format!(
-                "{} kill(s) of the receiver interrupted no attempt and none landed between commit and answer, so nothing was in flight to lose",
+                "{} kill(s) of the receiver interrupted no attempt, none landed between commit and answer, and nothing acknowledged before a restart was redelivered after it, so nothing was in flight to lose",
                 acts.signals
             ));
         }
