@@ -23,3 +23,4 @@ mod shard;
 mod shrink;
 mod sql_probe;
 mod tls;
+mod zoo;
