@@ -154,6 +154,20 @@ impl Receiver {
         }
     }
 
+    /// The `--time-scale` its runs need, when the scenarios' own scales
+    /// leave the provider's schedule too long for a test: a delivery that
+    /// dies by design (`redirect`) waits out the whole schedule, 27.6 h for
+    /// Svix and Standard Webhooks, 55 h for Stripe, 4 h 15 min for Shopify.
+    /// Each value brings that under 30 s and is above every scenario's own.
+    pub fn time_scale(&self) -> Option<&'static str> {
+        match self.profile {
+            "standard-webhooks" | "svix" => Some("5000"),
+            "stripe" => Some("10000"),
+            "shopify" => Some("1000"),
+            _ => None,
+        }
+    }
+
     /// The folder of its code.
     fn dir(&self) -> PathBuf {
         zoo_dir().join(match self.family {
@@ -244,14 +258,41 @@ pub fn selected(family: Family) -> impl Iterator<Item = &'static Receiver> {
     })
 }
 
+/// `f` over `items`, `HOOKSTORM_ZOO_JOBS` (3) at a time, results in order:
+/// most of a run is waiting out scaled retry delays, not computing.
+pub fn parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let jobs = std::env::var("HOOKSTORM_ZOO_JOBS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(3)
+        .max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<R>>> =
+        items.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..jobs.min(items.len()) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some(item) = items.get(i) else { break };
+                *results[i].lock().unwrap() = Some(f(item));
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|m| m.into_inner().unwrap().expect("every item ran"))
+        .collect()
+}
+
 /// A fresh database on the private Postgres server.
 fn fresh_database(pg: &PgServer) -> String {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     rt.block_on(pg.fresh_database()).expect("fresh database")
 }
 
-/// Runs `scenarios` (all of them when empty) with `seed` against `rx`
-/// carrying `mutant` (none when empty), hookstorm owning its processes.
+/// Runs `scenarios` (all of them when empty; an item starting with `--`
+/// is passed on as a flag) with `seed` against `rx` carrying `mutant`
+/// (none when empty), hookstorm owning its processes.
 /// `pg` is the Postgres server of a Postgres receiver.
 pub fn run(
     rx: &Receiver,
@@ -326,9 +367,23 @@ env = {env}
         profile = rx.profile,
     );
     let seed = seed.to_string();
-    let mut args = vec!["--seed", seed.as_str(), "--drain", "20s"];
+    let mut args = vec![
+        "--seed",
+        seed.as_str(),
+        "--drain",
+        "20s",
+        "--timeout",
+        "300s",
+    ];
+    if let Some(scale) = rx.time_scale() {
+        args.extend(["--time-scale", scale]);
+    }
     for s in scenarios {
-        args.extend(["--scenario", s]);
+        if s.starts_with("--") {
+            args.push(s);
+        } else {
+            args.extend(["--scenario", s]);
+        }
     }
     let [a, b] = rx.secrets();
     run_hookstorm_holding(
@@ -339,7 +394,74 @@ env = {env}
     )
 }
 
-/// One line per scenario that did not pass: `scenario:invariant verdict: summary`.
+/// A verdict hookstorm gives a correct zoo receiver that is wrong: a
+/// harness bug being fixed on main, each with the finding that shows it.
+pub struct WrongVerdict {
+    /// Receivers it is seen on: names starting with this (`""`: any).
+    pub receivers: &'static str,
+    /// The scenario.
+    pub scenario: &'static str,
+    /// The verdict given (on one or more of the scenario's invariants).
+    pub verdict: Verdict,
+    /// What is wrong with it.
+    pub why: &'static str,
+}
+
+/// The wrong verdicts met so far. Each is printed whenever it is met; a
+/// non-pass that matches none fails the test. Remove an entry when the
+/// fix lands on main (the table below the run says which were not met).
+pub const WRONG_VERDICTS: &[WrongVerdict] = &[
+    WrongVerdict {
+        receivers: "",
+        scenario: "db-blackhole",
+        verdict: Verdict::Unknown,
+        why: "\"not exercised: no attempt was answered while the database was cut\": a pool without a statement timeout (pg, psycopg) or a SQLite busy wait that blocks Node's event loop answers nothing within the cut, which is the scenario's very point",
+    },
+    WrongVerdict {
+        receivers: "node-",
+        scenario: "db-outage",
+        verdict: Verdict::Unknown,
+        why: "\"not exercised: no attempt was answered while the database was cut\": better-sqlite3 waits out the lock synchronously, past short provider timeouts (slack 3 s), so every attempt in the cut times out",
+    },
+    WrongVerdict {
+        receivers: "",
+        scenario: "kill-under-load",
+        verdict: Verdict::Unknown,
+        why: "\"not exercised: 1 kill(s) of the receiver interrupted no attempt\": the kill landed between bursts; the scenario should place it under traffic",
+    },
+    WrongVerdict {
+        receivers: "",
+        scenario: "kill-between-commit-and-ack",
+        verdict: Verdict::Fail,
+        why: "github only: I9 \"never acknowledged with a 2xx: 1 attempt(s) until the schedule ran out\": GitHub makes one attempt, so a kill that interrupts it leaves nothing to acknowledge; I9 must not demand an ack the provider never retries for",
+    },
+    WrongVerdict {
+        receivers: "",
+        scenario: "kill-under-load",
+        verdict: Verdict::Fail,
+        why: "github only: I9 as in kill-between-commit-and-ack (no retries)",
+    },
+    WrongVerdict {
+        receivers: "",
+        scenario: "test-delivery",
+        verdict: Verdict::Fail,
+        why: "stripe and shopify: I4 \"stored a test delivery\": their test events are ordinary events (Stripe's `invoice.paid`, Shopify's order with `test: true`); the official libraries give no way to tell them apart, so storing them is right",
+    },
+];
+
+/// Whether a non-pass `verdict` of `scenario` on `rx` is a known wrong one.
+fn known_wrong(rx: &Receiver, scenario: &str, verdict: Verdict) -> Option<&'static WrongVerdict> {
+    WRONG_VERDICTS.iter().find(|w| {
+        w.scenario == scenario
+            && w.verdict == verdict
+            && rx.name.starts_with(w.receivers)
+            && (!w.why.starts_with("github only") || rx.profile == "github")
+            && (!w.why.starts_with("stripe and shopify")
+                || matches!(rx.profile, "stripe" | "shopify"))
+    })
+}
+
+/// One line per invariant that did not pass: `Verdict scenario:invariant: summary evidence`.
 pub fn findings(run: &ForeignRun) -> Vec<String> {
     let Some(report) = &run.report else {
         return vec![format!("no report (exit {})", run.code)];
@@ -349,10 +471,10 @@ pub fn findings(run: &ForeignRun) -> Vec<String> {
         for r in &s.check.results {
             if r.verdict != Verdict::Pass {
                 out.push(format!(
-                    "{}:{} {:?}: {} {}",
+                    "{:?} {}:{}: {} {}",
+                    r.verdict,
                     s.name,
                     r.id,
-                    r.verdict,
                     r.summary,
                     r.evidence
                         .first()
@@ -396,49 +518,77 @@ fn assert_family_passes_its_catalog(family: Family, test: &str) {
     } else {
         None
     };
-    let mut table = Vec::new();
-    let mut wrong = Vec::new();
-    for rx in selected(family) {
-        if rx.db == Db::Postgres && pg.is_none() {
-            eprintln!("{}: skipped: no Postgres server", rx.name);
-            continue;
-        }
-        for seed in seeds() {
-            let started = Instant::now();
-            let run = run(rx, pg.as_ref(), "", &[], seed);
-            let found = findings(&run);
-            let ran = run.report.as_ref().map_or(0, |r| {
-                r.scenarios.iter().filter(|s| s.skipped.is_none()).count()
-            });
-            let skipped: Vec<String> = run.report.as_ref().map_or(Vec::new(), |r| {
-                r.scenarios
-                    .iter()
-                    .filter(|s| s.skipped.is_some())
-                    .map(|s| s.name.clone())
-                    .collect()
-            });
-            table.push(format!(
-                "{:<24} seed {seed}: exit {} ({ran} scenarios run, {:.0}s; skipped by hookstorm: {}){}",
+    let runs: Vec<(&Receiver, u64)> = selected(family)
+        .filter(|rx| {
+            let ok = rx.db == Db::Sqlite || pg.is_some();
+            if !ok {
+                eprintln!("{}: skipped: no Postgres server", rx.name);
+            }
+            ok
+        })
+        .flat_map(|rx| seeds().into_iter().map(move |seed| (rx, seed)))
+        .collect();
+    let outcomes = parallel(&runs, |&(rx, seed)| {
+        let started = Instant::now();
+        let run = run(rx, pg.as_ref(), "", &[], seed);
+        let found = findings(&run);
+        let ran = run.report.as_ref().map_or(0, |r| {
+            r.scenarios.iter().filter(|s| s.skipped.is_none()).count()
+        });
+        let skipped: Vec<String> = run.report.as_ref().map_or(Vec::new(), |r| {
+            r.scenarios
+                .iter()
+                .filter(|s| s.skipped.is_some())
+                .map(|s| s.name.clone())
+                .collect()
+        });
+        let line = format!(
+            "{:<24} seed {seed}: exit {} ({ran} scenarios run, {:.0}s; skipped by hookstorm: {}){}",
+            rx.name,
+            run.code,
+            started.elapsed().as_secs_f64(),
+            skipped.join(", "),
+            found
+                .iter()
+                .map(|f| {
+                    let mut words = f.split_whitespace();
+                    let verdict = match words.next() {
+                        Some("Fail") => Some(Verdict::Fail),
+                        Some("Unknown") => Some(Verdict::Unknown),
+                        _ => None,
+                    };
+                    let scenario = words.next().and_then(|w| w.split(':').next());
+                    let known = matches!((verdict, scenario), (Some(v), Some(sc)) if known_wrong(rx, sc, v).is_some());
+                    let tag = if known { "  [known wrong verdict]" } else { "" };
+                    format!("\n    {f}{tag}")
+                })
+                .collect::<String>()
+        );
+        // Every non-pass is either a listed wrong verdict or a failure.
+        let unlisted: Vec<String> = run
+            .report
+            .iter()
+            .flat_map(|r| &r.scenarios)
+            .flat_map(|s| s.check.results.iter().map(move |r| (s, r)))
+            .filter(|(s, r)| {
+                r.verdict != Verdict::Pass && known_wrong(rx, &s.name, r.verdict).is_none()
+            })
+            .map(|(s, r)| format!("{}:{}", s.name, r.id))
+            .collect();
+        let exit_ok = run.code == 0 || (run.code != 3 && unlisted.is_empty() && !found.is_empty());
+        let wrong = (!exit_ok || !unlisted.is_empty() || ran == 0).then(|| {
+            keep(&run, &format!("{}-seed{seed}", rx.name));
+            format!(
+                "{} seed {seed}: exit {}\n{}",
                 rx.name,
                 run.code,
-                started.elapsed().as_secs_f64(),
-                skipped.join(", "),
-                found
-                    .iter()
-                    .map(|f| format!("\n    {f}"))
-                    .collect::<String>()
-            ));
-            if run.code != 0 || !found.is_empty() || ran == 0 {
-                keep(&run, &format!("{}-seed{seed}", rx.name));
-                wrong.push(format!(
-                    "{} seed {seed}: exit {}\n{}",
-                    rx.name,
-                    run.code,
-                    run.explain()
-                ));
-            }
-        }
-    }
+                run.explain()
+            )
+        });
+        (line, wrong)
+    });
+    let table: Vec<String> = outcomes.iter().map(|(l, _)| l.clone()).collect();
+    let wrong: Vec<String> = outcomes.iter().filter_map(|(_, w)| w.clone()).collect();
     eprintln!("zoo verdicts ({family:?}):\n{}", table.join("\n"));
     assert!(
         wrong.is_empty(),

@@ -12,6 +12,7 @@ import importlib
 import json
 import os
 import threading
+import time
 
 from flask import Flask, request
 
@@ -22,6 +23,19 @@ SECRETS = {"acct_a": os.environ.get("ZOO_SECRET_ACCT_A"), "acct_b": os.environ.g
 provider = importlib.import_module("providers." + os.environ.get("ZOO_PROVIDER", "answerline"))
 store = Store(os.environ["ZOO_DATABASE"])
 seen = set()
+
+slow_once = set()
+
+
+def charge_customer(account, key):
+    """The business step done inline: a downstream call that is slow the
+    first time per event in this worker (a cold cache), past the provider's
+    timeout. Only the inline-processing bug calls it."""
+    store.effect(account, key)
+    if key not in slow_once:
+        slow_once.add(key)
+        time.sleep(int(os.environ.get("ZOO_SLOW_MS", "16000")) / 1000)
+
 
 app = Flask(__name__)
 app.config["MAX_CONTENT_LENGTH"] = 1 << 20
@@ -59,7 +73,9 @@ def webhook(account):
         threading.Thread(target=store.receive, args=(account, e, raw.decode())).start()
         return "", 200
     try:
-        store.receive(account, e, raw.decode())
+        if MUTANT == "inline-processing":
+            charge_customer(account, e["key"])
+        store.receive(account, e, raw.decode(), processed=MUTANT == "inline-processing")
     except store.Error as err:
         app.logger.error("store: %s", err)
         return "", 200 if MUTANT == "ok-on-db-error" else 503

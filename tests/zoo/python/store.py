@@ -31,8 +31,8 @@ WINNER = (
     + ("" if MUTANT == "winner-by-arrival" else NEWER)
 )
 INSERT = (
-    "insert into webhook_inbox (account, key, type, object, ordered, failed, body)"
-    " values (%s, %s, %s, %s, %s, %s, %s) on conflict do nothing"
+    "insert into webhook_inbox (account, key, type, object, ordered, failed, body, processed_at)"
+    " values (%s, %s, %s, %s, %s, %s, %s, %s) on conflict do nothing"
 )
 EFFECT = (
     "insert into effects (account, key, count) values (%s, %s, 1)"
@@ -105,10 +105,18 @@ class Store:
         finally:
             conn.close()
 
-    def receive(self, account, e, body):
+    def receive(self, account, e, body, processed=False):
         order = None if e.get("order") is None else json.dumps(e["order"])
         with self.tx() as db:
-            db.execute(INSERT, (account, e["key"], e["type"], e["object"], order, bool(e["failed"]), body))
+            db.execute(
+                INSERT,
+                (account, e["key"], e["type"], e["object"], order, bool(e["failed"]), body,
+                 datetime.now().isoformat() if processed else None),
+            )
+
+    def effect(self, account, key):
+        with self.tx() as db:
+            db.execute(EFFECT, (account, key))
 
     def pending(self):
         with self.tx() as db:
