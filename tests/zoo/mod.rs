@@ -258,13 +258,13 @@ pub fn selected(family: Family) -> impl Iterator<Item = &'static Receiver> {
     })
 }
 
-/// `f` over `items`, `HOOKSTORM_ZOO_JOBS` (3) at a time, results in order:
+/// `f` over `items`, `HOOKSTORM_ZOO_JOBS` (2) at a time, results in order:
 /// most of a run is waiting out scaled retry delays, not computing.
 pub fn parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let jobs = std::env::var("HOOKSTORM_ZOO_JOBS")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or(3)
+        .unwrap_or(2)
         .max(1);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<std::sync::Mutex<Option<R>>> =
@@ -355,7 +355,7 @@ reset = ["delete from webhook_inbox", "delete from winners", "delete from effect
 start = "{start}"
 env = {env}
 ready = {{ http = "http://127.0.0.1:{port}/healthz" }}
-ready_timeout = "30s"
+ready_timeout = "90s"
 
 [lifecycle.worker]
 start = "{worker}"

@@ -8,7 +8,10 @@
 //! worker's winner, the handler's error path) runs once per family and
 //! store, on the receiver named in its row, since every provider's
 //! receiver goes through the same lines. Each run is only the scenario that
-//! should kill it. A kill is exit 1 with `Fail` on the named invariant.
+//! should kill it, without the preflight, so that the scenario judges. A
+//! kill is exit 1 with `Fail` on the named invariant; a row marked
+//! `by_preflight` is the exception (the scenario lets the bug through,
+//! only the preflight refuses it: exit 3, run with the preflight).
 //!
 //! [`EXPECTED_SURVIVORS`] lists the mutants hookstorm cannot kill today and
 //! why: only harness limitations belong there. The test fails when an
@@ -89,7 +92,8 @@ pub const MUTANTS: &[Mutant] = &[
         invariant: InvariantId::I1,
         by_preflight: false,
     },
-    // In one Node process the Set sees every copy; only a restart empties it.
+    // In one Node process the Set sees every copy; a restart empties it,
+    // and the attempts the kill interrupted come back as retries.
     Mutant {
         name: "memory-dedupe",
         bug: "duplicates dropped by a Set in process memory, no unique key",
@@ -144,7 +148,8 @@ pub const MUTANTS: &[Mutant] = &[
         name: "inline-processing",
         bug: "the business effect runs inline before the insert, slow past the provider's timeout on a cold cache, not idempotent",
         planted: Where::Receivers(&["node-answerline", "python-answerline"]),
-        scenario: "baseline",
+        // 8 deliveries: each cold call holds a gunicorn worker past 15 s.
+        scenario: "timeout-before-commit",
         invariant: InvariantId::I3,
         by_preflight: false,
     },
@@ -177,6 +182,9 @@ pub struct Survivor {
     pub mutant: &'static str,
     /// Why it survives.
     pub why: &'static str,
+    /// It survives only some runs (the kill depends on where a process
+    /// kill lands): a kill is then reported, not a failure.
+    pub sometimes: bool,
 }
 
 /// Only harness limitations belong here, each with its reason.
@@ -190,8 +198,8 @@ pub const EXPECTED_SURVIVORS: &[Survivor] = &[
     survivor("node-slack", "reserialized-body", COMPACT_JSON),
     survivor("node-generic-hex", "reserialized-body", COMPACT_JSON),
     survivor("python-answerline", "commit-after-ack", SHORT_SQLITE_CUT),
-    survivor("node-answerline", "memory-dedupe", MEMORY_AFTER_KILL),
-    survivor("node-standard-webhooks", "memory-dedupe", MEMORY_AFTER_KILL),
+    sometimes("node-answerline", "memory-dedupe", MEMORY_AFTER_KILL),
+    sometimes("node-standard-webhooks", "memory-dedupe", MEMORY_AFTER_KILL),
 ];
 
 /// Why a re-serialised body survives in Node.
@@ -206,18 +214,28 @@ const SHORT_SQLITE_CUT: &str =
     is lost (a cut longer than the busy timeout, or a kill placed between the answer and the \
     insert, would catch it)";
 
-/// Why an in-memory Set survives in one Node process.
-const MEMORY_AFTER_KILL: &str = "every copy of a delivery reaches the one Node process whose Set \
-    saw the original; only a restart empties the Set, and kill-under-load sends no copy of a \
-    delivery acknowledged before the kill (duplicates after a restart are being added on main)";
-
 const fn survivor(receiver: &'static str, mutant: &'static str, why: &'static str) -> Survivor {
     Survivor {
         receiver,
         mutant,
         why,
+        sometimes: false,
     }
 }
+
+/// A survivor that some runs kill.
+const fn sometimes(receiver: &'static str, mutant: &'static str, why: &'static str) -> Survivor {
+    Survivor {
+        sometimes: true,
+        ..survivor(receiver, mutant, why)
+    }
+}
+
+/// Why an in-memory Set survives some runs in one Node process.
+const MEMORY_AFTER_KILL: &str = "every copy of a delivery reaches the one Node process whose Set \
+    saw the original; only a restart empties the Set, and kill-under-load catches it only when \
+    its kill interrupts an attempt whose retry comes after the restart (dedupe in memory across \
+    kills is being fixed on main)";
 
 impl Mutant {
     /// Whether the mutant is planted in `rx`.
@@ -303,6 +321,7 @@ fn assert_family_mutants_die(family: Family, test: &str) {
         );
         let wrong = match (died, listed) {
             (true, None) | (false, Some(_)) => None,
+            (true, Some(s)) if s.sometimes => None,
             (true, Some(_)) => Some(format!(
                 "{} {}: listed as a survivor but now killed: take it off EXPECTED_SURVIVORS",
                 rx.name, m.name
