@@ -26,3 +26,4 @@ mod shard;
 mod shrink;
 mod sql_probe;
 mod tls;
+mod zoo;
