@@ -478,13 +478,17 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
     let mut timed_out = false;
     // A provider with no test deliveries (Stripe) is not sent one.
     let has_test = target.profile.body_template.is_some()
-        || crate::excuse::TestDelivery::of(target.profile.body) != crate::excuse::TestDelivery::None;
+        || crate::excuse::TestDelivery::of(target.profile.body)
+            != crate::excuse::TestDelivery::None;
     for account in target.secrets.keys() {
         let account = account.as_str();
         let mut test_redirect = None;
+        let (mut test_detail, mut test_timeouts) = (String::new(), 0);
         if has_test {
             let test = sender.deliver(account, true).await;
             test_redirect = test.redirect();
+            test_detail = test.detail();
+            test_timeouts = test.timeouts;
             if let Some(p) = test.problem() {
                 if test_redirect.is_none() {
                     push(
@@ -537,7 +541,7 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
                 Finding::new(
                     Step::TestDelivery,
                     Some(account),
-                    test.detail(),
+                    test_detail,
                     Outcome::Problem(p),
                 ),
             );
@@ -555,7 +559,7 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
         if let Some(note) = real.late_note("delivery", account) {
             push(out, note);
         }
-        timed_out |= real.timeouts > 0 || test.timeouts > 0;
+        timed_out |= real.timeouts > 0 || test_timeouts > 0;
         out.keys.push((account.to_string(), real.key.clone()));
         keys.push((account.to_string(), real.key));
     }

@@ -116,7 +116,7 @@ pub const MUTANTS: &[Mutant] = &[
         name: "reserialized-body",
         bug: "the signature checked over JSON.stringify(req.body) after express.json() / json.dumps(request.json)",
         planted: Where::Profiles(ALL_PROFILES),
-        scenario: "baseline",
+        scenario: "raw-body",
         invariant: InvariantId::I9,
         by_preflight: false,
     },
@@ -188,24 +188,11 @@ pub struct Survivor {
 }
 
 /// Only harness limitations belong here, each with its reason.
-pub const EXPECTED_SURVIVORS: &[Survivor] = &[
-    survivor("node-answerline", "reserialized-body", COMPACT_JSON),
-    survivor("node-standard-webhooks", "reserialized-body", COMPACT_JSON),
-    survivor("node-svix", "reserialized-body", COMPACT_JSON),
-    survivor("node-stripe", "reserialized-body", COMPACT_JSON),
-    survivor("node-github", "reserialized-body", COMPACT_JSON),
-    survivor("node-shopify", "reserialized-body", COMPACT_JSON),
-    survivor("node-slack", "reserialized-body", COMPACT_JSON),
-    survivor("node-generic-hex", "reserialized-body", COMPACT_JSON),
-    survivor("python-answerline", "commit-after-ack", SHORT_SQLITE_CUT),
-    sometimes("node-answerline", "memory-dedupe", MEMORY_AFTER_KILL),
-    sometimes("node-standard-webhooks", "memory-dedupe", MEMORY_AFTER_KILL),
-];
-
-/// Why a re-serialised body survives in Node.
-const COMPACT_JSON: &str = "hookstorm sends compact JSON with its keys in sorted order, which \
-    JSON.stringify(JSON.parse(body)) gives back byte for byte, so the signature still matches \
-    (provider-formatted bodies, with spaces and the provider's key order, are being added on main)";
+pub const EXPECTED_SURVIVORS: &[Survivor] = &[survivor(
+    "python-answerline",
+    "commit-after-ack",
+    SHORT_SQLITE_CUT,
+)];
 
 /// Why an answer before a SQLite insert survives the cut.
 const SHORT_SQLITE_CUT: &str =
@@ -222,20 +209,6 @@ const fn survivor(receiver: &'static str, mutant: &'static str, why: &'static st
         sometimes: false,
     }
 }
-
-/// A survivor that some runs kill.
-const fn sometimes(receiver: &'static str, mutant: &'static str, why: &'static str) -> Survivor {
-    Survivor {
-        sometimes: true,
-        ..survivor(receiver, mutant, why)
-    }
-}
-
-/// Why an in-memory Set survives some runs in one Node process.
-const MEMORY_AFTER_KILL: &str = "every copy of a delivery reaches the one Node process whose Set \
-    saw the original; only a restart empties the Set, and kill-under-load catches it only when \
-    its kill interrupts an attempt whose retry comes after the restart (dedupe in memory across \
-    kills is being fixed on main)";
 
 impl Mutant {
     /// Whether the mutant is planted in `rx`.
