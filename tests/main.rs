@@ -15,6 +15,7 @@ mod defects;
 mod determinism;
 mod docs;
 mod foreign;
+mod hostile;
 mod reference;
 mod replay;
 mod report_html;

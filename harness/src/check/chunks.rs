@@ -264,7 +264,19 @@ fn fold_part(path: &Path, start: u64, end: Option<u64>, filter: &Filter<'_>) -> 
                 filled -= pos;
                 pos = 0;
                 if filled == buf.len() {
-                    buf.resize(buf.len() * 2, 0);
+                    // A line past the budget is no line the harness wrote;
+                    // its end is never looked for.
+                    if filled >= crate::budget::HISTORY_LINE {
+                        part.end = PartEnd::Bad {
+                            line: part.lines + 1,
+                            message: format!(
+                                "longer than {} without a newline (a history line of hookstorm's is far shorter)",
+                                crate::budget::show(crate::budget::HISTORY_LINE)
+                            ),
+                        };
+                        return part;
+                    }
+                    buf.resize((buf.len() * 2).min(crate::budget::HISTORY_LINE + 1), 0);
                 }
                 match read_some(&mut reader, &mut buf[filled..]) {
                     Ok(0) => eof = true,
@@ -283,13 +295,15 @@ fn fold_part(path: &Path, start: u64, end: Option<u64>, filter: &Filter<'_>) -> 
         let bytes = &buf[pos..line_end];
         pos = line_end;
         part.lines += 1;
-        let Ok(text) = std::str::from_utf8(bytes) else {
-            // What `BufRead::read_line` says about such a line.
-            part.end = PartEnd::Io(std::io::Error::new(
-                ErrorKind::InvalidData,
-                "stream did not contain valid UTF-8",
-            ));
-            return part;
+        let text = match std::str::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => {
+                part.end = PartEnd::Bad {
+                    line: part.lines,
+                    message: format!("not UTF-8 (at byte {} of the line)", e.valid_up_to() + 1),
+                };
+                return part;
+            }
         };
         if let Err(end) = fold_line(text, part.lines, filter, &mut part) {
             part.end = end;
@@ -327,6 +341,17 @@ fn fold_line(text: &str, line: u64, filter: &Filter<'_>, part: &mut Part) -> Res
         part.events += 1;
     }
     let Some(name) = raw.scenario.as_deref() else {
+        // An attempt the checker cannot place would be passed unseen: the
+        // history is not one it can judge.
+        if matches!(raw.kind.as_ref(), "attempt" | "provider") {
+            return Err(PartEnd::Bad {
+                line,
+                message: format!(
+                    "a `{}` line without its `scenario` field: the checker cannot place it",
+                    raw.kind
+                ),
+            });
+        }
         return Ok(());
     };
     let name = if filter.all_as_one { "all" } else { name };
