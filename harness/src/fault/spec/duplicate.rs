@@ -52,6 +52,18 @@ impl DuplicateSpec {
                 "duplicate copies = [{lo}, {hi}]: expected 2 <= low <= high <= 8"
             ));
         }
+        for (name, n) in [
+            ("replay", self.replay),
+            ("fresh_id", self.fresh_id),
+            ("redeliver", self.redeliver),
+        ] {
+            if n > crate::explicit::MAX_DIRECTIVE {
+                return Err(format!(
+                    "duplicate {name} = {n}: expected 0 to {}",
+                    crate::explicit::MAX_DIRECTIVE
+                ));
+            }
+        }
         if self.mode == DuplicateMode::Sequential
             && self.replay + self.fresh_id + self.redeliver == 0
         {
