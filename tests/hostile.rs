@@ -434,3 +434,79 @@ fn a_device_as_ca_cert_is_refused_without_reading_it() -> TestResult {
     }
     Ok(())
 }
+
+/// The pids whose parent is `pid`, from /proc.
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if f.get(1).and_then(|s| s.parse::<u32>().ok()) == Some(pid) && f[0] != "Z" {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Whether process `pid` still runs (not a zombie).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn a_sigkilled_harness_leaves_no_receiver_behind() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let out = dir.path().join("out").display().to_string();
+    let dir_arg = scenario_dir_arg();
+    let mut child = Command::new(binary())
+        .args([
+            "run",
+            "--scenario-dir",
+            &dir_arg,
+            "--scenario",
+            "kill-under-load",
+            "--out",
+            &out,
+        ])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    // Wait for the receiver (the harness's child process) to start.
+    let start = Instant::now();
+    let mut receivers = Vec::new();
+    while receivers.is_empty() && start.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+        receivers = children_of(child.id());
+    }
+    assert!(!receivers.is_empty(), "the receiver never started");
+    child.kill()?; // SIGKILL: no cleanup code of the harness runs
+    child.wait()?;
+    let start = Instant::now();
+    while receivers.iter().any(|&p| alive(p)) && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left: Vec<u32> = receivers.into_iter().filter(|&p| alive(p)).collect();
+    for &p in &left {
+        // SAFETY: cleans up after a failed test; signals only that pid.
+        unsafe { libc::kill(p as i32, libc::SIGKILL) };
+    }
+    assert!(left.is_empty(), "processes outlived the harness: {left:?}");
+    Ok(())
+}
