@@ -787,6 +787,44 @@ mod tests {
     }
 
     #[test]
+    fn an_attempt_without_its_scenario_is_an_error_of_its_line_not_a_skip() {
+        let good = ok_line("k1", 204, Outcome::Ok);
+        let orphan = ok_line("k2", 204, Outcome::Ok).replace(r#""scenario":"s1","#, "");
+        assert!(!orphan.contains("scenario"), "{orphan}");
+        let history = format!("{good}\n{orphan}\n{good}\n");
+        let f = files(history.as_bytes(), &State::default());
+        for parts in [1, 2, 3] {
+            let e = check_in_parts(&f, None, parts).unwrap_err();
+            assert!(
+                e.contains("line 2") && e.contains("without its `scenario` field"),
+                "{parts} parts: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_line_without_an_end_stops_at_the_line_budget_with_its_number() {
+        let good = ok_line("k1", 204, Outcome::Ok);
+        let mut history = format!("{good}\n").into_bytes();
+        history.resize(history.len() + crate::budget::HISTORY_LINE + 10, b'x');
+        let f = files(&history, &State::default());
+        let e = check_in_parts(&f, None, 1).unwrap_err();
+        assert!(
+            e.contains("line 2") && e.contains("longer than 16 MiB"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_is_named_by_its_number() {
+        let good = ok_line("k1", 204, Outcome::Ok);
+        let history = [format!("{good}\n").as_bytes(), b"{\"type\":\"\xff\"}\n"].concat();
+        let f = files(&history, &State::default());
+        let e = check_in_parts(&f, None, 1).unwrap_err();
+        assert!(e.contains("line 2") && e.contains("not UTF-8"), "{e}");
+    }
+
+    #[test]
     fn a_line_longer_than_a_read_block_is_read_whole_in_any_number_of_parts() {
         let long = Attempt {
             detail: Some("x".repeat(super::BLOCK + super::BLOCK / 2)),

@@ -38,6 +38,10 @@ pub struct DuplicateSpec {
     pub redeliver: u32,
 }
 
+/// Most sequential replays, fresh-id replays or redeliveries per
+/// delivery (each is a planned send: a larger count only sizes a plan).
+pub const MAX_REPEATS: u32 = 100;
+
 fn default_copies() -> [u32; 2] {
     [2, 8]
 }
@@ -57,10 +61,9 @@ impl DuplicateSpec {
             ("fresh_id", self.fresh_id),
             ("redeliver", self.redeliver),
         ] {
-            if n > crate::explicit::MAX_DIRECTIVE {
+            if n > MAX_REPEATS {
                 return Err(format!(
-                    "duplicate {name} = {n}: expected 0 to {}",
-                    crate::explicit::MAX_DIRECTIVE
+                    "duplicate {name} = {n}: expected 0 to {MAX_REPEATS}"
                 ));
             }
         }
