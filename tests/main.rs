@@ -17,6 +17,7 @@ mod defects;
 mod determinism;
 mod docs;
 mod foreign;
+mod hostile;
 mod paths;
 mod reference;
 mod replay;

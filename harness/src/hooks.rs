@@ -46,6 +46,7 @@ pub(crate) fn front_note(c: FrontCounts) -> Option<String> {
         (c.delayed, "held"),
         (c.stalled, "stalled mid-upload and cut"),
         (c.unreachable, "found the receiver unreachable"),
+        (c.cut_answers, "cut an answer over the byte budget"),
         (c.forwarded, "forwarded"),
     ] {
         if n > 0 {

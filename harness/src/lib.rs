@@ -51,6 +51,8 @@
 //! - [`httpd`]: the small HTTP server loop the front and the provider share.
 //! - [`interrupt`]: stopping a run cleanly on a signal.
 //! - [`bench`]: `hookstorm bench`, load and correctness at once.
+//! - [`budget`]: the byte budget of every read from outside (answers,
+//!   state rows, hook output, files, history lines), one table.
 //! - [`units`]: human durations (`15s`, `5m`); [`error`]: configuration
 //!   errors that name file and line; [`exit`]: the documented exit codes.
 //! - [`shard`]: one process of N (`--shard I/N`): its seed, share and manifest.
@@ -58,6 +60,7 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod budget;
 pub mod check;
 pub mod coverage;
 mod decimal;

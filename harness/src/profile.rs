@@ -683,9 +683,10 @@ impl ProfileFile {
         }
         if let Some(t) = self.body_template {
             let file = path.parent().unwrap_or(Path::new(".")).join(&t);
-            let text = std::fs::read_to_string(&file).map_err(|e| {
-                ConfigError::invalid(path, format!("body_template {}: {e}", file.display()))
-            })?;
+            let text =
+                crate::budget::read_text(&file, crate::budget::CONFIG_FILE).map_err(|e| {
+                    ConfigError::invalid(path, format!("body_template {}: {e}", file.display()))
+                })?;
             crate::envelope::check_template(&text).map_err(|e| {
                 ConfigError::invalid(path, format!("body_template {}: {e}", file.display()))
             })?;

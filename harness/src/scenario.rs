@@ -171,6 +171,15 @@ impl Scenario {
                         ),
                     ));
                 }
+                if entries.len() > MAX_DELIVERIES {
+                    return Err(ConfigError::invalid(
+                        path,
+                        format!(
+                            "{} [[delivery]] entries: at most {MAX_DELIVERIES}",
+                            entries.len()
+                        ),
+                    ));
+                }
                 let deliveries = explicit::deliveries(&entries, &accounts)
                     .map_err(|m| ConfigError::invalid(path, m))?;
                 Some(Explicit {
@@ -186,6 +195,17 @@ impl Scenario {
             },
             (None, w) => w.unwrap_or_default(),
         };
+        if let Err(message) = check_name(&file.name) {
+            let line = key_line(path, "name");
+            let message = match line {
+                Some(l) => format!("line {l}: {message}"),
+                None => message,
+            };
+            return Err(ConfigError::new(
+                path,
+                crate::error::ConfigErrorKind::Parse { line, message },
+            ));
+        }
         let s = Scenario {
             name: file.name,
             description: file.description,
@@ -271,12 +291,7 @@ impl Scenario {
     }
 
     fn validate(&self) -> Result<(), String> {
-        if self.name.trim().is_empty() || self.name.contains(char::is_whitespace) {
-            return Err(format!(
-                "name {:?}: expected a non-empty name without spaces",
-                self.name
-            ));
-        }
+        check_name(&self.name)?;
         if self.check.is_empty() {
             return Err("check is empty (hint: list invariants like [\"I1\", \"I2\"])".into());
         }
@@ -302,9 +317,7 @@ impl Scenario {
             }
         }
         if let Some(t) = self.time_scale {
-            if !(t.is_finite() && t > 0.0) {
-                return Err(format!("time_scale = {t}: expected a number above 0"));
-            }
+            check_time_scale(t).map_err(|e| format!("time_scale = {e}"))?;
         }
         if self.accounts.is_empty() {
             return Err("accounts is empty (hint: omit it for [\"acct_a\"])".into());
@@ -330,16 +343,7 @@ impl Scenario {
         if w.tasks_per_job == 0 || w.tasks_per_job > 100 {
             return Err("workload.tasks_per_job: expected 1 to 100".into());
         }
-        let total = w.jobs * w.tasks_per_job
-            + w.test_deliveries
-            + w.poison
-            + w.sequenced
-                .as_ref()
-                .map(|s| s.resources * s.events)
-                .unwrap_or(0);
-        if total > 10_000_000 {
-            return Err(format!("workload has {total} deliveries: at most 10000000"));
-        }
+        planned_deliveries(w)?;
         if let Some(s) = &w.sequenced {
             if s.max_gap == 0 {
                 return Err("workload.sequenced.max_gap: expected 1 or more".into());
@@ -351,6 +355,89 @@ impl Scenario {
         Ok(())
     }
 }
+
+/// The time scales a run accepts: from a thousandth of real time to a
+/// million times faster; outside it the scaled waits over- or underflow.
+pub const TIME_SCALE: std::ops::RangeInclusive<f64> = 0.001..=1_000_000.0;
+
+/// Checks a time scale (`--time-scale`, `time_scale`); the error starts
+/// with the value, for the caller to put its name before.
+pub fn check_time_scale(t: f64) -> Result<(), String> {
+    if TIME_SCALE.contains(&t) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}: expected a number from {} to {}, like 100",
+            crate::budget::quote(&t.to_string()),
+            TIME_SCALE.start(),
+            TIME_SCALE.end()
+        ))
+    }
+}
+
+/// The 1-based line where top-level `key = …` is set in a TOML file.
+fn key_line(path: &Path, key: &str) -> Option<usize> {
+    let text = crate::budget::read_text(path, crate::budget::CONFIG_FILE).ok()?;
+    text.lines()
+        .position(|l| {
+            l.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map(|i| i + 1)
+}
+
+/// The longest scenario name.
+pub const MAX_NAME: usize = 64;
+
+/// Checks a scenario name: it names files and folders of the report
+/// (`<out>/<name>/history.jsonl`), so it is a name and never a path:
+/// letters, digits, `-`, `_` and `.`, not starting with `.`, at most
+/// [`MAX_NAME`] characters.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_NAME
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "name {:?}: expected 1 to {MAX_NAME} letters, digits, '-', '_' or '.', not starting with '.' (a scenario name names report folders, never a path)",
+            crate::budget::quote(name)
+        ))
+    }
+}
+
+/// How many deliveries a generative workload plans, by checked
+/// arithmetic; past [`MAX_DELIVERIES`] (or past what a number holds) the
+/// error says the cap and why.
+pub fn planned_deliveries(w: &Workload) -> Result<usize, String> {
+    let seq = match &w.sequenced {
+        Some(s) => s.resources.checked_mul(s.events),
+        None => Some(0),
+    };
+    let total = w
+        .jobs
+        .checked_mul(w.tasks_per_job)
+        .and_then(|t| t.checked_add(w.test_deliveries))
+        .and_then(|t| t.checked_add(w.poison))
+        .and_then(|t| t.checked_add(seq?));
+    match total {
+        Some(t) if t <= MAX_DELIVERIES => Ok(t),
+        t => Err(format!(
+            "workload plans {} deliveries: at most {MAX_DELIVERIES} (a run holds about {} per planned delivery; the cap keeps a plan within {})",
+            t.map_or_else(|| "more than 2^64".to_string(), |t| t.to_string()),
+            crate::budget::show(crate::budget::DELIVERY_COST),
+            crate::budget::show(crate::budget::PLAN_MEMORY),
+        )),
+    }
+}
+
+/// The most deliveries one scenario plans; see [`crate::budget::PLAN_MEMORY`].
+pub const MAX_DELIVERIES: usize = crate::budget::PLAN_MEMORY / crate::budget::DELIVERY_COST;
 
 #[cfg(test)]
 mod tests {
@@ -394,6 +481,62 @@ mod tests {
         ));
         let e = Scenario::from_file(&p).unwrap_err().to_string();
         assert!(e.contains("s.toml") && e.contains("line 8"), "{e}");
+    }
+
+    #[test]
+    fn a_scenario_name_that_is_a_path_is_refused_with_its_line() {
+        for name in ["/abs/dir", "../../..", "a/b", ".hidden", "", "a\\b"] {
+            let text = format!(
+                "description = \"d\"\nname = {name:?}\nexpect = \"e\"\nwhen_it_fails = \"w\"\ncheck = [\"I1\"]\n"
+            );
+            let (_d, p) = write(&text);
+            let e = Scenario::from_file(&p).unwrap_err().to_string();
+            assert!(
+                e.contains("s.toml") && e.contains("line 2") && e.contains("never a path"),
+                "{name}: {e}"
+            );
+        }
+        for name in ["baseline", "concurrent-duplicates.min", "s_1"] {
+            assert!(check_name(name).is_ok(), "{name}");
+        }
+    }
+
+    #[test]
+    fn workload_sizes_that_overflow_are_refused_not_wrapped() {
+        for workload in [
+            "jobs = 4611686018427387904\ntasks_per_job = 4\n",
+            "jobs = 1\n[workload.sequenced]\nresources = 4294967296\nevents = 4294967296\n",
+            "jobs = 300000\n",
+        ] {
+            let (_d, p) = write(&format!("{HEAD}check = [\"I1\"]\n[workload]\n{workload}"));
+            let e = Scenario::from_file(&p).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("at most {MAX_DELIVERIES}"))
+                    && e.contains("per planned delivery"),
+                "{workload}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_replay_count_past_its_bound_is_refused() {
+        let (_d, p) = write(&format!(
+            "{HEAD}check = [\"I1\"]\n[[fault]]\nkind = \"duplicate\"\nmode = \"sequential\"\nreplay = 4294967295\n"
+        ));
+        let e = Scenario::from_file(&p).unwrap_err().to_string();
+        assert!(e.contains("replay = 4294967295: expected 0 to 100"), "{e}");
+    }
+
+    #[test]
+    fn a_time_scale_outside_its_range_is_refused() {
+        for t in ["1e-300", "1e300", "0.0", "-1.0"] {
+            let (_d, p) = write(&format!("{HEAD}check = [\"I1\"]\ntime_scale = {t}\n"));
+            let e = Scenario::from_file(&p).unwrap_err().to_string();
+            assert!(
+                e.contains("expected a number from 0.001 to 1000000"),
+                "{t}: {e}"
+            );
+        }
     }
 
     #[test]

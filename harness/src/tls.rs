@@ -34,8 +34,12 @@ impl TrustedRoots {
             path: path.display().to_string(),
             message,
         };
-        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
-            .map_err(|e| err(format!("cannot read PEM certificates: {e}")))?
+        // A regular file within the budget: `/dev/zero` or a pipe would
+        // never end or never answer.
+        let pem = crate::budget::read_file(path, crate::budget::CONFIG_FILE)
+            .map_err(|e| err(format!("cannot read PEM certificates: {e}")))?;
+        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem)
+            .map(|c| c.map(|c| c.into_owned()))
             .collect::<Result<_, _>>()
             .map_err(|e| err(format!("not a PEM certificate: {e}")))?;
         if certs.is_empty() {

@@ -150,6 +150,24 @@ pub fn random_token() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The shortest admin token the receiver accepts.
+pub const MIN_ADMIN_TOKEN: usize = 16;
+
+/// Checks an admin token: at least [`MIN_ADMIN_TOKEN`] characters, none of
+/// them whitespace or control characters (it goes in a header).
+pub fn check_admin_token(token: &str) -> Result<(), String> {
+    if token.chars().count() < MIN_ADMIN_TOKEN {
+        return Err(format!(
+            "the admin token has {} characters: at least {MIN_ADMIN_TOKEN} (hint: omit --admin-token for a random one)",
+            token.chars().count()
+        ));
+    }
+    if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("the admin token has whitespace or control characters".into());
+    }
+    Ok(())
+}
+
 /// Parses a size like `1MiB`, `512KiB`, `1000` (bytes), `2MB`.
 pub fn parse_size(s: &str) -> Result<usize, String> {
     let t = s.trim();

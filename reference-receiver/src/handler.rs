@@ -90,12 +90,17 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
         return reply(StatusCode::PAYLOAD_TOO_LARGE, "body too large");
     }
     let (parts, body) = req.into_parts();
-    let bytes = match Limited::new(body, config.max_body).collect().await {
-        Ok(c) => c.to_bytes(),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
+    let read = tokio::time::timeout(
+        crate::server::BODY_TIMEOUT,
+        Limited::new(body, config.max_body).collect(),
+    );
+    let bytes = match read.await {
+        Err(_) => return reply(StatusCode::REQUEST_TIMEOUT, "body not sent in time"),
+        Ok(Ok(c)) => c.to_bytes(),
+        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
             return reply(StatusCode::PAYLOAD_TOO_LARGE, "body too large")
         }
-        Err(_) => return reply(StatusCode::BAD_REQUEST, "could not read body"),
+        Ok(Err(_)) => return reply(StatusCode::BAD_REQUEST, "could not read body"),
     };
 
     // Signature over the raw bytes.

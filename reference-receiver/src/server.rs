@@ -5,6 +5,14 @@
 //!
 //! Shutdown is graceful: listeners stop accepting, in-flight requests finish
 //! (bounded by `DRAIN_LIMIT`), then the worker stops between batches.
+//!
+//! The receiver is as hardened as the ones it stands in for: a client
+//! that sends nothing, or half a head, is dropped after [`HEADER_TIMEOUT`];
+//! a body that stalls gets 408 after [`BODY_TIMEOUT`] (in the handler);
+//! each listener serves at most its connection limit at once
+//! ([`MAX_WEBHOOK_CONNECTIONS`], [`MAX_ADMIN_CONNECTIONS`]) and answers 503
+//! and closes past it, so slow or idle clients cannot hold the port down;
+//! and the admin listener is never the webhook address.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -32,6 +40,22 @@ use crate::worker::run_worker;
 /// How long shutdown waits for in-flight requests.
 const DRAIN_LIMIT: Duration = Duration::from_secs(10);
 
+/// How long a client has for each request head (and, on a new connection,
+/// for its first byte).
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a client has for a request body once its head arrived.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Webhook connections served at once; more are answered 503 and closed.
+pub const MAX_WEBHOOK_CONNECTIONS: usize = 512;
+
+/// Admin connections served at once; more are answered 503 and closed.
+pub const MAX_ADMIN_CONNECTIONS: usize = 64;
+
+/// What a connection past the limit gets before it is closed.
+const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-type: text/plain\r\ncontent-length: 21\r\nconnection: close\r\n\r\ntoo many connections\n";
+
 /// What every request handler shares.
 pub struct App {
     /// The configuration.
@@ -53,6 +77,7 @@ async fn serve<B>(
     listener: TcpListener,
     app: Arc<App>,
     handler: Handler<B>,
+    limit: usize,
     mut shutdown: watch::Receiver<bool>,
 ) where
     B: hyper::body::Body + Send + 'static,
@@ -60,25 +85,43 @@ async fn serve<B>(
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let mut conns = JoinSet::new();
+    let slots = Arc::new(tokio::sync::Semaphore::new(limit));
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let stream = match accepted {
+                let mut stream = match accepted {
                     Ok((s, _)) => s,
                     Err(_) => {
                         tokio::time::sleep(Duration::from_millis(10)).await;
                         continue;
                     }
                 };
+                let Ok(slot) = slots.clone().try_acquire_owned() else {
+                    // Full: say so and close, off the accept loop.
+                    tokio::spawn(async move {
+                        use tokio::io::AsyncWriteExt;
+                        let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(BUSY)).await;
+                        let _ = stream.shutdown().await;
+                    });
+                    continue;
+                };
                 let _ = stream.set_nodelay(true);
                 let app = app.clone();
                 let mut stop = shutdown.clone();
                 conns.spawn(async move {
+                    let _slot = slot;
+                    // A connection that never sends a byte holds nothing for long.
+                    if !matches!(tokio::time::timeout(HEADER_TIMEOUT, stream.readable()).await, Ok(Ok(()))) {
+                        return;
+                    }
                     let svc = service_fn(move |req| {
                         let fut = handler(app.clone(), req);
                         async move { Ok::<_, Infallible>(fut.await) }
                     });
-                    let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), svc);
+                    let conn = http1::Builder::new()
+                        .timer(hyper_util::rt::TokioTimer::new())
+                        .header_read_timeout(HEADER_TIMEOUT)
+                        .serve_connection(TokioIo::new(stream), svc);
                     tokio::pin!(conn);
                     tokio::select! {
                         _ = conn.as_mut() => {}
@@ -115,6 +158,8 @@ pub async fn run(
             "no account configured (hint: --account NAME=SECRET)".into(),
         ));
     }
+    check_separate(&listener, &admin_listener)?;
+    crate::config::check_admin_token(&config.admin_token).map_err(ReceiverError::Config)?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let wake = Arc::new(Notify::new());
     let app = Arc::new(App {
@@ -135,14 +180,41 @@ pub async fn run(
     let hooks: Handler<Full<Bytes>> = |app, req| Box::pin(crate::handler::handle(app, req));
     let admin: Handler<crate::admin::AdminBody> =
         |app, req| Box::pin(crate::admin::handle(app, req));
-    let web = tokio::spawn(serve(listener, app.clone(), hooks, stop_rx.clone()));
-    let adm = tokio::spawn(serve(admin_listener, app, admin, stop_rx));
+    let web = tokio::spawn(serve(
+        listener,
+        app.clone(),
+        hooks,
+        MAX_WEBHOOK_CONNECTIONS,
+        stop_rx.clone(),
+    ));
+    let adm = tokio::spawn(serve(
+        admin_listener,
+        app,
+        admin,
+        MAX_ADMIN_CONNECTIONS,
+        stop_rx,
+    ));
     shutdown.await;
     let _ = stop_tx.send(true);
     let _ = web.await;
     let _ = adm.await;
     if let Some(w) = worker {
         let _ = w.await;
+    }
+    Ok(())
+}
+
+/// The admin API must never answer on the webhook address: two sockets
+/// bound to one address with `SO_REUSEPORT` share its connections, so the
+/// state and reset would answer the public side in some of them.
+fn check_separate(web: &TcpListener, admin: &TcpListener) -> Result<(), ReceiverError> {
+    let (w, a) = (web.local_addr()?, admin.local_addr()?);
+    let overlap = w.port() == a.port()
+        && (w.ip() == a.ip() || w.ip().is_unspecified() || a.ip().is_unspecified());
+    if overlap {
+        return Err(ReceiverError::Config(format!(
+            "the admin listener {a} is the webhook address {w} (hint: give --admin-listen a port of its own; the admin API must never answer on the public address)"
+        )));
     }
     Ok(())
 }

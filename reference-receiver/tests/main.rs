@@ -5,6 +5,7 @@ mod common;
 
 mod behaviour;
 mod defects;
+mod hardening;
 mod outage;
 mod process;
 mod reconcile;

@@ -135,7 +135,7 @@ pub fn prepare(opts: &ChildOptions) -> Result<ChildTarget, BuiltinError> {
     let (dir, mut db_url, sqlite) = match &opts.db {
         Some(url) => (None, url.clone(), None),
         None => {
-            let dir = tempfile::tempdir()?;
+            let dir = hookstorm::lifecycle::scratch::create()?;
             let path = dir.path().join("receiver.db");
             let url = format!("sqlite://{}", path.display());
             (Some(dir), url, Some(path))

@@ -54,7 +54,7 @@ pub async fn start(
     let (dir, url) = match db {
         Some(url) => (None, url.to_string()),
         None => {
-            let dir = tempfile::tempdir()?;
+            let dir = hookstorm::lifecycle::scratch::create()?;
             let url = format!("sqlite://{}", dir.path().join("receiver.db").display());
             (Some(dir), url)
         }

@@ -3,7 +3,6 @@
 //! pass; a history cut off in its last line is checked up to the cut,
 //! with a warning on stderr and in the output.
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -55,6 +54,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     let found = match check_history(&args.history, &args.state, args.scenario.as_deref(), &opts) {
         Ok(c) => c,
+        // A history line the checker cannot read or place leaves the
+        // verdict undecided: unknown, naming the line.
+        Err(e @ hookstorm::check::CheckError::History { .. }) => {
+            errln!("unknown: {e}");
+            return Ok(hookstorm::exit::UNKNOWN);
+        }
         Err(e) => {
             errln!("error: {e}");
             return Ok(hookstorm::exit::TARGET_UNUSABLE);
@@ -110,10 +115,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 /// The words of the profile the history's run header names (the
 /// answerline's when the history has no header).
 fn words_of_run(history: &Path) -> Vocabulary {
-    let first = std::fs::File::open(history)
+    // Only the first event is needed: the first line, read within its budget.
+    let first = hookstorm::history::read(history)
         .ok()
-        .and_then(|f| std::io::BufReader::new(f).lines().next()?.ok());
-    match first.and_then(|line| serde_json::from_str::<Event>(&line).ok()) {
+        .and_then(|mut events| events.next()?.ok());
+    match first {
         Some(Event::Run(header)) => Vocabulary::of_name(&header.profile),
         _ => Vocabulary::answerline(),
     }

@@ -50,11 +50,8 @@ pub struct Args {
 
 /// Serves the provider API until interrupted.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
-        return Ok(super::usage_error(format!(
-            "--time-scale {}: expected a number above 0",
-            args.time_scale
-        )));
+    if let Err(e) = hookstorm::scenario::check_time_scale(args.time_scale) {
+        return Ok(super::usage_error(format!("--time-scale {e}")));
     }
     let book = match load_book(&args) {
         Ok(b) => b,

@@ -135,10 +135,8 @@ pub fn doctor(mut args: Args) -> anyhow::Result<i32> {
 /// Runs the scenarios and returns the verdict's exit code.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(t) = args.time_scale {
-        if !(t.is_finite() && t > 0.0) {
-            return Ok(super::usage_error(format!(
-                "--time-scale {t}: expected a number above 0, like 100"
-            )));
+        if let Err(e) = hookstorm::scenario::check_time_scale(t) {
+            return Ok(super::usage_error(format!("--time-scale {e}")));
         }
     }
     if args.target.given() {

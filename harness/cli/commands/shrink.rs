@@ -80,10 +80,8 @@ pub struct Args {
 /// Shrinks and returns the exit code.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(t) = args.time_scale {
-        if !(t.is_finite() && t > 0.0) {
-            return Ok(super::usage_error(format!(
-                "--time-scale {t}: expected a number above 0, like 100"
-            )));
+        if let Err(e) = hookstorm::scenario::check_time_scale(t) {
+            return Ok(super::usage_error(format!("--time-scale {e}")));
         }
     }
     for (flag, n) in [

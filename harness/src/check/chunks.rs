@@ -264,7 +264,19 @@ fn fold_part(path: &Path, start: u64, end: Option<u64>, filter: &Filter<'_>) -> 
                 filled -= pos;
                 pos = 0;
                 if filled == buf.len() {
-                    buf.resize(buf.len() * 2, 0);
+                    // A line past the budget is no line the harness wrote;
+                    // its end is never looked for.
+                    if filled >= crate::budget::HISTORY_LINE {
+                        part.end = PartEnd::Bad {
+                            line: part.lines + 1,
+                            message: format!(
+                                "longer than {} without a newline (a history line of hookstorm's is far shorter)",
+                                crate::budget::show(crate::budget::HISTORY_LINE)
+                            ),
+                        };
+                        return part;
+                    }
+                    buf.resize((buf.len() * 2).min(crate::budget::HISTORY_LINE + 1), 0);
                 }
                 match read_some(&mut reader, &mut buf[filled..]) {
                     Ok(0) => eof = true,
@@ -283,13 +295,15 @@ fn fold_part(path: &Path, start: u64, end: Option<u64>, filter: &Filter<'_>) -> 
         let bytes = &buf[pos..line_end];
         pos = line_end;
         part.lines += 1;
-        let Ok(text) = std::str::from_utf8(bytes) else {
-            // What `BufRead::read_line` says about such a line.
-            part.end = PartEnd::Io(std::io::Error::new(
-                ErrorKind::InvalidData,
-                "stream did not contain valid UTF-8",
-            ));
-            return part;
+        let text = match std::str::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => {
+                part.end = PartEnd::Bad {
+                    line: part.lines,
+                    message: format!("not UTF-8 (at byte {} of the line)", e.valid_up_to() + 1),
+                };
+                return part;
+            }
         };
         if let Err(end) = fold_line(text, part.lines, filter, &mut part) {
             part.end = end;
@@ -327,6 +341,17 @@ fn fold_line(text: &str, line: u64, filter: &Filter<'_>, part: &mut Part) -> Res
         part.events += 1;
     }
     let Some(name) = raw.scenario.as_deref() else {
+        // An attempt the checker cannot place would be passed unseen: the
+        // history is not one it can judge.
+        if matches!(raw.kind.as_ref(), "attempt" | "provider") {
+            return Err(PartEnd::Bad {
+                line,
+                message: format!(
+                    "a `{}` line without its `scenario` field: the checker cannot place it",
+                    raw.kind
+                ),
+            });
+        }
         return Ok(());
     };
     let name = if filter.all_as_one { "all" } else { name };
@@ -759,6 +784,44 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn an_attempt_without_its_scenario_is_an_error_of_its_line_not_a_skip() {
+        let good = ok_line("k1", 204, Outcome::Ok);
+        let orphan = ok_line("k2", 204, Outcome::Ok).replace(r#""scenario":"s1","#, "");
+        assert!(!orphan.contains("scenario"), "{orphan}");
+        let history = format!("{good}\n{orphan}\n{good}\n");
+        let f = files(history.as_bytes(), &State::default());
+        for parts in [1, 2, 3] {
+            let e = check_in_parts(&f, None, parts).unwrap_err();
+            assert!(
+                e.contains("line 2") && e.contains("without its `scenario` field"),
+                "{parts} parts: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_line_without_an_end_stops_at_the_line_budget_with_its_number() {
+        let good = ok_line("k1", 204, Outcome::Ok);
+        let mut history = format!("{good}\n").into_bytes();
+        history.resize(history.len() + crate::budget::HISTORY_LINE + 10, b'x');
+        let f = files(&history, &State::default());
+        let e = check_in_parts(&f, None, 1).unwrap_err();
+        assert!(
+            e.contains("line 2") && e.contains("longer than 16 MiB"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_is_named_by_its_number() {
+        let good = ok_line("k1", 204, Outcome::Ok);
+        let history = [format!("{good}\n").as_bytes(), b"{\"type\":\"\xff\"}\n"].concat();
+        let f = files(&history, &State::default());
+        let e = check_in_parts(&f, None, 1).unwrap_err();
+        assert!(e.contains("line 2") && e.contains("not UTF-8"), "{e}");
     }
 
     #[test]

@@ -29,6 +29,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use sha2::{Digest, Sha256};
 
+use crate::budget;
 use crate::fault::spec::FrontSpec;
 use crate::history::{now_rfc3339, Event, FaultEvent, HistorySink};
 use crate::httpd::{self, AnyBody, Hangup, Server};
@@ -90,6 +91,9 @@ pub struct FrontCounts {
     pub stalled: usize,
     /// Requests the receiver could not be reached for (answered 502).
     pub unreachable: usize,
+    /// Receiver answers longer than [`budget::RECEIVER_ANSWER`], passed
+    /// on cut to it.
+    pub cut_answers: usize,
 }
 
 /// What the front needs to start.
@@ -370,11 +374,25 @@ async fn forward(
                     }
                 }
             }
-            let bytes = body
-                .collect()
-                .await
-                .map(|b| b.to_bytes())
-                .unwrap_or_default();
+            // At most the budget is held: an endless answer is cut there
+            // (and said to be), the rest is never read.
+            let bytes = match budget::read_body(body, budget::RECEIVER_ANSWER).await {
+                Ok(c) if c.over => {
+                    s.count(|c| c.cut_answers += 1);
+                    s.record(
+                        format!(
+                            "the receiver's answer exceeded {}; the rest was discarded",
+                            budget::show(budget::RECEIVER_ANSWER)
+                        ),
+                        None,
+                    );
+                    parts.headers.remove(hyper::header::CONTENT_LENGTH);
+                    parts.headers.remove(hyper::header::TRANSFER_ENCODING);
+                    c.bytes
+                }
+                Ok(c) => c.bytes,
+                Err(_) => Bytes::new(),
+            };
             Ok(Response::from_parts(parts, httpd::full(bytes)))
         }
         Err(e) => {

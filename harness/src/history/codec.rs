@@ -113,23 +113,89 @@ pub fn read_numbered(
         source,
     })?;
     let path = path.to_path_buf();
-    Ok(BufReader::with_capacity(1 << 16, file)
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !matches!(l, Ok(s) if s.trim().is_empty()))
-        .map(move |(i, line)| {
-            let line = line.map_err(|source| HistoryError::Io {
+    Ok(BoundedLines {
+        r: BufReader::with_capacity(1 << 16, file),
+        buf: Vec::new(),
+        done: false,
+    }
+    .enumerate()
+    .filter(|(_, l)| !matches!(l, Ok(s) if s.trim().is_empty()))
+    .map(move |(i, line)| {
+        let line = line.map_err(|e| match e {
+            LineError::Io(source) => HistoryError::Io {
                 path: path.clone(),
                 source,
-            })?;
-            serde_json::from_str(&line)
-                .map(|e| (i as u64 + 1, e))
-                .map_err(|e| HistoryError::Line {
-                    path: path.clone(),
-                    line: i + 1,
-                    message: e.to_string(),
-                })
-        }))
+            },
+            LineError::Bad(message) => HistoryError::Line {
+                path: path.clone(),
+                line: i + 1,
+                message,
+            },
+        })?;
+        serde_json::from_str(&line)
+            .map(|e| (i as u64 + 1, e))
+            .map_err(|e| HistoryError::Line {
+                path: path.clone(),
+                line: i + 1,
+                message: e.to_string(),
+            })
+    }))
+}
+
+enum LineError {
+    Io(std::io::Error),
+    Bad(String),
+}
+
+/// The lines of a history, each at most [`crate::budget::HISTORY_LINE`]
+/// bytes of UTF-8: a longer one or one that is not text is an error of
+/// its line, never a buffer that grows with the file. After an error the
+/// lines end.
+struct BoundedLines<R> {
+    r: R,
+    buf: Vec<u8>,
+    done: bool,
+}
+
+impl<R: BufRead> Iterator for BoundedLines<R> {
+    type Item = Result<String, LineError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        use std::io::Read;
+        let cap = crate::budget::HISTORY_LINE;
+        if self.done {
+            return None;
+        }
+        self.buf.clear();
+        let n = match (&mut self.r)
+            .take(cap as u64 + 1)
+            .read_until(b'\n', &mut self.buf)
+        {
+            Ok(0) => return None,
+            Ok(n) => n,
+            Err(e) => return Some(Err(LineError::Io(e))),
+        };
+        if n > cap && self.buf.last() != Some(&b'\n') {
+            self.done = true;
+            return Some(Err(LineError::Bad(format!(
+                "longer than {} without a newline",
+                crate::budget::show(cap)
+            ))));
+        }
+        if self.buf.last() == Some(&b'\n') {
+            self.buf.pop();
+            if self.buf.last() == Some(&b'\r') {
+                self.buf.pop();
+            }
+        }
+        match String::from_utf8(std::mem::take(&mut self.buf)) {
+            Ok(s) => Some(Ok(s)),
+            Err(e) => Some(Err(LineError::Bad(format!(
+                "not UTF-8 (at byte {} of the line)",
+                e.utf8_error().valid_up_to() + 1
+            )))),
+        }
+    }
 }
 
 /// One consumer of a history, fed event by event: the checker's fold, the

@@ -23,6 +23,18 @@ use crate::tag::{FaultName, FaultTag};
 mod codec;
 pub(crate) mod scan;
 
+/// Runs the checker's fast line scanner on `line` and, when it reads the
+/// line, checks that serde reads it too: the fuzz target's entry point.
+#[doc(hidden)]
+pub fn fuzz_scan(line: &str) {
+    if scan::parse(line).is_some() {
+        assert!(
+            serde_json::from_str::<scan::RawLine<'_>>(line).is_ok(),
+            "the fast path read a line serde refuses: {line:?}"
+        );
+    }
+}
+
 pub(crate) use codec::{encode_attempt, push_dec, AttemptLine};
 pub use codec::{fold, read, read_numbered, Fold, HistoryError, HistorySink, HistoryWriter};
 

@@ -39,9 +39,11 @@ use crate::units::HumanDuration;
 
 mod os;
 mod process;
+pub mod scratch;
+pub(crate) mod shell;
 mod supervisor;
 
-pub use os::{inherit_sockets, FIRST_SOCKET_FD};
+pub use os::{die_with_parent, inherit_sockets, FIRST_SOCKET_FD};
 
 pub use process::{group_members, kill_all, live_groups, processes, ProcEntry, Process, Signal};
 pub use supervisor::{Cut, Role, Supervisor, SupervisorEvent};

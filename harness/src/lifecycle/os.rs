@@ -94,6 +94,36 @@ mod imp {
 #[cfg(unix)]
 pub(crate) use imp::killpg;
 
+/// Makes the child `cmd` starts die with the harness: on Linux it asks
+/// for SIGKILL when its parent goes (`PR_SET_PDEATHSIG`, which survives
+/// the `exec` of `sh -c 'exec …'`), so a harness that is SIGKILLed or
+/// dies on an allocation leaves no receiver, worker or command behind.
+/// The signal follows the thread that started the child; the harness
+/// starts children from its runtime's threads, which live as long as it.
+pub fn die_with_parent(cmd: &mut std::process::Command) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt;
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: the closure runs between fork and exec and calls only
+        // async-signal-safe functions (prctl, getppid); it allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The parent died between fork and prctl: do not outlive it.
+                if libc::getppid() != parent {
+                    return Err(std::io::Error::other("the harness exited"));
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cmd;
+}
+
 /// Hands `sockets` to the child `cmd` will start as descriptors 3, 4, …
 /// (`LISTEN_FDS` set to their number): the child serves on ports its parent
 /// holds. At most eight; Unix only ([`LifecycleError::Unsupported`] elsewhere).

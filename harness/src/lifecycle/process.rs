@@ -166,6 +166,7 @@ impl Process {
             .stderr(errf);
         #[cfg(unix)]
         cmd.process_group(0);
+        os::die_with_parent(cmd.as_std_mut());
         let child = cmd.spawn().map_err(err)?;
         let pid = child.id().unwrap_or(0) as i32;
         live().insert(pid);

@@ -438,13 +438,10 @@ async fn start_proxy(p: &ProxyConfig) -> std::io::Result<Proxy> {
 }
 
 async fn run_command(cmd: &str) -> Result<(), LifecycleError> {
-    let out = tokio::time::timeout(
+    let out = super::shell::run(
+        super::shell::command(&super::expand(cmd)),
         Duration::from_secs(60),
-        tokio::process::Command::new("sh")
-            .arg("-c")
-            .arg(super::expand(cmd))
-            .stdin(std::process::Stdio::null())
-            .output(),
+        crate::budget::COMMAND_OUTPUT,
     )
     .await;
     let fail = |reason: String| LifecycleError::Command {
@@ -452,14 +449,18 @@ async fn run_command(cmd: &str) -> Result<(), LifecycleError> {
         reason,
     };
     match out {
-        Err(_) => Err(fail("no exit within 60s".into())),
-        Ok(Err(e)) => Err(fail(e.to_string())),
-        Ok(Ok(o)) if !o.status.success() => Err(fail(format!(
+        Err(super::shell::ShellError::Timeout) => Err(fail("no exit within 60s".into())),
+        Err(super::shell::ShellError::TooMuchOutput(n)) => Err(fail(format!(
+            "more than {} of output",
+            crate::budget::show(n)
+        ))),
+        Err(super::shell::ShellError::Io(e)) => Err(fail(e.to_string())),
+        Ok(o) if !o.status.success() => Err(fail(format!(
             "{}: {}",
             o.status,
             String::from_utf8_lossy(&o.stderr).trim()
         ))),
-        Ok(Ok(_)) => Ok(()),
+        Ok(_) => Ok(()),
     }
 }
 

@@ -5,13 +5,14 @@
 //! Its output may be either form of the state (the document or JSON
 //! Lines); it is parsed as it is printed, never held whole.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
 use super::{redact_text, ProbeError};
+use crate::budget;
+use crate::lifecycle::shell::{self, ShellError};
 use crate::state::stream::StateSink;
 
 fn tail(bytes: &[u8]) -> String {
@@ -20,35 +21,33 @@ fn tail(bytes: &[u8]) -> String {
     lines[lines.len().saturating_sub(5)..].join(" | ")
 }
 
-/// `sh -c cmd`, no stdin, stdout and stderr piped, killed when dropped.
+/// `sh -c cmd` in a group of its own that dies with the harness.
 fn shell(cmd: &str) -> Command {
-    let mut c = Command::new("sh");
-    c.arg("-c")
-        .arg(cmd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    c
+    crate::lifecycle::shell::command(cmd)
 }
 
-/// Runs a command with a time limit; returns its stdout or an error with the stderr tail.
+/// Runs a command with a time limit; returns its stdout (at most
+/// [`budget::COMMAND_OUTPUT`]) or an error with the stderr tail. However
+/// it ends, its process group is killed.
 async fn run(cmd: &str, env: &[(&str, String)], timeout: Duration) -> Result<Vec<u8>, ProbeError> {
     let shown = redact_text(cmd);
     let mut c = shell(cmd);
     for (k, v) in env {
         c.env(k, v);
     }
-    let child = c
-        .spawn()
-        .map_err(|e| ProbeError::Io(format!("command `{shown}`: {e}")))?;
-    let out = tokio::time::timeout(timeout, child.wait_with_output())
+    let out = shell::run(c, timeout, budget::COMMAND_OUTPUT)
         .await
-        .map_err(|_| ProbeError::Timeout {
-            what: format!("command `{shown}`"),
-            limit: timeout,
-        })?
-        .map_err(|e| ProbeError::Io(format!("command `{shown}`: {e}")))?;
+        .map_err(|e| match e {
+            ShellError::Timeout => ProbeError::Timeout {
+                what: format!("command `{shown}`"),
+                limit: timeout,
+            },
+            ShellError::TooMuchOutput(n) => ProbeError::Invalid(format!(
+                "command `{shown}`: its output exceeded {}; the command was stopped (hint: an action prints a small JSON object or nothing)",
+                budget::show(n)
+            )),
+            ShellError::Io(e) => ProbeError::Io(format!("command `{shown}`: {e}")),
+        })?;
     if !out.status.success() {
         return Err(ProbeError::Io(format!(
             "command `{shown}` exited with {}: {}",
@@ -69,15 +68,14 @@ pub(crate) async fn read_into<S: StateSink + Send + 'static>(
     let mut child = shell(cmd)
         .spawn()
         .map_err(|e| ProbeError::Io(format!("command `{shown}`: {e}")))?;
+    // However the read ends (done, timed out, the parser gave up), the
+    // command's whole group goes with it.
+    let _group = shell::Group::of(&child);
     let mut stdout = child.stdout.take().expect("piped");
-    let mut stderr = child.stderr.take().expect("piped");
+    let stderr = child.stderr.take().expect("piped");
     let what = format!("command `{shown}` (stdout)");
     let run = super::http::parse_streamed(None, sink, what, |tx| async move {
-        let errs = tokio::spawn(async move {
-            let mut e = Vec::new();
-            let _ = stderr.read_to_end(&mut e).await;
-            e
-        });
+        let errs = tokio::spawn(shell::tail_of(stderr, budget::COMMAND_STDERR));
         let mut parser_gone = false;
         loop {
             let mut buf = bytes::BytesMut::with_capacity(1 << 16);

@@ -15,6 +15,7 @@ use hyper::Request;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 
+use crate::budget;
 use crate::tls::TrustedRoots;
 use hyper_util::rt::TokioExecutor;
 
@@ -75,7 +76,9 @@ async fn send(
         .map_err(|e| ProbeError::Io(format!("{method} {shown}: {e}")))
 }
 
-/// The whole answer, or the status error with its start.
+/// The answer up to [`budget::HOOK_ANSWER`], or the status error with its
+/// start; a 2xx answer over the budget is an error, an error answer's
+/// excess is never read.
 async fn collect(
     method: &hyper::Method,
     url: &str,
@@ -83,13 +86,9 @@ async fn collect(
 ) -> Result<(u16, Bytes), ProbeError> {
     let shown = redact_url(url);
     let status = resp.status().as_u16();
-    let bytes = resp
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| ProbeError::Io(format!("{method} {shown}: reading the answer: {e}")))?
-        .to_bytes();
+    let capped = budget::read_body(resp.into_body(), budget::HOOK_ANSWER).await;
     if !(200..300).contains(&status) {
+        let bytes = capped.map(|c| c.bytes).unwrap_or_default();
         let text = String::from_utf8_lossy(&bytes);
         let tail: String = text.chars().take(200).collect();
         return Err(ProbeError::Status {
@@ -97,7 +96,15 @@ async fn collect(
             message: format!("{method} {shown} answered {status}: {tail}"),
         });
     }
-    Ok((status, bytes))
+    let capped =
+        capped.map_err(|e| ProbeError::Io(format!("{method} {shown}: reading the answer: {e}")))?;
+    if capped.over {
+        return Err(ProbeError::Invalid(format!(
+            "{method} {shown}: the answer exceeded {}; the rest was discarded (hint: a hook answers with a small JSON object or nothing)",
+            budget::show(budget::HOOK_ANSWER)
+        )));
+    }
+    Ok((status, capped.bytes))
 }
 
 async fn call(

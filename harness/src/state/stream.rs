@@ -190,6 +190,38 @@ struct Contract<S> {
     sink: S,
     seen: u8,
     current: Option<Section>,
+    /// Bytes read since the last row, when a [`Metered`] reader counts them.
+    since_row: Option<std::rc::Rc<std::cell::Cell<usize>>>,
+}
+
+/// Counts the bytes the document parser takes since the last row and
+/// fails past [`crate::budget::STATE_ROW`]: the document is streamed, and
+/// no one row of it (a 2 GB string, an endless number) is held whole.
+struct Metered<R> {
+    inner: R,
+    since_row: std::rc::Rc<std::cell::Cell<usize>>,
+}
+
+impl<R: Read> Read for Metered<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let total = self.since_row.get() + n;
+        if total > crate::budget::STATE_ROW {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                row_too_long(),
+            ));
+        }
+        self.since_row.set(total);
+        Ok(n)
+    }
+}
+
+fn row_too_long() -> String {
+    format!(
+        "a state row longer than {} (the state is streamed row by row, and no row is that large)",
+        crate::budget::show(crate::budget::STATE_ROW)
+    )
 }
 
 impl<S: StateSink> Contract<S> {
@@ -198,6 +230,7 @@ impl<S: StateSink> Contract<S> {
             sink,
             seen: 0,
             current: None,
+            since_row: None,
         }
     }
 
@@ -304,8 +337,12 @@ fn sniff(head: &[u8]) -> Option<Format> {
 /// Reads the document form, one row at a time.
 pub fn read_document<S: StateSink, R: Read>(r: R, sink: S) -> Result<S, String> {
     let mut contract = Contract::new(sink);
-    let mut de =
-        serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(1 << 16, r));
+    let since_row = std::rc::Rc::new(std::cell::Cell::new(0));
+    contract.since_row = Some(since_row.clone());
+    let mut de = serde_json::Deserializer::from_reader(Metered {
+        inner: std::io::BufReader::with_capacity(1 << 16, r),
+        since_row,
+    });
     Document(&mut contract)
         .deserialize(&mut de)
         .and_then(|()| de.end())
@@ -394,6 +431,9 @@ impl<'de, S: StateSink> Visitor<'de> for Rows<'_, S> {
                 Section::Resources => seq.next_element()?.map(Row::Resources),
             };
             let Some(row) = row else { return Ok(()) };
+            if let Some(since) = &self.contract.since_row {
+                since.set(0);
+            }
             self.contract.sink.row(row).map_err(de::Error::custom)?;
         }
     }
@@ -432,10 +472,18 @@ pub fn read_lines<S: StateSink, R: BufRead>(mut r: R, sink: S) -> Result<S, Stri
     let mut n = 0u64;
     loop {
         buf.clear();
-        if r.read_line(&mut buf).map_err(|e| e.to_string())? == 0 {
+        let cap = crate::budget::STATE_ROW;
+        let read = (&mut r)
+            .take(cap as u64 + 1)
+            .read_line(&mut buf)
+            .map_err(|e| format!("line {}: {e}", n + 1))?;
+        if read == 0 {
             break;
         }
         n += 1;
+        if read > cap && !buf.ends_with('\n') {
+            return Err(format!("line {n}: {}", row_too_long()));
+        }
         if buf.trim().is_empty() {
             continue;
         }

@@ -38,6 +38,10 @@ pub struct DuplicateSpec {
     pub redeliver: u32,
 }
 
+/// Most sequential replays, fresh-id replays or redeliveries per
+/// delivery (each is a planned send: a larger count only sizes a plan).
+pub const MAX_REPEATS: u32 = 100;
+
 fn default_copies() -> [u32; 2] {
     [2, 8]
 }
@@ -51,6 +55,17 @@ impl DuplicateSpec {
             return Err(format!(
                 "duplicate copies = [{lo}, {hi}]: expected 2 <= low <= high <= 8"
             ));
+        }
+        for (name, n) in [
+            ("replay", self.replay),
+            ("fresh_id", self.fresh_id),
+            ("redeliver", self.redeliver),
+        ] {
+            if n > MAX_REPEATS {
+                return Err(format!(
+                    "duplicate {name} = {n}: expected 0 to {MAX_REPEATS}"
+                ));
+            }
         }
         if self.mode == DuplicateMode::Sequential
             && self.replay + self.fresh_id + self.redeliver == 0
