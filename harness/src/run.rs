@@ -695,6 +695,15 @@ async fn run_scenario(
         check.not_exercised(reason);
         notes.push(format!("not exercised: {reason}"));
     }
+    // A scenario that sent nothing decided nothing, as `check` of its
+    // files says too.
+    if summary.attempts == 0 {
+        check.nothing_sent();
+        notes.push(format!(
+            "nothing was sent ({} deliveries planned, {} skipped): nothing is decided",
+            summary.deliveries, summary.skipped
+        ));
+    }
     for o in &observations {
         notes.push(format!("informational: {o}"));
     }

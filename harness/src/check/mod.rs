@@ -337,6 +337,17 @@ impl ScenarioCheck {
         self.results.iter().find(|r| r.id == id)
     }
 
+    /// The history holds no attempt: every result becomes unknown with
+    /// [`EMPTY_HISTORY`], as `hookstorm check` grades such a file.
+    pub fn nothing_sent(&mut self) {
+        for r in &mut self.results {
+            r.verdict = Verdict::Unknown;
+            r.summary = EMPTY_HISTORY.to_string();
+            r.evidence.clear();
+            r.evidence_total = 0;
+        }
+    }
+
     /// The scenario's fault never met what it was meant to test (a database
     /// cut no attempt was answered during, kills that interrupted nothing):
     /// every pass and non-strict result becomes unknown with `reason` in
@@ -465,6 +476,20 @@ mod tests {
             observations: Vec::new(),
         };
         assert_eq!(c.verdict(), Verdict::Unknown);
+    }
+
+    #[test]
+    fn a_scenario_that_sent_nothing_is_unknown_like_its_empty_history() {
+        let mut c = ScenarioCheck {
+            scenario: "s".into(),
+            results: vec![InvariantResult::new(InvariantId::I1, Verdict::Pass, "ok")],
+            counts: Counts::default(),
+            dead_letters: Vec::new(),
+            observations: Vec::new(),
+        };
+        c.nothing_sent();
+        assert_eq!(c.verdict(), Verdict::Unknown);
+        assert_eq!(c.results[0].summary, EMPTY_HISTORY);
     }
 
     #[test]
