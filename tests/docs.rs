@@ -24,7 +24,11 @@ fn project_files() -> Vec<PathBuf> {
             let name = e.file_name().to_string_lossy().into_owned();
             if path.is_dir() {
                 let run_output = dir == root().join("reports") && name != "schema";
-                if !(name == "target" || name.starts_with('.') || run_output) {
+                if !(name == "target"
+                    || name == "node_modules"
+                    || name.starts_with('.')
+                    || run_output)
+                {
                     stack.push(path);
                 }
             } else if path

@@ -1,7 +1,7 @@
 //! The harness against hostile peers, through the real binary: raw-socket
 //! receivers, state endpoints and hooks that answer without end or with a
 //! 2 GB body, and files that never end. Each run is measured as the child
-//! it is (peak RSS from `wait4`, exit code, wall time) and must stay within
+//! it is (peak RSS as the child's own `VmHWM`, exit code, wall time) and must stay within
 //! the byte budget (`docs/budgets.md`): at most [`HEADROOM`] above what a
 //! benign peer costs the same run, a documented exit code, no hang.
 //!
@@ -220,7 +220,12 @@ fn measure(args: &[&str], dir: &Path) -> Result<Cost, Box<dyn std::error::Error>
     let start = Instant::now();
     let child = cmd.spawn()?;
     let pid = child.id() as libc::pid_t;
+    // The child's own high-water mark, read while it runs: `ru_maxrss` from
+    // `wait4` would also count the test process's pages the fork copied
+    // before the exec (this test binary grows as other tests run in it).
+    let mut peak = 0u64;
     loop {
+        peak = peak.max(vm_hwm(pid).unwrap_or(0));
         let mut status = 0;
         // SAFETY: a zeroed rusage is a valid out-parameter.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -230,7 +235,7 @@ fn measure(args: &[&str], dir: &Path) -> Result<Cost, Box<dyn std::error::Error>
             let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
             return Ok(Cost {
                 code,
-                peak: usage.ru_maxrss as u64 * 1024,
+                peak,
                 wall: start.elapsed(),
             });
         }
@@ -243,8 +248,16 @@ fn measure(args: &[&str], dir: &Path) -> Result<Cost, Box<dyn std::error::Error>
             let log = std::fs::read_to_string(dir.join("hookstorm.log")).unwrap_or_default();
             return Err(format!("no exit within {DEADLINE:?}; its output:\n{log}").into());
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(2));
     }
+}
+
+/// `VmHWM` of a running process, in bytes (`None` once it has exited).
+fn vm_hwm(pid: libc::pid_t) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// `hookstorm run` of `scenario` against a peer in `mode`.

@@ -208,7 +208,7 @@ pub const EXERCISED: &[Exercised] = &[
     },
     Exercised {
         fault: "kill",
-        when: "a kill (SIGKILL or SIGTERM) cut an attempt short, a crash point fired between commit and answer, or an event acknowledged before a restart was redelivered after it",
+        when: "a kill (SIGKILL or SIGTERM) cut an attempt short, a crash point fired between commit and answer, or an attempt went unanswered while the receiver was down (`receiver-down`)",
         informational: "",
     },
     Exercised {

@@ -265,7 +265,7 @@ fn the_example_workflow_is_green_on_its_first_run_against_a_service_receiver() -
     let secrets = with(&[
         ("HOOKSTORM_SECRETS_ACCT_A", "whsec_example_a"),
         ("HOOKSTORM_SECRETS_ACCT_B", "whsec_example_b"),
-        ("HOOKSTORM_ADMIN_TOKEN", "example-token"),
+        ("HOOKSTORM_ADMIN_TOKEN", "example-admin-token"),
     ]);
     let service = job["services"]
         .as_mapping()

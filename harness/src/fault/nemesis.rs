@@ -666,9 +666,9 @@ pub fn not_exercised(plan: &Plan, acts: &Actions, tally: Option<&KillTally>) -> 
         matches!(f, FaultSpec::Kill(k) if matches!(k.signal, KillSignal::Kill | KillSignal::Term))
     });
     if let (true, Some(t)) = (kills, tally) {
-        if t.interrupted == 0 && acts.receiver_crashes == 0 && acts.redelivered == 0 {
+        if t.interrupted == 0 && acts.receiver_crashes == 0 && t.down == 0 {
             why.push(format!(
-                "{} kill(s) of the receiver interrupted no attempt, none landed between commit and answer, and nothing acknowledged before a restart was redelivered after it, so nothing was in flight to lose",
+                "{} kill(s) of the receiver interrupted no attempt, none landed between commit and answer, and no attempt went unanswered while the receiver was down, so nothing was in flight to lose",
                 acts.signals
             ));
         }
@@ -822,6 +822,9 @@ pub struct KillTally {
     /// Genuine attempts sent while the database was cut that got no answer
     /// (a timeout, a reset): they met the cut even though none was answered.
     pub cut_unanswered: usize,
+    /// Genuine attempts left unanswered while the harness had the receiver
+    /// down (`receiver-down`: refused, reset or timed out): the kill met them.
+    pub down: usize,
 }
 
 /// Per genuine key, what the kills could have done to its attempts,
@@ -831,6 +834,7 @@ pub struct KillTally {
 pub struct KillFold {
     keys: HashMap<(String, String), (usize, bool)>,
     cut_unanswered: usize,
+    down: usize,
 }
 
 impl Fold for KillFold {
@@ -842,6 +846,9 @@ impl Fold for KillFold {
         let interrupted = a.outcome == Outcome::Info && a.status.is_none();
         if a.status.is_none() && a.faults.contains(&crate::tag::FaultTag::DatabaseCut) {
             self.cut_unanswered += 1;
+        }
+        if a.faults.contains(&crate::tag::FaultTag::ReceiverDown) {
+            self.down += 1;
         }
         let acked = a.outcome == Outcome::Ok;
         if !interrupted && !acked {
@@ -873,6 +880,7 @@ impl KillFold {
         let mut t = KillTally {
             doubled: counts.values().filter(|n| **n > 1).count(),
             cut_unanswered: self.cut_unanswered,
+            down: self.down,
             ..KillTally::default()
         };
         for ((account, key), (interrupted, acked)) in self.keys {
@@ -922,6 +930,12 @@ pub fn note(acts: &Actions, tally: Option<&KillTally>) -> String {
         s.push_str(&format!(
             "; {} attempt(s) interrupted, {} of them stored (landed between commit and answer or by a retry); {} acknowledged deliveries lost; {} stored twice",
             t.interrupted, t.stored_after_interruption, t.lost, t.doubled
+        ));
+    }
+    if acts.redelivered > 0 {
+        s.push_str(&format!(
+            "; {} event(s) acknowledged before a restart redelivered after the kills",
+            acts.redelivered
         ));
     }
     for e in &acts.errors {
