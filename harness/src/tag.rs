@@ -356,25 +356,8 @@ mod tests {
 
     #[test]
     fn every_tag_the_harness_writes_reads_back_as_itself() {
-        let tags = [
-            FaultTag::ConcurrentCopy { k: 2, n: 5 },
-            FaultTag::Replay,
-            FaultTag::FreshId,
-            FaultTag::Redeliver,
-            FaultTag::HoldBack,
-            FaultTag::DropAck,
-            FaultTag::Tamper("wrong-secret".into()),
-            FaultTag::Rotation("old+new".into()),
-            FaultTag::FrontRedirect,
-            FaultTag::FrontStatus(503),
-            FaultTag::FrontDelay,
-            FaultTag::FrontStall,
-            FaultTag::FrontUpstreamUnreachable,
-            FaultTag::DatabaseCut,
-            FaultTag::ReceiverDown,
-            FaultTag::Reorder,
-            FaultTag::Other("something-new".into()),
-        ];
+        let mut tags = FaultTag::examples();
+        tags.push(FaultTag::Other("something-new".into()));
         for t in tags {
             assert_eq!(FaultTag::parse(&t.to_string()), t, "{t}");
             let json = serde_json::to_string(&t).unwrap();
