@@ -34,7 +34,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::bench::latency::{Percentiles, Recorder, RecorderData};
-use crate::bench::threshold::{Metric, Op, Threshold, ThresholdResult};
+use crate::bench::threshold::{Measured, Threshold, ThresholdResult};
 use crate::check::{check_histories, CheckOptions, InvariantId, ScenarioCheck, Verdict};
 use crate::probe::Probe;
 use crate::report::RunReport;
@@ -504,7 +504,15 @@ async fn merge_bench(
     report.thresholds = opts
         .thresholds
         .iter()
-        .map(|t| hold(t, &totals, p95_ms, error_rate))
+        .map(|t| {
+            t.hold(&Measured {
+                latency: &totals.latency,
+                p95_ms,
+                error_rate,
+                achieved_rate: totals.achieved_rate,
+                requests: totals.requests,
+            })
+        })
         .collect();
     report.bench = Some(totals);
     report
@@ -598,45 +606,6 @@ async fn merge_bench(
     report.verdict = check.verdict();
     report.check = Some(check);
     Ok(())
-}
-
-/// Holds one threshold against the merged numbers, as
-/// [`Threshold::check`] does against one bench's.
-fn hold(t: &Threshold, b: &BenchTotals, p95_ms: f64, error_rate: f64) -> ThresholdResult {
-    let l = &b.latency;
-    let (actual, shown) = match t.metric {
-        Metric::Latency(q) => {
-            let v = if q >= 1.0 {
-                l.max_ms
-            } else if q >= 0.999 {
-                l.p999_ms
-            } else if q >= 0.99 {
-                l.p99_ms
-            } else if q >= 0.95 {
-                p95_ms
-            } else if q >= 0.9 {
-                l.p90_ms
-            } else {
-                l.p50_ms
-            };
-            (v, format!("{v:.2}ms"))
-        }
-        Metric::Mean => (l.mean_ms, format!("{:.2}ms", l.mean_ms)),
-        Metric::Errors => (error_rate, format!("{:.2}%", error_rate * 100.0)),
-        Metric::Rate => (b.achieved_rate, format!("{:.0}/s", b.achieved_rate)),
-    };
-    let holds = match t.op {
-        Op::Lt => actual < t.limit,
-        Op::Le => actual <= t.limit,
-        Op::Gt => actual > t.limit,
-        Op::Ge => actual >= t.limit,
-    };
-    ThresholdResult {
-        threshold: t.text.clone(),
-        actual: shown,
-        // No request measured: nothing can hold.
-        passed: b.requests > 0 && holds,
-    }
 }
 
 fn merge_runs(found: &Found, dir: &Path, report: &mut MergeReport) -> Result<(), MergeError> {

@@ -188,10 +188,44 @@ impl fmt::Display for Threshold {
     }
 }
 
+/// The numbers a threshold is held against: one bench's, or the merged
+/// numbers of a sharded run's benches.
+#[derive(Debug, Clone, Copy)]
+pub struct Measured<'a> {
+    /// Latency percentiles (corrected).
+    pub latency: &'a crate::bench::latency::Percentiles,
+    /// The 95th percentile, which the stored percentiles do not carry.
+    pub p95_ms: f64,
+    /// Share of measured requests that failed.
+    pub error_rate: f64,
+    /// Requests per second achieved.
+    pub achieved_rate: f64,
+    /// Measured requests.
+    pub requests: u64,
+}
+
 impl Threshold {
     /// Holds the bench's result against this threshold.
     pub fn check(&self, r: &BenchResult) -> ThresholdResult {
-        let l = &r.latency;
+        // p95 is not among the stored percentiles: read it off the curve.
+        let p95_ms = r
+            .latency_curve
+            .iter()
+            .find(|p| p.quantile >= 0.95)
+            .map(|p| p.corrected_ms)
+            .unwrap_or(r.latency.p99_ms);
+        self.hold(&Measured {
+            latency: &r.latency,
+            p95_ms,
+            error_rate: r.error_rate,
+            achieved_rate: r.achieved_rate,
+            requests: r.requests,
+        })
+    }
+
+    /// Holds measured numbers against this threshold.
+    pub fn hold(&self, m: &Measured<'_>) -> ThresholdResult {
+        let l = m.latency;
         let (actual, shown) = match self.metric {
             Metric::Latency(q) => {
                 let v = if q >= 1.0 {
@@ -201,12 +235,7 @@ impl Threshold {
                 } else if q >= 0.99 {
                     l.p99_ms
                 } else if q >= 0.95 {
-                    // Not among the stored percentiles: read it off the curve.
-                    r.latency_curve
-                        .iter()
-                        .find(|p| p.quantile >= 0.95)
-                        .map(|p| p.corrected_ms)
-                        .unwrap_or(l.p99_ms)
+                    m.p95_ms
                 } else if q >= 0.9 {
                     l.p90_ms
                 } else {
@@ -215,11 +244,11 @@ impl Threshold {
                 (v, format!("{v:.2}ms"))
             }
             Metric::Mean => (l.mean_ms, format!("{:.2}ms", l.mean_ms)),
-            Metric::Errors => (r.error_rate, format!("{:.2}%", r.error_rate * 100.0)),
-            Metric::Rate => (r.achieved_rate, format!("{:.0}/s", r.achieved_rate)),
+            Metric::Errors => (m.error_rate, format!("{:.2}%", m.error_rate * 100.0)),
+            Metric::Rate => (m.achieved_rate, format!("{:.0}/s", m.achieved_rate)),
         };
         // No request measured: nothing can hold.
-        let passed = r.requests > 0 && self.op.holds(actual, self.limit);
+        let passed = m.requests > 0 && self.op.holds(actual, self.limit);
         ThresholdResult {
             threshold: self.text.clone(),
             actual: shown,
