@@ -81,6 +81,17 @@ fn handle(req: &Request, store: &Store, slow_once: &AtomicBool, first_takes: Dur
     Reply::status(204)
 }
 
+/// The target file: `receiver` judged by `profile`, its state and reset on `state`.
+fn target_file(receiver: &Server, profile: &std::path::Path, state: &Server) -> String {
+    format!(
+        "url = \"{}/webhooks/{{account}}\"\nprofile = \"{}\"\n{ACCOUNTS}\n[state]\nhttp = \"{}/state\"\nreset = \"{}/reset\"\n",
+        receiver.base(),
+        profile.display(),
+        state.base(),
+        state.base()
+    )
+}
+
 #[test]
 fn a_receiver_slow_on_its_first_delivery_only_gets_past_the_preflight_to_a_verdict() {
     let profile_dir = tempfile::tempdir().expect("tempdir");
@@ -90,13 +101,7 @@ fn a_receiver_slow_on_its_first_delivery_only_gets_past_the_preflight_to_a_verdi
     let flag = slow_once.clone();
     let receiver = Server::start(8, move |req| handle(req, &s, &flag, TIMEOUT * 3 / 2));
     let state = vendor::state_server(&store);
-    let target = format!(
-        "url = \"{}/webhooks/{{account}}\"\nprofile = \"{}\"\n{ACCOUNTS}\n[state]\nhttp = \"{}/state\"\nreset = \"{}/reset\"\n",
-        receiver.base(),
-        profile.display(),
-        state.base(),
-        state.base()
-    );
+    let target = target_file(&receiver, &profile, &state);
     let run = run_hookstorm(&target, &["--scenario", "baseline", "--seed", "3"]);
     assert!(
         slow_once.load(Ordering::SeqCst),
@@ -134,13 +139,7 @@ fn a_receiver_that_never_answers_ends_at_the_preflight_saying_how_long_and_how_o
         "/state" => Reply::json(&serde_json::json!({ "inbox": [] })),
         _ => Reply::status(204),
     });
-    let target = format!(
-        "url = \"{}/webhooks/{{account}}\"\nprofile = \"{}\"\n{ACCOUNTS}\n[state]\nhttp = \"{}/state\"\nreset = \"{}/reset\"\n",
-        receiver.base(),
-        profile.display(),
-        state.base(),
-        state.base()
-    );
+    let target = target_file(&receiver, &profile, &state);
     let started = Instant::now();
     let run = run_hookstorm(&target, &["--scenario", "baseline", "--seed", "3"]);
     assert_eq!(run.code, 3, "{}", run.explain());
