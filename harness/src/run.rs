@@ -599,8 +599,11 @@ async fn run_scenario(
                         first_round: 1,
                         ..cfg.clone()
                     };
-                    let acked_before =
-                        again.deliveries.len() - summary.died.len().min(again.deliveries.len());
+                    let acked_before = again
+                        .deliveries
+                        .iter()
+                        .filter(|d| summary.acked.iter().any(|(i, _)| *i == d.index))
+                        .count();
                     match sender::send(&again, &redo, &sink).await {
                         Ok(more) => {
                             summary.merge(more);
