@@ -17,10 +17,12 @@
 //! [`TrafficGauge::receiver_down`] just before it kills the receiver and
 //! [`TrafficGauge::receiver_up`] once the restarted one is ready. An
 //! exchange that overlaps it and got no answer was cut off by the harness,
-//! not by the receiver ([`Ticket::overlaps_down`]). The last restart's
-//! moment tells the run which acknowledgements came before it.
+//! not by the receiver ([`Ticket::overlaps_down`]), and the gauge counts it
+//! ([`TrafficGauge::cut_off`]) so the nemesis knows at once whether a kill
+//! met anything. The last restart's moment tells the run which
+//! acknowledgements came before it.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -39,6 +41,12 @@ pub struct TrafficGauge {
     /// Even: the receiver is up; odd: the harness has it down (killed and
     /// not yet ready again). Bumped at each change.
     down: AtomicU64,
+    /// Exchanges that overlapped the harness's downtime of the receiver and
+    /// ended without an answer: what the kills cut off.
+    cut_off: AtomicU64,
+    /// The nemesis holds the stream of first attempts while it restarts a
+    /// receiver it killed ([`TrafficGauge::hold`]).
+    held: AtomicBool,
     /// When the receiver last became ready again after a kill.
     last_restart: Mutex<Option<Instant>>,
     /// A moving average of answer latencies, in microseconds (0: none yet).
@@ -62,6 +70,7 @@ pub struct Ticket<'a> {
     gauge: &'a TrafficGauge,
     window: u64,
     down: u64,
+    answered: bool,
 }
 
 impl TrafficGauge {
@@ -80,6 +89,7 @@ impl TrafficGauge {
             gauge: self,
             window,
             down,
+            answered: false,
         }
     }
 
@@ -103,10 +113,32 @@ impl TrafficGauge {
         }
     }
 
+    /// Holds (true) or releases (false) the stream of first attempts: the
+    /// nemesis holds it while a receiver it killed restarts, so the kills
+    /// that follow still meet traffic however slowly the receiver starts.
+    /// Retries are not held: they meet the downtime as a provider's would.
+    pub fn hold(&self, held: bool) {
+        self.held.store(held, Ordering::SeqCst);
+    }
+
+    /// Waits while the stream is held, at most `max`.
+    pub async fn wait_while_held(&self, max: Duration) {
+        let until = Instant::now() + max;
+        while self.held.load(Ordering::SeqCst) && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     /// When a new receiver process last became ready after the harness
     /// killed the one before, if it ever did.
     pub fn last_restart(&self) -> Option<Instant> {
         *self.last_restart.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Exchanges that overlapped the receiver's downtime and ended without
+    /// an answer so far: a kill met something when this rose.
+    pub fn cut_off(&self) -> u64 {
+        self.cut_off.load(Ordering::SeqCst)
     }
 
     /// Exchanges in flight now.
@@ -183,7 +215,8 @@ impl Ticket<'_> {
 
     /// The exchange got an HTTP answer after `latency`; `ack` when the
     /// profile counts its status as success.
-    pub fn answered(self, ack: bool, latency: Duration) {
+    pub fn answered(mut self, ack: bool, latency: Duration) {
+        self.answered = true;
         let g = self.gauge;
         g.answered.fetch_add(1, Ordering::SeqCst);
         if ack {
@@ -197,6 +230,12 @@ impl Ticket<'_> {
                 g.window_acks.fetch_add(1, Ordering::SeqCst);
             }
         }
+        // An answer that waited out a restart measures the restart, not the
+        // receiver: it would stretch the pause that places the next kill
+        // past the end of the exchanges it is meant to land inside.
+        if self.overlaps_down() {
+            return;
+        }
         let us = (latency.as_micros() as u64).max(1);
         let old = g.latency_us.load(Ordering::Relaxed);
         let new = if old == 0 { us } else { (old * 7 + us) / 8 };
@@ -207,6 +246,9 @@ impl Ticket<'_> {
 
 impl Drop for Ticket<'_> {
     fn drop(&mut self) {
+        if !self.answered && self.overlaps_down() {
+            self.gauge.cut_off.fetch_add(1, Ordering::SeqCst);
+        }
         self.gauge.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }
@@ -268,6 +310,39 @@ mod tests {
         let after = g.begin();
         assert!(during.overlaps_down());
         assert!(!after.overlaps_down());
+    }
+
+    #[test]
+    fn only_exchanges_left_unanswered_across_the_downtime_are_cut_off() {
+        let g = TrafficGauge::new();
+        let answered_across = g.begin();
+        let dropped_across = g.begin();
+        let dropped_before = g.begin();
+        drop(dropped_before);
+        g.receiver_down();
+        g.receiver_up(true);
+        answered_across.answered(true, Duration::from_secs(3));
+        assert_eq!(g.cut_off(), 0);
+        assert_eq!(g.typical_latency(), None, "a restart is not an answer time");
+        drop(dropped_across);
+        drop(g.begin());
+        assert_eq!(g.cut_off(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_held_stream_waits_until_it_is_released() {
+        let g = std::sync::Arc::new(TrafficGauge::new());
+        g.wait_while_held(Duration::from_secs(5)).await;
+        g.hold(true);
+        let g2 = g.clone();
+        let t = tokio::spawn(async move { g2.wait_while_held(Duration::from_secs(5)).await });
+        tokio::time::sleep(30 * MS).await;
+        assert!(!t.is_finished());
+        g.hold(false);
+        tokio::time::timeout(Duration::from_secs(1), t)
+            .await
+            .expect("released")
+            .unwrap();
     }
 
     #[tokio::test]

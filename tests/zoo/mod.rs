@@ -235,6 +235,18 @@ pub fn seeds() -> Vec<u64> {
     (1..=n).collect()
 }
 
+/// The scenarios `HOOKSTORM_ZOO_SCENARIOS` names (comma-separated), to
+/// chase one scenario on many seeds; empty (the whole catalog) by default.
+pub fn scenarios_selected() -> Vec<String> {
+    std::env::var("HOOKSTORM_ZOO_SCENARIOS")
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 /// The receivers of `family`, or of them those `HOOKSTORM_ZOO_ONLY` names
 /// (comma separated), to rerun one receiver by hand.
 pub fn selected(family: Family) -> impl Iterator<Item = &'static Receiver> {
@@ -476,9 +488,11 @@ fn assert_family_passes_its_catalog(family: Family, test: &str) {
         })
         .flat_map(|rx| seeds().into_iter().map(move |seed| (rx, seed)))
         .collect();
+    let only = scenarios_selected();
+    let only: Vec<&str> = only.iter().map(String::as_str).collect();
     let outcomes = parallel(&runs, |&(rx, seed)| {
         let started = Instant::now();
-        let run = run(rx, pg.as_ref(), "", &[], seed);
+        let run = run(rx, pg.as_ref(), "", &only, seed);
         let found = findings(&run);
         let ran = run.report.as_ref().map_or(0, |r| {
             r.scenarios.iter().filter(|s| s.skipped.is_none()).count()

@@ -52,6 +52,16 @@ pub const MAX_CRASH_RESTARTS: u32 = 200;
 /// just become ready with nothing in flight.
 pub const KILL_AFTER_ACKS: u64 = 2;
 
+/// Kills of the receiver that cut off no exchange and are placed again, at
+/// most, per kill the fault asks for: a kill that lands as the last answer
+/// leaves, or while the request waits in a listening socket the harness
+/// holds across restarts, tests nothing, and the stream is still running.
+pub const MISSED_KILL_RETRIES: u32 = 1;
+
+/// How long after a restart the nemesis waits for a kill's cut-off
+/// exchanges to end, at least (a typical answer time more on top).
+const CUT_OFF_GRACE: Duration = Duration::from_millis(100);
+
 /// How often the nemesis looks at the traffic gauge while it waits.
 const POLL: Duration = Duration::from_millis(5);
 
@@ -151,6 +161,9 @@ pub struct Actions {
     /// Events acknowledged before a restart and redelivered after the kills
     /// ([`redeliveries`]).
     pub redelivered: usize,
+    /// Kills of the receiver that cut off no exchange and were placed
+    /// again ([`MISSED_KILL_RETRIES`]).
+    pub missed: u32,
 }
 
 /// What one database cut saw while it held.
@@ -181,6 +194,7 @@ impl Actions {
         self.cut_seen.extend(other.cut_seen);
         self.errors.extend(other.errors);
         self.redelivered += other.redelivered;
+        self.missed += other.missed;
     }
 }
 
@@ -506,7 +520,9 @@ async fn signals<R: Rng>(
     cps: &mut CrashPoints,
 ) -> Result<(), LifecycleError> {
     let mut mark = 0;
-    for m in moments {
+    let mut retries = MISSED_KILL_RETRIES * moments.len() as u32;
+    let mut next = 0;
+    while let Some(m) = moments.get(next) {
         if !wait_until(sup, start + *m, done, acts, cps).await? {
             break;
         }
@@ -516,17 +532,54 @@ async fn signals<R: Rng>(
         // The receiver is down from just before the signal until it is
         // ready again: attempts that meet that window unanswered are the
         // harness's doing (`receiver-down`), not the receiver's.
+        let cut_off = place.gauge.map(TrafficGauge::cut_off);
+        // A kill (not a pause) also holds the stream of first attempts
+        // until the new process is ready, so that traffic is left for the
+        // kills after it.
+        let restarts = k.signal != KillSignal::Stop;
         if let Some(g) = place.gauge {
             g.receiver_down();
+            g.hold(restarts);
         }
         let r = signal(sup, role, k, acts, cps).await;
         if let Some(g) = place.gauge {
-            g.receiver_up(k.signal != KillSignal::Stop);
+            g.receiver_up(restarts);
+            g.hold(false);
         }
         r?;
         mark = place.mark();
+        next += 1;
+        if let (Some(g), Some(before)) = (place.gauge, cut_off) {
+            if restarts && retries > 0 && !met_anything(g, before, done).await {
+                retries -= 1;
+                acts.missed += 1;
+                next -= 1;
+            }
+        }
     }
     Ok(())
+}
+
+/// Whether the kill just made cut off an exchange: the gauge's cut-off
+/// count rose past `before` within a grace after the restart (an exchange
+/// reset by the kill ends at once; one the harness's held socket kept
+/// waiting is answered by the new process instead).
+async fn met_anything(gauge: &TrafficGauge, before: u64, done: &watch::Receiver<bool>) -> bool {
+    let grace = CUT_OFF_GRACE
+        + gauge
+            .typical_latency()
+            .unwrap_or_default()
+            .min(Duration::from_millis(200));
+    let until = Instant::now() + grace;
+    loop {
+        if gauge.cut_off() > before {
+            return true;
+        }
+        if Instant::now() >= until || *done.borrow() {
+            return gauge.cut_off() > before;
+        }
+        tokio::time::sleep(POLL).await;
+    }
 }
 
 /// Sends one kill's signal and brings the process back.
@@ -930,6 +983,12 @@ pub fn note(acts: &Actions, tally: Option<&KillTally>) -> String {
         s.push_str(&format!(
             "; {} attempt(s) interrupted, {} of them stored (landed between commit and answer or by a retry); {} acknowledged deliveries lost; {} stored twice",
             t.interrupted, t.stored_after_interruption, t.lost, t.doubled
+        ));
+    }
+    if acts.missed > 0 {
+        s.push_str(&format!(
+            "; {} kill(s) cut off no exchange and were placed again",
+            acts.missed
         ));
     }
     if acts.redelivered > 0 {

@@ -60,6 +60,10 @@ pub mod exchange;
 
 use exchange::{classify, Answer, HttpClient};
 
+/// Longest the stream of first attempts waits for the nemesis to release
+/// it (it always does once the restarted receiver is ready or has failed).
+const HOLD_MAX: Duration = Duration::from_secs(300);
+
 /// How to send.
 #[derive(Debug, Clone)]
 pub struct SendConfig {
@@ -291,6 +295,9 @@ pub async fn send(
         for d in plan.deliveries.iter().filter(|d| d.wave == wave) {
             if let Some(gap) = gap {
                 tokio::time::sleep(gap).await;
+            }
+            if let Some(g) = cfg.gauge.as_deref() {
+                g.wait_while_held(HOLD_MAX).await;
             }
             let (ctx, d) = (ctx.clone(), d.clone());
             set.spawn(async move { run_delivery(&ctx, &d).await });
