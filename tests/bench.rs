@@ -11,8 +11,8 @@ use std::time::Duration;
 use hookstorm::bench::{self, mix::Mix, BenchOptions, Rate};
 use hookstorm::check::InvariantId;
 use hookstorm::history::{self, Event};
+use hookstorm::profile::signature::Secret;
 use hookstorm::profile::Profile;
-use hookstorm::signature::Secret;
 
 fn secret(purpose: &str) -> Secret {
     hookstorm::fault::tamper::derived_secret(7, purpose)

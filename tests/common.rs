@@ -79,7 +79,7 @@ pub fn options(seed: u64, out: &Path, strict: bool) -> RunOptions {
         // A correct receiver drains in well under a second here; a broken one
         // (poison-blocks-batch) never does, and waits this out.
         drain: Duration::from_secs(6),
-        settle: hookstorm::probe::DEFAULT_SETTLE,
+        settle: hookstorm::state::probe::DEFAULT_SETTLE,
         reproduce: "hookstorm run".into(),
         // The library-level tests check scenarios; tests/gate.rs checks the preflight.
         preflight: false,
@@ -189,7 +189,7 @@ pub fn non_passing(report: &RunReport) -> Vec<String> {
 }
 
 /// Secrets as a comma-separated list (how an environment variable holds a rotation).
-pub fn secrets_csv(secrets: &[hookstorm::signature::Secret]) -> String {
+pub fn secrets_csv(secrets: &[hookstorm::profile::signature::Secret]) -> String {
     secrets
         .iter()
         .map(|s| s.expose().to_string())

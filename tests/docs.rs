@@ -278,7 +278,7 @@ fn with_semantics_table(text: &str, table: &str) -> Option<String> {
 
 #[test]
 fn the_per_profile_rules_in_the_docs_are_the_ones_the_checker_uses() {
-    let table = hookstorm::vocabulary::semantics_table();
+    let table = hookstorm::profile::vocabulary::semantics_table();
     let update = std::env::var_os("HOOKSTORM_UPDATE_DOCS").is_some_and(|v| v == "1");
     let mut stale = Vec::new();
     for page in SEMANTICS_PAGES {
@@ -296,14 +296,14 @@ fn the_per_profile_rules_in_the_docs_are_the_ones_the_checker_uses() {
     }
     assert!(
         stale.is_empty(),
-        "{} differ from hookstorm::vocabulary::semantics_table() (hint: HOOKSTORM_UPDATE_DOCS=1 cargo test --test e2e docs:: rewrites them); the table is:\n{table}",
+        "{} differ from hookstorm::profile::vocabulary::semantics_table() (hint: HOOKSTORM_UPDATE_DOCS=1 cargo test --test e2e docs:: rewrites them); the table is:\n{table}",
         stale.join(", ")
     );
 }
 
 #[test]
 fn a_changed_rule_makes_the_semantics_table_stale() {
-    let table = hookstorm::vocabulary::semantics_table();
+    let table = hookstorm::profile::vocabulary::semantics_table();
     let page = format!("intro\n{SEMANTICS_BEGIN}{table}{SEMANTICS_END}\nrest\n");
     assert_eq!(with_semantics_table(&page, &table).as_deref(), Some(&*page));
     let edited = page.replace("wins when it is the newest", "never wins");

@@ -6,21 +6,21 @@
 use std::collections::BTreeMap;
 use std::process::{Command, Output};
 
-use hookstorm::delivery::{task_body, TaskStatus};
-use hookstorm::fault::spec::{Forgery, Signing};
 use hookstorm::history::Intent;
+use hookstorm::plan::delivery::{task_body, TaskStatus};
 use hookstorm::plan::{Plan, Redelivery};
-use hookstorm::probe::Probe;
+use hookstorm::scenario::fault_spec::{Forgery, Signing};
 use hookstorm::shrink::replay::replay_script;
+use hookstorm::state::probe::Probe;
 use hookstorm::state::State;
 use hookstorm::target::Target;
 use hookstorm_receiver::Defect;
 
 use hookstorm::check::{InvariantId, Verdict};
 use hookstorm::history::Event;
+use hookstorm::profile::signature::Secret;
+use hookstorm::profile::vocabulary::Vocabulary;
 use hookstorm::shrink::account::account;
-use hookstorm::signature::Secret;
-use hookstorm::vocabulary::Vocabulary;
 
 use crate::common::{run_embedded, scenarios, secrets_csv, target_secrets, walk, TestResult};
 
@@ -354,7 +354,7 @@ async fn a_failing_run_is_told_from_its_history_and_its_replay_fails_the_same_wa
     assert_eq!(i4.verdict, Verdict::Fail, "{}", i4.summary);
     let events: Vec<Event> =
         hookstorm::history::read(&outcome.dir.join(&s.history))?.collect::<Result<_, _>>()?;
-    let plan = hookstorm::workload::plan(
+    let plan = hookstorm::plan::workload::plan(
         &scenarios(&[name])[0],
         hookstorm::run::scenario_seed(seed, name),
     );

@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 use super::common::{output_text, scenario_dir_arg, TestResult};
 
 /// A reference receiver process on SQLite, with its target file.
-struct Receiver {
+pub(crate) struct Receiver {
     child: Child,
-    target: PathBuf,
+    pub(crate) target: PathBuf,
     /// The ports, held for the receiver's life (it binds beside them).
     _ports: [Reservation; 2],
 }
@@ -28,7 +28,14 @@ impl Drop for Receiver {
     }
 }
 
-fn start_receiver(dir: &Path) -> Result<Receiver, Box<dyn std::error::Error>> {
+impl Receiver {
+    /// Where its admin API (the state endpoint) listens.
+    pub(crate) fn admin_addr(&self) -> std::net::SocketAddr {
+        self._ports[1].addr().expect("a reserved port")
+    }
+}
+
+pub(crate) fn start_receiver(dir: &Path) -> Result<Receiver, Box<dyn std::error::Error>> {
     let ports = [Reservation::new()?, Reservation::new()?];
     let (web, admin) = (ports[0].addr()?.port(), ports[1].addr()?.port());
     let token = hookstorm_receiver::config::random_token();
@@ -73,7 +80,7 @@ const SEED: &str = "4242";
 const RATE: u32 = 300;
 
 /// `hookstorm bench` arguments for an open-loop bench of 2 s at `rate`.
-fn bench_args<'a>(target: &'a Path, rate: &'a str, out: &'a str) -> Vec<String> {
+pub(crate) fn bench_args<'a>(target: &'a Path, rate: &'a str, out: &'a str) -> Vec<String> {
     [
         "bench",
         "--target",
@@ -110,7 +117,7 @@ fn bench_args<'a>(target: &'a Path, rate: &'a str, out: &'a str) -> Vec<String> 
     .collect()
 }
 
-fn hookstorm(args: &[String], cwd: &Path) -> Command {
+pub(crate) fn hookstorm(args: &[String], cwd: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_hookstorm"));
     c.args(args)
         .current_dir(cwd)
@@ -188,7 +195,7 @@ fn json(path: &Path) -> serde_json::Value {
     .unwrap()
 }
 
-fn merge(cwd: &Path, dirs: &[PathBuf], target: &Path) -> (Output, serde_json::Value) {
+pub(crate) fn merge(cwd: &Path, dirs: &[PathBuf], target: &Path) -> (Output, serde_json::Value) {
     let mut args: Vec<String> = vec![
         "merge".into(),
         "--target".into(),

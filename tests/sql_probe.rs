@@ -2,7 +2,7 @@
 //! reference receiver's database, read directly with the default queries.
 
 use hookstorm::check::{InvariantId, Verdict};
-use hookstorm::probe::{ProbeConfig, SqlProbeConfig};
+use hookstorm::state::probe::{ProbeConfig, SqlProbeConfig};
 
 use crate::common::*;
 

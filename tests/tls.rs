@@ -97,6 +97,67 @@ async fn an_https_receiver_is_tested_when_its_ca_is_trusted_and_refused_otherwis
     Ok(())
 }
 
+/// `run`, `bench` and `merge` build their state probe one way
+/// (`Target::probe`), so a state endpoint behind https on a private CA is
+/// read by each of them once the target file names the CA.
+#[test]
+fn an_https_state_endpoint_on_a_private_ca_is_read_by_run_bench_and_merge() -> TestResult {
+    use crate::shard::{bench_args, hookstorm, merge, start_receiver};
+    let dir = tempfile::tempdir()?;
+    let receiver = start_receiver(dir.path())?;
+    let admin = receiver.admin_addr();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let (front, pem) = rt.block_on(tls_front(admin));
+    std::fs::write(dir.path().join("ca.pem"), pem)?;
+    let plain = std::fs::read_to_string(&receiver.target)?;
+    let http_state = format!("http://127.0.0.1:{}/state", admin.port());
+    assert!(plain.contains(&http_state), "{plain}");
+    let https = plain.replace(
+        &http_state,
+        &format!("https://localhost:{}/state", front.port()),
+    );
+    let target = dir.path().join("https.toml");
+    std::fs::write(&target, format!("ca_cert = \"ca.pem\"\n{https}"))?;
+    let t = target.display().to_string();
+
+    let o = hookstorm(
+        &[
+            "run",
+            "--target",
+            &t,
+            "--scenario-dir",
+            &scenario_dir_arg(),
+            "--scenario",
+            "baseline",
+            "--seed",
+            "3",
+            "--out",
+            "runs",
+        ]
+        .map(String::from),
+        dir.path(),
+    )
+    .output()?;
+    assert_eq!(o.status.code(), Some(0), "run: {}", output_text(&o));
+
+    let o = hookstorm(&bench_args(&target, "100/s", "bench"), dir.path()).output()?;
+    assert_eq!(o.status.code(), Some(0), "bench: {}", output_text(&o));
+    let bench: serde_json::Value = serde_json::from_slice(&o.stdout)?;
+    assert_eq!(bench["check"]["verdict"], "pass", "bench: {bench}");
+
+    let mut args = bench_args(&target, "100/s", "shards");
+    args.extend(["--shard".into(), "0/1".into()]);
+    let o = hookstorm(&args, dir.path()).output()?;
+    assert_eq!(o.status.code(), Some(0), "bench shard: {}", output_text(&o));
+    let (o, merged) = merge(dir.path(), &[dir.path().join("shards")], &target);
+    assert_eq!(o.status.code(), Some(0), "merge: {}", output_text(&o));
+    assert_eq!(merged["verdict"], "pass", "{merged}");
+    Ok(())
+}
+
 #[test]
 fn a_ca_file_without_certificates_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,6 +1,6 @@
 //! Every signature-header parser: any bytes parse or give an error, never a panic.
 #![no_main]
-use hookstorm::signature::{self, Encoding};
+use hookstorm::profile::signature::{self, Encoding};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

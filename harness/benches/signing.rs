@@ -7,8 +7,8 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use hookstorm::bench::mix::{Generator, Mix};
+use hookstorm::profile::signature::{Secret, SignInput};
 use hookstorm::profile::{Profile, BUILTIN_NAMES};
-use hookstorm::signature::{Secret, SignInput};
 
 fn bench(c: &mut Criterion) {
     let body = Generator::new(1, Mix::none(), 1).item(0).body;

@@ -301,8 +301,8 @@ pub fn excused(tag: &FaultTag, invariant: InvariantId) -> bool {
 
 /// The attempt tags a scenario fault may put on attempts (as
 /// [`FaultTag::pattern`] writes them).
-pub fn tags_of(fault: &crate::fault::spec::FaultSpec) -> &'static [&'static str] {
-    use crate::fault::spec::FaultSpec;
+pub fn tags_of(fault: &crate::scenario::fault_spec::FaultSpec) -> &'static [&'static str] {
+    use crate::scenario::fault_spec::FaultSpec;
     match fault {
         FaultSpec::Front(_) => &[
             "front:<status>",
@@ -320,7 +320,7 @@ pub fn tags_of(fault: &crate::fault::spec::FaultSpec) -> &'static [&'static str]
 
 /// The rules that bear on a scenario with these faults, one line each
 /// (for `hookstorm list`).
-pub fn rules_for(faults: &[crate::fault::spec::FaultSpec]) -> Vec<String> {
+pub fn rules_for(faults: &[crate::scenario::fault_spec::FaultSpec]) -> Vec<String> {
     let patterns: Vec<&str> = faults
         .iter()
         .flat_map(|f| tags_of(f).iter().copied())
@@ -421,8 +421,8 @@ mod tests {
 
     #[test]
     fn a_kill_scenario_lists_what_its_kills_excuse() {
-        let kill = crate::fault::spec::FaultSpec::Kill(
-            crate::fault::spec::KillWorkerSpec {
+        let kill = crate::scenario::fault_spec::FaultSpec::Kill(
+            crate::scenario::fault_spec::KillWorkerSpec {
                 count: 1,
                 over: crate::units::HumanDuration(std::time::Duration::from_secs(1)),
                 failpoint: None,

@@ -13,10 +13,10 @@ use serde::Deserialize;
 
 use crate::error::{read_toml, ConfigError};
 use crate::lifecycle::{DatabaseConfig, LifecycleConfig};
-use crate::probe::ProbeConfig;
+use crate::profile::signature::Secret;
 use crate::profile::Profile;
 use crate::provider::Provider;
-use crate::signature::Secret;
+use crate::state::probe::{Probe, ProbeConfig, ProbeError};
 
 /// The secrets of one account.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -154,6 +154,13 @@ pub fn default_secrets_var(account: &str) -> String {
 pub const DEFAULT_MAX_BODY: usize = 1 << 20;
 
 impl Target {
+    /// The probe of the target's state, the one way every command builds
+    /// it: the `[state]` section, with the target's trusted CA roots for an
+    /// https state URL.
+    pub fn probe(&self) -> Result<Probe, ProbeError> {
+        Ok(Probe::from_config(&self.state)?.with_roots(self.roots.clone()))
+    }
+
     /// Loads and resolves a target file (secrets from the environment).
     pub fn from_file(path: &Path) -> Result<Target, ConfigError> {
         let file: TargetFile = read_toml(path)?;

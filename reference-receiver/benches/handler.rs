@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use hookstorm::profile::signature::{Secret, SignInput};
 use hookstorm::profile::Profile;
-use hookstorm::signature::{Secret, SignInput};
 use hookstorm_receiver::{spawn, Account, Config};
 use http::Request;
 use http_body_util::Full;

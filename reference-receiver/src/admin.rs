@@ -103,7 +103,10 @@ async fn state(app: &App, lines: bool) -> Response<AdminBody> {
 
 fn authorized(app: &App, req: &Request<Incoming>) -> bool {
     let given = req.headers().get(header::AUTHORIZATION);
-    hookstorm::signature::bearer_matches(given.map(|v| v.as_bytes()), &app.config.admin_token)
+    hookstorm::profile::signature::bearer_matches(
+        given.map(|v| v.as_bytes()),
+        &app.config.admin_token,
+    )
 }
 
 #[derive(Deserialize)]

@@ -13,8 +13,8 @@ use crate::store::{Keying, StoreOptions, WorkerRules};
 use crate::{open_store_with, Account, Config, Defect};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use hookstorm::profile::signature::Secret;
 use hookstorm::profile::Profile;
-use hookstorm::signature::Secret;
 
 /// The reference webhook receiver: verify, write, acknowledge, process.
 #[derive(Parser, Debug)]

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use hookstorm::profile::signature::Secret;
 use hookstorm::profile::Profile;
-use hookstorm::signature::Secret;
 
 use crate::defect::Defect;
 use crate::failpoint::Failpoints;

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
+use hookstorm::profile::signature::{Secret, SignInput};
 use hookstorm::profile::Profile;
-use hookstorm::signature::{Secret, SignInput};
 use hookstorm::state::State;
 use hookstorm_receiver::pgtest::PgServer;
 use hookstorm_receiver::{spawn, Account, Config, Spawned};

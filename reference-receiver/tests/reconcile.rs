@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{ensure, Result};
 use bytes::Bytes;
-use hookstorm::signature::Secret;
+use hookstorm::profile::signature::Secret;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::Full;
 use hyper::body::Incoming;

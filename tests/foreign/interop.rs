@@ -11,11 +11,11 @@
 use std::io::Write;
 use std::process::{Child, Command, Stdio};
 
-use hookstorm::envelope;
 use hookstorm::fault::tamper::{self, Keys, SignRequest};
+use hookstorm::profile::envelope;
+use hookstorm::profile::signature::Secret;
 use hookstorm::profile::{Freshness, Profile};
 use hookstorm::scenario::{Forgery, Signing};
-use hookstorm::signature::Secret;
 
 /// A Standard Webhooks secret (the spec's second test vector's).
 pub const SW_SECRET_A: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -46,7 +46,7 @@ fn keys(current: &str, other: &str) -> Keys {
 /// Every genuine signing and every forgery of one delivery under `profile`,
 /// with what the provider's verifier must say about it.
 pub fn cases(profile: &Profile, current: &str, other: &str) -> Vec<Case> {
-    let body: hookstorm::delivery::Body = serde_json::from_value(serde_json::json!({
+    let body: hookstorm::plan::delivery::Body = serde_json::from_value(serde_json::json!({
         "task": {"id": "tsk_0123456789abcdef", "idempotencyKey": "job-1-r1",
                  "status": "COMPLETED", "createdAt": "2026-11-29T10:00:00Z"},
         "credits": 4,

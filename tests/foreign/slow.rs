@@ -124,7 +124,7 @@ fn a_receiver_slow_on_its_first_delivery_only_gets_past_the_preflight_to_a_verdi
     let state_json = std::fs::read_to_string(run.reports().join("baseline").join("state.json"))
         .expect("baseline's state.json");
     assert!(
-        !state_json.contains(hookstorm::preflight::KEY_PREFIX),
+        !state_json.contains(hookstorm::run::preflight::KEY_PREFIX),
         "{state_json}"
     );
     assert_eq!(run.code, 0, "{}", run.explain());

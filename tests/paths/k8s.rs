@@ -156,12 +156,12 @@ fn the_configmaps_target_file_passes_the_target_parser() -> TestResult {
         let value = secret
             .get(&var)
             .unwrap_or_else(|| panic!("the Secret has no {var}"));
-        acct.secrets = vec![hookstorm::signature::Secret::new(value)];
+        acct.secrets = vec![hookstorm::profile::signature::Secret::new(value)];
     }
     let var = file.state.token_env.take().expect("token_env");
     file.state.token = Some(secret[&var].clone());
     let t = hookstorm::target::Target::resolve(file, Path::new("hookstorm.toml"))?;
-    hookstorm::probe::Probe::from_config(&t.state)?;
+    hookstorm::state::probe::Probe::from_config(&t.state)?;
     assert_eq!(t.accounts().len(), 2);
     Ok(())
 }

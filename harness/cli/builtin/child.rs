@@ -27,10 +27,10 @@ use std::net::SocketAddr;
 use hookstorm::lifecycle::{
     shell_quote, DatabaseConfig, LifecycleConfig, ProxyConfig, Ready, WorkerConfig,
 };
-use hookstorm::probe::ProbeConfig;
+use hookstorm::profile::signature::Secret;
 use hookstorm::profile::Profile;
 use hookstorm::provider::Provider;
-use hookstorm::signature::Secret;
+use hookstorm::state::probe::ProbeConfig;
 use hookstorm::target::{Target, DEFAULT_MAX_BODY};
 use hookstorm::units::HumanDuration;
 use hookstorm_receiver::config::random_token;

@@ -9,10 +9,10 @@
 
 use std::net::SocketAddr;
 
-use hookstorm::probe::ProbeConfig;
+use hookstorm::profile::signature::Secret;
 use hookstorm::profile::Profile;
 use hookstorm::provider::Provider;
-use hookstorm::signature::Secret;
+use hookstorm::state::probe::ProbeConfig;
 use hookstorm::target::{Target, DEFAULT_MAX_BODY};
 use hookstorm_receiver::config::{random_token, Account, Config};
 use hookstorm_receiver::{spawn, Defect, Spawned};

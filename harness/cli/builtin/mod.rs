@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use hookstorm::signature::Secret;
+use hookstorm::profile::signature::Secret;
 use hookstorm_receiver::config::random_token;
 
 pub mod child;

@@ -20,9 +20,8 @@ use std::time::Duration;
 use anyhow::Context;
 use hookstorm::bench::{self, mix::Mix, BenchOptions, Rate};
 use hookstorm::exit;
-use hookstorm::probe::Probe;
+use hookstorm::profile::signature::Secret;
 use hookstorm::profile::Profile;
-use hookstorm::signature::Secret;
 use hookstorm::units::HumanDuration;
 
 /// Arguments of `hookstorm bench`.
@@ -200,7 +199,7 @@ fn random_secret() -> Secret {
 async fn run_async(args: Args) -> anyhow::Result<i32> {
     // Before anything starts: a signal from now on ends the bench in order
     // (bench.json for what ran, the built-in receiver and its folder removed).
-    let stop = hookstorm::interrupt::on_signals().context("installing the Ctrl-C handler")?;
+    let stop = hookstorm::run::interrupt::on_signals().context("installing the Ctrl-C handler")?;
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -234,7 +233,7 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
         probe = if args.no_check || args.null {
             None
         } else {
-            match Probe::from_config(&t.state) {
+            match t.probe() {
                 Ok(p) => Some(p),
                 Err(e) => {
                     errln!("error: {e}");
@@ -328,8 +327,8 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
             None
         } else {
             Some(
-                Probe::from_config(&t.state)?
-                    .with_timeout(args.drain.0.max(hookstorm::probe::DEFAULT_TIMEOUT)),
+                t.probe()?
+                    .with_timeout(args.drain.0.max(hookstorm::state::probe::DEFAULT_TIMEOUT)),
             )
         };
         desc = "built-in reference receiver".to_string();
@@ -413,11 +412,7 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
         return Ok(exit::INTERRUPTED);
     }
     let code = match &outcome.result.check {
-        Some(v) => match v.check.verdict() {
-            hookstorm::check::Verdict::Pass | hookstorm::check::Verdict::NonStrict => exit::PASS,
-            hookstorm::check::Verdict::Fail => exit::FAIL,
-            hookstorm::check::Verdict::Unknown => exit::UNKNOWN,
-        },
+        Some(v) => v.check.verdict().exit_code(false),
         None => exit::PASS,
     };
     // A broken threshold fails a bench the checker passed.

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use hookstorm::check::{check_history, CheckOptions, InvariantId, Verdict};
 use hookstorm::history::Event;
+use hookstorm::profile::vocabulary::Vocabulary;
 use hookstorm::report::console::paint;
-use hookstorm::vocabulary::Vocabulary;
 
 /// Arguments of `hookstorm check`.
 #[derive(Debug, clap::Args)]
@@ -104,12 +104,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
         worst = worst.worst(c.verdict());
     }
-    Ok(match worst {
-        Verdict::Fail => hookstorm::exit::FAIL,
-        Verdict::NonStrict if args.strict => hookstorm::exit::FAIL,
-        Verdict::Unknown => hookstorm::exit::UNKNOWN,
-        _ => hookstorm::exit::PASS,
-    })
+    Ok(worst.exit_code(args.strict))
 }
 
 /// The words of the profile the history's run header names (the

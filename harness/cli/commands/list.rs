@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use hookstorm::coverage::{self, Need};
+use hookstorm::run::coverage::{self, Need};
 use hookstorm::scenario::Scenario;
 use serde_json::json;
 

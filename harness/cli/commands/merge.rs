@@ -12,8 +12,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use hookstorm::exit;
-use hookstorm::merge::{MergeError, MergeOptions};
-use hookstorm::probe::Probe;
+use hookstorm::shard::merge::{MergeError, MergeOptions};
 use hookstorm::units::HumanDuration;
 
 /// Arguments of `hookstorm merge`.
@@ -60,7 +59,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                     return Ok(exit::TARGET_UNUSABLE);
                 }
             };
-            match Probe::from_config(&t.state) {
+            match t.probe() {
                 Ok(p) => (Some(p), t.profile.timeout),
                 Err(e) => {
                     errln!("error: {e}");
@@ -81,7 +80,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let outcome = match rt.block_on(hookstorm::merge::merge(&opts)) {
+    let outcome = match rt.block_on(hookstorm::shard::merge::merge(&opts)) {
         Ok(o) => o,
         Err(e @ MergeError::Inconsistent(_)) => return Ok(super::usage_error(e)),
         Err(e) => return Err(e.into()),

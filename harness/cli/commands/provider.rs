@@ -11,9 +11,9 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
+use hookstorm::profile::signature::Secret;
 use hookstorm::provider::{book, Provider, TaskBook};
 use hookstorm::scenario::Scenario;
-use hookstorm::signature::Secret;
 use hookstorm::units::HumanDuration;
 
 /// Arguments of `hookstorm provider`.
@@ -125,6 +125,6 @@ fn load_book(args: &Args) -> anyhow::Result<TaskBook> {
     };
     let scenario = Scenario::from_file(&path)?;
     let seed = hookstorm::run::scenario_seed(args.seed, &scenario.name);
-    let plan = hookstorm::workload::plan(&scenario, seed);
+    let plan = hookstorm::plan::workload::plan(&scenario, seed);
     Ok(book::from_plan(&plan, args.time_scale, false))
 }

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use hookstorm::exit;
-use hookstorm::preflight::{Outcome, Preflight, Words};
+use hookstorm::run::preflight::{Outcome, Preflight, Words};
 use hookstorm::run::{RunEvent, RunOptions};
 use hookstorm::scenario::Scenario;
 use hookstorm::target::Target;
@@ -94,7 +94,7 @@ pub struct Args {
     /// Read a state that still misses acknowledged keys once it has not
     /// changed for this long (raise it for receivers whose queue or worker
     /// pauses longer between writes).
-    #[arg(long, default_value_t = HumanDuration(hookstorm::probe::DEFAULT_SETTLE))]
+    #[arg(long, default_value_t = HumanDuration(hookstorm::state::probe::DEFAULT_SETTLE))]
     settle: HumanDuration,
     /// Built-in receiver only: switch on one deliberate bug (see `hookstorm-receiver --help`).
     #[arg(long)]
@@ -180,7 +180,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 
 async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> anyhow::Result<i32> {
     // Before anything starts: a signal from now on ends the run in order.
-    let stop = hookstorm::interrupt::on_signals().context("installing the Ctrl-C handler")?;
+    let stop = hookstorm::run::interrupt::on_signals().context("installing the Ctrl-C handler")?;
     let seed = args.seed.unwrap_or_else(rand_seed);
     let Built {
         target,
@@ -203,7 +203,7 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
     );
     info!(
         "{}",
-        hookstorm::estimate::Estimate::of(
+        hookstorm::run::estimate::Estimate::of(
             &target.profile,
             &scenarios,
             args.time_scale,
@@ -504,7 +504,7 @@ fn doctor_report(d: &hookstorm::run::Doctor, words: &Words, require_all: bool) -
         outln!("target unusable: {}", f.render(words));
         return exit::TARGET_UNUSABLE;
     }
-    let coverage = hookstorm::coverage::Coverage::of(d.skips.iter().map(|(_, s)| s.as_ref()));
+    let coverage = hookstorm::run::coverage::Coverage::of(d.skips.iter().map(|(_, s)| s.as_ref()));
     for (name, skip) in &d.skips {
         if let Some(s) = skip {
             outln!("would skip {name}: {}", s.reason);

@@ -14,8 +14,8 @@ use std::time::Duration;
 use anyhow::Context;
 use hookstorm::check::{InvariantId, Verdict};
 use hookstorm::exit;
-use hookstorm::interrupt::Stop;
 use hookstorm::report::RunReport;
+use hookstorm::run::interrupt::Stop;
 use hookstorm::run::RunOptions;
 use hookstorm::scenario::Scenario;
 use hookstorm::shrink::{self, Outcome, Report, SearchEvent, ShrinkEvent, ShrinkOptions};
@@ -67,7 +67,7 @@ pub struct Args {
     #[arg(long, default_value = "30s")]
     drain: HumanDuration,
     /// Read a state that still misses acknowledged keys once it has not changed for this long.
-    #[arg(long, default_value_t = HumanDuration(hookstorm::probe::DEFAULT_SETTLE))]
+    #[arg(long, default_value_t = HumanDuration(hookstorm::state::probe::DEFAULT_SETTLE))]
     settle: HumanDuration,
     /// Built-in receiver only: switch on one deliberate bug.
     #[arg(long)]
@@ -117,7 +117,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Err(e) => return Ok(super::usage_error(e)),
     };
     if let Some(id) = args.invariant {
-        let checked = hookstorm::coverage::invariants(&scenario);
+        let checked = hookstorm::run::coverage::invariants(&scenario);
         if !checked.contains(&id) {
             let list: Vec<&str> = checked.iter().map(|i| i.code()).collect();
             return Ok(super::usage_error(format!(
@@ -135,7 +135,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 }
 
 async fn run_async(args: Args, scenario: Scenario) -> anyhow::Result<i32> {
-    let stop = hookstorm::interrupt::on_signals().context("installing the Ctrl-C handler")?;
+    let stop = hookstorm::run::interrupt::on_signals().context("installing the Ctrl-C handler")?;
     let Built {
         target,
         child,

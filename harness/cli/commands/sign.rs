@@ -8,10 +8,10 @@
 
 use std::io::Read;
 
-use hookstorm::fault::spec::{Forgery, Signing};
 use hookstorm::fault::tamper::{self, Keys, SignRequest};
+use hookstorm::profile::signature::{Secret, SignInput};
 use hookstorm::profile::Profile;
-use hookstorm::signature::{Secret, SignInput};
+use hookstorm::scenario::fault_spec::{Forgery, Signing};
 
 /// Arguments of `hookstorm sign`.
 #[derive(Debug, clap::Args)]

@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use hookstorm::error::{read_toml, ConfigError};
-use hookstorm::preflight::Words;
-use hookstorm::probe::SqlProbeConfig;
-use hookstorm::signature::Secret;
+use hookstorm::profile::signature::Secret;
+use hookstorm::run::preflight::Words;
+use hookstorm::state::probe::SqlProbeConfig;
 use hookstorm::target::{SelectionFile, Target, TargetFile};
 
 /// Flags that describe a target.

@@ -8,8 +8,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use hookstorm::delivery::TaskStatus;
 use hookstorm::history::{Attempt, Event, Outcome};
+use hookstorm::plan::delivery::TaskStatus;
 use hookstorm::state::{InboxRow, State};
 
 fn names(dir: &Path, keys: usize, spread: bool) -> (PathBuf, PathBuf) {

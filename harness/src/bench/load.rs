@@ -37,10 +37,10 @@ use bytes::Bytes;
 use super::latency::Recorder;
 use super::mix::{Generator, Item};
 use crate::history::{encode_attempt, AttemptLine, Intent, Outcome, TransportFailure};
-use crate::interrupt::Stop;
+use crate::profile::signature::{Secret, SignInput, Signer};
 use crate::profile::Profile;
+use crate::run::interrupt::Stop;
 use crate::sender::exchange::{classify, Answer};
-use crate::signature::{Secret, SignInput, Signer};
 
 mod wire;
 use wire::Wire;

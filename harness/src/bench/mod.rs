@@ -30,10 +30,10 @@ use std::time::Duration;
 
 use crate::check::{check_files, CheckOptions, InvariantId};
 use crate::history::{Event, RunHeader};
-use crate::interrupt::Stop;
-use crate::probe::Probe;
+use crate::profile::signature::Secret;
 use crate::profile::Profile;
-use crate::signature::Secret;
+use crate::run::interrupt::Stop;
+use crate::state::probe::Probe;
 
 use latency::Percentiles;
 use load::{LineSink, LoadTarget, Pace, Phase, WorkerStats};
@@ -531,7 +531,7 @@ async fn check(
         answer_limit: opts.profile.timeout,
         drained,
         reconciled: false,
-        vocabulary: crate::vocabulary::Vocabulary::of(&opts.profile),
+        vocabulary: crate::profile::vocabulary::Vocabulary::of(&opts.profile),
     };
     let (history, state_path) = (history.to_path_buf(), state_path.clone());
     let res = tokio::task::spawn_blocking(move || {

@@ -19,8 +19,8 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
+use crate::profile::signature::Secret;
 use crate::profile::Profile;
-use crate::signature::Secret;
 
 /// Largest body the null receiver reads.
 pub const MAX_BODY: usize = 1 << 20;

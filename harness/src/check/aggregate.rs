@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use rustc_hash::FxHashSet;
 
-use crate::delivery::{job_key, TaskStatus};
 use crate::history::{Attempt, Event, Intent, Outcome, ProviderTask, TransportFailure};
+use crate::plan::delivery::{job_key, TaskStatus};
 use crate::state::State;
 use crate::tag::FaultTag;
 

@@ -442,8 +442,8 @@ mod tests {
 
     use crate::check::files::check_histories_in_parts;
     use crate::check::{check, CheckOptions, FileCheck, MultiCheck, ScenarioCheck};
-    use crate::delivery::TaskStatus;
     use crate::history::{Attempt, Event, Intent, Outcome, ProviderTask};
+    use crate::plan::delivery::TaskStatus;
     use crate::state::State;
     use crate::tag::FaultTag;
 

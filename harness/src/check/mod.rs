@@ -37,8 +37,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::history::Event;
+use crate::profile::vocabulary::Vocabulary;
 use crate::state::State;
-use crate::vocabulary::Vocabulary;
 
 pub use aggregate::Aggregator;
 pub use files::{
@@ -177,6 +177,24 @@ impl Verdict {
             Verdict::Unknown => 2,
             Verdict::Fail => 3,
         }
+    }
+
+    /// The documented exit code of a run, check, bench or merge graded
+    /// `self`: 0 pass, 1 fail, 2 unknown; non-strict is 0, or 1 under
+    /// `strict`. The one place this rule lives.
+    pub fn exit_code(self, strict: bool) -> i32 {
+        match self {
+            Verdict::Fail => crate::exit::FAIL,
+            Verdict::Unknown => crate::exit::UNKNOWN,
+            Verdict::NonStrict if strict => crate::exit::FAIL,
+            Verdict::NonStrict | Verdict::Pass => crate::exit::PASS,
+        }
+    }
+
+    /// Whether a scenario graded `self` counts as failing (toward
+    /// `--max-fail`): a fail, or non-strict under `strict`.
+    pub fn is_failing(self, strict: bool) -> bool {
+        self.exit_code(strict) == crate::exit::FAIL
     }
 
     /// The worse of two verdicts: fail > unknown > non-strict > pass.
@@ -427,6 +445,25 @@ impl EvidenceSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_verdict_exits_with_its_documented_code_and_non_strict_fails_only_under_strict() {
+        use crate::exit::{FAIL, PASS, UNKNOWN};
+        let table = [
+            (Verdict::Pass, false, PASS),
+            (Verdict::Pass, true, PASS),
+            (Verdict::NonStrict, false, PASS),
+            (Verdict::NonStrict, true, FAIL),
+            (Verdict::Unknown, false, UNKNOWN),
+            (Verdict::Unknown, true, UNKNOWN),
+            (Verdict::Fail, false, FAIL),
+            (Verdict::Fail, true, FAIL),
+        ];
+        for (v, strict, code) in table {
+            assert_eq!(v.exit_code(strict), code, "{v} strict={strict}");
+            assert_eq!(v.is_failing(strict), code == FAIL);
+        }
+    }
 
     #[test]
     fn invariant_ids_parse_by_code_and_name() {

@@ -15,7 +15,7 @@ use super::aggregate::{flag, Aggregator, KeyAgg, NONE};
 use super::store::evidence;
 use super::view::{account_matches, account_name, StateView, WinRow};
 use super::{CheckOptions, Evidence, EvidenceSet, InvariantId, InvariantResult, Verdict};
-use crate::vocabulary::Vocabulary;
+use crate::profile::vocabulary::Vocabulary;
 
 /// I5: the reported winner per job is the most recent COMPLETED task.
 pub(crate) fn correct_winner(

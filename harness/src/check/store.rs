@@ -7,7 +7,7 @@ use rustc_hash::FxHashSet;
 use super::aggregate::{flag, Aggregator, KeyAgg, NONE};
 use super::view::{account_matches, account_name, StateView};
 use super::{CheckOptions, Evidence, EvidenceSet, InvariantId, InvariantResult, Verdict};
-use crate::vocabulary::Vocabulary;
+use crate::profile::vocabulary::Vocabulary;
 
 /// The history's records that an inbox row stands for (several when the row
 /// carries no account and the key was sent in several accounts).

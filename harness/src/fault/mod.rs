@@ -14,24 +14,25 @@
 //! lines.
 //!
 //! What a scenario file says about each fault (its spec, defaults and
-//! bounds) lives in the leaf modules under [`spec`]. The rule that keeps
-//! the module graph acyclic: [`spec`] imports nothing from [`crate::plan`],
+//! bounds) lives in the leaf modules under [`crate::scenario::fault_spec`].
+//! The rule that keeps the module graph acyclic: the specs import nothing
+//! from [`crate::plan`],
 //! the sender or the actors here, so the plan and the scenario may import
 //! specs while the actors import the plan.
 
 use rand_chacha::ChaCha8Rng;
 
 use crate::plan::Plan;
-use spec::FaultSpec;
+use crate::scenario::fault_spec::FaultSpec;
 
 pub mod drop_ack;
 pub mod duplicate;
 pub mod front;
+pub mod gauge;
 pub mod nemesis;
 pub mod reconcile;
 pub mod redeliver;
 pub mod reorder;
-pub mod spec;
 pub mod tamper;
 
 /// Applies one fault to the plan.

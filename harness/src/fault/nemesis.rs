@@ -32,13 +32,13 @@ use rand::Rng;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::fault::spec::{
-    CutDatabaseSpec, CutMode, CutVia, FaultSpec, KillSignal, KillSpec, KillWorkerSpec,
-};
-use crate::gauge::{TrafficGauge, WindowCount};
+use crate::fault::gauge::{TrafficGauge, WindowCount};
 use crate::history::{Event, Fold, Intent, Outcome};
 use crate::lifecycle::{Cut, LifecycleError, Role, Signal, Supervisor};
 use crate::plan::Plan;
+use crate::scenario::fault_spec::{
+    CutDatabaseSpec, CutMode, CutVia, FaultSpec, KillSignal, KillSpec, KillWorkerSpec,
+};
 use crate::state::State;
 use crate::target::Target;
 use crate::tcpproxy::Mode;
@@ -1043,7 +1043,7 @@ mod tests {
             format!("name = \"s\"\ndescription = \"d\"\nexpect = \"e\"\nwhen_it_fails = \"w\"\ncheck = [\"I1\"]\n[[fault]]\n{fault}\n"),
         )
         .unwrap();
-        crate::workload::plan(&crate::scenario::Scenario::from_file(&path).unwrap(), 0)
+        crate::plan::workload::plan(&crate::scenario::Scenario::from_file(&path).unwrap(), 0)
     }
 
     fn seen(answered: u64) -> CutSeen {

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use crate::history::{now_rfc3339, Event, FaultEvent, HistorySink};
 use crate::plan::Plan;
-use crate::probe::Probe;
 use crate::provider::book::{self, TaskBook};
+use crate::state::probe::Probe;
 use crate::tag::FaultName;
 use crate::target::Target;
 

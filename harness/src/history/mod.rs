@@ -17,7 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::delivery::TaskStatus;
+use crate::plan::delivery::TaskStatus;
 use crate::tag::{FaultName, FaultTag};
 
 mod codec;

@@ -24,8 +24,8 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use crate::delivery::TaskStatus;
 use crate::history::{Intent, Outcome};
+use crate::plan::delivery::TaskStatus;
 
 /// One history line, flat and borrowed: the union of the attempt and provider
 /// fields the checker reads. Parsing this instead of the tagged [`Event`]

@@ -26,9 +26,9 @@ use hyper::body::Incoming;
 use hyper::{Method, Request, Response};
 use sha2::{Digest, Sha256};
 
-use crate::delivery::Body;
 use crate::httpd::{self, AnyBody, Hangup, Server};
-use crate::signature::Secret;
+use crate::plan::delivery::Body;
+use crate::profile::signature::Secret;
 
 pub use book::{BookTask, TaskBook};
 
@@ -149,7 +149,10 @@ impl Provider {
 
     fn authorized(&self, req: &Request<Incoming>) -> bool {
         let given = req.headers().get(hyper::header::AUTHORIZATION);
-        crate::signature::bearer_matches(given.map(|v| v.as_bytes()), self.inner.key.expose())
+        crate::profile::signature::bearer_matches(
+            given.map(|v| v.as_bytes()),
+            self.inner.key.expose(),
+        )
     }
 
     fn handle(&self, req: Request<Incoming>) -> Response<AnyBody> {
@@ -175,7 +178,8 @@ impl Provider {
                     .tasks
                     .iter()
                     .filter(|t| {
-                        !t.expired && t.status_at(elapsed) == crate::delivery::TaskStatus::Queued
+                        !t.expired
+                            && t.status_at(elapsed) == crate::plan::delivery::TaskStatus::Queued
                     })
                     .filter_map(BookTask::id)
                     .filter(|id| !st.removed.contains(id))
@@ -200,8 +204,8 @@ fn status(st: &Loaded, elapsed: i64) -> QueueStatus {
             continue;
         }
         match t.status_at(elapsed) {
-            crate::delivery::TaskStatus::Queued => s.queued += 1,
-            crate::delivery::TaskStatus::Processing => s.processing += 1,
+            crate::plan::delivery::TaskStatus::Queued => s.queued += 1,
+            crate::plan::delivery::TaskStatus::Processing => s.processing += 1,
             _ => {}
         }
     }

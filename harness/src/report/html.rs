@@ -25,8 +25,8 @@ use serde_json::{json, Value};
 use super::{json as report_json, scenario_word, RunReport, ScenarioReport};
 use crate::bench::result::BenchResult;
 use crate::history::{self, Event, Intent, Outcome};
-use crate::probe::redact_text;
 use crate::profile::Profile;
+use crate::state::probe::redact_text;
 
 /// The most attempt marks one scenario's timeline carries.
 pub const MAX_ATTEMPTS: usize = 20_000;

@@ -21,9 +21,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::check::{InvariantId, ScenarioCheck, Verdict};
-use crate::coverage::{Coverage, Skip};
 use crate::exit;
-use crate::probe::redact_text;
+use crate::run::coverage::{Coverage, Skip};
+use crate::state::probe::redact_text;
 
 pub use console::console_table;
 
@@ -160,12 +160,7 @@ impl RunReport {
         if self.interrupted {
             return exit::INTERRUPTED;
         }
-        match self.verdict() {
-            Verdict::Fail => exit::FAIL,
-            Verdict::Unknown => exit::UNKNOWN,
-            Verdict::NonStrict if self.strict => exit::FAIL,
-            Verdict::NonStrict | Verdict::Pass => exit::PASS,
-        }
+        self.verdict().exit_code(self.strict)
     }
 
     /// The invariants checked in any scenario, in order.

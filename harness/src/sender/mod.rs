@@ -18,7 +18,7 @@
 //! [`SendError`] is only for what makes the whole run impossible.
 //!
 //! Each delivery goes out as the profile's provider sends it
-//! ([`crate::envelope`]: its body, its kind of delivery id, its extra
+//! ([`crate::profile::envelope`]: its body, its kind of delivery id, its extra
 //! headers) and is recorded under the profile's rules: `key` is the event
 //! identity, `job` the object, `created_at` the order field's instant.
 //! Timestamp forgeries are sent only in the directions the provider's own
@@ -40,19 +40,19 @@ use bytes::Bytes;
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::{RwLock, Semaphore};
 
-use crate::envelope;
 use crate::fault::front::{FrontTags, REQUEST_HEADER};
+use crate::fault::gauge::TrafficGauge;
 use crate::fault::redeliver::{Desk, Refusal, Standing};
 use crate::fault::tamper;
-use crate::gauge::TrafficGauge;
 use crate::history::{
     now_rfc3339, Attempt, Event, FaultEvent, HistoryError, HistorySink, Intent, Outcome,
 };
 use crate::plan::{Plan, PlannedDelivery, Redelivery};
+use crate::profile::envelope;
+use crate::profile::signature::{Scheme, Secret};
 use crate::profile::REDELIVERY_LIMIT_PER_HOUR;
 use crate::profile::{BodyShape, Freshness, Identity, Profile, Semantics};
 use crate::scenario::{Forgery, Signing};
-use crate::signature::{Scheme, Secret};
 use crate::tag::{FaultName, FaultTag};
 
 pub mod copies;
@@ -354,7 +354,7 @@ fn prepare(plan: &Plan, cfg: &SendConfig, sink: &HistorySink) -> Result<Ctx, Sen
             .scheme
             .sign(
                 &current,
-                crate::signature::SignInput {
+                crate::profile::signature::SignInput {
                     id: "whd_check",
                     timestamp: 0,
                     body: b"{}",
@@ -515,7 +515,7 @@ impl Ctx {
         let (key, job) = self.identity(r.d, r.id);
         // Which updates can win is the profile's rule (Profile::failed_can_win).
         let task_status = if self.cfg.profile.failed_can_win() {
-            crate::delivery::TaskStatus::Completed
+            crate::plan::delivery::TaskStatus::Completed
         } else {
             body.task.status
         };
@@ -811,7 +811,7 @@ fn with_ticket(headers: &[(String, String)], ticket: u64) -> Vec<(String, String
 /// type, delivery id and event type, then the scheme's `signed` headers.
 pub fn request_headers(
     profile: &Profile,
-    body: &crate::delivery::Body,
+    body: &crate::plan::delivery::Body,
     id: &str,
     attempt: u32,
     signed: &[(String, String)],
@@ -841,7 +841,7 @@ pub fn request_headers(
 /// profile's event identity) for a body planned as `body` under `id`.
 pub fn provider_request(
     profile: &Profile,
-    body: &crate::delivery::Body,
+    body: &crate::plan::delivery::Body,
     id: &str,
 ) -> (String, Vec<u8>, String) {
     let shape = profile.body;
@@ -864,7 +864,7 @@ pub fn provider_request(
 /// the object its update is about (answerline: the task id and the job key).
 fn identity_of(
     p: &Profile,
-    body: &crate::delivery::Body,
+    body: &crate::plan::delivery::Body,
     bytes: &[u8],
     id: &str,
     job: Option<String>,

@@ -12,7 +12,7 @@
 //! - [`search`]: the loop, bounded by a run count and a time budget, each
 //!   candidate tried up to k times and kept if one try fails.
 //! - [`output`]: the minimal plan as an explicit scenario file
-//!   ([`crate::explicit`]), its failing run's history and state, and
+//!   ([`crate::scenario::explicit`]), its failing run's history and state, and
 //!   `shrink.json`, plus the two pieces made for a person:
 //! - [`account`]: a short, deterministic story of the minimal failing run
 //!   in the profile's words (which deliveries, which copies, what each was
@@ -33,10 +33,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::check::{InvariantId, ScenarioCheck, Verdict};
-use crate::explicit::{self, Explicit};
-use crate::interrupt::Stop;
 use crate::plan::Plan;
+use crate::run::interrupt::Stop;
 use crate::run::{RunError, RunOptions};
+use crate::scenario::explicit::{self, Explicit};
 use crate::scenario::{Scenario, Workload};
 use crate::target::Target;
 
@@ -329,7 +329,8 @@ pub fn failure_of(trial: &Trial, wanted: Option<InvariantId>) -> Option<search::
 /// plan-time faults already in the deliveries (so only run-time faults are
 /// listed) and its stream notes dropped, as an explicit file carries it.
 pub fn original_plan(scenario: &Scenario, seed: u64) -> Plan {
-    let mut plan = crate::workload::plan(scenario, crate::run::scenario_seed(seed, &scenario.name));
+    let mut plan =
+        crate::plan::workload::plan(scenario, crate::run::scenario_seed(seed, &scenario.name));
     plan.faults.retain(explicit::is_run_time);
     plan.notes.clear();
     plan
@@ -544,6 +545,6 @@ mod tests {
         assert!(p.deliveries.iter().all(|d| d.copies >= 2));
         // As an explicit scenario it plans the same deliveries under any run seed.
         let e = explicit_scenario(&s, &p);
-        assert_eq!(crate::workload::plan(&e, 77).deliveries, p.deliveries);
+        assert_eq!(crate::plan::workload::plan(&e, 77).deliveries, p.deliveries);
     }
 }

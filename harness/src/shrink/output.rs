@@ -1,7 +1,7 @@
 //! What a shrink leaves behind, in its output folder:
 //!
 //! - `<scenario>.min.toml`: the minimal plan as an explicit scenario
-//!   ([`crate::explicit`]), which `hookstorm run --scenario` replays as it
+//!   ([`crate::scenario::explicit`]), which `hookstorm run --scenario` replays as it
 //!   is; its leading comments say what fails and how often;
 //! - `history.jsonl` and `state.json`: the minimal plan's last failing run;
 //! - `shrink.json`: the summary (failure, rate, sizes, steps, check) for
@@ -22,8 +22,8 @@ use serde::Serialize;
 
 use super::{Ended, Report, ShrinkError, Trial};
 use crate::history::Event;
+use crate::profile::vocabulary::Vocabulary;
 use crate::target::Target;
-use crate::vocabulary::Vocabulary;
 
 /// Where the outputs of one shrink are.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -162,7 +162,7 @@ pub fn write(
             file_name(&scenario)
         ),
     ];
-    let text = crate::explicit::to_toml(
+    let text = crate::scenario::explicit::to_toml(
         &report.scenario,
         &report.scenario.name,
         &report.minimal,
@@ -351,7 +351,7 @@ mod tests {
         assert!(text.contains("# I2 exactly-once fail: the minimal plan fails 7 of 10 runs"));
         assert!(text.contains("Cut from 6 deliveries to 1 in 12 runs"));
         let back = Scenario::from_file(&files.scenario).unwrap();
-        assert_eq!(crate::workload::plan(&back, 99), r.minimal);
+        assert_eq!(crate::plan::workload::plan(&back, 99), r.minimal);
         assert_eq!(
             back.faults.len(),
             1,

@@ -25,14 +25,14 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::envelope;
-use crate::fault::spec::{Forgery, Signing};
 use crate::fault::tamper::{self, Keys, SignRequest};
 use crate::history::Intent;
 use crate::lifecycle::shell_quote;
 use crate::plan::{signing_name, Plan, PlannedDelivery, Redelivery};
+use crate::profile::envelope;
+use crate::profile::signature::{Scheme, Secret};
 use crate::profile::{BodyShape, Freshness, Profile};
-use crate::signature::{Scheme, Secret};
+use crate::scenario::fault_spec::{Forgery, Signing};
 
 /// The script's file name.
 pub const SCRIPT_NAME: &str = "replay.sh";
@@ -711,7 +711,7 @@ fn probe_signature(scheme: &Scheme, id: &str) -> Vec<(String, String)> {
     scheme
         .sign(
             &[secret],
-            crate::signature::SignInput {
+            crate::profile::signature::SignInput {
                 id,
                 timestamp: 0,
                 body: b"{}",
@@ -765,7 +765,7 @@ fn one_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::delivery::{task_body, TaskStatus};
+    use crate::plan::delivery::{task_body, TaskStatus};
 
     fn envs() -> Vec<(String, String)> {
         vec![

@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use hookstorm::check::{check, CheckOptions, InvariantId, ScenarioCheck, Verdict};
-use hookstorm::delivery::TaskStatus;
 use hookstorm::history::{Attempt, Event, Intent, Outcome, ProviderTask};
+use hookstorm::plan::delivery::TaskStatus;
+use hookstorm::profile::vocabulary::Vocabulary;
 use hookstorm::state::{Effect, InboxRow, ResourceRow, ResultRow, State, Winner};
-use hookstorm::vocabulary::Vocabulary;
 
 const SCN: &str = "t";
 

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use hookstorm::probe::{Probe, ProbeConfig, ProbeError, SqlProbeConfig};
+use hookstorm::state::probe::{Probe, ProbeConfig, ProbeError, SqlProbeConfig};
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response};
 

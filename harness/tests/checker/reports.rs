@@ -10,8 +10,8 @@ use hookstorm::check::{
     CheckOptions, Counts, DeadLetter, Evidence, InvariantId, InvariantResult, ScenarioCheck,
     Verdict,
 };
-use hookstorm::probe::{Probe, ProbeConfig, SqlProbeConfig};
 use hookstorm::report::{console_table, write_reports, RunReport, ScenarioReport};
+use hookstorm::state::probe::{Probe, ProbeConfig, SqlProbeConfig};
 
 fn pass(id: InvariantId) -> InvariantResult {
     InvariantResult::new(id, Verdict::Pass, format!("{} holds", id.name()))
@@ -333,7 +333,7 @@ fn no_report_contains_a_token_or_password() -> Result<(), Box<dyn std::error::Er
 
 /// The fixture with two scenarios skipped for unmet needs.
 fn with_skips() -> RunReport {
-    use hookstorm::coverage::{Need, Skip};
+    use hookstorm::run::coverage::{Need, Skip};
     let mut r = fixture();
     r.scenarios.remove(1);
     r.scenarios[0].check.results.remove(2);

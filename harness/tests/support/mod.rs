@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use hookstorm::history::{Event, HistorySink};
+use hookstorm::profile::signature::{Secret, VerifyError};
 use hookstorm::profile::Profile;
 use hookstorm::scenario::Scenario;
 use hookstorm::sender::SendConfig;
-use hookstorm::signature::{Secret, VerifyError};
 use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;

@@ -3,13 +3,16 @@
 //! A scenario names the invariants it checks, says what a passing receiver
 //! does and what a failure usually means, and describes its workload and
 //! faults as data. Everything random in it is drawn later from the run's
-//! seed ([`crate::workload::plan`]), so a scenario file plus a seed is a
+//! seed ([`crate::plan::workload::plan`]), so a scenario file plus a seed is a
 //! complete, repeatable description of what was sent. Files are parsed with
 //! `deny_unknown_fields`, so a typo is an error naming file and line rather
 //! than a silently ignored key. Each fault kind's spec and bounds live in
-//! [`crate::fault::spec`]; this module composes them. A scenario may
+//! [`crate::scenario::fault_spec`]; this module composes them. A scenario may
 //! instead list its deliveries one by one (`[[delivery]]`, the form
-//! `hookstorm shrink` writes; see [`crate::explicit`]).
+//! `hookstorm shrink` writes; see [`crate::scenario::explicit`]).
+
+pub mod explicit;
+pub mod fault_spec;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,11 +20,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{read_toml, ConfigError};
-use crate::explicit::{self, DeliveryEntry, Explicit};
-use crate::fault::spec;
+use crate::scenario::explicit::{DeliveryEntry, Explicit};
 use crate::units::HumanDuration;
 
-pub use crate::fault::spec::{
+pub use crate::scenario::fault_spec::{
     CutDatabaseSpec, CutMode, CutVia, DropAckSpec, DuplicateMode, DuplicateSpec, FaultSpec,
     Forgery, FrontSpec, KillSignal, KillSpec, KillWorkerSpec, ReconcileSpec, RedeliverSpec,
     ReorderMode, ReorderSpec, Signing, TamperSpec,
@@ -56,14 +58,14 @@ pub struct Scenario {
     /// Faults applied to the delivery stream, in order.
     pub faults: Vec<FaultSpec>,
     /// The explicit form (`[[delivery]]` tables and a fixed seed), which
-    /// replaces the workload and plan-time faults; see [`crate::explicit`].
+    /// replaces the workload and plan-time faults; see [`crate::scenario::explicit`].
     pub explicit: Option<Explicit>,
     /// The file it came from.
     pub path: PathBuf,
 }
 
 /// What to generate: every count here is turned into deliveries by
-/// [`crate::workload::plan`] with the run's seed.
+/// [`crate::plan::workload::plan`] with the run's seed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Workload {
@@ -79,7 +81,7 @@ pub struct Workload {
     pub poison: usize,
     /// A sequenced workload (per-resource sequence numbers), if any.
     pub sequenced: Option<Sequenced>,
-    /// Every genuine job body carries [`crate::envelope::RAW_NOTE`]:
+    /// Every genuine job body carries [`crate::profile::envelope::RAW_NOTE`]:
     /// JSON that no re-serialisation writes back byte for byte.
     pub raw_note: bool,
 }
@@ -269,17 +271,17 @@ impl Scenario {
 
     /// The scenario's fault front, if it asks for one.
     pub fn front(&self) -> Option<&FrontSpec> {
-        spec::front(&self.faults)
+        fault_spec::front(&self.faults)
     }
 
     /// The scenario's redelivery rules, if it sets any.
     pub fn redeliver(&self) -> Option<&RedeliverSpec> {
-        spec::redeliver(&self.faults)
+        fault_spec::redeliver(&self.faults)
     }
 
     /// The scenario's reconciliation step, if it has one.
     pub fn reconcile(&self) -> Option<&ReconcileSpec> {
-        spec::reconcile(&self.faults)
+        fault_spec::reconcile(&self.faults)
     }
 
     /// The forgeries any tamper fault adds.

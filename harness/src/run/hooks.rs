@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use crate::check::ScenarioCheck;
 use crate::fault::front::{Front, FrontConfig, FrontCounts, FrontError};
-use crate::gaps::Gaps;
 use crate::history::HistorySink;
 use crate::plan::Plan;
+use crate::run::gaps::Gaps;
 
 use crate::sender::SendSummary;
 use crate::target::Target;

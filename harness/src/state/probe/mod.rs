@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
-use crate::signature::Secret;
+use crate::profile::signature::Secret;
 use crate::state::stream::{JsonWriter, Settling, StateSink};
 use crate::state::State;
 use crate::units::HumanDuration;

@@ -30,12 +30,12 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use rand::Rng;
 
-use crate::coverage::TargetFacts;
-use crate::delivery::{Body, Task, TaskStatus};
 use crate::fault::tamper;
-use crate::probe::{Probe, ProbeError, DRAIN_POLL};
+use crate::plan::delivery::{Body, Task, TaskStatus};
+use crate::run::coverage::TargetFacts;
 use crate::scenario::Signing;
 use crate::sender::exchange::{self, Answer, HttpClient};
+use crate::state::probe::{Probe, ProbeError, DRAIN_POLL};
 use crate::target::{redact_url, Target};
 use crate::units::format_duration;
 
@@ -565,7 +565,7 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
     }
 
     // 5. The genuine deliveries show up in the state.
-    let event = crate::vocabulary::Vocabulary::of(&target.profile).event;
+    let event = crate::profile::vocabulary::Vocabulary::of(&target.profile).event;
     for (account, key) in &keys {
         let account = account.as_str();
         let start = Instant::now();
@@ -678,9 +678,9 @@ async fn reset_away(
 fn source_text(target: &Target) -> String {
     let st = &target.state;
     match (&st.http, &st.sql, &st.command) {
-        (Some(u), _, _) => crate::probe::redact_url(u),
-        (_, Some(sql), _) => crate::probe::redact_url(&sql.url),
-        (_, _, Some(c)) => format!("`{}`", crate::probe::redact_text(c)),
+        (Some(u), _, _) => crate::state::probe::redact_url(u),
+        (_, Some(sql), _) => crate::state::probe::redact_url(&sql.url),
+        (_, _, Some(c)) => format!("`{}`", crate::state::probe::redact_text(c)),
         _ => "(none)".into(),
     }
 }
@@ -1005,7 +1005,7 @@ mod tests {
     fn preflight_keys_can_never_be_a_scenarios_task_id() {
         // Scenario task ids are `tsk_` and 16 hex digits (workload::random_id).
         let mut rng = rand::thread_rng();
-        let scenario_key = crate::delivery::random_id("tsk_", &mut rng);
+        let scenario_key = crate::plan::delivery::random_id("tsk_", &mut rng);
         assert!(scenario_key[4..].bytes().all(|b| b.is_ascii_hexdigit()));
         assert!(!KEY_PREFIX[4..].bytes().all(|b| b.is_ascii_hexdigit()));
     }

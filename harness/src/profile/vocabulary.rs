@@ -170,7 +170,7 @@ impl Vocabulary {
 /// and one for custom profiles, made from the code the sender and the
 /// checker use: [`Semantics`] (identity, freshness, object, order),
 /// [`Profile::failed_can_win`] (which updates can win, I5), the test
-/// delivery [`crate::envelope`] renders, and these words. `docs/state.md`
+/// delivery [`crate::profile::envelope`] renders, and these words. `docs/state.md`
 /// and `docs/invariants.md` carry it between `<!-- semantics:begin -->` and
 /// `<!-- semantics:end -->`; a test fails when they differ.
 pub fn semantics_table() -> String {
@@ -204,7 +204,7 @@ pub fn semantics_table() -> String {
         if p.body == BodyShape::Answerline {
             object.push_str(" without its `-rN`");
         }
-        let failed = crate::envelope::event_type(p.body, &sample(false, true));
+        let failed = crate::profile::envelope::event_type(p.body, &sample(false, true));
         let can_win = if p.failed_can_win() {
             format!("every update, whatever its type: a failed one (`{failed}`) wins when it is the newest")
         } else {
@@ -227,8 +227,8 @@ pub fn semantics_table() -> String {
 }
 
 /// A delivery body for the table: genuine or test, COMPLETED or FAILED.
-fn sample(test: bool, failed: bool) -> crate::delivery::Body {
-    use crate::delivery::{Body, Task, TaskStatus};
+fn sample(test: bool, failed: bool) -> crate::plan::delivery::Body {
+    use crate::plan::delivery::{Body, Task, TaskStatus};
     Body {
         task: Task {
             id: "tsk_0".into(),
@@ -249,16 +249,17 @@ fn sample(test: bool, failed: bool) -> crate::delivery::Body {
 }
 
 /// What a test delivery is under a body shape: its own event type, a
-/// `"test": true` in the body, or both, as [`crate::envelope`] renders it.
+/// `"test": true` in the body, or both, as [`crate::profile::envelope`] renders it.
 fn test_delivery(shape: BodyShape) -> String {
     let (test, genuine) = (sample(true, false), sample(false, false));
-    let kind = crate::envelope::event_type(shape, &test);
-    let own_type = kind != crate::envelope::event_type(shape, &genuine);
-    let flagged =
-        serde_json::from_slice::<serde_json::Value>(&crate::envelope::render(shape, &test, false))
-            .ok()
-            .and_then(|v| v.get("test").and_then(serde_json::Value::as_bool))
-            == Some(true);
+    let kind = crate::profile::envelope::event_type(shape, &test);
+    let own_type = kind != crate::profile::envelope::event_type(shape, &genuine);
+    let flagged = serde_json::from_slice::<serde_json::Value>(&crate::profile::envelope::render(
+        shape, &test, false,
+    ))
+    .ok()
+    .and_then(|v| v.get("test").and_then(serde_json::Value::as_bool))
+        == Some(true);
     let mut text = match (own_type, flagged) {
         (true, true) => format!("a `{kind}` event with `\"test\": true`"),
         (true, false) => format!("a `{kind}` event"),

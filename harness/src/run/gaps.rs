@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::history::{Event, Fold};
-use crate::schedule::Schedule;
+use crate::profile::schedule::Schedule;
 use crate::tag::FaultTag;
 
 /// How the measured gaps compare with the scaled schedule.

@@ -1,7 +1,7 @@
 //! The plan: every delivery one scenario sends for one seed, and the
 //! faults attached to them.
 //!
-//! [`crate::workload`] makes it from a scenario, the plan-time faults in
+//! [`crate::plan::workload`] makes it from a scenario, the plan-time faults in
 //! [`crate::fault`] rewrite it, and from then on it is all the later stages
 //! see: the sender delivers it, the provider book and the run-time faults
 //! (front, redelivery desk, reconciliation, kills and database cuts) read
@@ -9,14 +9,17 @@
 //! the provider book can never disagree about what was planned. The random
 //! streams every stage draws from are derived here, per purpose and index.
 
+pub mod delivery;
+pub mod workload;
+
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::delivery::{random_id, Body};
-use crate::fault::spec::{
+use crate::history::Intent;
+use crate::plan::delivery::{random_id, Body};
+use crate::scenario::fault_spec::{
     self, FaultSpec, Forgery, FrontSpec, ReconcileSpec, RedeliverSpec, Signing,
 };
-use crate::history::Intent;
 use crate::tag::{FaultName, FaultTag};
 
 /// Everything one scenario sends for one seed.
@@ -97,7 +100,7 @@ pub struct PlannedDelivery {
     pub redeliveries: Vec<Redelivery>,
     /// One attempt only (test and must-reject deliveries).
     pub single_attempt: bool,
-    /// The body carries [`crate::envelope::RAW_NOTE`] (the `raw-body`
+    /// The body carries [`crate::profile::envelope::RAW_NOTE`] (the `raw-body`
     /// scenario): every profile's envelope writes it in, as those bytes.
     pub raw_note: bool,
 }
@@ -137,10 +140,10 @@ impl PlannedDelivery {
         }
     }
 
-    /// Makes the body carry [`crate::envelope::RAW_NOTE`]; the planned
+    /// Makes the body carry [`crate::profile::envelope::RAW_NOTE`]; the planned
     /// (answerline) bytes are written again with it.
     pub fn with_raw_note(&mut self) -> &mut PlannedDelivery {
-        use crate::envelope::{render, BodyShape};
+        use crate::profile::envelope::{render, BodyShape};
         self.raw_note = true;
         self.bytes = render(BodyShape::Answerline, &self.body, true);
         self
@@ -152,7 +155,7 @@ impl PlannedDelivery {
             .task
             .idempotency_key
             .as_deref()
-            .map(|k| crate::delivery::job_key(k).to_string())
+            .map(|k| crate::plan::delivery::job_key(k).to_string())
     }
 
     /// The fault tags that apply to this delivery's attempts as a whole.
@@ -236,17 +239,17 @@ impl Plan {
 
     /// The scenario's fault front, if it asks for one.
     pub fn front(&self) -> Option<&FrontSpec> {
-        spec::front(&self.faults)
+        fault_spec::front(&self.faults)
     }
 
     /// The scenario's redelivery rules, if it sets any.
     pub fn redeliver(&self) -> Option<&RedeliverSpec> {
-        spec::redeliver(&self.faults)
+        fault_spec::redeliver(&self.faults)
     }
 
     /// The scenario's reconciliation step, if it has one.
     pub fn reconcile(&self) -> Option<&ReconcileSpec> {
-        spec::reconcile(&self.faults)
+        fault_spec::reconcile(&self.faults)
     }
 
     /// The random stream for one purpose of this plan's scenario and seed.

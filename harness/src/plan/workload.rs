@@ -14,8 +14,8 @@ use chrono::{DateTime, Duration as ChronoDuration, SecondsFormat, Utc};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::delivery::{random_id, task_body, Body, TaskStatus, EPOCH, POISON_CREATED_AT};
 use crate::history::Intent;
+use crate::plan::delivery::{random_id, task_body, Body, TaskStatus, EPOCH, POISON_CREATED_AT};
 use crate::plan::{rng_for, Plan, PlannedDelivery};
 use crate::scenario::Scenario;
 
@@ -62,7 +62,7 @@ fn epoch() -> DateTime<Utc> {
 /// seed: `seed` is not used then.
 pub fn plan(scenario: &Scenario, seed: u64) -> Plan {
     if let Some(e) = &scenario.explicit {
-        return crate::explicit::plan(scenario, e);
+        return crate::scenario::explicit::plan(scenario, e);
     }
     let name = scenario.name.as_str();
     let mut rng = rng_for(seed, name, "workload", 0);
@@ -282,8 +282,8 @@ mod tests {
         for d in &p.deliveries {
             assert!(d.raw_note);
             let text = std::str::from_utf8(&d.bytes).unwrap();
-            assert!(text.contains(crate::envelope::RAW_NOTE) && text.ends_with('\n'));
-            let parsed: crate::delivery::Body = serde_json::from_slice(&d.bytes).unwrap();
+            assert!(text.contains(crate::profile::envelope::RAW_NOTE) && text.ends_with('\n'));
+            let parsed: crate::plan::delivery::Body = serde_json::from_slice(&d.bytes).unwrap();
             assert_eq!(parsed.task, d.body.task);
         }
         let plain = plan(&scenario(Workload::default(), &["acct_a"]), 4);

@@ -36,9 +36,9 @@ use serde::Serialize;
 use crate::bench::latency::{Percentiles, Recorder, RecorderData};
 use crate::bench::threshold::{Measured, Threshold, ThresholdResult};
 use crate::check::{check_histories, CheckOptions, InvariantId, ScenarioCheck, Verdict};
-use crate::probe::Probe;
 use crate::report::RunReport;
 use crate::shard::{ShardManifest, ShardStatus, LATENCY_FILE, MANIFEST};
+use crate::state::probe::Probe;
 
 /// How to merge.
 #[derive(Debug)]
@@ -166,11 +166,8 @@ pub struct MergeOutcome {
 impl MergeReport {
     /// The documented exit code of the verdict.
     pub fn exit_code(&self) -> i32 {
-        match self.verdict {
-            Verdict::Pass | Verdict::NonStrict => crate::exit::PASS,
-            Verdict::Fail => crate::exit::FAIL,
-            Verdict::Unknown => crate::exit::UNKNOWN,
-        }
+        // The shards' reports do not say whether they ran `--strict`.
+        self.verdict.exit_code(false)
     }
 
     /// A few lines for the console.
@@ -561,7 +558,7 @@ async fn merge_bench(
         vocabulary: found
             .values()
             .next()
-            .map(|(_, m)| crate::vocabulary::Vocabulary::of_name(&m.profile))
+            .map(|(_, m)| crate::profile::vocabulary::Vocabulary::of_name(&m.profile))
             .unwrap_or_default(),
     };
     let sp = state_path.clone();

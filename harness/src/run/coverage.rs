@@ -1,7 +1,7 @@
 //! Coverage: what a scenario needs from a target beyond a URL, a secret and
 //! a state source, why a scenario did not run, and the one line every
 //! report prints about what ran ("18 of 23 scenarios ran; 5 skipped: need
-//! [lifecycle] (4), a second account (1)").
+//! \[lifecycle\] (4), a second account (1)").
 //!
 //! A scenario whose needs the target does not meet is *skipped*, which is
 //! not *unknown*: nothing was tried, so nothing is undecided. Skips leave
@@ -12,8 +12,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::check::InvariantId;
-use crate::probe::Probe;
 use crate::scenario::{FaultSpec, Scenario};
+use crate::state::probe::Probe;
 use crate::target::Target;
 
 /// Something a scenario needs that not every target has.

@@ -16,14 +16,19 @@
 //! the history follow them too: the history's `key` is the profile's
 //! identity, its `job` the object, its `created_at` the order field.
 
+pub mod envelope;
+pub mod schedule;
+pub mod signature;
+pub mod vocabulary;
+
 use std::path::Path;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{read_toml, ConfigError};
-use crate::schedule::{Jitter, Schedule, Waits};
-use crate::signature::{Encoding, Scheme};
+use crate::profile::schedule::{Jitter, Schedule, Waits};
+use crate::profile::signature::{Encoding, Scheme};
 use crate::units::HumanDuration;
 
 /// Dashboard redeliveries allowed per account per hour (`docs/contract.md`,
@@ -45,7 +50,7 @@ pub const BUILTIN_NAMES: [&str; 8] = [
 /// The default profile's name.
 pub const DEFAULT_PROFILE: &str = "answerline";
 
-pub use crate::envelope::BodyShape;
+pub use crate::profile::envelope::BodyShape;
 
 /// Where a profile's event identity lives: what makes two deliveries the
 /// same event, so that a receiver must store it once.
@@ -183,7 +188,7 @@ impl Semantics {
     /// The event identity of a request, found where the profile says
     /// (`id_header` names the delivery id header): what a receiver
     /// deduplicates on. `None` when it is absent.
-    pub fn identity_of<H: crate::signature::HeaderSource + ?Sized>(
+    pub fn identity_of<H: crate::profile::signature::HeaderSource + ?Sized>(
         &self,
         id_header: Option<&str>,
         headers: &H,
@@ -281,7 +286,7 @@ pub struct Profile {
     /// Identity, freshness, object and order: what an event is.
     pub semantics: Semantics,
     /// A custom profile's own body template (JSON with `{{placeholders}}`,
-    /// see [`crate::envelope::fill_template`]); it replaces the body shape's
+    /// see [`crate::profile::envelope::fill_template`]); it replaces the body shape's
     /// envelope, whose ids it still uses.
     pub body_template: Option<String>,
 }
@@ -687,7 +692,7 @@ impl ProfileFile {
                 crate::budget::read_text(&file, crate::budget::CONFIG_FILE).map_err(|e| {
                     ConfigError::invalid(path, format!("body_template {}: {e}", file.display()))
                 })?;
-            crate::envelope::check_template(&text).map_err(|e| {
+            crate::profile::envelope::check_template(&text).map_err(|e| {
                 ConfigError::invalid(path, format!("body_template {}: {e}", file.display()))
             })?;
             p.body_template = Some(text);

@@ -2,33 +2,39 @@
 //! workload with its faults, wait for the receiver to drain, read its state,
 //! check the invariants, and finally write the reports.
 //!
-//! Before the first scenario the [`crate::preflight`] checks the target
+//! Before the first scenario the [`crate::run::preflight`] checks the target
 //! (exit 3 on a configuration mistake); a scenario whose needs the target
-//! does not meet is skipped ([`crate::coverage`]); `max_fail` and `timeout`
+//! does not meet is skipped ([`crate::run::coverage`]); `max_fail` and `timeout`
 //! stop a run early, and the scenarios it did not reach are listed as not run.
 //!
 //! This module decides nothing about verdicts (the checker does) and renders
 //! nothing (the reporters do); it sequences them and emits [`RunEvent`]s so
 //! the CLI can show progress.
 
+pub mod coverage;
+pub mod estimate;
+pub mod gaps;
+mod hooks;
+pub mod interrupt;
+pub mod preflight;
+
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::check::{self, CheckOptions, ScenarioCheck, Verdict};
-use crate::coverage::{self, Skip, TargetFacts};
+use crate::check::{self, CheckOptions, ScenarioCheck};
 use crate::fault::{nemesis, reconcile};
 use crate::history::{self, Event, HistorySink, RunHeader};
-use crate::hooks;
-use crate::interrupt::Stop;
-use crate::late::Owners;
 use crate::lifecycle::Supervisor;
 use crate::plan::Plan;
-use crate::preflight::{self, Preflight};
-use crate::probe::{Probe, Settled};
 use crate::report::{self, RunReport, ScenarioReport};
+use crate::run::coverage::{Skip, TargetFacts};
+use crate::run::interrupt::Stop;
+use crate::run::preflight::Preflight;
 use crate::scenario::Scenario;
 use crate::sender::{self, SendConfig, SendError};
+use crate::state::late::Owners;
+use crate::state::probe::{Probe, Settled};
 use crate::state::State;
 use crate::target::Target;
 
@@ -318,9 +324,9 @@ pub async fn run_until(
 /// receiver's processes for the whole run; dropping the supervisor (error,
 /// Ctrl-C) kills them.
 async fn start(target: &Target, dir: &Path) -> Result<(Probe, Option<Supervisor>), RunError> {
-    let probe = Probe::from_config(&target.state)
-        .map_err(|e| RunError::Target(e.to_string()))?
-        .with_roots(target.roots.clone());
+    let probe = target
+        .probe()
+        .map_err(|e| RunError::Target(e.to_string()))?;
     // With database control alone the supervisor runs the fault proxy and
     // cuts the database.
     let supervisor = match &target.lifecycle {
@@ -379,11 +385,7 @@ pub async fn doctor(
 fn counts_as_failing(report: &ScenarioReport, opts: &RunOptions) -> bool {
     match &report.skipped {
         Some(skip) => opts.require_all && skip.need.is_some(),
-        None => match report.check.verdict() {
-            Verdict::Fail => true,
-            Verdict::NonStrict => opts.strict,
-            Verdict::Pass | Verdict::Unknown => false,
-        },
+        None => report.check.verdict().is_failing(opts.strict),
     }
 }
 
@@ -522,7 +524,7 @@ async fn run_scenario(
     // Planned once: the sender, the provider book and the faults all read
     // this plan. An explicit scenario brings its own seed, which then
     // drives everything below instead of the run's.
-    let plan: Plan = crate::workload::plan(scenario, seed);
+    let plan: Plan = crate::plan::workload::plan(scenario, seed);
     let seed = plan.seed;
     let sink = HistorySink::create(&history_path).map_err(|e| RunError::Io(e.to_string()))?;
     let header = Event::Run(RunHeader {
@@ -571,7 +573,7 @@ async fn run_scenario(
             if let Err(e) = nemesis::prepare(sup, &plan).await {
                 actions.errors.push(e.to_string());
             }
-            let gauge = std::sync::Arc::new(crate::gauge::TrafficGauge::new());
+            let gauge = std::sync::Arc::new(crate::fault::gauge::TrafficGauge::new());
             cfg.gauge = Some(gauge.clone());
             let (done_tx, done_rx) = tokio::sync::watch::channel(false);
             let send = async {
@@ -640,7 +642,7 @@ async fn run_scenario(
     // the state must hold), the kill tally and the retry gaps.
     let mut agg = check::Aggregator::new(target.profile.timeout);
     let mut kills = nemesis::KillFold::default();
-    let mut gaps = crate::gaps::Gaps::default();
+    let mut gaps = crate::run::gaps::Gaps::default();
     history::fold(
         &history_path,
         &mut [&mut owners.claimer(index), &mut agg, &mut kills, &mut gaps],
@@ -818,7 +820,7 @@ fn check_options(
         answer_limit: target.profile.timeout,
         drained,
         reconciled: false,
-        vocabulary: crate::vocabulary::Vocabulary::of(&target.profile),
+        vocabulary: crate::profile::vocabulary::Vocabulary::of(&target.profile),
     }
 }
 

@@ -8,6 +8,9 @@
 //! A big state is never held whole on its way in: [`stream`] reads either
 //! wire form (one document, or JSON Lines) row by row into a sink.
 
+pub mod late;
+pub mod probe;
+
 pub mod stream;
 
 use serde::{Deserialize, Serialize};

@@ -16,6 +16,8 @@
 //! `running` before the first delivery and `finished` after the last, so a
 //! shard that died is told from one that finished.
 
+pub mod merge;
+
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
