@@ -101,7 +101,10 @@ async fn reference_receiver_on_sqlite_survives_every_process_fault() -> TestResu
     assert_all_pass(&outcome, "sqlite");
     assert_cuts_seen(&outcome, "sqlite");
     let kul = notes(&outcome, "kill-under-load");
-    assert!(kul.contains("5 kill(s) injected"), "{kul}");
+    // The scenario's 5 kills, plus one more for each that cut off nothing.
+    let kills = count_before(&kul, "kill(s) injected").unwrap_or(0);
+    let missed = count_before(&kul, "kill(s) cut off no exchange").unwrap_or(0);
+    assert!(missed <= 5 && kills == 5 + missed, "{kul}");
     assert!(
         count_before(&kul, "attempt(s) interrupted").unwrap_or(0) > 0,
         "{kul}"
@@ -112,8 +115,8 @@ async fn reference_receiver_on_sqlite_survives_every_process_fault() -> TestResu
     // Every action is in the history, and process output is in the report folder.
     let dir = &outcome.dir;
     let history = std::fs::read_to_string(dir.join("kill-under-load/history.jsonl"))?;
-    assert_eq!(history.matches("\"fault\":\"kill\"").count(), 5);
-    assert!(history.matches("\"fault\":\"restart\"").count() >= 5);
+    assert_eq!(history.matches("\"fault\":\"kill\"").count() as u64, kills);
+    assert!(history.matches("\"fault\":\"restart\"").count() as u64 >= kills);
     assert!(dir.join("kill-under-load/receiver.log").exists());
     assert!(dir.join("worker-crash/worker.log").exists());
     Ok(())

@@ -18,6 +18,7 @@ mod determinism;
 mod docs;
 mod foreign;
 mod hostile;
+mod layout;
 mod paths;
 mod reference;
 mod replay;

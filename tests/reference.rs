@@ -61,7 +61,7 @@ async fn secrets_never_appear_in_reports_histories_or_states() -> TestResult {
         }
     }
     assert!(files >= 6);
-    let table = hookstorm::report::console_table(&outcome.report, false);
+    let table = hookstorm::report::console::console_table(&outcome.report, false);
     assert!(secrets.iter().all(|s| !table.contains(s.as_str())));
     Ok(())
 }

@@ -17,7 +17,7 @@
 //! shows [`markdown`]; a test keeps the document and this table equal.
 //! Nothing else decides what a fault excuses.
 
-use crate::check::InvariantId;
+use crate::invariant::InvariantId;
 use crate::profile::{BodyShape, Profile};
 use crate::tag::FaultTag;
 
@@ -285,6 +285,20 @@ impl TestDelivery {
             }
         }
     }
+}
+
+/// Whether `tag` makes a slow answer (or none in time) expected: the
+/// table's rule for I7.
+pub fn excuses_slowness(tag: &FaultTag) -> bool {
+    excused(tag, InvariantId::I7)
+}
+
+/// Whether a fault the harness injected on purpose explains that an
+/// attempt tagged `tag` was not acknowledged (the table's rule for I9):
+/// the harness answered it itself, never sent it, had the receiver's
+/// database cut or the receiver down.
+pub fn explains_missing_ack(tag: &FaultTag) -> bool {
+    excused(tag, InvariantId::I9)
 }
 
 /// Whether `tag` takes an attempt out of `invariant`'s judgement (an

@@ -55,7 +55,8 @@
 //! - Leaves every stage may use: [`budget`] (the byte budget of every read
 //!   from outside), [`units`] (human durations), [`error`] (configuration
 //!   errors that name file and line), [`exit`] (the documented exit codes),
-//!   [`memory`] (how the process asks the allocator for large buffers).
+//!   [`memory`] (how the process asks the allocator for large buffers),
+//!   [`invariant`] (the ids I1–I9).
 #![warn(missing_docs)]
 
 pub mod bench;
@@ -68,6 +69,7 @@ pub mod exit;
 pub mod fault;
 pub mod history;
 pub mod httpd;
+pub mod invariant;
 pub mod lifecycle;
 pub mod memory;
 pub mod plan;

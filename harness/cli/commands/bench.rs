@@ -392,7 +392,7 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
         outcome.result.thresholds = args
             .thresholds
             .iter()
-            .map(|t| t.check(&outcome.result))
+            .map(|t| outcome.result.hold(t))
             .collect();
         bench::result::rewrite(&outcome.dir, &outcome.result).map_err(anyhow::Error::msg)?;
     }

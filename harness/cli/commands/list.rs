@@ -27,7 +27,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let dir = args
         .scenario_dir
         .clone()
-        .unwrap_or_else(super::run::default_scenario_dir);
+        .unwrap_or_else(super::resolve::default_scenario_dir);
     let mut all = match Scenario::load_dir(&dir) {
         Ok(s) => s,
         Err(e) => return Ok(super::usage_error(e)),
@@ -44,7 +44,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         let needs = needs_text(&coverage::needs(s));
         outln!("{}  [{}]", s.name, s.tags.join(", "));
         outln!("    {}", s.description);
-        outln!("    checks: {}", s.check.join(" "));
+        let codes: Vec<&str> = s.check.iter().map(|id| id.code()).collect();
+        outln!("    checks: {}", codes.join(" "));
         outln!("    needs: {needs}");
         for rule in hookstorm::excuse::rules_for(&s.faults) {
             outln!("    excuses: {rule}");

@@ -10,6 +10,7 @@ mod merge;
 mod message;
 mod provider;
 mod proxy;
+mod resolve;
 mod run;
 mod schedule;
 mod shrink;

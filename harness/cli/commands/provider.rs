@@ -120,7 +120,7 @@ fn load_book(args: &Args) -> anyhow::Result<TaskBook> {
     } else {
         args.scenario_dir
             .clone()
-            .unwrap_or_else(super::run::default_scenario_dir)
+            .unwrap_or_else(super::resolve::default_scenario_dir)
             .join(format!("{name}.toml"))
     };
     let scenario = Scenario::from_file(&path)?;

@@ -22,7 +22,7 @@ use hookstorm::shrink::{self, Outcome, Report, SearchEvent, ShrinkEvent, ShrinkO
 use hookstorm::target::Target;
 use hookstorm::units::HumanDuration;
 
-use super::run::{build_target, Built};
+use super::resolve::{build_target, Built};
 
 /// Arguments of `hookstorm shrink`.
 #[derive(Debug, clap::Args)]
@@ -100,7 +100,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let dir = args
         .scenario_dir
         .clone()
-        .unwrap_or_else(super::run::default_scenario_dir);
+        .unwrap_or_else(super::resolve::default_scenario_dir);
     let path = if args.scenario.ends_with(".toml") {
         PathBuf::from(&args.scenario)
     } else {
@@ -159,7 +159,7 @@ async fn run_async(args: Args, scenario: Scenario) -> anyhow::Result<i32> {
     let run = RunOptions {
         seed: args.seed,
         time_scale: args.time_scale,
-        default_time_scale: super::run::DEFAULT_TIME_SCALE,
+        default_time_scale: super::resolve::DEFAULT_TIME_SCALE,
         strict: false,
         out_dir: out.join("runs"),
         concurrency: args.concurrency.max(1),

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use super::latency::{Percentiles, Recorder};
 use super::mix::Mix;
-use super::threshold::ThresholdResult;
+use super::threshold::{Measured, Threshold, ThresholdResult};
 use crate::check::ScenarioCheck;
 
 /// The machine a bench ran on.
@@ -167,11 +167,44 @@ pub fn latency_curve(rec: &Recorder) -> Vec<CurvePoint> {
         .collect()
 }
 
+impl BenchResult {
+    /// The numbers a threshold is held against.
+    pub fn measured(&self) -> Measured<'_> {
+        // p95 is not among the stored percentiles: read it off the curve.
+        let p95_ms = self
+            .latency_curve
+            .iter()
+            .find(|p| p.quantile >= 0.95)
+            .map(|p| p.corrected_ms)
+            .unwrap_or(self.latency.p99_ms);
+        Measured {
+            latency: &self.latency,
+            p95_ms,
+            error_rate: self.error_rate,
+            achieved_rate: self.achieved_rate,
+            requests: self.requests,
+        }
+    }
+
+    /// Holds this result against `threshold`.
+    pub fn hold(&self, threshold: &Threshold) -> ThresholdResult {
+        threshold.hold(&self.measured())
+    }
+}
+
+/// A bench result as a self-contained HTML page (the run report's page,
+/// with the bench's data).
+pub fn render_html(result: &BenchResult) -> String {
+    let mut data = serde_json::to_value(result).unwrap_or(serde_json::Value::Null);
+    data["kind"] = serde_json::json!("bench");
+    data["target"] = serde_json::json!(crate::state::probe::redact_text(&result.target));
+    crate::report::html::page(&format!("hookstorm bench {}", result.run_id), &data)
+}
+
 /// Writes `report.html` for a bench into `dir`.
 pub fn write_html(dir: &std::path::Path, result: &BenchResult) -> Result<(), String> {
     let path = dir.join("report.html");
-    std::fs::write(&path, crate::report::html::render_bench(result))
-        .map_err(|e| format!("{}: {e}", path.display()))
+    std::fs::write(&path, render_html(result)).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Writes `bench.json` and `report.html` again (after thresholds were

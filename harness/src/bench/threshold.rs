@@ -15,8 +15,6 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
-use super::result::BenchResult;
-
 /// What a threshold measures.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Metric {
@@ -205,24 +203,6 @@ pub struct Measured<'a> {
 }
 
 impl Threshold {
-    /// Holds the bench's result against this threshold.
-    pub fn check(&self, r: &BenchResult) -> ThresholdResult {
-        // p95 is not among the stored percentiles: read it off the curve.
-        let p95_ms = r
-            .latency_curve
-            .iter()
-            .find(|p| p.quantile >= 0.95)
-            .map(|p| p.corrected_ms)
-            .unwrap_or(r.latency.p99_ms);
-        self.hold(&Measured {
-            latency: &r.latency,
-            p95_ms,
-            error_rate: r.error_rate,
-            achieved_rate: r.achieved_rate,
-            requests: r.requests,
-        })
-    }
-
     /// Holds measured numbers against this threshold.
     pub fn hold(&self, m: &Measured<'_>) -> ThresholdResult {
         let l = m.latency;

@@ -16,7 +16,8 @@
 
 use super::aggregate::{flag, Aggregator};
 use super::store::evidence;
-use super::{EvidenceSet, InvariantId, InvariantResult, Verdict};
+use super::verdict::{EvidenceSet, InvariantResult, Verdict};
+use crate::invariant::InvariantId;
 
 /// I9 from the history.
 pub(crate) fn acknowledged(agg: &Aggregator) -> InvariantResult {

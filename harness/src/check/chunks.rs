@@ -25,8 +25,9 @@ use std::borrow::Cow;
 use crate::history::scan::{self, RawLine};
 use crate::tag::FaultTag;
 
+use super::aggregate::Aggregator;
 use super::aggregate::{AttemptView, ProviderView};
-use super::{Aggregator, CheckError};
+use super::verdict::CheckError;
 
 /// At most this many threads read one history. Each part's fold may name
 /// every key (retries spread over the file), and they all live until they

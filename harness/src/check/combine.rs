@@ -21,7 +21,7 @@
 //! ones for every way of cutting a history.
 
 use super::aggregate::{flag, line32, name_hash, Aggregator, KeyAgg, NONE, NO_TIME};
-use super::MAX_DEAD_LETTERS;
+use super::verdict::MAX_DEAD_LETTERS;
 
 /// Records of a later part given back to the allocator this many at a time.
 const ABSORB_BLOCK: usize = 1 << 16;
@@ -129,7 +129,7 @@ impl Aggregator {
         }
         self.status_fail.total += later_status.total;
         for mut e in later_status.items {
-            if self.status_fail.items.len() >= super::MAX_EVIDENCE {
+            if self.status_fail.items.len() >= super::verdict::MAX_EVIDENCE {
                 break;
             }
             for l in &mut e.lines {

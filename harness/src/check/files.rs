@@ -23,55 +23,10 @@ use crate::state::State;
 use super::aggregate::MAX_LINES;
 use super::view::{Compact, Rows};
 
+use super::aggregate::Aggregator;
 use super::chunks::{self, Filter};
-use super::{Aggregator, CheckOptions, ScenarioCheck};
-
-/// `hookstorm check` could not read its inputs.
-#[derive(Debug, thiserror::Error)]
-pub enum CheckError {
-    /// I/O on a file.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The error.
-        source: std::io::Error,
-    },
-    /// A history line is not an event.
-    #[error("{path}: line {line}: not a history event: {message}")]
-    History {
-        /// The history file.
-        path: PathBuf,
-        /// 1-based line.
-        line: u64,
-        /// What was wrong.
-        message: String,
-    },
-    /// The state file is not a state.
-    #[error("{path}: not a receiver state: {message} (hint: expected {{\"inbox\": [...]}} as in docs/state.md)")]
-    State {
-        /// The state file.
-        path: PathBuf,
-        /// What was wrong.
-        message: String,
-    },
-    /// The histories are longer than a check keeps line numbers for.
-    #[error("{path}: the histories hold more than {max} lines together; check fewer at a time (or one scenario, with --scenario)")]
-    TooLong {
-        /// The history file that went past the limit.
-        path: PathBuf,
-        /// The limit.
-        max: u64,
-    },
-    /// The scenario filter matched nothing in the history.
-    #[error("{path}: no events for scenario {scenario:?}")]
-    NoScenario {
-        /// The history file.
-        path: PathBuf,
-        /// The filter.
-        scenario: String,
-    },
-}
+use super::verdict::{CheckError, EMPTY_HISTORY};
+use super::verdict::{CheckOptions, ScenarioCheck};
 
 /// Reads history events with their 1-based line numbers, skipping blank lines.
 pub fn read_numbered(
@@ -250,9 +205,6 @@ pub struct FileCheck {
     pub warnings: Vec<String>,
 }
 
-/// The summary of every invariant of a history with nothing to check.
-pub const EMPTY_HISTORY: &str = "not decided: the history holds no attempt (an empty file, a run that sent nothing, or a file cut before its first attempt)";
-
 /// Like [`check_files`], and says what it had to work around. A history
 /// whose last line was cut off (as a crash leaves it: no newline at the
 /// end and not a whole JSON object) is checked up to the cut, with a
@@ -375,7 +327,11 @@ fn check_guessing(
                         .invariants
                         .iter()
                         .map(|id| {
-                            super::InvariantResult::new(*id, super::Verdict::Unknown, EMPTY_HISTORY)
+                            super::verdict::InvariantResult::new(
+                                *id,
+                                super::verdict::Verdict::Unknown,
+                                EMPTY_HISTORY,
+                            )
                         })
                         .collect(),
                     counts: Default::default(),

@@ -13,7 +13,8 @@ use std::hash::{Hash, Hasher};
 
 use rustc_hash::FxHasher;
 
-use super::aggregate::NONE;
+/// "No string" for interned ids; also "any account" in inbox indexes.
+pub(crate) const NONE: u32 = u32::MAX;
 
 /// Strings as `u32` ids, in the order they were first interned.
 #[derive(Default)]

@@ -13,8 +13,9 @@ use std::collections::BTreeMap;
 
 use super::aggregate::{flag, Aggregator, KeyAgg, NONE};
 use super::store::evidence;
+use super::verdict::{CheckOptions, Evidence, EvidenceSet, InvariantResult, Verdict};
 use super::view::{account_matches, account_name, StateView, WinRow};
-use super::{CheckOptions, Evidence, EvidenceSet, InvariantId, InvariantResult, Verdict};
+use crate::invariant::InvariantId;
 use crate::profile::vocabulary::Vocabulary;
 
 /// I5: the reported winner per job is the most recent COMPLETED task.

@@ -6,8 +6,9 @@
 
 use super::aggregate::{flag, Aggregator};
 use super::store::{aggs_for_row, evidence};
+use super::verdict::{Evidence, EvidenceSet, InvariantResult, Verdict};
 use super::view::{account_name, StateView};
-use super::{Evidence, EvidenceSet, InvariantId, InvariantResult, Verdict};
+use crate::invariant::InvariantId;
 
 /// I8 against the state.
 pub(crate) fn isolation(agg: &Aggregator, view: &StateView) -> InvariantResult {

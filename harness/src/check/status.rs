@@ -10,8 +10,9 @@
 
 use super::aggregate::{flag, Aggregator};
 use super::store::evidence;
+use super::verdict::{CheckOptions, EvidenceSet, InvariantResult, Verdict};
 use super::view::StateView;
-use super::{CheckOptions, EvidenceSet, InvariantId, InvariantResult, Verdict};
+use crate::invariant::InvariantId;
 
 /// The verdict from the history alone, when the state could not be read.
 pub(crate) fn history_only(agg: &Aggregator) -> InvariantResult {
@@ -101,7 +102,7 @@ pub(crate) fn conformance(
             lenient
                 .items
                 .into_iter()
-                .take(super::MAX_EVIDENCE.saturating_sub(items.len())),
+                .take(super::verdict::MAX_EVIDENCE.saturating_sub(items.len())),
         );
         return InvariantResult {
             id: InvariantId::I7,

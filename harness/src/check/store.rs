@@ -5,8 +5,9 @@
 use rustc_hash::FxHashSet;
 
 use super::aggregate::{flag, Aggregator, KeyAgg, NONE};
+use super::verdict::{CheckOptions, Evidence, EvidenceSet, InvariantResult, Verdict};
 use super::view::{account_matches, account_name, StateView};
-use super::{CheckOptions, Evidence, EvidenceSet, InvariantId, InvariantResult, Verdict};
+use crate::invariant::InvariantId;
 use crate::profile::vocabulary::Vocabulary;
 
 /// The history's records that an inbox row stands for (several when the row

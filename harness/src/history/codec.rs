@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use super::{Event, Outcome};
+use super::event::{Event, Outcome};
 use crate::tag::FaultTag;
 
 /// A history file could not be written or read.

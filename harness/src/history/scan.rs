@@ -24,7 +24,7 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use crate::history::{Intent, Outcome};
+use super::event::{Intent, Outcome};
 use crate::plan::delivery::TaskStatus;
 
 /// One history line, flat and borrowed: the union of the attempt and provider

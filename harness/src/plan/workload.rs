@@ -57,12 +57,25 @@ fn epoch() -> DateTime<Utc> {
         .with_timezone(&Utc)
 }
 
+/// The plan of an explicit scenario: its deliveries as they are, its
+/// run-time faults, its fixed seed.
+fn explicit_plan(scenario: &Scenario, explicit: &crate::scenario::explicit::Explicit) -> Plan {
+    Plan {
+        scenario: scenario.name.clone(),
+        seed: explicit.seed,
+        accounts: scenario.accounts.clone(),
+        faults: scenario.faults.clone(),
+        deliveries: explicit.deliveries.clone(),
+        notes: Vec::new(),
+    }
+}
+
 /// The plan of `scenario` for `seed`: pure and deterministic.
 /// An explicit scenario (`[[delivery]]`) is its own plan, under its own
 /// seed: `seed` is not used then.
 pub fn plan(scenario: &Scenario, seed: u64) -> Plan {
     if let Some(e) = &scenario.explicit {
-        return crate::scenario::explicit::plan(scenario, e);
+        return explicit_plan(scenario, e);
     }
     let name = scenario.name.as_str();
     let mut rng = rng_for(seed, name, "workload", 0);
@@ -169,7 +182,7 @@ mod tests {
             description: String::new(),
             expect: String::new(),
             when_it_fails: String::new(),
-            check: vec!["I1".into()],
+            check: [crate::invariant::InvariantId::I1].into(),
             tags: vec![],
             time_scale: None,
             drain: None,

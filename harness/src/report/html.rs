@@ -23,7 +23,6 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::{json as report_json, scenario_word, RunReport, ScenarioReport};
-use crate::bench::result::BenchResult;
 use crate::history::{self, Event, Intent, Outcome};
 use crate::profile::Profile;
 use crate::state::probe::redact_text;
@@ -52,15 +51,9 @@ pub fn render(report: &RunReport, dir: &Path) -> String {
     page(&format!("hookstorm run {}", report.run_id), &data)
 }
 
-/// A bench result as a self-contained HTML page.
-pub fn render_bench(result: &BenchResult) -> String {
-    let mut data = serde_json::to_value(result).unwrap_or(Value::Null);
-    data["kind"] = json!("bench");
-    data["target"] = json!(redact_text(&result.target));
-    page(&format!("hookstorm bench {}", result.run_id), &data)
-}
-
-fn page(title: &str, data: &Value) -> String {
+/// A self-contained page titled `title` that draws `data` (a run's or a
+/// bench's JSON) with the compiled-in script and stylesheet.
+pub fn page(title: &str, data: &Value) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\

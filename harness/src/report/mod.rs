@@ -25,8 +25,6 @@ use crate::exit;
 use crate::run::coverage::{Coverage, Skip};
 use crate::state::probe::redact_text;
 
-pub use console::console_table;
-
 /// One run, as every report shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {

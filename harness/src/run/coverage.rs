@@ -120,11 +120,7 @@ impl Skip {
 
 /// The invariants a scenario checks (every one when it names none).
 pub fn invariants(scenario: &Scenario) -> Vec<InvariantId> {
-    let ids: Vec<InvariantId> = scenario
-        .check
-        .iter()
-        .filter_map(|s| s.parse().ok())
-        .collect();
+    let ids: Vec<InvariantId> = scenario.check.iter().copied().collect();
     if ids.is_empty() {
         InvariantId::ALL.to_vec()
     } else {
@@ -172,7 +168,7 @@ fn needs_resources(scenario: &Scenario) -> bool {
             .explicit
             .as_ref()
             .is_some_and(|e| e.deliveries.iter().any(|d| d.body.resource.is_some()));
-    sequenced && scenario.checks("I6")
+    sequenced && scenario.checks(InvariantId::I6)
 }
 
 /// Why a reconciling scenario cannot run against this target: it needs

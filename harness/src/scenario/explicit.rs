@@ -1,5 +1,5 @@
 //! The explicit form of a scenario: `[[delivery]]` tables that spell out a
-//! [`Plan`] delivery by delivery, instead of a `[workload]` generated from
+//! [`crate::plan::Plan`] delivery by delivery, instead of a `[workload]` generated from
 //! the seed.
 //!
 //! A generative scenario plus a seed is a complete description of what is
@@ -21,10 +21,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::history::Intent;
 use crate::plan::delivery::Body;
-use crate::plan::{Plan, PlannedDelivery, Redelivery};
+use crate::plan::{PlannedDelivery, Redelivery};
 use crate::scenario::fault_spec::{FaultSpec, Forgery, Signing};
-use crate::scenario::Scenario;
-use crate::units::HumanDuration;
 
 /// Most copies of one first attempt an explicit delivery may ask for.
 pub const MAX_COPIES: u32 = 100;
@@ -294,84 +292,11 @@ pub fn deliveries(
     Ok(out)
 }
 
-/// The plan of an explicit scenario: its deliveries as they are, its
-/// run-time faults, its fixed seed.
-pub fn plan(scenario: &Scenario, explicit: &Explicit) -> Plan {
-    Plan {
-        scenario: scenario.name.clone(),
-        seed: explicit.seed,
-        accounts: scenario.accounts.clone(),
-        faults: scenario.faults.clone(),
-        deliveries: explicit.deliveries.clone(),
-        notes: Vec::new(),
-    }
-}
-
-/// The file shape written for a plan.
-#[derive(Serialize)]
-struct FileOut<'a> {
-    name: &'a str,
-    description: &'a str,
-    expect: &'a str,
-    when_it_fails: &'a str,
-    check: &'a [String],
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    tags: &'a [String],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    time_scale: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    drain: Option<HumanDuration>,
-    accounts: &'a [String],
-    seed: PlanSeed,
-    #[serde(rename = "fault", skip_serializing_if = "<[FaultSpec]>::is_empty")]
-    faults: &'a [FaultSpec],
-    #[serde(rename = "delivery")]
-    deliveries: Vec<DeliveryEntry>,
-}
-
-/// The text of an explicit scenario file that replays `plan` as it is,
-/// named `name`, with `scenario`'s words, checks and scales and `header`
-/// as leading comment lines. Plan-time faults are left out (they are in
-/// the deliveries); the plan's stream-wide fault notes are not carried.
-pub fn to_toml(scenario: &Scenario, name: &str, plan: &Plan, header: &[String]) -> String {
-    let faults: Vec<FaultSpec> = plan
-        .faults
-        .iter()
-        .filter(|f| is_run_time(f))
-        .cloned()
-        .collect();
-    let file = FileOut {
-        name,
-        description: &scenario.description,
-        expect: &scenario.expect,
-        when_it_fails: &scenario.when_it_fails,
-        check: &scenario.check,
-        tags: &scenario.tags,
-        time_scale: scenario.time_scale,
-        drain: scenario.drain.map(HumanDuration),
-        accounts: &plan.accounts,
-        seed: PlanSeed(plan.seed),
-        faults: &faults,
-        deliveries: plan.deliveries.iter().map(DeliveryEntry::of).collect(),
-    };
-    let body = toml::to_string(&file).expect("an explicit scenario always serializes");
-    let mut out = String::new();
-    for line in header {
-        out.push_str("# ");
-        out.push_str(line);
-        out.push('\n');
-    }
-    if !header.is_empty() {
-        out.push('\n');
-    }
-    out.push_str(&body);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{FaultSpec, Workload};
+    use crate::plan::Plan;
+    use crate::scenario::{FaultSpec, Scenario, Workload};
 
     fn generative(faults: &str, workload: &str, accounts: &str) -> (tempfile::TempDir, Scenario) {
         let dir = tempfile::tempdir().unwrap();
@@ -388,7 +313,7 @@ mod tests {
     }
 
     fn round_trip(s: &Scenario, plan: &Plan) -> (Scenario, Plan) {
-        let text = to_toml(s, "g-min", plan, &["a header".into()]);
+        let text = crate::scenario::write::to_toml(s, "g-min", plan, &["a header".into()]);
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("g-min.toml");
         std::fs::write(&path, &text).unwrap();
@@ -470,7 +395,7 @@ mod tests {
             "[\"acct_a\"]",
         );
         let s = Scenario {
-            check: vec!["I6".into()],
+            check: [crate::invariant::InvariantId::I6].into(),
             ..s
         };
         let plan = crate::plan::workload::plan(&s, 4);

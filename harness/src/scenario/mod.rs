@@ -13,7 +13,9 @@
 
 pub mod explicit;
 pub mod fault_spec;
+pub mod write;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -23,14 +25,12 @@ use crate::error::{read_toml, ConfigError};
 use crate::scenario::explicit::{DeliveryEntry, Explicit};
 use crate::units::HumanDuration;
 
+use crate::invariant::InvariantId;
 pub use crate::scenario::fault_spec::{
     CutDatabaseSpec, CutMode, CutVia, DropAckSpec, DuplicateMode, DuplicateSpec, FaultSpec,
     Forgery, FrontSpec, KillSignal, KillSpec, KillWorkerSpec, ReconcileSpec, RedeliverSpec,
     ReorderMode, ReorderSpec, Signing, TamperSpec,
 };
-
-/// The invariant ids a scenario may check.
-pub const INVARIANT_IDS: [&str; 9] = ["I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "I9"];
 
 /// A parsed, validated scenario.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,8 +43,8 @@ pub struct Scenario {
     pub expect: String,
     /// What a failure usually means and how receivers fix it.
     pub when_it_fails: String,
-    /// Invariant ids checked (`I1`..`I9`).
-    pub check: Vec<String>,
+    /// The invariants checked (the file says `I1`..`I9`).
+    pub check: BTreeSet<InvariantId>,
     /// Tags for selecting scenarios (`process`, `signatures`, `ordering`, …).
     pub tags: Vec<String>,
     /// Time scale for this scenario; `None` means the run's.
@@ -208,12 +208,20 @@ impl Scenario {
                 crate::error::ConfigErrorKind::Parse { line, message },
             ));
         }
+        let check = parse_check(&file.check).map_err(|message| {
+            let line = key_line(path, "check");
+            let message = match line {
+                Some(l) => format!("line {l}: {message}"),
+                None => message,
+            };
+            ConfigError::new(path, crate::error::ConfigErrorKind::Parse { line, message })
+        })?;
         let s = Scenario {
             name: file.name,
             description: file.description,
             expect: file.expect,
             when_it_fails: file.when_it_fails,
-            check: file.check,
+            check,
             tags: file.tags,
             time_scale: file.time_scale,
             drain: file.drain.map(|d| d.0),
@@ -264,9 +272,9 @@ impl Scenario {
         self.tags.iter().any(|t| t == tag)
     }
 
-    /// Whether the scenario checks invariant `id` (e.g. `"I4"`).
-    pub fn checks(&self, id: &str) -> bool {
-        self.check.iter().any(|c| c == id)
+    /// Whether the scenario checks invariant `id`.
+    pub fn checks(&self, id: InvariantId) -> bool {
+        self.check.contains(&id)
     }
 
     /// The scenario's fault front, if it asks for one.
@@ -296,13 +304,6 @@ impl Scenario {
         check_name(&self.name)?;
         if self.check.is_empty() {
             return Err("check is empty (hint: list invariants like [\"I1\", \"I2\"])".into());
-        }
-        for c in &self.check {
-            if !INVARIANT_IDS.contains(&c.as_str()) {
-                return Err(format!(
-                    "check: {c:?} is not an invariant (expected I1 to I9)"
-                ));
-            }
         }
         for (i, t) in self.tags.iter().enumerate() {
             let ok = !t.is_empty()
@@ -391,6 +392,20 @@ fn key_line(path: &Path, key: &str) -> Option<usize> {
 
 /// The longest scenario name.
 pub const MAX_NAME: usize = 64;
+
+/// The `check` list of a scenario file as invariant ids: each an id code
+/// (`I1` to `I9`), for the message otherwise.
+fn parse_check(codes: &[String]) -> Result<BTreeSet<InvariantId>, String> {
+    codes
+        .iter()
+        .map(|c| {
+            InvariantId::ALL
+                .into_iter()
+                .find(|id| id.code() == c)
+                .ok_or_else(|| format!("check: {c:?} is not an invariant (expected I1 to I9)"))
+        })
+        .collect()
+}
 
 /// Checks a scenario name: it names files and folders of the report
 /// (`<out>/<name>/history.jsonl`), so it is a name and never a path:
@@ -551,10 +566,15 @@ mod tests {
     }
 
     #[test]
-    fn unknown_invariant_ids_are_rejected() {
+    fn unknown_invariant_ids_are_rejected_with_their_line_and_known_ones_become_a_set() {
         let (_d, p) = write(&format!("{HEAD}check = [\"I10\"]\n"));
         let e = Scenario::from_file(&p).unwrap_err().to_string();
         assert!(e.contains("\"I10\" is not an invariant"), "{e}");
+        assert!(e.contains("line 5"), "{e}");
+        let (_d, p) = write(&format!("{HEAD}check = [\"I9\", \"I1\", \"I9\"]\n"));
+        let s = Scenario::from_file(&p).unwrap();
+        assert_eq!(s.check, [InvariantId::I1, InvariantId::I9].into());
+        assert!(s.checks(InvariantId::I9) && !s.checks(InvariantId::I2));
     }
 
     #[test]

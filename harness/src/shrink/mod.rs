@@ -35,17 +35,19 @@ use std::time::{Duration, Instant};
 use crate::check::{InvariantId, ScenarioCheck, Verdict};
 use crate::plan::Plan;
 use crate::run::interrupt::Stop;
-use crate::run::{RunError, RunOptions};
+use crate::run::RunOptions;
 use crate::scenario::explicit::{self, Explicit};
 use crate::scenario::{Scenario, Workload};
 use crate::target::Target;
 
 pub mod account;
+mod error;
 pub mod output;
 pub mod reduce;
 pub mod replay;
 pub mod search;
 
+pub use error::ShrinkError;
 pub use search::{Ended, Limits, Oracle, SearchEvent, Trial};
 
 /// Default for `--max-runs`: runs the search may make.
@@ -90,26 +92,6 @@ impl ShrinkOptions {
             out_dir: out_dir.into(),
         }
     }
-}
-
-/// Why shrinking could not be carried out.
-#[derive(Debug, thiserror::Error)]
-pub enum ShrinkError {
-    /// A run could not be carried out (target unusable, reports not written).
-    #[error(transparent)]
-    Run(#[from] RunError),
-    /// Stopped by Ctrl-C or SIGTERM.
-    #[error("interrupted")]
-    Interrupted,
-    /// An output could not be written.
-    #[error("cannot write {path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
 }
 
 /// How often a plan failed.

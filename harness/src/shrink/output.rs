@@ -162,7 +162,7 @@ pub fn write(
             file_name(&scenario)
         ),
     ];
-    let text = crate::scenario::explicit::to_toml(
+    let text = crate::scenario::write::to_toml(
         &report.scenario,
         &report.scenario.name,
         &report.minimal,

@@ -15,8 +15,8 @@ use std::time::Instant;
 use crate::check::{InvariantId, ScenarioCheck, Verdict};
 use crate::plan::Plan;
 
+use super::error::ShrinkError;
 use super::reduce::{self, Candidate};
-use super::ShrinkError;
 
 /// One run of a plan: the check, and where its history is.
 #[derive(Debug, Clone)]

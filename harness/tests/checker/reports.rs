@@ -10,7 +10,8 @@ use hookstorm::check::{
     CheckOptions, Counts, DeadLetter, Evidence, InvariantId, InvariantResult, ScenarioCheck,
     Verdict,
 };
-use hookstorm::report::{console_table, write_reports, RunReport, ScenarioReport};
+use hookstorm::report::console::console_table;
+use hookstorm::report::{write_reports, RunReport, ScenarioReport};
 use hookstorm::state::probe::{Probe, ProbeConfig, SqlProbeConfig};
 
 fn pass(id: InvariantId) -> InvariantResult {

@@ -3,14 +3,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::check_share;
+use super::share::check_share;
 
 /// `kind = "drop-ack"`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DropAckSpec {
     /// Share of genuine deliveries whose acks are discarded (0..=1).
-    #[serde(default = "super::one")]
+    #[serde(default = "super::share::one")]
     pub share: f64,
     /// How many 2xx answers of each are discarded before one is accepted.
     #[serde(default = "one_u32")]

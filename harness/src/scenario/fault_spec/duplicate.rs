@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::check_share;
+use super::share::check_share;
 
 /// How duplicates are sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,7 +22,7 @@ pub struct DuplicateSpec {
     /// Concurrent or sequential.
     pub mode: DuplicateMode,
     /// Share of genuine deliveries affected (0..=1).
-    #[serde(default = "super::one")]
+    #[serde(default = "super::share::one")]
     pub share: f64,
     /// Concurrent: fewest and most copies in all (2..=8).
     #[serde(default = "default_copies")]

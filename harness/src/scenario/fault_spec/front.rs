@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::check_share;
+use super::share::check_share;
 use crate::units::HumanDuration;
 
 /// `kind = "front"`: the fault front answers, delays or stalls attempts
@@ -14,7 +14,7 @@ use crate::units::HumanDuration;
 #[serde(deny_unknown_fields)]
 pub struct FrontSpec {
     /// Share of deliveries affected (0..=1), chosen by body from the seed.
-    #[serde(default = "super::one")]
+    #[serde(default = "super::share::one")]
     pub share: f64,
     /// The first k attempts of an affected delivery are answered `status`
     /// (or stalled, with `stall_body`) instead of forwarded.

@@ -17,6 +17,7 @@ pub mod nemesis;
 pub mod reconcile;
 pub mod redeliver;
 pub mod reorder;
+mod share;
 pub mod tamper;
 
 pub use drop_ack::DropAckSpec;
@@ -107,20 +108,6 @@ impl FaultSpec {
             FaultSpec::Reconcile(r) => r.validate(),
         }
     }
-}
-
-/// A share must lie in 0..=1.
-fn check_share(fault: &str, share: f64) -> Result<(), String> {
-    if (0.0..=1.0).contains(&share) {
-        Ok(())
-    } else {
-        Err(format!("{fault} share = {share}: expected 0 to 1"))
-    }
-}
-
-/// The default share: every delivery.
-fn one() -> f64 {
-    1.0
 }
 
 /// The fault front among `faults`, if one asks for it.

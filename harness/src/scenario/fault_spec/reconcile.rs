@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::check_share;
+use super::share::check_share;
 
 /// `kind = "reconcile"`: after sending, tell the receiver which tasks were
 /// submitted and trigger its reconciliation against the provider API.

@@ -10,7 +10,8 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
-use super::{redact_text, ProbeError};
+use super::error::ProbeError;
+use super::redact::redact_text;
 use crate::budget;
 use crate::lifecycle::shell::{self, ShellError};
 use crate::state::stream::StateSink;

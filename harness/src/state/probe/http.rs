@@ -19,7 +19,8 @@ use crate::budget;
 use crate::tls::TrustedRoots;
 use hyper_util::rt::TokioExecutor;
 
-use super::{redact_url, ProbeError};
+use super::error::ProbeError;
+use super::redact::redact_url;
 use crate::state::stream::{self, Format, StateSink, JSON_LINES};
 
 /// Where the state is served.

@@ -20,7 +20,8 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use super::{redact_url, ProbeError};
+use super::error::ProbeError;
+use super::redact::redact_url;
 use crate::state::stream::{Row as StateRow, Section, StateSink};
 use crate::state::{Effect, InboxRow, ResourceRow, ResultRow, Winner};
 

@@ -1,0 +1,279 @@
+//! The history's event types: one [`Event`] per JSON line (the run's
+//! header, an attempt, a fault action, a provider task), as
+//! `docs/history.md` describes them. A leaf of the history module: the
+//! codec and the scanner read and write these.
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::delivery::TaskStatus;
+use crate::tag::{FaultName, FaultTag};
+
+/// What became of one attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// A 2xx came back and the harness accepted it.
+    Ok,
+    /// The attempt definitely did not land.
+    Fail,
+    /// Indeterminate: may or may not have been committed.
+    Info,
+}
+
+/// What the harness meant a delivery to be, and so what the receiver must do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Intent {
+    /// A real, correctly signed result: stored exactly once.
+    Genuine,
+    /// A verified dashboard test delivery: 2xx, nothing stored.
+    Test,
+    /// A bad, missing, malformed, stale or future signature, or a tampered
+    /// body: 4xx, nothing stored. `detail` names the forgery.
+    Forged,
+    /// Signed with another account's secret: 4xx, nothing stored.
+    CrossAccount,
+    /// A body over the receiver's limit: 413 (or 4xx), nothing stored.
+    Oversized,
+    /// A captured genuine request replayed after the tolerance: 4xx, nothing new.
+    ExpiredReplay,
+}
+
+impl Intent {
+    /// Whether the receiver must store this delivery.
+    pub fn must_store(self) -> bool {
+        matches!(self, Intent::Genuine)
+    }
+    /// Whether the receiver must answer 4xx.
+    pub fn must_reject(self) -> bool {
+        matches!(
+            self,
+            Intent::Forged | Intent::CrossAccount | Intent::Oversized | Intent::ExpiredReplay
+        )
+    }
+}
+
+/// The kind of transport failure an attempt's `error` records: the
+/// history keeps the text, this is what the checker asks of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportFailure {
+    /// No answer within the time limit.
+    Timeout,
+    /// No connection could be made.
+    Connect,
+    /// Anything else (reset, closed, not HTTP, a request that could not be built).
+    Other,
+}
+
+impl TransportFailure {
+    /// The kind of the error text the sender wrote.
+    pub fn of(error: &str) -> TransportFailure {
+        let e = error.to_ascii_lowercase();
+        if e.contains("timeout") || e.contains("timed out") {
+            TransportFailure::Timeout
+        } else if e.contains("(connect)")
+            || e.contains("connect error")
+            || e.contains("connection refused")
+        {
+            // hyper's "client error (Connect): tcp connect error: …"; a
+            // "connection closed …" after the request went out is not one.
+            TransportFailure::Connect
+        } else {
+            TransportFailure::Other
+        }
+    }
+
+    /// The error text of a timeout after `limit`, as the sender writes it.
+    pub fn timeout_text(limit: std::time::Duration) -> String {
+        format!("timeout after {}", crate::units::format_duration(limit))
+    }
+}
+
+/// One HTTP attempt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// The scenario it belongs to.
+    pub scenario: String,
+    /// The delivery id (`Webhook-Id`), stable across retries and redeliveries.
+    pub delivery: String,
+    /// The deduplication key (task id).
+    pub key: String,
+    /// The job key, when the task has an idempotency key.
+    #[serde(default)]
+    pub job: Option<String>,
+    /// The account the delivery was sent for.
+    pub account: String,
+    /// 1-based attempt number within its round.
+    pub attempt: u32,
+    /// 0 for the automatic delivery, 1.. for manual redeliveries.
+    #[serde(default)]
+    pub round: u32,
+    /// Faults applied to this attempt.
+    #[serde(default)]
+    pub faults: Vec<FaultTag>,
+    /// When it was sent (RFC 3339, wall clock).
+    pub sent_at: String,
+    /// The answer's status, if one came.
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// Time to the answer's head, in milliseconds.
+    #[serde(default)]
+    pub latency_ms: Option<f64>,
+    /// Transport error text (timeout, reset, refused).
+    #[serde(default)]
+    pub error: Option<String>,
+    /// The outcome.
+    pub outcome: Outcome,
+    /// What the delivery was meant to be.
+    pub intent: Intent,
+    /// More about the intent (the forgery kind, …).
+    #[serde(default)]
+    pub detail: Option<String>,
+    /// The task's final status.
+    #[serde(default)]
+    pub task_status: Option<TaskStatus>,
+    /// The task's createdAt.
+    #[serde(default)]
+    pub created_at: Option<String>,
+    /// Sequenced workload: the resource.
+    #[serde(default)]
+    pub resource: Option<String>,
+    /// Sequenced workload: the sequence number.
+    #[serde(default)]
+    pub sequence: Option<u64>,
+    /// The delivery is a poison event.
+    #[serde(default)]
+    pub poison: bool,
+    /// This was the last attempt and it failed: the delivery is dead.
+    #[serde(default)]
+    pub dead: bool,
+}
+
+impl Attempt {
+    /// The kind of transport failure, when the attempt got no answer.
+    pub fn transport_failure(&self) -> Option<TransportFailure> {
+        self.error.as_deref().map(TransportFailure::of)
+    }
+
+    /// The first attempt of genuine delivery `delivery` of `key` for
+    /// `account`, sent now, with no answer yet (`info`): the one place an
+    /// attempt is built from nothing; everything else adjusts its fields.
+    pub fn new(scenario: &str, delivery: &str, key: &str, account: &str) -> Attempt {
+        Attempt {
+            scenario: scenario.to_string(),
+            delivery: delivery.to_string(),
+            key: key.to_string(),
+            job: None,
+            account: account.to_string(),
+            attempt: 1,
+            round: 0,
+            faults: Vec::new(),
+            sent_at: now_rfc3339(),
+            status: None,
+            latency_ms: None,
+            error: None,
+            outcome: Outcome::Info,
+            intent: Intent::Genuine,
+            detail: None,
+            task_status: None,
+            created_at: None,
+            resource: None,
+            sequence: None,
+            poison: false,
+            dead: false,
+        }
+    }
+
+    /// A first attempt of a genuine delivery, answered 204 and `ok`: the
+    /// base that tests and tools adjust field by field.
+    pub fn acknowledged(scenario: &str, account: &str, key: &str) -> Attempt {
+        Attempt {
+            status: Some(204),
+            latency_ms: Some(1.0),
+            outcome: Outcome::Ok,
+            ..Attempt::new(scenario, &format!("whd_{key}"), key, account)
+        }
+    }
+}
+
+/// Something a fault actor (nemesis) did, outside any single attempt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultEvent {
+    /// The scenario.
+    pub scenario: String,
+    /// When (RFC 3339).
+    pub at: String,
+    /// The fault's name (`kill`, `cut-database`, `front`, …).
+    pub fault: FaultName,
+    /// What it did.
+    pub action: String,
+    /// Free text details.
+    #[serde(default)]
+    pub detail: Option<String>,
+}
+
+/// A final task the provider knows of (reconciliation ground truth).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProviderTask {
+    /// The scenario.
+    pub scenario: String,
+    /// The account.
+    pub account: String,
+    /// The task id.
+    pub key: String,
+    /// The job key.
+    #[serde(default)]
+    pub job: Option<String>,
+    /// Its status.
+    pub task_status: TaskStatus,
+    /// Its createdAt.
+    pub created_at: String,
+}
+
+/// What a run was: written once at the start of a history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunHeader {
+    /// The run id (also the report folder's name).
+    pub run_id: String,
+    /// The seed that drives everything.
+    pub seed: u64,
+    /// The sender profile.
+    pub profile: String,
+    /// Real time is divided by this.
+    pub time_scale: f64,
+    /// When the run started (RFC 3339).
+    pub started_at: String,
+    /// hookstorm's version.
+    pub version: String,
+}
+
+/// One line of the history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// The run header.
+    Run(RunHeader),
+    /// An attempt.
+    Attempt(Attempt),
+    /// A fault action.
+    Fault(FaultEvent),
+    /// A task the provider finished.
+    Provider(ProviderTask),
+}
+
+impl Event {
+    /// The scenario the event belongs to, if any.
+    pub fn scenario(&self) -> Option<&str> {
+        match self {
+            Event::Run(_) => None,
+            Event::Attempt(a) => Some(&a.scenario),
+            Event::Fault(f) => Some(&f.scenario),
+            Event::Provider(p) => Some(&p.scenario),
+        }
+    }
+}
+
+/// Current wall-clock time as RFC 3339 with milliseconds.
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
