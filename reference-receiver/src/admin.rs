@@ -20,9 +20,9 @@ use serde::Deserialize;
 use hookstorm::state::stream::JSON_LINES;
 use tokio::sync::mpsc;
 
+use crate::app::App;
 use crate::handler::reply;
 use crate::reconcile::reconcile;
-use crate::server::App;
 use crate::state_body::StateBody;
 use crate::store::{Feed, WinnerRule, FEED_DEPTH};
 

@@ -16,9 +16,9 @@ use http::{header, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
 
+use crate::app::App;
 use crate::defect::Defect;
 use crate::failpoint::Point;
-use crate::server::App;
 use crate::store::{Inserted, NewDelivery};
 
 /// How long the `requeues-duplicates` defect waits for a row to be processed before it re-opens it.
@@ -91,7 +91,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
     }
     let (parts, body) = req.into_parts();
     let read = tokio::time::timeout(
-        crate::server::BODY_TIMEOUT,
+        crate::app::BODY_TIMEOUT,
         Limited::new(body, config.max_body).collect(),
     );
     let bytes = match read.await {

@@ -29,6 +29,7 @@
 #![warn(missing_docs)]
 
 pub mod admin;
+pub mod app;
 pub mod cli;
 pub mod config;
 pub mod defect;

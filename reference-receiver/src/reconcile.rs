@@ -16,8 +16,8 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use serde::Serialize;
 
+use crate::app::App;
 use crate::error::StoreError;
-use crate::server::App;
 use crate::store::{Inserted, NewDelivery};
 
 /// How many times a throttled fetch is tried.

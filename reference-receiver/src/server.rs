@@ -7,10 +7,11 @@
 //! (bounded by `DRAIN_LIMIT`), then the worker stops between batches.
 //!
 //! The receiver is as hardened as the ones it stands in for: a client
-//! that sends nothing, or half a head, is dropped after [`HEADER_TIMEOUT`];
-//! a body that stalls gets 408 after [`BODY_TIMEOUT`] (in the handler);
-//! each listener serves at most its connection limit at once
-//! ([`MAX_WEBHOOK_CONNECTIONS`], [`MAX_ADMIN_CONNECTIONS`]) and answers 503
+//! that sends nothing, or half a head, is dropped after
+//! [`crate::app::HEADER_TIMEOUT`]; a body that stalls gets 408 after
+//! [`crate::app::BODY_TIMEOUT`] (in the handler); each listener serves at
+//! most its connection limit at once ([`crate::app::MAX_WEBHOOK_CONNECTIONS`],
+//! [`crate::app::MAX_ADMIN_CONNECTIONS`]) and answers 503
 //! and closes past it, so slow or idle clients cannot hold the port down;
 //! and the admin listener is never the webhook address.
 
@@ -32,6 +33,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch, Notify};
 use tokio::task::{JoinHandle, JoinSet};
 
+use crate::app::{stopped, App, HEADER_TIMEOUT, MAX_ADMIN_CONNECTIONS, MAX_WEBHOOK_CONNECTIONS};
 use crate::config::Config;
 use crate::error::ReceiverError;
 use crate::store::{open_store_with, Keying, Store, StoreOptions, WorkerRules};
@@ -40,36 +42,8 @@ use crate::worker::run_worker;
 /// How long shutdown waits for in-flight requests.
 const DRAIN_LIMIT: Duration = Duration::from_secs(10);
 
-/// How long a client has for each request head (and, on a new connection,
-/// for its first byte).
-pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// How long a client has for a request body once its head arrived.
-pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Webhook connections served at once; more are answered 503 and closed.
-pub const MAX_WEBHOOK_CONNECTIONS: usize = 512;
-
-/// Admin connections served at once; more are answered 503 and closed.
-pub const MAX_ADMIN_CONNECTIONS: usize = 64;
-
 /// What a connection past the limit gets before it is closed.
 const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-type: text/plain\r\ncontent-length: 21\r\nconnection: close\r\n\r\ntoo many connections\n";
-
-/// What every request handler shares.
-pub struct App {
-    /// The configuration.
-    pub config: Config,
-    /// The store.
-    pub store: Arc<dyn Store>,
-    /// Wakes the worker after an insert.
-    pub wake: Arc<Notify>,
-}
-
-/// Resolves once `rx` holds `true` (or its sender is gone).
-pub async fn stopped(rx: &mut watch::Receiver<bool>) {
-    let _ = rx.wait_for(|v| *v).await;
-}
 
 type Handler<B> = fn(Arc<App>, Request<Incoming>) -> BoxFuture<'static, Response<B>>;
 

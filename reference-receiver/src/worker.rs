@@ -43,7 +43,7 @@ pub async fn run_worker(
         tokio::select! {
             _ = tokio::time::sleep(poll) => {}
             _ = wake.notified() => {}
-            _ = crate::server::stopped(&mut shutdown) => break,
+            _ = crate::app::stopped(&mut shutdown) => break,
         }
     }
 }

@@ -9,7 +9,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
-use hookstorm_receiver::server::{HEADER_TIMEOUT, MAX_WEBHOOK_CONNECTIONS};
+use hookstorm_receiver::app::{HEADER_TIMEOUT, MAX_WEBHOOK_CONNECTIONS};
 
 use crate::common::{config, start, StoreKind, SECRET_A};
 

@@ -36,7 +36,7 @@ use hookstorm::units::HumanDuration;
 use hookstorm_receiver::config::random_token;
 use hookstorm_receiver::Defect;
 
-use super::BuiltinError;
+use super::accounts::BuiltinError;
 
 /// How to run the reference receiver as a child.
 #[derive(Debug, Clone)]
@@ -162,7 +162,7 @@ pub fn prepare(opts: &ChildOptions) -> Result<ChildTarget, BuiltinError> {
     let ports = [Reservation::new()?, Reservation::new()?];
     let (web_addr, admin_addr) = (ports[0].addr()?, ports[1].addr()?);
     let token = random_token();
-    let (secrets, retired) = super::fresh_secrets();
+    let (secrets, retired) = super::accounts::fresh_secrets();
     let accounts = secrets
         .iter()
         .map(|(name, list)| {

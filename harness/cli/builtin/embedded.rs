@@ -17,7 +17,7 @@ use hookstorm::target::{Target, DEFAULT_MAX_BODY};
 use hookstorm_receiver::config::{random_token, Account, Config};
 use hookstorm_receiver::{spawn, Defect, Spawned};
 
-use super::BuiltinError;
+use super::accounts::BuiltinError;
 
 /// A running built-in receiver; shut it down when the run is over.
 pub struct Embedded {
@@ -59,7 +59,7 @@ pub async fn start(
             (Some(dir), url)
         }
     };
-    let (secrets, retired) = super::fresh_secrets();
+    let (secrets, retired) = super::accounts::fresh_secrets();
     let accounts = secrets
         .iter()
         .map(|(name, list)| Account::new(name.clone(), list.clone()))

@@ -11,42 +11,10 @@
 //! - [`child`]: the receiver as a supervised child process (`hookstorm run`).
 //! - [`embedded`]: the receiver in this process (`hookstorm bench`, tests).
 
-use std::collections::BTreeMap;
-
-use hookstorm::profile::signature::Secret;
-use hookstorm_receiver::config::random_token;
-
+mod accounts;
 pub mod child;
 pub mod embedded;
 
+pub use accounts::{BuiltinError, ACCOUNTS};
 pub use child::{prepare, ChildOptions, ChildTarget};
 pub use embedded::{start, Embedded};
-
-/// The accounts the built-in receiver serves.
-pub const ACCOUNTS: [&str; 2] = ["acct_a", "acct_b"];
-
-/// The built-in receiver could not be set up.
-#[derive(Debug, thiserror::Error)]
-pub enum BuiltinError {
-    /// The receiver could not start (its store, its listeners).
-    #[error("the built-in reference receiver: {0}")]
-    Receiver(#[from] hookstorm_receiver::ReceiverError),
-    /// A socket or temporary folder could not be made.
-    #[error("the built-in reference receiver: {0}")]
-    Io(#[from] std::io::Error),
-}
-
-fn secret() -> Secret {
-    Secret::new(format!("whsec_{}", random_token()))
-}
-
-/// Fresh random secrets for [`ACCOUNTS`]: `acct_a` mid-rotation (two valid
-/// secrets, plus a retired one it no longer accepts), `acct_b` with one.
-fn fresh_secrets() -> (BTreeMap<String, Vec<Secret>>, BTreeMap<String, Secret>) {
-    let mut secrets = BTreeMap::new();
-    secrets.insert(ACCOUNTS[0].to_string(), vec![secret(), secret()]);
-    secrets.insert(ACCOUNTS[1].to_string(), vec![secret()]);
-    let mut retired = BTreeMap::new();
-    retired.insert(ACCOUNTS[0].to_string(), secret());
-    (secrets, retired)
-}

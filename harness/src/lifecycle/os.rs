@@ -9,7 +9,8 @@
 //! still builds and says clearly what it cannot do, instead of failing to
 //! compile.
 
-use super::{LifecycleError, Signal};
+use super::config::LifecycleError;
+use super::signal::Signal;
 
 /// How many sockets a child can inherit (descriptors 3 to 10).
 pub(crate) const MAX_SOCKETS: usize = 8;
@@ -129,7 +130,7 @@ pub fn die_with_parent(cmd: &mut std::process::Command) {
 /// holds. At most eight; Unix only ([`LifecycleError::Unsupported`] elsewhere).
 pub fn inherit_sockets(
     cmd: &mut std::process::Command,
-    sockets: &super::Sockets,
+    sockets: &super::config::Sockets,
 ) -> Result<(), LifecycleError> {
     if sockets.is_empty() {
         return Ok(());
@@ -172,7 +173,7 @@ pub(crate) fn check_supported() -> Result<(), LifecycleError> {
 
 /// The raw descriptors of `sockets`, in order.
 #[cfg(unix)]
-pub(crate) fn raw_fds(sockets: &super::Sockets) -> Vec<std::os::fd::RawFd> {
+pub(crate) fn raw_fds(sockets: &super::config::Sockets) -> Vec<std::os::fd::RawFd> {
     use std::os::fd::AsRawFd;
     sockets.listeners().iter().map(|l| l.as_raw_fd()).collect()
 }
@@ -212,7 +213,7 @@ pub(crate) fn inherited_listener(fd: i32) -> std::io::Result<std::net::TcpListen
 
 /// Every live (not zombie) process on the machine, from `/proc`.
 #[cfg(target_os = "linux")]
-pub(crate) fn processes() -> Vec<super::ProcEntry> {
+pub(crate) fn processes() -> Vec<super::signal::ProcEntry> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -231,7 +232,7 @@ pub(crate) fn processes() -> Vec<super::ProcEntry> {
         let f: Vec<&str> = rest.split_whitespace().collect();
         if f.len() > 2 && f[0] != "Z" {
             if let (Ok(ppid), Ok(pgrp)) = (f[1].parse(), f[2].parse()) {
-                out.push(super::ProcEntry { pid, ppid, pgrp });
+                out.push(super::signal::ProcEntry { pid, ppid, pgrp });
             }
         }
     }
@@ -240,6 +241,6 @@ pub(crate) fn processes() -> Vec<super::ProcEntry> {
 
 /// The process list is read from Linux's `/proc`; elsewhere it is empty.
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn processes() -> Vec<super::ProcEntry> {
+pub(crate) fn processes() -> Vec<super::signal::ProcEntry> {
     Vec::new()
 }

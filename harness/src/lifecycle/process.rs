@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 
 use tokio::process::{Child, Command};
 
-use super::{expand, os, LifecycleError};
+use super::config::{expand, LifecycleError};
+use super::os;
+pub use super::signal::{ProcEntry, Signal};
 
 static LIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 
@@ -35,17 +37,6 @@ pub fn live_groups() -> Vec<i32> {
     live().iter().copied().collect()
 }
 
-/// One live (not zombie) process, as `/proc/<pid>/stat` describes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProcEntry {
-    /// Its pid.
-    pub pid: i32,
-    /// Its parent's pid.
-    pub ppid: i32,
-    /// Its process group.
-    pub pgrp: i32,
-}
-
 /// Every live (not zombie) process on the machine, from `/proc` (empty
 /// where there is no `/proc`: Linux only).
 pub fn processes() -> Vec<ProcEntry> {
@@ -59,31 +50,6 @@ pub fn group_members(pgid: i32) -> Vec<i32> {
         .filter(|p| p.pgrp == pgid)
         .map(|p| p.pid)
         .collect()
-}
-
-/// A signal the harness sends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signal {
-    /// SIGKILL: die now, no cleanup.
-    Kill,
-    /// SIGTERM: shut down gracefully.
-    Term,
-    /// SIGSTOP: pause.
-    Stop,
-    /// SIGCONT: resume.
-    Cont,
-}
-
-impl Signal {
-    /// The signal's name (`SIGKILL`, …).
-    pub fn name(self) -> &'static str {
-        match self {
-            Signal::Kill => "SIGKILL",
-            Signal::Term => "SIGTERM",
-            Signal::Stop => "SIGSTOP",
-            Signal::Cont => "SIGCONT",
-        }
-    }
 }
 
 /// A supervised process; dropping it kills its group.

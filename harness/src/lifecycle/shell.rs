@@ -47,7 +47,7 @@ impl Drop for Group {
     fn drop(&mut self) {
         #[cfg(unix)]
         if let Some(pgid) = self.0 {
-            let _ = super::os::killpg(pgid, super::Signal::Kill);
+            let _ = super::os::killpg(pgid, super::signal::Signal::Kill);
         }
     }
 }

@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::process::{Process, Signal};
-use super::{
+use super::config::{
     expand_proxy, DatabaseConfig, LifecycleConfig, LifecycleError, ProxyConfig, Ready,
     DEFAULT_READY_TIMEOUT,
 };
+use super::process::{Process, Signal};
 use crate::history::{now_rfc3339, Event, FaultEvent, HistorySink};
 use crate::tag::FaultName;
 use crate::tcpproxy::{Mode, Proxy};
@@ -439,7 +439,7 @@ async fn start_proxy(p: &ProxyConfig) -> std::io::Result<Proxy> {
 
 async fn run_command(cmd: &str) -> Result<(), LifecycleError> {
     let out = super::shell::run(
-        super::shell::command(&super::expand(cmd)),
+        super::shell::command(&super::config::expand(cmd)),
         Duration::from_secs(60),
         crate::budget::COMMAND_OUTPUT,
     )

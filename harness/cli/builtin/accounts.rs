@@ -1,0 +1,36 @@
+//! The built-in receiver's accounts and their fresh secrets, and why it
+//! could not be set up: what the child and the embedded receiver share.
+
+use std::collections::BTreeMap;
+
+use hookstorm::profile::signature::Secret;
+use hookstorm_receiver::config::random_token;
+
+/// The accounts the built-in receiver serves.
+pub const ACCOUNTS: [&str; 2] = ["acct_a", "acct_b"];
+
+/// The built-in receiver could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum BuiltinError {
+    /// The receiver could not start (its store, its listeners).
+    #[error("the built-in reference receiver: {0}")]
+    Receiver(#[from] hookstorm_receiver::ReceiverError),
+    /// A socket or temporary folder could not be made.
+    #[error("the built-in reference receiver: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+fn secret() -> Secret {
+    Secret::new(format!("whsec_{}", random_token()))
+}
+
+/// Fresh random secrets for [`ACCOUNTS`]: `acct_a` mid-rotation (two valid
+/// secrets, plus a retired one it no longer accepts), `acct_b` with one.
+pub(super) fn fresh_secrets() -> (BTreeMap<String, Vec<Secret>>, BTreeMap<String, Secret>) {
+    let mut secrets = BTreeMap::new();
+    secrets.insert(ACCOUNTS[0].to_string(), vec![secret(), secret()]);
+    secrets.insert(ACCOUNTS[1].to_string(), vec![secret()]);
+    let mut retired = BTreeMap::new();
+    retired.insert(ACCOUNTS[0].to_string(), secret());
+    (secrets, retired)
+}
