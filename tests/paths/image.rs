@@ -426,10 +426,10 @@ impl Drop for Image {
     }
 }
 
-/// The `docker run … --target …` example at the top of the Dockerfile,
-/// as words.
-fn documented_run() -> Vec<String> {
-    let text = super::read("Dockerfile");
+/// The first `docker run` example in `file` (in `#` comments or a code
+/// block, continuations joined) whose text holds `holding`, as words.
+fn documented(file: &str, holding: &str) -> Vec<String> {
+    let text = super::read(file);
     let lines: Vec<&str> = text
         .lines()
         .map(|l| l.trim_start_matches('#').trim())
@@ -446,11 +446,96 @@ fn documented_run() -> Vec<String> {
                 break;
             }
         }
-        if joined.contains("--target") {
+        if joined.contains(holding) {
             return super::words(&joined);
         }
     }
-    panic!("the Dockerfile shows no docker run with --target");
+    panic!("{file} shows no docker run with {holding}");
+}
+
+/// The `docker run … --target …` example at the top of the Dockerfile,
+/// as words.
+fn documented_run() -> Vec<String> {
+    documented("Dockerfile", "--target")
+}
+
+/// A GET of `path` on 127.0.0.1:`port` with `token`: its status, if it answered.
+fn get_status(port: u16, path: &str, token: &str) -> Option<u16> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer {token}\r\nconnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).ok()?;
+    std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
+}
+
+/// Runs docs/ci/docker.md's `--entrypoint hookstorm-receiver` example in
+/// the image (on free ports instead of 8080 and 8081) and reads its state
+/// with the token it names.
+fn the_documented_receiver_serves_in_the_image(image: &Image, stage: &Stage) -> Result<(), String> {
+    let words = documented("docs/ci/docker.md", "--entrypoint hookstorm-receiver");
+    let image_at = words
+        .iter()
+        .position(|w| w == "hookstorm")
+        .expect("the image's name");
+    let at = |flag: &str| {
+        words
+            .iter()
+            .position(|w| w == flag)
+            .map(|i| words[i + 1].clone())
+            .unwrap_or_else(|| panic!("the example gives {flag}: {words:?}"))
+    };
+    let token = at("--admin-token");
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .map_err(|e| e.to_string())
+    };
+    let (web, admin) = (free()?, free()?);
+    let args: Vec<String> = words[image_at + 1..]
+        .iter()
+        .map(|w| {
+            w.replace(":8080", &format!(":{web}"))
+                .replace(":8081", &format!(":{admin}"))
+        })
+        .collect();
+    let mut child = Command::new("chroot")
+        .arg(format!("--userspec={}:{}", stage.user.0, stage.user.1))
+        .arg(&image.root)
+        .arg(format!("/usr/local/bin/{}", at("--entrypoint")))
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut state = None;
+    while std::time::Instant::now() < deadline && state.is_none() {
+        if let Ok(Some(status)) = child.try_wait() {
+            let out = child.wait_with_output().map_err(|e| e.to_string())?;
+            return Err(format!(
+                "the documented receiver exited ({status}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        state = get_status(admin, "/state", &token);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    match state {
+        Some(200) => Ok(()),
+        other => Err(format!(
+            "the documented receiver's state with its token answered {other:?}, not 200"
+        )),
+    }
 }
 
 #[test]
@@ -602,6 +687,8 @@ fn the_image_runs_its_entrypoint_as_the_users_uid_into_a_host_owned_folder(
         let o = c.output()?;
         assert!(o.status.success(), "{tool:?}: {o:?}");
     }
+    // docs/ci/docker.md's standalone receiver, as it is written there.
+    the_documented_receiver_serves_in_the_image(&image, &stage)?;
     rt.block_on(receiver.shutdown());
     eprintln!(
         "image: root ready in {:.1}s, run in it {:.1}s",
