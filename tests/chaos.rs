@@ -351,15 +351,7 @@ ready_timeout = "20s"
 
 /// Whether `GET /healthz` on `admin` answers 200 within half a second.
 fn healthy(admin: std::net::SocketAddr) -> bool {
-    use std::io::{Read, Write};
-    let Ok(mut s) = std::net::TcpStream::connect(admin) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
-    let mut head = [0u8; 12];
-    s.write_all(b"GET /healthz HTTP/1.0\r\n\r\n").is_ok()
-        && s.read_exact(&mut head).is_ok()
-        && head.ends_with(b"200")
+    crate::common::get_status(admin, "/healthz", None, Duration::from_millis(500)) == Some(200)
 }
 
 #[test]

@@ -188,6 +188,28 @@ pub fn non_passing(report: &RunReport) -> Vec<String> {
     out
 }
 
+/// The status of `GET path` on `addr` (with `token` as a bearer token),
+/// if an answer head came within `timeout`.
+pub fn get_status(
+    addr: std::net::SocketAddr,
+    path: &str,
+    token: Option<&str>,
+    timeout: std::time::Duration,
+) -> Option<u16> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(timeout)).ok()?;
+    let auth = token.map_or(String::new(), |t| format!("authorization: Bearer {t}\r\n"));
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nhost: localhost\r\n{auth}connection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).ok()?;
+    std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
+}
+
 /// Secrets as a comma-separated list (how an environment variable holds a rotation).
 pub fn secrets_csv(secrets: &[hookstorm::profile::signature::Secret]) -> String {
     secrets

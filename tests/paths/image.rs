@@ -459,22 +459,6 @@ fn documented_run() -> Vec<String> {
     documented("Dockerfile", "--target")
 }
 
-/// A GET of `path` on 127.0.0.1:`port` with `token`: its status, if it answered.
-fn get_status(port: u16, path: &str, token: &str) -> Option<u16> {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
-        .ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer {token}\r\nconnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut head = [0u8; 12];
-    s.read_exact(&mut head).ok()?;
-    std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
-}
-
 /// Runs docs/ci/docker.md's `--entrypoint hookstorm-receiver` example in
 /// the image (on free ports instead of 8080 and 8081) and reads its state
 /// with the token it names.
@@ -525,7 +509,12 @@ fn the_documented_receiver_serves_in_the_image(image: &Image, stage: &Stage) -> 
                 String::from_utf8_lossy(&out.stderr)
             ));
         }
-        state = get_status(admin, "/state", &token);
+        state = crate::common::get_status(
+            ([127, 0, 0, 1], admin).into(),
+            "/state",
+            Some(&token),
+            std::time::Duration::from_secs(5),
+        );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     let _ = child.kill();

@@ -548,13 +548,19 @@ async fn signals<R: Rng>(
         }
         r?;
         mark = place.mark();
-        next += 1;
-        if let (Some(g), Some(before)) = (place.gauge, cut_off) {
-            if restarts && retries > 0 && !met_anything(g, before, done).await {
-                retries -= 1;
-                acts.missed += 1;
-                next -= 1;
+        // A kill that cut off nothing is placed again (the same moment,
+        // which has passed: as soon as the traffic allows).
+        let missed = match (place.gauge, cut_off) {
+            (Some(g), Some(before)) if restarts && retries > 0 => {
+                !met_anything(g, before, done).await
             }
+            _ => false,
+        };
+        if missed {
+            retries -= 1;
+            acts.missed += 1;
+        } else {
+            next += 1;
         }
     }
     Ok(())

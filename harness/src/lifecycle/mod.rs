@@ -42,7 +42,8 @@ pub use config::{
 };
 pub use os::{die_with_parent, inherit_sockets, FIRST_SOCKET_FD};
 
-pub use process::{group_members, kill_all, live_groups, processes, ProcEntry, Process, Signal};
+pub use process::{group_members, kill_all, live_groups, processes, Process};
+pub use signal::{ProcEntry, Signal};
 pub use supervisor::{Cut, Role, Supervisor, SupervisorEvent};
 
 #[cfg(test)]

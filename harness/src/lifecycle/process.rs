@@ -17,7 +17,7 @@ use tokio::process::{Child, Command};
 
 use super::config::{expand, LifecycleError};
 use super::os;
-pub use super::signal::{ProcEntry, Signal};
+use super::signal::{ProcEntry, Signal};
 
 static LIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 

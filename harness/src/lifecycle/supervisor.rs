@@ -16,7 +16,8 @@ use super::config::{
     expand_proxy, DatabaseConfig, LifecycleConfig, LifecycleError, ProxyConfig, Ready,
     DEFAULT_READY_TIMEOUT,
 };
-use super::process::{Process, Signal};
+use super::process::Process;
+use super::signal::Signal;
 use crate::history::{now_rfc3339, Event, FaultEvent, HistorySink};
 use crate::tag::FaultName;
 use crate::tcpproxy::{Mode, Proxy};
