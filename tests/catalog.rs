@@ -11,14 +11,14 @@ use hookstorm::run::RunOutcome;
 
 use crate::common::*;
 
-fn notes<'a>(outcome: &'a RunOutcome, scenario: &str) -> &'a [String] {
-    &outcome
+fn notes(outcome: &RunOutcome, scenario: &str) -> Vec<String> {
+    outcome
         .report
         .scenarios
         .iter()
         .find(|s| s.name == scenario)
         .expect("scenario ran")
-        .notes
+        .said()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -154,8 +154,8 @@ async fn front_scenarios_report_redirects_redeliveries_and_retry_gaps() -> TestR
     assert!(manual.check.counts.dead > 0);
     assert!(manual.check.dead_letters.iter().all(|d| d.recovered));
     let line = manual
-        .notes
-        .iter()
+        .said()
+        .into_iter()
         .find(|n| n.starts_with("dashboard redeliveries"))
         .expect("redelivery note");
     assert!(line.contains("12 sent"), "{line}");

@@ -36,7 +36,7 @@ fn notes(outcome: &RunOutcome, scenario: &str) -> String {
         .scenarios
         .iter()
         .find(|s| s.name == scenario)
-        .map(|s| s.notes.join(" | "))
+        .map(|s| s.said().join(" | "))
         .unwrap_or_default()
 }
 
@@ -84,7 +84,7 @@ fn assert_all_pass(outcome: &RunOutcome, what: &str) {
     let bad = non_passing(&outcome.report);
     assert!(bad.is_empty(), "{what}: {bad:#?}");
     for s in &outcome.report.scenarios {
-        eprintln!("{what} · {}: {}", s.name, s.notes.join(" | "));
+        eprintln!("{what} · {}: {}", s.name, s.said().join(" | "));
     }
 }
 
@@ -285,7 +285,7 @@ async fn kills_that_interrupt_nothing_leave_kill_under_load_unknown() -> TestRes
     let (outcome, _out) = run_on(&target, &scenarios(&["kill-under-load"]), 18).await;
     receiver.shutdown().await;
     let s = &outcome.report.scenarios[0];
-    let n = s.notes.join(" | ");
+    let n = s.said().join(" | ");
     eprintln!("kills hitting a stand-in: {:?}; {n}", s.check.verdict());
     assert!(count_before(&n, "kill(s) injected").unwrap_or(0) > 0, "{n}");
     assert_eq!(count_before(&n, "attempt(s) interrupted"), Some(0), "{n}");

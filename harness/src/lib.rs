@@ -22,8 +22,10 @@
 //!   seed; [`plan::delivery`] is the body it carries.
 //! - [`fault`]: every fault kind: duplicate, reorder, drop_ack, tamper (plan
 //!   time); front, redeliver, nemesis (kill, kill-worker, cut-database) and
-//!   reconcile (run time); [`fault::gauge`] is the live traffic the nemesis
-//!   places its faults by.
+//!   reconcile (run time); [`fault::actor`] puts the run-time ones behind
+//!   one trait (set up, act while sending, tear down, findings) that the run
+//!   composes without naming any; [`fault::gauge`] is the live traffic the
+//!   nemesis places its faults by.
 //! - [`sender`]: delivers a plan over real HTTP the way a profile says.
 //! - [`history`]: the JSON Lines history of attempts: its types, its codec
 //!   and the one streaming fold every consumer shares; [`tag`] types the
@@ -41,6 +43,7 @@
 //!   [`run::estimate`] (how long a run will take), [`run::coverage`] (what
 //!   scenarios need, skips, what ran), [`run::gaps`] (retry gaps against
 //!   the scaled schedule) and [`run::interrupt`] (stopping cleanly on a signal).
+//!   [`note`] types what a run says beyond its verdicts; reporters word it.
 //! - [`shard`]: one process of N (`--shard I/N`), and [`shard::merge`]:
 //!   the shards' folders into one verdict.
 //!
@@ -72,6 +75,7 @@ pub mod httpd;
 pub mod invariant;
 pub mod lifecycle;
 pub mod memory;
+pub mod note;
 pub mod plan;
 pub mod profile;
 pub mod provider;

@@ -63,7 +63,7 @@ impl ForeignRun {
             .iter()
             .flat_map(|r| &r.scenarios)
             .find(|s| s.name == scenario)
-            .map(|s| s.notes.join("\n"))
+            .map(|s| s.said().join("\n"))
             .unwrap_or_default()
     }
 

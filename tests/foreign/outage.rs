@@ -423,7 +423,7 @@ fn notes(run: &super::ForeignRun, scenario: &str) -> String {
     run.report
         .as_ref()
         .and_then(|r| r.scenarios.iter().find(|s| s.name == scenario))
-        .map(|s| s.notes.join(" | "))
+        .map(|s| s.said().join(" | "))
         .unwrap_or_default()
 }
 

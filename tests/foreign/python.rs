@@ -85,7 +85,7 @@ fn a_slow_starting_python_receiver_survives_kills_that_interrupt_its_attempts() 
         run.explain()
     );
     let report = run.report.as_ref().expect("report");
-    let notes = report.scenarios[0].notes.join("\n");
+    let notes = report.scenarios[0].said().join("\n");
     eprintln!("python receiver, kill-under-load, seed 21: {notes}");
     let interrupted = count_before(&notes, "attempt(s) interrupted").unwrap_or(0);
     assert!(

@@ -61,7 +61,7 @@ fn a_receiver_that_redirects_its_own_route_fails_i7_and_is_told_to_register_the_
     );
     assert_eq!(run.scenario_verdict("baseline"), Some(Verdict::Fail));
     let report = run.report.as_ref().expect("report.json");
-    let notes = &report.scenarios[0].notes;
+    let notes = report.scenarios[0].said();
     assert!(
         notes
             .iter()

@@ -31,6 +31,32 @@ pub(crate) fn load_provider(
     Some(book)
 }
 
+/// What the reconciliation after an outage did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reconciliation {
+    /// Telling the receiver which tasks were submitted failed: not run.
+    SetupFailed {
+        /// What the setup hook answered.
+        error: String,
+    },
+    /// The first call of the reconcile hook failed.
+    Failed {
+        /// What it answered.
+        error: String,
+    },
+    /// The hook was called until it had nothing more to do.
+    Done {
+        /// Final tasks at the provider.
+        finals: usize,
+        /// Calls of the reconcile hook.
+        calls: u32,
+        /// Every final task was stored at the end.
+        stored_all: bool,
+        /// The hook's last answer (JSON).
+        last: String,
+    },
+}
+
 /// Most calls of the reconcile hook in one scenario.
 pub(crate) const MAX_RECONCILE_CALLS: u32 = 20;
 /// The pause between two calls of the reconcile hook (a scheduler's next run).
@@ -42,7 +68,11 @@ const RECONCILE_PAUSE: Duration = Duration::from_millis(250);
 /// final task is stored, at most [`MAX_RECONCILE_CALLS`] times. A
 /// reconciler that stops at its first 429 and resumes on its next run is
 /// right, and gets that next run. Says what it did.
-pub(crate) async fn reconcile(probe: &Probe, book: &TaskBook, sink: &HistorySink) -> String {
+pub(crate) async fn reconcile(
+    probe: &Probe,
+    book: &TaskBook,
+    sink: &HistorySink,
+) -> Reconciliation {
     let record = |action: String, detail: Option<String>| {
         let _ = sink.write(Event::Fault(FaultEvent {
             scenario: book.scenario.clone(),
@@ -60,7 +90,9 @@ pub(crate) async fn reconcile(probe: &Probe, book: &TaskBook, sink: &HistorySink
                 format!("setup tasks-submitted for {account} failed"),
                 Some(e.to_string()),
             );
-            return format!("reconciliation not run: setup tasks-submitted failed: {e}");
+            return Reconciliation::SetupFailed {
+                error: e.to_string(),
+            };
         }
         record(
             format!("told the receiver {n} task(s) of {account} were submitted"),
@@ -88,7 +120,9 @@ pub(crate) async fn reconcile(probe: &Probe, book: &TaskBook, sink: &HistorySink
                     Some(e.to_string()),
                 );
                 if calls == 1 {
-                    return format!("reconciliation failed: {e}");
+                    return Reconciliation::Failed {
+                        error: e.to_string(),
+                    };
                 }
                 break;
             }
@@ -111,13 +145,10 @@ pub(crate) async fn reconcile(probe: &Probe, book: &TaskBook, sink: &HistorySink
         previous_rows = rows;
         tokio::time::sleep(RECONCILE_PAUSE).await;
     }
-    format!(
-        "reconciliation after the outage: {} final task(s) at the provider; the reconcile hook was called {calls} time(s), the way a scheduler would, until {}; its last answer: {last}",
-        finals.len(),
-        if stored_all {
-            "every final task was stored"
-        } else {
-            "it reported nothing throttled and stored nothing more"
-        }
-    )
+    Reconciliation::Done {
+        finals: finals.len(),
+        calls,
+        stored_all,
+        last: last.to_string(),
+    }
 }

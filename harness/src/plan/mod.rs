@@ -252,6 +252,12 @@ impl Plan {
         fault_spec::reconcile(&self.faults)
     }
 
+    /// The spread of the steady stream the scenario's process faults want,
+    /// if they want one.
+    pub fn spread(&self) -> Option<std::time::Duration> {
+        self.faults.iter().filter_map(FaultSpec::spread).max()
+    }
+
     /// The random stream for one purpose of this plan's scenario and seed.
     pub fn rng(&self, purpose: &str, index: u64) -> ChaCha8Rng {
         rng_for(self.seed, &self.scenario, purpose, index)

@@ -89,7 +89,7 @@ pub fn console_table(report: &RunReport, color: bool) -> String {
         );
     }
     for s in &report.scenarios {
-        for n in s.notes.iter().filter(|n| n.starts_with("redirect:")) {
+        for n in s.notes.iter().filter(|n| n.asks_for_final_url()) {
             let _ = writeln!(out, "{}: {n}", s.name);
         }
     }

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::check::{InvariantId, ScenarioCheck, Verdict};
 use crate::exit;
+use crate::note::Note;
 use crate::run::coverage::{Coverage, Skip};
 use crate::state::probe::redact_text;
 
@@ -78,8 +79,9 @@ pub struct ScenarioReport {
     pub history: String,
     /// The state file, relative to the report folder.
     pub state: Option<String>,
-    /// Free notes (throughput, probe errors, …).
-    pub notes: Vec<String>,
+    /// What the run says beyond the verdicts (what the faults did, the
+    /// send's counts), worded by [`Note`]'s `Display`.
+    pub notes: Vec<Note>,
     /// Why the scenario did not run, if it did not (no checks then).
     #[serde(default)]
     pub skipped: Option<Skip>,
@@ -98,12 +100,17 @@ impl ScenarioReport {
 }
 
 impl ScenarioReport {
+    /// The notes in words, as every report shows them.
+    pub fn said(&self) -> Vec<String> {
+        self.notes.iter().map(Note::to_string).collect()
+    }
+
     /// A copy with every free text passed through the redaction.
     pub fn redacted(&self) -> ScenarioReport {
         let mut s = self.clone();
         s.reproduce = redact_text(&s.reproduce);
         s.description = redact_text(&s.description);
-        s.notes = s.notes.iter().map(|n| redact_text(n)).collect();
+        s.notes = s.notes.iter().map(Note::redacted).collect();
         if let Some(skip) = s.skipped.as_mut() {
             skip.reason = redact_text(&skip.reason);
         }

@@ -217,7 +217,7 @@ pub fn render(report: &RunReport) -> String {
         out.push_str("## Notes\n\n");
         for s in &report.scenarios {
             for n in s.notes.iter().filter(|_| s.skipped.is_none()) {
-                let _ = writeln!(out, "- {}: {}", md(&s.name), md(n));
+                let _ = writeln!(out, "- {}: {}", md(&s.name), md(&n.to_string()));
             }
         }
         out.push('\n');

@@ -14,28 +14,25 @@
 pub mod coverage;
 pub mod estimate;
 pub mod gaps;
-mod hooks;
 pub mod interrupt;
+mod notes;
 pub mod preflight;
+mod scenario;
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::check::{self, CheckOptions, ScenarioCheck};
-use crate::fault::{nemesis, reconcile};
-use crate::history::{self, Event, HistorySink, RunHeader};
+use crate::check::{self, ScenarioCheck};
+use crate::history;
 use crate::lifecycle::Supervisor;
-use crate::plan::Plan;
+use crate::note::Note;
 use crate::report::{self, RunReport, ScenarioReport};
 use crate::run::coverage::{Skip, TargetFacts};
 use crate::run::interrupt::Stop;
 use crate::run::preflight::Preflight;
 use crate::scenario::Scenario;
-use crate::sender::{self, SendConfig, SendError};
 use crate::state::late::Owners;
-use crate::state::probe::{Probe, Settled};
-use crate::state::State;
+use crate::state::probe::Probe;
 use crate::target::Target;
 
 /// How a run is carried out.
@@ -193,7 +190,7 @@ pub async fn run_until(
     let mut reports = Vec::new();
     let mut owners = Owners::default();
     owners.set_aside(preflight_keys.iter().map(|(a, k)| (a.as_str(), k.as_str())));
-    let mut rechecks: Vec<Option<Recheck>> = Vec::new();
+    let mut rechecks: Vec<Option<scenario::Recheck>> = Vec::new();
     for (i, scenario) in scenarios.iter().enumerate() {
         // Interrupted: the report holds the scenarios that finished.
         if interrupt.requested() {
@@ -220,7 +217,7 @@ pub async fn run_until(
             Some(skip) => (skipped_report(scenario, opts, skip), None),
             None => {
                 let began = Instant::now();
-                let one = run_scenario(
+                let one = scenario::run_scenario(
                     target,
                     &probe,
                     scenario,
@@ -276,14 +273,12 @@ pub async fn run_until(
     }
     for (&i, rows) in owners.late() {
         if let (Some(report), Some(Some(r))) = (reports.get_mut(i), rechecks.get(i)) {
-            judge_late_rows(report, r, rows);
+            scenario::judge_late_rows(report, r, rows);
         }
     }
     for (&i, &n) in owners.restored() {
         if let Some(report) = reports.get_mut(i) {
-            report.notes.push(format!(
-                "{n} row(s) of keys this scenario had already stored were written again after the reset that began a later scenario (redeliveries the receiver still had queued); a reset empties the inbox, so they are not second rows"
-            ));
+            report.notes.push(Note::WrittenAgain { rows: n });
         }
     }
     let interrupted = interrupt.requested();
@@ -418,7 +413,7 @@ fn timeout_stop(opts: &RunOptions) -> (String, String) {
 
 /// The command that reproduces one scenario of this run (an explicit
 /// scenario by its file: its name is the scenario it was cut from).
-fn reproduce_command(opts: &RunOptions, scenario: &Scenario) -> String {
+pub(super) fn reproduce_command(opts: &RunOptions, scenario: &Scenario) -> String {
     let which = match &scenario.explicit {
         Some(_) if !scenario.path.as_os_str().is_empty() => scenario.path.display().to_string(),
         _ => scenario.name.clone(),
@@ -451,7 +446,7 @@ fn skipped_report(scenario: &Scenario, opts: &RunOptions, skip: Skip) -> Scenari
         duration_s: 0.0,
         history: String::new(),
         state: None,
-        notes: vec![skip.reason.clone()],
+        notes: vec![Note::Reason(skip.reason.clone())],
         skipped: Some(skip),
     }
 }
@@ -469,7 +464,7 @@ fn cut_short_report(
         std::iter::empty(),
         &scenario.name,
         Err(why.as_str()),
-        &check_options(scenario, opts, target, false),
+        &scenario::check_options(scenario, opts, target, false),
     );
     ScenarioReport {
         name: scenario.name.clone(),
@@ -480,361 +475,9 @@ fn cut_short_report(
         duration_s: took.as_secs_f64(),
         history: format!("{}/history.jsonl", scenario.name),
         state: None,
-        notes: vec![why],
+        notes: vec![Note::Reason(why)],
         skipped: None,
     }
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn run_scenario(
-    target: &Target,
-    probe: &Probe,
-    scenario: &Scenario,
-    opts: &RunOptions,
-    run_dir: &Path,
-    run_id: &str,
-    mut supervisor: Option<&mut Supervisor>,
-    (index, owners): (usize, &mut Owners),
-) -> Result<(ScenarioReport, Option<Recheck>), RunError> {
-    let started = Instant::now();
-    let seed = scenario_seed(opts.seed, &scenario.name);
-    let time_scale = target.profile.time_scale(
-        opts.time_scale,
-        scenario.time_scale,
-        opts.default_time_scale,
-    );
-    let dir = run_dir.join(&scenario.name);
-    std::fs::create_dir_all(&dir).map_err(|e| RunError::Io(format!("{}: {e}", dir.display())))?;
-    let history_path = dir.join("history.jsonl");
-    let state_path = dir.join("state.json");
-    let mut notes = Vec::new();
-
-    let reproduce = reproduce_command(opts, scenario);
-
-    if let Err(e) = probe.reset().await {
-        notes.push(format!(
-            "reset failed: {e}; rows from earlier runs are ignored by key"
-        ));
-    }
-    let before: HashSet<(Option<String>, String)> = match probe.read_state().await {
-        Ok(s) => s.inbox.into_iter().map(|r| (r.account, r.key)).collect(),
-        Err(_) => HashSet::new(),
-    };
-
-    // Planned once: the sender, the provider book and the faults all read
-    // this plan. An explicit scenario brings its own seed, which then
-    // drives everything below instead of the run's.
-    let plan: Plan = crate::plan::workload::plan(scenario, seed);
-    let seed = plan.seed;
-    let sink = HistorySink::create(&history_path).map_err(|e| RunError::Io(e.to_string()))?;
-    let header = Event::Run(RunHeader {
-        run_id: run_id.to_string(),
-        seed,
-        profile: target.profile.name.clone(),
-        time_scale,
-        started_at: history::now_rfc3339(),
-        version: env!("CARGO_PKG_VERSION").to_string(),
-    });
-    sink.write(header)
-        .map_err(|e| RunError::Io(e.to_string()))?;
-    if let Some(sup) = supervisor.as_deref_mut() {
-        if let Err(e) = sup.ensure_up().await {
-            return Err(RunError::Target(e.to_string()));
-        }
-    }
-    let provider_book = reconcile::load_provider(&plan, target, time_scale, &sink);
-    let front = hooks::start_front(&plan, target, &sink)
-        .await
-        .map_err(|e| RunError::Target(e.to_string()))?;
-    let mut cfg = SendConfig::new(
-        target.url.clone(),
-        target.profile.clone(),
-        target.secrets.clone(),
-    );
-    cfg.time_scale = time_scale;
-    cfg.seed = seed;
-    cfg.concurrency = opts.concurrency;
-    cfg.max_body = target.max_body;
-    cfg.roots = target.roots.clone();
-    cfg.retired = target
-        .retired
-        .iter()
-        .map(|(k, v)| (k.clone(), vec![v.clone()]))
-        .collect();
-    cfg.spread = nemesis::spread(&plan.faults);
-    if let Some(f) = &front {
-        cfg.url = f.url();
-        cfg.front = Some(f.tags());
-    }
-    let (sent, actions) = match supervisor {
-        Some(sup) if nemesis::applies(&plan.faults) => {
-            sup.attach(sink.clone(), &scenario.name, &dir);
-            let mut actions = nemesis::Actions::default();
-            if let Err(e) = nemesis::prepare(sup, &plan).await {
-                actions.errors.push(e.to_string());
-            }
-            let gauge = std::sync::Arc::new(crate::fault::gauge::TrafficGauge::new());
-            cfg.gauge = Some(gauge.clone());
-            let (done_tx, done_rx) = tokio::sync::watch::channel(false);
-            let send = async {
-                let r = sender::send(&plan, &cfg, &sink).await;
-                let _ = done_tx.send(true);
-                r
-            };
-            let (mut sent, acted) =
-                tokio::join!(send, nemesis::nemesis(sup, &plan, &gauge, done_rx));
-            actions.merge(acted);
-            if let Err(e) = nemesis::finish(sup, &plan).await {
-                actions.errors.push(e.to_string());
-            }
-            // Once the kills are over, events acknowledged before the last
-            // restart come again (and, without automatic retries, what the
-            // kills left dead), as a real provider sends them.
-            if let Ok(summary) = &mut sent {
-                let recovery = crate::excuse::Recovery::of(&target.profile);
-                if let Some(again) =
-                    nemesis::redeliveries(&plan, summary, gauge.last_restart(), recovery)
-                {
-                    let redo = SendConfig {
-                        gauge: None,
-                        spread: None,
-                        first_round: 1,
-                        ..cfg.clone()
-                    };
-                    let acked_before = again
-                        .deliveries
-                        .iter()
-                        .filter(|d| summary.acked.iter().any(|(i, _)| *i == d.index))
-                        .count();
-                    match sender::send(&again, &redo, &sink).await {
-                        Ok(more) => {
-                            summary.merge(more);
-                            actions.redelivered += acked_before;
-                        }
-                        Err(e) => actions
-                            .errors
-                            .push(format!("redelivery after the kills: {e}")),
-                    }
-                }
-            }
-            sup.detach();
-            (sent, Some(actions))
-        }
-        _ => (sender::send(&plan, &cfg, &sink).await, None),
-    };
-    if let Some(f) = front {
-        notes.extend(hooks::front_note(f.stop().await));
-    }
-    if let Some(book) = &provider_book {
-        notes.push(reconcile::reconcile(probe, book, &sink).await);
-    }
-    sink.finish().map_err(|e| RunError::Io(e.to_string()))?;
-    let summary = match sent {
-        Ok(s) => s,
-        Err(
-            e @ (SendError::Unreachable { .. } | SendError::BadUrl { .. } | SendError::Config(_)),
-        ) => return Err(RunError::Target(e.to_string())),
-        Err(e) => return Err(RunError::Io(e.to_string())),
-    };
-
-    // One streaming pass over the history feeds every consumer: the keys
-    // this scenario owns, the checker's fold (which also says which keys
-    // the state must hold), the kill tally and the retry gaps.
-    let mut agg = check::Aggregator::new(target.profile.timeout);
-    let mut kills = nemesis::KillFold::default();
-    let mut gaps = crate::run::gaps::Gaps::default();
-    history::fold(
-        &history_path,
-        &mut [&mut owners.claimer(index), &mut agg, &mut kills, &mut gaps],
-    )
-    .map_err(|e| RunError::Io(e.to_string()))?;
-    let expect = agg.keys_to_store(provider_book.is_some());
-
-    let drain = scenario.drain.unwrap_or(opts.drain);
-    let (state, settled) = match probe.wait_settled(&expect, opts.settle, drain).await {
-        Ok((s, how)) => (Ok(s), Some(how)),
-        Err(e) => (Err(e), None),
-    };
-    let drained = match settled {
-        Some(Settled::Complete | Settled::Stable) => true,
-        _ => state.as_ref().is_ok_and(State::drained),
-    };
-    let mut state = state.map(|s| without_earlier_rows(s, &before));
-    if let Ok(s) = &mut state {
-        let late = owners.take_late(index, s);
-        if late > 0 {
-            notes.push(format!(
-                "{late} row(s) of keys an earlier scenario sent were in this one's state: they are not judged here (rows new to the scenario that sent them are judged with it)"
-            ));
-        }
-        if settled == Some(Settled::Stable) {
-            let missing = s.missing(expect.iter().map(|(a, k)| (a.as_str(), k.as_str())));
-            notes.push(format!(
-                "the state stopped changing for {} with {missing} acknowledged key(s) not in the inbox; it was read as it was",
-                crate::units::format_duration(opts.settle)
-            ));
-        }
-        let json = serde_json::to_vec_pretty(s).unwrap_or_default();
-        std::fs::write(&state_path, json)
-            .map_err(|e| RunError::Io(format!("{}: {e}", state_path.display())))?;
-    }
-    let probe_error = state.as_ref().err().map(|e| e.to_string());
-    let mut unexercised = None;
-    let mut observations = Vec::new();
-    if let Some(acts) = &actions {
-        let tally = state.as_ref().ok().map(|s| kills.finish(s));
-        notes.push(nemesis::note(acts, tally.as_ref()));
-        unexercised = nemesis::not_exercised(&plan, acts, tally.as_ref());
-        observations = nemesis::observations(&plan, acts, tally.as_ref());
-    }
-    let state_ref = match &state {
-        Ok(s) => Ok(s),
-        Err(_) => Err(probe_error.as_deref().unwrap_or("probe failed")),
-    };
-    let check_opts = CheckOptions {
-        reconciled: provider_book.is_some(),
-        ..check_options(scenario, opts, target, drained)
-    };
-    let mut check: ScenarioCheck = agg.finish(&scenario.name, state_ref, &check_opts);
-    if let Some(reason) = &unexercised {
-        check.not_exercised(reason);
-        notes.push(format!("not exercised: {reason}"));
-    }
-    // A scenario that sent nothing decided nothing, as `check` of its
-    // files says too.
-    if summary.attempts == 0 {
-        check.nothing_sent();
-        notes.push(format!(
-            "nothing was sent ({} deliveries planned, {} skipped): nothing is decided",
-            summary.deliveries, summary.skipped
-        ));
-    }
-    for o in &observations {
-        notes.push(format!("informational: {o}"));
-    }
-    check.observations = observations.clone();
-    let recheck = state.is_ok().then(|| Recheck {
-        history: history_path.clone(),
-        state: state_path.clone(),
-        opts: check_opts,
-        not_exercised: unexercised,
-        observations,
-    });
-    if !drained {
-        notes.push(format!(
-            "the state did not settle (every acknowledged key stored, every row processed or marked failed) within {}",
-            crate::units::format_duration(drain)
-        ));
-    }
-    notes.push(format!(
-        "{} deliveries, {} attempts ({} ok, {} fail, {} info, {} dead) in {:.1}s at time scale {}",
-        summary.deliveries,
-        summary.attempts,
-        summary.ok,
-        summary.fail,
-        summary.info,
-        summary.dead,
-        summary.duration.as_secs_f64(),
-        time_scale
-    ));
-    notes.extend(hooks::send_notes(
-        &plan, target, &summary, &check, time_scale, gaps,
-    ));
-    Ok((
-        ScenarioReport {
-            name: scenario.name.clone(),
-            description: scenario.description.clone(),
-            when_it_fails: scenario.when_it_fails.clone(),
-            check,
-            reproduce,
-            duration_s: started.elapsed().as_secs_f64(),
-            history: format!("{}/history.jsonl", scenario.name),
-            state: state
-                .is_ok()
-                .then(|| format!("{}/state.json", scenario.name)),
-            notes,
-            skipped: None,
-        },
-        recheck,
-    ))
-}
-
-/// What it takes to judge a scenario again once late rows turn up.
-#[derive(Debug)]
-struct Recheck {
-    history: PathBuf,
-    state: PathBuf,
-    opts: CheckOptions,
-    /// Why the scenario's fault met no traffic, if it did not.
-    not_exercised: Option<String>,
-    /// What the faults showed that is no failure.
-    observations: Vec<String>,
-}
-
-/// Judges a scenario again with the rows that landed after its state was
-/// read, rewrites its state.json with them and says so in its notes.
-fn judge_late_rows(report: &mut ScenarioReport, r: &Recheck, rows: &[crate::state::InboxRow]) {
-    let mut state: State = match std::fs::read(&r.state)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-    {
-        Some(s) => s,
-        None => return,
-    };
-    state.inbox.extend(rows.iter().cloned());
-    let events = match history::read(&r.history) {
-        Ok(events) => events
-            .enumerate()
-            .filter_map(|(i, e)| e.ok().map(|e| (i as u64 + 1, e))),
-        Err(_) => return,
-    };
-    let before = report.check.verdict();
-    report.check = check::check(events, &report.name, Ok(&state), &r.opts);
-    if let Some(reason) = &r.not_exercised {
-        report.check.not_exercised(reason);
-    }
-    report.check.observations = r.observations.clone();
-    let keys: Vec<&str> = rows.iter().take(5).map(|r| r.key.as_str()).collect();
-    report.notes.push(format!(
-        "{} row(s) landed after this scenario's state was read ({}{}); judged again with them: {} -> {}",
-        rows.len(),
-        keys.join(", "),
-        if rows.len() > keys.len() { ", …" } else { "" },
-        before,
-        report.check.verdict()
-    ));
-    if let Ok(json) = serde_json::to_vec_pretty(&state) {
-        let _ = std::fs::write(&r.state, json);
-    }
-}
-
-fn check_options(
-    scenario: &Scenario,
-    opts: &RunOptions,
-    target: &Target,
-    drained: bool,
-) -> CheckOptions {
-    CheckOptions {
-        invariants: coverage::invariants(scenario),
-        strict: opts.strict,
-        answer_limit: target.profile.timeout,
-        drained,
-        reconciled: false,
-        vocabulary: crate::profile::vocabulary::Vocabulary::of(&target.profile),
-    }
-}
-
-/// Drops rows that were there before the scenario started (inbox, results,
-/// winners and effects of those keys), so a receiver without a reset hook can
-/// still be checked scenario by scenario.
-fn without_earlier_rows(mut state: State, before: &HashSet<(Option<String>, String)>) -> State {
-    if before.is_empty() {
-        return state;
-    }
-    state.retain_keys(|account, key| {
-        !before.contains(&(account.map(str::to_string), key.to_string()))
-    });
-    state
 }
 
 fn point_latest(out: &Path, run_id: &str) {

@@ -128,6 +128,36 @@ impl SendConfig {
         }
     }
 
+    /// The configuration that sends `plan` to `target` as the run does: its
+    /// URL, profile, secrets (and the retired ones), body limit, trusted
+    /// roots, the plan's seed and the stream spread its faults want. A
+    /// run-time fault then shapes the rest (a front, a traffic gauge).
+    pub fn for_target(
+        target: &crate::target::Target,
+        plan: &Plan,
+        time_scale: f64,
+        concurrency: usize,
+    ) -> Self {
+        SendConfig {
+            time_scale,
+            seed: plan.seed,
+            concurrency,
+            max_body: target.max_body,
+            roots: target.roots.clone(),
+            retired: target
+                .retired
+                .iter()
+                .map(|(k, v)| (k.clone(), vec![v.clone()]))
+                .collect(),
+            spread: plan.spread(),
+            ..SendConfig::new(
+                target.url.clone(),
+                target.profile.clone(),
+                target.secrets.clone(),
+            )
+        }
+    }
+
     /// The URL for one account.
     pub fn url_for(&self, account: &str) -> String {
         self.url.replace("{account}", account)

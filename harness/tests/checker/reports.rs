@@ -303,7 +303,9 @@ fn no_report_contains_a_token_or_password() -> Result<(), Box<dyn std::error::Er
     );
     r.scenarios[0].reproduce =
         "HOOKSTORM_TOKEN=env-tok3n hookstorm run --token flag-tok3n --seed 7".into();
-    r.scenarios[0].notes = vec!["probe: postgres://app:note-passw0rd@db/app".into()];
+    r.scenarios[0].notes = vec![hookstorm::note::Note::Said(
+        "probe: postgres://app:note-passw0rd@db/app".into(),
+    )];
     let dir = tempfile::tempdir()?;
     let mut texts: Vec<String> = write_reports(dir.path(), &r)?
         .iter()

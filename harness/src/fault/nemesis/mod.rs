@@ -24,24 +24,34 @@
 //! what the kills did to the attempts, for the report's notes. When a fault
 //! met nothing ([`not_exercised`]), the run turns the scenario's passes into
 //! unknown: a pass would claim what was never tested.
+//!
+//! Placing the faults is here; [`actions`] counts what they did,
+//! [`tally`] measures it against the history and the state, and [`again`]
+//! is what a provider sends once the kills are over.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rand::Rng;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::fault::gauge::{TrafficGauge, WindowCount};
-use crate::history::{Event, Fold, Intent, Outcome};
+use crate::fault::gauge::TrafficGauge;
 use crate::lifecycle::{Cut, LifecycleError, Role, Signal, Supervisor};
 use crate::plan::Plan;
 use crate::scenario::fault_spec::{
     CutDatabaseSpec, CutMode, CutVia, FaultSpec, KillSignal, KillSpec, KillWorkerSpec,
 };
-use crate::state::State;
 use crate::target::Target;
 use crate::tcpproxy::Mode;
+
+mod actions;
+mod again;
+mod tally;
+
+pub use actions::{Actions, CutSeen};
+pub use again::{redeliveries, MAX_REDELIVERED_AFTER_KILLS, REDELIVER_AFTER_KILLS_SHARE};
+pub use tally::{not_exercised, observations, KillFold, KillTally};
 
 /// Most restarts after crash points in one scenario (a receiver that
 /// crashes on every request would otherwise loop for ever).
@@ -68,11 +78,6 @@ const POLL: Duration = Duration::from_millis(5);
 /// Whether the faults include process or database faults.
 pub fn applies(faults: &[FaultSpec]) -> bool {
     faults.iter().any(FaultSpec::is_process_fault)
-}
-
-/// The spread of the steady stream the process faults want.
-pub fn spread(faults: &[FaultSpec]) -> Option<Duration> {
-    faults.iter().filter_map(FaultSpec::spread).max()
 }
 
 /// Why the scenario cannot run against this target, if it cannot.
@@ -139,63 +144,6 @@ fn choose_cut(c: &CutDatabaseSpec, db: &crate::lifecycle::DatabaseConfig) -> Res
             c.via
         )
     })
-}
-
-/// What the nemesis did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Actions {
-    /// Signals sent by the harness (kill, terminate, pause).
-    pub signals: u32,
-    /// Crashes at crash points (the process exited by itself).
-    pub crashes: u32,
-    /// Of those, crashes of the receiver (the process that answers).
-    pub receiver_crashes: u32,
-    /// Restarts.
-    pub restarts: u32,
-    /// Database cuts.
-    pub cuts: u32,
-    /// What each database cut saw, in order.
-    pub cut_seen: Vec<CutSeen>,
-    /// Things that went wrong while acting (the scenario is then unknown-prone).
-    pub errors: Vec<String>,
-    /// Events acknowledged before a restart and redelivered after the kills
-    /// ([`redeliveries`]).
-    pub redelivered: usize,
-    /// Kills of the receiver that cut off no exchange and were placed
-    /// again ([`MISSED_KILL_RETRIES`]).
-    pub missed: u32,
-}
-
-/// What one database cut saw while it held.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CutSeen {
-    /// Attempts sent during the cut and answered before it ended.
-    pub answered: WindowCount,
-    /// How long it held.
-    pub held: Duration,
-    /// It ended because `seen` answers came (not at `max`, nor because the
-    /// stream ended).
-    pub reached: bool,
-}
-
-impl Actions {
-    /// Kills injected: signals that ended a process, plus crash points fired.
-    pub fn kills(&self) -> u32 {
-        self.signals + self.crashes
-    }
-
-    /// Adds what another pass of the nemesis did.
-    pub fn merge(&mut self, other: Actions) {
-        self.signals += other.signals;
-        self.crashes += other.crashes;
-        self.receiver_crashes += other.receiver_crashes;
-        self.restarts += other.restarts;
-        self.cuts += other.cuts;
-        self.cut_seen.extend(other.cut_seen);
-        self.errors.extend(other.errors);
-        self.redelivered += other.redelivered;
-        self.missed += other.missed;
-    }
 }
 
 /// Sets failpoint environments and restarts what needs it, before sending.
@@ -672,346 +620,10 @@ async fn cut(
     sup.restore_database_noting(how, Some(seen.detail(c))).await
 }
 
-impl CutSeen {
-    /// The history's detail on `restore-database`: what the cut saw and
-    /// why it ended.
-    fn detail(&self, c: &CutDatabaseSpec) -> String {
-        let why = if self.reached {
-            "until seen"
-        } else if self.held >= c.max.0 {
-            "until max"
-        } else {
-            "until the stream ended"
-        };
-        format!(
-            "{} attempt(s) answered while the database was cut ({} acknowledged); held {} {why} (at least {}, at most {}, until {} answered)",
-            self.answered.answered,
-            self.answered.acks,
-            crate::units::format_duration(self.held),
-            c.duration,
-            c.max,
-            c.seen
-        )
-    }
-}
-
-/// Why the scenario's faults tested nothing, if they did not: every
-/// database cut went by with no attempt answered while it held, or the
-/// receiver's kills (signals or crash points) interrupted no attempt.
-/// `tally` is `None` when the state could not be read (the checker is then
-/// unknown anyway). Pauses (`signal = "stop"`) and worker kills are not
-/// judged here: they need not cut an exchange short to test something.
-pub fn not_exercised(plan: &Plan, acts: &Actions, tally: Option<&KillTally>) -> Option<String> {
-    let mut why = Vec::new();
-    // A cut is exercised when an attempt met it: answered while it held,
-    // or left without an answer in time (a receiver that hangs on a silent
-    // database met it too; that is an observation, not a pass by default).
-    if plan
-        .faults
-        .iter()
-        .any(|f| matches!(f, FaultSpec::CutDatabase(_)))
-        && acts.cut_seen.iter().all(|s| s.answered.answered == 0)
-        && tally.is_none_or(|t| t.cut_unanswered == 0)
-    {
-        why.push(match acts.cut_seen.iter().map(|s| s.held).max() {
-            None => "the database was never cut (the stream ended before the cut was due, or the cut failed)".to_string(),
-            Some(held) => format!(
-                "no attempt was answered while the database was cut ({} at most), so the receiver's answer to a missing database was never seen (hint: its connection pool may wait longer than the cut; raise the cut's max)",
-                crate::units::format_duration(held)
-            ),
-        });
-    }
-    let kills = plan.faults.iter().any(|f| {
-        matches!(f, FaultSpec::Kill(k) if matches!(k.signal, KillSignal::Kill | KillSignal::Term))
-    });
-    if let (true, Some(t)) = (kills, tally) {
-        if t.interrupted == 0 && acts.receiver_crashes == 0 && t.down == 0 {
-            why.push(format!(
-                "{} kill(s) of the receiver interrupted no attempt, none landed between commit and answer, and no attempt went unanswered while the receiver was down, so nothing was in flight to lose",
-                acts.signals
-            ));
-        }
-    }
-    (!why.is_empty()).then(|| why.join("; "))
-}
-
-/// Share of the events acknowledged before the last restart that are
-/// redelivered once the kills are over (at least one, at most
-/// [`MAX_REDELIVERED_AFTER_KILLS`]).
-pub const REDELIVER_AFTER_KILLS_SHARE: f64 = 0.25;
-
-/// Most events acknowledged before a kill that are redelivered after it.
-pub const MAX_REDELIVERED_AFTER_KILLS: usize = 12;
-
-/// What is sent again once a scenario's kills are over, as a plan of its
-/// own (sent with `first_round = 1`, so every attempt carries
-/// `duplicate-redeliver`) whose note says why; `None` when nothing is.
-///
-/// A real provider sends an event it already had acknowledged again (an
-/// acknowledgement lost on the way, a manual resend, an at-least-once
-/// queue), and a crash is when a dedupe kept in process memory forgets:
-/// so a seeded share of the deliveries acknowledged before the last
-/// restart is redelivered after it, and must be a no-op (I2). Under a
-/// profile that makes one attempt ([`crate::excuse::Recovery::Redelivery`],
-/// GitHub), the deliveries the kills left dead are redelivered too, as a
-/// team's redelivery script does through the provider's API: each must
-/// then be stored once (I1, I9).
-pub fn redeliveries(
-    plan: &Plan,
-    sent: &crate::sender::SendSummary,
-    last_restart: Option<std::time::Instant>,
-    recovery: crate::excuse::Recovery,
-) -> Option<Plan> {
-    let restart = last_restart?;
-    let mut before: Vec<usize> = sent
-        .acked
-        .iter()
-        .filter(|(_, at)| *at < restart)
-        .map(|(i, _)| *i)
-        .collect();
-    before.sort_unstable();
-    before.dedup();
-    let mut rng = plan.rng("redeliver-after-kills", 0);
-    let want = ((before.len() as f64 * REDELIVER_AFTER_KILLS_SHARE).ceil() as usize)
-        .clamp(usize::from(!before.is_empty()), MAX_REDELIVERED_AFTER_KILLS);
-    let acked: Vec<usize> =
-        rand::seq::index::sample(&mut rng, before.len(), want.min(before.len()))
-            .into_iter()
-            .map(|k| before[k])
-            .collect();
-    let dead: Vec<usize> = if recovery == crate::excuse::Recovery::Redelivery {
-        sent.died.clone()
-    } else {
-        Vec::new()
-    };
-    if acked.is_empty() && dead.is_empty() {
-        return None;
-    }
-    let mut chosen: Vec<usize> = acked.iter().chain(&dead).copied().collect();
-    chosen.sort_unstable();
-    chosen.dedup();
-    let deliveries = plan
-        .deliveries
-        .iter()
-        .filter(|d| chosen.binary_search(&d.index).is_ok())
-        .map(|d| {
-            let mut d = d.clone();
-            d.redeliveries.clear();
-            d.wave = 0;
-            d.copies = 1;
-            d.hold_attempts = 0;
-            d.drop_acks = 0;
-            d
-        })
-        .collect();
-    let mut action = format!(
-        "redeliver {} event(s) acknowledged before the last restart",
-        acked.len()
-    );
-    if !dead.is_empty() {
-        action.push_str(&format!(
-            " and {} the kills left dead (the provider makes no automatic retry)",
-            dead.len()
-        ));
-    }
-    Some(Plan {
-        scenario: plan.scenario.clone(),
-        seed: plan.seed,
-        accounts: plan.accounts.clone(),
-        faults: Vec::new(),
-        deliveries,
-        notes: vec![crate::plan::FaultNote {
-            fault: crate::tag::FaultName::Redeliver,
-            action,
-            detail: Some("a provider sends acknowledged events again (a lost acknowledgement, a manual resend); after a crash a dedupe kept in memory has forgotten them, so each must be a no-op".into()),
-        }],
-    })
-}
-
-/// What the scenario's faults showed that is worth reporting but is not a
-/// failure ([`crate::excuse::Effect::Informational`]): a receiver that gave
-/// no answer at all while its database was cut.
-pub fn observations(plan: &Plan, acts: &Actions, tally: Option<&KillTally>) -> Vec<String> {
-    let cut = plan
-        .faults
-        .iter()
-        .any(|f| matches!(f, FaultSpec::CutDatabase(_)));
-    let Some(t) = tally.filter(|t| cut && t.cut_unanswered > 0) else {
-        return Vec::new();
-    };
-    let held = acts
-        .cut_seen
-        .iter()
-        .map(|s| s.held)
-        .max()
-        .unwrap_or_default();
-    let rule = crate::excuse::EXERCISED
-        .iter()
-        .find(|e| e.fault == "cut-database")
-        .map(|e| e.informational)
-        .unwrap_or_default();
-    if acts.cut_seen.iter().all(|s| s.answered.answered == 0) {
-        vec![format!(
-            "{rule}: no answer for {} while the database was silent ({} attempt(s) sent during the cut got none in time); a statement timeout would answer 503 within the limit",
-            crate::units::format_duration(held),
-            t.cut_unanswered
-        )]
-    } else {
-        vec![format!(
-            "{} attempt(s) sent while the database was cut got no answer in time; the others were answered: some of the receiver's waits on its database have no timeout",
-            t.cut_unanswered
-        )]
-    }
-}
-
-/// What the kills did to the attempts, measured from the history and state.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KillTally {
-    /// Genuine attempts cut off with no answer (reset, closed, timed out).
-    pub interrupted: usize,
-    /// Of those, attempts whose delivery is stored: the receiver had
-    /// committed it when the kill ended the exchange, or a retry stored it.
-    /// With a crash-after-commit point every one of them landed between
-    /// commit and answer.
-    pub stored_after_interruption: usize,
-    /// Deliveries acknowledged (2xx) whose row is missing.
-    pub lost: usize,
-    /// Deliveries stored more than once.
-    pub doubled: usize,
-    /// Genuine attempts sent while the database was cut that got no answer
-    /// (a timeout, a reset): they met the cut even though none was answered.
-    pub cut_unanswered: usize,
-    /// Genuine attempts left unanswered while the harness had the receiver
-    /// down (`receiver-down`: refused, reset or timed out): the kill met them.
-    pub down: usize,
-}
-
-/// Per genuine key, what the kills could have done to its attempts,
-/// folded from the history as it streams by: attempts cut off with no
-/// answer, and whether any attempt was acknowledged.
-#[derive(Debug, Default)]
-pub struct KillFold {
-    keys: HashMap<(String, String), (usize, bool)>,
-    cut_unanswered: usize,
-    down: usize,
-}
-
-impl Fold for KillFold {
-    fn push(&mut self, _line: u64, e: &Event) {
-        let Event::Attempt(a) = e else { return };
-        if a.intent != Intent::Genuine || a.poison {
-            return;
-        }
-        let interrupted = a.outcome == Outcome::Info && a.status.is_none();
-        if a.status.is_none() && a.faults.contains(&crate::tag::FaultTag::DatabaseCut) {
-            self.cut_unanswered += 1;
-        }
-        if a.faults.contains(&crate::tag::FaultTag::ReceiverDown) {
-            self.down += 1;
-        }
-        let acked = a.outcome == Outcome::Ok;
-        if !interrupted && !acked {
-            return;
-        }
-        let k = self
-            .keys
-            .entry((a.account.clone(), a.key.clone()))
-            .or_default();
-        k.0 += usize::from(interrupted);
-        k.1 |= acked;
-    }
-}
-
-impl KillFold {
-    /// The tally of the folded attempts against the (filtered) state.
-    pub fn finish(self, state: &State) -> KillTally {
-        let stored: HashSet<(Option<&str>, &str)> = state
-            .inbox
-            .iter()
-            .map(|r| (r.account.as_deref(), r.key.as_str()))
-            .collect();
-        let mut counts: BTreeMap<(Option<&str>, &str), usize> = BTreeMap::new();
-        for r in &state.inbox {
-            *counts
-                .entry((r.account.as_deref(), r.key.as_str()))
-                .or_default() += 1;
-        }
-        let mut t = KillTally {
-            doubled: counts.values().filter(|n| **n > 1).count(),
-            cut_unanswered: self.cut_unanswered,
-            down: self.down,
-            ..KillTally::default()
-        };
-        for ((account, key), (interrupted, acked)) in self.keys {
-            let is_stored = stored.contains(&(Some(account.as_str()), key.as_str()))
-                || stored.contains(&(None, key.as_str()));
-            t.interrupted += interrupted;
-            if is_stored {
-                t.stored_after_interruption += interrupted;
-            } else if acked {
-                t.lost += 1;
-            }
-        }
-        t
-    }
-}
-
-impl KillTally {
-    /// Measures a scenario's events against its (filtered) state.
-    pub fn measure<'a>(events: impl IntoIterator<Item = &'a Event>, state: &State) -> KillTally {
-        let mut f = KillFold::default();
-        for e in events {
-            f.push(0, e);
-        }
-        f.finish(state)
-    }
-}
-
-/// The report note for a scenario with process faults.
-pub fn note(acts: &Actions, tally: Option<&KillTally>) -> String {
-    let mut s = format!(
-        "process faults: {} kill(s) injected ({} by the harness, {} at crash points), {} restart(s), {} database cut(s)",
-        acts.kills(),
-        acts.signals,
-        acts.crashes,
-        acts.restarts,
-        acts.cuts
-    );
-    for c in &acts.cut_seen {
-        s.push_str(&format!(
-            "; {} attempt(s) answered during the cut ({} acknowledged), held {}",
-            c.answered.answered,
-            c.answered.acks,
-            crate::units::format_duration(c.held)
-        ));
-    }
-    if let Some(t) = tally {
-        s.push_str(&format!(
-            "; {} attempt(s) interrupted, {} of them stored (landed between commit and answer or by a retry); {} acknowledged deliveries lost; {} stored twice",
-            t.interrupted, t.stored_after_interruption, t.lost, t.doubled
-        ));
-    }
-    if acts.missed > 0 {
-        s.push_str(&format!(
-            "; {} kill(s) cut off no exchange and were placed again",
-            acts.missed
-        ));
-    }
-    if acts.redelivered > 0 {
-        s.push_str(&format!(
-            "; {} event(s) acknowledged before a restart redelivered after the kills",
-            acts.redelivered
-        ));
-    }
-    for e in &acts.errors {
-        s.push_str(&format!("; error: {e}"));
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fault::gauge::WindowCount;
     use rand::SeedableRng;
 
     #[test]

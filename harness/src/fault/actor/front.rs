@@ -1,0 +1,78 @@
+//! The fault front as a [`Fault`]: an HTTP proxy started before the first
+//! attempt, which the sender addresses instead of the receiver; it answers
+//! errors and redirects, holds and stalls requests, and says what it did.
+
+use futures_util::future::BoxFuture;
+
+use super::{Fault, Findings, Scene, SetupError};
+use crate::fault::front::{self, FrontConfig, FrontCounts};
+use crate::note::Note;
+use crate::plan::Plan;
+use crate::sender::{SendConfig, SendSummary};
+use crate::state::State;
+
+/// The scenario's front, before, while and after it runs.
+pub(super) struct Front {
+    running: Option<front::Front>,
+    counts: FrontCounts,
+}
+
+impl Front {
+    /// The front, when the scenario asks for one.
+    pub(super) fn cast(plan: &Plan) -> Option<Front> {
+        plan.front().map(|_| Front {
+            running: None,
+            counts: FrontCounts::default(),
+        })
+    }
+}
+
+impl Fault for Front {
+    fn setup<'s>(
+        &'s mut self,
+        scene: &'s Scene<'s>,
+        send: &'s mut SendConfig,
+    ) -> BoxFuture<'s, Result<(), SetupError>> {
+        Box::pin(async move {
+            let Some(spec) = scene.plan.front() else {
+                return Ok(());
+            };
+            let f = front::Front::start(FrontConfig {
+                scenario: scene.plan.scenario.clone(),
+                spec: spec.clone(),
+                seed: scene.plan.seed,
+                target_url: scene.target.url.clone(),
+                sink: Some(scene.sink.clone()),
+            })
+            .await?;
+            send.url = f.url();
+            send.front = Some(f.tags());
+            self.running = Some(f);
+            Ok(())
+        })
+    }
+
+    fn teardown<'s>(
+        &'s mut self,
+        _scene: &'s Scene<'s>,
+        _sent: Option<&'s mut SendSummary>,
+        _send: &'s SendConfig,
+    ) -> BoxFuture<'s, ()> {
+        Box::pin(async move {
+            if let Some(f) = self.running.take() {
+                self.counts = f.stop().await;
+            }
+        })
+    }
+
+    fn findings(&mut self, _plan: &Plan, _state: Option<&State>) -> Findings {
+        let did = self.counts != FrontCounts::default();
+        Findings {
+            notes: did
+                .then_some(Note::Front(self.counts))
+                .into_iter()
+                .collect(),
+            ..Findings::default()
+        }
+    }
+}

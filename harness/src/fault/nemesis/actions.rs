@@ -1,0 +1,89 @@
+//! What the nemesis did, counted as it acts: signals, crashes at crash
+//! points, restarts, database cuts and what each cut saw. A leaf of the
+//! nemesis: its placing code fills it, and what reads a scenario's
+//! findings ([`super::tally`]) and the notes word it.
+
+use std::time::Duration;
+
+use crate::fault::gauge::WindowCount;
+use crate::scenario::fault_spec::CutDatabaseSpec;
+
+/// What the nemesis did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Actions {
+    /// Signals sent by the harness (kill, terminate, pause).
+    pub signals: u32,
+    /// Crashes at crash points (the process exited by itself).
+    pub crashes: u32,
+    /// Of those, crashes of the receiver (the process that answers).
+    pub receiver_crashes: u32,
+    /// Restarts.
+    pub restarts: u32,
+    /// Database cuts.
+    pub cuts: u32,
+    /// What each database cut saw, in order.
+    pub cut_seen: Vec<CutSeen>,
+    /// Things that went wrong while acting (the scenario is then unknown-prone).
+    pub errors: Vec<String>,
+    /// Events acknowledged before a restart and redelivered after the kills
+    /// ([`super::redeliveries`]).
+    pub redelivered: usize,
+    /// Kills of the receiver that cut off no exchange and were placed
+    /// again ([`super::MISSED_KILL_RETRIES`]).
+    pub missed: u32,
+}
+
+/// What one database cut saw while it held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CutSeen {
+    /// Attempts sent during the cut and answered before it ended.
+    pub answered: WindowCount,
+    /// How long it held.
+    pub held: Duration,
+    /// It ended because `seen` answers came (not at `max`, nor because the
+    /// stream ended).
+    pub reached: bool,
+}
+
+impl Actions {
+    /// Kills injected: signals that ended a process, plus crash points fired.
+    pub fn kills(&self) -> u32 {
+        self.signals + self.crashes
+    }
+
+    /// Adds what another pass of the nemesis did.
+    pub fn merge(&mut self, other: Actions) {
+        self.signals += other.signals;
+        self.crashes += other.crashes;
+        self.receiver_crashes += other.receiver_crashes;
+        self.restarts += other.restarts;
+        self.cuts += other.cuts;
+        self.cut_seen.extend(other.cut_seen);
+        self.errors.extend(other.errors);
+        self.redelivered += other.redelivered;
+        self.missed += other.missed;
+    }
+}
+
+impl CutSeen {
+    /// The history's detail on `restore-database`: what the cut saw and
+    /// why it ended.
+    pub(super) fn detail(&self, c: &CutDatabaseSpec) -> String {
+        let why = if self.reached {
+            "until seen"
+        } else if self.held >= c.max.0 {
+            "until max"
+        } else {
+            "until the stream ended"
+        };
+        format!(
+            "{} attempt(s) answered while the database was cut ({} acknowledged); held {} {why} (at least {}, at most {}, until {} answered)",
+            self.answered.answered,
+            self.answered.acks,
+            crate::units::format_duration(self.held),
+            c.duration,
+            c.max,
+            c.seen
+        )
+    }
+}

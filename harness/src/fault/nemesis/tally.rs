@@ -1,0 +1,193 @@
+//! What the process and database faults did to the attempts, measured
+//! from the history and the state once the scenario is over, and what
+//! follows from it: whether the faults met anything at all (else the
+//! scenario's passes become unknown) and what they showed that is no
+//! failure (a receiver silent while its database was cut).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use super::actions::Actions;
+use crate::history::{Event, Fold, Intent, Outcome};
+use crate::plan::Plan;
+use crate::scenario::fault_spec::{FaultSpec, KillSignal};
+use crate::state::State;
+use crate::tag::FaultTag;
+
+/// Why the scenario's faults tested nothing, if they did not: every
+/// database cut went by with no attempt answered while it held, or the
+/// receiver's kills (signals or crash points) interrupted no attempt.
+/// `tally` is `None` when the state could not be read (the checker is then
+/// unknown anyway). Pauses (`signal = "stop"`) and worker kills are not
+/// judged here: they need not cut an exchange short to test something.
+pub fn not_exercised(plan: &Plan, acts: &Actions, tally: Option<&KillTally>) -> Option<String> {
+    let mut why = Vec::new();
+    // A cut is exercised when an attempt met it: answered while it held,
+    // or left without an answer in time (a receiver that hangs on a silent
+    // database met it too; that is an observation, not a pass by default).
+    if plan
+        .faults
+        .iter()
+        .any(|f| matches!(f, FaultSpec::CutDatabase(_)))
+        && acts.cut_seen.iter().all(|s| s.answered.answered == 0)
+        && tally.is_none_or(|t| t.cut_unanswered == 0)
+    {
+        why.push(match acts.cut_seen.iter().map(|s| s.held).max() {
+            None => "the database was never cut (the stream ended before the cut was due, or the cut failed)".to_string(),
+            Some(held) => format!(
+                "no attempt was answered while the database was cut ({} at most), so the receiver's answer to a missing database was never seen (hint: its connection pool may wait longer than the cut; raise the cut's max)",
+                crate::units::format_duration(held)
+            ),
+        });
+    }
+    let kills = plan.faults.iter().any(|f| {
+        matches!(f, FaultSpec::Kill(k) if matches!(k.signal, KillSignal::Kill | KillSignal::Term))
+    });
+    if let (true, Some(t)) = (kills, tally) {
+        if t.interrupted == 0 && acts.receiver_crashes == 0 && t.down == 0 {
+            why.push(format!(
+                "{} kill(s) of the receiver interrupted no attempt, none landed between commit and answer, and no attempt went unanswered while the receiver was down, so nothing was in flight to lose",
+                acts.signals
+            ));
+        }
+    }
+    (!why.is_empty()).then(|| why.join("; "))
+}
+
+/// What the scenario's faults showed that is worth reporting but is not a
+/// failure ([`crate::excuse::Effect::Informational`]): a receiver that gave
+/// no answer at all while its database was cut.
+pub fn observations(plan: &Plan, acts: &Actions, tally: Option<&KillTally>) -> Vec<String> {
+    let cut = plan
+        .faults
+        .iter()
+        .any(|f| matches!(f, FaultSpec::CutDatabase(_)));
+    let Some(t) = tally.filter(|t| cut && t.cut_unanswered > 0) else {
+        return Vec::new();
+    };
+    let held = acts
+        .cut_seen
+        .iter()
+        .map(|s| s.held)
+        .max()
+        .unwrap_or_default();
+    let rule = crate::excuse::EXERCISED
+        .iter()
+        .find(|e| e.fault == "cut-database")
+        .map(|e| e.informational)
+        .unwrap_or_default();
+    if acts.cut_seen.iter().all(|s| s.answered.answered == 0) {
+        vec![format!(
+            "{rule}: no answer for {} while the database was silent ({} attempt(s) sent during the cut got none in time); a statement timeout would answer 503 within the limit",
+            crate::units::format_duration(held),
+            t.cut_unanswered
+        )]
+    } else {
+        vec![format!(
+            "{} attempt(s) sent while the database was cut got no answer in time; the others were answered: some of the receiver's waits on its database have no timeout",
+            t.cut_unanswered
+        )]
+    }
+}
+
+/// What the kills did to the attempts, measured from the history and state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KillTally {
+    /// Genuine attempts cut off with no answer (reset, closed, timed out).
+    pub interrupted: usize,
+    /// Of those, attempts whose delivery is stored: the receiver had
+    /// committed it when the kill ended the exchange, or a retry stored it.
+    /// With a crash-after-commit point every one of them landed between
+    /// commit and answer.
+    pub stored_after_interruption: usize,
+    /// Deliveries acknowledged (2xx) whose row is missing.
+    pub lost: usize,
+    /// Deliveries stored more than once.
+    pub doubled: usize,
+    /// Genuine attempts sent while the database was cut that got no answer
+    /// (a timeout, a reset): they met the cut even though none was answered.
+    pub cut_unanswered: usize,
+    /// Genuine attempts left unanswered while the harness had the receiver
+    /// down (`receiver-down`: refused, reset or timed out): the kill met them.
+    pub down: usize,
+}
+
+/// Per genuine key, what the kills could have done to its attempts,
+/// folded from the history as it streams by: attempts cut off with no
+/// answer, and whether any attempt was acknowledged.
+#[derive(Debug, Default)]
+pub struct KillFold {
+    keys: HashMap<(String, String), (usize, bool)>,
+    cut_unanswered: usize,
+    down: usize,
+}
+
+impl Fold for KillFold {
+    fn push(&mut self, _line: u64, e: &Event) {
+        let Event::Attempt(a) = e else { return };
+        if a.intent != Intent::Genuine || a.poison {
+            return;
+        }
+        let interrupted = a.outcome == Outcome::Info && a.status.is_none();
+        if a.status.is_none() && a.faults.contains(&FaultTag::DatabaseCut) {
+            self.cut_unanswered += 1;
+        }
+        if a.faults.contains(&FaultTag::ReceiverDown) {
+            self.down += 1;
+        }
+        let acked = a.outcome == Outcome::Ok;
+        if !interrupted && !acked {
+            return;
+        }
+        let k = self
+            .keys
+            .entry((a.account.clone(), a.key.clone()))
+            .or_default();
+        k.0 += usize::from(interrupted);
+        k.1 |= acked;
+    }
+}
+
+impl KillFold {
+    /// The tally of the folded attempts against the (filtered) state.
+    pub fn finish(self, state: &State) -> KillTally {
+        let stored: HashSet<(Option<&str>, &str)> = state
+            .inbox
+            .iter()
+            .map(|r| (r.account.as_deref(), r.key.as_str()))
+            .collect();
+        let mut counts: BTreeMap<(Option<&str>, &str), usize> = BTreeMap::new();
+        for r in &state.inbox {
+            *counts
+                .entry((r.account.as_deref(), r.key.as_str()))
+                .or_default() += 1;
+        }
+        let mut t = KillTally {
+            doubled: counts.values().filter(|n| **n > 1).count(),
+            cut_unanswered: self.cut_unanswered,
+            down: self.down,
+            ..KillTally::default()
+        };
+        for ((account, key), (interrupted, acked)) in self.keys {
+            let is_stored = stored.contains(&(Some(account.as_str()), key.as_str()))
+                || stored.contains(&(None, key.as_str()));
+            t.interrupted += interrupted;
+            if is_stored {
+                t.stored_after_interruption += interrupted;
+            } else if acked {
+                t.lost += 1;
+            }
+        }
+        t
+    }
+}
+
+impl KillTally {
+    /// Measures a scenario's events against its (filtered) state.
+    pub fn measure<'a>(events: impl IntoIterator<Item = &'a Event>, state: &State) -> KillTally {
+        let mut f = KillFold::default();
+        for e in events {
+            f.push(0, e);
+        }
+        f.finish(state)
+    }
+}

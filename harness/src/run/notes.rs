@@ -1,0 +1,64 @@
+//! The notes a send adds to a scenario's report: redirect findings,
+//! dashboard redeliveries, dead letters, and retry gaps against the scaled
+//! schedule. They read the scenario's [`Plan`], never the scenario, and
+//! return typed [`Note`]s that the reporters put into words.
+
+use std::time::Duration;
+
+use crate::check::ScenarioCheck;
+use crate::note::Note;
+use crate::plan::Plan;
+use crate::run::gaps::Gaps;
+
+use crate::sender::SendSummary;
+use crate::target::Target;
+
+/// Notes from the send: redirect findings, redeliveries, dead letters, and
+/// retry gaps against the scaled schedule where the front forced retries.
+pub(crate) fn send_notes(
+    plan: &Plan,
+    target: &Target,
+    summary: &SendSummary,
+    check: &ScenarioCheck,
+    time_scale: f64,
+    gaps: Gaps,
+) -> Vec<Note> {
+    let mut notes = Vec::new();
+    for r in &summary.redirects {
+        notes.push(Note::Redirect {
+            status: r.status,
+            location: r.location.clone(),
+            by_front: r.by_front,
+        });
+    }
+    if summary.redelivered + summary.refused_pending + summary.throttled > 0 {
+        notes.push(Note::Redeliveries {
+            sent: summary.redelivered,
+            refused: summary.refused_pending,
+            throttled: summary.throttled,
+        });
+    }
+    let dead = check.counts.dead;
+    if dead > 0 {
+        let recovered = check.dead_letters.iter().filter(|d| d.recovered).count();
+        notes.push(Note::DeadLetters { dead, recovered });
+    }
+    if let Some(f) = plan.front() {
+        if f.fail_first > 0 && f.redirect.is_none() {
+            let g = gaps.report(
+                &target.profile.schedule,
+                time_scale,
+                Duration::from_millis(50) + f.stall_for.0.mul_f64(f64::from(f.stall_body as u8)),
+            );
+            if g.measured > 0 {
+                notes.push(Note::RetryGaps {
+                    within: g.within,
+                    measured: g.measured,
+                    time_scale,
+                    min_ratio: g.min_ratio,
+                });
+            }
+        }
+    }
+    notes
+}
