@@ -519,7 +519,7 @@ async fn check(
     opts: &BenchOptions,
     dir: &std::path::Path,
     history: &std::path::Path,
-) -> Result<result::Verdict, String> {
+) -> Result<result::Correctness, String> {
     let state_path = dir.join("state.json");
     let (drained, _rows) = probe
         .wait_drained_to(opts.drain, &state_path)
@@ -544,8 +544,8 @@ async fn check(
         .into_iter()
         .next()
         .ok_or_else(|| "the checker returned nothing".to_string())?;
-    Ok(result::Verdict {
-        verdict: check.verdict().to_string(),
+    Ok(result::Correctness {
+        verdict: check.verdict(),
         check,
         drained,
     })

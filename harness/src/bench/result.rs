@@ -218,9 +218,9 @@ pub fn rewrite(dir: &std::path::Path, result: &BenchResult) -> Result<(), String
 
 /// What the checker said about the receiver's state after the bench.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Verdict {
-    /// pass, fail, unknown, non-strict.
-    pub verdict: String,
+pub struct Correctness {
+    /// The scenario's grade (`pass`, `fail`, `unknown`, `non-strict`).
+    pub verdict: crate::check::Verdict,
     /// The full check.
     pub check: ScenarioCheck,
     /// The inbox drained before the state was read.
@@ -279,7 +279,7 @@ pub struct BenchResult {
     /// The delivery mix.
     pub mix: Mix,
     /// The checker's verdict, unless checking was off.
-    pub check: Option<Verdict>,
+    pub check: Option<Correctness>,
     /// Why there is no verdict.
     pub check_skipped: Option<String>,
     /// The machine.
