@@ -59,7 +59,8 @@
 //!   from outside), [`units`] (human durations), [`error`] (configuration
 //!   errors that name file and line), [`exit`] (the documented exit codes),
 //!   [`memory`] (how the process asks the allocator for large buffers),
-//!   [`invariant`] (the ids I1–I9).
+//!   [`invariant`] (the ids I1–I9), `httpwire` (HTTP/1.1 answers read off
+//!   any stream: the one reader of the concurrent copies and the bench).
 #![warn(missing_docs)]
 
 pub mod bench;
@@ -72,6 +73,7 @@ pub mod exit;
 pub mod fault;
 pub mod history;
 pub mod httpd;
+mod httpwire;
 pub mod invariant;
 pub mod lifecycle;
 pub mod memory;

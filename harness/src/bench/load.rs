@@ -36,7 +36,7 @@ use bytes::Bytes;
 
 use super::latency::Recorder;
 use super::mix::{Generator, Item};
-use crate::history::{encode_attempt, AttemptLine, Intent, Outcome, TransportFailure};
+use crate::history::{encode_attempt, AttemptLine, Failure, Intent, Outcome, TransportFailure};
 use crate::profile::signature::{Secret, SignInput, Signer};
 use crate::profile::Profile;
 use crate::run::interrupt::Stop;
@@ -300,7 +300,7 @@ fn attempt_line(
             sent_at,
             status: a.status,
             latency_ms: a.latency_ms,
-            error: a.error.as_deref(),
+            error: a.error(),
             outcome,
             created_at: &item.created_at,
         },
@@ -444,24 +444,23 @@ struct Shared {
     live: bool,
 }
 
-/// Error kinds short enough to count: `connect` when no connection could
-/// be made (the answer says so), `timeout` when the history's
-/// [`TransportFailure`] kind is one, else a short word for the way an open
-/// exchange broke, else the error's first 60 characters.
-fn error_kind(a: &Answer, error: &str) -> String {
-    if a.connect_failed {
-        return "connect".into();
+/// Error kinds short enough to count, by the failure's kind: `connect`
+/// when nothing was sent (no connection, or no request to send),
+/// `timeout`, else a short word for the way an open exchange broke, else
+/// the detail's first 60 characters.
+fn error_kind(f: &Failure) -> String {
+    match f.kind() {
+        TransportFailure::Connect | TransportFailure::Request => return "connect".into(),
+        TransportFailure::Timeout => return "timeout".into(),
+        TransportFailure::Other => {}
     }
-    if TransportFailure::of(error) == TransportFailure::Timeout {
-        return "timeout".into();
-    }
-    let t = error.to_ascii_lowercase();
+    let t = f.detail().to_ascii_lowercase();
     for k in ["reset", "closed", "broken pipe"] {
         if t.contains(k) {
             return k.to_string();
         }
     }
-    error.chars().take(60).collect()
+    f.detail().chars().take(60).collect()
 }
 
 /// A connection of a worker and its alarm. One timer per connection, armed
@@ -503,15 +502,15 @@ async fn exchange(
     let Lane { conn, alarm } = lane;
     let fut = async {
         if conn.as_mut().is_none_or(|c| c.stale()) {
-            *conn = Some(Box::pin(Wire::connect(addr)).await.map_err(|e| (e, true))?);
+            *conn = Some(Box::pin(Wire::connect(addr)).await?);
         }
         let c = conn.as_mut().expect("connected above");
-        let head = c.send(request).await.map_err(|e| (e, false))?;
+        let head = c.send(request).await?;
         let latency = ms(sent);
         if !c.finish(&head).await.unwrap_or(false) {
             *conn = None;
         }
-        Ok::<_, (String, bool)>((head.status, latency))
+        Ok::<_, Failure>((head.status, latency))
     };
     let answered = async {
         tokio::pin!(fut);
@@ -534,34 +533,20 @@ async fn exchange(
             body: Bytes::new(),
             status: Some(status),
             latency_ms: latency,
-            error: None,
-            connect_failed: false,
+            failure: None,
         },
-        Ok(Err((error, connect_failed))) => {
+        Ok(Err(failure)) => {
             *conn = None;
-            Answer {
-                location: None,
-                body: Bytes::new(),
-                status: None,
-                latency_ms: ms(sent),
-                error: Some(error),
-                connect_failed,
-            }
+            Answer::failed(failure, ms(sent))
         }
         Err(_) => {
             *conn = None;
-            Answer {
-                location: None,
-                body: Bytes::new(),
-                status: None,
-                latency_ms: ms(sent),
-                error: Some(if cut {
-                    CUT_AT_END.to_string()
-                } else {
-                    TransportFailure::timeout_text(timeout)
-                }),
-                connect_failed: false,
-            }
+            let failure = if cut {
+                Failure::other(CUT_AT_END)
+            } else {
+                Failure::timeout(timeout)
+            };
+            Answer::failed(failure, ms(sent))
         }
     }
 }
@@ -569,7 +554,8 @@ async fn exchange(
 /// Encodes the request of `item` signed at `now_unix` into `out` (cleared
 /// first): the HTTP/1.1 head, then the body. `values` is the worker's
 /// reused buffer for the signed header values. A value that cannot be a
-/// header value (a control character) is an error, as hyper's would be.
+/// header value (a control character) is an error (what is wrong with the
+/// request), as hyper's would be.
 fn encode_request(
     t: &LoadTarget,
     item: &Item,
@@ -594,9 +580,7 @@ fn encode_request(
             .iter()
             .find(|b| (**b < 0x20 && **b != b'\t') || **b == 0x7f)
         {
-            return Err(format!(
-                "cannot build the request: header {name} holds the control byte 0x{b:02x}"
-            ));
+            return Err(format!("header {name} holds the control byte 0x{b:02x}"));
         }
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b": ");
@@ -703,14 +687,10 @@ async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>, me: us
         let sent = Instant::now();
         answers.clear();
         match encode_request(t, &item, now_unix, &mut values, &mut request) {
-            Err(e) => answers.push(Answer {
-                location: None,
-                body: Bytes::new(),
-                status: None,
-                latency_ms: 0.0,
-                error: Some(e),
-                connect_failed: true,
-            }),
+            Err(e) => answers.push(Answer::failed(
+                Failure::new(TransportFailure::Request, e),
+                0.0,
+            )),
             // Both copies of a concurrent duplicate carry the same bytes:
             // one delivery, signed once at its send time.
             Ok(()) if item.copies > 1 => {
@@ -772,8 +752,8 @@ async fn worker(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>, me: us
                     tl.ok += 1;
                 }
                 count_status(&mut tl.statuses, a.status);
-                if let Some(e) = &a.error {
-                    *tl.errors.entry(error_kind(a, e)).or_default() += 1;
+                if let Some(f) = &a.failure {
+                    *tl.errors.entry(error_kind(f)).or_default() += 1;
                 }
             }
         }
@@ -946,17 +926,6 @@ pub async fn run_phase(
 mod tests {
     use super::*;
 
-    fn failed(error: &str, connect_failed: bool) -> Answer {
-        Answer {
-            status: None,
-            latency_ms: 1.0,
-            error: Some(error.to_string()),
-            connect_failed,
-            location: None,
-            body: Bytes::new(),
-        }
-    }
-
     async fn target(profile: &str, secret: &str) -> LoadTarget {
         let accounts = vec!["acct_a".to_string(), "acct_b".to_string()];
         let secrets = accounts
@@ -1054,15 +1023,37 @@ mod tests {
 
     #[test]
     fn errors_are_counted_by_their_transport_failure_kind() {
-        let kind = |e: &str, c: bool| error_kind(&failed(e, c), e);
-        let timeout = TransportFailure::timeout_text(Duration::from_secs(2));
-        assert_eq!(kind(&timeout, false), "timeout");
+        use TransportFailure::*;
+        let kind = |k, detail: &str| error_kind(&Failure::new(k, detail));
         assert_eq!(
-            kind("connect: Connection refused (os error 111)", true),
+            error_kind(&Failure::timeout(Duration::from_secs(2))),
+            "timeout"
+        );
+        assert_eq!(
+            kind(
+                Connect,
+                "tcp connect error: Connection refused (os error 111)"
+            ),
             "connect"
         );
-        assert_eq!(kind("connection closed", false), "closed");
-        assert_eq!(kind("connection reset by peer", false), "reset");
-        assert_eq!(kind(CUT_AT_END, false), CUT_AT_END);
+        assert_eq!(
+            kind(Request, "header x holds the control byte 0x0d"),
+            "connect"
+        );
+        // A detail that merely says "timed out" is counted by its kind.
+        assert_eq!(
+            kind(Other, "Connection timed out (os error 110)"),
+            "Connection timed out (os error 110)"
+        );
+        assert_eq!(
+            kind(Other, "connection closed before the status line"),
+            "closed"
+        );
+        assert_eq!(
+            kind(Other, "reading the answer: Connection reset by peer"),
+            "reset"
+        );
+        assert_eq!(kind(Other, "Broken pipe (os error 32)"), "broken pipe");
+        assert_eq!(error_kind(&Failure::other(CUT_AT_END)), CUT_AT_END);
     }
 }

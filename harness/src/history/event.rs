@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::failure::TransportFailure;
 use crate::plan::delivery::TaskStatus;
 use crate::tag::{FaultName, FaultTag};
 
@@ -50,42 +51,6 @@ impl Intent {
             self,
             Intent::Forged | Intent::CrossAccount | Intent::Oversized | Intent::ExpiredReplay
         )
-    }
-}
-
-/// The kind of transport failure an attempt's `error` records: the
-/// history keeps the text, this is what the checker asks of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TransportFailure {
-    /// No answer within the time limit.
-    Timeout,
-    /// No connection could be made.
-    Connect,
-    /// Anything else (reset, closed, not HTTP, a request that could not be built).
-    Other,
-}
-
-impl TransportFailure {
-    /// The kind of the error text the sender wrote.
-    pub fn of(error: &str) -> TransportFailure {
-        let e = error.to_ascii_lowercase();
-        if e.contains("timeout") || e.contains("timed out") {
-            TransportFailure::Timeout
-        } else if e.contains("(connect)")
-            || e.contains("connect error")
-            || e.contains("connection refused")
-        {
-            // hyper's "client error (Connect): tcp connect error: …"; a
-            // "connection closed …" after the request went out is not one.
-            TransportFailure::Connect
-        } else {
-            TransportFailure::Other
-        }
-    }
-
-    /// The error text of a timeout after `limit`, as the sender writes it.
-    pub fn timeout_text(limit: std::time::Duration) -> String {
-        format!("timeout after {}", crate::units::format_duration(limit))
     }
 }
 

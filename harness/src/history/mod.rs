@@ -6,7 +6,9 @@
 //! later, with nothing else but the receiver's state, and so the checker can
 //! stream it instead of holding a million deliveries in memory.
 //!
-//! The event types live in `event`; `codec` reads and writes them
+//! The event types live in `event`, the transport failures an attempt's
+//! `error` records (their kinds and the one writer of their text) in
+//! `failure`; `codec` reads and writes them
 //! (JSON Lines, a streaming [`fold`] every consumer shares, the checker's
 //! fast line scanner and the bench's hand-made attempt lines), so the
 //! format lives in one place.
@@ -17,6 +19,7 @@
 
 mod codec;
 mod event;
+mod failure;
 pub(crate) mod scan;
 
 /// Runs the checker's fast line scanner on `line` and, when it reads the
@@ -35,25 +38,42 @@ pub(crate) use codec::{encode_attempt, push_dec, AttemptLine};
 pub use codec::{fold, read, read_numbered, Fold, HistoryError, HistorySink, HistoryWriter};
 pub use event::{
     now_rfc3339, Attempt, Event, FaultEvent, Intent, Outcome, ProviderTask, RunHeader,
-    TransportFailure,
 };
+pub use failure::{Failure, TransportFailure};
 
 #[cfg(test)]
 mod tests {
-    use super::TransportFailure;
+    use super::{Event, TransportFailure};
 
+    /// Attempt lines as histories written before the failure kinds were
+    /// typed hold them: hyper's texts, the copies' and the bench's.
     #[test]
-    fn transport_failures_are_told_apart_by_kind() {
-        let of = TransportFailure::of;
-        assert_eq!(of("timeout after 15s"), TransportFailure::Timeout);
-        assert_eq!(
-            of("client error (Connect): tcp connect error: Connection refused (os error 111)"),
-            TransportFailure::Connect
-        );
-        assert_eq!(
-            of("connection closed before message completed"),
-            TransportFailure::Other
-        );
-        assert_eq!(of("connection reset by peer"), TransportFailure::Other);
+    fn old_histories_errors_are_read_as_the_kinds_they_were() {
+        use TransportFailure::*;
+        for (error, kind) in [
+            ("timeout after 15s", Timeout),
+            ("timeout after 5s before the release", Timeout),
+            (
+                "client error (Connect): tcp connect error: Connection refused (os error 111)",
+                Connect,
+            ),
+            ("tcp connect error: no connection within 2s", Connect),
+            ("connect: Connection refused (os error 111)", Connect),
+            (
+                "client error (SendRequest): connection closed before message completed",
+                Other,
+            ),
+            ("connection closed inside the answer head", Other),
+            ("no answer before the bench ended", Other),
+        ] {
+            let line = format!(
+                r#"{{"type":"attempt","scenario":"baseline","delivery":"whd_1","key":"tsk_1","account":"acct_a","attempt":1,"sent_at":"2026-11-30T18:09:59.739Z","status":null,"error":{},"outcome":"info","intent":"genuine"}}"#,
+                serde_json::to_string(error).unwrap()
+            );
+            let Event::Attempt(a) = serde_json::from_str::<Event>(&line).unwrap() else {
+                panic!("not an attempt: {line}")
+            };
+            assert_eq!(a.transport_failure(), Some(kind), "{error}");
+        }
     }
 }

@@ -31,6 +31,7 @@ use bytes::Bytes;
 use rand::Rng;
 
 use crate::fault::tamper;
+use crate::history::TransportFailure;
 use crate::plan::delivery::{Body, Task, TaskStatus};
 use crate::run::coverage::TargetFacts;
 use crate::scenario::Signing;
@@ -745,7 +746,7 @@ impl Sent {
                 status: Some(s),
                 tries: self.tries,
             }),
-            None if a.connect_failed => Some(Problem::Unreachable),
+            None if a.nothing_sent() => Some(Problem::Unreachable),
             None if is_timeout(a) => Some(Problem::TimedOut {
                 limit: self.timeout,
                 tries: self.tries,
@@ -787,22 +788,24 @@ impl Sent {
             Some(Answer {
                 status: Some(s), ..
             }) => format!("POST {} answered {s}", self.url),
-            Some(Answer { error: Some(e), .. }) => format!("POST {}: {e}", self.url),
+            Some(Answer {
+                failure: Some(f), ..
+            }) => format!("POST {}: {f}", self.url),
             _ => format!("POST {}", self.url),
         }
     }
 }
 
 fn is_timeout(a: &Answer) -> bool {
-    a.error
-        .as_deref()
-        .is_some_and(|e| e.starts_with("timeout after"))
+    a.failure
+        .as_ref()
+        .is_some_and(|f| f.kind() == TransportFailure::Timeout)
 }
 
 fn transient(a: &Answer) -> bool {
     match a.status {
         Some(s) => s == 429 || s >= 500,
-        None => !a.connect_failed && !is_timeout(a),
+        None => !a.nothing_sent() && !is_timeout(a),
     }
 }
 
@@ -980,8 +983,7 @@ mod tests {
             answer: Some(Answer {
                 status: Some(204),
                 latency_ms: 3.0,
-                error: None,
-                connect_failed: false,
+                failure: None,
                 location: None,
                 body: Bytes::new(),
             }),

@@ -15,14 +15,16 @@
 //! copies on loopback was 54 µs median, 0.4 ms at p90 and 5 ms at worst (a
 //! preemption on a busy 2-core machine).
 //!
-//! Each answer is then read as HTTP/1.1 (status line, headers, a body by
-//! `Content-Length`, chunked or up to the close, at most [`ANSWER_LIMIT`]
-//! bytes, interim 1xx answers skipped). A connection closed before the
-//! head is complete, or an answer that is not HTTP, is a transport error
-//! with no status, exactly like the pooled client's: never an
+//! Each answer is then read as HTTP/1.1 by the reader the bench shares
+//! (`crate::httpwire`: status line, headers, a body by `Content-Length`,
+//! chunked or up to the close, interim 1xx answers skipped), its body kept
+//! up to [`ANSWER_LIMIT`] bytes and cut there. A connection closed before
+//! the head is complete, or an answer that is not HTTP, is a transport
+//! failure with no status, exactly like the pooled client's: never an
 //! acknowledgement. The per-copy timeout (the profile's) counts from the
-//! release, and so does the latency. A copy whose connection could not be
-//! made is `connect_failed`; the others are still released.
+//! release, and so does the latency. Each failure is typed by the step
+//! that failed: a copy whose TCP connection or TLS handshake failed is a
+//! connect failure (nothing was sent); the others are still released.
 //!
 //! The caller decides that copy groups do not compete with other traffic
 //! (the sender holds a gate that stops every other exchange while a group
@@ -33,10 +35,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rustls_pki_types::ServerName;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::exchange::{Answer, ANSWER_LIMIT};
+use crate::history::{Failure, TransportFailure};
+use crate::httpwire::Reader;
 use crate::units::format_duration;
 
 /// One group of copies to release.
@@ -154,7 +158,7 @@ pub async fn prepare(c: &Copies<'_>) -> Ready {
         match built {
             Ok(b) => requests.push(b),
             Err(e) => {
-                let a = failed(start, format!("cannot build the request: {e}"), true);
+                let a = failed(start, Failure::new(TransportFailure::Request, e));
                 return Ready {
                     copies: (0..c.n).map(|_| Err(a.clone())).collect(),
                     last: 0,
@@ -204,15 +208,8 @@ fn request_bytes(
     Ok(out)
 }
 
-fn failed(since: Instant, error: String, connect_failed: bool) -> Answer {
-    Answer {
-        status: None,
-        latency_ms: ms(since, Instant::now()),
-        error: Some(error),
-        connect_failed,
-        location: None,
-        body: Bytes::new(),
-    }
+fn failed(since: Instant, failure: Failure) -> Answer {
+    Answer::failed(failure, ms(since, Instant::now()))
 }
 
 fn ms(from: Instant, to: Instant) -> f64 {
@@ -235,18 +232,18 @@ async fn prepare_one(c: &Copies<'_>, prefix: &[u8]) -> Result<Conn, Answer> {
         .trim_end_matches(']');
     let https = c.uri.scheme_str() == Some("https");
     let port = c.uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+    let connect = |detail: String| Failure::new(TransportFailure::Connect, detail);
     let tcp = match tokio::time::timeout(c.connect_timeout, TcpStream::connect((host, port))).await
     {
         Ok(Ok(s)) => s,
-        Ok(Err(e)) => return Err(failed(start, format!("tcp connect error: {e}"), true)),
+        Ok(Err(e)) => return Err(failed(start, connect(format!("tcp connect error: {e}")))),
         Err(_) => {
             return Err(failed(
                 start,
-                format!(
+                connect(format!(
                     "tcp connect error: no connection within {}",
                     format_duration(c.connect_timeout)
-                ),
-                true,
+                )),
             ))
         }
     };
@@ -255,31 +252,30 @@ async fn prepare_one(c: &Copies<'_>, prefix: &[u8]) -> Result<Conn, Answer> {
         let mut conn: Conn = match (&c.tls, https) {
             (Some(tls), true) => {
                 let name = ServerName::try_from(host.to_string())
-                    .map_err(|e| (format!("tls: bad server name {host:?}: {e}"), true))?;
+                    .map_err(|e| connect(format!("tls: bad server name {host:?}: {e}")))?;
                 let s = tokio_rustls::TlsConnector::from(tls.clone())
                     .connect(name, tcp)
                     .await
-                    .map_err(|e| (format!("tls handshake: {e}"), true))?;
+                    .map_err(|e| connect(format!("tls handshake: {e}")))?;
                 Box::new(s)
             }
-            (None, true) => return Err(("https target without a TLS configuration".into(), true)),
+            (None, true) => return Err(connect("https target without a TLS configuration".into())),
             _ => Box::new(tcp),
         };
         write_all(&mut conn, prefix)
             .await
-            .map_err(|e| (format!("sending the request: {e}"), false))?;
+            .map_err(|e| Failure::other(format!("sending the request: {e}")))?;
         Ok(conn)
     };
     match tokio::time::timeout(c.timeout, ready).await {
         Ok(Ok(conn)) => Ok(conn),
-        Ok(Err((e, connect_failed))) => Err(failed(start, e, connect_failed)),
+        Ok(Err(f)) => Err(failed(start, f)),
         Err(_) => Err(failed(
             start,
-            format!(
-                "timeout after {} before the release",
-                format_duration(c.timeout)
+            Failure::new(
+                TransportFailure::Timeout,
+                format!("{} before the release", format_duration(c.timeout)),
             ),
-            false,
         )),
     }
 }
@@ -293,221 +289,43 @@ async fn answer(
     write_error: Option<String>,
 ) -> Answer {
     let read = async {
-        let mut buf = Vec::new();
-        let head = read_head(conn, &mut buf).await?;
+        let mut reader = Reader::new();
+        let head = reader.head(conn).await?;
         let at = Instant::now();
-        read_body(conn, &mut buf, &head).await;
-        Ok::<_, String>((head, at))
+        // A body that breaks off does not take the status back; like the
+        // pooled client's, it is then empty.
+        let mut body = Vec::new();
+        if reader
+            .read_body(conn, &head, &mut body, ANSWER_LIMIT)
+            .await
+            .is_err()
+        {
+            body.clear();
+        }
+        Ok::<_, crate::httpwire::WireError>((head, at, body))
     };
     match tokio::time::timeout(timeout, read).await {
-        Ok(Ok((head, at))) => Answer {
+        Ok(Ok((head, at, body))) => Answer {
             status: Some(head.status),
             latency_ms: ms(released, at),
-            error: None,
-            connect_failed: false,
+            failure: None,
             location: head.location,
-            body: Bytes::new(),
+            body: Bytes::from(body),
         },
         Ok(Err(e)) => {
             let e = match write_error {
                 Some(w) => format!("sending the last byte: {w}; {e}"),
-                None => e,
+                None => e.to_string(),
             };
-            failed(released, e, false)
+            failed(released, Failure::other(e))
         }
-        Err(_) => failed(
-            released,
-            format!("timeout after {}", format_duration(timeout)),
-            false,
-        ),
-    }
-}
-
-/// A final answer head.
-#[derive(Debug, Clone, PartialEq)]
-struct Head {
-    status: u16,
-    location: Option<String>,
-    content_length: Option<usize>,
-    chunked: bool,
-}
-
-/// Reads up to a final (non-1xx) head; leaves what follows it in `buf`.
-async fn read_head(conn: &mut Conn, buf: &mut Vec<u8>) -> Result<Head, String> {
-    loop {
-        match buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            Some(end) => {
-                let head = parse_head(&buf[..end])?;
-                buf.drain(..end + 4);
-                // Interim answers (100 Continue, 103) come before the real one.
-                if (100..200).contains(&head.status) && head.status != 101 {
-                    continue;
-                }
-                return Ok(head);
-            }
-            None if buf.len() > ANSWER_LIMIT => {
-                return Err(format!(
-                    "malformed answer: no end of head within {ANSWER_LIMIT} bytes"
-                ))
-            }
-            None => {}
-        }
-        if fill(conn, buf).await? == 0 {
-            return Err(if buf.is_empty() {
-                "connection closed before the status line".into()
-            } else {
-                "connection closed inside the answer head".into()
-            });
-        }
-    }
-}
-
-/// Reads more bytes into `buf`; 0 at the end of the stream.
-async fn fill(conn: &mut Conn, buf: &mut Vec<u8>) -> Result<usize, String> {
-    let mut chunk = [0u8; 8192];
-    let n = conn
-        .read(&mut chunk)
-        .await
-        .map_err(|e| format!("reading the answer: {e}"))?;
-    buf.extend_from_slice(&chunk[..n]);
-    Ok(n)
-}
-
-fn parse_head(raw: &[u8]) -> Result<Head, String> {
-    let bad = |what: &str| format!("malformed answer: {what}");
-    let text = std::str::from_utf8(raw).map_err(|_| bad("the head is not text"))?;
-    let mut lines = text.split("\r\n");
-    let status_line = lines.next().unwrap_or_default();
-    let mut parts = status_line.splitn(3, ' ');
-    let version = parts.next().unwrap_or_default();
-    if !matches!(version, "HTTP/1.1" | "HTTP/1.0") {
-        return Err(bad(&format!("status line {:?}", clip(status_line))));
-    }
-    let code = parts.next().unwrap_or_default();
-    let status = (code.len() == 3 && code.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| code.parse::<u16>().ok())
-        .flatten()
-        .filter(|s| (100..600).contains(s))
-        .ok_or_else(|| bad(&format!("status line {:?}", clip(status_line))))?;
-    let mut head = Head {
-        status,
-        location: None,
-        content_length: None,
-        chunked: false,
-    };
-    for line in lines {
-        let (name, value) = line
-            .split_once(':')
-            .filter(|(n, _)| http::header::HeaderName::from_bytes(n.as_bytes()).is_ok())
-            .ok_or_else(|| bad(&format!("header line {:?}", clip(line))))?;
-        let value = value.trim();
-        if name.eq_ignore_ascii_case("location") {
-            head.location = Some(value.to_string());
-        } else if name.eq_ignore_ascii_case("content-length") {
-            head.content_length = Some(
-                value
-                    .parse()
-                    .map_err(|_| bad("Content-Length is not a number"))?,
-            );
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            head.chunked = value
-                .rsplit(',')
-                .next()
-                .is_some_and(|v| v.trim().eq_ignore_ascii_case("chunked"));
-        }
-    }
-    if !(300..400).contains(&head.status) {
-        head.location = None;
-    }
-    Ok(head)
-}
-
-fn clip(s: &str) -> String {
-    s.chars().take(60).collect()
-}
-
-/// Reads (a bounded amount of) the body, as the pooled client does; a body
-/// that breaks off does not take the status back.
-async fn read_body(conn: &mut Conn, buf: &mut Vec<u8>, head: &Head) {
-    if matches!(head.status, 204 | 304) {
-        return;
-    }
-    if head.chunked {
-        read_chunked(conn, buf).await;
-        return;
-    }
-    let want = head.content_length.unwrap_or(usize::MAX).min(ANSWER_LIMIT);
-    while buf.len() < want {
-        match fill(conn, buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-    }
-}
-
-/// Reads chunks up to the last one (or the limit, or the end of the stream).
-async fn read_chunked(conn: &mut Conn, buf: &mut Vec<u8>) {
-    let mut pos = 0;
-    let mut total = 0;
-    loop {
-        let Some(eol) = buf[pos..].windows(2).position(|w| w == b"\r\n") else {
-            if buf.len() > ANSWER_LIMIT || !matches!(fill(conn, buf).await, Ok(n) if n > 0) {
-                return;
-            }
-            continue;
-        };
-        let line = String::from_utf8_lossy(&buf[pos..pos + eol]).into_owned();
-        let size = line.split(';').next().unwrap_or_default().trim();
-        let Ok(size) = usize::from_str_radix(size, 16) else {
-            return;
-        };
-        if size == 0 {
-            return;
-        }
-        total += size;
-        if total > ANSWER_LIMIT {
-            return;
-        }
-        let next = pos + eol + 2 + size + 2;
-        while buf.len() < next {
-            if !matches!(fill(conn, buf).await, Ok(n) if n > 0) {
-                return;
-            }
-        }
-        pos = next;
+        Err(_) => failed(released, Failure::timeout(timeout)),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_status_line_and_headers_parse() {
-        let h = parse_head(b"HTTP/1.1 308 Permanent Redirect\r\nLocation: /x\r\nContent-Length: 0")
-            .unwrap();
-        assert_eq!(h.status, 308);
-        assert_eq!(h.location.as_deref(), Some("/x"));
-        assert_eq!(h.content_length, Some(0));
-        let h = parse_head(b"HTTP/1.0 200\r\nTransfer-Encoding: gzip, chunked").unwrap();
-        assert_eq!((h.status, h.chunked), (200, true));
-    }
-
-    #[test]
-    fn anything_else_is_malformed() {
-        for raw in [
-            &b"garbage"[..],
-            b"HTTP/1.1 2000 OK",
-            b"HTTP/2 200 OK",
-            b"HTTP/1.1 20x OK",
-            b"HTTP/1.1 200 OK\r\nno colon here",
-            b"HTTP/1.1 200 OK\r\nContent-Length: lots",
-            b"\xff\xfe",
-        ] {
-            let e = parse_head(raw).unwrap_err();
-            assert!(e.starts_with("malformed answer"), "{e}");
-        }
-    }
 
     #[test]
     fn the_request_is_http_1_1_with_its_length_and_host() {

@@ -2,9 +2,11 @@
 //!
 //! An exchange is a POST with a per-attempt timeout (the receiver's answer
 //! budget, never scaled) that never follows redirects. Its result is data:
-//! a status and latency, or an error text and whether the connection failed
-//! before any byte was sent. [`classify`] turns that into the history's
-//! outcome as `docs/history.md` defines it.
+//! a status and latency, or a [`Failure`] whose kind is read off hyper's
+//! typed error (a connect error, an OS timeout) or the timer, never off
+//! its text; whether anything was sent follows from that kind. [`classify`]
+//! turns the answer into the history's outcome as `docs/history.md`
+//! defines it.
 
 use std::time::{Duration, Instant};
 
@@ -13,7 +15,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 
-use crate::history::{Intent, Outcome};
+use crate::history::{Failure, Intent, Outcome, TransportFailure};
 use crate::profile::Profile;
 use crate::tls::TrustedRoots;
 
@@ -30,14 +32,36 @@ pub struct Answer {
     pub status: Option<u16>,
     /// Milliseconds to the answer head (or to the error).
     pub latency_ms: f64,
-    /// Transport error text.
-    pub error: Option<String>,
-    /// The connection could not be made: nothing was sent.
-    pub connect_failed: bool,
+    /// The transport failure, when no answer came.
+    pub failure: Option<Failure>,
     /// The `Location` header of a 3xx answer.
     pub location: Option<String>,
     /// The answer's body, up to [`ANSWER_LIMIT`] (empty when none was read).
     pub body: Bytes,
+}
+
+impl Answer {
+    /// An answer that is only `failure`, `latency_ms` after the start.
+    pub fn failed(failure: Failure, latency_ms: f64) -> Answer {
+        Answer {
+            status: None,
+            latency_ms,
+            failure: Some(failure),
+            location: None,
+            body: Bytes::new(),
+        }
+    }
+
+    /// Nothing reached the receiver: the connection could not be made or
+    /// the request could not be built (see [`TransportFailure::nothing_sent`]).
+    pub fn nothing_sent(&self) -> bool {
+        self.failure.as_ref().is_some_and(Failure::nothing_sent)
+    }
+
+    /// The failure's text, as the history records it.
+    pub fn error(&self) -> Option<&str> {
+        self.failure.as_ref().map(Failure::text)
+    }
 }
 
 /// Builds a client: keep-alive pool, or a fresh connection per request when
@@ -71,14 +95,7 @@ pub async fn exchange(
     let req = match req.body(Full::new(body)) {
         Ok(r) => r,
         Err(e) => {
-            return Answer {
-                status: None,
-                latency_ms: 0.0,
-                error: Some(format!("cannot build the request: {e}")),
-                connect_failed: true,
-                location: None,
-                body: Bytes::new(),
-            }
+            return Answer::failed(Failure::new(TransportFailure::Request, e.to_string()), 0.0)
         }
     };
     let fut = async {
@@ -105,31 +122,40 @@ pub async fn exchange(
         Ok(Ok((status, latency, location, body))) => Answer {
             status: Some(status),
             latency_ms: latency,
-            error: None,
-            connect_failed: false,
+            failure: None,
             location,
             body,
         },
-        Ok(Err(e)) => Answer {
-            status: None,
-            latency_ms: ms(start),
-            error: Some(error_text(&e)),
-            connect_failed: e.is_connect(),
-            location: None,
-            body: Bytes::new(),
-        },
-        Err(_) => Answer {
-            status: None,
-            latency_ms: ms(start),
-            error: Some(crate::history::TransportFailure::timeout_text(timeout)),
-            connect_failed: false,
-            location: None,
-            body: Bytes::new(),
-        },
+        Ok(Err(e)) => Answer::failed(failure_of(&e, start.elapsed()), ms(start)),
+        Err(_) => Answer::failed(Failure::timeout(timeout), ms(start)),
     }
 }
 
-fn error_text(e: &(dyn std::error::Error + 'static)) -> String {
+/// The kind of a client error, from its type: a connect error (TCP, TLS)
+/// sent nothing; an OS timeout on the open connection is a timeout (after
+/// `elapsed`); anything else broke an exchange that may have landed.
+fn failure_of(e: &hyper_util::client::legacy::Error, elapsed: Duration) -> Failure {
+    use std::error::Error;
+    if e.is_connect() {
+        // hyper's own "client error (Connect)" says only the kind.
+        let detail = e.source().map_or_else(|| e.to_string(), chain);
+        return Failure::new(TransportFailure::Connect, detail);
+    }
+    let mut source = e.source();
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::TimedOut {
+                let after = crate::units::format_duration(elapsed);
+                return Failure::new(TransportFailure::Timeout, format!("{after} ({})", chain(e)));
+            }
+        }
+        source = s.source();
+    }
+    Failure::other(chain(e))
+}
+
+/// An error and its sources, `: `-separated.
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
@@ -172,7 +198,7 @@ pub fn classify(profile: &Profile, intent: Intent, answer: &Answer) -> Grade {
             give_up: profile.give_up_on.contains(&s),
         },
         None => Grade {
-            outcome: if answer.connect_failed {
+            outcome: if answer.nothing_sent() {
                 Outcome::Fail
             } else {
                 Outcome::Info
@@ -187,12 +213,16 @@ pub fn classify(profile: &Profile, intent: Intent, answer: &Answer) -> Grade {
 mod tests {
     use super::*;
 
-    fn answer(status: Option<u16>, connect_failed: bool) -> Answer {
+    fn answer(status: Option<u16>, nothing_sent: bool) -> Answer {
+        let kind = if nothing_sent {
+            TransportFailure::Connect
+        } else {
+            TransportFailure::Other
+        };
         Answer {
             status,
             latency_ms: 1.0,
-            error: None,
-            connect_failed,
+            failure: status.is_none().then(|| Failure::new(kind, "x")),
             location: None,
             body: Bytes::new(),
         }
@@ -220,5 +250,56 @@ mod tests {
         let p = Profile::builtin("standard-webhooks").unwrap();
         assert!(classify(&p, Intent::Genuine, &answer(Some(410), false)).give_up);
         assert!(!classify(&p, Intent::Genuine, &answer(Some(500), false)).give_up);
+    }
+
+    /// The kinds come from hyper's error and the timer: a port nobody
+    /// listens on, a peer that closes after reading, one that never answers.
+    #[tokio::test]
+    async fn failures_are_typed_where_the_exchange_fails() {
+        let p = Profile::default_profile();
+        let client = client(&p, false, &TrustedRoots::default());
+        let send = |addr: std::net::SocketAddr, timeout| {
+            let client = client.clone();
+            async move {
+                let uri: http::Uri = format!("http://{addr}/h").parse().unwrap();
+                exchange(&client, &uri, &[], Bytes::from_static(b"{}"), timeout).await
+            }
+        };
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let refused = free.local_addr().unwrap();
+        drop(free);
+        let a = send(refused, Duration::from_secs(5)).await;
+        let f = a.failure.clone().unwrap();
+        assert_eq!(f.kind(), TransportFailure::Connect, "{f}");
+        assert!(
+            f.text().starts_with("connect error: tcp connect error: "),
+            "{f}"
+        );
+        assert!(a.nothing_sent());
+
+        let closing = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let (closing_addr, silent_addr) =
+            (closing.local_addr().unwrap(), silent.local_addr().unwrap());
+        tokio::spawn(async move {
+            use tokio::io::AsyncReadExt;
+            while let Ok((mut s, _)) = closing.accept().await {
+                let mut b = [0u8; 1024];
+                let _ = s.read(&mut b).await;
+            }
+        });
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((s, _)) = silent.accept().await {
+                held.push(s);
+            }
+        });
+        let a = send(closing_addr, Duration::from_secs(5)).await;
+        let f = a.failure.clone().unwrap();
+        assert_eq!(f.kind(), TransportFailure::Other, "{f}");
+        assert!(!a.nothing_sent());
+        let a = send(silent_addr, Duration::from_millis(100)).await;
+        assert_eq!(a.error(), Some("timeout after 100ms"));
+        assert_eq!(classify(&p, Intent::Genuine, &a).outcome, Outcome::Info);
     }
 }

@@ -536,7 +536,7 @@ impl Ctx {
             }
             if let Some(a) = r.answer {
                 st.exchanges += 1;
-                if a.connect_failed {
+                if a.nothing_sent() {
                     st.connect_failures += 1;
                 }
             }
@@ -557,7 +557,9 @@ impl Ctx {
             sent_at: r.sent_at,
             status: r.answer.and_then(|a| a.status),
             latency_ms: r.answer.map(|a| a.latency_ms),
-            error: r.error.or_else(|| r.answer.and_then(|a| a.error.clone())),
+            error: r
+                .error
+                .or_else(|| r.answer.and_then(|a| a.error().map(str::to_string))),
             outcome: r.outcome,
             intent: r.intent,
             detail: r.detail,

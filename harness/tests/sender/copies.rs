@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hookstorm::history::{Intent, Outcome};
+use hookstorm::history::{Intent, Outcome, TransportFailure};
 use hookstorm::profile::Profile;
 use hookstorm::sender::copies::{self, Copies};
 use hookstorm::sender::exchange::classify;
@@ -176,7 +176,7 @@ async fn copies_wait_one_byte_short_on_separate_connections_until_the_release() 
     assert_eq!(released.answers.len(), N);
     for a in &released.answers {
         assert_eq!(a.status, Some(204), "{a:?}");
-        assert!(a.error.is_none() && !a.connect_failed, "{a:?}");
+        assert!(a.failure.is_none(), "{a:?}");
     }
     let after = server.conns();
     assert_eq!(after.len(), N, "one connection per copy: {after:?}");
@@ -213,8 +213,10 @@ async fn an_answer_that_is_not_http_has_no_status_and_is_not_an_ack() {
     ] {
         let a = one_answer(reply).await;
         assert_eq!(a.status, None, "{reply:?}: {a:?}");
-        assert!(!a.connect_failed, "{a:?}");
-        let e = a.error.as_deref().unwrap_or_default();
+        let f = a.failure.as_ref().expect("a failure");
+        assert_eq!(f.kind(), TransportFailure::Other, "{a:?}");
+        assert!(!a.nothing_sent(), "{a:?}");
+        let e = f.text();
         assert!(e.contains(says), "{reply:?}: {e}");
         let g = classify(&p, Intent::Genuine, &a);
         assert_eq!((g.outcome, g.delivered), (Outcome::Info, false));
@@ -224,11 +226,17 @@ async fn an_answer_that_is_not_http_has_no_status_and_is_not_an_ack() {
 #[tokio::test]
 async fn well_formed_answers_are_read_whatever_their_framing() {
     let a = one_answer(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n").await;
-    assert_eq!((a.status, a.error.clone()), (Some(200), None));
+    assert_eq!(
+        (a.status, a.error(), &a.body[..]),
+        (Some(200), None, &b"hello"[..])
+    );
     let a = one_answer(b"HTTP/1.1 202 Accepted\r\nContent-Length: 2\r\n\r\nok").await;
-    assert_eq!(a.status, Some(202));
+    assert_eq!((a.status, &a.body[..]), (Some(202), &b"ok"[..]));
     let a = one_answer(b"HTTP/1.0 503 Busy\r\n\r\nclose-delimited body").await;
-    assert_eq!(a.status, Some(503));
+    assert_eq!(
+        (a.status, &a.body[..]),
+        (Some(503), &b"close-delimited body"[..])
+    );
     let a = one_answer(b"HTTP/1.1 308 Permanent Redirect\r\nLocation: /webhooks/acct_a/\r\nContent-Length: 0\r\n\r\n").await;
     assert_eq!(
         (a.status, a.location.as_deref()),
@@ -248,10 +256,11 @@ async fn a_copy_that_cannot_connect_is_a_connect_failure() {
     let headers = headers();
     let released = copies::release(&copies(&uri, &headers, 3)).await;
     assert_eq!(released.answers.len(), 3);
-    assert!(released
-        .answers
-        .iter()
-        .all(|a| a.status.is_none() && a.connect_failed));
+    assert!(released.answers.iter().all(|a| a.status.is_none()
+        && a.failure.as_ref().map(|f| f.kind()) == Some(TransportFailure::Connect)
+        && a.error()
+            .unwrap()
+            .starts_with("connect error: tcp connect error: ")));
     assert!(released.spread.is_none());
 }
 
@@ -273,10 +282,7 @@ async fn an_answer_that_never_comes_times_out_from_the_release() {
     let released = copies::release(&c).await;
     for a in &released.answers {
         assert_eq!(a.status, None);
-        assert!(
-            a.error.as_deref().unwrap().starts_with("timeout after"),
-            "{a:?}"
-        );
+        assert_eq!(a.error(), Some("timeout after 300ms"), "{a:?}");
         assert!(a.latency_ms >= 290.0, "{a:?}");
     }
 }
@@ -330,10 +336,11 @@ async fn https_copies_are_released_over_tls_with_the_trusted_roots() {
     c.tls = Some(Arc::new(hookstorm::tls::client_config(&Default::default())));
     let refused = copies::release(&c).await;
     assert!(
-        refused
-            .answers
-            .iter()
-            .all(|a| a.status.is_none() && a.connect_failed),
+        refused.answers.iter().all(|a| a.status.is_none()
+            && a.nothing_sent()
+            && a.error()
+                .unwrap()
+                .starts_with("connect error: tls handshake: ")),
         "{:?}",
         refused.answers
     );
