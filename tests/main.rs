@@ -17,6 +17,7 @@ mod defects;
 mod determinism;
 mod docs;
 mod foreign;
+mod fuzz;
 mod hostile;
 mod layout;
 mod paths;
