@@ -74,13 +74,22 @@ fn every_input_the_fuzz_targets_kept_is_parsed_without_a_panic() {
     let targets = names(&root().join("fuzz_targets"), Some("rs"));
     assert_eq!(
         targets,
-        ["history_line", "scenario", "signature_headers", "state", "target"],
+        [
+            "history_line",
+            "scenario",
+            "signature_headers",
+            "state",
+            "target"
+        ],
         "a fuzz target was added or removed: replay it in feed()"
     );
     let scratch = tempfile::tempdir().unwrap();
     let mut fed = 0;
     for t in &targets {
-        for dir in [root().join("corpus").join(t), root().join("artifacts").join(t)] {
+        for dir in [
+            root().join("corpus").join(t),
+            root().join("artifacts").join(t),
+        ] {
             let Ok(entries) = std::fs::read_dir(&dir) else {
                 continue;
             };
