@@ -17,6 +17,7 @@
 //! identity, its `job` the object, its `created_at` the order field.
 
 pub mod envelope;
+mod file;
 pub mod schedule;
 pub mod signature;
 pub mod vocabulary;
@@ -29,7 +30,6 @@ use serde::{Deserialize, Serialize};
 use crate::error::{read_toml, ConfigError};
 use crate::profile::schedule::{Jitter, Schedule, Waits};
 use crate::profile::signature::{Encoding, Scheme};
-use crate::units::HumanDuration;
 
 /// Dashboard redeliveries allowed per account per hour (`docs/contract.md`,
 /// "Redelivery": the project's default, configurable per scenario).
@@ -517,7 +517,7 @@ impl Profile {
 
     /// Loads a custom profile from a TOML file.
     pub fn from_file(path: &Path) -> Result<Profile, ConfigError> {
-        let file: ProfileFile = read_toml(path)?;
+        let file: file::ProfileFile = read_toml(path)?;
         file.into_profile(path)
     }
 
@@ -569,211 +569,6 @@ impl Profile {
     /// none) times [`Profile::time_scale_factor`].
     pub fn time_scale(&self, flag: Option<f64>, scenario: Option<f64>, default: f64) -> f64 {
         flag.unwrap_or_else(|| scenario.unwrap_or(default) * self.time_scale_factor())
-    }
-}
-
-/// The `[schedule]` table of a custom profile.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ScheduleFile {
-    max_attempts: Option<u32>,
-    /// Explicit waits (before attempt 2, 3, …).
-    waits: Option<Vec<HumanDuration>>,
-    base: Option<HumanDuration>,
-    factor: Option<f64>,
-    cap: Option<HumanDuration>,
-    /// `none`, `shorten-up-to-half`, `full`, or `plus-minus`.
-    jitter: Option<String>,
-    /// The fraction for `plus-minus`.
-    jitter_fraction: Option<f64>,
-}
-
-/// A custom profile file: a built-in to start from and what differs.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ProfileFile {
-    name: String,
-    #[serde(default)]
-    extends: Option<String>,
-    timeout: Option<HumanDuration>,
-    connect_timeout: Option<HumanDuration>,
-    tolerance: Option<HumanDuration>,
-    success: Option<Vec<StatusRange>>,
-    give_up_on: Option<Vec<u16>>,
-    id_header: Option<String>,
-    event_header: Option<String>,
-    schedule: Option<ScheduleFile>,
-    signature: Option<Scheme>,
-    /// The body envelope: a built-in shape's name.
-    body: Option<BodyShape>,
-    /// A JSON file with `{{placeholders}}`, relative to this file: the body.
-    body_template: Option<std::path::PathBuf>,
-    /// What an event is, where it differs from the body shape's rules.
-    semantics: Option<SemanticsFile>,
-}
-
-/// The `[semantics]` table of a custom profile: where identity, object
-/// and order live, and which timestamps the provider's verifier refuses.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SemanticsFile {
-    /// `task-id`, `delivery-id`, `header:<name>` or `body:<json pointer>`.
-    identity: Option<String>,
-    /// `both`, `past-only` or `none`.
-    freshness: Option<Freshness>,
-    /// A JSON pointer to the object an update is about.
-    object: Option<String>,
-    /// A JSON pointer to the field that orders two updates.
-    order: Option<String>,
-}
-
-fn parse_identity(s: &str) -> Option<Identity> {
-    match s.trim() {
-        "task-id" => Some(Identity::TaskId),
-        "delivery-id" => Some(Identity::DeliveryId),
-        other => {
-            if let Some(h) = other.strip_prefix("header:") {
-                let h = h.trim();
-                (!h.is_empty()).then(|| Identity::Header(h.to_string()))
-            } else if let Some(p) = other.strip_prefix("body:") {
-                let p = p.trim();
-                p.starts_with('/').then(|| Identity::Body(p.to_string()))
-            } else {
-                None
-            }
-        }
-    }
-}
-
-impl ProfileFile {
-    fn into_profile(self, path: &Path) -> Result<Profile, ConfigError> {
-        let base_name = self.extends.as_deref().unwrap_or(DEFAULT_PROFILE);
-        let mut p = Profile::builtin(base_name).ok_or_else(|| {
-            ConfigError::invalid(
-                path,
-                format!(
-                    "extends = {base_name:?} is not a built-in profile (hint: one of {})",
-                    BUILTIN_NAMES.join(", ")
-                ),
-            )
-        })?;
-        p.name = self.name;
-        if let Some(t) = self.timeout {
-            p.timeout = t.0;
-        }
-        if let Some(t) = self.connect_timeout {
-            p.connect_timeout = Some(t.0);
-        }
-        if let Some(t) = self.tolerance {
-            p.tolerance = Some(t.0);
-        }
-        if let Some(s) = self.success {
-            p.success = s;
-        }
-        if let Some(g) = self.give_up_on {
-            p.give_up_on = g;
-        }
-        if self.id_header.is_some() {
-            p.id_header = self.id_header;
-        }
-        if self.event_header.is_some() {
-            p.event_header = self.event_header;
-        }
-        if let Some(s) = self.signature {
-            p.scheme = s;
-        }
-        if let Some(b) = self.body {
-            p.body = b;
-            p.semantics = Semantics::of(b);
-        }
-        if let Some(t) = self.body_template {
-            let file = path.parent().unwrap_or(Path::new(".")).join(&t);
-            let text =
-                crate::budget::read_text(&file, crate::budget::CONFIG_FILE).map_err(|e| {
-                    ConfigError::invalid(path, format!("body_template {}: {e}", file.display()))
-                })?;
-            crate::profile::envelope::check_template(&text).map_err(|e| {
-                ConfigError::invalid(path, format!("body_template {}: {e}", file.display()))
-            })?;
-            p.body_template = Some(text);
-        }
-        if let Some(sem) = self.semantics {
-            if let Some(id) = sem.identity {
-                p.semantics.identity = parse_identity(&id).ok_or_else(|| {
-                    ConfigError::invalid(
-                        path,
-                        format!("[semantics] identity = {id:?}: expected task-id, delivery-id, header:<name> or body:<json pointer>"),
-                    )
-                })?;
-            }
-            if let Some(f) = sem.freshness {
-                p.semantics.freshness = f;
-            }
-            for (name, value, slot) in [
-                ("object", sem.object, &mut p.semantics.object),
-                ("order", sem.order, &mut p.semantics.order),
-            ] {
-                if let Some(v) = value {
-                    if !v.starts_with('/') {
-                        return Err(ConfigError::invalid(
-                            path,
-                            format!("[semantics] {name} = {v:?}: expected a JSON pointer such as \"/data/id\""),
-                        ));
-                    }
-                    *slot = Some(v);
-                }
-            }
-        }
-        if let Some(s) = self.schedule {
-            if s.waits.is_some() && (s.base.is_some() || s.factor.is_some()) {
-                return Err(ConfigError::invalid(
-                    path,
-                    "[schedule] takes either `waits` or `base`/`factor`/`cap`, not both",
-                ));
-            }
-            if let Some(waits) = s.waits {
-                let waits: Vec<Duration> = waits.into_iter().map(|w| w.0).collect();
-                p.schedule.max_attempts = s.max_attempts.unwrap_or(waits.len() as u32 + 1);
-                p.schedule.waits = Waits::List(waits);
-            } else if s.base.is_some() || s.factor.is_some() || s.cap.is_some() {
-                let (b0, f0, c0) = match &p.schedule.waits {
-                    Waits::Exponential { base, factor, cap } => (*base, *factor, *cap),
-                    Waits::List(_) => (Duration::from_secs(5), 2.0, None),
-                };
-                p.schedule.waits = Waits::Exponential {
-                    base: s.base.map(|b| b.0).unwrap_or(b0),
-                    factor: s.factor.unwrap_or(f0),
-                    cap: s.cap.map(|c| c.0).or(c0),
-                };
-            }
-            if let Some(n) = s.max_attempts {
-                p.schedule.max_attempts = n;
-            }
-            if let Some(j) = s.jitter {
-                p.schedule.jitter = match j.as_str() {
-                    "none" => Jitter::None,
-                    "shorten-up-to-half" => Jitter::ShortenUpToHalf,
-                    "full" => Jitter::Full,
-                    "plus-minus" => Jitter::PlusMinus(s.jitter_fraction.unwrap_or(0.1)),
-                    other => {
-                        return Err(ConfigError::invalid(
-                            path,
-                            format!("jitter = {other:?}: expected none, shorten-up-to-half, full or plus-minus"),
-                        ))
-                    }
-                };
-            }
-        }
-        if p.schedule.max_attempts == 0 || p.schedule.max_attempts > 1000 {
-            return Err(ConfigError::invalid(
-                path,
-                "max_attempts must be between 1 and 1000",
-            ));
-        }
-        if p.timeout.is_zero() {
-            return Err(ConfigError::invalid(path, "timeout must be more than 0s"));
-        }
-        Ok(p)
     }
 }
 
