@@ -31,6 +31,7 @@ use crate::run::coverage::{Skip, TargetFacts};
 use crate::run::interrupt::Stop;
 use crate::run::preflight::Preflight;
 use crate::scenario::Scenario;
+use crate::sender::SendError;
 use crate::state::late::Owners;
 use crate::state::probe::Probe;
 use crate::target::Target;
@@ -92,13 +93,80 @@ pub enum RunEvent<'a> {
 pub enum RunError {
     /// The target could not be reached or used.
     #[error("target unusable: {0}")]
-    Target(String),
+    Target(#[from] TargetError),
+    /// A report folder or file could not be written.
+    #[error("cannot write reports: {}: {source}", path.display())]
+    Write {
+        /// The folder or file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A scenario's history could not be written or read back.
+    #[error("cannot write reports: {0}")]
+    History(#[from] crate::history::HistoryError),
     /// The reports could not be written.
     #[error("cannot write reports: {0}")]
-    Io(String),
+    Reports(#[from] report::ReportError),
+    /// The sender failed on its own (a crashed sending task).
+    #[error("{0}")]
+    Sender(SendError),
     /// The preflight found a configuration mistake.
     #[error("target unusable: {}", .0.problem().map(|f| f.render(&preflight::Words::generic())).unwrap_or_default())]
     Preflight(Box<Preflight>),
+}
+
+/// What made the target unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    /// The state source cannot be read.
+    #[error(transparent)]
+    Probe(#[from] crate::state::probe::ProbeError),
+    /// Its processes (or its database control) could not be started.
+    #[error(transparent)]
+    Lifecycle(#[from] crate::lifecycle::LifecycleError),
+    /// The provider API could not be served.
+    #[error("provider API on {url}: {source}")]
+    Provider {
+        /// Where it was to listen.
+        url: String,
+        /// Why it could not.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The receiver cannot be sent to (bad URL, nothing listening, a
+    /// secret that does not fit).
+    #[error(transparent)]
+    Send(SendError),
+    /// A scenario's fault could not be set up.
+    #[error(transparent)]
+    Fault(#[from] crate::fault::actor::SetupError),
+    /// The run was stopped while the receiver started.
+    #[error("interrupted while starting the receiver")]
+    Interrupted,
+}
+
+impl From<SendError> for RunError {
+    /// A send error that says the target is unusable is one; a history
+    /// that could not be written is the run's own failure.
+    fn from(e: SendError) -> RunError {
+        match e {
+            SendError::Unreachable { .. } | SendError::BadUrl { .. } | SendError::Config(_) => {
+                RunError::Target(TargetError::Send(e))
+            }
+            SendError::History(h) => RunError::History(h),
+            e @ SendError::Internal(_) => RunError::Sender(e),
+        }
+    }
+}
+
+/// A folder or file could not be written.
+pub(crate) fn write_error(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
+    move |source| RunError::Write {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// What `hookstorm doctor` found: the preflight, and which scenarios would
@@ -161,12 +229,12 @@ pub async fn run_until(
         opts.seed as u32
     );
     let dir = opts.out_dir.join(&run_id);
-    std::fs::create_dir_all(&dir).map_err(|e| RunError::Io(format!("{}: {e}", dir.display())))?;
+    std::fs::create_dir_all(&dir).map_err(write_error(&dir))?;
     // A signal while the receiver starts ends the run before any scenario.
     let (probe, mut supervisor) = tokio::select! {
         r = start(target, &dir) => r?,
         _ = interrupt.wait() => {
-            return Err(RunError::Target("interrupted while starting the receiver".into()))
+            return Err(TargetError::Interrupted.into())
         }
     };
     let (facts, preflight_keys) = if opts.preflight {
@@ -309,7 +377,7 @@ pub async fn run_until(
         machine: Some(machine()),
         interrupted,
     };
-    report::write_reports(&dir, &report).map_err(|e| RunError::Io(e.to_string()))?;
+    report::write_reports(&dir, &report)?;
     point_latest(&opts.out_dir, &run_id);
     Ok(RunOutcome { report, dir })
 }
@@ -319,27 +387,27 @@ pub async fn run_until(
 /// receiver's processes for the whole run; dropping the supervisor (error,
 /// Ctrl-C) kills them.
 async fn start(target: &Target, dir: &Path) -> Result<(Probe, Option<Supervisor>), RunError> {
-    let probe = target
-        .probe()
-        .map_err(|e| RunError::Target(e.to_string()))?;
+    let probe = target.probe().map_err(TargetError::from)?;
     // With database control alone the supervisor runs the fault proxy and
     // cuts the database.
     let supervisor = match &target.lifecycle {
         Some(life) => Some(
             Supervisor::start(life.clone(), target.database.clone(), dir)
                 .await
-                .map_err(|e| RunError::Target(e.to_string()))?,
+                .map_err(TargetError::from)?,
         ),
         None if target.database.has_control() => Some(
             Supervisor::database_only(target.database.clone(), dir)
                 .await
-                .map_err(|e| RunError::Target(e.to_string()))?,
+                .map_err(TargetError::from)?,
         ),
         None => None,
     };
     if let Some(p) = &target.provider {
-        p.serve()
-            .map_err(|e| RunError::Target(format!("provider API on {}: {e}", p.url())))?;
+        p.serve().map_err(|source| TargetError::Provider {
+            url: p.url(),
+            source,
+        })?;
     }
     Ok((probe, supervisor))
 }
@@ -355,7 +423,7 @@ pub async fn doctor(
         "doctor-{}",
         chrono::Utc::now().format("%Y%m%d-%H%M%S")
     ));
-    std::fs::create_dir_all(&dir).map_err(|e| RunError::Io(format!("{}: {e}", dir.display())))?;
+    std::fs::create_dir_all(&dir).map_err(write_error(&dir))?;
     let (probe, supervisor) = start(target, &dir).await?;
     let pf = preflight::check(target, &probe).await;
     if let Some(sup) = supervisor {
@@ -502,6 +570,32 @@ fn machine() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_send_error_is_the_targets_fault_only_when_it_says_so() {
+        let unreachable = RunError::from(SendError::Unreachable {
+            url: "http://127.0.0.1:9/w".into(),
+            error: "refused".into(),
+        });
+        assert!(matches!(
+            unreachable,
+            RunError::Target(TargetError::Send(SendError::Unreachable { .. }))
+        ));
+        assert!(unreachable
+            .to_string()
+            .starts_with("target unusable: target http://127.0.0.1:9/w is unreachable"));
+        let config = RunError::from(SendError::Config("no secret".into()));
+        assert!(matches!(config, RunError::Target(_)), "{config}");
+        let crashed = RunError::from(SendError::Internal("a task panicked".into()));
+        assert!(matches!(crashed, RunError::Sender(_)), "{crashed}");
+        let dir = Path::new("/nonexistent/reports");
+        let e = write_error(dir)(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+        assert!(
+            e.to_string()
+                .starts_with("cannot write reports: /nonexistent/reports: "),
+            "{e}"
+        );
+    }
 
     #[test]
     fn scenario_seeds_are_stable_and_distinct() {

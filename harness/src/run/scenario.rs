@@ -8,7 +8,9 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::{notes, reproduce_command, scenario_seed, RunError, RunOptions};
+use super::{
+    notes, reproduce_command, scenario_seed, write_error, RunError, RunOptions, TargetError,
+};
 use crate::check::{self, CheckOptions, ScenarioCheck};
 use crate::fault::actor::{self, Scene};
 use crate::history::{self, Event, HistorySink, RunHeader};
@@ -18,7 +20,7 @@ use crate::plan::Plan;
 use crate::report::ScenarioReport;
 use crate::run::coverage;
 use crate::scenario::Scenario;
-use crate::sender::{SendConfig, SendError};
+use crate::sender::SendConfig;
 use crate::state::late::Owners;
 use crate::state::probe::{Probe, Settled};
 use crate::state::State;
@@ -42,7 +44,7 @@ pub(super) async fn run_scenario(
         opts.default_time_scale,
     );
     let dir = run_dir.join(&scenario.name);
-    std::fs::create_dir_all(&dir).map_err(|e| RunError::Io(format!("{}: {e}", dir.display())))?;
+    std::fs::create_dir_all(&dir).map_err(write_error(&dir))?;
     let history_path = dir.join("history.jsonl");
     let state_path = dir.join("state.json");
     let mut notes = Vec::new();
@@ -64,7 +66,7 @@ pub(super) async fn run_scenario(
     // drives everything below instead of the run's.
     let plan: Plan =
         crate::plan::workload::plan(scenario, scenario_seed(opts.seed, &scenario.name));
-    let sink = HistorySink::create(&history_path).map_err(|e| RunError::Io(e.to_string()))?;
+    let sink = HistorySink::create(&history_path)?;
     let header = Event::Run(RunHeader {
         run_id: run_id.to_string(),
         seed: plan.seed,
@@ -73,11 +75,10 @@ pub(super) async fn run_scenario(
         started_at: history::now_rfc3339(),
         version: env!("CARGO_PKG_VERSION").to_string(),
     });
-    sink.write(header)
-        .map_err(|e| RunError::Io(e.to_string()))?;
+    sink.write(header)?;
     if let Some(sup) = supervisor.as_deref_mut() {
         if let Err(e) = sup.ensure_up().await {
-            return Err(RunError::Target(e.to_string()));
+            return Err(TargetError::from(e).into());
         }
     }
     let scene = Scene {
@@ -92,16 +93,10 @@ pub(super) async fn run_scenario(
     let cfg = SendConfig::for_target(target, &plan, time_scale, opts.concurrency);
     let sent = actor::send(&mut faults, &scene, cfg)
         .await
-        .map_err(|e| RunError::Target(e.to_string()))?;
+        .map_err(TargetError::from)?;
     let ground_truth = faults.iter().any(|f| f.ground_truth());
-    sink.finish().map_err(|e| RunError::Io(e.to_string()))?;
-    let summary = match sent {
-        Ok(s) => s,
-        Err(
-            e @ (SendError::Unreachable { .. } | SendError::BadUrl { .. } | SendError::Config(_)),
-        ) => return Err(RunError::Target(e.to_string())),
-        Err(e) => return Err(RunError::Io(e.to_string())),
-    };
+    sink.finish()?;
+    let summary = sent?;
 
     // One streaming pass over the history feeds every consumer: the keys
     // this scenario owns, the checker's fold (which also says which keys
@@ -112,7 +107,7 @@ pub(super) async fn run_scenario(
         let mut claimer = owners.claimer(index);
         let mut folds: Vec<&mut dyn history::Fold> = vec![&mut claimer, &mut agg, &mut gaps];
         folds.extend(faults.iter_mut().filter_map(|f| f.fold()));
-        history::fold(&history_path, &mut folds).map_err(|e| RunError::Io(e.to_string()))?;
+        history::fold(&history_path, &mut folds)?;
     }
     let expect = agg.keys_to_store(ground_truth);
 
@@ -139,8 +134,7 @@ pub(super) async fn run_scenario(
             });
         }
         let json = serde_json::to_vec_pretty(s).unwrap_or_default();
-        std::fs::write(&state_path, json)
-            .map_err(|e| RunError::Io(format!("{}: {e}", state_path.display())))?;
+        std::fs::write(&state_path, json).map_err(write_error(&state_path))?;
     }
     let probe_error = state.as_ref().err().map(|e| e.to_string());
     let found = actor::findings(&mut faults, &plan, state.as_ref().ok());
