@@ -1,0 +1,157 @@
+//! One request's bytes: the delivery signed at its send time with the
+//! account's keyed signer, its HTTP/1.1 head and body encoded into the
+//! worker's reused buffer, ready for one `write`. Pure, so a test can parse
+//! what a receiver would get and verify its signature.
+
+use super::target::LoadTarget;
+use crate::bench::mix::Item;
+use crate::profile::signature::SignInput;
+
+/// Encodes the request of `item` signed at `now_unix` into `out` (cleared
+/// first): the HTTP/1.1 head, then the body. `values` is the worker's
+/// reused buffer for the signed header values. A value that cannot be a
+/// header value (a control character) is an error (what is wrong with the
+/// request), as hyper's would be.
+pub(super) fn encode_request(
+    t: &LoadTarget,
+    item: &Item,
+    now_unix: i64,
+    values: &mut Vec<String>,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    t.signers[item.account].sign_values(
+        SignInput {
+            id: &item.id,
+            timestamp: now_unix,
+            body: &item.body,
+        },
+        values,
+    );
+    out.clear();
+    out.extend_from_slice(b"POST ");
+    out.extend_from_slice(t.paths[item.account].as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    let mut header = |name: &str, value: &[u8]| -> Result<(), String> {
+        if let Some(b) = value
+            .iter()
+            .find(|b| (**b < 0x20 && **b != b'\t') || **b == 0x7f)
+        {
+            return Err(format!("header {name} holds the control byte 0x{b:02x}"));
+        }
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value);
+        out.extend_from_slice(b"\r\n");
+        Ok(())
+    };
+    header("host", t.authority.as_bytes())?;
+    header("content-type", b"application/json")?;
+    if let Some(idh) = &t.id_header {
+        if !t.id_signed {
+            header(idh.as_str(), item.id.as_bytes())?;
+        }
+    }
+    if let Some(ev) = &t.event_header {
+        header(ev.as_str(), b"task.completed")?;
+    }
+    for (name, v) in t.signed_headers.iter().zip(values.iter()) {
+        header(name.as_str(), v.as_bytes())?;
+    }
+    let mut digits = [0u8; 20];
+    header(
+        "content-length",
+        crate::decimal::digits(item.body.len() as u64, &mut digits),
+    )?;
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(&item.body);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::mix::Generator;
+    use crate::profile::signature::Secret;
+    use crate::profile::Profile;
+
+    async fn target(profile: &str, secret: &str) -> LoadTarget {
+        let accounts = vec!["acct_a".to_string(), "acct_b".to_string()];
+        let secrets = accounts
+            .iter()
+            .map(|a| (a.clone(), vec![Secret::new(secret)]))
+            .collect();
+        LoadTarget::resolve(
+            "http://127.0.0.1:9/hooks/{account}?v=1",
+            Profile::builtin(profile).unwrap(),
+            &accounts,
+            &secrets,
+        )
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_encoded_request_is_the_signed_delivery_a_receiver_verifies() {
+        let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+        let gen = Generator::new(4, crate::bench::mix::Mix::default(), 2);
+        for name in crate::profile::BUILTIN_NAMES {
+            let t = target(name, secret).await;
+            let (mut values, mut out) = (Vec::new(), Vec::new());
+            for slot in [0, 1, 77] {
+                let item = gen.item(slot);
+                let now = 1_795_000_000 + slot as i64;
+                encode_request(&t, &item, now, &mut values, &mut out).unwrap();
+                let mut h = [httparse::EMPTY_HEADER; 32];
+                let mut req = httparse::Request::new(&mut h);
+                let httparse::Status::Complete(n) = req.parse(&out).unwrap() else {
+                    panic!("{name}: partial head")
+                };
+                assert_eq!(req.method, Some("POST"));
+                assert_eq!(req.path, Some(t.paths[item.account].as_str()));
+                let headers: Vec<(String, String)> = req
+                    .headers
+                    .iter()
+                    .map(|h| {
+                        (
+                            h.name.to_string(),
+                            String::from_utf8(h.value.to_vec()).unwrap(),
+                        )
+                    })
+                    .collect();
+                let get = |k: &str| {
+                    headers
+                        .iter()
+                        .filter(|(n, _)| n.eq_ignore_ascii_case(k))
+                        .map(|(_, v)| v.as_str())
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(get("host"), ["127.0.0.1:9"], "{name}");
+                assert_eq!(get("content-length"), [item.body.len().to_string()]);
+                assert_eq!(&out[n..], &item.body[..], "{name}: body");
+                if let Some(idh) = t.profile.delivery_id_header() {
+                    assert_eq!(get(idh), [item.id.as_str()], "{name}: one id header");
+                }
+                t.profile
+                    .scheme
+                    .verify(
+                        &[Secret::new(secret)],
+                        headers.as_slice(),
+                        &item.body,
+                        now,
+                        Some(300),
+                    )
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_header_value_with_a_control_byte_is_refused_not_sent() {
+        let t = target("answerline", "k").await;
+        let mut item = Generator::new(1, crate::bench::mix::Mix::none(), 2).item(3);
+        item.id = "whd_\r\nx-injected: 1".into();
+        let (mut values, mut out) = (Vec::new(), Vec::new());
+        let e = encode_request(&t, &item, 5, &mut values, &mut out).unwrap_err();
+        assert!(e.contains("control byte 0x0d"), "{e}");
+    }
+}

@@ -1,0 +1,202 @@
+//! One worker's loop: it claims the next slot from the phase's counter,
+//! waits (open loop) for the slot's due time, refills, signs and sends the
+//! delivery (both copies of a concurrent duplicate at once, on its two
+//! connections), counts the answers in its tally and appends their attempt
+//! lines to its batch. Everything a request needs is reused from one to
+//! the next, so the loop allocates next to nothing per request.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::encode::encode_request;
+use super::lane::{exchange, Lane};
+use super::record::{attempt_line, LineSink};
+use super::tally::{count_status, error_kind, WorkerStats};
+use super::target::LoadTarget;
+use super::Pace;
+use crate::bench::latency::MAX_MICROS;
+use crate::bench::mix::{wall_clock_into, Generator};
+use crate::history::{Failure, Intent, TransportFailure};
+use crate::sender::exchange::{classify, Answer};
+
+/// Open loop sleeps in slices of at most this, so a stop request ends a
+/// worker that waits for a far slot.
+const SLEEP_SLICE: Duration = Duration::from_millis(50);
+
+/// A worker's batch of attempt lines is appended to the history once it
+/// holds this many bytes.
+const FLUSH_AT: usize = 64 * 1024;
+
+/// What every worker of a phase shares: the target, the deliveries, the
+/// slot counter, the schedule, the history and the stop flag.
+pub(super) struct Shared {
+    pub(super) target: LoadTarget,
+    pub(super) gen: Generator,
+    pub(super) next: Arc<AtomicU64>,
+    pub(super) first: u64,
+    pub(super) pace: Pace,
+    pub(super) start: Instant,
+    pub(super) measure_from: Instant,
+    pub(super) end: Instant,
+    /// In-flight requests are cut here: `end` plus [`END_GRACE`](super::END_GRACE).
+    pub(super) hard_end: Instant,
+    pub(super) sink: Option<LineSink>,
+    pub(super) stop: Arc<AtomicBool>,
+    /// Slots actually sent (each once, whatever its copies).
+    pub(super) sent: AtomicU64,
+    pub(super) live: bool,
+}
+
+/// Worker `me`: sends slots until the phase ends or is stopped, counting
+/// into `tally[me]`, then appends what is left of its batch.
+pub(super) async fn run(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>, me: usize) {
+    let t = &shared.target;
+    let mut lane = Lane::new();
+    let mut lane2 = Lane::new();
+    let mut lines: Vec<u8> = Vec::with_capacity(FLUSH_AT + 4096);
+    // Reused from one request to the next: the delivery, its send time,
+    // the signed header values, the encoded request and the answers.
+    let mut item = shared.gen.item(shared.first);
+    let mut sent_at = String::with_capacity(24);
+    let mut values: Vec<String> = Vec::new();
+    let mut request: Vec<u8> = Vec::with_capacity(1024);
+    let mut answers: Vec<Answer> = Vec::with_capacity(2);
+    let timeout = t.profile.timeout;
+    loop {
+        if shared.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let slot = shared.next.fetch_add(1, Ordering::Relaxed);
+        let intended = match shared.pace {
+            Pace::Open(rate) => {
+                let at =
+                    shared.start + Duration::from_secs_f64((slot - shared.first) as f64 / rate);
+                // A slot is sent only while the phase lasts: a rate the
+                // machine cannot reach ends with the phase, behind schedule.
+                if at >= shared.end || Instant::now() >= shared.end {
+                    break;
+                }
+                loop {
+                    if shared.stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let now = Instant::now();
+                    if now >= at {
+                        break;
+                    }
+                    tokio::time::sleep_until((at.min(now + SLEEP_SLICE)).into()).await;
+                }
+                if shared.stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                at
+            }
+            Pace::Closed => {
+                let now = Instant::now();
+                if now >= shared.end {
+                    break;
+                }
+                now
+            }
+        };
+        shared.sent.fetch_add(1, Ordering::Relaxed);
+        shared.gen.fill(slot, &mut item);
+        let now_unix = wall_clock_into(&mut sent_at);
+        let sent = Instant::now();
+        answers.clear();
+        match encode_request(t, &item, now_unix, &mut values, &mut request) {
+            Err(e) => answers.push(Answer::failed(
+                Failure::new(TransportFailure::Request, e),
+                0.0,
+            )),
+            // Both copies of a concurrent duplicate carry the same bytes:
+            // one delivery, signed once at its send time.
+            Ok(()) if item.copies > 1 => {
+                let (a, b) = tokio::join!(
+                    exchange(&mut lane, t.addr, &request, timeout, sent, shared.hard_end),
+                    exchange(&mut lane2, t.addr, &request, timeout, sent, shared.hard_end)
+                );
+                answers.push(a);
+                answers.push(b);
+            }
+            Ok(()) => answers
+                .push(exchange(&mut lane, t.addr, &request, timeout, sent, shared.hard_end).await),
+        }
+        let done = Instant::now();
+        // Measured by when it was really sent: a sender far behind an
+        // unreachable rate still measures what it sends after the warmup
+        // (latency still counts from the intended time).
+        let measured = sent >= shared.measure_from;
+        {
+            let mut tl = tally[me].lock().unwrap_or_else(|p| p.into_inner());
+            let sec = done.saturating_duration_since(shared.start).as_secs() as usize;
+            if tl.per_second.len() <= sec {
+                tl.per_second.resize(sec + 1, 0);
+            }
+            if tl.failed_per_second.len() <= sec {
+                tl.failed_per_second.resize(sec + 1, 0);
+            }
+            for a in &answers {
+                let ok = a.status.is_some_and(|s| t.profile.is_success(s));
+                tl.per_second[sec] += 1;
+                tl.recent_requests += 1;
+                if !ok {
+                    tl.recent_errors += 1;
+                    tl.failed_per_second[sec] += 1;
+                }
+                let lat = Duration::from_secs_f64(a.latency_ms / 1000.0);
+                let corrected = lat + sent.saturating_duration_since(intended);
+                if shared.live {
+                    let _ = tl
+                        .recent
+                        .corrected
+                        .record((corrected.as_micros() as u64).clamp(1, MAX_MICROS));
+                }
+                if !measured {
+                    tl.warmup_requests += 1;
+                    continue;
+                }
+                match shared.pace {
+                    Pace::Open(_) => tl.latency.record_durations(corrected, lat),
+                    // Closed loop sends when it claims: both views are one.
+                    Pace::Closed => {
+                        let _ = tl
+                            .latency
+                            .corrected
+                            .record((lat.as_micros() as u64).clamp(1, MAX_MICROS));
+                    }
+                }
+                tl.requests += 1;
+                if ok {
+                    tl.ok += 1;
+                }
+                count_status(&mut tl.statuses, a.status);
+                if let Some(f) = &a.failure {
+                    *tl.errors.entry(error_kind(f)).or_default() += 1;
+                }
+            }
+        }
+        if let Some(sink) = &shared.sink {
+            for (i, a) in answers.iter().enumerate() {
+                let grade = classify(&t.profile, Intent::Genuine, a);
+                attempt_line(
+                    &mut lines,
+                    t,
+                    &item,
+                    i as u32 + 1,
+                    &sent_at,
+                    a,
+                    grade.outcome,
+                );
+            }
+            if lines.len() >= FLUSH_AT {
+                sink.append(&lines);
+                lines.clear();
+            }
+        }
+    }
+    if let Some(sink) = &shared.sink {
+        sink.append(&lines);
+    }
+}

@@ -1,0 +1,130 @@
+//! The contract both readers hold a sink to: only the five sections, each
+//! once, its rows together, `inbox` present at the end; and no one row
+//! longer than the budget allows, so a stream that never ends a row is
+//! refused instead of held.
+
+use std::io::Read;
+
+use super::row::{Row, Section, StateSink};
+
+/// Holds a sink to the contract: known sections, each once, rows together,
+/// `inbox` present at the end.
+pub(super) struct Contract<S> {
+    pub(super) sink: S,
+    pub(super) seen: u8,
+    current: Option<Section>,
+    /// Bytes read since the last row, when a [`Metered`] reader counts them.
+    pub(super) since_row: Option<std::rc::Rc<std::cell::Cell<usize>>>,
+}
+
+/// Counts the bytes the document parser takes since the last row and
+/// fails past [`crate::budget::STATE_ROW`]: the document is streamed, and
+/// no one row of it (a 2 GB string, an endless number) is held whole.
+pub(super) struct Metered<R> {
+    pub(super) inner: R,
+    pub(super) since_row: std::rc::Rc<std::cell::Cell<usize>>,
+}
+
+impl<R: Read> Read for Metered<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let total = self.since_row.get() + n;
+        if total > crate::budget::STATE_ROW {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                row_too_long(),
+            ));
+        }
+        self.since_row.set(total);
+        Ok(n)
+    }
+}
+
+pub(super) fn row_too_long() -> String {
+    format!(
+        "a state row longer than {} (the state is streamed row by row, and no row is that large)",
+        crate::budget::show(crate::budget::STATE_ROW)
+    )
+}
+
+impl<S: StateSink> Contract<S> {
+    pub(super) fn new(sink: S) -> Self {
+        Contract {
+            sink,
+            seen: 0,
+            current: None,
+            since_row: None,
+        }
+    }
+
+    pub(super) fn begin(&mut self, s: Section) -> Result<(), String> {
+        if self.seen & s.bit() != 0 {
+            return Err(format!(
+                "section `{}` appears twice (its rows must come together)",
+                s.name()
+            ));
+        }
+        self.seen |= s.bit();
+        self.current = Some(s);
+        self.sink.section(s)
+    }
+
+    pub(super) fn row(&mut self, row: Row) -> Result<(), String> {
+        let s = row.section();
+        if self.current != Some(s) {
+            self.begin(s)?;
+        }
+        self.sink.row(row)
+    }
+
+    pub(super) fn finish(mut self) -> Result<S, String> {
+        if self.seen & Section::Inbox.bit() == 0 {
+            return Err("missing field `inbox`".into());
+        }
+        self.sink.finish()?;
+        Ok(self.sink)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::state::stream::{read_document, read_lines};
+    use crate::state::State;
+
+    #[test]
+    fn contract_breaches_are_errors_in_both_forms() {
+        let bad_doc = [
+            (r#"{}"#, "missing field `inbox`"),
+            (r#"{"inbox": [], "inbx": []}"#, "unknown field `inbx`"),
+            (r#"{"inbox": [], "inbox": []}"#, "appears twice"),
+            (r#"{"inbox": null}"#, "invalid type"),
+            (r#"{"inbox": [{"processed": true}]}"#, "missing field `key`"),
+            (r#"{"inbox": []} trailing"#, "trailing"),
+        ];
+        for (text, want) in bad_doc {
+            let e = read_document(text.as_bytes(), State::default()).unwrap_err();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+        let bad_lines = [
+            ("", "no `sections` line"),
+            (r#"{"inbox": {"key": "a"}}"#, "first line must name"),
+            (
+                "{\"sections\": [\"results\"]}\n",
+                "missing field `inbox`",
+            ),
+            (
+                "{\"sections\": [\"inbox\"]}\n{\"results\": {\"task_id\": \"a\", \"status\": \"COMPLETED\"}}\n",
+                "does not name `results`",
+            ),
+            (
+                "{\"sections\": [\"inbox\", \"effects\"]}\n{\"inbox\": {\"key\": \"a\"}}\n{\"effects\": {\"key\": \"a\", \"count\": 1}}\n{\"inbox\": {\"key\": \"b\"}}\n",
+                "line 4: section `inbox` appears twice",
+            ),
+            ("{\"sections\": [\"inbox\"]}\n{\"inbx\": {}}\n", "line 2"),
+        ];
+        for (text, want) in bad_lines {
+            let e = read_lines(text.as_bytes(), State::default()).unwrap_err();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+    }
+}

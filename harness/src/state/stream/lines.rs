@@ -1,0 +1,178 @@
+//! The JSON Lines form: a first line naming the sections reported, then
+//! one line per row tagged with its section. Read line by line, each line
+//! bounded; written from a state or as the rows pass.
+
+use std::io::{BufRead, Read, Write};
+
+use serde::Deserialize;
+
+use super::contract::{row_too_long, Contract};
+use super::row::{Row, Section, StateSink};
+use crate::state::{Effect, InboxRow, ResourceRow, ResultRow, State, Winner};
+
+/// A line of the JSON Lines form.
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Line {
+    Sections(Vec<Section>),
+    Inbox(InboxRow),
+    Results(ResultRow),
+    Winners(Winner),
+    Effects(Effect),
+    Resources(ResourceRow),
+}
+
+impl Line {
+    fn row(self) -> Result<Row, Vec<Section>> {
+        Ok(match self {
+            Line::Sections(list) => return Err(list),
+            Line::Inbox(r) => Row::Inbox(r),
+            Line::Results(r) => Row::Results(r),
+            Line::Winners(r) => Row::Winners(r),
+            Line::Effects(r) => Row::Effects(r),
+            Line::Resources(r) => Row::Resources(r),
+        })
+    }
+}
+
+/// Reads the JSON Lines form: a `sections` line, then one row per line.
+pub fn read_lines<S: StateSink, R: BufRead>(mut r: R, sink: S) -> Result<S, String> {
+    let mut contract = Contract::new(sink);
+    let mut declared: Option<u8> = None;
+    let mut buf = String::new();
+    let mut n = 0u64;
+    loop {
+        buf.clear();
+        let cap = crate::budget::STATE_ROW;
+        let read = (&mut r)
+            .take(cap as u64 + 1)
+            .read_line(&mut buf)
+            .map_err(|e| format!("line {}: {e}", n + 1))?;
+        if read == 0 {
+            break;
+        }
+        n += 1;
+        if read > cap && !buf.ends_with('\n') {
+            return Err(format!("line {n}: {}", row_too_long()));
+        }
+        if buf.trim().is_empty() {
+            continue;
+        }
+        let at = |e: String| format!("line {n}: {e}");
+        let line: Line = serde_json::from_str(&buf).map_err(|e| {
+            at(format!(
+                "expected {{\"sections\": [...]}} or one row tagged with its section like {{\"inbox\": {{\"key\": ...}}}}: {e}"
+            ))
+        })?;
+        match (line.row(), declared) {
+            (Err(list), None) => {
+                declared = Some(list.iter().fold(0, |m, s| m | s.bit()));
+            }
+            (Err(_), Some(_)) => return Err(at("a second `sections` line".into())),
+            (Ok(_), None) => return Err(at(
+                "the first line must name the sections reported: {\"sections\": [\"inbox\", ...]}"
+                    .into(),
+            )),
+            (Ok(row), Some(d)) => {
+                let s = row.section();
+                if d & s.bit() == 0 {
+                    return Err(at(format!(
+                        "a `{}` row, but the sections line does not name `{}`",
+                        s.name(),
+                        s.name()
+                    )));
+                }
+                contract.row(row).map_err(at)?;
+            }
+        }
+    }
+    let Some(declared) = declared else {
+        return Err("no `sections` line (an empty answer?)".into());
+    };
+    // Declared sections without rows are reported empty.
+    for s in Section::ALL {
+        if declared & s.bit() != 0 && contract.seen & s.bit() == 0 {
+            contract.begin(s)?;
+        }
+    }
+    contract.finish()
+}
+
+/// Writes a state as JSON Lines (what a receiver serves for
+/// `Accept: application/x-ndjson`).
+pub fn write_lines(state: &State, out: &mut impl Write) -> std::io::Result<()> {
+    let sections: Vec<Section> = Section::ALL
+        .into_iter()
+        .filter(|s| match s {
+            Section::Inbox => true,
+            Section::Results => state.results.is_some(),
+            Section::Winners => state.winners.is_some(),
+            Section::Effects => state.effects.is_some(),
+            Section::Resources => state.resources.is_some(),
+        })
+        .collect();
+    let mut lines = LinesWriter::new(out, &sections)?;
+    state.replay(&mut lines).map_err(std::io::Error::other)
+}
+
+/// Writes the rows it is given as JSON Lines, as they come: the header line
+/// names the sections up front, then one line per row.
+pub struct LinesWriter<W: Write> {
+    out: W,
+}
+
+impl<W: Write> LinesWriter<W> {
+    /// Writes the header line naming `sections` (every section the rows
+    /// will report, empty ones included) to `out`.
+    pub fn new(mut out: W, sections: &[Section]) -> std::io::Result<Self> {
+        serde_json::to_writer(&mut out, &serde_json::json!({ "sections": sections }))?;
+        out.write_all(b"\n")?;
+        Ok(LinesWriter { out })
+    }
+
+    /// The writer, while rows still come (to take what was written so far).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.out
+    }
+}
+
+impl<W: Write> StateSink for LinesWriter<W> {
+    fn section(&mut self, _: Section) -> Result<(), String> {
+        Ok(())
+    }
+    fn row(&mut self, row: Row) -> Result<(), String> {
+        serde_json::to_writer(&mut self.out, &row).map_err(|e| e.to_string())?;
+        self.out.write_all(b"\n").map_err(|e| e.to_string())
+    }
+    fn finish(&mut self) -> Result<(), String> {
+        self.out.flush().map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::stream::read_any;
+    use crate::state::stream::tests::DOC;
+
+    fn lines_of(state: &State) -> String {
+        let mut out = Vec::new();
+        write_lines(state, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn json_lines_carry_the_same_state_and_keep_empty_sections() {
+        let whole: State = serde_json::from_str(DOC).unwrap();
+        let text = lines_of(&whole);
+        assert!(
+            text.starts_with(r#"{"sections":["inbox","results","winners","resources"]}"#),
+            "{text}"
+        );
+        assert_eq!(text.lines().count(), 1 + 2 + 1 + 1);
+        let back = read_lines(text.as_bytes(), State::default()).unwrap();
+        assert_eq!(back, whole);
+        assert_eq!(read_any(text.as_bytes(), State::default()).unwrap(), whole);
+        assert_eq!(read_any(DOC.as_bytes(), State::default()).unwrap(), whole);
+    }
+}
