@@ -4,16 +4,7 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    if let Ok(line) = std::str::from_utf8(data) {
-        hookstorm::history::fuzz_scan(line);
-    }
-    let path = std::env::temp_dir().join(format!("hookstorm-fuzz-{}-history.jsonl", std::process::id()));
-    if std::fs::write(&path, data).is_ok() {
-        if let Ok(events) = hookstorm::history::read(&path) {
-            for e in events.take(64) {
-                let _ = e;
-            }
-        }
-    }
-});
+#[path = "../entries.rs"]
+mod entries;
+
+fuzz_target!(|data: &[u8]| entries::history_line(data, entries::scratch()));

@@ -2,6 +2,7 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    let _ = hookstorm::state::stream::read_any(data, hookstorm::state::State::default());
-});
+#[path = "../entries.rs"]
+mod entries;
+
+fuzz_target!(|data: &[u8]| entries::state(data));
