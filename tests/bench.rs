@@ -45,6 +45,7 @@ fn options(url: String, sign_with: Secret, out: &Path) -> BenchOptions {
         threads: 2,
         duration: Duration::from_secs(1),
         warmup: Duration::ZERO,
+        requests: None,
         ramp_steps: 3,
         p99_limit: Duration::from_millis(100),
         error_limit: 0.01,
@@ -140,6 +141,64 @@ fn bench_against_the_reference_receiver_passes_with_duplicates_mixed_in() {
     }
 }
 
+#[test]
+fn a_checked_bench_of_a_counted_number_of_requests_stores_exactly_those() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_hookstorm"))
+        .args([
+            "bench",
+            "--requests",
+            "400",
+            "--warmup",
+            "0s",
+            "--connections",
+            "4",
+            "--duplicates",
+            "0",
+            "--concurrent-duplicates",
+            "0",
+            "--reorder",
+            "0",
+            "--seed",
+            "9",
+            "--out",
+            "reports",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("400 requests asked: sent before the duration ran out"),
+        "{text}"
+    );
+    let run = dir.path().join("reports/latest");
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("bench.json")).unwrap()).unwrap();
+    assert_eq!(v["check"]["verdict"], "pass", "{v}");
+    assert_eq!(v["warmup_requests"], 0, "{v}");
+    assert_eq!(v["requests"], 400, "{v}");
+    assert_eq!(v["requests_reached"], true, "{v}");
+    // Every one of them is in the history, once, and was stored.
+    let mut deliveries = std::collections::BTreeSet::new();
+    for e in history::read(&run.join("history.jsonl")).unwrap() {
+        if let Event::Attempt(a) = e.unwrap() {
+            assert!(
+                deliveries.insert(a.delivery.clone()),
+                "{} twice",
+                a.delivery
+            );
+        }
+    }
+    assert_eq!(deliveries.len(), 400);
+    assert_eq!(v["check"]["check"]["counts"]["deliveries"], 400, "{v}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_loop_holds_its_target_rate() {
     let out = tempfile::tempdir().unwrap();
@@ -159,6 +218,72 @@ async fn open_loop_holds_its_target_rate() {
     assert_eq!(r.statuses.get("204").copied(), Some(r.requests));
     assert_eq!(r.mode, "open");
     assert!(r.check.is_none() && r.check_skipped.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_count_of_requests_ends_the_bench_before_its_duration_in_every_mode() {
+    let key = secret("count-key");
+    let (url, stop) = null_receiver(key.clone()).await;
+    for (rate, asked) in [
+        (None, 700),
+        (Some(Rate::Fixed(4000.0)), 300),
+        (
+            Some(Rate::Ramp {
+                from: 2000.0,
+                to: 4000.0,
+            }),
+            301,
+        ),
+    ] {
+        let out = tempfile::tempdir().unwrap();
+        let mut opts = options(url.clone(), key.clone(), out.path());
+        opts.rate = rate;
+        opts.requests = Some(asked);
+        // The duration would allow far more: the count must end it.
+        opts.duration = Duration::from_secs(120);
+        let began = std::time::Instant::now();
+        let r = bench::run(&opts).await.unwrap().result;
+        assert_eq!(r.requests, asked, "{rate:?}");
+        assert_eq!(r.statuses.get("204").copied(), Some(asked), "{rate:?}");
+        assert_eq!(r.requests_asked, Some(asked));
+        assert_eq!(r.requests_reached, Some(true), "{rate:?}");
+        assert!(
+            began.elapsed() < Duration::from_secs(60),
+            "{rate:?} ran its duration"
+        );
+        if let Some(ramp) = &r.ramp {
+            // The steps share the count: 101, 100, 100.
+            let per: Vec<u64> = ramp.steps.iter().map(|s| s.requests).collect();
+            assert_eq!(per, [101, 100, 100]);
+        }
+        let v: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(out.path().join(&r.run_id).join("bench.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(v["requests_asked"], asked, "{v}");
+        assert_eq!(v["requests_reached"], true, "{v}");
+    }
+    let _ = stop.send(());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duration_that_runs_out_first_says_the_count_was_not_reached() {
+    let out = tempfile::tempdir().unwrap();
+    let key = secret("count-key");
+    let (url, stop) = null_receiver(key.clone()).await;
+    let mut opts = options(url, key, out.path());
+    opts.rate = Some(Rate::Fixed(200.0));
+    opts.duration = Duration::from_millis(500);
+    opts.requests = Some(1_000_000);
+    let r = bench::run(&opts).await.unwrap().result;
+    let _ = stop.send(());
+    assert!(r.requests < 1_000_000 && r.requests > 0, "{}", r.requests);
+    assert_eq!(r.requests_reached, Some(false));
+    assert!(
+        r.console().contains("the duration ran out first"),
+        "{}",
+        r.console()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -48,9 +48,15 @@ pub struct Args {
     /// Connections (closed loop: requests in flight).
     #[arg(long, default_value_t = 50)]
     connections: usize,
-    /// Measured time (a ramp's steps share it).
-    #[arg(long, default_value = "10s")]
-    duration: HumanDuration,
+    /// Measured time (a ramp's steps share it); 10s unless --requests is
+    /// given, then unbounded (at most a day).
+    #[arg(long)]
+    duration: Option<HumanDuration>,
+    /// End once this many deliveries were sent after the warmup (a ramp's
+    /// steps and a sharded bench's shards share it): the same work from run
+    /// to run, whatever the machine's speed.
+    #[arg(long, value_name = "N")]
+    requests: Option<u64>,
     /// Time before measuring starts (sent and checked, not measured).
     #[arg(long, default_value = "2s")]
     warmup: HumanDuration,
@@ -343,7 +349,12 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
         rate: args.rate,
         connections: args.connections,
         threads: args.threads.unwrap_or_else(bench::default_threads),
-        duration: args.duration.0,
+        duration: match (args.duration, args.requests) {
+            (Some(d), _) => d.0,
+            (None, None) => bench::DEFAULT_DURATION,
+            (None, Some(_)) => bench::COUNTED_DURATION,
+        },
+        requests: args.requests,
         warmup: args.warmup.0,
         ramp_steps: args.steps,
         p99_limit: args.break_p99.0,
@@ -362,13 +373,17 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
     if let Some(s) = args.shard {
         info!("shard {s}: 1/{} of the rate, keys of its own", s.count);
     }
+    let bound = match (opts.requests, args.duration) {
+        (Some(n), Some(d)) => format!("{n} requests or {}", hookstorm::units::format_duration(d.0)),
+        (Some(n), None) => format!("{n} requests"),
+        (None, _) => hookstorm::units::format_duration(opts.duration),
+    };
     info!(
-        "seed {seed} · {} · {} connections · {} (+{} warmup)",
+        "seed {seed} · {} · {} connections · {bound} (+{} warmup)",
         opts.rate
             .map(|r| format!("open loop {r}"))
             .unwrap_or_else(|| "closed loop".into()),
         opts.connections,
-        hookstorm::units::format_duration(opts.duration),
         hookstorm::units::format_duration(opts.warmup)
     );
     let outcome = bench::run_until(&opts, &stop).await;

@@ -116,6 +116,10 @@ pub struct BenchOptions {
     pub duration: Duration,
     /// Unmeasured time before it.
     pub warmup: Duration,
+    /// End once this many deliveries were sent after the warmup
+    /// (`--requests`; a ramp's steps share it, and a shard takes its share),
+    /// if that comes before the duration.
+    pub requests: Option<u64>,
     /// Steps of a ramp.
     pub ramp_steps: usize,
     /// A ramp step breaks when its p99 exceeds this.
@@ -204,6 +208,13 @@ fn shortfall(rate: f64, r: &load::PhaseResult, connections: usize) -> Option<Str
     })
 }
 
+/// How long a bench measures when neither `--duration` nor `--requests`
+/// says.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+
+/// The bound on a bench that `--requests` ends and no `--duration` bounds.
+pub const COUNTED_DURATION: Duration = Duration::from_secs(24 * 3600);
+
 /// Checks the options a bench cannot run with; the error is a usage error.
 pub fn validate(opts: &BenchOptions) -> Result<(), BenchError> {
     opts.mix.validate().map_err(BenchError::Config)?;
@@ -216,6 +227,14 @@ pub fn validate(opts: &BenchOptions) -> Result<(), BenchError> {
     }
     if opts.duration.is_zero() {
         return bad("--duration must be above 0, like 10s");
+    }
+    if opts.requests == Some(0) {
+        return bad("--requests must be 1 or more");
+    }
+    if let (Some(n), Some(Rate::Ramp { .. })) = (opts.requests, opts.rate) {
+        if n < opts.ramp_steps as u64 {
+            return bad("--requests must be at least --steps for a ramp (the steps share it)");
+        }
     }
     if matches!(opts.rate, Some(Rate::Ramp { .. })) && opts.ramp_steps < 2 {
         return bad("--steps must be 2 or more for a ramp");
@@ -255,6 +274,9 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
         run_id.push_str(&format!("-shard{}of{}", s.index, s.count));
     }
     let share = |rate: f64| opts.shard.map_or(rate, |s| s.rate(rate));
+    let requests = opts
+        .requests
+        .map(|n| opts.shard.map_or(n, |s| s.count_share(n)));
     let dir = opts.out_dir.join(&run_id);
     std::fs::create_dir_all(&dir).map_err(|e| BenchError::Io(format!("{}: {e}", dir.display())))?;
     let target = LoadTarget::resolve(
@@ -345,7 +367,7 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
     let progress = progress::Progress::start(opts.progress);
 
     let mut short = Vec::new();
-    let (mode, tally, measured, ramp, target_rate) = match opts.rate {
+    let (mode, tally, measured, ramp, target_rate, counted_out) = match opts.rate {
         Some(Rate::Ramp { from, to }) => {
             let steps = opts.ramp_steps.max(2);
             let step_len = opts.duration / steps as u32;
@@ -353,6 +375,7 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
             let mut out = Vec::new();
             let mut slot = 0;
             let mut measured = Duration::ZERO;
+            let mut counted_out = true;
             for i in 0..steps {
                 if stop.requested() {
                     break;
@@ -365,6 +388,11 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
                     warmup: if i == 0 { opts.warmup } else { Duration::ZERO },
                     threads: opts.threads,
                     live: opts.progress,
+                    // The steps share the count as they share the duration.
+                    requests: requests.map(|n| {
+                        let n_steps = steps as u64;
+                        n / n_steps + u64::from((i as u64) < n % n_steps)
+                    }),
                 };
                 let r =
                     load::run_phase(&target, &gen, phase, slot, Some(sink.clone()), stop, |l| {
@@ -372,6 +400,7 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
                     })
                     .await;
                 slot = r.next_slot;
+                counted_out &= r.counted_out;
                 if let Some(why) = shortfall(rate, &r, opts.connections) {
                     short.push(format!("step {}: {why}", i + 1));
                 }
@@ -400,7 +429,14 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
                 p99_limit_ms,
                 error_limit: opts.error_limit,
             };
-            ("ramp", all, measured, Some(ramp), Some(share(to)))
+            (
+                "ramp",
+                all,
+                measured,
+                Some(ramp),
+                Some(share(to)),
+                counted_out,
+            )
         }
         other => {
             let (pace, mode, rate) = match other {
@@ -414,6 +450,7 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
                 warmup: opts.warmup,
                 threads: opts.threads,
                 live: opts.progress,
+                requests,
             };
             let r = load::run_phase(&target, &gen, phase, 0, Some(sink.clone()), stop, |l| {
                 progress.attach(l)
@@ -422,7 +459,7 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
             if let Some(why) = rate.and_then(|rate| shortfall(rate, &r, opts.connections)) {
                 short.push(why);
             }
-            (mode, r.tally, r.measured, None, rate)
+            (mode, r.tally, r.measured, None, rate, r.counted_out)
         }
     };
     progress.stop();
@@ -458,6 +495,8 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
         connections: opts.connections,
         duration_s: measured.as_secs_f64(),
         warmup_s: opts.warmup.as_secs_f64(),
+        requests_asked: requests,
+        requests_reached: requests.map(|_| counted_out),
         target_rate,
         requests: tally.requests,
         warmup_requests: tally.warmup_requests,

@@ -248,6 +248,14 @@ pub struct BenchResult {
     pub duration_s: f64,
     /// Warmup seconds.
     pub warmup_s: f64,
+    /// The count of requests asked for (`--requests`), this shard's share
+    /// in a sharded bench; absent when only the duration bounded it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests_asked: Option<u64>,
+    /// With `requests_asked`: the count ended the bench (every step of a
+    /// ramp), not the duration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests_reached: Option<bool>,
     /// Target rate (open loop; the last step of a ramp).
     pub target_rate: Option<f64>,
     /// Requests measured.
@@ -318,6 +326,17 @@ impl BenchResult {
                 .unwrap_or_default(),
             self.requests
         );
+        if let Some(n) = self.requests_asked {
+            let _ = writeln!(
+                s,
+                "  count     {n} requests asked{}",
+                if self.requests_reached == Some(true) {
+                    ": sent before the duration ran out"
+                } else {
+                    "; the duration ran out first"
+                }
+            );
+        }
         if let Some(why) = &self.rate_unreachable {
             let _ = writeln!(s, "  UNREACHABLE rate: {why}");
         }

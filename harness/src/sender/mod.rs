@@ -18,8 +18,8 @@
 //! [`SendError`] is only for what makes the whole run impossible.
 //!
 //! Here: the send's context (pool, gate, keys, stats), each exchange and
-//! each attempt's record. [`config`] is what a send is told and answers,
-//! [`request`] what a request carries (pure, by the profile), [`round`]
+//! each attempt's record. `config` is what a send is told and answers,
+//! `request` what a request carries (pure, by the profile), `round`
 //! one delivery's rounds and retries, [`exchange`] one pooled exchange,
 //! [`copies`] the copies released at their last byte.
 //!

@@ -116,6 +116,13 @@ impl Shard {
     pub fn rate(self, total: f64) -> f64 {
         total / f64::from(self.count)
     }
+
+    /// This shard's share of a count of `total`: the counts of all shards
+    /// add up to it exactly (the first `total % count` shards take one more).
+    pub fn count_share(self, total: u64) -> u64 {
+        let n = u64::from(self.count.max(1));
+        total / n + u64::from(u64::from(self.index) < total % n)
+    }
 }
 
 impl FromStr for Shard {
@@ -245,6 +252,25 @@ impl ShardManifest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shards_counts_add_up_to_the_whole() {
+        for (total, count) in [
+            (0u64, 1u32),
+            (7, 1),
+            (7, 3),
+            (400, 8),
+            (5, 8),
+            (1_000_001, 16),
+        ] {
+            let shares: Vec<u64> = (0..count)
+                .map(|index| Shard { index, count }.count_share(total))
+                .collect();
+            assert_eq!(shares.iter().sum::<u64>(), total, "{total} over {count}");
+            let (lo, hi) = (shares.iter().min().unwrap(), shares.iter().max().unwrap());
+            assert!(hi - lo <= 1, "{shares:?}");
+        }
+    }
 
     fn no_env(_: &str) -> Option<String> {
         None

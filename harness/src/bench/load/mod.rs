@@ -73,6 +73,10 @@ pub struct Phase {
     pub threads: usize,
     /// Keep recent latencies for a live progress line.
     pub live: bool,
+    /// End once this many deliveries were sent after the warmup (a
+    /// concurrent duplicate's two copies are one), if that comes before
+    /// the duration.
+    pub requests: Option<u64>,
 }
 
 /// How long requests still in flight at the end of a phase may take to be
@@ -95,6 +99,8 @@ pub struct PhaseResult {
     pub sent: u64,
     /// A stop request ended the phase early.
     pub stopped: bool,
+    /// The phase ended because its count of requests was sent.
+    pub counted_out: bool,
 }
 
 impl PhaseResult {
@@ -111,8 +117,9 @@ impl PhaseResult {
 
 /// Runs one phase from slot `first`; `on_start` gets the live view (for a
 /// progress line) before the workers start. The phase ends at its
-/// duration (requests in flight get [`END_GRACE`], then are cut) or, soon
-/// after, when `stop` is requested.
+/// duration (requests in flight get [`END_GRACE`], then are cut), once its
+/// count of requests was sent and answered, or, soon after, when `stop`
+/// is requested.
 pub async fn run_phase(
     target: &LoadTarget,
     gen: &Generator,
@@ -142,6 +149,11 @@ pub async fn run_phase(
         stop: Arc::new(AtomicBool::new(false)),
         sent: AtomicU64::new(0),
         live: phase.live,
+        limit: phase.requests.map(|n| worker::Limit {
+            requests: n,
+            claimed: AtomicU64::new(0),
+            reached: AtomicBool::new(false),
+        }),
     });
     let tallies: Arc<Vec<Mutex<WorkerStats>>> =
         Arc::new((0..connections).map(|_| Mutex::default()).collect());
@@ -199,10 +211,19 @@ pub async fn run_phase(
         tally.merge(&t.lock().unwrap_or_else(|p| p.into_inner()));
     }
     let measured = finished.saturating_duration_since(measure_from);
+    let counted_out = shared
+        .limit
+        .as_ref()
+        .is_some_and(|l| l.reached.load(Ordering::Relaxed));
+    // Open loop: the slots due while the phase ran its course, or until
+    // its count was sent.
+    let ran = if counted_out {
+        finished.saturating_duration_since(start)
+    } else {
+        phase.warmup + phase.duration
+    };
     let due = match phase.pace {
-        Pace::Open(rate) => (rate * (phase.warmup + phase.duration).as_secs_f64())
-            .min(u64::MAX as f64)
-            .ceil() as u64,
+        Pace::Open(rate) => (rate * ran.as_secs_f64()).min(u64::MAX as f64).ceil() as u64,
         Pace::Closed => 0,
     };
     PhaseResult {
@@ -211,12 +232,13 @@ pub async fn run_phase(
         // receiver fell behind and the last answers came late. A stopped
         // phase counts the time it ran.
         measured: match phase.pace {
-            Pace::Open(_) if !stopped => phase.duration.max(measured),
+            Pace::Open(_) if !stopped && !counted_out => phase.duration.max(measured),
             _ => measured.max(Duration::from_millis(1)),
         },
         next_slot: next.load(Ordering::Relaxed),
         due,
         sent: shared.sent.load(Ordering::Relaxed),
         stopped,
+        counted_out,
     }
 }

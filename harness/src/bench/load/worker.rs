@@ -46,6 +46,33 @@ pub(super) struct Shared {
     /// Slots actually sent (each once, whatever its copies).
     pub(super) sent: AtomicU64,
     pub(super) live: bool,
+    /// The phase's count of measured requests, if it has one.
+    pub(super) limit: Option<Limit>,
+}
+
+/// A count of requests that ends a phase (`--requests`).
+pub(super) struct Limit {
+    /// Deliveries sent after the warmup, at most.
+    pub(super) requests: u64,
+    /// Measured sends claimed so far (one past the count once it is reached).
+    pub(super) claimed: AtomicU64,
+    /// The count was reached: every worker stops claiming.
+    pub(super) reached: AtomicBool,
+}
+
+impl Limit {
+    /// Claims one measured send; `false` once the count is spent.
+    fn claim(&self) -> bool {
+        let n = self.claimed.fetch_add(1, Ordering::Relaxed);
+        if n + 1 >= self.requests {
+            self.reached.store(true, Ordering::Relaxed);
+        }
+        n < self.requests
+    }
+
+    fn reached(&self) -> bool {
+        self.reached.load(Ordering::Relaxed)
+    }
 }
 
 /// Worker `me`: sends slots until the phase ends or is stopped, counting
@@ -64,7 +91,8 @@ pub(super) async fn run(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>
     let mut answers: Vec<Answer> = Vec::with_capacity(2);
     let timeout = t.profile.timeout;
     loop {
-        if shared.stop.load(Ordering::Relaxed) {
+        if shared.stop.load(Ordering::Relaxed) || shared.limit.as_ref().is_some_and(Limit::reached)
+        {
             break;
         }
         let slot = shared.next.fetch_add(1, Ordering::Relaxed);
@@ -93,6 +121,11 @@ pub(super) async fn run(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>
                 at
             }
             Pace::Closed => {
+                // Nothing goes out before the phase starts: with no warmup,
+                // every request is measured.
+                if Instant::now() < shared.start {
+                    tokio::time::sleep_until(shared.start.into()).await;
+                }
                 let now = Instant::now();
                 if now >= shared.end {
                     break;
@@ -100,6 +133,13 @@ pub(super) async fn run(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>
                 now
             }
         };
+        // Measured by when it is really sent: a sender far behind an
+        // unreachable rate still measures what it sends after the warmup
+        // (latency still counts from the intended time).
+        let measured = Instant::now() >= shared.measure_from;
+        if measured && shared.limit.as_ref().is_some_and(|l| !l.claim()) {
+            break;
+        }
         shared.sent.fetch_add(1, Ordering::Relaxed);
         shared.gen.fill(slot, &mut item);
         let now_unix = wall_clock_into(&mut sent_at);
@@ -124,10 +164,6 @@ pub(super) async fn run(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>
                 .push(exchange(&mut lane, t.addr, &request, timeout, sent, shared.hard_end).await),
         }
         let done = Instant::now();
-        // Measured by when it was really sent: a sender far behind an
-        // unreachable rate still measures what it sends after the warmup
-        // (latency still counts from the intended time).
-        let measured = sent >= shared.measure_from;
         {
             let mut tl = tally[me].lock().unwrap_or_else(|p| p.into_inner());
             let sec = done.saturating_duration_since(shared.start).as_secs() as usize;

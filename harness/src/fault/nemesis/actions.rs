@@ -1,7 +1,7 @@
 //! What the nemesis did, counted as it acts: signals, crashes at crash
 //! points, restarts, database cuts and what each cut saw. A leaf of the
 //! nemesis: its placing code fills it, and what reads a scenario's
-//! findings ([`super::tally`]) and the notes word it.
+//! findings (`tally`) and the notes word it.
 
 use std::time::Duration;
 

@@ -25,8 +25,8 @@
 //! met nothing ([`not_exercised`]), the run turns the scenario's passes into
 //! unknown: a pass would claim what was never tested.
 //!
-//! Placing the faults is here; [`actions`] counts what they did,
-//! [`tally`] measures it against the history and the state, and [`again`]
+//! Placing the faults is here; `actions` counts what they did,
+//! `tally` measures it against the history and the state, and `again`
 //! is what a provider sends once the kills are over.
 
 use std::collections::BTreeMap;

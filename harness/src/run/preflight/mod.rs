@@ -24,9 +24,9 @@
 //! was given (flags or a file), so each hint names the flag, file key or
 //! environment variable to fix.
 //!
-//! Here: the steps in order. [`finding`] types and words what they find,
+//! Here: the steps in order. `finding` types and words what they find,
 //! `deliver` sends the preflight's own deliveries and types their answers,
-//! [`limits`] holds its waits and tries.
+//! `limits` holds its waits and tries.
 
 use std::time::{Duration, Instant};
 
