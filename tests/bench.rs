@@ -62,12 +62,34 @@ fn options(url: String, sign_with: Secret, out: &Path) -> BenchOptions {
     }
 }
 
+/// Runs `hookstorm bench` with `args` (and `--out reports`) in `dir`
+/// against the built-in receiver: exit 0 expected; returns its output,
+/// the run folder and its bench.json.
+fn bench_cli(dir: &Path, args: &[&str]) -> (String, std::path::PathBuf, serde_json::Value) {
+    let o = Command::new(env!("CARGO_BIN_EXE_hookstorm"))
+        .arg("bench")
+        .args(args)
+        .args(["--out", "reports"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let run = dir.join("reports/latest");
+    let v = serde_json::from_slice(&std::fs::read(run.join("bench.json")).unwrap()).unwrap();
+    (text, run, v)
+}
+
 #[test]
 fn bench_against_the_reference_receiver_passes_with_duplicates_mixed_in() {
     let dir = tempfile::tempdir().unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_hookstorm"))
-        .args([
-            "bench",
+    let (text, run, v) = bench_cli(
+        dir.path(),
+        &[
             "--duration",
             "1500ms",
             "--warmup",
@@ -82,22 +104,9 @@ fn bench_against_the_reference_receiver_passes_with_duplicates_mixed_in() {
             "0.1",
             "--seed",
             "5",
-            "--out",
-            "reports",
-        ])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
+        ],
     );
-    assert_eq!(o.status.code(), Some(0), "{text}");
     assert!(text.contains("check     pass"), "{text}");
-    let run = dir.path().join("reports/latest");
-    let v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(run.join("bench.json")).unwrap()).unwrap();
     assert_eq!(v["mode"], "closed");
     assert!(v["requests"].as_u64().unwrap() > 50, "{v}");
     assert!(v["achieved_rate"].as_f64().unwrap() > 0.0);
@@ -144,9 +153,9 @@ fn bench_against_the_reference_receiver_passes_with_duplicates_mixed_in() {
 #[test]
 fn a_checked_bench_of_a_counted_number_of_requests_stores_exactly_those() {
     let dir = tempfile::tempdir().unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_hookstorm"))
-        .args([
-            "bench",
+    let (text, run, v) = bench_cli(
+        dir.path(),
+        &[
             "--requests",
             "400",
             "--warmup",
@@ -161,25 +170,12 @@ fn a_checked_bench_of_a_counted_number_of_requests_stores_exactly_those() {
             "0",
             "--seed",
             "9",
-            "--out",
-            "reports",
-        ])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
+        ],
     );
-    assert_eq!(o.status.code(), Some(0), "{text}");
     assert!(
         text.contains("400 requests asked: sent before the duration ran out"),
         "{text}"
     );
-    let run = dir.path().join("reports/latest");
-    let v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(run.join("bench.json")).unwrap()).unwrap();
     assert_eq!(v["check"]["verdict"], "pass", "{v}");
     assert_eq!(v["warmup_requests"], 0, "{v}");
     assert_eq!(v["requests"], 400, "{v}");
