@@ -389,10 +389,8 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
                     threads: opts.threads,
                     live: opts.progress,
                     // The steps share the count as they share the duration.
-                    requests: requests.map(|n| {
-                        let n_steps = steps as u64;
-                        n / n_steps + u64::from((i as u64) < n % n_steps)
-                    }),
+                    requests: requests
+                        .map(|n| crate::shard::count_share(n, steps as u64, i as u64)),
                 };
                 let r =
                     load::run_phase(&target, &gen, phase, slot, Some(sink.clone()), stop, |l| {

@@ -120,9 +120,16 @@ impl Shard {
     /// This shard's share of a count of `total`: the counts of all shards
     /// add up to it exactly (the first `total % count` shards take one more).
     pub fn count_share(self, total: u64) -> u64 {
-        let n = u64::from(self.count.max(1));
-        total / n + u64::from(u64::from(self.index) < total % n)
+        count_share(total, u64::from(self.count), u64::from(self.index))
     }
+}
+
+/// Part `index` of `total` split into `parts` parts as evenly as counts
+/// split: the parts add up to `total` exactly, the first `total % parts`
+/// taking one more (a shard's share of `--requests`, a ramp step's share).
+pub fn count_share(total: u64, parts: u64, index: u64) -> u64 {
+    let n = parts.max(1);
+    total / n + u64::from(index < total % n)
 }
 
 impl FromStr for Shard {

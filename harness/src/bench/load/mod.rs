@@ -211,10 +211,7 @@ pub async fn run_phase(
         tally.merge(&t.lock().unwrap_or_else(|p| p.into_inner()));
     }
     let measured = finished.saturating_duration_since(measure_from);
-    let counted_out = shared
-        .limit
-        .as_ref()
-        .is_some_and(|l| l.reached.load(Ordering::Relaxed));
+    let counted_out = shared.limit.as_ref().is_some_and(worker::Limit::reached);
     // Open loop: the slots due while the phase ran its course, or until
     // its count was sent.
     let ran = if counted_out {

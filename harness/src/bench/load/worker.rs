@@ -70,7 +70,8 @@ impl Limit {
         n < self.requests
     }
 
-    fn reached(&self) -> bool {
+    /// Whether the count was reached.
+    pub(super) fn reached(&self) -> bool {
         self.reached.load(Ordering::Relaxed)
     }
 }

@@ -8,11 +8,13 @@ use super::{Fault, Findings, Scene, SetupError};
 use crate::fault::front::{self, FrontConfig, FrontCounts};
 use crate::note::Note;
 use crate::plan::Plan;
+use crate::scenario::fault_spec::FrontSpec;
 use crate::sender::{SendConfig, SendSummary};
 use crate::state::State;
 
 /// The scenario's front, before, while and after it runs.
 pub(super) struct Front {
+    spec: FrontSpec,
     running: Option<front::Front>,
     counts: FrontCounts,
 }
@@ -20,7 +22,8 @@ pub(super) struct Front {
 impl Front {
     /// The front, when the scenario asks for one.
     pub(super) fn cast(plan: &Plan) -> Option<Front> {
-        plan.front().map(|_| Front {
+        plan.front().map(|spec| Front {
+            spec: spec.clone(),
             running: None,
             counts: FrontCounts::default(),
         })
@@ -34,12 +37,9 @@ impl Fault for Front {
         send: &'s mut SendConfig,
     ) -> BoxFuture<'s, Result<(), SetupError>> {
         Box::pin(async move {
-            let Some(spec) = scene.plan.front() else {
-                return Ok(());
-            };
             let f = front::Front::start(FrontConfig {
                 scenario: scene.plan.scenario.clone(),
-                spec: spec.clone(),
+                spec: self.spec.clone(),
                 seed: scene.plan.seed,
                 target_url: scene.target.url.clone(),
                 sink: Some(scene.sink.clone()),
