@@ -93,7 +93,7 @@ pub struct Exercised {
 }
 
 use Effect::{Excuses, Expects, Informational};
-use InvariantId::{I1, I7, I9};
+use InvariantId::{I1, I7, I8, I9};
 use Profiles::{All, SingleAttempt};
 
 /// Every decision about what an attempt's fault tag means to an invariant.
@@ -101,6 +101,13 @@ pub const RULES: &[Rule] = &[
     Rule {
         tag: "front:<status>",
         invariant: I9,
+        profiles: All,
+        effect: Excuses,
+        why: "the harness's front answered the attempt itself; the receiver never saw it",
+    },
+    Rule {
+        tag: "front:<status>",
+        invariant: I8,
         profiles: All,
         effect: Excuses,
         why: "the harness's front answered the attempt itself; the receiver never saw it",
@@ -118,6 +125,13 @@ pub const RULES: &[Rule] = &[
         profiles: All,
         effect: Excuses,
         why: "the harness's front answered the attempt itself; the receiver never saw it",
+    },
+    Rule {
+        tag: "redirect",
+        invariant: I8,
+        profiles: All,
+        effect: Excuses,
+        why: "the 3xx came from the harness's front, by design; the receiver never saw the attempt",
     },
     Rule {
         tag: "front:delay",
@@ -153,6 +167,13 @@ pub const RULES: &[Rule] = &[
         profiles: All,
         effect: Excuses,
         why: "the harness had the receiver's database cut: a 5xx is the right answer then",
+    },
+    Rule {
+        tag: "cut-database",
+        invariant: I8,
+        profiles: All,
+        effect: Excuses,
+        why: "the harness had the receiver's database cut: a poison event cannot be stored, let alone marked failed, so a 5xx is the right answer then",
     },
     Rule {
         tag: "cut-database",

@@ -450,7 +450,13 @@ impl Aggregator {
         };
         if a.poison {
             agg.flags |= flag::POISON;
-            if a.status.is_some() && !is_2xx(a.status) {
+            // A status the harness's own front gave, or a 5xx while the
+            // harness had the database cut, is no processing error that
+            // reached the sender (the table of what faults excuse says so).
+            let excused = tags
+                .iter()
+                .any(|t| crate::excuse::excused(t, crate::invariant::InvariantId::I8));
+            if a.status.is_some() && !is_2xx(a.status) && !excused {
                 agg.flags |= flag::POISON_NON2XX;
                 if agg.status_line == 0 {
                     agg.status_line = line32(line);

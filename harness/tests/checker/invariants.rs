@@ -718,6 +718,28 @@ fn poison_answered_with_server_error_fails() {
 }
 
 #[test]
+fn a_poison_delivery_answered_503_during_a_database_cut_or_by_the_front_is_excused() {
+    for tag in [
+        hookstorm::tag::FaultTag::DatabaseCut,
+        hookstorm::tag::FaultTag::FrontStatus(503),
+    ] {
+        let mut h = poison_history();
+        let mut cut = h[0].clone();
+        cut.status = Some(503);
+        cut.outcome = Outcome::Info;
+        cut.faults = vec![tag.clone()];
+        h.insert(0, cut);
+        let mut s = inbox(&["tp", "t1"]);
+        s.inbox[0].error = Some("bad createdAt".into());
+        assert_eq!(
+            verdict(&run(h, &s, &only(InvariantId::I8)), InvariantId::I8),
+            Verdict::Pass,
+            "{tag}"
+        );
+    }
+}
+
+#[test]
 fn no_poison_passes_as_not_applicable() {
     let c = run(vec![ok("t1")], &inbox(&["t1"]), &only(InvariantId::I8));
     assert!(c
