@@ -208,7 +208,8 @@ fn the_scenarios_readme_lists_every_shipped_scenario_and_counts_them() {
 }
 
 /// The README's "caught by" cell for a defect, from `Defect::exposed_by`:
-/// `I2 exactly-once on sequential-duplicates`, entries joined by `; `.
+/// `I2 exactly-once on sequential-duplicates` (or `… by hookstorm explore
+/// alone`), entries joined by `; `.
 fn caught_by_cell(d: hookstorm_receiver::Defect) -> String {
     d.exposed_by()
         .iter()
@@ -217,7 +218,10 @@ fn caught_by_cell(d: hookstorm_receiver::Defect) -> String {
                 hookstorm::check::Verdict::NonStrict => " (non-strict)",
                 _ => "",
             };
-            format!("{}{non_strict} on `{}`", e.invariant, e.scenario)
+            match e.scenario() {
+                Some(s) => format!("{}{non_strict} on `{s}`", e.invariant),
+                None => format!("{}{non_strict} by `hookstorm explore` alone", e.invariant),
+            }
         })
         .collect::<Vec<_>>()
         .join("; ")

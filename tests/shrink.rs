@@ -76,9 +76,11 @@ fn in_process_defects() -> Vec<(Defect, hookstorm_receiver::defect::Exposure)> {
         .into_iter()
         .map(|d| (d, d.exposed_by()[0]))
         .filter(|(_, e)| {
-            !scenarios(&[e.scenario])
-                .iter()
-                .any(|s| hookstorm::fault::nemesis::applies(&s.faults))
+            e.scenario().is_some_and(|name| {
+                !scenarios(&[name])
+                    .iter()
+                    .any(|s| hookstorm::fault::nemesis::applies(&s.faults))
+            })
         })
         .collect()
 }
@@ -97,7 +99,7 @@ async fn every_in_process_defect_shrinks_to_a_handful_of_deliveries_failing_its_
             ..shrink_options(out.path())
         };
         let r = counterexample(
-            shrink_embedded(Some(d), e.scenario, 5, &opts).await,
+            shrink_embedded(Some(d), e.scenario().expect("in process"), 5, &opts).await,
             d.name(),
         );
         eprintln!(

@@ -152,7 +152,10 @@ async fn answer(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Bytes>> 
     }
     match (method, path.as_str()) {
         (Method::POST, "/reset") => match app.store.reset().await {
-            Ok(()) => reply(StatusCode::NO_CONTENT, ""),
+            Ok(()) => {
+                app.outage.take();
+                reply(StatusCode::NO_CONTENT, "")
+            }
             Err(e) => reply(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
         },
         (Method::POST, "/setup") => {

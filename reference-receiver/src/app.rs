@@ -2,13 +2,13 @@
 //! request handler and to the worker, the shutdown signal, and the limits
 //! a client gets (head and body timeouts, connections at once).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
 
 use crate::config::Config;
-use crate::store::Store;
+use crate::store::{NewDelivery, Store};
 
 /// How long a client has for each request head (and, on a new connection,
 /// for its first byte).
@@ -31,6 +31,38 @@ pub struct App {
     pub store: Arc<dyn Store>,
     /// Wakes the worker after an insert.
     pub wake: Arc<Notify>,
+    /// Deliveries kept in memory while the database is down (only the
+    /// `requeues-outage-buffer` defect fills it).
+    pub outage: OutageBuffer,
+}
+
+/// Deliveries acknowledged while the database was down, waiting to be
+/// written.
+#[derive(Debug, Default)]
+pub struct OutageBuffer(Mutex<Vec<NewDelivery>>);
+
+impl OutageBuffer {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<NewDelivery>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Keeps `d` at the end.
+    pub fn push(&self, d: NewDelivery) {
+        self.lock().push(d);
+    }
+
+    /// Everything kept, oldest first, leaving it empty.
+    pub fn take(&self) -> Vec<NewDelivery> {
+        std::mem::take(&mut *self.lock())
+    }
+
+    /// Puts `ds` back before what was kept since they were taken.
+    pub fn put_back(&self, ds: impl IntoIterator<Item = NewDelivery>) {
+        let mut kept = self.lock();
+        let later = std::mem::take(&mut *kept);
+        kept.extend(ds);
+        kept.extend(later);
+    }
 }
 
 /// Resolves once `rx` holds `true` (or its sender is gone).

@@ -3,9 +3,11 @@
 //! Each is a small, realistic deviation from the guide — the kind of thing a
 //! real receiver gets wrong — and each must be caught by one invariant.
 //! [`Defect::exposed_by`] is the one list of where: the scenario that
-//! exposes each variant, the invariant that catches it there, and the
-//! verdict it gets. The end-to-end defect matrix runs exactly that list
-//! (proving the harness's checks have teeth), and the receiver's README
+//! exposes each variant (or `hookstorm explore` alone, for a bug that needs
+//! two faults at once that no catalog scenario combines), the invariant
+//! that catches it there, and the verdict it gets. The end-to-end defect
+//! matrix runs exactly that list (proving the harness's checks have teeth),
+//! the explore tests run its explore-only rows, and the receiver's README
 //! table is checked against it.
 
 use std::fmt;
@@ -13,12 +15,22 @@ use std::str::FromStr;
 
 use hookstorm::check::{InvariantId, Verdict};
 
-/// Where a defect is caught: running `scenario` against the variant, the
-/// invariant `invariant` gets `verdict` (and the correct receiver passes).
+/// What exposes a defect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finder {
+    /// Running this catalog scenario.
+    Scenario(&'static str),
+    /// `hookstorm explore` with no scenario named: the bug needs faults
+    /// together that no catalog scenario combines.
+    Explore,
+}
+
+/// Where a defect is caught: running what `by` names against the variant,
+/// the invariant `invariant` gets `verdict` (and the correct receiver passes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Exposure {
-    /// The scenario that exposes it.
-    pub scenario: &'static str,
+    /// What exposes it.
+    pub by: Finder,
     /// The invariant that catches it.
     pub invariant: InvariantId,
     /// The verdict that invariant gets (`Fail`, or `NonStrict` for a
@@ -26,11 +38,30 @@ pub struct Exposure {
     pub verdict: Verdict,
 }
 
-/// An [`Exposure`] whose invariant fails (a literal, so a `&[…]` of them is `'static`).
+impl Exposure {
+    /// The catalog scenario that exposes it, if one does.
+    pub fn scenario(&self) -> Option<&'static str> {
+        match self.by {
+            Finder::Scenario(s) => Some(s),
+            Finder::Explore => None,
+        }
+    }
+}
+
+/// An [`Exposure`] whose invariant fails on a scenario (a literal, so a
+/// `&[…]` of them is `'static`); `explore` instead of a scenario name: it
+/// fails under `hookstorm explore` alone.
 macro_rules! fails {
+    (explore, $invariant:ident) => {
+        Exposure {
+            by: Finder::Explore,
+            invariant: InvariantId::$invariant,
+            verdict: Verdict::Fail,
+        }
+    };
     ($scenario:literal, $invariant:ident) => {
         Exposure {
-            scenario: $scenario,
+            by: Finder::Scenario($scenario),
             invariant: InvariantId::$invariant,
             verdict: Verdict::Fail,
         }
@@ -72,11 +103,14 @@ pub enum Defect {
     StaleSequenceOverwrites,
     /// A redelivery re-enqueues its task: once processed, the row is re-opened and processed (its effect run) again.
     RequeuesDuplicates,
+    /// Keeps deliveries in memory while the database is down and re-enqueues
+    /// those whose row exists when it writes them back.
+    RequeuesOutageBuffer,
 }
 
 impl Defect {
     /// Every variant, in documentation order.
-    pub const ALL: [Defect; 16] = [
+    pub const ALL: [Defect; 17] = [
         Defect::AckBeforeCommit,
         Defect::DedupOnWebhookId,
         Defect::CheckThenInsert,
@@ -93,6 +127,7 @@ impl Defect {
         Defect::RedirectsToTrailingSlash,
         Defect::StaleSequenceOverwrites,
         Defect::RequeuesDuplicates,
+        Defect::RequeuesOutageBuffer,
     ];
 
     /// The `--defect` name.
@@ -114,6 +149,7 @@ impl Defect {
             Defect::RedirectsToTrailingSlash => "redirects-to-trailing-slash",
             Defect::StaleSequenceOverwrites => "stale-sequence-overwrites",
             Defect::RequeuesDuplicates => "requeues-duplicates",
+            Defect::RequeuesOutageBuffer => "requeues-outage-buffer",
         }
     }
 
@@ -136,6 +172,7 @@ impl Defect {
             Defect::RedirectsToTrailingSlash => "answers 308 to every POST without a trailing slash",
             Defect::StaleSequenceOverwrites => "applies every incoming sequence, even one lower than the stored one",
             Defect::RequeuesDuplicates => "a redelivery re-enqueues its task: once the row is processed it is marked unprocessed again, so the worker processes it and runs its effect a second time",
+            Defect::RequeuesOutageBuffer => "while the database is down it keeps deliveries in memory and answers 204; writing them back, it re-enqueues each one whose row already exists (taking it for one the worker lost), so a delivery that also came as a duplicate or retry around the outage is processed, and its effect run, twice",
         }
     }
 
@@ -153,7 +190,7 @@ impl Defect {
             Defect::SkipsSignatureCheck => &[fails!("bad-signature", I4)],
             Defect::IgnoresTimestampTolerance => &[fails!("bad-signature", I4)],
             Defect::RejectsDuplicates409 => &[Exposure {
-                scenario: "sequential-duplicates",
+                by: Finder::Scenario("sequential-duplicates"),
                 invariant: InvariantId::I7,
                 verdict: Verdict::NonStrict,
             }],
@@ -169,6 +206,11 @@ impl Defect {
             Defect::RedirectsToTrailingSlash => &[fails!("redirect", I7)],
             Defect::StaleSequenceOverwrites => &[fails!("sequenced-resources", I6)],
             Defect::RequeuesDuplicates => &[fails!("sequential-duplicates", I3)],
+            // A database cut alone keeps each delivery once (written back
+            // as new), and duplicates alone never meet the buffer: it takes
+            // a repeat of a delivery around a cut, which no catalog
+            // scenario sends.
+            Defect::RequeuesOutageBuffer => &[fails!(explore, I3)],
         }
     }
 
@@ -213,7 +255,7 @@ mod tests {
         for d in Defect::ALL {
             assert_eq!(d.name().parse::<Defect>().unwrap(), d);
             assert!(!d.description().is_empty());
-            assert!(!d.exposed_by().is_empty(), "{d} is exposed by no scenario");
+            assert!(!d.exposed_by().is_empty(), "{d} is exposed by nothing");
         }
     }
 

@@ -21,9 +21,6 @@ use crate::defect::Defect;
 use crate::failpoint::Point;
 use crate::store::{Inserted, NewDelivery};
 
-/// How long the `requeues-duplicates` defect waits for a row to be processed before it re-opens it.
-const REQUEUE_WAIT: Duration = Duration::from_secs(5);
-
 /// How long the `ack-before-commit` defect waits between its answer and its commit.
 pub const ACK_BEFORE_COMMIT_DELAY: Duration = Duration::from_millis(50);
 
@@ -178,6 +175,10 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
     }
     config.failpoints.hit(Point::CrashBeforeCommit);
 
+    // Defect requeues-outage-buffer: a delivery the store cannot take is kept.
+    let kept = config
+        .has(Defect::RequeuesOutageBuffer)
+        .then(|| new.clone());
     let result = if config.has(Defect::CheckThenInsert) {
         // Defect check-then-insert: a read, a pause, then a plain insert with no unique key.
         match app
@@ -209,22 +210,18 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
             // Defect requeues-duplicates: a redelivery re-enqueues its task;
             // once the row is processed it is re-opened, and the worker
             // processes it (and runs its effect) again.
-            let app = app.clone();
-            tokio::spawn(async move {
-                let deadline = tokio::time::Instant::now() + REQUEUE_WAIT;
-                while tokio::time::Instant::now() < deadline {
-                    if let Ok(true) = app.store.requeue(key.0.clone(), key.1.clone()).await {
-                        app.wake.notify_one();
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                }
-            });
+            tokio::spawn(crate::requeue::when_processed(app.clone(), key.0, key.1));
             no_content()
         }
         Ok(Inserted::Duplicate) => no_content(),
         // Defect ok-while-database-down: acknowledges what it could not store.
         Err(_) if config.has(Defect::OkWhileDatabaseDown) => no_content(),
+        // Defect requeues-outage-buffer: acknowledges what it keeps in
+        // memory until the database answers again.
+        Err(_) if kept.is_some() => {
+            app.outage.push(kept.expect("kept"));
+            no_content()
+        }
         Err(crate::StoreError::Unavailable(_)) => reply(
             StatusCode::SERVICE_UNAVAILABLE,
             "database unavailable, retry later",

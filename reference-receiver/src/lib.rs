@@ -16,6 +16,7 @@
 //! - [`process`]: the pure part of the worker (what a row becomes).
 //! - [`worker`]: the loop that drains the inbox.
 //! - [`handler`]: the webhook endpoint.
+//! - [`requeue`]: re-opening processed rows, as two defects do.
 //! - [`admin`]: the admin API on its own listener.
 //! - [`reconcile`]: fetching missing tasks from the provider API.
 //! - [`server`]: listeners, graceful shutdown, [`run`] and [`spawn`].
@@ -40,6 +41,7 @@ pub mod listen;
 pub mod pgtest;
 pub mod process;
 pub mod reconcile;
+pub mod requeue;
 pub mod server;
 pub mod state_body;
 pub mod store;

@@ -140,6 +140,7 @@ pub async fn run(
         config: config.clone(),
         store: store.clone(),
         wake: wake.clone(),
+        outage: Default::default(),
     });
     let worker = config.worker.then(|| {
         let rules = WorkerRules::new(config.defect, config.batch_size, config.failpoints.clone());
@@ -148,6 +149,14 @@ pub async fn run(
             rules,
             config.worker_poll,
             wake.clone(),
+            stop_rx.clone(),
+        ))
+    });
+    // Defect requeues-outage-buffer: what was kept while the database was
+    // down is written back once it answers again.
+    let flusher = config.has(crate::Defect::RequeuesOutageBuffer).then(|| {
+        tokio::spawn(crate::requeue::flush_outage_buffer(
+            app.clone(),
             stop_rx.clone(),
         ))
     });
@@ -174,6 +183,9 @@ pub async fn run(
     let _ = adm.await;
     if let Some(w) = worker {
         let _ = w.await;
+    }
+    if let Some(f) = flusher {
+        let _ = f.await;
     }
     Ok(())
 }

@@ -253,6 +253,55 @@ async fn ok_while_database_down_acknowledges_what_it_cannot_store() -> Result<()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requeues_outage_buffer_processes_a_duplicate_kept_during_an_outage_twice() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("rx.db");
+    let rx = spawn(
+        config().with_defect(Some(Defect::RequeuesOutageBuffer)),
+        &format!("sqlite://{}", path.display()),
+    )
+    .await?;
+    let t = crate::common::Http::new();
+    let url = rx.webhook_url("acct_a");
+    let old = at("tsk_old", "job-1", "2026-11-29T10:00:00Z");
+    ensure!(t.deliver(&url, SECRET_A, &old, "msg_1").await? == 204);
+    let effects = |s: &hookstorm::state::State, key: &str| -> u64 {
+        s.effects
+            .iter()
+            .flatten()
+            .filter(|e| e.key == key)
+            .map(|e| e.count)
+            .sum()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while effects(&rx.store.state(Default::default()).await?, "tsk_old") < 1 {
+        ensure!(std::time::Instant::now() < deadline, "never processed");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // The database is cut the way the harness cuts SQLite: an exclusive
+    // lock, which an insert waits on (5 s) and then gives up.
+    let lock = rusqlite::Connection::open(&path)?;
+    lock.execute_batch("BEGIN EXCLUSIVE")?;
+    // The duplicate's insert gives up on the lock; it is kept and acknowledged.
+    ensure!(t.deliver(&url, SECRET_A, &old, "msg_1").await? == 204);
+    lock.execute_batch("ROLLBACK")?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(8);
+    let s = loop {
+        let s = rx.store.state(Default::default()).await?;
+        if effects(&s, "tsk_old") >= 2 {
+            break s;
+        }
+        ensure!(std::time::Instant::now() < deadline, "{:?}", s.effects);
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    // Written back, its row was there: re-opened, processed a second time.
+    ensure!(s.inbox.len() == 1, "{:?}", s.inbox);
+    ensure!(effects(&s, "tsk_old") == 2, "{:?}", s.effects);
+    rx.shutdown().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn poison_blocks_batch_leaves_the_whole_batch_unprocessed() -> Result<()> {
     let t = start(
         StoreKind::Sqlite,
