@@ -7,10 +7,10 @@
 //! verdicts, and both are answered by the one table of what a fault
 //! excuses ([`crate::excuse::RULES`]):
 //!
-//! - [`FaultTag::excuses_slowness`]: the harness holding or stalling the
-//!   request, its database cut or its receiver down makes a slow answer
-//!   (or none) expected. A rotation, a tamper or a concurrent copy excuses
-//!   nothing.
+//! - [`FaultTag::excuses_slowness`]: the harness answering the request
+//!   itself (its front), holding or stalling it, its database cut or its
+//!   receiver down makes a slow answer (or none) expected. A rotation, a
+//!   tamper or a concurrent copy excuses nothing.
 //! - [`FaultTag::explains_missing_ack`]: the attempt never got the
 //!   receiver's 2xx because the harness answered it (its front refusing or
 //!   redirecting by design), never sent it (held back), had the database
@@ -353,16 +353,19 @@ mod tests {
     }
 
     #[test]
-    fn only_the_harness_holding_stalling_or_cutting_excuses_a_slow_answer() {
+    fn only_the_harness_answering_holding_stalling_or_cutting_excuses_a_slow_answer() {
         for s in [
             "rotation:old+new",
             "tamper:bad-signature",
             "duplicate-concurrent:1/3",
             "drop-ack",
-            "front:503",
         ] {
             assert!(!crate::excuse::excuses_slowness(&FaultTag::parse(s)), "{s}");
         }
+        // The harness's front answering itself: whatever it took is not the receiver's.
+        assert!(crate::excuse::excuses_slowness(&FaultTag::parse(
+            "front:503"
+        )));
         assert!(crate::excuse::excuses_slowness(&FaultTag::parse(
             FRONT_DELAY
         )));

@@ -569,7 +569,10 @@ impl Aggregator {
             }
         }
         let agg = &mut self.keys[i];
-        if is_4xx(a.status) {
+        // A 4xx the harness's front gave (`front:429`) is not the
+        // receiver's answer (the excuse table's front:<status> row).
+        let by_front = tags.iter().any(|t| matches!(t, FaultTag::FrontStatus(_)));
+        if is_4xx(a.status) && !by_front {
             let f = match a.intent {
                 Intent::Genuine
                     if agg.has(flag::ACKED) || tags.iter().any(FaultTag::is_duplicate) =>

@@ -670,6 +670,30 @@ fn a_timed_out_concurrent_copy_fails_status_conformance() {
 }
 
 #[test]
+fn a_429_the_harness_front_gave_is_not_the_receivers_4xx() {
+    let mut by_front = attempt("t1", Outcome::Fail, Some(429));
+    by_front.faults = vec![hookstorm::tag::FaultTag::FrontStatus(429)];
+    let h = vec![by_front, ok("t1")];
+    let c = run(h.clone(), &inbox(&["t1"]), &only(InvariantId::I7));
+    assert_eq!(
+        verdict(&c, InvariantId::I7),
+        Verdict::Pass,
+        "{:#?}",
+        c.results
+    );
+    // The same 429 from the receiver is a deviation.
+    let mut own = h;
+    own[0].faults.clear();
+    let c = run(own, &inbox(&["t1"]), &only(InvariantId::I7));
+    assert_eq!(
+        verdict(&c, InvariantId::I7),
+        Verdict::NonStrict,
+        "{:#?}",
+        c.results
+    );
+}
+
+#[test]
 fn server_errors_are_allowed() {
     let h = vec![attempt("t1", Outcome::Info, Some(503)), ok("t1")];
     let c = run(h, &inbox(&["t1"]), &no_winners());
