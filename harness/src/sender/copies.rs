@@ -101,6 +101,13 @@ impl Ready {
     /// Writes every ready copy's final byte, back to back, then reads every
     /// answer.
     pub async fn release(self) -> Released {
+        self.release_observed(&|_, _| {}).await
+    }
+
+    /// [`Ready::release`], handing each copy's index and answer to
+    /// `on_answer` the moment that answer is in (the traffic gauge counts
+    /// an answer when it came, not when the last copy's did).
+    pub async fn release_observed(self, on_answer: &(dyn Fn(usize, &Answer) + Sync)) -> Released {
         let last = [self.last];
         let mut copies = Vec::with_capacity(self.copies.len());
         for r in self.copies {
@@ -119,14 +126,18 @@ impl Ready {
         let first_release = released.iter().min().copied();
         let spread = first_release.map(|first| *released.iter().max().unwrap_or(&first) - first);
         let timeout = self.timeout;
-        let answers = futures_util::future::join_all(copies.into_iter().map(|r| async move {
-            match r {
-                Ok((mut conn, at, write_error)) => {
-                    answer(&mut conn, at, timeout, write_error).await
-                }
-                Err(a) => a,
-            }
-        }))
+        let answers = futures_util::future::join_all(copies.into_iter().enumerate().map(
+            |(k, r)| async move {
+                let a = match r {
+                    Ok((mut conn, at, write_error)) => {
+                        answer(&mut conn, at, timeout, write_error).await
+                    }
+                    Err(a) => a,
+                };
+                on_answer(k, &a);
+                a
+            },
+        ))
         .await;
         Released {
             answers,

@@ -538,20 +538,14 @@ impl Ctx {
             self.cfg.profile.timeout,
         )
         .await;
-        let met = Met {
-            cut: ticket.as_ref().is_some_and(|t| t.overlaps_window()),
-            down: answer.status.is_none() && ticket.as_ref().is_some_and(|t| t.overlaps_down()),
-        };
-        if let (Some(t), Some(status)) = (ticket, answer.status) {
-            let latency = Duration::from_secs_f64(answer.latency_ms.max(0.0) / 1000.0);
-            t.answered(self.cfg.profile.is_success(status), latency);
-        }
+        let met = self.met(ticket, &answer);
         (answer, met)
     }
 
     /// Releases `n` copies of one request together (see [`copies`]), alone:
     /// no other exchange is in flight meanwhile. Returns when they were
-    /// sent and their answers.
+    /// sent, and each copy's answer and what of the harness's outages it
+    /// met (each copy is an exchange on the traffic gauge).
     async fn copies(
         &self,
         d: &PlannedDelivery,
@@ -559,11 +553,11 @@ impl Ctx {
         body: &[u8],
         n: usize,
         tickets: Option<&[u64]>,
-    ) -> (String, Vec<Answer>) {
+    ) -> (String, Vec<(Answer, Met)>) {
         let _alone = self.gate.write().await;
         let p = &self.cfg.profile;
         let sent_at = now_rfc3339();
-        let released = copies::release(&copies::Copies {
+        let ready = copies::prepare(&copies::Copies {
             uri: &self.uris[&d.account],
             headers,
             body,
@@ -574,7 +568,40 @@ impl Ctx {
             tls: self.tls.clone(),
         })
         .await;
-        (sent_at, released.answers)
+        // Each copy is an exchange on the gauge, told of its answer the
+        // moment it came.
+        let gauge = self.cfg.gauge.as_deref();
+        let tickets: Vec<Mutex<Option<crate::fault::gauge::Ticket<'_>>>> = (0..n)
+            .map(|_| Mutex::new(gauge.map(TrafficGauge::begin)))
+            .collect();
+        let mets: Vec<Mutex<Met>> = (0..n).map(|_| Mutex::default()).collect();
+        let released = ready
+            .release_observed(&|k, answer| {
+                let ticket = tickets[k].lock().unwrap_or_else(|p| p.into_inner()).take();
+                *mets[k].lock().unwrap_or_else(|p| p.into_inner()) = self.met(ticket, answer);
+            })
+            .await;
+        let answers = released
+            .answers
+            .into_iter()
+            .zip(mets)
+            .map(|(answer, met)| (answer, met.into_inner().unwrap_or_else(|p| p.into_inner())))
+            .collect();
+        (sent_at, answers)
+    }
+
+    /// What of the harness's outages an exchange on `ticket` met, and the
+    /// gauge told of its answer.
+    fn met(&self, ticket: Option<crate::fault::gauge::Ticket<'_>>, answer: &Answer) -> Met {
+        let met = Met {
+            cut: ticket.as_ref().is_some_and(|t| t.overlaps_window()),
+            down: answer.status.is_none() && ticket.as_ref().is_some_and(|t| t.overlaps_down()),
+        };
+        if let (Some(t), Some(status)) = (ticket, answer.status) {
+            let latency = Duration::from_secs_f64(answer.latency_ms.max(0.0) / 1000.0);
+            t.answered(self.cfg.profile.is_success(status), latency);
+        }
+        met
     }
 
     async fn sleep_scaled(&self, wait: Duration) {

@@ -6,7 +6,7 @@
 use rand_chacha::ChaCha8Rng;
 
 use super::exchange::classify;
-use super::{request, Ctx, Met, Record};
+use super::{request, Ctx, Record};
 use crate::fault::redeliver::{Refusal, Standing};
 use crate::history::{now_rfc3339, Event, FaultEvent, Intent, Outcome};
 use crate::plan::{PlannedDelivery, Redelivery};
@@ -226,25 +226,25 @@ async fn run_round(
             .front
             .is_some()
             .then(|| (0..copies).filter_map(|_| ctx.ticket()).collect());
-        let (sent_at, answers, met) = if copies > 1 {
-            let (sent_at, answers) = ctx
-                .copies(
-                    d,
-                    &headers,
-                    &signed.body,
-                    copies as usize,
-                    tickets.as_deref(),
-                )
-                .await;
-            (sent_at, answers, Met::default())
+        let (sent_at, answers) = if copies > 1 {
+            ctx.copies(
+                d,
+                &headers,
+                &signed.body,
+                copies as usize,
+                tickets.as_deref(),
+            )
+            .await
         } else {
             let sent_at = now_rfc3339();
             let ticket = tickets.as_ref().map(|t| t[0]);
-            let (answer, met) = ctx.exchange(d, &headers, &signed.body, ticket).await;
-            (sent_at, vec![answer], met)
+            (
+                sent_at,
+                vec![ctx.exchange(d, &headers, &signed.body, ticket).await],
+            )
         };
         let mut main = None;
-        for (k, answer) in answers.iter().enumerate() {
+        for (k, (answer, met)) in answers.iter().enumerate() {
             let grade = classify(&ctx.cfg.profile, d.intent, answer);
             let mut faults = base_faults.clone();
             if copies > 1 {
@@ -276,7 +276,7 @@ async fn run_round(
             main = Some((grade, faults));
         }
         let (grade, mut faults) = main.expect("at least one copy");
-        let answer = &answers[0];
+        let answer = &answers[0].0;
         let mut outcome = grade.outcome;
         let mut delivered = grade.delivered;
         // Slack enables an Events URL only when its url_verification is

@@ -178,6 +178,34 @@ async fn concurrent_duplicates_arrive_at_the_same_time() {
 }
 
 #[tokio::test]
+async fn concurrent_copies_during_a_database_cut_are_traffic_the_cut_meets() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = Profile::default_profile();
+    let ok: Behave = Arc::new(|_, _| (204, Duration::ZERO));
+    let server = serve(profile.clone(), secrets(&["acct_a"]), verifying(4096, ok)).await;
+    let s = scenario(dir.path(), "[workload]\njobs = 2\n[[fault]]\nkind = \"duplicate\"\nmode = \"concurrent\"\ncopies = [3, 3]\n");
+    let (sink, path) = sink(dir.path());
+    let gauge = Arc::new(hookstorm::fault::gauge::TrafficGauge::new());
+    gauge.open_window();
+    let cfg = SendConfig {
+        gauge: Some(gauge.clone()),
+        ..config(&server, profile, &["acct_a"], 100.0, 5)
+    };
+    send(&s, &cfg, &sink).await.unwrap();
+    sink.finish().unwrap();
+    // Every copy is an exchange the cut's window counts, and says so.
+    let seen = gauge.close_window();
+    assert_eq!((seen.answered, seen.acks), (6, 6));
+    let all = attempts(&path);
+    assert_eq!(all.len(), 6);
+    assert!(
+        all.iter()
+            .all(|a| a.faults.contains(&FaultTag::DatabaseCut)),
+        "{all:?}"
+    );
+}
+
+#[tokio::test]
 async fn sequential_duplicates_replay_and_change_only_the_webhook_id() {
     let dir = tempfile::tempdir().unwrap();
     let profile = Profile::default_profile();
