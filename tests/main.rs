@@ -16,6 +16,7 @@ mod common;
 mod defects;
 mod determinism;
 mod docs;
+mod explore;
 mod foreign;
 mod fuzz;
 mod hostile;

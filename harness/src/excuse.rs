@@ -342,10 +342,18 @@ pub fn excused(tag: &FaultTag, invariant: InvariantId) -> bool {
 }
 
 /// The attempt tags a scenario fault may put on attempts (as
-/// [`FaultTag::pattern`] writes them).
+/// [`FaultTag::pattern`] writes them); reconcile and kill-worker tag none.
 pub fn tags_of(fault: &crate::scenario::fault_spec::FaultSpec) -> &'static [&'static str] {
     use crate::scenario::fault_spec::FaultSpec;
     match fault {
+        FaultSpec::Duplicate(_) => &[
+            "duplicate-concurrent:<k>/<n>",
+            "duplicate-replay",
+            "duplicate-fresh-id",
+            "duplicate-redeliver",
+        ],
+        FaultSpec::Tamper(_) => &["tamper:<kind>", "rotation:<mode>"],
+        FaultSpec::Redeliver(_) => &["duplicate-redeliver"],
         FaultSpec::Front(_) => &[
             "front:<status>",
             "redirect",
@@ -440,6 +448,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_tag_a_fault_puts_on_attempts_is_one_the_history_writes() {
+        let written: Vec<&str> = crate::tag::FaultTag::examples()
+            .iter()
+            .map(FaultTag::pattern)
+            .collect();
+        for kind in crate::explore::space::KINDS {
+            for t in tags_of(&crate::explore::space::probe_spec(kind)) {
+                assert!(written.contains(t), "{kind}: {t} is no tag pattern");
+            }
+        }
+    }
+
+    #[test]
     fn every_rule_names_a_tag_the_history_writes() {
         let written: Vec<&str> = crate::tag::FaultTag::examples()
             .iter()
@@ -505,25 +526,14 @@ mod tests {
 
 #[cfg(test)]
 mod docs {
-    /// `docs/invariants.md` carries [`super::markdown`] between its markers;
-    /// `HOOKSTORM_UPDATE_DOCS=1` rewrites it.
+    /// `docs/invariants.md` carries [`super::markdown`] between its markers.
     #[test]
     fn the_excuse_table_in_the_docs_is_the_one_in_the_code() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/invariants.md");
-        let text = std::fs::read_to_string(path).expect("docs/invariants.md");
-        let (begin, end) = ("<!-- excuses:begin -->\n", "<!-- excuses:end -->");
-        let a = text.find(begin).expect("begin marker") + begin.len();
-        let b = text.find(end).expect("end marker");
-        let want = super::markdown();
-        if text[a..b] != want {
-            if std::env::var_os("HOOKSTORM_UPDATE_DOCS").is_some() {
-                let fresh = format!("{}{want}{}", &text[..a], &text[b..]);
-                std::fs::write(path, fresh).expect("rewrite docs/invariants.md");
-                return;
-            }
-            panic!(
-                "docs/invariants.md's excuse table differs from harness/src/excuse.rs (run with HOOKSTORM_UPDATE_DOCS=1 to rewrite it):\n{want}"
-            );
-        }
+        crate::docs_block::assert_block(
+            "invariants.md",
+            "excuses",
+            &super::markdown(),
+            "harness/src/excuse.rs",
+        );
     }
 }

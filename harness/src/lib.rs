@@ -49,6 +49,9 @@
 //!
 //! Beside the pipeline:
 //! - [`shrink`]: cuts a failing scenario's plan down to a minimal one.
+//! - [`explore`]: `hookstorm explore`, random fault plans drawn from the
+//!   space the target can run, every failure shrunk and kept in a
+//!   regression folder that `run` replays first.
 //! - [`bench`]: `hookstorm bench`, load and correctness at once.
 //! - [`lifecycle`]: starting, signalling and restarting the receiver's
 //!   processes; [`tcpproxy`]: a TCP fault proxy before its database.
@@ -67,9 +70,12 @@ pub mod bench;
 pub mod budget;
 pub mod check;
 mod decimal;
+#[cfg(test)]
+mod docs_block;
 pub mod error;
 pub mod excuse;
 pub mod exit;
+pub mod explore;
 pub mod fault;
 pub mod history;
 pub mod httpd;

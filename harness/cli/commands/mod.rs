@@ -4,6 +4,7 @@
 mod bench;
 mod check;
 mod completions;
+mod explore;
 mod init;
 mod list;
 mod merge;
@@ -12,6 +13,7 @@ mod provider;
 mod proxy;
 mod resolve;
 mod run;
+mod run_flags;
 mod schedule;
 mod shrink;
 mod sign;
@@ -72,6 +74,8 @@ enum Command {
     Completions(completions::Args),
     /// Cut a failing scenario down to a minimal plan that still fails the same invariant, and write it as a scenario that replays as it is.
     Shrink(Box<shrink::Args>),
+    /// Draw random fault plans (weighted towards combinations) against a receiver, shrink every failure and keep it in the regression folder that `run` replays first.
+    Explore(Box<explore::Args>),
     /// Merge the report folders of sharded runs (`--shard I/N`) into one report and one verdict.
     Merge(merge::Args),
 }
@@ -102,6 +106,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Completions(a) => completions::run(a),
         Command::Merge(a) => merge::run(a),
         Command::Shrink(a) => shrink::run(*a),
+        Command::Explore(a) => explore::run(*a),
     };
     match result {
         Ok(code) => code,

@@ -17,7 +17,6 @@
 //! run is skipped and listed, which fails the run only with `--require-all`.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::Context;
 use hookstorm::exit;
@@ -25,7 +24,7 @@ use hookstorm::run::preflight::{Outcome, Preflight, Words};
 use hookstorm::run::{RunEvent, RunOptions};
 use hookstorm::scenario::Scenario;
 
-use super::resolve::{build_target, default_scenario_dir, Built, DEFAULT_TIME_SCALE};
+use super::resolve::{default_scenario_dir, Built, DEFAULT_TIME_SCALE};
 use hookstorm::units::HumanDuration;
 
 /// Arguments of `hookstorm run`.
@@ -69,36 +68,14 @@ pub struct Args {
     /// Seed for everything (workload, jitter, fault choices). Random when absent.
     #[arg(long)]
     seed: Option<u64>,
-    /// Divide every wait by this (overrides the scenarios' own scales and
-    /// the profile's factor). Default: each scenario's own scale, times the
-    /// profile's retry window over the answerline's (stripe x77).
-    #[arg(long, env = "HOOKSTORM_TIME_SCALE")]
-    time_scale: Option<f64>,
     /// Status deviations that leave state intact (non-strict) fail the run.
     #[arg(long)]
     strict: bool,
     /// Reports folder.
     #[arg(long, default_value = "reports")]
     out: PathBuf,
-    /// Concurrent requests at most.
-    #[arg(long, default_value_t = 64)]
-    concurrency: usize,
-    /// How long to wait at most, after a scenario, for the receiver's state
-    /// to settle (every acknowledged key stored, every row processed or
-    /// marked failed).
-    #[arg(long, default_value = "30s")]
-    drain: HumanDuration,
-    /// Read a state that still misses acknowledged keys once it has not
-    /// changed for this long (raise it for receivers whose queue or worker
-    /// pauses longer between writes).
-    #[arg(long, default_value_t = HumanDuration(hookstorm::state::probe::DEFAULT_SETTLE))]
-    settle: HumanDuration,
-    /// Built-in receiver only: switch on one deliberate bug (see `hookstorm-receiver --help`).
-    #[arg(long)]
-    defect: Option<String>,
-    /// Built-in receiver only: its database (default: SQLite in a temp folder).
-    #[arg(long)]
-    receiver_db: Option<String>,
+    #[command(flatten)]
+    run: super::run_flags::RunFlags,
     /// No colours in the console table (the same as `--color never`).
     #[arg(long)]
     no_color: bool,
@@ -120,6 +97,33 @@ pub struct Args {
     /// <run>/shrink/<scenario>/.
     #[arg(long)]
     shrink: bool,
+    #[command(flatten)]
+    regressions: RegressionFlags,
+}
+
+/// Where the regression folder is, for `run` and `explore`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(super) struct RegressionFlags {
+    /// The regression folder (failures `hookstorm explore` found, shrunk),
+    /// replayed before anything else. Default: hookstorm-regressions/
+    /// beside the --target file, else in the current directory.
+    #[arg(long, value_name = "DIR")]
+    regressions: Option<PathBuf>,
+    /// Leave the regression folder alone.
+    #[arg(long)]
+    no_regressions: bool,
+}
+
+impl RegressionFlags {
+    /// The folder, unless `--no-regressions`.
+    pub(super) fn dir(&self, target: &super::target_flags::TargetFlags) -> Option<PathBuf> {
+        if self.no_regressions {
+            return None;
+        }
+        Some(self.regressions.clone().unwrap_or_else(|| {
+            hookstorm::explore::regressions::default_dir(target.target.as_deref())
+        }))
+    }
 }
 
 /// `hookstorm doctor`: the preflight alone, and which scenarios the target
@@ -131,22 +135,8 @@ pub fn doctor(mut args: Args) -> anyhow::Result<i32> {
 
 /// Runs the scenarios and returns the verdict's exit code.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    if let Some(t) = args.time_scale {
-        if let Err(e) = hookstorm::scenario::check_time_scale(t) {
-            return Ok(super::usage_error(format!("--time-scale {e}")));
-        }
-    }
-    if args.target.given() {
-        for (flag, set) in [
-            ("--defect", args.defect.is_some()),
-            ("--receiver-db", args.receiver_db.is_some()),
-        ] {
-            if set {
-                return Ok(super::usage_error(format!(
-                    "{flag} configures the built-in reference receiver, which --target/--url replace (hint: drop {flag}, or drop --target and --url to test the built-in receiver)"
-                )));
-            }
-        }
+    if let Some(problem) = args.run.problem(&args.target) {
+        return Ok(super::usage_error(problem));
     }
     if args.max_fail == Some(0) {
         return Ok(super::usage_error(
@@ -160,10 +150,28 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             return Ok(exit::TARGET_UNUSABLE);
         }
     };
-    let scenarios = match select_scenarios(&args, &file_selection) {
+    let mut scenarios = match select_scenarios(&args, &file_selection) {
         Ok(s) => s,
         Err(e) => return Ok(super::usage_error(format!("{e:#}"))),
     };
+    // The regression folder's scenarios first: a bug explore once found is
+    // checked on every run until it is fixed.
+    if let Some(dir) = args.regressions.dir(&args.target) {
+        let found = match hookstorm::explore::regressions::load(&dir) {
+            Ok(found) => found,
+            Err(e) => return Ok(super::usage_error(format!("regression folder: {e}"))),
+        };
+        let fresh: Vec<Scenario> = found
+            .into_iter()
+            .filter(|r| !scenarios.iter().any(|s| s.name == r.name))
+            .collect();
+        if !fresh.is_empty() {
+            info!("{} regression(s) from {} first", fresh.len(), dir.display());
+        }
+        let mut all = fresh;
+        all.append(&mut scenarios);
+        scenarios = all;
+    }
     let scenarios = match args.shard {
         Some(s) => s.take(scenarios),
         None => scenarios,
@@ -183,12 +191,7 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
         target,
         child,
         reproduce,
-    } = match build_target(
-        &args.target,
-        args.defect.as_deref(),
-        args.receiver_db.as_deref(),
-        "hookstorm run",
-    )? {
+    } = match args.run.build_target(&args.target, "hookstorm run")? {
         Ok(b) => b,
         Err(code) => return Ok(code),
     };
@@ -203,7 +206,7 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
         hookstorm::run::estimate::Estimate::of(
             &target.profile,
             &scenarios,
-            args.time_scale,
+            args.run.time_scale,
             DEFAULT_TIME_SCALE
         )
         .line()
@@ -212,21 +215,14 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
         // With `[provider] listen = "127.0.0.1:0"` this is where it landed.
         info!("provider API on {}", p.url());
     }
+    // Run ids are time and seed, the same for every shard of a run: each
+    // shard reports into a folder of its own.
+    let out_dir = match args.shard {
+        Some(s) => args.out.join(format!("shard{}of{}", s.index, s.count)),
+        None => args.out.clone(),
+    };
     let opts = RunOptions {
-        seed,
-        time_scale: args.time_scale,
-        default_time_scale: DEFAULT_TIME_SCALE,
         strict: args.strict,
-        // Run ids are time and seed, the same for every shard of a run:
-        // each shard reports into a folder of its own.
-        out_dir: match args.shard {
-            Some(s) => args.out.join(format!("shard{}of{}", s.index, s.count)),
-            None => args.out.clone(),
-        },
-        concurrency: args.concurrency.max(1),
-        drain: args.drain.0.max(Duration::from_millis(100)),
-        settle: args.settle.0.max(Duration::from_millis(100)),
-        reproduce,
         preflight: !args.no_preflight,
         max_fail: if args.fail_fast {
             Some(1)
@@ -235,12 +231,9 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
         },
         timeout: args.timeout.map(|t| t.0),
         require_all,
+        ..args.run.options(seed, out_dir, reproduce)
     };
-    let words = if args.target.given() {
-        args.target.words()
-    } else {
-        Words::plain(&target)
-    };
+    let words = args.target.words_for(&target);
     if args.preflight_only {
         let outcome = tokio::select! {
             o = hookstorm::run::doctor(&target, &scenarios, &opts) => o,
@@ -362,7 +355,7 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
 }
 
 /// The preflight's findings, one line each.
-fn preflight_lines(pf: &Preflight, words: &Words) -> String {
+pub(super) fn preflight_lines(pf: &Preflight, words: &Words) -> String {
     let mut out = format!("preflight ({:.1}s):\n", pf.elapsed.as_secs_f64());
     for f in &pf.findings {
         let mark = match f.outcome {
@@ -491,7 +484,7 @@ fn select_scenarios(
     Ok(picked)
 }
 
-fn rand_seed() -> u64 {
+pub(super) fn rand_seed() -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()

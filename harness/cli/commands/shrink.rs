@@ -9,7 +9,6 @@
 //! unusable, 254 on a usage error, 130 when interrupted.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::Context;
 use hookstorm::check::{InvariantId, Verdict};
@@ -22,7 +21,7 @@ use hookstorm::shrink::{self, Outcome, Report, SearchEvent, ShrinkEvent, ShrinkO
 use hookstorm::target::Target;
 use hookstorm::units::HumanDuration;
 
-use super::resolve::{build_target, Built};
+use super::resolve::Built;
 
 /// Arguments of `hookstorm shrink`.
 #[derive(Debug, clap::Args)]
@@ -57,32 +56,14 @@ pub struct Args {
     /// Folder the scenario files come from.
     #[arg(long)]
     scenario_dir: Option<PathBuf>,
-    /// Divide every wait by this (overrides the scenario's own scale).
-    #[arg(long)]
-    time_scale: Option<f64>,
-    /// Concurrent requests at most.
-    #[arg(long, default_value_t = 64)]
-    concurrency: usize,
-    /// How long to wait at most, after each run, for the receiver's state to settle.
-    #[arg(long, default_value = "30s")]
-    drain: HumanDuration,
-    /// Read a state that still misses acknowledged keys once it has not changed for this long.
-    #[arg(long, default_value_t = HumanDuration(hookstorm::state::probe::DEFAULT_SETTLE))]
-    settle: HumanDuration,
-    /// Built-in receiver only: switch on one deliberate bug.
-    #[arg(long)]
-    defect: Option<String>,
-    /// Built-in receiver only: its database (default: SQLite in a temp folder).
-    #[arg(long)]
-    receiver_db: Option<String>,
+    #[command(flatten)]
+    run: super::run_flags::RunFlags,
 }
 
 /// Shrinks and returns the exit code.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    if let Some(t) = args.time_scale {
-        if let Err(e) = hookstorm::scenario::check_time_scale(t) {
-            return Ok(super::usage_error(format!("--time-scale {e}")));
-        }
+    if let Some(problem) = args.run.problem(&args.target) {
+        return Ok(super::usage_error(problem));
     }
     for (flag, n) in [
         ("--max-runs", args.max_runs as u64),
@@ -91,11 +72,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         if n == 0 {
             return Ok(super::usage_error(format!("{flag} 0: expected 1 or more")));
         }
-    }
-    if args.target.given() && (args.defect.is_some() || args.receiver_db.is_some()) {
-        return Ok(super::usage_error(
-            "--defect and --receiver-db configure the built-in reference receiver, which --target/--url replace",
-        ));
     }
     let dir = args
         .scenario_dir
@@ -140,37 +116,20 @@ async fn run_async(args: Args, scenario: Scenario) -> anyhow::Result<i32> {
         target,
         child,
         mut reproduce,
-    } = match build_target(
-        &args.target,
-        args.defect.as_deref(),
-        args.receiver_db.as_deref(),
-        "hookstorm run",
-    )? {
+    } = match args.run.build_target(&args.target, "hookstorm run")? {
         Ok(b) => b,
         Err(code) => return Ok(code),
     };
-    if let Some(t) = args.time_scale {
+    if let Some(t) = args.run.time_scale {
         reproduce.push_str(&format!(" --time-scale {t}"));
     }
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("reports").join("shrink").join(&scenario.name));
-    let run = RunOptions {
-        seed: args.seed,
-        time_scale: args.time_scale,
-        default_time_scale: super::resolve::DEFAULT_TIME_SCALE,
-        strict: false,
-        out_dir: out.join("runs"),
-        concurrency: args.concurrency.max(1),
-        drain: args.drain.0.max(Duration::from_millis(100)),
-        settle: args.settle.0.max(Duration::from_millis(100)),
-        reproduce: reproduce.clone(),
-        preflight: false,
-        max_fail: None,
-        timeout: None,
-        require_all: false,
-    };
+    let run = args
+        .run
+        .options(args.seed, out.join("runs"), reproduce.clone());
     let opts = ShrinkOptions {
         invariant: args.invariant,
         max_runs: args.max_runs,
@@ -227,14 +186,21 @@ async fn shrink_one(
     stop: &Stop,
 ) -> Result<Outcome, shrink::ShrinkError> {
     let max = opts.max_runs;
-    let mut progress = |e: ShrinkEvent<'_>| match e {
+    let mut progress = |e: ShrinkEvent<'_>| print_progress(e, max, "");
+    shrink::shrink(target, scenario, run, opts, &mut progress, stop).await
+}
+
+/// One shrink event on stderr (`max`: the run count it is bounded by),
+/// each line after `indent`.
+pub(super) fn print_progress(e: ShrinkEvent<'_>, max: usize, indent: &str) {
+    match e {
         ShrinkEvent::Original {
             run,
             of,
             deliveries,
             failed,
         } => info!(
-            "[original {run}/{of}] {deliveries} deliveries: {}",
+            "{indent}[original {run}/{of}] {deliveries} deliveries: {}",
             match failed {
                 Some(f) => format!("{} {}", f.invariant, f.verdict),
                 None => "no failure".into(),
@@ -254,17 +220,16 @@ async fn shrink_one(
             };
             if kept {
                 let left = shrink::output::deliveries(deliveries);
-                info!("[run {runs}/{max}] {step} -> {left}: still fails{tried}, kept");
+                info!("{indent}[run {runs}/{max}] {step} -> {left}: still fails{tried}, kept");
             } else {
-                detail!("[run {runs}/{max}] {step}: passes{tried}, undone");
+                detail!("{indent}[run {runs}/{max}] {step}: passes{tried}, undone");
             }
         }
         ShrinkEvent::Confirm { run, of, failed } => detail!(
-            "[confirm {run}/{of}] {}",
+            "{indent}[confirm {run}/{of}] {}",
             if failed { "fails" } else { "passes" }
         ),
-    };
-    shrink::shrink(target, scenario, run, opts, &mut progress, stop).await
+    }
 }
 
 /// What a counterexample prints: the headline, the steps and the files.

@@ -99,6 +99,16 @@ impl TargetFlags {
         }
     }
 
+    /// The preflight's words for `target`: how each part was given on the
+    /// command line or in the file, or plainly for the built-in receiver.
+    pub fn words_for(&self, target: &Target) -> Words {
+        if self.given() {
+            self.words()
+        } else {
+            Words::plain(target)
+        }
+    }
+
     /// How each part of the target was given, for the preflight's hints:
     /// the flag, or the key of the target file, or the environment variable.
     pub fn words(&self) -> Words {

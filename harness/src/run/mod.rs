@@ -548,14 +548,17 @@ fn cut_short_report(
     }
 }
 
-fn point_latest(out: &Path, run_id: &str) {
+/// Points `<out>/latest` at the report folder `run_id` (a symlink, where
+/// the platform has them).
+pub fn point_latest(out: &Path, run_id: &str) {
     let latest = out.join("latest");
     let _ = std::fs::remove_file(&latest);
     #[cfg(unix)]
     let _ = std::os::unix::fs::symlink(run_id, &latest);
 }
 
-fn machine() -> String {
+/// The machine a run ran on, as reports show it (`linux x86_64 · 2 cores`).
+pub fn machine() -> String {
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);

@@ -51,7 +51,7 @@ mod tally;
 
 pub use actions::{Actions, CutSeen};
 pub use again::{redeliveries, MAX_REDELIVERED_AFTER_KILLS, REDELIVER_AFTER_KILLS_SHARE};
-pub use tally::{not_exercised, observations, KillFold, KillTally};
+pub use tally::{cut_met, kills_met, not_exercised, observations, KillFold, KillTally};
 
 /// Most restarts after crash points in one scenario (a receiver that
 /// crashes on every request would otherwise loop for ever).

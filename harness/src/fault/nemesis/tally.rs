@@ -21,15 +21,11 @@ use crate::tag::FaultTag;
 /// judged here: they need not cut an exchange short to test something.
 pub fn not_exercised(plan: &Plan, acts: &Actions, tally: Option<&KillTally>) -> Option<String> {
     let mut why = Vec::new();
-    // A cut is exercised when an attempt met it: answered while it held,
-    // or left without an answer in time (a receiver that hangs on a silent
-    // database met it too; that is an observation, not a pass by default).
     if plan
         .faults
         .iter()
         .any(|f| matches!(f, FaultSpec::CutDatabase(_)))
-        && acts.cut_seen.iter().all(|s| s.answered.answered == 0)
-        && tally.is_none_or(|t| t.cut_unanswered == 0)
+        && !cut_met(acts, tally)
     {
         why.push(match acts.cut_seen.iter().map(|s| s.held).max() {
             None => "the database was never cut (the stream ended before the cut was due, or the cut failed)".to_string(),
@@ -43,7 +39,7 @@ pub fn not_exercised(plan: &Plan, acts: &Actions, tally: Option<&KillTally>) -> 
         matches!(f, FaultSpec::Kill(k) if matches!(k.signal, KillSignal::Kill | KillSignal::Term))
     });
     if let (true, Some(t)) = (kills, tally) {
-        if t.interrupted == 0 && acts.receiver_crashes == 0 && t.down == 0 {
+        if !kills_met(acts, t) {
             why.push(format!(
                 "{} kill(s) of the receiver interrupted no attempt, none landed between commit and answer, and no attempt went unanswered while the receiver was down, so nothing was in flight to lose",
                 acts.signals
@@ -51,6 +47,24 @@ pub fn not_exercised(plan: &Plan, acts: &Actions, tally: Option<&KillTally>) -> 
         }
     }
     (!why.is_empty()).then(|| why.join("; "))
+}
+
+/// Whether the database cuts met an attempt (the `cut-database` row of
+/// [`crate::excuse::EXERCISED`]): one sent during a cut was answered while
+/// it held, or got no answer in time (a receiver that hangs on a silent
+/// database met it too; that is an observation, not a pass by default).
+/// `tally` is `None` when the state could not be read.
+pub fn cut_met(acts: &Actions, tally: Option<&KillTally>) -> bool {
+    acts.cut_seen.iter().any(|s| s.answered.answered > 0)
+        || tally.is_some_and(|t| t.cut_unanswered > 0)
+}
+
+/// Whether the kills (SIGKILL or SIGTERM, or crash points) met an attempt
+/// (the `kill` row of [`crate::excuse::EXERCISED`]): one was cut short, a
+/// crash point fired in the receiver, or one went unanswered while the
+/// receiver was down.
+pub fn kills_met(acts: &Actions, tally: &KillTally) -> bool {
+    tally.interrupted > 0 || acts.receiver_crashes > 0 || tally.down > 0
 }
 
 /// What the scenario's faults showed that is worth reporting but is not a
