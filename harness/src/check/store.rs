@@ -1,11 +1,18 @@
 //! The storage invariants: I1 no-loss, I2 exactly-once, I3 processed-once,
 //! I4 no-phantom. They compare what the history says was acknowledged (or
 //! never meant to be stored) with the inbox, results and effects sections.
+//!
+//! Each is a pair: the finding over a share of the keys (a [`Partial`]:
+//! counters and ranked evidence) and its wording once every share is in.
+//! Keys rank by their first history line, rows by their place in their
+//! section.
 
 use rustc_hash::FxHashSet;
 
 use super::aggregate::{flag, Aggregator, KeyAgg, NONE};
-use super::verdict::{CheckOptions, Evidence, EvidenceSet, InvariantResult, Verdict};
+use super::found::Found;
+use super::partial::{Partial, Sections};
+use super::verdict::{CheckOptions, Evidence, InvariantResult, Verdict};
 use super::view::{account_matches, account_name, StateView};
 use crate::invariant::InvariantId;
 use crate::profile::vocabulary::Vocabulary;
@@ -48,16 +55,17 @@ pub(crate) fn evidence(agg: &Aggregator, k: &KeyAgg, what: String, lines: Vec<u6
 }
 
 /// I1: every acknowledged genuine key (and, after reconciliation, every final
-/// provider task) is in the inbox.
-pub(crate) fn no_loss(agg: &Aggregator, view: &StateView, opts: &CheckOptions) -> InvariantResult {
-    let mut ev = EvidenceSet::default();
-    let (mut must, mut acked_n) = (0usize, 0usize);
+/// provider task) is in the inbox. Counts: keys that must be stored, of
+/// them acknowledged.
+pub(crate) fn no_loss(agg: &Aggregator, view: &StateView, opts: &CheckOptions) -> Partial {
+    let mut ev = Found::default();
+    let (mut must, mut acked_n) = (0u64, 0u64);
     for k in &agg.keys {
         if !k.must_store(opts.reconciled) {
             continue;
         }
         must += 1;
-        acked_n += usize::from(k.acknowledged());
+        acked_n += u64::from(k.acknowledged());
         if view.stored(k) {
             continue;
         }
@@ -70,20 +78,58 @@ pub(crate) fn no_loss(agg: &Aggregator, view: &StateView, opts: &CheckOptions) -
         } else {
             format!("never delivered, and not in the inbox after reconciliation: a final {} the provider knows", opts.vocabulary.event)
         };
-        ev.push(|| evidence(agg, k, what, k.evidence_lines()));
+        ev.push(key_rank(k), || evidence(agg, k, what, k.evidence_lines()));
     }
-    let total = ev.total;
+    Partial {
+        n: [must, acked_n, 0],
+        found: ev,
+        ..Partial::default()
+    }
+}
+
+/// I1 in words.
+pub(crate) fn no_loss_result(p: &Partial, opts: &CheckOptions) -> InvariantResult {
+    let [must, acked_n, _] = p.n;
+    let total = p.found.total;
     let what = if opts.reconciled {
         format!("keys that must be stored ({acked_n} acknowledged, the rest final provider {} reconciliation must fetch)", Vocabulary::plural(&opts.vocabulary.event))
     } else {
         "acknowledged keys".to_string()
     };
-    ev.into_result(
+    result(
         InvariantId::I1,
+        p,
         Verdict::Fail,
         format!("all {must} {what} are in the inbox"),
         format!("{total} of {must} {what} are missing from the inbox"),
     )
+}
+
+/// A key's rank in an invariant's first list: its first history line.
+pub(crate) fn key_rank(k: &KeyAgg) -> (u8, u64) {
+    (0, u64::from(k.first_line))
+}
+
+/// A result from a partial: `bad` with the evidence when anything was
+/// found, a pass otherwise.
+pub(crate) fn result(
+    id: InvariantId,
+    p: &Partial,
+    bad: Verdict,
+    pass_summary: String,
+    fail_summary: String,
+) -> InvariantResult {
+    if p.found.total == 0 {
+        InvariantResult::new(id, Verdict::Pass, pass_summary)
+    } else {
+        InvariantResult {
+            id,
+            verdict: bad,
+            summary: fail_summary,
+            evidence: p.found.evidence(),
+            evidence_total: p.found.total,
+        }
+    }
 }
 
 /// The (account, id) pairs that occur more than once, with their count and
@@ -105,30 +151,26 @@ fn repeated(pairs: impl Iterator<Item = (u32, u32)>) -> Vec<(u32, u32, u32, usiz
     out
 }
 
-/// I2: no key twice in the inbox (per account); at most one results row per task.
-pub(crate) fn exactly_once(
-    agg: &Aggregator,
-    view: &StateView,
-    opts: &CheckOptions,
-) -> InvariantResult {
+/// I2: no key twice in the inbox (per account); at most one results row
+/// per task. Counts: keys stored more than once, tasks with several
+/// results rows.
+pub(crate) fn exactly_once(agg: &Aggregator, view: &StateView, opts: &CheckOptions) -> Partial {
     let words = &opts.vocabulary;
-    let mut ev = EvidenceSet::default();
+    let mut ev = Found::default();
     let inbox = view.rows.inbox.iter().map(|r| (r.account, r.key));
     for (account, key, count, first) in repeated(inbox) {
-        ev.push(|| Evidence {
+        ev.push((0, u64::from(view.rows.inbox[first].at)), || Evidence {
             key: agg.strings.name(key).to_string(),
             account: account_name(agg, account),
             what: format!("{count} inbox rows for one key"),
             lines: lines_of(&aggs_for_row(agg, view, first)),
         });
     }
-    let inbox_dups = ev.total;
-    let mut checked = "inbox".to_string();
+    let inbox_dups = ev.total as u64;
     if let Some(results) = &view.rows.results {
-        checked.push_str(" and results");
         let pairs = results.iter().map(|r| (r.account, r.task));
-        for (account, task, count, _) in repeated(pairs) {
-            ev.push(|| Evidence {
+        for (account, task, count, first) in repeated(pairs) {
+            ev.push((1, u64::from(results[first].at)), || Evidence {
                 key: agg.strings.name(task).to_string(),
                 account: account_name(agg, account),
                 what: format!("{count} results rows for one {}", words.event),
@@ -136,25 +178,45 @@ pub(crate) fn exactly_once(
             });
         }
     }
-    let results_dups = ev.total - inbox_dups;
-    ev.into_result(
+    let results_dups = ev.total as u64 - inbox_dups;
+    Partial {
+        n: [inbox_dups, results_dups, 0],
+        found: ev,
+        ..Partial::default()
+    }
+}
+
+/// I2 in words.
+pub(crate) fn exactly_once_result(
+    p: &Partial,
+    sections: Sections,
+    opts: &CheckOptions,
+) -> InvariantResult {
+    let [inbox_dups, results_dups, _] = p.n;
+    let checked = if sections.results {
+        "inbox and results"
+    } else {
+        "inbox"
+    };
+    result(
         InvariantId::I2,
+        p,
         Verdict::Fail,
         format!("no key twice in {checked}"),
-        format!("{inbox_dups} keys stored more than once in the inbox, {results_dups} {} with several results rows", Vocabulary::plural(&words.event)),
+        format!(
+            "{inbox_dups} keys stored more than once in the inbox, {results_dups} {} with several results rows",
+            Vocabulary::plural(&opts.vocabulary.event)
+        ),
     )
 }
 
-/// I3: every inbox row processed; each stored genuine key's effect ran once.
-pub(crate) fn processed_once(
-    agg: &Aggregator,
-    view: &StateView,
-    opts: &CheckOptions,
-) -> InvariantResult {
-    let mut ev = EvidenceSet::default();
+/// I3: every inbox row processed; each stored genuine key's effect ran
+/// once. Counts: inbox rows, rows not settled, wrong effect counts.
+pub(crate) fn processed_once(agg: &Aggregator, view: &StateView, opts: &CheckOptions) -> Partial {
+    let mut ev = Found::default();
     let rows = &view.rows.inbox;
-    let mut unprocessed = 0usize;
-    let mut bad_effects = 0usize;
+    let mut unprocessed = 0u64;
+    let mut bad_effects = 0u64;
     let effects = view.rows.effects.is_some();
     // A key stored twice is I2's finding; its effect count is judged once:
     // a flag per record (a set of pairs was 19 MB at a million keys), and a
@@ -177,7 +239,7 @@ pub(crate) fn processed_once(
             } else {
                 "not processed (nor marked failed) when the drain deadline passed"
             };
-            ev.push(|| row_ev(why.to_string()));
+            ev.push((0, u64::from(row.at)), || row_ev(why.to_string()));
             continue;
         }
         if !effects {
@@ -210,7 +272,7 @@ pub(crate) fn processed_once(
                 (false, 0) => "processed, but its effect never ran".to_string(),
                 (false, c) => format!("effect ran {c} times"),
             };
-            ev.push(|| row_ev(what));
+            ev.push((0, u64::from(row.at)), || row_ev(what));
         }
     }
     if let Some(effects) = &view.rows.effects {
@@ -221,7 +283,7 @@ pub(crate) fn processed_once(
                 .any(|a| account_matches(e.account, a) || a == NONE);
             if !stored {
                 bad_effects += 1;
-                ev.push(|| Evidence {
+                ev.push((1, u64::from(e.at)), || Evidence {
                     key: agg.strings.name(e.key).to_string(),
                     account: account_name(agg, e.account),
                     what: format!("effect ran {} times for a key not in the inbox", e.count),
@@ -230,18 +292,26 @@ pub(crate) fn processed_once(
             }
         }
     }
-    let effects_note = if effects {
+    Partial {
+        n: [rows.len() as u64, unprocessed, bad_effects],
+        found: ev,
+        ..Partial::default()
+    }
+}
+
+/// I3 in words.
+pub(crate) fn processed_once_result(p: &Partial, sections: Sections) -> InvariantResult {
+    let [rows, unprocessed, bad_effects] = p.n;
+    let effects_note = if sections.effects {
         ", each effect ran once"
     } else {
         " (effects not reported)"
     };
-    ev.into_result(
+    result(
         InvariantId::I3,
+        p,
         Verdict::Fail,
-        format!(
-            "all {} inbox rows settled (processed or marked failed){effects_note}",
-            rows.len()
-        ),
+        format!("all {rows} inbox rows settled (processed or marked failed){effects_note}"),
         format!("{unprocessed} rows not settled, {bad_effects} wrong effect counts"),
     )
 }
@@ -264,12 +334,14 @@ fn intents(k: &KeyAgg) -> String {
 
 /// I4: nothing stored that was never meant to be: test, forged, other-account,
 /// oversized and expired deliveries, and keys the history never sent.
-pub(crate) fn no_phantom(agg: &Aggregator, view: &StateView) -> InvariantResult {
-    let mut ev = EvidenceSet::default();
+/// Counts: inbox rows.
+pub(crate) fn no_phantom(agg: &Aggregator, view: &StateView) -> Partial {
+    let mut ev = Found::default();
     for (n, row) in view.rows.inbox.iter().enumerate() {
+        let rank = (0, u64::from(row.at));
         let aggs = aggs_for_row(agg, view, n);
         if aggs.is_empty() {
-            ev.push(|| Evidence {
+            ev.push(rank, || Evidence {
                 key: agg.strings.name(row.key).to_string(),
                 account: account_name(agg, row.account),
                 what: "stored, but this run never sent it (left over from an earlier run, or invented)"
@@ -278,7 +350,7 @@ pub(crate) fn no_phantom(agg: &Aggregator, view: &StateView) -> InvariantResult 
             });
         } else if !aggs.iter().any(|k| k.has(flag::REAL)) {
             let kinds: Vec<String> = aggs.iter().map(|k| intents(k)).collect();
-            ev.push(|| Evidence {
+            ev.push(rank, || Evidence {
                 key: agg.strings.name(row.key).to_string(),
                 account: account_name(agg, row.account),
                 what: format!("stored a {} delivery", kinds.join("/")),
@@ -286,14 +358,22 @@ pub(crate) fn no_phantom(agg: &Aggregator, view: &StateView) -> InvariantResult 
             });
         }
     }
-    let total = ev.total;
-    ev.into_result(
+    Partial {
+        n: [view.rows.inbox.len() as u64, 0, 0],
+        found: ev,
+        ..Partial::default()
+    }
+}
+
+/// I4 in words.
+pub(crate) fn no_phantom_result(p: &Partial) -> InvariantResult {
+    let [rows, _, _] = p.n;
+    let total = p.found.total;
+    result(
         InvariantId::I4,
+        p,
         Verdict::Fail,
-        format!(
-            "all {} inbox rows come from genuine deliveries",
-            view.rows.inbox.len()
-        ),
+        format!("all {rows} inbox rows come from genuine deliveries"),
         format!("{total} inbox rows should not exist"),
     )
 }

@@ -166,7 +166,7 @@ pub struct DeadLetter {
 }
 
 /// What to check and how.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckOptions {
     /// Which invariants to report.
     pub invariants: Vec<InvariantId>,
@@ -256,49 +256,6 @@ impl ScenarioCheck {
     }
 }
 
-/// Collects evidence: keeps the first [`MAX_EVIDENCE`], counts all.
-#[derive(Debug, Default)]
-pub(crate) struct EvidenceSet {
-    pub items: Vec<Evidence>,
-    pub total: usize,
-}
-
-impl EvidenceSet {
-    /// Adds one item; `make` runs only while there is room.
-    pub fn push(&mut self, make: impl FnOnce() -> Evidence) {
-        self.total += 1;
-        if self.items.len() < MAX_EVIDENCE {
-            self.items.push(make());
-        }
-    }
-
-    /// Whether nothing was found.
-    pub fn is_empty(&self) -> bool {
-        self.total == 0
-    }
-
-    /// Turns the set into a result: fail (or `bad`) when anything was found.
-    pub fn into_result(
-        self,
-        id: InvariantId,
-        bad: Verdict,
-        pass_summary: String,
-        fail_summary: String,
-    ) -> InvariantResult {
-        if self.total == 0 {
-            InvariantResult::new(id, Verdict::Pass, pass_summary)
-        } else {
-            InvariantResult {
-                id,
-                verdict: bad,
-                summary: fail_summary,
-                evidence: self.items,
-                evidence_total: self.total,
-            }
-        }
-    }
-}
-
 /// `hookstorm check` could not read its inputs.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
@@ -335,6 +292,12 @@ pub enum CheckError {
         path: PathBuf,
         /// The limit.
         max: u64,
+    },
+    /// A partition of the check could not be spilled to disk or read back.
+    #[error("cannot spill the check to disk: {source} (hint: free space under the report folder, or set TMPDIR)")]
+    Spill {
+        /// The error.
+        source: std::io::Error,
     },
     /// The scenario filter matched nothing in the history.
     #[error("{path}: no events for scenario {scenario:?}")]
