@@ -69,9 +69,9 @@ fn read_state_file(path: &Path, fold: &mut Aggregator) -> Result<Rows, CheckErro
     })?;
     crate::state::stream::read_any(file, fold.state_sink())
         .map(|c| c.rows)
-        .map_err(|message| CheckError::State {
+        .map_err(|e| CheckError::State {
             path: path.into(),
-            message,
+            message: e.to_string(),
         })
 }
 
