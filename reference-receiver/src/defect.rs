@@ -1,7 +1,8 @@
 //! The deliberately broken variants of the receiver (`--defect NAME`).
 //!
-//! Each is a small, realistic deviation from the guide — the kind of thing a
-//! real receiver gets wrong — and each must be caught by one invariant.
+//! Each is a small, realistic deviation from what docs/contract.md asks of
+//! a receiver — the kind of thing a real receiver gets wrong — and each
+//! must be caught by one invariant.
 //! [`Defect::exposed_by`] is the one list of where: the scenario that
 //! exposes each variant, the invariant that catches it there, and the
 //! verdict it gets. The end-to-end defect matrix runs exactly that list
