@@ -347,6 +347,23 @@ fn a_malformed_flag_value_is_a_usage_error_that_names_the_flag() {
             "--secret-env acct_b=: expected ACCOUNT=VAR or VAR",
         ),
     ];
+    // bench takes its own --url, checked the same way.
+    let o = hookstorm(
+        &[
+            "bench",
+            "--url",
+            "example.com/webhooks",
+            "--secret-env",
+            "HOME",
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(254), "{}", text(&o));
+    assert!(
+        text(&o).contains("--url \"example.com/webhooks\" is not a URL"),
+        "{}",
+        text(&o)
+    );
     for (flags, says) in cases {
         let mut args = vec!["run", "--scenario-dir", &sd, "--scenario", "baseline"];
         args.extend(["--secret", "s3cr3t-value-one"]);

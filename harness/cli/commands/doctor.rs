@@ -34,18 +34,10 @@ pub struct Args {
 /// Checks the target and returns the exit code: 0 usable, 3 unusable, 1
 /// when `--require-all` meets scenarios the target would skip.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let file_selection = match args.target.selection() {
-        Ok(s) => s,
-        Err(e) => {
-            errln!("error: {e}");
-            return Ok(exit::TARGET_UNUSABLE);
-        }
+    let (scenarios, require_all) = match args.select.for_target(&args.target) {
+        Ok(picked) => picked,
+        Err(code) => return Ok(code),
     };
-    let scenarios = match args.select.pick(&file_selection) {
-        Ok(s) => s,
-        Err(e) => return Ok(super::usage_error(format!("{e:#}"))),
-    };
-    let require_all = args.select.require_all || file_selection.require_all;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

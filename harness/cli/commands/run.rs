@@ -126,22 +126,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             "--max-fail 0: expected 1 or more (--fail-fast is --max-fail 1)",
         ));
     }
-    let file_selection = match args.target.selection() {
-        Ok(s) => s,
-        Err(e) => {
-            errln!("error: {e}");
-            return Ok(exit::TARGET_UNUSABLE);
-        }
-    };
-    let scenarios = match args.select.pick(&file_selection) {
-        Ok(s) => s,
-        Err(e) => return Ok(super::usage_error(format!("{e:#}"))),
+    let (scenarios, require_all) = match args.select.for_target(&args.target) {
+        Ok(picked) => picked,
+        Err(code) => return Ok(code),
     };
     let scenarios = match args.shard {
         Some(s) => s.take(scenarios),
         None => scenarios,
     };
-    let require_all = args.select.require_all || file_selection.require_all;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

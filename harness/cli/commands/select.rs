@@ -10,6 +10,7 @@ use hookstorm::suggest::hint;
 use hookstorm::target::SelectionFile;
 
 use super::catalog::{self, CatalogFlags};
+use super::target_flags::TargetFlags;
 
 /// The scenario selection flags.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -35,6 +36,24 @@ pub(crate) struct Selection {
 }
 
 impl Selection {
+    /// The scenarios picked for `target` (merged with its file's
+    /// `[scenarios]`) and whether `require_all` holds; `Err(code)` is an
+    /// error already printed: 3 for an unreadable target file, 254 for a
+    /// selection that names nothing.
+    pub fn for_target(&self, target: &TargetFlags) -> Result<(Vec<Scenario>, bool), i32> {
+        let file = match target.selection() {
+            Ok(s) => s,
+            Err(e) => {
+                errln!("error: {e}");
+                return Err(hookstorm::exit::TARGET_UNUSABLE);
+            }
+        };
+        let scenarios = self
+            .pick(&file)
+            .map_err(|e| super::usage_error(format!("{e:#}")))?;
+        Ok((scenarios, self.require_all || file.require_all))
+    }
+
     /// The scenarios picked by these flags and the target file's section.
     pub fn pick(&self, file: &SelectionFile) -> anyhow::Result<Vec<Scenario>> {
         let dir = self.catalog.dir();

@@ -99,12 +99,7 @@ impl TargetFlags {
     /// to [`TargetFlags::resolve`] and the preflight, which exit 3.
     pub fn check(&self) -> Result<(), String> {
         if let Some(u) = &self.url {
-            hookstorm::target::check_url(u, Some(true)).map_err(|e| {
-                format!(
-                    "--url {} (hint: a URL like https://host/webhooks/{{account}})",
-                    e.strip_prefix("url ").unwrap_or(&e)
-                )
-            })?;
+            url_flag(u)?;
             let file_allows = self
                 .target
                 .as_ref()
@@ -303,6 +298,16 @@ impl TargetFlags {
         }
         Target::resolve(file, Path::new(&origin))
     }
+}
+
+/// `--url URL` that is no http(s) URL with a host: the usage error for it.
+pub(crate) fn url_flag(url: &str) -> Result<(), String> {
+    hookstorm::target::check_url(url, Some(true)).map_err(|e| {
+        format!(
+            "--url {} (hint: a URL like https://host/webhooks/{{account}})",
+            e.strip_prefix("url ").unwrap_or(&e)
+        )
+    })
 }
 
 /// `acct=value` → (acct, value); a bare value belongs to `acct_a`.

@@ -172,8 +172,10 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Fields<'_, D> {
             RowVisitor {
                 inner: v,
                 section: self.section,
-                fields,
-                cursor: self.cursor,
+                track: Track {
+                    fields,
+                    cursor: self.cursor,
+                },
             },
         )
     }
@@ -185,11 +187,17 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Fields<'_, D> {
     }
 }
 
+/// A row's field names and the cursor they are noted in.
+#[derive(Clone, Copy)]
+struct Track<'c> {
+    fields: &'static [&'static str],
+    cursor: &'c Cursor,
+}
+
 struct RowVisitor<'c, V> {
     inner: V,
     section: Section,
-    fields: &'static [&'static str],
-    cursor: &'c Cursor,
+    track: Track<'c>,
 }
 
 impl<'de, V: Visitor<'de>> Visitor<'de> for RowVisitor<'_, V> {
@@ -202,8 +210,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for RowVisitor<'_, V> {
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
         self.inner.visit_map(RowMap {
             inner: map,
-            fields: self.fields,
-            cursor: self.cursor,
+            track: self.track,
         })
     }
 
@@ -214,8 +221,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for RowVisitor<'_, V> {
 
 struct RowMap<'c, A> {
     inner: A,
-    fields: &'static [&'static str],
-    cursor: &'c Cursor,
+    track: Track<'c>,
 }
 
 impl<'de, A: MapAccess<'de>> MapAccess<'de> for RowMap<'_, A> {
@@ -227,14 +233,13 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for RowMap<'_, A> {
     ) -> Result<Option<K::Value>, A::Error> {
         self.inner.next_key_seed(Key {
             inner: seed,
-            fields: self.fields,
-            cursor: self.cursor,
+            track: self.track,
         })
     }
 
     fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, A::Error> {
         let v = self.inner.next_value_seed(seed)?;
-        self.cursor.field.set(None);
+        self.track.cursor.field.set(None);
         Ok(v)
     }
 
@@ -247,8 +252,7 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for RowMap<'_, A> {
 /// then handed to the row's own field visitor.
 struct Key<'c, K> {
     inner: K,
-    fields: &'static [&'static str],
-    cursor: &'c Cursor,
+    track: Track<'c>,
 }
 
 impl<'de, K: DeserializeSeed<'de>> DeserializeSeed<'de> for Key<'_, K> {
@@ -267,9 +271,8 @@ impl<'de, K: DeserializeSeed<'de>> Visitor<'de> for Key<'_, K> {
     }
 
     fn visit_str<E: de::Error>(self, key: &str) -> Result<K::Value, E> {
-        self.cursor
-            .field
-            .set(self.fields.iter().copied().find(|f| *f == key));
+        let Track { fields, cursor } = self.track;
+        cursor.field.set(fields.iter().copied().find(|f| *f == key));
         self.inner.deserialize(key.into_deserializer())
     }
 }
