@@ -59,7 +59,8 @@
 //!   from outside), [`units`] (human durations), [`error`] (configuration
 //!   errors that name file and line), [`exit`] (the documented exit codes),
 //!   [`memory`] (how the process asks the allocator for large buffers),
-//!   [`invariant`] (the ids I1–I9), `httpwire` (HTTP/1.1 answers read off
+//!   [`invariant`] (the ids I1–I9), [`suggest`] ("did you mean …?" for a
+//!   mistyped name), `httpwire` (HTTP/1.1 answers read off
 //!   any stream: the one reader of the concurrent copies and the bench).
 #![warn(missing_docs)]
 
@@ -88,6 +89,7 @@ pub mod sender;
 pub mod shard;
 pub mod shrink;
 pub mod state;
+pub mod suggest;
 pub mod tag;
 pub mod target;
 pub mod tcpproxy;

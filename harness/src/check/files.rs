@@ -71,9 +71,9 @@ fn read_state(path: &Path, sink: &mut impl StateSink) -> Result<(), CheckError> 
     })?;
     crate::state::stream::read_any(file, sink)
         .map(|_| ())
-        .map_err(|message| CheckError::State {
+        .map_err(|e| CheckError::State {
             path: path.into(),
-            message,
+            message: e.to_string(),
         })
 }
 

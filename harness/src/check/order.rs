@@ -3,7 +3,7 @@
 //! order must report, and compare it with the `winners` and `resources`
 //! sections.
 //!
-//! I5's rule, from the guide: per (account, job), among the genuine tasks
+//! I5's rule (docs/invariants.md): per (account, job), among the genuine tasks
 //! the receiver knows (stored, or acknowledged), the most recently created
 //! COMPLETED task wins; a tie on `createdAt` goes to the larger task id
 //! (string order); no COMPLETED task means no winner. Poison tasks (whose
