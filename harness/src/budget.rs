@@ -41,6 +41,11 @@ pub const CONFIG_FILE: usize = 4 * 1024 * 1024;
 /// receiver's answer, under [`RECEIVER_ANSWER`]).
 pub const HISTORY_LINE: usize = 16 * 1024 * 1024;
 
+/// What one partition of a check found (`partition.json`): its findings
+/// per scenario, at most a thousand dead letters and a few evidence items
+/// each.
+pub const PARTITION_REPORT: usize = 64 * 1024 * 1024;
+
 /// What `run` holds per planned delivery (its plan entry, body, sender
 /// state, history fold and checker rows), measured with `VmHWM` on a
 /// 100,000-delivery baseline: 766 MB, about 7.6 KiB each.
@@ -101,6 +106,11 @@ pub const TABLE: &[Budget] = &[
         what: "one history line",
         bytes: HISTORY_LINE,
         past: "the history is invalid at that line (verdict unknown)",
+    },
+    Budget {
+        what: "one partition of a check (`partition.json`, read by `merge`)",
+        bytes: PARTITION_REPORT,
+        past: "the merge refuses the folder, naming the file",
     },
     Budget {
         what: "one scenario's plan (8 KiB per planned delivery)",

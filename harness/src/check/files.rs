@@ -342,6 +342,35 @@ pub(crate) fn check_in_parts(
     check_guessing(histories, state, scenario, opts, parts, guess)
 }
 
+/// Checks one share of the keys (`share`, of N; `hookstorm check
+/// --partition I/N`) and writes what it found to `out` (`partition.json`
+/// and `join.bin`), for `hookstorm merge` to join with the other shares
+/// ([`spill::export::join`]).
+pub fn check_share(
+    histories: &[PathBuf],
+    state: &Path,
+    scenario: Option<&str>,
+    opts: &CheckOptions,
+    how: &Partitioning,
+    share: spill::Partition,
+    out: &Path,
+) -> Result<spill::export::PartitionReport, CheckError> {
+    let how = Partitioning {
+        share: Some(share),
+        ..how.clone()
+    };
+    let local = how.partitions.unwrap_or_else(|| {
+        let history: u64 = histories
+            .iter()
+            .map(|h| std::fs::metadata(h).map_or(0, |m| m.len()))
+            .sum();
+        spill::partitions_for(history, spill::state_bytes(state), how.share)
+    });
+    let dir = spill_dir(&how, histories);
+    let (_, spilled) = check_spilled(histories, state, scenario, opts, None, local, Some(share), &dir)?;
+    spill::export::write(out, share, opts, scenario, spilled, local)
+}
+
 /// Where a check spills: where `how` says, else the first history's
 /// folder when it can be written to, else the system's temporary folder.
 fn spill_dir(how: &Partitioning, histories: &[PathBuf]) -> PathBuf {
@@ -403,7 +432,7 @@ pub(crate) fn check_spilled(
 }
 
 /// The check of a history that holds no attempt: every invariant unknown.
-fn empty_history(scenario: Option<&str>, opts: &CheckOptions) -> ScenarioCheck {
+pub(crate) fn empty_history(scenario: Option<&str>, opts: &CheckOptions) -> ScenarioCheck {
     ScenarioCheck {
         scenario: scenario.unwrap_or("all").to_string(),
         results: opts

@@ -30,11 +30,11 @@ mod aggregate;
 mod chunks;
 mod combine;
 mod files;
-mod found;
+pub mod found;
 mod grade;
 mod intern;
 mod order;
-mod partial;
+pub mod partial;
 mod poison;
 pub mod spill;
 mod status;
@@ -48,8 +48,8 @@ use crate::state::State;
 pub use crate::invariant::{InvariantId, InvariantParseError};
 pub use aggregate::Aggregator;
 pub use files::{
-    check_files, check_histories, check_history, check_partitioned, read_numbered, FileCheck,
-    HistorySource, MultiCheck,
+    check_files, check_histories, check_history, check_partitioned, check_share, read_numbered,
+    FileCheck, HistorySource, MultiCheck,
 };
 pub use spill::{Partition, Partitioning};
 pub use verdict::{

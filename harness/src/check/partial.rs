@@ -20,7 +20,7 @@ use crate::invariant::InvariantId;
 
 /// What one invariant found in a share of the keys.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Partial {
+pub struct Partial {
     /// The invariant's counters (each invariant's module says what they count).
     pub n: [u64; 3],
     /// Its findings, ranked.
@@ -63,7 +63,7 @@ impl Partial {
 
 /// Which optional sections the state reported (`inbox` always is).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Sections {
+pub struct Sections {
     /// `results`.
     pub results: bool,
     /// `winners`.
@@ -76,7 +76,7 @@ pub(crate) struct Sections {
 
 /// What a check found for one scenario in one share of its keys.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Findings {
+pub struct Findings {
     /// Attempts and distinct deliveries of the share.
     pub counts: Counts,
     /// I7's findings about single answers, ranked by history line.

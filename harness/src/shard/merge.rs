@@ -35,10 +35,12 @@ use serde::Serialize;
 
 use crate::bench::latency::{Percentiles, Recorder, RecorderData};
 use crate::bench::threshold::{Measured, Threshold, ThresholdResult};
-use crate::check::{check_histories, CheckOptions, InvariantId, ScenarioCheck, Verdict};
+use crate::check::{check_partitioned, CheckOptions, InvariantId, Partitioning, ScenarioCheck, Verdict};
 use crate::report::RunReport;
 use crate::shard::{ShardManifest, ShardStatus, LATENCY_FILE, MANIFEST};
 use crate::state::probe::Probe;
+
+use super::partitions;
 
 /// How to merge.
 #[derive(Debug)]
@@ -275,13 +277,47 @@ fn shard_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, MergeError> {
     Ok(out)
 }
 
+/// The history files of the shards at or below `dirs`, in the order a
+/// merge reads them (by shard index), with each shard's manifest: what
+/// `hookstorm check` over shard folders checks, so its line numbers are
+/// the merge's.
+pub fn shard_histories(dirs: &[PathBuf]) -> Result<Vec<(PathBuf, ShardManifest)>, MergeError> {
+    let mut found: BTreeMap<u32, (PathBuf, ShardManifest)> = BTreeMap::new();
+    for dir in shard_dirs(dirs)? {
+        let m = ShardManifest::read(&dir).map_err(|e| {
+            MergeError::Inconsistent(format!("{}: no readable {MANIFEST} ({e})", dir.display()))
+        })?;
+        if let Some((other, _)) = found.get(&m.shard.index) {
+            return Err(MergeError::Inconsistent(format!(
+                "shard {} twice: {} and {}",
+                m.shard.index,
+                other.display(),
+                dir.display()
+            )));
+        }
+        found.insert(m.shard.index, (dir.join(&m.history), m));
+    }
+    Ok(found.into_values().collect())
+}
+
 /// Merges the shards' folders and writes `merge.json` (and, for run
 /// shards, the union `report.json`, `junit.xml` and `summary.md`).
 pub async fn merge(opts: &MergeOptions) -> Result<MergeOutcome, MergeError> {
+    let dirs = match shard_dirs(&opts.dirs) {
+        Ok(dirs) => dirs,
+        Err(e) => {
+            // No shard, but the partitions of a check: join them alone.
+            let parts = partitions::find(&opts.dirs)?;
+            if parts.is_empty() {
+                return Err(e);
+            }
+            return merge_partitions(opts, &parts);
+        }
+    };
     let mut found: BTreeMap<u32, (PathBuf, ShardManifest)> = BTreeMap::new();
     let mut unknown = Vec::new();
     let mut first: Option<ShardManifest> = None;
-    for dir in shard_dirs(&opts.dirs)? {
+    for dir in dirs {
         let m = match ShardManifest::read(&dir) {
             Ok(m) => m,
             Err(e) => {
@@ -403,6 +439,36 @@ pub async fn merge(opts: &MergeOptions) -> Result<MergeOutcome, MergeError> {
     Ok(MergeOutcome { report, dir })
 }
 
+/// The merge of partitions of a check without shards (`check --partition`
+/// over any histories): `merge.json` with the joined check's verdict.
+fn merge_partitions(opts: &MergeOptions, parts: &[PathBuf]) -> Result<MergeOutcome, MergeError> {
+    let mut report = MergeReport {
+        kind: "check".into(),
+        run_seed: 0,
+        shards_expected: 0,
+        shards: Vec::new(),
+        verdict: Verdict::Unknown,
+        unknown_because: Vec::new(),
+        check: None,
+        check_skipped: None,
+        thresholds: Vec::new(),
+        findings: Vec::new(),
+        bench: None,
+        coverage: BTreeMap::new(),
+    };
+    let merge_id = format!("{}-merge-check", chrono::Utc::now().format("%Y%m%d-%H%M%S"));
+    let dir = opts.out_dir.join(merge_id);
+    std::fs::create_dir_all(&dir).map_err(|e| MergeError::Io(format!("{}: {e}", dir.display())))?;
+    partitions::join_into(&mut report, parts, &[], &[], &dir)?;
+    if !report.unknown_because.is_empty() {
+        report.verdict = Verdict::Unknown;
+    }
+    let json = serde_json::to_vec_pretty(&report).map_err(|e| MergeError::Io(e.to_string()))?;
+    let path = dir.join("merge.json");
+    std::fs::write(&path, json).map_err(|e| MergeError::Io(format!("{}: {e}", path.display())))?;
+    Ok(MergeOutcome { report, dir })
+}
+
 type Found = BTreeMap<u32, (PathBuf, ShardManifest)>;
 
 async fn merge_bench(
@@ -516,6 +582,14 @@ async fn merge_bench(
         .coverage
         .insert(crate::bench::load::SCENARIO.to_string(), found.len() as u32);
 
+    // Partitions of the check, done by other processes: the verdict is
+    // their join, and the state is not read here.
+    let parts = partitions::find(&opts.dirs)?;
+    if !parts.is_empty() {
+        let histories: Vec<PathBuf> = found.values().map(|(d, m)| d.join(&m.history)).collect();
+        let indices: Vec<u32> = found.keys().copied().collect();
+        return partitions::join_into(report, &parts, &histories, &indices, dir);
+    }
     let Some(probe) = &opts.probe else {
         // Shards that check nothing even alone: as one such bench, the
         // check is skipped and the verdict is the thresholds'.
@@ -535,8 +609,11 @@ async fn merge_bench(
     };
     let histories: Vec<PathBuf> = found.values().map(|(d, m)| d.join(&m.history)).collect();
     let indices: Vec<u32> = found.keys().copied().collect();
-    let (state, drained) = match probe.wait_drained(opts.drain).await {
-        Ok(s) => s,
+    // The state streams to a file, and the check spills partitions next
+    // to it: the merge's memory does not grow with the run.
+    let state_path = dir.join("state.json");
+    let drained = match probe.wait_drained_to(opts.drain, &state_path).await {
+        Ok((drained, _rows)) => drained,
         Err(e) => {
             report
                 .unknown_because
@@ -544,11 +621,6 @@ async fn merge_bench(
             return Ok(());
         }
     };
-    let state_path = dir.join("state.json");
-    let json = serde_json::to_vec(&state).map_err(|e| MergeError::Io(e.to_string()))?;
-    drop(state);
-    std::fs::write(&state_path, json)
-        .map_err(|e| MergeError::Io(format!("{}: {e}", state_path.display())))?;
     let copts = CheckOptions {
         invariants: InvariantId::ALL.to_vec(),
         strict: false,
@@ -561,47 +633,27 @@ async fn merge_bench(
             .map(|(_, m)| crate::profile::vocabulary::Vocabulary::of_name(&m.profile))
             .unwrap_or_default(),
     };
-    let sp = state_path.clone();
+    let how = Partitioning {
+        spill_dir: Some(dir.to_path_buf()),
+        ..Partitioning::default()
+    };
     let res = tokio::task::spawn_blocking(move || {
-        check_histories(&histories, &sp, Some(crate::bench::load::SCENARIO), &copts)
+        check_partitioned(
+            &histories,
+            &state_path,
+            Some(crate::bench::load::SCENARIO),
+            &copts,
+            &how,
+        )
     })
     .await
     .map_err(|e| MergeError::Io(e.to_string()))?;
-    let multi = match res {
-        Ok(m) => m,
-        Err(e) => {
-            report
-                .unknown_because
-                .push(format!("the checker could not read the histories: {e}"));
-            return Ok(());
-        }
-    };
-    for w in &multi.check.warnings {
-        report.unknown_because.push(format!("history: {w}"));
-    }
-    let Some(check) = multi.check.checks.first().cloned() else {
-        report
+    match res {
+        Ok(multi) => partitions::record(report, &multi, &indices),
+        Err(e) => report
             .unknown_because
-            .push("the checker returned nothing".into());
-        return Ok(());
-    };
-    for r in &check.results {
-        for e in &r.evidence {
-            let located: Vec<(usize, u64)> =
-                e.lines.iter().filter_map(|l| multi.locate(*l)).collect();
-            report.findings.push(Finding {
-                scenario: check.scenario.clone(),
-                invariant: r.id.code().to_string(),
-                verdict: r.verdict,
-                key: e.key.clone(),
-                what: e.what.clone(),
-                shard: located.first().map(|(i, _)| indices[*i]),
-                lines: located.iter().map(|(_, l)| *l).collect(),
-            });
-        }
+            .push(format!("the checker could not read the histories: {e}")),
     }
-    report.verdict = check.verdict();
-    report.check = Some(check);
     Ok(())
 }
 

@@ -29,15 +29,17 @@
 //! (`hookstorm check --partition I/N`, [`Partition`]): the same steps,
 //! keeping only the keys, rows and deliveries of its share, and handing
 //! its records for I5 and I6 on to `hookstorm merge`, which joins the
-//! shares.
+//! shares ([`export`]).
 
 mod codec;
+pub mod export;
 mod route;
 mod split;
 mod stage;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 pub use route::Partition;
 
@@ -48,7 +50,7 @@ use super::partial::{Findings, Sections};
 use super::verdict::{CheckError, CheckOptions};
 use crate::invariant::InvariantId;
 use route::Route;
-use split::{join_file, rows_file, scenario_table, Spiller, StateSplit, Writers};
+use split::{join_file, join_files, rows_file, scenario_table, Spiller, StateSplit, Writers};
 use stage::{KeyStep, PartRead};
 
 /// The most partitions a check is cut into (and the most processes of
@@ -56,12 +58,16 @@ use stage::{KeyStep, PartRead};
 pub const MAX_PARTITIONS: u32 = 4096;
 
 /// History one partition holds at most, in bytes: at one attempt per key
-/// (the densest a history gets) about 550,000 keys, whose records, rows
-/// and grading peak near 150 MiB.
-pub const HISTORY_PER_PARTITION: u64 = 192 << 20;
+/// (the densest a history gets) about 280,000 keys, whose records, rows
+/// and grading come to about 70 MiB; [`KEY_THREADS`] partitions are graded
+/// at once.
+pub const HISTORY_PER_PARTITION: u64 = 96 << 20;
 
-/// State one partition holds at most, in bytes (about 700,000 inbox rows).
-pub const STATE_PER_PARTITION: u64 = 64 << 20;
+/// State one partition holds at most, in bytes (about 350,000 inbox rows).
+pub const STATE_PER_PARTITION: u64 = 32 << 20;
+
+/// Key partitions graded at once, one per thread.
+pub const KEY_THREADS: usize = 2;
 
 /// How a check is cut up.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -208,7 +214,7 @@ pub(crate) fn check(
     // 2. Split each scenario's state.
     let join_route = route.whole();
     let mut rows = Writers::new((0..route.local).map(|p| rows_file(dir, p)).collect());
-    let mut joins = Writers::new((0..route.local).map(|q| join_file(dir, q)).collect());
+    let mut joins = Writers::new((0..route.local).map(|q| join_file(dir, q, 0)).collect());
     let mut states: Vec<Result<Sections, String>> = Vec::with_capacity(table.len());
     for (name, &g) in &table {
         let mut sink = StateSplit::new(route, join_route, g, &mut rows, &mut joins);
@@ -239,28 +245,60 @@ pub(crate) fn check(
         })
         .collect();
 
-    // 3. Keys, a partition at a time.
-    let mut step = KeyStep {
-        dir,
-        parts: &parts,
-        states: &states,
-        answer_limit: opts.answer_limit,
-        opts,
-        ids: &ids,
-        joins: &mut joins,
-        join_route,
-    };
-    for p in 0..route.local {
-        for (g, f) in stage::keys(&mut step, p)? {
-            findings[usize::from(g)].merge(f);
-        }
-        // The partition's files are read: give their room back.
-        for part in &parts {
-            let _ = std::fs::remove_file(split::events_file(dir, part.file, part.part, p));
-        }
-        let _ = std::fs::remove_file(rows_file(dir, p));
-    }
     joins.finish().map_err(spill_error)?;
+
+    // 3. Keys, a partition at a time on each of two threads.
+    let next = AtomicU32::new(0);
+    let threads = KEY_THREADS.min(route.local as usize);
+    let done: Vec<Result<Vec<BTreeMap<u16, Findings>>, CheckError>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|w| {
+                let (parts, states, ids, next) = (&parts, &states, &ids, &next);
+                s.spawn(move || {
+                    let paths = (0..route.local).map(|q| join_file(dir, q, w + 1)).collect();
+                    let mut joins = Writers::new(paths);
+                    let mut step = KeyStep {
+                        dir,
+                        parts,
+                        states,
+                        answer_limit: opts.answer_limit,
+                        opts,
+                        ids,
+                        joins: &mut joins,
+                        join_route,
+                    };
+                    let mut out = Vec::new();
+                    loop {
+                        let p = next.fetch_add(1, Ordering::Relaxed);
+                        if p >= route.local {
+                            break;
+                        }
+                        out.push(stage::keys(&mut step, p)?);
+                        // The partition's files are read: give their room back.
+                        for part in parts {
+                            let _ = std::fs::remove_file(split::events_file(
+                                dir, part.file, part.part, p,
+                            ));
+                        }
+                        let _ = std::fs::remove_file(rows_file(dir, p));
+                    }
+                    joins.finish().map_err(spill_error)?;
+                    Ok(out)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    });
+    for found in done {
+        for by_scenario in found? {
+            for (g, f) in by_scenario {
+                findings[usize::from(g)].merge(f);
+            }
+        }
+    }
 
     // 4. Joins: here, or by the merge of the shares.
     let keep = if share.is_some() {
@@ -289,7 +327,7 @@ fn join_all(
     findings: &mut [Findings],
 ) -> Result<(), CheckError> {
     for q in 0..count {
-        for (g, partials) in stage::joins(&join_file(dir, q), opts, ids)? {
+        for (g, partials) in stage::joins(&join_files(dir, q), opts, ids)? {
             let f = findings
                 .get_mut(usize::from(g))
                 .ok_or_else(|| spill_error(std::io::Error::other("a join record names no scenario")))?;
@@ -297,7 +335,9 @@ fn join_all(
                 f.partials.entry(id).or_default().merge(p);
             }
         }
-        let _ = std::fs::remove_file(join_file(dir, q));
+        for path in join_files(dir, q) {
+            let _ = std::fs::remove_file(path);
+        }
     }
     Ok(())
 }

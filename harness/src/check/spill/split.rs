@@ -36,9 +36,18 @@ pub(super) fn rows_file(dir: &Path, p: u32) -> PathBuf {
     dir.join(format!("rows-{p}.bin"))
 }
 
-/// The file of join partition `q`'s records for I5 and I6.
-pub(super) fn join_file(dir: &Path, q: u32) -> PathBuf {
-    dir.join(format!("join-{q}.bin"))
+/// The file of join partition `q`'s records for I5 and I6 from writer
+/// `w` (0: the state's split, then one per thread of the key step).
+pub(super) fn join_file(dir: &Path, q: u32, w: usize) -> PathBuf {
+    dir.join(format!("join-{q}-{w}.bin"))
+}
+
+/// Every file of join partition `q` under `dir`.
+pub(super) fn join_files(dir: &Path, q: u32) -> Vec<PathBuf> {
+    (0..=super::KEY_THREADS)
+        .map(|w| join_file(dir, q, w))
+        .filter(|p| p.is_file())
+        .collect()
 }
 
 /// One writer per partition, each opened at its first record.

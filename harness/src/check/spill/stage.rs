@@ -208,15 +208,18 @@ struct JoinSet {
     resources: Vec<SeqRow>,
 }
 
-/// Grades I5 and I6 over join partition `q` (the file at `path`): the
+/// Grades I5 and I6 over one join partition (the files at `paths`): the
 /// partial of each per scenario.
 pub(super) fn joins(
-    path: &Path,
+    paths: &[std::path::PathBuf],
     opts: &CheckOptions,
     ids: &[InvariantId],
 ) -> Result<BTreeMap<u16, Vec<(InvariantId, Partial)>>, CheckError> {
     let mut sets: BTreeMap<u16, JoinSet> = BTreeMap::new();
-    if let Some(mut r) = open(path)? {
+    for path in paths {
+        let Some(mut r) = open(path)? else {
+            continue;
+        };
         while let Some((g, record)) = r.next().map_err(spill_error)? {
             let set = sets.entry(g).or_default();
             let s = &mut set.strings;
