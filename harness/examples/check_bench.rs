@@ -93,7 +93,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .map(|(_, a)| a)
         .collect();
-    let keys: usize = plain.first().and_then(|a| a.parse().ok()).unwrap_or(200_000);
+    let keys: usize = plain
+        .first()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(200_000);
     let keep = plain.get(1).map(PathBuf::from);
     let spread = plain.get(2).is_some_and(|a| *a == "spread");
     let tmp = tempfile::tempdir()?;

@@ -705,8 +705,14 @@ fn the_indexed_job_run_as_kubernetes_would_names_a_failed_shard_and_judges_the_r
     let joined = cluster.merge_json();
     assert_eq!(merge.codes[&0], Some(0), "{joined}");
     assert_eq!(joined["verdict"], healthy["verdict"], "{joined}");
-    assert_eq!(joined["check"]["results"], healthy["check"]["results"], "{joined}");
-    assert_eq!(joined["check"]["counts"], healthy["check"]["counts"], "{joined}");
+    assert_eq!(
+        joined["check"]["results"], healthy["check"]["results"],
+        "{joined}"
+    );
+    assert_eq!(
+        joined["check"]["counts"], healthy["check"]["counts"],
+        "{joined}"
+    );
 
     // The same seed on one machine: the same verdict.
     receiver.restart();

@@ -197,7 +197,15 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         let out = args
             .out
             .join(format!("check-part{}of{}", share.index, share.count));
-        return match check_share(&histories, &state, scenario.as_deref(), &opts, &how, share, &out) {
+        return match check_share(
+            &histories,
+            &state,
+            scenario.as_deref(),
+            &opts,
+            &how,
+            share,
+            &out,
+        ) {
             Ok(report) => {
                 let lines: u64 = report.sources.iter().map(|s| s.lines).sum();
                 outln!(
@@ -275,11 +283,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 /// `--partition I/N`, or `N` with the index from the environment (as
 /// `--shard` takes it).
 fn partition_of(s: &str) -> Result<Partition, String> {
-    let shard = hookstorm::shard::Shard::parse_with_env(s, |v| std::env::var(v).ok()).map_err(|e| {
-        e.to_string()
-            .replace("SHARD", "PARTITION")
-            .replace("--shard", "--partition")
-    })?;
+    let shard =
+        hookstorm::shard::Shard::parse_with_env(s, |v| std::env::var(v).ok()).map_err(|e| {
+            e.to_string()
+                .replace("SHARD", "PARTITION")
+                .replace("--shard", "--partition")
+        })?;
     let p = Partition {
         index: shard.index,
         count: shard.count,

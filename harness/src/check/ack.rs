@@ -45,7 +45,9 @@ pub(crate) fn acknowledged(agg: &Aggregator) -> Partial {
             "never acknowledged with a 2xx: {} attempt(s) until the schedule ran out; the last the receiver saw {last}",
             k.genuine_attempts
         );
-        ev.push(key_rank(k), || evidence(agg, k, what, vec![k.missed_line.into()]));
+        ev.push(key_rank(k), || {
+            evidence(agg, k, what, vec![k.missed_line.into()])
+        });
     }
     Partial {
         n: [genuine, excused, 0],

@@ -22,10 +22,10 @@ use std::time::Duration;
 
 use std::borrow::Cow;
 
-use crate::history::scan::{self, RawLine};
 use super::aggregate::Aggregator;
 use super::aggregate::{AttemptView, ProviderView, TagFacts};
 use super::verdict::CheckError;
+use crate::history::scan::{self, RawLine};
 
 /// At most this many threads read one history. Each part's fold may name
 /// every key (retries spread over the file), and they all live until they

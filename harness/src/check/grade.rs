@@ -112,41 +112,63 @@ impl Aggregator {
                 ),
             )
         };
-        let partials: Vec<(InvariantId, Option<Partial>)> = if self.keys.len()
-            < GRADE_ON_TWO_THREADS
-            || view.is_err()
-        {
-            keyed.iter().map(|&id| (id, one(id))).collect()
-        } else {
-            // The invariants only read the records: a large check grades
-            // them on two cores. The two that sort a copy of every row
-            // (I2, I3: 10 to 20 MB each at a million keys) share one
-            // thread, so they never hold their copies at the same time.
-            let heavy = |id: &InvariantId| matches!(id, InvariantId::I2 | InvariantId::I3);
-            let (mine, theirs) = std::thread::scope(|s| {
-                let theirs = s.spawn(|| {
-                    keyed
+        let partials: Vec<(InvariantId, Option<Partial>)> =
+            if self.keys.len() < GRADE_ON_TWO_THREADS || view.is_err() {
+                keyed.iter().map(|&id| (id, one(id))).collect()
+            } else {
+                // The invariants only read the records: a large check grades
+                // them on two cores. The two that sort a copy of every row
+                // (I2, I3: 10 to 20 MB each at a million keys) share one
+                // thread, so they never hold their copies at the same time.
+                let heavy = |id: &InvariantId| matches!(id, InvariantId::I2 | InvariantId::I3);
+                let (mine, theirs) = std::thread::scope(|s| {
+                    let theirs = s.spawn(|| {
+                        keyed
+                            .iter()
+                            .filter(|id| heavy(id))
+                            .map(|&id| (id, one(id)))
+                            .collect::<Vec<_>>()
+                    });
+                    let mine: Vec<_> = keyed
                         .iter()
-                        .filter(|id| heavy(id))
+                        .filter(|id| !heavy(id))
                         .map(|&id| (id, one(id)))
-                        .collect::<Vec<_>>()
+                        .collect();
+                    (mine, theirs.join())
                 });
-                let mine: Vec<_> = keyed
-                    .iter()
-                    .filter(|id| !heavy(id))
-                    .map(|&id| (id, one(id)))
-                    .collect();
-                (mine, theirs.join())
-            });
-            let theirs = theirs.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            mine.into_iter().chain(theirs).collect()
-        };
+                let theirs = theirs.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                mine.into_iter().chain(theirs).collect()
+            };
         for (id, p) in partials {
             if let Some(p) = p {
                 f.partials.insert(id, p);
             }
         }
         f
+    }
+}
+
+impl Findings {
+    /// Words every requested invariant: the scenario's check.
+    pub fn into_check(self, scenario: &str, opts: &CheckOptions) -> ScenarioCheck {
+        let mut ids = opts.invariants.clone();
+        ids.sort();
+        ids.dedup();
+        let results = ids
+            .iter()
+            .map(|&id| {
+                let empty = Partial::default();
+                let p = self.partials.get(&id).unwrap_or(&empty);
+                word(id, p, &self, opts)
+            })
+            .collect();
+        ScenarioCheck {
+            scenario: scenario.to_string(),
+            results,
+            counts: self.counts,
+            dead_letters: self.dead.into_iter().map(|(_, d)| d).collect(),
+            observations: Vec::new(),
+        }
     }
 }
 

@@ -36,6 +36,7 @@ mod intern;
 mod order;
 pub mod partial;
 mod poison;
+mod source;
 pub mod spill;
 mod status;
 mod store;
@@ -49,12 +50,12 @@ pub use crate::invariant::{InvariantId, InvariantParseError};
 pub use aggregate::Aggregator;
 pub use files::{
     check_files, check_histories, check_history, check_partitioned, check_share, read_numbered,
-    FileCheck, HistorySource, MultiCheck,
 };
 pub use spill::{Partition, Partitioning};
 pub use verdict::{
-    CheckError, CheckOptions, Counts, DeadLetter, Evidence, InvariantResult, ScenarioCheck,
-    Verdict, EMPTY_HISTORY, MAX_DEAD_LETTERS, MAX_EVIDENCE,
+    CheckError, CheckOptions, Counts, DeadLetter, Evidence, FileCheck, HistorySource,
+    InvariantResult, MultiCheck, ScenarioCheck, Verdict, EMPTY_HISTORY, MAX_DEAD_LETTERS,
+    MAX_EVIDENCE,
 };
 
 /// Checks one scenario: `events` are history events with their 1-based line

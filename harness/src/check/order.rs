@@ -174,9 +174,7 @@ pub(crate) fn correct_winner(
         let best = run
             .iter()
             .filter(|c| c.completed)
-            .max_by(|a, b| {
-                (a.created, strings.name(a.key)).cmp(&(b.created, strings.name(b.key)))
-            });
+            .max_by(|a, b| (a.created, strings.name(a.key)).cmp(&(b.created, strings.name(b.key))));
         let job_name = strings.name(job);
         let reported: Vec<&WinRow> = of_job(job)
             .filter(|&n| account_matches(winners[n].account, account))
@@ -308,9 +306,10 @@ pub(crate) fn no_stale_overwrite(
         n += 1;
         let (account, resource) = (run[0].account, run[0].resource);
         // The highest sequence; of equals, the key seen first.
-        let top = run
-            .iter()
-            .fold(&run[0], |top, s| if s.sequence > top.sequence { s } else { top });
+        let top = run.iter().fold(
+            &run[0],
+            |top, s| if s.sequence > top.sequence { s } else { top },
+        );
         let max = top.sequence;
         let name = strings.name(resource);
         let finals: Vec<u64> = of_resource(resource)
@@ -382,7 +381,10 @@ pub(crate) fn grade_in_place(
     ids: &[InvariantId],
 ) -> Vec<(InvariantId, Partial)> {
     let mut out = Vec::new();
-    let (i5, i6) = (ids.contains(&InvariantId::I5), ids.contains(&InvariantId::I6));
+    let (i5, i6) = (
+        ids.contains(&InvariantId::I5),
+        ids.contains(&InvariantId::I6),
+    );
     if !(i5 || i6) {
         return out;
     }

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::found::Found;
-use super::verdict::{CheckOptions, Counts, DeadLetter, ScenarioCheck, MAX_DEAD_LETTERS};
+use super::verdict::{Counts, DeadLetter, MAX_DEAD_LETTERS};
 use crate::invariant::InvariantId;
 
 /// What one invariant found in a share of the keys.
@@ -117,28 +117,6 @@ impl Findings {
         }
         for (id, p) in other.partials {
             self.partials.entry(id).or_default().merge(p);
-        }
-    }
-
-    /// Words every requested invariant: the scenario's check.
-    pub fn into_check(self, scenario: &str, opts: &CheckOptions) -> ScenarioCheck {
-        let mut ids = opts.invariants.clone();
-        ids.sort();
-        ids.dedup();
-        let results = ids
-            .iter()
-            .map(|&id| {
-                let empty = Partial::default();
-                let p = self.partials.get(&id).unwrap_or(&empty);
-                super::grade::word(id, p, &self, opts)
-            })
-            .collect();
-        ScenarioCheck {
-            scenario: scenario.to_string(),
-            results,
-            counts: self.counts,
-            dead_letters: self.dead.into_iter().map(|(_, d)| d).collect(),
-            observations: Vec::new(),
         }
     }
 }

@@ -111,7 +111,6 @@ impl<'a> Compact<'a> {
             .expect("interning never fails and a State is well formed");
         c.rows
     }
-
 }
 
 impl StateSink for Compact<'_> {

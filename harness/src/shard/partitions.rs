@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use crate::check::spill::export::{self, JoinError, PARTITION_FILE};
 use crate::check::MultiCheck;
 
-use super::merge::{Finding, MergeError, MergeReport};
+use super::merged::{Finding, MergeError, MergeReport};
 
 /// How deep below a given folder partition folders are looked for.
 const SEARCH_DEPTH: usize = 3;
@@ -63,9 +63,9 @@ pub(super) fn join_into(
         Ok(j) => j,
         Err(e @ JoinError::Inconsistent(_)) => return Err(MergeError::Inconsistent(e.to_string())),
         Err(e) => {
-            report
-                .unknown_because
-                .push(format!("the partitions of the check could not be joined: {e}"));
+            report.unknown_because.push(format!(
+                "the partitions of the check could not be joined: {e}"
+            ));
             return Ok(());
         }
     };
@@ -127,9 +127,7 @@ pub(super) fn record(report: &mut MergeReport, multi: &MultiCheck, indices: &[u3
                 verdict: r.verdict,
                 key: e.key.clone(),
                 what: e.what.clone(),
-                shard: located
-                    .first()
-                    .and_then(|(i, _)| indices.get(*i).copied()),
+                shard: located.first().and_then(|(i, _)| indices.get(*i).copied()),
                 lines: located.iter().map(|(_, l)| *l).collect(),
             });
         }

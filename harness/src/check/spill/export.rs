@@ -16,15 +16,15 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::super::files::HistorySource;
-use super::super::grade::requested;
-use super::super::partial::Findings;
-use super::super::verdict::{CheckError, CheckOptions};
 use super::codec::{Reader, Record};
+use super::plan::{partitions_for, MAX_PARTITIONS};
 use super::route::{hash, Partition, Route};
 use super::split::{join_file, join_files, Writers};
-use super::{partitions_for, stage, Spilled, MAX_PARTITIONS};
-use crate::check::{FileCheck, MultiCheck};
+use super::stage::{self, Spilled};
+use crate::check::grade::requested;
+use crate::check::partial::Findings;
+use crate::check::verdict::{CheckError, CheckOptions};
+use crate::check::verdict::{FileCheck, HistorySource, MultiCheck, ScenarioCheck};
 
 /// The file that says what one share found.
 pub const PARTITION_FILE: &str = "partition.json";
@@ -76,7 +76,8 @@ pub(crate) fn write(
     if let Some(tmp) = &spilled.joins {
         for q in 0..local {
             for path in join_files(tmp.path(), q) {
-                let mut f = std::fs::File::open(&path).map_err(|e| CheckError::Spill { source: e })?;
+                let mut f =
+                    std::fs::File::open(&path).map_err(|e| CheckError::Spill { source: e })?;
                 std::io::copy(&mut f, &mut out).map_err(io_error(&join))?;
             }
         }
@@ -161,7 +162,9 @@ pub fn join(dirs: &[PathBuf], spill: &Path) -> Result<Joined, JoinError> {
     }
     shares.sort_by_key(|s| s.report.partition.index);
     let Some(first) = shares.first() else {
-        return Err(JoinError::Inconsistent("no partition of a check to join".into()));
+        return Err(JoinError::Inconsistent(
+            "no partition of a check to join".into(),
+        ));
     };
     let first = first.report.clone();
     let count = first.partition.count;
@@ -267,7 +270,8 @@ pub fn join(dirs: &[PathBuf], spill: &Path) -> Result<Joined, JoinError> {
         .map_err(|e| CheckError::Spill { source: e })?;
     for q in 0..local {
         for (g, partials) in stage::joins(&join_files(tmp.path(), q), &opts, &ids)? {
-            let f = findings[usize::from(g)].get_or_insert_with(|| Findings::new(Ok(Default::default())));
+            let f = findings[usize::from(g)]
+                .get_or_insert_with(|| Findings::new(Ok(Default::default())));
             for (id, p) in partials {
                 f.partials.entry(id).or_default().merge(p);
             }
@@ -276,7 +280,7 @@ pub fn join(dirs: &[PathBuf], spill: &Path) -> Result<Joined, JoinError> {
     }
 
     let checks = if first.events == 0 {
-        vec![super::super::files::empty_history(first.scenario.as_deref(), &opts)]
+        vec![ScenarioCheck::empty(first.scenario.as_deref(), &opts)]
     } else {
         names
             .iter()
@@ -301,7 +305,7 @@ pub fn join(dirs: &[PathBuf], spill: &Path) -> Result<Joined, JoinError> {
 /// Writes a record read from a share's `join.bin` to its join partition.
 fn write_again(joins: &mut Writers, route: Route, g: u16, record: &Record) -> std::io::Result<()> {
     use super::codec::JoinRecord;
-    use super::super::view::RowRef;
+    use crate::check::view::RowRef;
     match record {
         Record::Join(r) => {
             let name = match r {

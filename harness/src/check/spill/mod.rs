@@ -33,6 +33,7 @@
 
 mod codec;
 pub mod export;
+mod plan;
 mod route;
 mod split;
 mod stage;
@@ -41,89 +42,24 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+pub(crate) use plan::state_bytes;
+pub use plan::{
+    partitions_for, Partitioning, HISTORY_PER_PARTITION, KEY_THREADS, MAX_PARTITIONS,
+    STATE_PER_PARTITION,
+};
 pub use route::Partition;
+pub(crate) use stage::Spilled;
 
 use super::chunks::{self, Filter};
-use super::files::{feed_state, HistorySource, States};
 use super::grade::{requested, state_result};
 use super::partial::{Findings, Sections};
+use super::source::{feed_state, States};
+use super::verdict::HistorySource;
 use super::verdict::{CheckError, CheckOptions};
 use crate::invariant::InvariantId;
 use route::Route;
 use split::{join_file, join_files, rows_file, scenario_table, Spiller, StateSplit, Writers};
 use stage::{KeyStep, PartRead};
-
-/// The most partitions a check is cut into (and the most processes of
-/// `--partition I/N`).
-pub const MAX_PARTITIONS: u32 = 4096;
-
-/// History one partition holds at most, in bytes: at one attempt per key
-/// (the densest a history gets) about 280,000 keys, whose records, rows
-/// and grading come to about 70 MiB; [`KEY_THREADS`] partitions are graded
-/// at once.
-pub const HISTORY_PER_PARTITION: u64 = 96 << 20;
-
-/// State one partition holds at most, in bytes (about 350,000 inbox rows).
-pub const STATE_PER_PARTITION: u64 = 32 << 20;
-
-/// Key partitions graded at once, one per thread.
-pub const KEY_THREADS: usize = 2;
-
-/// How a check is cut up.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Partitioning {
-    /// Partitions within this process; `None`: as many as the inputs'
-    /// size asks for ([`partitions_for`]), one (the check in memory) for
-    /// inputs that fit.
-    pub partitions: Option<u32>,
-    /// This process checks one share of N: `hookstorm check --partition I/N`.
-    pub share: Option<Partition>,
-    /// Where the spilled files go (a temporary folder is made in it);
-    /// `None`: the first history's folder, or the system's temporary one.
-    pub spill_dir: Option<PathBuf>,
-}
-
-/// How many partitions inputs of these sizes need (`share`: of the keys
-/// one process of N checks).
-pub fn partitions_for(history_bytes: u64, state_bytes: u64, share: Option<Partition>) -> u32 {
-    let n = share.map_or(1, |p| u64::from(p.count));
-    let need = |bytes: u64, per: u64| (bytes / n).div_ceil(per);
-    need(history_bytes, HISTORY_PER_PARTITION)
-        .max(need(state_bytes, STATE_PER_PARTITION))
-        .clamp(1, u64::from(MAX_PARTITIONS)) as u32
-}
-
-/// The size of a state argument: a file's, or a folder's files'.
-pub(super) fn state_bytes(state: &Path) -> u64 {
-    if state.is_dir() {
-        std::fs::read_dir(state)
-            .map(|d| {
-                d.filter_map(Result::ok)
-                    .filter_map(|e| e.metadata().ok())
-                    .filter(|m| m.is_file())
-                    .map(|m| m.len())
-                    .sum()
-            })
-            .unwrap_or(0)
-    } else {
-        std::fs::metadata(state).map_or(0, |m| m.len())
-    }
-}
-
-/// What a check in partitions found, per scenario, before it is worded.
-pub(crate) struct Spilled {
-    /// Per scenario (I5 and I6 included unless this is one share of N).
-    pub findings: BTreeMap<String, Findings>,
-    /// Attempt and provider lines read (of every share).
-    pub events: u64,
-    /// The histories and the line numbers they got.
-    pub sources: Vec<HistorySource>,
-    /// What the reader had to work around.
-    pub warnings: Vec<String>,
-    /// The folder of the records for I5 and I6 a share hands on, kept
-    /// until it is exported.
-    pub joins: Option<tempfile::TempDir>,
-}
 
 /// The inputs of a check in partitions.
 pub(crate) struct Inputs<'a> {
@@ -203,7 +139,10 @@ pub(crate) fn check(
     );
     if let Some(f) = inputs.scenario {
         if events > 0 && !table.contains_key(f) {
-            let path = inputs.histories.first().map_or(inputs.state, PathBuf::as_path);
+            let path = inputs
+                .histories
+                .first()
+                .map_or(inputs.state, PathBuf::as_path);
             return Err(CheckError::NoScenario {
                 path: path.into(),
                 scenario: f.to_string(),
@@ -289,7 +228,10 @@ pub(crate) fn check(
             .collect();
         workers
             .into_iter()
-            .map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
             .collect()
     });
     for found in done {
@@ -328,9 +270,9 @@ fn join_all(
 ) -> Result<(), CheckError> {
     for q in 0..count {
         for (g, partials) in stage::joins(&join_files(dir, q), opts, ids)? {
-            let f = findings
-                .get_mut(usize::from(g))
-                .ok_or_else(|| spill_error(std::io::Error::other("a join record names no scenario")))?;
+            let f = findings.get_mut(usize::from(g)).ok_or_else(|| {
+                spill_error(std::io::Error::other("a join record names no scenario"))
+            })?;
             for (id, p) in partials {
                 f.partials.entry(id).or_default().merge(p);
             }

@@ -37,7 +37,8 @@ fn attempt() -> impl Strategy<Value = Attempt> {
         1 => Just(Intent::Oversized),
         1 => Just(Intent::ExpiredReplay),
     ];
-    let outcome = proptest::sample::select(vec![Outcome::Ok, Outcome::Ok, Outcome::Fail, Outcome::Info]);
+    let outcome =
+        proptest::sample::select(vec![Outcome::Ok, Outcome::Ok, Outcome::Fail, Outcome::Info]);
     let status = proptest::option::of(proptest::sample::select(vec![
         200u16, 204, 204, 204, 301, 400, 409, 422, 500, 503,
     ]));
@@ -140,7 +141,12 @@ fn state() -> impl Strategy<Value = serde_json::Value> {
             1 => (0u32..5).prop_map(|k| format!("ghost_{k}")),
         ]
     };
-    let inbox = (key(), account(), proptest::bool::weighted(0.85), proptest::bool::weighted(0.1))
+    let inbox = (
+        key(),
+        account(),
+        proptest::bool::weighted(0.85),
+        proptest::bool::weighted(0.1),
+    )
         .prop_map(|(key, account, processed, failed)| {
             serde_json::json!({"key": key, "account": account, "processed": processed,
                 "error": failed.then_some("boom")})
@@ -151,8 +157,9 @@ fn state() -> impl Strategy<Value = serde_json::Value> {
     let winner = (0u32..12, key(), account()).prop_map(|(job, task, account)| {
         serde_json::json!({"job_key": format!("job-{job}"), "task_id": task, "account": account})
     });
-    let effect = (key(), account(), 0u64..3)
-        .prop_map(|(key, account, count)| serde_json::json!({"key": key, "account": account, "count": count}));
+    let effect = (key(), account(), 0u64..3).prop_map(
+        |(key, account, count)| serde_json::json!({"key": key, "account": account, "count": count}),
+    );
     let resource = (0u32..6, account(), 1u64..7).prop_map(|(r, account, sequence)| {
         serde_json::json!({"resource": format!("res-{r}"), "account": account, "sequence": sequence})
     });
@@ -278,7 +285,11 @@ fn a_cut_last_line_and_a_bad_line_are_told_as_in_memory() {
         "cut.jsonl",
         &format!("{}\n{}\n{{\"type\":\"att", ok("k1"), ok("k2")),
     );
-    let bad = write(dir.path(), "bad.jsonl", &format!("{}\nnot json\n{}\n", ok("k1"), ok("k2")));
+    let bad = write(
+        dir.path(),
+        "bad.jsonl",
+        &format!("{}\nnot json\n{}\n", ok("k1"), ok("k2")),
+    );
     for h in [cut, bad] {
         let expected = checked(std::slice::from_ref(&h), &state, None, 1, 1);
         for partitions in [2, 5] {
@@ -297,7 +308,11 @@ fn the_spilled_files_are_gone_when_the_check_returns() {
         ..Attempt::new("s1", "d1", "k1", "a")
     };
     let history = write(dir.path(), "history.jsonl", &lines(&[Event::Attempt(a)]));
-    let state = write(dir.path(), "state.json", r#"{"inbox": [{"key": "k1", "account": "a", "processed": true}], "winners": []}"#);
+    let state = write(
+        dir.path(),
+        "state.json",
+        r#"{"inbox": [{"key": "k1", "account": "a", "processed": true}], "winners": []}"#,
+    );
     let got = checked(std::slice::from_ref(&history), &state, None, 1, 4).unwrap();
     assert_eq!(got.checks[0].verdict(), crate::check::Verdict::Pass);
     let left: Vec<_> = std::fs::read_dir(dir.path())
@@ -387,7 +402,10 @@ fn a_missing_share_is_named_and_shares_of_other_checks_are_refused() {
     assert_eq!(joined.missing, vec![1]);
     let other = share(1, 4, "other");
     let e = super::export::join(&[p0.clone(), other], dir.path()).unwrap_err();
-    assert!(e.to_string().contains("another number of partitions"), "{e}");
+    assert!(
+        e.to_string().contains("another number of partitions"),
+        "{e}"
+    );
     let e = super::export::join(&[p0.clone(), p0], dir.path()).unwrap_err();
     assert!(e.to_string().contains("twice"), "{e}");
 }
