@@ -91,6 +91,10 @@ pub struct MergeReport {
     pub unknown_because: Vec<String>,
     /// The checker's result over the union (bench; absent without a state).
     pub check: Option<ScenarioCheck>,
+    /// How many partitions the check was joined from, when other
+    /// processes checked it (`check --partition I/N`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partitions: Option<u32>,
     /// Why nothing was checked, when the shards check nothing even alone
     /// (the null receiver): the verdict then rests on the thresholds.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -124,6 +128,20 @@ impl MergeReport {
 
     /// A few lines for the console.
     pub fn console(&self) -> String {
+        if self.kind == "check" {
+            let mut s = format!(
+                "joined {} partition(s) of a check: {}\n",
+                self.partitions.unwrap_or(0),
+                self.verdict
+            );
+            for why in &self.unknown_because {
+                s.push_str(&format!("  unknown: {why}\n"));
+            }
+            for f in self.findings.iter().take(10) {
+                s.push_str(&format!("  {} {} {}: {}\n", f.scenario, f.invariant, f.key, f.what));
+            }
+            return s;
+        }
         let mut s = format!(
             "merged {} of {} {} shard(s), seed {}: {}\n",
             self.shards
@@ -140,6 +158,9 @@ impl MergeReport {
         }
         for why in &self.unknown_because {
             s.push_str(&format!("  unknown: {why}\n"));
+        }
+        if let Some(n) = self.partitions {
+            s.push_str(&format!("  the check joined from {n} partition(s)\n"));
         }
         if let Some(why) = &self.check_skipped {
             s.push_str(&format!("  check skipped ({why})\n"));

@@ -70,6 +70,7 @@ pub(super) fn join_into(
         }
     };
     let count = joined.count;
+    report.partitions = Some(count);
     for i in &joined.missing {
         report
             .unknown_because
