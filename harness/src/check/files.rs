@@ -278,8 +278,7 @@ pub(crate) fn check_spilled(
     };
     let mut sp = spill::check(&inputs, opts, local, share, dir)?;
     let findings = std::mem::take(&mut sp.findings);
-    let sources = std::mem::take(&mut sp.sources);
-    let warnings = std::mem::take(&mut sp.warnings);
+    let (sources, warnings) = (sp.sources.clone(), sp.warnings.clone());
     let checks = if sp.events == 0 {
         vec![ScenarioCheck::empty(scenario, opts)]
     } else {

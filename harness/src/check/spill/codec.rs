@@ -15,7 +15,7 @@
 //! that does not decode is an `InvalidData` error, never a panic.
 
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufWriter, Read, Write};
 use std::path::Path;
 
 use crate::history::{Intent, Outcome};
@@ -28,8 +28,8 @@ use crate::check::view::RowRef;
 /// Buffer of each spill file's writer: a partitioned check keeps one open
 /// per partition and reading thread.
 const WRITE_BUFFER: usize = 32 * 1024;
-/// Buffer of a reader.
-const READ_BUFFER: usize = 256 * 1024;
+/// Buffer of a reader (more for a longer record).
+const READ_BUFFER: usize = 1 << 20;
 
 const ATTEMPT: u8 = 1;
 const PROVIDER: u8 = 2;
@@ -354,8 +354,11 @@ fn task_code(t: Option<TaskStatus>) -> u8 {
 
 /// Reads one spill file's records in order.
 pub(crate) struct Reader {
-    input: BufReader<File>,
+    input: File,
+    /// What was read and not yet decoded: `buf[at..end]`.
     buf: Vec<u8>,
+    at: usize,
+    end: usize,
 }
 
 fn bad(what: &str) -> io::Error {
@@ -437,23 +440,57 @@ impl Reader {
     /// Opens `path`.
     pub fn open(path: &Path) -> io::Result<Reader> {
         Ok(Reader {
-            input: BufReader::with_capacity(READ_BUFFER, File::open(path)?),
-            buf: Vec::with_capacity(256),
+            input: File::open(path)?,
+            buf: vec![0; READ_BUFFER],
+            at: 0,
+            end: 0,
         })
+    }
+
+    /// Has at least `n` undecoded bytes in the buffer, reading more (and
+    /// growing it for a long record) as needed; false at the file's end.
+    fn fill(&mut self, n: usize) -> io::Result<bool> {
+        if self.end - self.at >= n {
+            return Ok(true);
+        }
+        self.buf.copy_within(self.at..self.end, 0);
+        self.end -= self.at;
+        self.at = 0;
+        if self.buf.len() < n {
+            self.buf.resize(n.next_power_of_two(), 0);
+        }
+        while self.end < n {
+            match self.input.read(&mut self.buf[self.end..]) {
+                Ok(0) => return Ok(false),
+                Ok(k) => self.end += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
     }
 
     /// The next record and its scenario's index, or `None` at the end.
     pub fn next(&mut self) -> io::Result<Option<(u16, Record<'_>)>> {
-        let mut len = [0u8; 4];
-        match self.input.read_exact(&mut len) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
-            Err(e) => return Err(e),
+        if !self.fill(4)? {
+            return if self.end == self.at {
+                Ok(None)
+            } else {
+                Err(bad("cut short"))
+            };
         }
-        let len = u32::from_le_bytes(len) as usize;
-        self.buf.resize(len, 0);
-        self.input.read_exact(&mut self.buf)?;
-        let mut f = Fields { b: &self.buf };
+        let head: [u8; 4] = self.buf[self.at..self.at + 4]
+            .try_into()
+            .expect("four bytes");
+        let len = u32::from_le_bytes(head) as usize;
+        if !self.fill(4 + len)? {
+            return Err(bad("cut short"));
+        }
+        let from = self.at + 4;
+        self.at = from + len;
+        let mut f = Fields {
+            b: &self.buf[from..from + len],
+        };
         let tag = f.u8()?;
         let scenario = f.u16()?;
         let record = match tag {

@@ -75,6 +75,67 @@ fn spill_error(e: std::io::Error) -> CheckError {
     CheckError::Spill { source: e }
 }
 
+/// What splitting the histories gave.
+struct HistoriesRead {
+    /// Each part read, and what it said per scenario.
+    said: Vec<(PartRead, Vec<split::Said>)>,
+    events: u64,
+    sources: Vec<HistorySource>,
+    warnings: Vec<String>,
+}
+
+/// Splits every history into the partitions' files under `dir`, line
+/// numbers running on from file to file.
+fn read_histories(
+    inputs: &Inputs<'_>,
+    opts: &CheckOptions,
+    route: Route,
+    dir: &Path,
+) -> Result<HistoriesRead, CheckError> {
+    let filter = Filter {
+        all_as_one: inputs.all_as_one,
+        scenario: inputs.scenario,
+        answer_limit: opts.answer_limit,
+    };
+    let mut out = HistoriesRead {
+        said: Vec::new(),
+        events: 0,
+        sources: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let mut line = 0u64;
+    for (file, history) in inputs.histories.iter().enumerate() {
+        let parts = inputs.parts.unwrap_or_else(|| {
+            chunks::parts_for(std::fs::metadata(history).map_or(0, |m| m.len()))
+        });
+        let make = |part| Spiller::new(dir, file, part, route, opts.answer_limit);
+        let read = chunks::read_file(history, &filter, parts, line, make, |sp, at| {
+            let part = PartRead {
+                file,
+                part: sp.part,
+                base: at,
+                scenarios: Vec::new(),
+            };
+            out.said.push((part, sp.said));
+        })?;
+        out.events += read.events;
+        out.warnings.extend(read.warning);
+        out.sources.push(HistorySource {
+            path: history.to_path_buf(),
+            first_line: line + 1,
+            lines: read.lines,
+        });
+        line += read.lines;
+        if line > super::aggregate::MAX_LINES {
+            return Err(CheckError::TooLong {
+                path: history.to_path_buf(),
+                max: super::aggregate::MAX_LINES,
+            });
+        }
+    }
+    Ok(out)
+}
+
 /// Checks `inputs` in `local` partitions (of `share`, when set), spilling
 /// under `dir`.
 pub(crate) fn check(
@@ -95,44 +156,31 @@ pub(crate) fn check(
     };
     let ids = requested(opts);
 
-    // 1. Split the histories.
-    let filter = Filter {
-        all_as_one: inputs.all_as_one,
-        scenario: inputs.scenario,
-        answer_limit: opts.answer_limit,
+    // 1. Split the histories and the state. One state file is the state
+    // of the one scenario the histories fold into (every event as `all`,
+    // or the scenario asked for): it is split on a thread of its own while
+    // the histories are read.
+    let join_route = route.whole();
+    let mut rows = Writers::new((0..route.local).map(|p| rows_file(dir, p)).collect());
+    let mut joins = Writers::new((0..route.local).map(|q| join_file(dir, q, 0)).collect());
+    let one = matches!(inputs.states, States::One(_));
+    let split_one = |rows: &mut Writers, joins: &mut Writers| {
+        let mut sink = StateSplit::new(route, join_route, 0, rows, joins);
+        let fed = feed_state(inputs.states, inputs.state, "", &mut sink)?;
+        Ok::<_, CheckError>(fed.map(|()| sink.sections))
     };
-    let mut said: Vec<(PartRead, Vec<split::Said>)> = Vec::new();
-    let (mut line, mut events) = (0u64, 0u64);
-    let (mut sources, mut warnings) = (Vec::new(), Vec::new());
-    for (file, history) in inputs.histories.iter().enumerate() {
-        let parts = inputs.parts.unwrap_or_else(|| {
-            chunks::parts_for(std::fs::metadata(history).map_or(0, |m| m.len()))
-        });
-        let make = |part| Spiller::new(dir, file, part, route, opts.answer_limit);
-        let read = chunks::read_file(history, &filter, parts, line, make, |sp, at| {
-            let part = PartRead {
-                file,
-                part: sp.part,
-                base: at,
-                scenarios: Vec::new(),
-            };
-            said.push((part, sp.said));
-        })?;
-        events += read.events;
-        warnings.extend(read.warning);
-        sources.push(HistorySource {
-            path: history.to_path_buf(),
-            first_line: line + 1,
-            lines: read.lines,
-        });
-        line += read.lines;
-        if line > super::aggregate::MAX_LINES {
-            return Err(CheckError::TooLong {
-                path: history.to_path_buf(),
-                max: super::aggregate::MAX_LINES,
-            });
-        }
-    }
+    let (read, one_state) = std::thread::scope(|s| {
+        let state = one.then(|| s.spawn(|| split_one(&mut rows, &mut joins)));
+        let read = read_histories(inputs, opts, route, dir);
+        let state = state.map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        (read, state)
+    });
+    let HistoriesRead {
+        said,
+        events,
+        sources,
+        warnings,
+    } = read?;
     let table = scenario_table(
         said.iter()
             .flat_map(|(_, s)| s.iter().map(|s| s.name.as_str())),
@@ -149,18 +197,33 @@ pub(crate) fn check(
             });
         }
     }
-
-    // 2. Split each scenario's state.
-    let join_route = route.whole();
-    let mut rows = Writers::new((0..route.local).map(|p| rows_file(dir, p)).collect());
-    let mut joins = Writers::new((0..route.local).map(|q| join_file(dir, q, 0)).collect());
     let mut states: Vec<Result<Sections, String>> = Vec::with_capacity(table.len());
-    for (name, &g) in &table {
-        let mut sink = StateSplit::new(route, join_route, g, &mut rows, &mut joins);
-        let fed = feed_state(inputs.states, inputs.state, name, &mut sink)?;
-        states.push(fed.map(|()| sink.sections));
+    match one_state {
+        Some(state) => {
+            let state = state?;
+            if !table.is_empty() {
+                states.push(state);
+            }
+        }
+        None => {
+            for (name, &g) in &table {
+                let mut sink = StateSplit::new(route, join_route, g, &mut rows, &mut joins);
+                let fed = feed_state(inputs.states, inputs.state, name, &mut sink)?;
+                states.push(fed.map(|()| sink.sections));
+            }
+        }
     }
     rows.finish().map_err(spill_error)?;
+    if table.is_empty() {
+        // No event to judge: whatever the state holds decides nothing.
+        return Ok(Spilled {
+            findings: BTreeMap::new(),
+            events,
+            sources,
+            warnings,
+            joins: None,
+        });
+    }
 
     // What the split decided: per scenario, its counts and the answers'
     // own findings, at their places in the whole history.

@@ -202,7 +202,7 @@ fn lines(events: &[Event]) -> String {
         .collect()
 }
 
-type Checked = Result<FileCheck, String>;
+type Checked = Result<(FileCheck, Vec<u64>), String>;
 
 fn checked(
     histories: &[PathBuf],
@@ -223,8 +223,14 @@ fn checked(
         Some(parts),
         &how,
     )
-    .map(|m| m.check)
+    .map(|m| (m.check, numbered(&m.sources)))
     .map_err(|e| e.to_string())
+}
+
+/// The lines each history was given: what the evidence's line numbers
+/// are told per file by.
+fn numbered(sources: &[crate::check::HistorySource]) -> Vec<u64> {
+    sources.iter().map(|s| s.first_line * 1_000_000 + s.lines).collect()
 }
 
 proptest! {
@@ -260,8 +266,8 @@ proptest! {
                 let two = checked(&shards, state, scenario, 1, 1);
                 let got = checked(&shards, state, scenario, 2, 5);
                 prop_assert_eq!(&got, &two, "two histories, {:?}, {:?}", state, scenario);
-                if expected.is_ok() {
-                    prop_assert_eq!(&two, &expected, "two histories as one, {:?}, {:?}", state, scenario);
+                if let (Ok(two), Ok(one)) = (&two, &expected) {
+                    prop_assert_eq!(&two.0, &one.0, "two histories as one, {:?}, {:?}", state, scenario);
                 }
             }
         }
@@ -313,7 +319,7 @@ fn the_spilled_files_are_gone_when_the_check_returns() {
         "state.json",
         r#"{"inbox": [{"key": "k1", "account": "a", "processed": true}], "winners": []}"#,
     );
-    let got = checked(std::slice::from_ref(&history), &state, None, 1, 4).unwrap();
+    let (got, _) = checked(std::slice::from_ref(&history), &state, None, 1, 4).unwrap();
     assert_eq!(got.checks[0].verdict(), crate::check::Verdict::Pass);
     let left: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
@@ -344,7 +350,7 @@ fn in_shares(histories: &[PathBuf], state: &Path, scenario: Option<&str>, count:
     dirs.reverse();
     let joined = super::export::join(&dirs, dir.path()).map_err(|e| e.to_string())?;
     assert!(joined.missing.is_empty());
-    Ok(joined.check.check)
+    Ok((joined.check.check, numbered(&joined.check.sources)))
 }
 
 proptest! {
