@@ -16,6 +16,7 @@ mod schedule;
 mod shrink;
 mod sign;
 mod target_flags;
+mod verify;
 
 use clap::{Parser, Subcommand};
 
@@ -52,6 +53,8 @@ enum Command {
     List(list::Args),
     /// Re-check a stored history against a stored state, without re-running.
     Check(check::Args),
+    /// Check that a report folder is the one the run wrote (its SHA-256 digests) and that its histories still grade as it says.
+    Verify(verify::Args),
     /// Print the retry schedule of one delivery (attempt, wait, cumulative, min and max).
     Schedule(schedule::Args),
     /// Print the headers a real sender would send for a body read from stdin.
@@ -91,6 +94,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Doctor(a) => run::doctor(*a),
         Command::List(a) => list::run(a),
         Command::Check(a) => check::run(a),
+        Command::Verify(a) => verify::run(a),
         Command::Schedule(a) => schedule::run(a),
         Command::Sign(a) => sign::run(a),
         Command::Proxy(a) => proxy::run(a),

@@ -18,6 +18,7 @@ use super::aggregate::{flag, Aggregator};
 use super::store::evidence;
 use super::verdict::{EvidenceSet, InvariantResult, Verdict};
 use crate::invariant::InvariantId;
+use crate::words::{agree, count};
 
 /// I9 from the history.
 pub(crate) fn acknowledged(agg: &Aggregator) -> InvariantResult {
@@ -40,14 +41,17 @@ pub(crate) fn acknowledged(agg: &Aggregator) -> InvariantResult {
             s => format!("was answered {s}"),
         };
         let what = format!(
-            "never acknowledged with a 2xx: {} attempt(s) until the schedule ran out; the last the receiver saw {last}",
-            k.genuine_attempts
+            "never acknowledged with a 2xx: {} until the schedule ran out; the last the receiver saw {last}",
+            count(k.genuine_attempts as usize, "attempt")
         );
         ev.push(|| evidence(agg, k, what, vec![k.missed_line.into()]));
     }
     let total = ev.total;
     let excuse = if excused > 0 {
-        format!(" ({excused} more died by design: every attempt was answered by the harness's own front or ran during a database cut)")
+        format!(
+            " ({} more died by design: the harness's own faults explain every attempt that was not acknowledged)",
+            excused
+        )
     } else {
         String::new()
     };
@@ -55,9 +59,14 @@ pub(crate) fn acknowledged(agg: &Aggregator) -> InvariantResult {
         InvariantId::I9,
         Verdict::Fail,
         format!(
-            "every genuine delivery that reached the receiver was acknowledged with a 2xx ({} deliveries){excuse}",
-            genuine - excused
+            "every genuine delivery that reached the receiver was acknowledged with a 2xx ({}){excuse}",
+            count(genuine - excused, "delivery")
         ),
-        format!("{total} of {genuine} genuine deliveries were never acknowledged before their schedule ran out{excuse}"),
+        format!(
+            "{total} of {} {} never acknowledged before {} schedule ran out{excuse}",
+            count(genuine, "genuine delivery"),
+            agree(total, "was"),
+            if total == 1 { "its" } else { "their" }
+        ),
     )
 }

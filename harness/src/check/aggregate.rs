@@ -15,11 +15,20 @@ use std::time::Duration;
 use rustc_hash::FxHashSet;
 
 use crate::history::{Attempt, Event, Intent, Outcome, ProviderTask, TransportFailure};
+use crate::outcome::{self, Judged};
 use crate::plan::delivery::{job_key, TaskStatus};
 use crate::tag::FaultTag;
 
 pub(crate) use super::intern::Interner;
 use super::verdict::{Counts, DeadLetter, Evidence, EvidenceSet, MAX_DEAD_LETTERS};
+
+/// How a dead letter of a delivery that had to be refused names its intent.
+fn intent_word(intent: Intent) -> String {
+    serde_json::to_value(intent)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
 
 pub(crate) use super::intern::NONE;
 /// History lines kept per key for evidence.
@@ -150,7 +159,8 @@ pub(crate) struct KeyAgg {
     pub flags: u32,
     pub first_line: u32,
     pub lines: [u32; KEY_LINES],
-    pub nlines: u8,
+    /// Relevant lines seen (saturating); the first [`KEY_LINES`] are kept.
+    pub seen: u16,
     /// First line of a non-strict status deviation.
     pub status_line: u32,
     /// Line of the last genuine attempt that reached the receiver and was
@@ -177,10 +187,23 @@ impl KeyAgg {
     }
 
     pub(super) fn add_line(&mut self, line: u64) {
-        if (self.nlines as usize) < KEY_LINES {
-            self.lines[self.nlines as usize] = line32(line);
-            self.nlines += 1;
+        let kept = self.kept();
+        if kept < KEY_LINES {
+            self.lines[kept] = line32(line);
         }
+        self.seen = self.seen.saturating_add(1);
+    }
+
+    /// How many of `lines` hold a line.
+    pub(super) fn kept(&self) -> usize {
+        usize::from(self.seen).min(KEY_LINES)
+    }
+
+    /// How many relevant lines the key had in all (the first line when
+    /// none was marked relevant), of which [`KeyAgg::evidence_lines`] lists
+    /// the first [`KEY_LINES`].
+    pub fn lines_seen(&self) -> usize {
+        usize::from(self.seen).max(1)
     }
 
     /// The resource's sequence, when the key has a resource.
@@ -190,10 +213,10 @@ impl KeyAgg {
 
     /// The relevant lines, or the first line when none was marked relevant.
     pub fn evidence_lines(&self) -> Vec<u64> {
-        if self.nlines == 0 {
+        if self.seen == 0 {
             vec![self.first_line.into()]
         } else {
-            self.lines[..self.nlines as usize]
+            self.lines[..self.kept()]
                 .iter()
                 .map(|&l| l.into())
                 .collect()
@@ -231,6 +254,9 @@ pub struct Aggregator {
     pub(super) deliveries: FxHashSet<u64>,
     pub(crate) counts: Counts,
     pub(super) dead: Vec<(DeadLetter, u32)>,
+    /// The key of every genuine delivery that died, in order: what each
+    /// death came to is settled once the key is read ([`Aggregator::settle_deaths`]).
+    pub(super) died: Vec<u32>,
     pub(crate) status_fail: EvidenceSet,
     pub(crate) answer_limit: Duration,
     pub(crate) sequenced: bool,
@@ -277,6 +303,7 @@ impl Aggregator {
             deliveries: FxHashSet::default(),
             counts: Counts::default(),
             dead: Vec::new(),
+            died: Vec::new(),
             status_fail: EvidenceSet::default(),
             answer_limit,
             sequenced: false,
@@ -312,7 +339,7 @@ impl Aggregator {
                 flags: 0,
                 first_line: line32(line),
                 lines: [0; KEY_LINES],
-                nlines: 0,
+                seen: 0,
                 status_line: 0,
                 missed_line: 0,
                 missed_status: 0,
@@ -466,12 +493,19 @@ impl Aggregator {
         if drop_ack {
             agg.flags |= flag::DROP_ACK;
         }
+        let facts = outcome::Facts {
+            intent: a.intent,
+            status: a.status,
+            outcome: a.outcome,
+            faults: tags,
+            dead: a.dead,
+        };
         if genuine {
             agg.genuine_attempts += 1;
             // I9: an attempt the receiver itself saw and did not acknowledge.
             // A transport error, a malformed answer or a connection closed
             // before the status line has no status: never an acknowledgement.
-            if !ok && !drop_ack && !tags.iter().any(crate::excuse::explains_missing_ack) {
+            if outcome::receiver_missed(&facts) {
                 agg.flags |= flag::RECEIVER_MISSED;
                 agg.missed_line = line32(line);
                 agg.missed_status = a.status.unwrap_or(0);
@@ -483,10 +517,22 @@ impl Aggregator {
         if ok || drop_ack || !genuine {
             agg.add_line(line);
         }
+        // What the attempt came to; a death waits for its key's last line.
+        let judged = outcome::judge(&facts);
+        match judged {
+            Judged::Now(o) => self.counts.add(o, 1),
+            Judged::Died => self.died.push(i as u32),
+        }
 
         if a.dead {
             self.counts.dead += 1;
             if self.dead.len() < MAX_DEAD_LETTERS {
+                let by_design = match judged {
+                    // Settled with the key in `dead_letters`.
+                    Judged::Died => outcome::design_cause(tags).map(|t| t.pattern().to_string()),
+                    Judged::Now(_) if a.intent.must_reject() => Some(intent_word(a.intent)),
+                    Judged::Now(_) => None,
+                };
                 self.dead.push((
                     DeadLetter {
                         delivery: a.delivery.to_string(),
@@ -496,6 +542,7 @@ impl Aggregator {
                         last_status: a.status,
                         last_error: a.error.map(str::to_string),
                         recovered: false,
+                        by_design,
                     },
                     i as u32,
                 ));
@@ -503,15 +550,33 @@ impl Aggregator {
         }
     }
 
+    /// The deaths of genuine deliveries settled by their keys (by design
+    /// unless the receiver itself missed an attempt of the key), counted
+    /// into `counts`, and the dead letters with what killed them by design.
+    pub(crate) fn settle_deaths(&self, counts: &mut Counts) -> Vec<(DeadLetter, u32)> {
+        for &i in &self.died {
+            let missed = self.keys[i as usize].has(flag::RECEIVER_MISSED);
+            counts.add(outcome::of_death(missed), 1);
+        }
+        self.dead
+            .iter()
+            .map(|(d, i)| {
+                let mut d = d.clone();
+                if self.keys[*i as usize].has(flag::GENUINE)
+                    && self.keys[*i as usize].has(flag::RECEIVER_MISSED)
+                {
+                    d.by_design = None;
+                }
+                (d, *i)
+            })
+            .collect()
+    }
+
     /// I7's per-attempt rules; non-strict deviations are decided at the end,
     /// once the state says whether it stayed intact.
     fn status(&mut self, line: u64, i: usize, a: &AttemptView, tags: &[FaultTag]) {
-        let fail = |what: String| Evidence {
-            key: a.key.to_string(),
-            account: Some(a.account.to_string()),
-            what,
-            lines: vec![line],
-        };
+        let fail =
+            |what: String| Evidence::new(a.key, Some(a.account.to_string()), what, vec![line]);
         if let Some(s @ 300..=399) = a.status {
             if !tags.contains(&FaultTag::FrontRedirect) {
                 self.status_fail.push(|| {

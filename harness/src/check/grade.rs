@@ -43,6 +43,7 @@ impl Aggregator {
         ids.dedup();
         let mut counts = self.counts.clone();
         counts.deliveries += self.deliveries.len();
+        let dead = self.settle_deaths(&mut counts);
 
         let (results, dead_letters) = match state {
             Err(reason) => {
@@ -62,7 +63,7 @@ impl Aggregator {
                         }
                     })
                     .collect();
-                let dead = self.dead.iter().map(|(d, _)| d.clone()).collect();
+                let dead = dead.into_iter().map(|(d, _)| d).collect();
                 (results, dead)
             }
             Ok(rows) => {
@@ -120,12 +121,10 @@ impl Aggregator {
                         })
                         .collect()
                 };
-                let dead = self
-                    .dead
-                    .iter()
-                    .map(|(d, i)| {
-                        let mut d = d.clone();
-                        d.recovered = view.stored(&self.keys[*i as usize]);
+                let dead = dead
+                    .into_iter()
+                    .map(|(mut d, i)| {
+                        d.recovered = view.stored(&self.keys[i as usize]);
                         d
                     })
                     .collect();

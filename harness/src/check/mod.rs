@@ -1,5 +1,8 @@
 //! The checker: reads a history and a receiver's state and grades every
-//! invariant (I1–I9, see `docs/invariants.md`) as pass, fail, non-strict or unknown.
+//! invariant (I1–I9, see `docs/invariants.md`) as pass, fail, non-strict or
+//! unknown; a pass that came with an observation reads as informational
+//! ([`Grade`]), and every attempt is counted by what it came to
+//! ([`crate::outcome`]).
 //!
 //! It streams. The [`Aggregator`] folds each attempt into one compact record per
 //! (account, key) while the history is read, so a million-attempt history
@@ -49,7 +52,7 @@ pub use files::{
     MultiCheck,
 };
 pub use verdict::{
-    CheckError, CheckOptions, Counts, DeadLetter, Evidence, InvariantResult, ScenarioCheck,
+    CheckError, CheckOptions, Counts, DeadLetter, Evidence, Grade, InvariantResult, ScenarioCheck,
     Verdict, EMPTY_HISTORY, MAX_DEAD_LETTERS, MAX_EVIDENCE,
 };
 
@@ -183,6 +186,28 @@ mod tests {
         assert_eq!(c.results[1].summary, "doubled");
         assert_eq!(c.results[3].summary, "no section");
         assert_eq!(c.verdict(), Fail);
+    }
+
+    #[test]
+    fn evidence_lists_the_first_lines_of_a_key_and_counts_the_rest() {
+        use crate::history::Attempt;
+        // Seven acknowledged copies of one key, stored seven times.
+        let events = (0..7u64).map(|i| {
+            let a = Attempt::acknowledged("s", "a", "k");
+            (i + 1, Event::Attempt(a))
+        });
+        let row = serde_json::json!({"key": "k", "account": "a", "processed": true});
+        let state: State =
+            serde_json::from_value(serde_json::json!({ "inbox": vec![row; 7] })).unwrap();
+        let c = check(events, "s", Ok(&state), &CheckOptions::default());
+        let e = &c.result(InvariantId::I2).unwrap().evidence[0];
+        assert_eq!(e.what, "7 inbox rows for one key");
+        assert_eq!((e.lines.clone(), e.lines_total), (vec![1, 2, 3, 4], 7));
+        assert_eq!(e.lines_left_out(), 3);
+        assert_eq!(
+            crate::report::lines_label(e),
+            "history lines 1, 2, 3, 4 and 3 more"
+        );
     }
 
     #[test]

@@ -12,11 +12,12 @@
 use std::collections::BTreeMap;
 
 use super::aggregate::{flag, Aggregator, KeyAgg, NONE};
-use super::store::evidence;
+use super::store::all_rows;
+use super::store::key_evidence;
 use super::verdict::{CheckOptions, Evidence, EvidenceSet, InvariantResult, Verdict};
 use super::view::{account_matches, account_name, StateView, WinRow};
 use crate::invariant::InvariantId;
-use crate::profile::vocabulary::Vocabulary;
+use crate::words::count;
 
 /// I5: the reported winner per job is the most recent COMPLETED task.
 pub(crate) fn correct_winner(
@@ -125,29 +126,33 @@ pub(crate) fn correct_winner(
         }
         lines.sort_unstable();
         lines.dedup();
-        ev.push(|| Evidence {
-            key: job_name.to_string(),
-            account: Some(agg.strings.name(account).to_string()),
-            what,
-            lines,
+        ev.push(|| {
+            Evidence::new(
+                job_name,
+                Some(agg.strings.name(account).to_string()),
+                what,
+                lines,
+            )
         });
     }
     for (w, _) in winners.iter().zip(&used).filter(|(_, u)| !**u) {
-        ev.push(|| Evidence {
-            key: agg.strings.name(w.job).to_string(),
-            account: account_name(agg, w.account),
-            what: format!(
-                "winner {} reported for {object} key {:?}, which no stored {} of this run has{}",
-                agg.strings.name(w.task),
+        ev.push(|| {
+            Evidence::new(
                 agg.strings.name(w.job),
-                words.event,
-                if words.is_answerline() {
-                    " (a job key with its -rN suffix kept?)"
-                } else {
-                    ""
-                }
-            ),
-            lines: Vec::new(),
+                account_name(agg, w.account),
+                format!(
+                    "winner {} reported for {object} key {:?}, which no stored {} of this run has{}",
+                    agg.strings.name(w.task),
+                    agg.strings.name(w.job),
+                    words.event,
+                    if words.is_answerline() {
+                        " (a job key with its -rN suffix kept?)"
+                    } else {
+                        ""
+                    }
+                ),
+                Vec::new(),
+            )
         });
     }
     let total = ev.total;
@@ -155,13 +160,14 @@ pub(crate) fn correct_winner(
         InvariantId::I5,
         Verdict::Fail,
         format!(
-            "the right winner for all {jobs} {} ({})",
-            Vocabulary::plural(object),
+            "the right winner for {} ({})",
+            all_rows(jobs, object),
             words.winner_rule()
         ),
         format!(
-            "{total} wrong winners among {jobs} {}",
-            Vocabulary::plural(object)
+            "{} among {}",
+            count(total, "wrong winner"),
+            count(jobs, object)
         ),
     )
 }
@@ -215,7 +221,7 @@ pub(crate) fn no_stale_overwrite(agg: &Aggregator, view: &StateView) -> Invarian
         };
         let k = &agg.keys[i];
         ev.push(|| {
-            let mut e = evidence(agg, k, what, k.evidence_lines());
+            let mut e = key_evidence(agg, k, what);
             e.key = name.to_string();
             e
         });
@@ -225,7 +231,15 @@ pub(crate) fn no_stale_overwrite(agg: &Aggregator, view: &StateView) -> Invarian
     ev.into_result(
         InvariantId::I6,
         Verdict::Fail,
-        format!("all {n} resources hold their highest stored sequence"),
-        format!("{total} of {n} resources do not hold their highest stored sequence"),
+        match n {
+            1 => "the 1 resource holds its highest stored sequence".to_string(),
+            n => format!("all {n} resources hold their highest stored sequence"),
+        },
+        format!(
+            "{total} of {} {} not hold {} highest stored sequence",
+            count(n, "resource"),
+            if total == 1 { "does" } else { "do" },
+            if total == 1 { "its" } else { "their" }
+        ),
     )
 }

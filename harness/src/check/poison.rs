@@ -5,10 +5,11 @@
 //! business).
 
 use super::aggregate::{flag, Aggregator};
-use super::store::{aggs_for_row, evidence};
-use super::verdict::{Evidence, EvidenceSet, InvariantResult, Verdict};
-use super::view::{account_name, StateView};
+use super::store::{aggs_for_row, evidence, row_evidence};
+use super::verdict::{EvidenceSet, InvariantResult, Verdict};
+use super::view::StateView;
 use crate::invariant::InvariantId;
+use crate::words::count;
 
 /// I8 against the state.
 pub(crate) fn isolation(agg: &Aggregator, view: &StateView) -> InvariantResult {
@@ -36,9 +37,9 @@ pub(crate) fn isolation(agg: &Aggregator, view: &StateView) -> InvariantResult {
         let aggs = aggs_for_row(agg, view, n);
         let is_poison = aggs.iter().any(|k| k.has(flag::POISON));
         let lines = || {
-            aggs.iter()
-                .flat_map(|k| k.evidence_lines())
-                .collect::<Vec<_>>()
+            let lines: Vec<u64> = aggs.iter().flat_map(|k| k.evidence_lines()).collect();
+            let total = aggs.iter().map(|k| k.lines_seen()).sum::<usize>();
+            (lines, total)
         };
         let what = if is_poison {
             // Marked failed is settled, whether or not `processed` is set.
@@ -57,18 +58,20 @@ pub(crate) fn isolation(agg: &Aggregator, view: &StateView) -> InvariantResult {
             blocked += 1;
             "genuine row left unprocessed next to a poison row"
         };
-        ev.push(|| Evidence {
-            key: agg.strings.name(row.key).to_string(),
-            account: account_name(agg, row.account),
-            what: what.to_string(),
-            lines: lines(),
-        });
+        ev.push(|| row_evidence(agg, row.key, row.account, what.to_string(), lines()));
     }
     let total = ev.total;
     ev.into_result(
         InvariantId::I8,
         Verdict::Fail,
-        format!("{poison} poison deliveries marked failed, answered 2xx, blocking nothing"),
-        format!("{total} poison-isolation violations ({blocked} rows blocked)"),
+        format!(
+            "{} marked failed, answered 2xx, blocking nothing",
+            count(poison, "poison delivery")
+        ),
+        format!(
+            "{} ({} blocked)",
+            count(total, "poison-isolation violation"),
+            count(blocked, "row")
+        ),
     )
 }

@@ -13,6 +13,7 @@ use super::store::evidence;
 use super::verdict::{CheckOptions, EvidenceSet, InvariantResult, Verdict};
 use super::view::StateView;
 use crate::invariant::InvariantId;
+use crate::words::count;
 
 /// The verdict from the history alone, when the state could not be read.
 pub(crate) fn history_only(agg: &Aggregator) -> InvariantResult {
@@ -20,7 +21,10 @@ pub(crate) fn history_only(agg: &Aggregator) -> InvariantResult {
     InvariantResult {
         id: InvariantId::I7,
         verdict: Verdict::Fail,
-        summary: format!("{total} answers broke the contract (state probe failed; decided from the history alone)"),
+        summary: format!(
+            "{} broke the contract (state probe failed; decided from the history alone)",
+            count(total, "answer")
+        ),
         evidence: agg.status_fail.items.clone(),
         evidence_total: total,
     }
@@ -108,7 +112,10 @@ pub(crate) fn conformance(
             id: InvariantId::I7,
             verdict: Verdict::Fail,
             summary: format!(
-                "{f} answers broke the contract, {l} non-strict deviations, in {attempts} attempts"
+                "{} the contract, {}, in {}",
+                format!("{} broke", count(f, "answer")),
+                count(l, "non-strict deviation"),
+                count(attempts, "attempt")
             ),
             evidence: items,
             evidence_total: total,
@@ -126,7 +133,10 @@ pub(crate) fn conformance(
     lenient.into_result(
         InvariantId::I7,
         verdict,
-        format!("all {attempts} answers conform"),
-        format!("{n} non-strict status deviations ({note})"),
+        match attempts {
+            1 => "the 1 answer conforms".to_string(),
+            a => format!("all {a} answers conform"),
+        },
+        format!("{} ({note})", count(n, "non-strict status deviation")),
     )
 }

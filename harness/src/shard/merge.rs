@@ -173,13 +173,14 @@ impl MergeReport {
     /// A few lines for the console.
     pub fn console(&self) -> String {
         let mut s = format!(
-            "merged {} of {} {} shard(s), seed {}: {}\n",
+            "merged {} of {} {} {}, seed {}: {}\n",
             self.shards
                 .iter()
                 .filter(|e| e.status == "finished")
                 .count(),
             self.shards_expected,
             self.kind,
+            crate::words::agree(self.shards_expected, "shard"),
             self.run_seed,
             self.verdict
         );
@@ -605,6 +606,15 @@ async fn merge_bench(
     Ok(())
 }
 
+/// A shard's scenario with its history and state paths made to name the
+/// files in the shard's folder, wherever the merged folder is read from
+/// (the page draws the histories, the seal digests them).
+fn rebase(s: &mut crate::report::ScenarioReport, sdir: &Path) {
+    let sdir = sdir.canonicalize().unwrap_or_else(|_| sdir.to_path_buf());
+    s.history = format!("{}/{}", sdir.display(), s.history);
+    s.state = s.state.take().map(|p| format!("{}/{}", sdir.display(), p));
+}
+
 fn merge_runs(found: &Found, dir: &Path, report: &mut MergeReport) -> Result<(), MergeError> {
     let mut union: Option<RunReport> = None;
     for (index, (sdir, m)) in found {
@@ -652,7 +662,7 @@ fn merge_runs(found: &Found, dir: &Path, report: &mut MergeReport) -> Result<(),
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 for s in &mut first.scenarios {
-                    s.history = format!("{}/{}", sdir.display(), s.history);
+                    rebase(s, sdir);
                 }
                 union = Some(first);
             }
@@ -661,7 +671,7 @@ fn merge_runs(found: &Found, dir: &Path, report: &mut MergeReport) -> Result<(),
                 u.interrupted |= r.interrupted;
                 u.require_all |= r.require_all;
                 for mut s in r.scenarios {
-                    s.history = format!("{}/{}", sdir.display(), s.history);
+                    rebase(&mut s, sdir);
                     u.scenarios.push(s);
                 }
             }
