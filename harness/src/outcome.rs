@@ -279,11 +279,11 @@ pub fn of_death(key_missed: bool) -> AttemptOutcome {
 }
 
 /// Why a delivery died by design, in words, from what a dead letter
-/// records as its cause: an attempt tag (`front:<status>`, `redirect`, …)
+/// records as its cause: an attempt tag (`front:503`, `redirect`, …)
 /// worded by the excuse table, or the intent of a delivery that had to be
 /// refused.
 pub fn design_reason(cause: &str) -> String {
-    match crate::excuse::why_unacknowledged(cause) {
+    match crate::excuse::why_unacknowledged(FaultTag::parse(cause).pattern()) {
         Some(why) => format!("`{cause}`: {why}"),
         None => format!("a {cause} delivery, refused as it must be, until its attempts ran out"),
     }

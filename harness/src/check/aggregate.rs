@@ -529,7 +529,7 @@ impl Aggregator {
             if self.dead.len() < MAX_DEAD_LETTERS {
                 let by_design = match judged {
                     // Settled with the key in `dead_letters`.
-                    Judged::Died => outcome::design_cause(tags).map(|t| t.pattern().to_string()),
+                    Judged::Died => outcome::design_cause(tags).map(FaultTag::to_string),
                     Judged::Now(_) if a.intent.must_reject() => Some(intent_word(a.intent)),
                     Judged::Now(_) => None,
                 };

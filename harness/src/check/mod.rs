@@ -189,6 +189,51 @@ mod tests {
     }
 
     #[test]
+    fn a_pass_with_an_observation_grades_informational_and_exits_as_a_pass() {
+        let mut c = ScenarioCheck {
+            scenario: "db-blackhole".into(),
+            results: vec![
+                InvariantResult::new(InvariantId::I1, Verdict::Pass, "ok"),
+                InvariantResult::new(InvariantId::I7, Verdict::Pass, "ok"),
+            ],
+            counts: Counts::default(),
+            dead_letters: Vec::new(),
+            observations: Vec::new(),
+        };
+        assert_eq!(c.grade(), Grade::Pass);
+        c.observations
+            .push("no answer while the database was silent".into());
+        assert_eq!(c.grade(), Grade::Informational);
+        assert_eq!(c.verdict().exit_code(true), crate::exit::PASS);
+        // Only the invariant the excuse table makes informational reads so.
+        assert_eq!(c.grade_of(&c.results[0]), Grade::Pass);
+        assert_eq!(c.grade_of(&c.results[1]), Grade::Informational);
+        // Anything worse than a pass keeps its grade.
+        c.results[1].verdict = Verdict::NonStrict;
+        assert_eq!(c.grade(), Grade::NonStrict);
+        assert_eq!(
+            serde_json::to_string(&Grade::Informational).unwrap(),
+            r#""informational""#
+        );
+    }
+
+    #[test]
+    fn one_missing_key_is_worded_in_the_singular() {
+        use crate::history::Attempt;
+        let events = [(1, Event::Attempt(Attempt::acknowledged("s", "a", "k")))];
+        let state: State = serde_json::from_value(serde_json::json!({ "inbox": [] })).unwrap();
+        let c = check(events, "s", Ok(&state), &CheckOptions::default());
+        assert_eq!(
+            c.result(InvariantId::I1).unwrap().summary,
+            "1 of 1 acknowledged key is missing from the inbox"
+        );
+        assert_eq!(
+            c.result(InvariantId::I7).unwrap().summary,
+            "the 1 answer conforms"
+        );
+    }
+
+    #[test]
     fn evidence_lists_the_first_lines_of_a_key_and_counts_the_rest() {
         use crate::history::Attempt;
         // Seven acknowledged copies of one key, stored seven times.

@@ -112,8 +112,8 @@ pub(crate) fn conformance(
             id: InvariantId::I7,
             verdict: Verdict::Fail,
             summary: format!(
-                "{} the contract, {}, in {}",
-                format!("{} broke", count(f, "answer")),
+                "{} broke the contract, {}, in {}",
+                count(f, "answer"),
                 count(l, "non-strict deviation"),
                 count(attempts, "attempt")
             ),

@@ -463,7 +463,7 @@ fn winner_findings_speak_the_profiles_words_and_answerline_keeps_its_own() {
     let c = run(job_history(), &s, &stripe);
     assert_eq!(
         c.result(InvariantId::I5).unwrap().summary,
-        "the right winner for all 1 objects (data.object.id) (newest successful event by created; ties to the larger event id)"
+        "the right winner for the 1 object (data.object.id) (newest successful event by created; ties to the larger event id)"
     );
 }
 

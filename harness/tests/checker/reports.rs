@@ -270,6 +270,14 @@ fn junit_has_one_suite_per_scenario_and_one_case_per_invariant() {
     assert_eq!(cases, ["I1 no-loss", "I2 exactly-once"]);
     assert!(x.contains("<failure message=\"1 of 2 acknowledged keys are missing from the inbox\" type=\"fail\">tsk_2 (acct_a)"));
     assert!(x.contains("<skipped message=\"not checked: the state has no winners section\"/>"));
+    // Real durations: each case its share of its scenario's wall time.
+    assert!(!x.contains("time=\"0.000\""), "{x}");
+    let case_total: f64 = j.test_suites[1]
+        .test_cases
+        .iter()
+        .map(|c| c.time.unwrap().as_secs_f64())
+        .sum();
+    assert!((case_total - 1.25).abs() < 0.01, "{case_total}");
 }
 
 #[test]

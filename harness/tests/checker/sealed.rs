@@ -117,7 +117,7 @@ fn a_front_killed_delivery_is_dead_by_design_and_a_401_to_a_forgery_is_rejected_
     assert_eq!(check.dead_letters.len(), 1);
     assert_eq!(
         check.dead_letters[0].by_design.as_deref(),
-        Some("front:<status>")
+        Some("front:503")
     );
     // Calm where it is by design: no "Dead letters" section, a "Dead by design" one.
     let md = std::fs::read_to_string(dir.path().join("summary.md"))?;
