@@ -154,6 +154,59 @@ fn nothing_points_outside_the_project() {
     );
 }
 
+/// What a reader has is the repository: no page, example or module header
+/// sends them to a guide it does not hold; a rule or a schema is written
+/// in the project's own words (the default schema is in docs/state.md).
+#[test]
+fn nothing_names_a_guide_the_repository_does_not_hold() {
+    let mut found = Vec::new();
+    for f in project_files() {
+        let r = rel(&f);
+        if r.starts_with("tests/") || r.contains("/tests/") {
+            continue; // the tests' own test receivers, not read by users
+        }
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        for (n, line) in text.lines().enumerate() {
+            let l = line.to_lowercase();
+            if l.contains("the guide") || l.contains("guide's") {
+                found.push(format!("{r}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "a guide named:\n{}", found.join("\n"));
+}
+
+/// The contract's answer table holds the signed, well-formed delivery a
+/// receiver cannot process, answered as I8 (poison-isolation) judges it:
+/// 2xx, stored, its row marked failed.
+#[test]
+fn the_contract_answers_an_unprocessable_delivery_as_poison_isolation_requires() {
+    let contract = std::fs::read_to_string(root().join("docs/contract.md")).unwrap();
+    let row = contract
+        .lines()
+        .find(|l| l.starts_with("| a verified, well-formed delivery it cannot process"))
+        .expect("docs/contract.md answers an unprocessable delivery");
+    let answer = row.split('|').nth(2).unwrap_or_default().trim();
+    assert!(
+        answer.starts_with("2xx")
+            && answer.contains("mark its row failed")
+            && answer.contains("(invariants.md#i8-poison-isolation)"),
+        "{row}"
+    );
+    let invariants = std::fs::read_to_string(root().join("docs/invariants.md")).unwrap();
+    let i8 = invariants
+        .split("\n### I8 poison-isolation\n")
+        .nth(1)
+        .and_then(|s| s.split("\n### ").next())
+        .expect("docs/invariants.md has I8 poison-isolation");
+    assert!(
+        i8.contains("answered 2xx") && i8.contains("marked failed"),
+        "{i8}"
+    );
+}
+
 #[test]
 fn the_reference_scan_finds_what_it_should() {
     let refs = doc_refs("see `docs/state.md`, ../docs/hooks.md and docs/; not docs/x.txt");

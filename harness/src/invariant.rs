@@ -83,8 +83,18 @@ impl fmt::Display for InvariantId {
 
 /// An invariant name could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("expected INVARIANT like I1 or no-loss (I1..I9), got {0:?}")]
+#[error("expected INVARIANT like I1 or no-loss (I1..I9), got {given:?}{hint}", given = .0, hint = near(.0))]
 pub struct InvariantParseError(pub String);
+
+/// ` (hint: did you mean …?)` when the name is near an id or a name.
+fn near(given: &str) -> String {
+    let known = InvariantId::ALL
+        .iter()
+        .flat_map(|id| [id.code(), id.name()]);
+    crate::suggest::closest(given, known)
+        .map(|n| format!(" (hint: did you mean {n}?)"))
+        .unwrap_or_default()
+}
 
 impl FromStr for InvariantId {
     type Err = InvariantParseError;
@@ -98,5 +108,23 @@ impl FromStr for InvariantId {
                     || t.eq_ignore_ascii_case(&id.to_string())
             })
             .ok_or_else(|| InvariantParseError(s.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mistyped_invariant_is_answered_with_the_nearest_id_or_name() {
+        let e = "exactly-onse"
+            .parse::<InvariantId>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.ends_with("(hint: did you mean exactly-once?)"), "{e}");
+        let e = "I22".parse::<InvariantId>().unwrap_err().to_string();
+        assert!(e.ends_with("(hint: did you mean I2?)"), "{e}");
+        let e = "frobnicate".parse::<InvariantId>().unwrap_err().to_string();
+        assert!(!e.contains("did you mean"), "{e}");
     }
 }

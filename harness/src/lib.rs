@@ -65,7 +65,8 @@
 //!   errors that name file and line), [`exit`] (the documented exit codes),
 //!   [`words`] (counts in words, with plural agreement),
 //!   [`memory`] (how the process asks the allocator for large buffers),
-//!   [`invariant`] (the ids I1–I9), `httpwire` (HTTP/1.1 answers read off
+//!   [`invariant`] (the ids I1–I9), [`suggest`] ("did you mean …?" for a
+//!   mistyped name), `httpwire` (HTTP/1.1 answers read off
 //!   any stream: the one reader of the concurrent copies and the bench).
 #![warn(missing_docs)]
 
@@ -97,6 +98,7 @@ pub mod sender;
 pub mod shard;
 pub mod shrink;
 pub mod state;
+pub mod suggest;
 pub mod tag;
 pub mod target;
 pub mod tcpproxy;

@@ -173,27 +173,32 @@ impl AttemptOutcome {
 }
 
 /// What [`judge`] reads of an attempt.
-#[derive(Debug, Clone, Copy)]
-pub struct Facts<'a> {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Facts {
     /// What the delivery was meant to be.
     pub intent: Intent,
     /// The answer's status.
     pub status: Option<u16>,
     /// The sender's outcome.
     pub outcome: Outcome,
-    /// The harness's faults on the attempt.
-    pub faults: &'a [FaultTag],
+    /// A fault the harness injected on purpose explains that the attempt
+    /// was not acknowledged (the excuse table's I9 rules: its front
+    /// answered, it was held back, the database was cut, the receiver down).
+    pub excused: bool,
+    /// The harness discarded the attempt's answer (`drop-ack`).
+    pub drop_ack: bool,
     /// It was the delivery's last attempt and it failed.
     pub dead: bool,
 }
 
-impl<'a> From<&'a Attempt> for Facts<'a> {
-    fn from(a: &'a Attempt) -> Self {
+impl From<&Attempt> for Facts {
+    fn from(a: &Attempt) -> Self {
         Facts {
             intent: a.intent,
             status: a.status,
             outcome: a.outcome,
-            faults: &a.faults,
+            excused: a.faults.iter().any(crate::excuse::explains_missing_ack),
+            drop_ack: a.faults.contains(&FaultTag::DropAck),
             dead: a.dead,
         }
     }
@@ -213,14 +218,6 @@ fn is_2xx(s: Option<u16>) -> bool {
     matches!(s, Some(200..=299))
 }
 
-/// The fault on the attempt that explains why the receiver did not
-/// acknowledge it (the table's I9 excuses), if any.
-pub fn design_cause(faults: &[FaultTag]) -> Option<&FaultTag> {
-    faults
-        .iter()
-        .find(|t| crate::excuse::explains_missing_ack(t))
-}
-
 /// Whether the receiver itself saw this genuine attempt and did not
 /// acknowledge it: no 2xx (taken or discarded by the harness), and no
 /// fault the harness injected on purpose explains it. What I9 counts, and
@@ -228,8 +225,8 @@ pub fn design_cause(faults: &[FaultTag]) -> Option<&FaultTag> {
 pub fn receiver_missed(f: &Facts) -> bool {
     f.intent == Intent::Genuine
         && f.outcome != Outcome::Ok
-        && !(is_2xx(f.status) && f.faults.contains(&FaultTag::DropAck))
-        && design_cause(f.faults).is_none()
+        && !(is_2xx(f.status) && f.drop_ack)
+        && !f.excused
 }
 
 /// What an attempt came to (see [`TABLE`]).
@@ -245,7 +242,7 @@ pub fn judge(f: &Facts) -> Judged {
         return Judged::Died;
     }
     if is_2xx(f.status) {
-        let taken = f.outcome == Outcome::Ok || f.faults.contains(&FaultTag::DropAck);
+        let taken = f.outcome == Outcome::Ok || f.drop_ack;
         return Judged::Now(if taken {
             O::Accepted
         } else {
@@ -258,7 +255,7 @@ pub fn judge(f: &Facts) -> Judged {
 /// An attempt without an acceptable answer: the harness's doing, or what
 /// the receiver answered.
 fn unanswered(f: &Facts) -> AttemptOutcome {
-    if design_cause(f.faults).is_some() {
+    if f.excused {
         return O::FailedByDesign;
     }
     match f.status {
@@ -275,17 +272,6 @@ pub fn of_death(key_missed: bool) -> AttemptOutcome {
         O::Dead
     } else {
         O::DeadByDesign
-    }
-}
-
-/// Why a delivery died by design, in words, from what a dead letter
-/// records as its cause: an attempt tag (`front:503`, `redirect`, …)
-/// worded by the excuse table, or the intent of a delivery that had to be
-/// refused.
-pub fn design_reason(cause: &str) -> String {
-    match crate::excuse::why_unacknowledged(FaultTag::parse(cause).pattern()) {
-        Some(why) => format!("`{cause}`: {why}"),
-        None => format!("a {cause} delivery, refused as it must be, until its attempts ran out"),
     }
 }
 
@@ -309,12 +295,13 @@ pub fn markdown() -> String {
 mod tests {
     use super::*;
 
-    fn facts(intent: Intent, status: Option<u16>, outcome: Outcome) -> Facts<'static> {
+    fn facts(intent: Intent, status: Option<u16>, outcome: Outcome) -> Facts {
         Facts {
             intent,
             status,
             outcome,
-            faults: &[],
+            excused: false,
+            drop_ack: false,
             dead: false,
         }
     }
@@ -334,11 +321,14 @@ mod tests {
 
     #[test]
     fn the_harnesss_own_refusals_are_by_design_and_the_receivers_are_its_own() {
-        let front = [FaultTag::FrontStatus(503)];
-        let f = Facts {
-            faults: &front,
-            ..facts(Intent::Genuine, Some(503), Outcome::Info)
+        let front = Attempt {
+            status: Some(503),
+            outcome: Outcome::Info,
+            faults: vec![FaultTag::FrontStatus(503)],
+            ..Attempt::acknowledged("s", "a", "k")
         };
+        let f = Facts::from(&front);
+        assert!(f.excused);
         assert_eq!(judge(&f), Judged::Now(O::FailedByDesign));
         assert!(!receiver_missed(&f));
         let own = facts(Intent::Genuine, Some(503), Outcome::Info);
@@ -352,20 +342,20 @@ mod tests {
 
     #[test]
     fn an_acknowledgement_the_harness_discarded_is_accepted_and_no_miss() {
-        let drop = [FaultTag::DropAck];
-        let f = Facts {
-            faults: &drop,
-            ..facts(Intent::Genuine, Some(204), Outcome::Info)
+        let drop = Attempt {
+            outcome: Outcome::Info,
+            faults: vec![FaultTag::DropAck],
+            ..Attempt::acknowledged("s", "a", "k")
         };
+        let f = Facts::from(&drop);
         assert_eq!(judge(&f), Judged::Now(O::Accepted));
         assert!(!receiver_missed(&f));
     }
 
     #[test]
     fn a_death_is_by_design_only_when_the_receiver_missed_nothing_of_its_key() {
-        let redirect = [FaultTag::FrontRedirect];
         let f = Facts {
-            faults: &redirect,
+            excused: true,
             dead: true,
             ..facts(Intent::Genuine, Some(308), Outcome::Info)
         };

@@ -1,6 +1,6 @@
 //! hookstorm-receiver: the reference webhook receiver.
 //!
-//! It does what a provider's receiver-design guide asks of a receiver —
+//! It does what docs/contract.md asks of a receiver —
 //! verify the signature on the raw body, write the delivery to an inbox keyed
 //! by (account, task id) with "insert, do nothing on conflict", commit, and
 //! only then answer 2xx; a worker processes the inbox afterwards — so that

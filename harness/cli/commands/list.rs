@@ -2,8 +2,6 @@
 //! invariants, so a team can see what a run covers and pick with `--tag`
 //! before running anything. `--json` gives the same for scripts.
 
-use std::path::PathBuf;
-
 use hookstorm::run::coverage::{self, Need};
 use hookstorm::scenario::Scenario;
 use serde_json::json;
@@ -11,9 +9,8 @@ use serde_json::json;
 /// Arguments of `hookstorm list`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Folder the scenario files come from.
-    #[arg(long)]
-    scenario_dir: Option<PathBuf>,
+    #[command(flatten)]
+    catalog: super::catalog::CatalogFlags,
     /// Only scenarios with this tag; repeatable.
     #[arg(long = "tag")]
     tags: Vec<String>,
@@ -24,10 +21,7 @@ pub struct Args {
 
 /// Prints the scenarios.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let dir = args
-        .scenario_dir
-        .clone()
-        .unwrap_or_else(super::resolve::default_scenario_dir);
+    let dir = args.catalog.dir();
     let mut all = match Scenario::load_dir(&dir) {
         Ok(s) => s,
         Err(e) => return Ok(super::usage_error(e)),

@@ -2,8 +2,10 @@
 //! its exit code.
 
 mod bench;
+mod catalog;
 mod check;
 mod completions;
+mod doctor;
 mod init;
 mod list;
 mod merge;
@@ -13,6 +15,7 @@ mod proxy;
 mod resolve;
 mod run;
 mod schedule;
+mod select;
 mod shrink;
 mod sign;
 mod target_flags;
@@ -48,7 +51,7 @@ enum Command {
     /// Run scenarios against a receiver (the built-in reference receiver when no target is given).
     Run(Box<run::Args>),
     /// Check a target's configuration in seconds (state source, reset, signed deliveries) and say which scenarios it would skip.
-    Doctor(Box<run::Args>),
+    Doctor(Box<doctor::Args>),
     /// List the scenarios: description, tags, needs and invariants.
     List(list::Args),
     /// Re-check a stored history against a stored state, without re-running.
@@ -91,7 +94,7 @@ pub fn dispatch(cli: Cli) -> i32 {
     );
     let result = match cli.command {
         Command::Run(a) => run::run(*a),
-        Command::Doctor(a) => run::doctor(*a),
+        Command::Doctor(a) => doctor::run(*a),
         Command::List(a) => list::run(a),
         Command::Check(a) => check::run(a),
         Command::Verify(a) => verify::run(a),

@@ -21,33 +21,20 @@ use std::time::Duration;
 
 use anyhow::Context;
 use hookstorm::exit;
-use hookstorm::run::preflight::{Outcome, Preflight, Words};
+use hookstorm::run::preflight::Words;
 use hookstorm::run::{RunEvent, RunOptions};
 use hookstorm::scenario::Scenario;
 
-use super::resolve::{build_target, default_scenario_dir, Built, DEFAULT_TIME_SCALE};
+use super::resolve::{build_target, Built, BuiltinFlags, DEFAULT_TIME_SCALE};
+use super::select::Selection;
+use super::target_flags::TargetFlags;
 use hookstorm::units::HumanDuration;
 
-/// Arguments of `hookstorm run`.
+/// Arguments of `hookstorm run`: its own, then the groups it shares with
+/// `doctor` (target, scenarios, built-in receiver).
 #[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Run")]
 pub struct Args {
-    #[command(flatten)]
-    target: super::target_flags::TargetFlags,
-    /// Scenario name or .toml file; repeat for several. Default: every scenario.
-    #[arg(long = "scenario")]
-    scenarios: Vec<String>,
-    /// Leave this scenario out; repeatable.
-    #[arg(long = "skip")]
-    skip: Vec<String>,
-    /// Run only scenarios with this tag (`process`, `signatures`, `ordering`, …; see `hookstorm list`); repeatable.
-    #[arg(long = "tag")]
-    tags: Vec<String>,
-    /// Leave out scenarios with this tag; repeatable.
-    #[arg(long = "skip-tag")]
-    skip_tags: Vec<String>,
-    /// A scenario the target cannot run (skipped for an unmet need) fails the run.
-    #[arg(long)]
-    require_all: bool,
     /// Stop at the first failing scenario (the same as --max-fail 1).
     #[arg(long)]
     fail_fast: bool,
@@ -63,9 +50,6 @@ pub struct Args {
     /// Skip the preflight check of the target.
     #[arg(long)]
     no_preflight: bool,
-    /// Folder the scenario files come from.
-    #[arg(long)]
-    scenario_dir: Option<PathBuf>,
     /// Seed for everything (workload, jitter, fault choices). Random when absent.
     #[arg(long)]
     seed: Option<u64>,
@@ -77,7 +61,8 @@ pub struct Args {
     /// Status deviations that leave state intact (non-strict) fail the run.
     #[arg(long)]
     strict: bool,
-    /// Reports folder.
+    /// Reports folder: the run writes its own folder in it
+    /// (<out>/<run-id>/) and points <out>/latest at that.
     #[arg(long, default_value = "reports")]
     out: PathBuf,
     /// Concurrent requests at most.
@@ -93,12 +78,6 @@ pub struct Args {
     /// pauses longer between writes).
     #[arg(long, default_value_t = HumanDuration(hookstorm::state::probe::DEFAULT_SETTLE))]
     settle: HumanDuration,
-    /// Built-in receiver only: switch on one deliberate bug (see `hookstorm-receiver --help`).
-    #[arg(long)]
-    defect: Option<String>,
-    /// Built-in receiver only: its database (default: SQLite in a temp folder).
-    #[arg(long)]
-    receiver_db: Option<String>,
     /// No colours in the console table (the same as `--color never`).
     #[arg(long)]
     no_color: bool,
@@ -120,13 +99,12 @@ pub struct Args {
     /// <run>/shrink/<scenario>/.
     #[arg(long)]
     shrink: bool,
-}
-
-/// `hookstorm doctor`: the preflight alone, and which scenarios the target
-/// would skip.
-pub fn doctor(mut args: Args) -> anyhow::Result<i32> {
-    args.preflight_only = true;
-    run(args)
+    #[command(flatten)]
+    target: TargetFlags,
+    #[command(flatten)]
+    select: Selection,
+    #[command(flatten)]
+    builtin: BuiltinFlags,
 }
 
 /// Runs the scenarios and returns the verdict's exit code.
@@ -136,39 +114,26 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             return Ok(super::usage_error(format!("--time-scale {e}")));
         }
     }
-    if args.target.given() {
-        for (flag, set) in [
-            ("--defect", args.defect.is_some()),
-            ("--receiver-db", args.receiver_db.is_some()),
-        ] {
-            if set {
-                return Ok(super::usage_error(format!(
-                    "{flag} configures the built-in reference receiver, which --target/--url replace (hint: drop {flag}, or drop --target and --url to test the built-in receiver)"
-                )));
-            }
-        }
+    if args.preflight_only {
+        return super::doctor::run(super::doctor::Args {
+            target: args.target,
+            select: args.select,
+            builtin: args.builtin,
+        });
     }
     if args.max_fail == Some(0) {
         return Ok(super::usage_error(
             "--max-fail 0: expected 1 or more (--fail-fast is --max-fail 1)",
         ));
     }
-    let file_selection = match args.target.selection() {
-        Ok(s) => s,
-        Err(e) => {
-            errln!("error: {e}");
-            return Ok(exit::TARGET_UNUSABLE);
-        }
-    };
-    let scenarios = match select_scenarios(&args, &file_selection) {
-        Ok(s) => s,
-        Err(e) => return Ok(super::usage_error(format!("{e:#}"))),
+    let (scenarios, require_all) = match args.select.for_target(&args.target) {
+        Ok(picked) => picked,
+        Err(code) => return Ok(code),
     };
     let scenarios = match args.shard {
         Some(s) => s.take(scenarios),
         None => scenarios,
     };
-    let require_all = args.require_all || file_selection.require_all;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -183,12 +148,7 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
         target,
         child,
         reproduce,
-    } = match build_target(
-        &args.target,
-        args.defect.as_deref(),
-        args.receiver_db.as_deref(),
-        "hookstorm run",
-    )? {
+    } = match build_target(&args.target, &args.builtin, "hookstorm run")? {
         Ok(b) => b,
         Err(code) => return Ok(code),
     };
@@ -241,24 +201,6 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
     } else {
         Words::plain(&target)
     };
-    if args.preflight_only {
-        let outcome = tokio::select! {
-            o = hookstorm::run::doctor(&target, &scenarios, &opts) => o,
-            _ = stop.wait() => {
-                hookstorm::lifecycle::kill_all();
-                errln!("interrupted: stopped every process the harness started");
-                return Ok(exit::INTERRUPTED);
-            }
-        };
-        drop(child);
-        return Ok(match outcome {
-            Ok(d) => doctor_report(&d, &words, opts.require_all),
-            Err(e) => {
-                errln!("error: {e}");
-                exit::TARGET_UNUSABLE
-            }
-        });
-    }
     let json_lines = args.message_format == super::message::MessageFormat::Json;
     let mut progress = |ev: RunEvent<'_>| match ev {
         RunEvent::ScenarioStarted { name, index, total } => info!("[{index}/{total}] {name} …"),
@@ -278,7 +220,7 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
         },
         RunEvent::Preflight(pf) => crate::ui::write_stderr(
             crate::ui::Verbosity::Normal,
-            format_args!("{}", preflight_lines(pf, &words)),
+            format_args!("{}", super::doctor::preflight_lines(pf, &words)),
         ),
     };
     if let Some(at) = args.start_at {
@@ -352,143 +294,18 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
             Ok(exit::TARGET_UNUSABLE)
         }
         Err(hookstorm::run::RunError::Preflight(pf)) => {
-            if let Some(f) = pf.problem() {
-                errln!("error: target unusable: {}", f.render(&words));
+            match pf.problem() {
+                // The preflight's lines (shown unless -q) hold the FAIL line: once is enough.
+                Some(_) if crate::ui::verbosity() >= crate::ui::Verbosity::Normal => {
+                    errln!("error: target unusable: fix what the preflight's FAIL line says")
+                }
+                Some(f) => errln!("error: target unusable: {}", f.render(&words)),
+                None => errln!("error: target unusable"),
             }
             Ok(exit::TARGET_UNUSABLE)
         }
         Err(e) => Err(e.into()),
     }
-}
-
-/// The preflight's findings, one line each.
-fn preflight_lines(pf: &Preflight, words: &Words) -> String {
-    let mut out = format!("preflight ({:.1}s):\n", pf.elapsed.as_secs_f64());
-    for f in &pf.findings {
-        let mark = match f.outcome {
-            Outcome::Passed => "ok  ",
-            Outcome::Warning => "note",
-            Outcome::Problem(_) => "FAIL",
-        };
-        out.push_str(&format!("  {mark}  {}\n", f.render(words)));
-    }
-    out
-}
-
-/// Prints what `doctor` found; returns 0 when the target is usable, 3 when
-/// it is not, 1 when a run would fail because `--require-all` meets skips.
-fn doctor_report(d: &hookstorm::run::Doctor, words: &Words, require_all: bool) -> i32 {
-    out!("{}", preflight_lines(&d.preflight, words));
-    if let Some(f) = d.preflight.problem() {
-        outln!("target unusable: {}", f.render(words));
-        return exit::TARGET_UNUSABLE;
-    }
-    let coverage = hookstorm::run::coverage::Coverage::of(d.skips.iter().map(|(_, s)| s.as_ref()));
-    for (name, skip) in &d.skips {
-        if let Some(s) = skip {
-            outln!("would skip {name}: {}", s.reason);
-        }
-    }
-    outln!(
-        "target usable; with it {}",
-        coverage.line().replacen(" ran", " would run", 1)
-    );
-    if require_all && coverage.skipped > 0 {
-        outln!("--require-all: a run would fail on these skips");
-        return exit::FAIL;
-    }
-    exit::PASS
-}
-
-fn select_scenarios(
-    args: &Args,
-    file: &hookstorm::target::SelectionFile,
-) -> anyhow::Result<Vec<Scenario>> {
-    let dir = args
-        .scenario_dir
-        .clone()
-        .unwrap_or_else(default_scenario_dir);
-    let all = || Scenario::load_dir(&dir);
-    let known = || -> Vec<String> {
-        all()
-            .map(|v| v.into_iter().map(|s| s.name).collect())
-            .unwrap_or_default()
-    };
-    let mut picked = Vec::new();
-    if !args.scenarios.is_empty() {
-        for s in &args.scenarios {
-            let path = if s.ends_with(".toml") {
-                PathBuf::from(s)
-            } else {
-                dir.join(format!("{s}.toml"))
-            };
-            if !path.exists() {
-                anyhow::bail!("no scenario {s:?} (hint: one of {})", known().join(", "));
-            }
-            picked.push(Scenario::from_file(&path)?);
-        }
-    } else {
-        picked = all()?;
-        if !file.only.is_empty() {
-            let names = known();
-            if let Some(bad) = file.only.iter().find(|n| !names.contains(n)) {
-                anyhow::bail!(
-                    "[scenarios] only: no scenario {bad:?} (hint: one of {})",
-                    names.join(", ")
-                );
-            }
-            picked.retain(|s| file.only.contains(&s.name));
-        }
-    }
-    let mut names = known();
-    names.extend(picked.iter().map(|s| s.name.clone()));
-    for (whence, list) in [("--skip", &args.skip), ("[scenarios] skip", &file.skip)] {
-        if let Some(bad) = list.iter().find(|n| !names.contains(n)) {
-            anyhow::bail!(
-                "{whence}: no scenario {bad:?} (hint: one of {})",
-                names.join(", ")
-            );
-        }
-    }
-    picked.retain(|s| !args.skip.contains(&s.name) && !file.skip.contains(&s.name));
-    let tags = if args.tags.is_empty() {
-        &file.tags
-    } else {
-        &args.tags
-    };
-    let known_tags: Vec<String> = {
-        let mut t: Vec<String> = all()
-            .map(|v| v.into_iter().flat_map(|s| s.tags).collect())
-            .unwrap_or_default();
-        t.extend(picked.iter().flat_map(|s| s.tags.clone()));
-        t.sort();
-        t.dedup();
-        t
-    };
-    for t in tags.iter().chain(&args.skip_tags).chain(&file.skip_tags) {
-        if !known_tags.contains(t) {
-            anyhow::bail!(
-                "no scenario has tag {t:?} (hint: one of {})",
-                known_tags.join(", ")
-            );
-        }
-    }
-    if !tags.is_empty() {
-        picked.retain(|s| tags.iter().any(|t| s.has_tag(t)));
-    }
-    picked.retain(|s| {
-        !args
-            .skip_tags
-            .iter()
-            .chain(&file.skip_tags)
-            .any(|t| s.has_tag(t))
-    });
-    if picked.is_empty() {
-        anyhow::bail!(
-            "no scenario left to run (hint: `hookstorm list` shows every scenario and its tags)"
-        );
-    }
-    Ok(picked)
 }
 
 fn rand_seed() -> u64 {

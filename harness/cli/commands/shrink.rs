@@ -24,11 +24,11 @@ use hookstorm::units::HumanDuration;
 
 use super::resolve::{build_target, Built};
 
-/// Arguments of `hookstorm shrink`.
+/// Arguments of `hookstorm shrink`: its own, then the target's and the
+/// built-in receiver's, as `run` has them.
 #[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Shrink")]
 pub struct Args {
-    #[command(flatten)]
-    target: super::target_flags::TargetFlags,
     /// The failing scenario: a name or a .toml file.
     #[arg(long)]
     scenario: String,
@@ -51,12 +51,10 @@ pub struct Args {
     /// Runs of the minimal plan after the search, for "fails X of N runs".
     #[arg(long, value_name = "N", default_value_t = shrink::DEFAULT_CONFIRM)]
     confirm: u32,
-    /// Output folder. Default: reports/shrink/<scenario>.
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Folder the scenario files come from.
-    #[arg(long)]
-    scenario_dir: Option<PathBuf>,
+    /// Reports folder: the shrink writes its own folder in it
+    /// (<out>/shrink/<scenario>/), as `run --out` writes <out>/<run-id>/.
+    #[arg(long, default_value = "reports")]
+    out: PathBuf,
     /// Divide every wait by this (overrides the scenario's own scale).
     #[arg(long)]
     time_scale: Option<f64>,
@@ -69,12 +67,12 @@ pub struct Args {
     /// Read a state that still misses acknowledged keys once it has not changed for this long.
     #[arg(long, default_value_t = HumanDuration(hookstorm::state::probe::DEFAULT_SETTLE))]
     settle: HumanDuration,
-    /// Built-in receiver only: switch on one deliberate bug.
-    #[arg(long)]
-    defect: Option<String>,
-    /// Built-in receiver only: its database (default: SQLite in a temp folder).
-    #[arg(long)]
-    receiver_db: Option<String>,
+    #[command(flatten)]
+    catalog: super::catalog::CatalogFlags,
+    #[command(flatten)]
+    target: super::target_flags::TargetFlags,
+    #[command(flatten)]
+    builtin: super::resolve::BuiltinFlags,
 }
 
 /// Shrinks and returns the exit code.
@@ -92,26 +90,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             return Ok(super::usage_error(format!("{flag} 0: expected 1 or more")));
         }
     }
-    if args.target.given() && (args.defect.is_some() || args.receiver_db.is_some()) {
-        return Ok(super::usage_error(
-            "--defect and --receiver-db configure the built-in reference receiver, which --target/--url replace",
-        ));
+    if let Some(e) = args.builtin.conflict(&args.target) {
+        return Ok(super::usage_error(e));
     }
-    let dir = args
-        .scenario_dir
-        .clone()
-        .unwrap_or_else(super::resolve::default_scenario_dir);
-    let path = if args.scenario.ends_with(".toml") {
-        PathBuf::from(&args.scenario)
-    } else {
-        dir.join(format!("{}.toml", args.scenario))
+    let path = match super::catalog::find(&args.catalog.dir(), &args.scenario) {
+        Ok(p) => p,
+        Err(e) => return Ok(super::usage_error(e)),
     };
-    if !path.exists() {
-        return Ok(super::usage_error(format!(
-            "no scenario {:?} (hint: `hookstorm list` shows every scenario)",
-            args.scenario
-        )));
-    }
     let scenario = match Scenario::from_file(&path) {
         Ok(s) => s,
         Err(e) => return Ok(super::usage_error(e)),
@@ -140,22 +125,14 @@ async fn run_async(args: Args, scenario: Scenario) -> anyhow::Result<i32> {
         target,
         child,
         mut reproduce,
-    } = match build_target(
-        &args.target,
-        args.defect.as_deref(),
-        args.receiver_db.as_deref(),
-        "hookstorm run",
-    )? {
+    } = match build_target(&args.target, &args.builtin, "hookstorm run")? {
         Ok(b) => b,
         Err(code) => return Ok(code),
     };
     if let Some(t) = args.time_scale {
         reproduce.push_str(&format!(" --time-scale {t}"));
     }
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("reports").join("shrink").join(&scenario.name));
+    let out = args.out.join("shrink").join(&scenario.name);
     let run = RunOptions {
         seed: args.seed,
         time_scale: args.time_scale,

@@ -15,20 +15,13 @@ use std::time::Duration;
 use rustc_hash::FxHashSet;
 
 use crate::history::{Attempt, Event, Intent, Outcome, ProviderTask, TransportFailure};
-use crate::outcome::{self, Judged};
 use crate::plan::delivery::{job_key, TaskStatus};
 use crate::tag::FaultTag;
 
+use super::found::Found;
 pub(crate) use super::intern::Interner;
-use super::verdict::{Counts, DeadLetter, Evidence, EvidenceSet, MAX_DEAD_LETTERS};
-
-/// How a dead letter of a delivery that had to be refused names its intent.
-fn intent_word(intent: Intent) -> String {
-    serde_json::to_value(intent)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
+use super::verdict::{Counts, DeadLetter, Evidence, MAX_DEAD_LETTERS};
+use crate::outcome::{self, AttemptOutcome, Facts, Judged};
 
 pub(crate) use super::intern::NONE;
 /// History lines kept per key for evidence.
@@ -75,15 +68,60 @@ pub(crate) mod flag {
     pub const REAL: u32 = GENUINE | PROVIDER;
 }
 
+/// What the checker reads of an attempt's fault tags, decided once per
+/// attempt from the excuse table ([`crate::excuse`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct TagFacts {
+    /// The harness's own front answered with a redirect.
+    pub front_redirect: bool,
+    /// A fault excuses the attempt's slowness (I7).
+    pub excuses_slowness: bool,
+    /// The harness discarded the 2xx.
+    pub drop_ack: bool,
+    /// A fault explains that the attempt was not acknowledged (I9).
+    pub explains_missing_ack: bool,
+    /// The attempt is a duplicate of a delivery (a copy, replay or redelivery).
+    pub duplicate: bool,
+}
+
+impl TagFacts {
+    /// The facts of these tags.
+    pub fn of(tags: &[FaultTag]) -> TagFacts {
+        let mut f = TagFacts::default();
+        for t in tags {
+            f.add(t);
+        }
+        f
+    }
+
+    /// The facts of tags as the history writes them.
+    pub fn of_names<'s>(names: impl IntoIterator<Item = &'s str>) -> TagFacts {
+        let mut f = TagFacts::default();
+        for n in names {
+            f.add(&FaultTag::parse(n));
+        }
+        f
+    }
+
+    fn add(&mut self, t: &FaultTag) {
+        self.front_redirect |= *t == FaultTag::FrontRedirect;
+        self.excuses_slowness |= crate::excuse::excuses_slowness(t);
+        self.drop_ack |= *t == FaultTag::DropAck;
+        self.explains_missing_ack |= crate::excuse::explains_missing_ack(t);
+        self.duplicate |= t.is_duplicate();
+    }
+}
+
 /// The fields of an attempt the checker reads, borrowed (from an [`Attempt`]
 /// or straight from a history line).
+#[derive(Debug)]
 pub(crate) struct AttemptView<'a> {
     pub delivery: &'a str,
     pub key: &'a str,
     pub account: &'a str,
     pub job: Option<&'a str>,
     pub attempt: u32,
-    pub faults: Vec<FaultTag>,
+    pub tags: TagFacts,
     pub status: Option<u16>,
     pub latency_ms: Option<f64>,
     pub error: Option<&'a str>,
@@ -106,7 +144,7 @@ impl<'a> From<&'a Attempt> for AttemptView<'a> {
             account: &a.account,
             job: a.job.as_deref(),
             attempt: a.attempt,
-            faults: a.faults.clone(),
+            tags: TagFacts::of(&a.faults),
             status: a.status,
             latency_ms: a.latency_ms,
             error: a.error.as_deref(),
@@ -124,6 +162,7 @@ impl<'a> From<&'a Attempt> for AttemptView<'a> {
 }
 
 /// The fields of a provider task the checker reads, borrowed.
+#[derive(Debug)]
 pub(crate) struct ProviderView<'a> {
     pub account: &'a str,
     pub key: &'a str,
@@ -233,12 +272,6 @@ impl KeyAgg {
     pub fn must_store(&self, reconciled: bool) -> bool {
         self.acknowledged() || (reconciled && self.has(flag::PROVIDER_FINAL))
     }
-
-    /// A non-poison task whose status and creation time are known.
-    pub fn completed_at(&self) -> Option<i64> {
-        (self.has(flag::COMPLETED) && !self.has(flag::POISON) && self.created != NO_TIME)
-            .then_some(self.created)
-    }
 }
 
 /// The streaming fold of a scenario's history.
@@ -253,11 +286,14 @@ pub struct Aggregator {
     by_name: hashbrown::HashTable<u32>,
     pub(super) deliveries: FxHashSet<u64>,
     pub(crate) counts: Counts,
-    pub(super) dead: Vec<(DeadLetter, u32)>,
-    /// The key of every genuine delivery that died, in order: what each
-    /// death came to is settled once the key is read ([`Aggregator::settle_deaths`]).
+    /// The first dead letters, with their history lines and records.
+    pub(super) dead: Vec<(u64, DeadLetter, u32)>,
+    /// The record of every genuine delivery that died, in order: what
+    /// each death came to is settled once its key is read
+    /// ([`Aggregator::settle_deaths`]).
     pub(super) died: Vec<u32>,
-    pub(crate) status_fail: EvidenceSet,
+    /// I7's findings about single answers ([`status_findings`]).
+    pub(crate) status_fail: Found,
     pub(crate) answer_limit: Duration,
     pub(crate) sequenced: bool,
     /// The account of the last attempt: histories have few accounts, so
@@ -304,7 +340,7 @@ impl Aggregator {
             counts: Counts::default(),
             dead: Vec::new(),
             died: Vec::new(),
-            status_fail: EvidenceSet::default(),
+            status_fail: Found::default(),
             answer_limit,
             sequenced: false,
             last_account: NONE,
@@ -440,18 +476,22 @@ impl Aggregator {
         self.describe_task(i, p.job, Some(p.task_status), Some(p.created_at));
     }
 
+    /// Folds one attempt: the run's counts, the answer's own findings
+    /// ([`status_findings`]) and the key's record ([`Aggregator::key_attempt`]).
     pub(crate) fn attempt(&mut self, line: u64, a: &AttemptView) {
-        let c = &mut self.counts;
-        c.attempts += 1;
-        match a.outcome {
-            Outcome::Ok => c.ok += 1,
-            Outcome::Fail => c.fail += 1,
-            Outcome::Info => c.info += 1,
-        }
+        self.counts.count(a);
         let mut h = std::hash::DefaultHasher::new();
         a.delivery.hash(&mut h);
         self.deliveries.insert(h.finish());
+        status_findings(line, a, self.answer_limit, &mut self.status_fail);
+        self.key_attempt(line, a);
+    }
 
+    /// Folds what one attempt says about its key. It reads neither the
+    /// latency nor the detail of the attempt, and its delivery and error
+    /// only when the delivery died: a partition's spilled attempts carry
+    /// no more than that.
+    pub(crate) fn key_attempt(&mut self, line: u64, a: &AttemptView) {
         let i = self.slot(a.account, a.key, line);
         if a.intent == Intent::Genuine {
             self.describe_task(i, a.job, a.task_status, a.created_at);
@@ -463,10 +503,24 @@ impl Aggregator {
                 self.keys[i].sequence = s;
             }
         }
-        let tags: &[FaultTag] = &a.faults;
-        self.status(line, i, a, tags);
-
+        let tags = a.tags;
         let agg = &mut self.keys[i];
+        if is_4xx(a.status) {
+            // I7's 4xx rules; whether they are deviations or failures is
+            // decided at the end, once the state says whether it stayed intact.
+            let f = match a.intent {
+                Intent::Genuine if agg.has(flag::ACKED) || tags.duplicate => flag::DUP_4XX,
+                Intent::Genuine => flag::GEN_4XX,
+                Intent::Test => flag::TEST_4XX,
+                _ => 0,
+            };
+            if f != 0 {
+                agg.flags |= f;
+                if agg.status_line == 0 {
+                    agg.status_line = line32(line);
+                }
+            }
+        }
         agg.flags |= match a.intent {
             Intent::Genuine => flag::GENUINE,
             Intent::Test => flag::TEST,
@@ -486,26 +540,19 @@ impl Aggregator {
         }
         let genuine = a.intent == Intent::Genuine;
         let ok = genuine && a.outcome == Outcome::Ok;
-        let drop_ack = genuine && is_2xx(a.status) && tags.contains(&FaultTag::DropAck);
+        let drop_ack = genuine && is_2xx(a.status) && tags.drop_ack;
         if ok {
             agg.flags |= flag::OK;
         }
         if drop_ack {
             agg.flags |= flag::DROP_ACK;
         }
-        let facts = outcome::Facts {
-            intent: a.intent,
-            status: a.status,
-            outcome: a.outcome,
-            faults: tags,
-            dead: a.dead,
-        };
         if genuine {
             agg.genuine_attempts += 1;
             // I9: an attempt the receiver itself saw and did not acknowledge.
             // A transport error, a malformed answer or a connection closed
             // before the status line has no status: never an acknowledgement.
-            if outcome::receiver_missed(&facts) {
+            if outcome::receiver_missed(&facts(a)) {
                 agg.flags |= flag::RECEIVER_MISSED;
                 agg.missed_line = line32(line);
                 agg.missed_status = a.status.unwrap_or(0);
@@ -517,134 +564,171 @@ impl Aggregator {
         if ok || drop_ack || !genuine {
             agg.add_line(line);
         }
-        // What the attempt came to; a death waits for its key's last line.
-        let judged = outcome::judge(&facts);
-        match judged {
-            Judged::Now(o) => self.counts.add(o, 1),
-            Judged::Died => self.died.push(i as u32),
-        }
 
         if a.dead {
-            self.counts.dead += 1;
-            if self.dead.len() < MAX_DEAD_LETTERS {
-                let by_design = match judged {
-                    // Settled with the key in `dead_letters`.
-                    Judged::Died => outcome::design_cause(tags).map(FaultTag::to_string),
-                    Judged::Now(_) if a.intent.must_reject() => Some(intent_word(a.intent)),
-                    Judged::Now(_) => None,
-                };
-                self.dead.push((
-                    DeadLetter {
-                        delivery: a.delivery.to_string(),
-                        key: a.key.to_string(),
-                        account: a.account.to_string(),
-                        attempts: a.attempt,
-                        last_status: a.status,
-                        last_error: a.error.map(str::to_string),
-                        recovered: false,
-                        by_design,
-                    },
-                    i as u32,
-                ));
-            }
+            self.counts_dead_letter(line, i, a);
         }
     }
 
-    /// The deaths of genuine deliveries settled by their keys (by design
-    /// unless the receiver itself missed an attempt of the key), counted
-    /// into `counts`, and the dead letters with what killed them by design.
-    pub(crate) fn settle_deaths(&self, counts: &mut Counts) -> Vec<(DeadLetter, u32)> {
+    /// Keeps a dead delivery, while there is room (`Counts::dead` counts
+    /// them all). A genuine one's death is settled with its key
+    /// ([`Aggregator::settle_deaths`]); any other died as its own last
+    /// attempt says (a forged delivery refused to the end died by design).
+    fn counts_dead_letter(&mut self, line: u64, i: usize, a: &AttemptView) {
+        let by_design = match outcome::judge(&facts(a)) {
+            Judged::Died => {
+                self.died.push(i as u32);
+                true
+            }
+            Judged::Now(o) => matches!(
+                o,
+                AttemptOutcome::RejectedAsRequired | AttemptOutcome::FailedByDesign
+            ),
+        };
+        if self.dead.len() < MAX_DEAD_LETTERS {
+            self.dead.push((
+                line,
+                DeadLetter {
+                    delivery: a.delivery.to_string(),
+                    key: a.key.to_string(),
+                    account: a.account.to_string(),
+                    attempts: a.attempt,
+                    last_status: a.status,
+                    last_error: a.error.map(str::to_string),
+                    recovered: false,
+                    by_design,
+                },
+                i as u32,
+            ));
+        }
+    }
+
+    /// Every genuine death settled by its key, as I9 judges it: by design
+    /// unless the receiver itself missed an attempt of the key. Counts
+    /// each into `counts` and says so on the dead letters.
+    pub(crate) fn settle_deaths(&self, counts: &mut Counts) -> Vec<(u64, DeadLetter, u32)> {
         for &i in &self.died {
             let missed = self.keys[i as usize].has(flag::RECEIVER_MISSED);
-            counts.add(outcome::of_death(missed), 1);
+            counts.add_outcome(outcome::of_death(missed), 1);
         }
         self.dead
             .iter()
-            .map(|(d, i)| {
+            .map(|(line, d, i)| {
+                let k = &self.keys[*i as usize];
                 let mut d = d.clone();
-                if self.keys[*i as usize].has(flag::GENUINE)
-                    && self.keys[*i as usize].has(flag::RECEIVER_MISSED)
-                {
-                    d.by_design = None;
+                if k.has(flag::GENUINE) && k.has(flag::RECEIVER_MISSED) {
+                    d.by_design = false;
                 }
-                (d, *i)
+                (*line, d, *i)
             })
             .collect()
     }
+}
 
-    /// I7's per-attempt rules; non-strict deviations are decided at the end,
-    /// once the state says whether it stayed intact.
-    fn status(&mut self, line: u64, i: usize, a: &AttemptView, tags: &[FaultTag]) {
-        let fail =
-            |what: String| Evidence::new(a.key, Some(a.account.to_string()), what, vec![line]);
-        if let Some(s @ 300..=399) = a.status {
-            if !tags.contains(&FaultTag::FrontRedirect) {
-                self.status_fail.push(|| {
-                    fail(format!(
-                        "answered {s}: redirects are never followed, every 3xx is a failed attempt"
-                    ))
-                });
-            }
+/// What [`outcome::judge`] reads of an attempt.
+pub(crate) fn facts(a: &AttemptView) -> Facts {
+    Facts {
+        intent: a.intent,
+        status: a.status,
+        outcome: a.outcome,
+        excused: a.tags.explains_missing_ack,
+        drop_ack: a.tags.drop_ack,
+        dead: a.dead,
+    }
+}
+
+impl Counts {
+    /// Counts one attempt (not its delivery: distinct deliveries are
+    /// counted apart).
+    pub(crate) fn count(&mut self, a: &AttemptView) {
+        self.attempts += 1;
+        match a.outcome {
+            Outcome::Ok => self.ok += 1,
+            Outcome::Fail => self.fail += 1,
+            Outcome::Info => self.info += 1,
         }
-        if a.intent.must_reject() && is_2xx(a.status) {
-            let s = a.status.unwrap_or_default();
-            let kind = a.detail.unwrap_or(match a.intent {
-                Intent::CrossAccount => "other account's secret",
-                Intent::Oversized => "oversized body",
-                Intent::ExpiredReplay => "expired replay",
-                _ => "forged",
-            });
-            self.status_fail
-                .push(|| fail(format!("{kind} delivery answered {s}; it must get a 4xx")));
+        if a.dead {
+            self.dead += 1;
         }
-        // A 2xx the sender did not accept: the answer lacked what the
-        // provider's own check asks for (a Slack url_verification's challenge).
-        if a.intent == Intent::Test && is_2xx(a.status) && a.outcome == Outcome::Fail {
-            let s = a.status.unwrap_or_default();
-            let why = a
-                .error
-                .unwrap_or("it lacked what the provider's check asks for");
-            self.status_fail.push(|| {
+        // What the attempt came to; a genuine death is counted with its
+        // key ([`Aggregator::settle_deaths`]).
+        if let Judged::Now(o) = outcome::judge(&facts(a)) {
+            self.add_outcome(o, 1);
+        }
+    }
+
+    /// Adds `other`'s counts, found apart.
+    pub(crate) fn add(&mut self, other: &Counts) {
+        self.deliveries += other.deliveries;
+        self.attempts += other.attempts;
+        self.ok += other.ok;
+        self.fail += other.fail;
+        self.info += other.info;
+        self.dead += other.dead;
+        for (o, n) in &other.outcomes {
+            self.add_outcome(*o, *n);
+        }
+    }
+}
+
+/// I7's rules for one answer alone, whatever else the history holds: every
+/// 3xx (but the harness's own redirect), a 2xx to a delivery that had to be
+/// rejected or a test delivery's 2xx the provider would not accept, and an
+/// answer slower than `limit` (unless a fault the harness injected made it
+/// slow). Ranked by the attempt's history line.
+pub(crate) fn status_findings(line: u64, a: &AttemptView, limit: Duration, out: &mut Found) {
+    let fail = |what: String| Evidence::new(a.key, Some(a.account.to_string()), what, vec![line]);
+    let rank = (0, line);
+    if let Some(s @ 300..=399) = a.status {
+        if !a.tags.front_redirect {
+            out.push(rank, || {
                 fail(format!(
-                    "test delivery answered {s}, but {why}: the provider would not enable this URL"
+                    "answered {s}: redirects are never followed, every 3xx is a failed attempt"
                 ))
             });
         }
-        // Only the harness holding or stalling the request excuses slowness.
-        if !tags.iter().any(crate::excuse::excuses_slowness) {
-            let limit_ms = self.answer_limit.as_secs_f64() * 1000.0;
-            if let Some(ms) = a.latency_ms.filter(|&ms| ms > limit_ms) {
-                self.status_fail.push(|| {
-                    fail(format!(
-                        "answered after {:.0} ms, over the {:.0} ms limit",
-                        ms, limit_ms
-                    ))
-                });
-            } else if a.status.is_none()
-                && a.error.map(TransportFailure::of) == Some(TransportFailure::Timeout)
-            {
-                self.status_fail
-                    .push(|| fail(format!("no answer within the {:.0} ms limit", limit_ms)));
-            }
-        }
-        let agg = &mut self.keys[i];
-        if is_4xx(a.status) {
-            let f = match a.intent {
-                Intent::Genuine
-                    if agg.has(flag::ACKED) || tags.iter().any(FaultTag::is_duplicate) =>
-                {
-                    flag::DUP_4XX
-                }
-                Intent::Genuine => flag::GEN_4XX,
-                Intent::Test => flag::TEST_4XX,
-                _ => 0,
-            };
-            if f != 0 {
-                agg.flags |= f;
-                if agg.status_line == 0 {
-                    agg.status_line = line32(line);
-                }
-            }
+    }
+    if a.intent.must_reject() && is_2xx(a.status) {
+        let s = a.status.unwrap_or_default();
+        let kind = a.detail.unwrap_or(match a.intent {
+            Intent::CrossAccount => "other account's secret",
+            Intent::Oversized => "oversized body",
+            Intent::ExpiredReplay => "expired replay",
+            _ => "forged",
+        });
+        out.push(rank, || {
+            fail(format!("{kind} delivery answered {s}; it must get a 4xx"))
+        });
+    }
+    // A 2xx the sender did not accept: the answer lacked what the
+    // provider's own check asks for (a Slack url_verification's challenge).
+    if a.intent == Intent::Test && is_2xx(a.status) && a.outcome == Outcome::Fail {
+        let s = a.status.unwrap_or_default();
+        let why = a
+            .error
+            .unwrap_or("it lacked what the provider's check asks for");
+        out.push(rank, || {
+            fail(format!(
+                "test delivery answered {s}, but {why}: the provider would not enable this URL"
+            ))
+        });
+    }
+    // Only the harness holding or stalling the request excuses slowness.
+    if !a.tags.excuses_slowness {
+        let limit_ms = limit.as_secs_f64() * 1000.0;
+        if let Some(ms) = a.latency_ms.filter(|&ms| ms > limit_ms) {
+            out.push(rank, || {
+                fail(format!(
+                    "answered after {:.0} ms, over the {:.0} ms limit",
+                    ms, limit_ms
+                ))
+            });
+        } else if a.status.is_none()
+            && a.error.map(TransportFailure::of) == Some(TransportFailure::Timeout)
+        {
+            out.push(rank, || {
+                fail(format!("no answer within the {:.0} ms limit", limit_ms))
+            });
         }
     }
 }

@@ -117,34 +117,18 @@ impl Aggregator {
             agg.genuine_attempts += k.genuine_attempts;
         }
 
-        let (c, l) = (&mut self.counts, &later_counts);
-        c.deliveries += l.deliveries;
-        c.attempts += l.attempts;
-        c.ok += l.ok;
-        c.fail += l.fail;
-        c.info += l.info;
-        c.dead += l.dead;
-        for (o, n) in &l.outcomes {
-            c.add(*o, *n);
-        }
+        self.counts.add(&later_counts);
         self.died
             .extend(later_died.into_iter().map(|i| slots[i as usize]));
-        for (dead, i) in later_dead {
+        for (line, dead, i) in later_dead {
             if self.dead.len() >= MAX_DEAD_LETTERS {
                 break;
             }
-            self.dead.push((dead, slots[i as usize]));
+            self.dead.push((line + base, dead, slots[i as usize]));
         }
-        self.status_fail.total += later_status.total;
-        for mut e in later_status.items {
-            if self.status_fail.items.len() >= super::verdict::MAX_EVIDENCE {
-                break;
-            }
-            for l in &mut e.lines {
-                *l += base;
-            }
-            self.status_fail.items.push(e);
-        }
+        let mut later_status = later_status;
+        later_status.shift_lines(0, base);
+        self.status_fail.merge(later_status);
         self.sequenced |= sequenced;
     }
 }

@@ -21,7 +21,8 @@ use crate::history::Event;
 use crate::state::State;
 
 use super::aggregate::MAX_LINES;
-use super::view::{Compact, Rows};
+use super::spill::{self, Partitioning};
+use crate::state::stream::StateSink;
 
 use super::aggregate::Aggregator;
 use super::chunks::{self, Filter};
@@ -54,25 +55,57 @@ impl From<crate::history::HistoryError> for CheckError {
     }
 }
 
-enum States {
+/// What the STATE argument of a check is.
+pub(crate) enum States {
     /// One state file, read (streaming) once the history is folded.
     One(PathBuf),
     Many(BTreeMap<String, State>),
     Dir(PathBuf),
 }
 
-/// Streams a state file into the fold's compact rows.
-fn read_state_file(path: &Path, fold: &mut Aggregator) -> Result<Rows, CheckError> {
+/// Streams a state file into `sink`.
+fn read_state(path: &Path, sink: &mut impl StateSink) -> Result<(), CheckError> {
     let file = File::open(path).map_err(|source| CheckError::Io {
         path: path.into(),
         source,
     })?;
-    crate::state::stream::read_any(file, fold.state_sink())
-        .map(|c| c.rows)
-        .map_err(|message| CheckError::State {
+    crate::state::stream::read_any(file, sink)
+        .map(|_| ())
+        .map_err(|e| CheckError::State {
             path: path.into(),
-            message,
+            message: e.to_string(),
         })
+}
+
+/// Feeds scenario `name`'s state to `sink`. `Ok(Err(reason))`: the
+/// scenario has no readable state of its own (it is graded without one);
+/// `Err`: the one state file given (`state`) is not a state.
+pub(crate) fn feed_state(
+    states: &States,
+    state: &Path,
+    name: &str,
+    sink: &mut impl StateSink,
+) -> Result<Result<(), String>, CheckError> {
+    match states {
+        States::One(p) => read_state(p, sink).map(Ok),
+        States::Many(m) => Ok(match m.get(name) {
+            Some(s) => s.replay(sink),
+            None => Err(format!(
+                "{} has no state for this scenario",
+                state.display()
+            )),
+        }),
+        States::Dir(dir) => {
+            let candidates = [
+                dir.join(format!("{name}.json")),
+                dir.join(format!("{name}.state.json")),
+            ];
+            Ok(match candidates.iter().find(|p| p.is_file()) {
+                None => Err(format!("no {name}.json in {}", dir.display())),
+                Some(p) => read_state(p, sink).map_err(|e| e.to_string()),
+            })
+        }
+    }
 }
 
 /// The first key of the JSON object at the start of `path`, when it has one.
@@ -220,7 +253,7 @@ pub fn check_history(
 }
 
 /// One history file of several read as one, and the lines it was given.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HistorySource {
     /// The file.
     pub path: PathBuf,
@@ -257,24 +290,53 @@ impl MultiCheck {
 /// orders attempts per key (by history line, never across keys), so the
 /// files' order and the machines' clocks do not matter. Line numbers run
 /// on from file to file; [`MultiCheck::locate`] maps them back.
+///
+/// Inputs too large for memory are checked in partitions spilled to disk
+/// (`check::spill`), in the first history's folder.
 pub fn check_histories(
     histories: &[PathBuf],
     state: &Path,
     scenario: Option<&str>,
     opts: &CheckOptions,
 ) -> Result<MultiCheck, CheckError> {
-    check_histories_in_parts(histories, state, scenario, opts, None)
+    check_partitioned(histories, state, scenario, opts, &Partitioning::default())
 }
 
-/// [`check_histories`], reading each file in `parts` parts (by default as
-/// many as [`chunks::parts_for`] says).
-pub(crate) fn check_histories_in_parts(
+/// [`check_histories`], cut into partitions as `how` says.
+pub fn check_partitioned(
+    histories: &[PathBuf],
+    state: &Path,
+    scenario: Option<&str>,
+    opts: &CheckOptions,
+    how: &Partitioning,
+) -> Result<MultiCheck, CheckError> {
+    check_in_parts(histories, state, scenario, opts, None, how)
+}
+
+/// [`check_partitioned`], reading each file in `parts` parts (by default
+/// as many as [`chunks::parts_for`] says).
+pub(crate) fn check_in_parts(
     histories: &[PathBuf],
     state: &Path,
     scenario: Option<&str>,
     opts: &CheckOptions,
     parts: Option<usize>,
+    how: &Partitioning,
 ) -> Result<MultiCheck, CheckError> {
+    let local = how.partitions.unwrap_or_else(|| {
+        let history: u64 = histories
+            .iter()
+            .map(|h| std::fs::metadata(h).map_or(0, |m| m.len()))
+            .sum();
+        spill::partitions_for(history, spill::state_bytes(state), how.share)
+    });
+    if local > 1 || how.share.is_some() {
+        let dir = spill_dir(how, histories);
+        return check_spilled(
+            histories, state, scenario, opts, parts, local, how.share, &dir,
+        )
+        .map(|(m, _)| m);
+    }
     // A map of states is parsed on its own thread while the histories are
     // read. Only whether STATE is one state (then all events fold as one
     // scenario) changes how they are folded: its first key says so, the
@@ -285,8 +347,92 @@ pub(crate) fn check_histories_in_parts(
     check_guessing(histories, state, scenario, opts, parts, guess)
 }
 
-/// [`check_histories_in_parts`], reading the histories as if the state were
-/// one state (`guess`) while it is parsed.
+/// Where a check spills: where `how` says, else the first history's
+/// folder when it can be written to, else the system's temporary folder.
+fn spill_dir(how: &Partitioning, histories: &[PathBuf]) -> PathBuf {
+    if let Some(d) = &how.spill_dir {
+        return d.clone();
+    }
+    let beside = histories.first().and_then(|h| h.parent()).map(|p| {
+        if p.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            p
+        }
+    });
+    match beside {
+        Some(p) if tempfile::Builder::new().tempfile_in(p).is_ok() => p.to_path_buf(),
+        _ => std::env::temp_dir(),
+    }
+}
+
+/// A check in `local` partitions (of `share`): the checks, and the
+/// spilled records for I5 and I6 a share hands on.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn check_spilled(
+    histories: &[PathBuf],
+    state: &Path,
+    scenario: Option<&str>,
+    opts: &CheckOptions,
+    parts: Option<usize>,
+    local: u32,
+    share: Option<spill::Partition>,
+    dir: &Path,
+) -> Result<(MultiCheck, spill::Spilled), CheckError> {
+    let states = load_states(state)?;
+    let inputs = spill::Inputs {
+        histories,
+        state,
+        states: &states,
+        scenario,
+        all_as_one: matches!(states, States::One(_)) && scenario.is_none(),
+        parts,
+    };
+    let mut sp = spill::check(&inputs, opts, local, share, dir)?;
+    let findings = std::mem::take(&mut sp.findings);
+    let sources = std::mem::take(&mut sp.sources);
+    let warnings = std::mem::take(&mut sp.warnings);
+    let checks = if sp.events == 0 {
+        vec![empty_history(scenario, opts)]
+    } else {
+        findings
+            .iter()
+            .map(|(name, f)| f.clone().into_check(name, opts))
+            .collect()
+    };
+    sp.findings = findings;
+    Ok((
+        MultiCheck {
+            check: FileCheck { checks, warnings },
+            sources,
+        },
+        sp,
+    ))
+}
+
+/// The check of a history that holds no attempt: every invariant unknown.
+fn empty_history(scenario: Option<&str>, opts: &CheckOptions) -> ScenarioCheck {
+    ScenarioCheck {
+        scenario: scenario.unwrap_or("all").to_string(),
+        results: opts
+            .invariants
+            .iter()
+            .map(|id| {
+                super::verdict::InvariantResult::new(
+                    *id,
+                    super::verdict::Verdict::Unknown,
+                    EMPTY_HISTORY,
+                )
+            })
+            .collect(),
+        counts: Default::default(),
+        dead_letters: Vec::new(),
+        observations: Vec::new(),
+    }
+}
+
+/// The check in memory, reading the histories as if the state were one
+/// state (`guess`) while it is parsed.
 fn check_guessing(
     histories: &[PathBuf],
     state: &Path,
@@ -317,27 +463,10 @@ fn check_guessing(
     };
     let history = histories.first().map(PathBuf::as_path).unwrap_or(state);
     if events == 0 {
-        let name = scenario.unwrap_or("all").to_string();
         return Ok(MultiCheck {
             sources,
             check: FileCheck {
-                checks: vec![ScenarioCheck {
-                    scenario: name,
-                    results: opts
-                        .invariants
-                        .iter()
-                        .map(|id| {
-                            super::verdict::InvariantResult::new(
-                                *id,
-                                super::verdict::Verdict::Unknown,
-                                EMPTY_HISTORY,
-                            )
-                        })
-                        .collect(),
-                    counts: Default::default(),
-                    dead_letters: Vec::new(),
-                    observations: Vec::new(),
-                }],
+                checks: vec![empty_history(scenario, opts)],
                 warnings,
             },
         });
@@ -355,25 +484,11 @@ fn check_guessing(
     }
     let mut out = Vec::new();
     for (name, mut fold) in folds {
-        let rows: Result<Rows, String> = match &states {
-            States::One(p) => Ok(read_state_file(p, &mut fold)?),
-            States::Many(m) => m
-                .get(&name)
-                .map(|s| Compact::of(&mut fold.strings, s))
-                .ok_or_else(|| format!("{} has no state for this scenario", state.display())),
-            States::Dir(dir) => {
-                let candidates = [
-                    dir.join(format!("{name}.json")),
-                    dir.join(format!("{name}.state.json")),
-                ];
-                match candidates.iter().find(|p| p.is_file()) {
-                    None => Err(format!("no {name}.json in {}", dir.display())),
-                    Some(p) => read_state_file(p, &mut fold).map_err(|e| e.to_string()),
-                }
-            }
-        };
-        out.push(match rows {
-            Ok(rows) => fold.finish_rows(&name, Ok(rows), opts),
+        let mut sink = fold.state_sink();
+        let fed = feed_state(&states, state, &name, &mut sink)?;
+        let rows = sink.rows;
+        out.push(match fed {
+            Ok(()) => fold.finish_rows(&name, Ok(rows), opts),
             Err(reason) => fold.finish_rows(&name, Err(&reason), opts),
         });
     }

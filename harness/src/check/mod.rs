@@ -33,10 +33,13 @@ mod aggregate;
 mod chunks;
 mod combine;
 mod files;
+mod found;
 mod grade;
 mod intern;
 mod order;
+mod partial;
 mod poison;
+pub mod spill;
 mod status;
 mod store;
 mod verdict;
@@ -48,9 +51,10 @@ use crate::state::State;
 pub use crate::invariant::{InvariantId, InvariantParseError};
 pub use aggregate::Aggregator;
 pub use files::{
-    check_files, check_histories, check_history, read_numbered, FileCheck, HistorySource,
-    MultiCheck,
+    check_files, check_histories, check_history, check_partitioned, read_numbered, FileCheck,
+    HistorySource, MultiCheck,
 };
+pub use spill::{Partition, Partitioning};
 pub use verdict::{
     CheckError, CheckOptions, Counts, DeadLetter, Evidence, Grade, InvariantResult, ScenarioCheck,
     Verdict, EMPTY_HISTORY, MAX_DEAD_LETTERS, MAX_EVIDENCE,

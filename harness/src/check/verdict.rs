@@ -235,8 +235,8 @@ impl Counts {
         self.outcomes.get(&o).copied().unwrap_or(0)
     }
 
-    /// Counts one more attempt that came to `o`.
-    pub(crate) fn add(&mut self, o: AttemptOutcome, n: usize) {
+    /// Counts `n` more attempts that came to `o`.
+    pub(crate) fn add_outcome(&mut self, o: AttemptOutcome, n: usize) {
         if n > 0 {
             *self.outcomes.entry(o).or_default() += n;
         }
@@ -260,15 +260,16 @@ pub struct DeadLetter {
     pub last_error: Option<String>,
     /// The key is in the inbox anyway (stored by a later redelivery or reconciliation).
     pub recovered: bool,
-    /// The scenario killed it on purpose: the fault tag (`front:503`,
-    /// `redirect`, …) or the intent (`forged`, …) that explains it, worded
-    /// by [`crate::outcome::design_reason`]; `None` for a real dead letter.
+    /// The scenario killed it on purpose ([`crate::outcome`]: the
+    /// harness's faults explain every attempt of its key the receiver did
+    /// not acknowledge, or it had to be refused); `false` for a real dead
+    /// letter, which counts against the receiver.
     #[serde(default)]
-    pub by_design: Option<String>,
+    pub by_design: bool,
 }
 
 /// What to check and how.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckOptions {
     /// Which invariants to report.
     pub invariants: Vec<InvariantId>,
@@ -373,49 +374,6 @@ impl ScenarioCheck {
     }
 }
 
-/// Collects evidence: keeps the first [`MAX_EVIDENCE`], counts all.
-#[derive(Debug, Default)]
-pub(crate) struct EvidenceSet {
-    pub items: Vec<Evidence>,
-    pub total: usize,
-}
-
-impl EvidenceSet {
-    /// Adds one item; `make` runs only while there is room.
-    pub fn push(&mut self, make: impl FnOnce() -> Evidence) {
-        self.total += 1;
-        if self.items.len() < MAX_EVIDENCE {
-            self.items.push(make());
-        }
-    }
-
-    /// Whether nothing was found.
-    pub fn is_empty(&self) -> bool {
-        self.total == 0
-    }
-
-    /// Turns the set into a result: fail (or `bad`) when anything was found.
-    pub fn into_result(
-        self,
-        id: InvariantId,
-        bad: Verdict,
-        pass_summary: String,
-        fail_summary: String,
-    ) -> InvariantResult {
-        if self.total == 0 {
-            InvariantResult::new(id, Verdict::Pass, pass_summary)
-        } else {
-            InvariantResult {
-                id,
-                verdict: bad,
-                summary: fail_summary,
-                evidence: self.items,
-                evidence_total: self.total,
-            }
-        }
-    }
-}
-
 /// `hookstorm check` could not read its inputs.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
@@ -452,6 +410,12 @@ pub enum CheckError {
         path: PathBuf,
         /// The limit.
         max: u64,
+    },
+    /// A partition of the check could not be spilled to disk or read back.
+    #[error("cannot spill the check to disk: {source} (hint: free space under the report folder, or set TMPDIR)")]
+    Spill {
+        /// The error.
+        source: std::io::Error,
     },
     /// The scenario filter matched nothing in the history.
     #[error("{path}: no events for scenario {scenario:?}")]

@@ -95,8 +95,8 @@ impl ProfileFile {
             ConfigError::invalid(
                 path,
                 format!(
-                    "extends = {base_name:?} is not a built-in profile (hint: one of {})",
-                    BUILTIN_NAMES.join(", ")
+                    "extends = {base_name:?} is not a built-in profile (hint: {})",
+                    crate::suggest::hint(base_name, BUILTIN_NAMES)
                 ),
             )
         })?;

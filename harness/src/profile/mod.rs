@@ -506,12 +506,16 @@ impl Profile {
         if path.extension().is_some_and(|e| e == "toml") || path.exists() {
             return Self::from_file(path);
         }
-        Err(ConfigError::invalid(
-            name_or_path,
-            format!(
-                "no such profile (hint: use one of {} or the path of a .toml profile)",
+        let hint = match crate::suggest::closest(name_or_path, BUILTIN_NAMES) {
+            Some(near) => format!("did you mean {near}?"),
+            None => format!(
+                "use one of {} or the path of a .toml profile",
                 BUILTIN_NAMES.join(", ")
             ),
+        };
+        Err(ConfigError::invalid(
+            name_or_path,
+            format!("no such profile (hint: {hint})"),
         ))
     }
 
@@ -599,6 +603,11 @@ mod tests {
     fn unknown_profile_names_give_a_hint() {
         let e = Profile::resolve("nope").unwrap_err().to_string();
         assert!(e.contains("hint: use one of answerline"), "{e}");
+        let e = Profile::resolve("strpe").unwrap_err().to_string();
+        assert!(
+            e.ends_with("no such profile (hint: did you mean stripe?)"),
+            "{e}"
+        );
     }
 
     #[test]

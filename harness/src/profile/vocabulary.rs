@@ -8,12 +8,12 @@
 //! answerline text stays exactly as it was and every other profile reads in
 //! its provider's terms.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::profile::{BodyShape, Identity, Profile, Semantics};
 
 /// The nouns of one profile.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Vocabulary {
     /// What one stored key is: `task`, `event`, `message`, `delivery`.
     pub event: String,

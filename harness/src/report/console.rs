@@ -78,7 +78,7 @@ pub fn console_table(report: &RunReport, color: bool) -> String {
     let (mut real, mut designed) = (Vec::new(), Vec::new());
     for s in report.scenarios.iter().filter(|s| s.check.counts.dead > 0) {
         let listed = &s.check.dead_letters;
-        let by_design = listed.iter().filter(|d| d.by_design.is_some()).count();
+        let by_design = listed.iter().filter(|d| d.by_design).count();
         let dead = s.check.counts.dead.saturating_sub(by_design);
         if by_design > 0 {
             designed.push(format!("{} {by_design}", s.name));
@@ -86,7 +86,7 @@ pub fn console_table(report: &RunReport, color: bool) -> String {
         if dead > 0 {
             let recovered = listed
                 .iter()
-                .filter(|d| d.by_design.is_none() && d.recovered)
+                .filter(|d| !d.by_design && d.recovered)
                 .count();
             let recovered = match recovered {
                 0 => String::new(),

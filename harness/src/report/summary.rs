@@ -5,7 +5,6 @@
 //! that reproduces it, undecided checks, and real dead letters; what the
 //! scenarios killed on purpose is listed apart, calmly.
 
-use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::conformance::{self, LevelStatus};
@@ -272,18 +271,13 @@ fn dead_letters(out: &mut String, report: &RunReport) {
         .scenarios
         .iter()
         .flat_map(|s| s.check.dead_letters.iter().map(move |d| (s, d)))
-        .filter(|(_, d)| d.by_design.is_none())
+        .filter(|(_, d)| !d.by_design)
         .collect();
     let total: usize = report
         .scenarios
         .iter()
         .map(|s| {
-            let designed = s
-                .check
-                .dead_letters
-                .iter()
-                .filter(|d| d.by_design.is_some())
-                .count();
+            let designed = s.check.dead_letters.iter().filter(|d| d.by_design).count();
             s.check.counts.dead.saturating_sub(designed)
         })
         .sum();
@@ -313,32 +307,29 @@ fn dead_letters(out: &mut String, report: &RunReport) {
     out.push('\n');
 }
 
-/// What the scenarios killed on purpose, grouped by scenario and cause.
+/// What the scenarios killed on purpose, per scenario.
 fn designed_deaths(out: &mut String, report: &RunReport) {
-    let mut groups: BTreeMap<(usize, &str), usize> = BTreeMap::new();
-    for (i, s) in report.scenarios.iter().enumerate() {
-        for d in &s.check.dead_letters {
-            if let Some(cause) = &d.by_design {
-                *groups.entry((i, cause.as_str())).or_default() += 1;
-            }
-        }
-    }
-    if groups.is_empty() {
+    let per: Vec<(&str, usize)> = report
+        .scenarios
+        .iter()
+        .map(|s| {
+            let n = s.check.dead_letters.iter().filter(|d| d.by_design).count();
+            (s.name.as_str(), n)
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    if per.is_empty() {
         return;
     }
-    let total: usize = groups.values().sum();
+    let total: usize = per.iter().map(|(_, n)| n).sum();
+    let why = crate::outcome::AttemptOutcome::DeadByDesign.row().meaning;
     let _ = writeln!(
         out,
-        "## Dead by design ({total})\n\nThe scenarios' own faults killed these deliveries on purpose; none counts against the receiver.\n"
+        "## Dead by design ({total})\n\nThe scenarios killed these deliveries on purpose ({why}); none counts against the receiver.\n"
     );
-    out.push_str("| scenario | deliveries | why |\n|---|--:|---|\n");
-    for ((i, cause), n) in groups {
-        let _ = writeln!(
-            out,
-            "| {} | {n} | {} |",
-            md(&report.scenarios[i].name),
-            md(&crate::outcome::design_reason(cause))
-        );
+    out.push_str("| scenario | deliveries |\n|---|--:|\n");
+    for (name, n) in per {
+        let _ = writeln!(out, "| {} | {n} |", md(name));
     }
     out.push('\n');
 }

@@ -414,18 +414,15 @@ async fn start(target: &Target, dir: &Path) -> Result<(Probe, Option<Supervisor>
 }
 
 /// `hookstorm doctor`: starts the target as a run would, runs the preflight
-/// and says which scenarios would be skipped; sends no scenario.
+/// and says which scenarios would be skipped; sends no scenario. The logs
+/// of the processes it starts go to `log_dir` (created only then); it
+/// writes nothing else.
 pub async fn doctor(
     target: &Target,
     scenarios: &[Scenario],
-    opts: &RunOptions,
+    log_dir: &Path,
 ) -> Result<Doctor, RunError> {
-    let dir = opts.out_dir.join(format!(
-        "doctor-{}",
-        chrono::Utc::now().format("%Y%m%d-%H%M%S")
-    ));
-    std::fs::create_dir_all(&dir).map_err(write_error(&dir))?;
-    let (probe, supervisor) = start(target, &dir).await?;
+    let (probe, supervisor) = start(target, log_dir).await?;
     let pf = preflight::check(target, &probe).await;
     if let Some(sup) = supervisor {
         sup.shutdown().await;

@@ -39,10 +39,10 @@ pub(crate) fn send_notes(
     let dead = check.counts.dead;
     if dead > 0 {
         let listed = &check.dead_letters;
-        let by_design = listed.iter().filter(|d| d.by_design.is_some()).count();
+        let by_design = listed.iter().filter(|d| d.by_design).count();
         let recovered = listed
             .iter()
-            .filter(|d| d.by_design.is_none() && d.recovered)
+            .filter(|d| !d.by_design && d.recovered)
             .count();
         notes.push(Note::DeadLetters {
             dead,

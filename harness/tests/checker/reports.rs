@@ -78,7 +78,7 @@ fn fixture() -> RunReport {
         last_status: Some(503),
         last_error: None,
         recovered: false,
-        by_design: None,
+        by_design: false,
     }];
     let unknown = InvariantResult::new(
         InvariantId::I5,

@@ -186,10 +186,11 @@ where
         .await
         .map_err(|e| ProbeError::Io(format!("{what}: the state parser failed: {e}")))?;
     fed?;
-    parsed.map_err(|e| {
-        ProbeError::Invalid(format!(
+    parsed.map_err(|e| match e {
+        stream::ReadError::Shape { at, message } => ProbeError::Shape { what, at, message },
+        stream::ReadError::Other(e) => ProbeError::Invalid(format!(
             "{what}: expected the state JSON {{\"inbox\": [...], ...}} (or its JSON Lines form) of docs/state.md: {e}"
-        ))
+        )),
     })
 }
 
