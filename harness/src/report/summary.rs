@@ -322,10 +322,9 @@ fn designed_deaths(out: &mut String, report: &RunReport) {
         return;
     }
     let total: usize = per.iter().map(|(_, n)| n).sum();
-    let why = crate::outcome::AttemptOutcome::DeadByDesign.row().meaning;
     let _ = writeln!(
         out,
-        "## Dead by design ({total})\n\nThe scenarios killed these deliveries on purpose ({why}); none counts against the receiver.\n"
+        "## Dead by design ({total})\n\nThe scenarios' own faults killed these deliveries on purpose: they explain every attempt the receiver did not acknowledge. None counts against the receiver.\n"
     );
     out.push_str("| scenario | deliveries |\n|---|--:|\n");
     for (name, n) in per {
