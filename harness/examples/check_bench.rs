@@ -36,7 +36,18 @@ fn reset_peak() {
 struct Measured {
     checks: Vec<ScenarioCheck>,
     elapsed: Duration,
+    /// User and system CPU time of the process (all threads).
+    cpu: Duration,
     peak_kib: Option<u64>,
+}
+
+/// The CPU time the process has used, all its threads.
+fn cpu_time() -> Duration {
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage only writes the struct it is given.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(u.ru_utime) + tv(u.ru_stime)
 }
 
 fn measure(
@@ -45,6 +56,7 @@ fn measure(
     how: &Partitioning,
 ) -> Result<Measured, Box<dyn std::error::Error>> {
     reset_peak();
+    let cpu = cpu_time();
     let start = Instant::now();
     let m = check_partitioned(
         std::slice::from_ref(history),
@@ -55,6 +67,7 @@ fn measure(
     )?;
     Ok(Measured {
         elapsed: start.elapsed(),
+        cpu: cpu_time() - cpu,
         peak_kib: peak_rss_kib(),
         checks: m.check.checks,
     })
@@ -101,11 +114,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let auto = measure(&path, &state_path, &how)?;
     let show = |what: &str, m: &Measured| {
         println!(
-            "{what}: checked {} attempts ({} MiB of history, {keys} keys) in {:.2?} ({:.3} s per million attempts); verdict {}; peak RSS {} MiB",
+            "{what}: checked {} attempts ({} MiB of history, {keys} keys) in {:.2?} ({:.3} s per million attempts; {:.2?} of CPU); verdict {}; peak RSS {} MiB",
             m.checks[0].counts.attempts,
             size >> 20,
             m.elapsed,
             m.elapsed.as_secs_f64() * 1e6 / m.checks[0].counts.attempts.max(1) as f64,
+            m.cpu,
             m.checks[0].verdict(),
             m.peak_kib.map_or("?".into(), |k| (k >> 10).to_string()),
         );
@@ -124,8 +138,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         show("in memory", &mem);
         assert_eq!(mem.checks, auto.checks, "the two checks disagree");
         println!(
-            "time ratio (partitions / in memory): {:.2}; peak RSS ratio: {}",
+            "time ratio (partitions / in memory): {:.2}; CPU ratio: {:.2}; peak RSS ratio: {}",
             auto.elapsed.as_secs_f64() / mem.elapsed.as_secs_f64(),
+            auto.cpu.as_secs_f64() / mem.cpu.as_secs_f64(),
             match (auto.peak_kib, mem.peak_kib) {
                 (Some(a), Some(m)) => format!("{:.2}", a as f64 / m as f64),
                 _ => "?".into(),

@@ -41,6 +41,11 @@ pub const CONFIG_FILE: usize = 4 * 1024 * 1024;
 /// receiver's answer, under [`RECEIVER_ANSWER`]).
 pub const HISTORY_LINE: usize = 16 * 1024 * 1024;
 
+/// What one partition of a check found (`partition.json`): its findings
+/// per scenario, at most a thousand dead letters and a few evidence items
+/// each.
+pub const PARTITION_REPORT: usize = 64 * 1024 * 1024;
+
 /// A report folder's `report.json` or `SHA256SUMS`, read whole by
 /// `hookstorm verify` (the histories it grades again are streamed).
 pub const REPORT_FILE: usize = 64 * 1024 * 1024;
@@ -105,6 +110,11 @@ pub const TABLE: &[Budget] = &[
         what: "one history line",
         bytes: HISTORY_LINE,
         past: "the history is invalid at that line (verdict unknown)",
+    },
+    Budget {
+        what: "one partition of a check (`partition.json`, read by `merge`)",
+        bytes: PARTITION_REPORT,
+        past: "the merge refuses the folder, naming the file",
     },
     Budget {
         what: "a report folder's report.json or SHA256SUMS (verify)",

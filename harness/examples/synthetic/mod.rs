@@ -1,7 +1,8 @@
 //! A large synthetic history and its correct state, shared by the
 //! `check_bench` example and the `checker` criterion bench: `keys` keys ×
 //! 5 attempts (four 503s, then a 204; or any number of attempts, the last
-//! a 204), two keys per job. The attempts of a key follow each other, or
+//! a 204), two keys per job, and the winners a correct receiver reports.
+//! The attempts of a key follow each other, or
 //! (`spread`) come round by round, every key's first attempt, then every
 //! key's second, as retries spread over a run: then every part of a
 //! history read in parallel names every key. Both files are written as
@@ -14,7 +15,7 @@ use std::path::{Path, PathBuf};
 use hookstorm::history::{Attempt, Event, Outcome};
 use hookstorm::plan::delivery::TaskStatus;
 use hookstorm::state::stream::{JsonWriter, Row, Section, StateSink};
-use hookstorm::state::InboxRow;
+use hookstorm::state::{InboxRow, Winner};
 
 fn names(dir: &Path, keys: usize, attempts: u32, spread: bool) -> (PathBuf, PathBuf) {
     let tail = if spread { "-spread" } else { "" };
@@ -93,6 +94,16 @@ pub fn write_history_in(
             error: None,
         };
         state.row(Row::Inbox(row)).map_err(to_io)?;
+    }
+    // Two keys per job, created at the same instant: the larger task id wins.
+    state.section(Section::Winners).map_err(to_io)?;
+    for job in 0..keys.div_ceil(2) {
+        let winner = Winner {
+            job_key: format!("job-{job}"),
+            task_id: format!("tsk_{:07}", (2 * job + 1).min(keys - 1)),
+            account: Some("acct_a".into()),
+        };
+        state.row(Row::Winners(winner)).map_err(to_io)?;
     }
     out.flush()?;
     state.finish().map_err(to_io)?;

@@ -14,19 +14,18 @@
 //! JSON Lines): a million-row state never sits in memory as text or strings.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use crate::history::Event;
-use crate::state::State;
 
 use super::aggregate::MAX_LINES;
+use super::source::{feed_state, load_states, names_a_state, States};
 use super::spill::{self, Partitioning};
-use crate::state::stream::StateSink;
+use super::verdict::{FileCheck, HistorySource, MultiCheck};
 
 use super::aggregate::Aggregator;
 use super::chunks::{self, Filter};
-use super::verdict::{CheckError, EMPTY_HISTORY};
+use super::verdict::CheckError;
 use super::verdict::{CheckOptions, ScenarioCheck};
 
 /// Reads history events with their 1-based line numbers, skipping blank lines.
@@ -53,90 +52,6 @@ impl From<crate::history::HistoryError> for CheckError {
             },
         }
     }
-}
-
-/// What the STATE argument of a check is.
-pub(crate) enum States {
-    /// One state file, read (streaming) once the history is folded.
-    One(PathBuf),
-    Many(BTreeMap<String, State>),
-    Dir(PathBuf),
-}
-
-/// Streams a state file into `sink`.
-fn read_state(path: &Path, sink: &mut impl StateSink) -> Result<(), CheckError> {
-    let file = File::open(path).map_err(|source| CheckError::Io {
-        path: path.into(),
-        source,
-    })?;
-    crate::state::stream::read_any(file, sink)
-        .map(|_| ())
-        .map_err(|e| CheckError::State {
-            path: path.into(),
-            message: e.to_string(),
-        })
-}
-
-/// Feeds scenario `name`'s state to `sink`. `Ok(Err(reason))`: the
-/// scenario has no readable state of its own (it is graded without one);
-/// `Err`: the one state file given (`state`) is not a state.
-pub(crate) fn feed_state(
-    states: &States,
-    state: &Path,
-    name: &str,
-    sink: &mut impl StateSink,
-) -> Result<Result<(), String>, CheckError> {
-    match states {
-        States::One(p) => read_state(p, sink).map(Ok),
-        States::Many(m) => Ok(match m.get(name) {
-            Some(s) => s.replay(sink),
-            None => Err(format!(
-                "{} has no state for this scenario",
-                state.display()
-            )),
-        }),
-        States::Dir(dir) => {
-            let candidates = [
-                dir.join(format!("{name}.json")),
-                dir.join(format!("{name}.state.json")),
-            ];
-            Ok(match candidates.iter().find(|p| p.is_file()) {
-                None => Err(format!("no {name}.json in {}", dir.display())),
-                Some(p) => read_state(p, sink).map_err(|e| e.to_string()),
-            })
-        }
-    }
-}
-
-/// The first key of the JSON object at the start of `path`, when it has one.
-fn first_key(path: &Path) -> Result<Option<String>, CheckError> {
-    use std::io::Read;
-    let mut head = Vec::new();
-    File::open(path)
-        .and_then(|f| f.take(4096).read_to_end(&mut head))
-        .map_err(|source| CheckError::Io {
-            path: path.into(),
-            source,
-        })?;
-    let text = String::from_utf8_lossy(&head);
-    let rest = text.trim_start().strip_prefix('{').map(str::trim_start);
-    Ok(rest
-        .and_then(|r| r.strip_prefix('"'))
-        .and_then(|r| r.split_once('"'))
-        .map(|(key, _)| key.to_string()))
-}
-
-/// Whether `path` is one state file rather than a folder or a map of
-/// scenario names to states: a state names its sections first (`inbox`,
-/// …, or `sections` in JSON Lines); a map of states names a scenario.
-fn names_a_state(path: &Path) -> Result<bool, CheckError> {
-    if path.is_dir() {
-        return Ok(false);
-    }
-    Ok(first_key(path)?.is_some_and(|k| {
-        k == "sections"
-            || ["inbox", "results", "winners", "effects", "resources"].contains(&k.as_str())
-    }))
 }
 
 /// What reading the histories gave.
@@ -194,28 +109,6 @@ fn read_histories(
     Ok(out)
 }
 
-fn load_states(path: &Path) -> Result<States, CheckError> {
-    if path.is_dir() {
-        return Ok(States::Dir(path.to_path_buf()));
-    }
-    if names_a_state(path)? {
-        return Ok(States::One(path.to_path_buf()));
-    }
-    let text = std::fs::read_to_string(path).map_err(|source| CheckError::Io {
-        path: path.into(),
-        source,
-    })?;
-    match serde_json::from_str::<BTreeMap<String, State>>(&text) {
-        Ok(m) => Ok(States::Many(m)),
-        Err(e) => Err(CheckError::State {
-            path: path.into(),
-            message: serde_json::from_str::<State>(&text)
-                .err()
-                .map_or_else(|| e.to_string(), |e| e.to_string()),
-        }),
-    }
-}
-
 /// Checks a history file against a state file or folder; one result per
 /// scenario. See [`check_history`] for the warnings (a cut last line).
 pub fn check_files(
@@ -225,17 +118,6 @@ pub fn check_files(
     opts: &CheckOptions,
 ) -> Result<Vec<ScenarioCheck>, CheckError> {
     check_history(history, state, scenario, opts).map(|c| c.checks)
-}
-
-/// What [`check_history`] found.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FileCheck {
-    /// One result per scenario; an empty history gives one result whose
-    /// every invariant is `unknown`, with the reason.
-    pub checks: Vec<ScenarioCheck>,
-    /// Things the reader had to work around (a last line cut off), for
-    /// stderr and the output.
-    pub warnings: Vec<String>,
 }
 
 /// Like [`check_files`], and says what it had to work around. A history
@@ -250,38 +132,6 @@ pub fn check_history(
     opts: &CheckOptions,
 ) -> Result<FileCheck, CheckError> {
     check_histories(&[history.to_path_buf()], state, scenario, opts).map(|m| m.check)
-}
-
-/// One history file of several read as one, and the lines it was given.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct HistorySource {
-    /// The file.
-    pub path: PathBuf,
-    /// The number its first line got (1 for the first file).
-    pub first_line: u64,
-    /// Lines read from it.
-    pub lines: u64,
-}
-
-/// What [`check_histories`] found, and where each line number came from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MultiCheck {
-    /// The verdicts, as for one history.
-    pub check: FileCheck,
-    /// The files in the order given; evidence line numbers run on from
-    /// one file to the next.
-    pub sources: Vec<HistorySource>,
-}
-
-impl MultiCheck {
-    /// Which source (index into `sources`) and which of its own lines a
-    /// line number of the evidence is.
-    pub fn locate(&self, line: u64) -> Option<(usize, u64)> {
-        self.sources.iter().enumerate().find_map(|(i, s)| {
-            (line >= s.first_line && line < s.first_line + s.lines)
-                .then(|| (i, line - s.first_line + 1))
-        })
-    }
 }
 
 /// Checks several histories as one against one state: the histories of
@@ -347,6 +197,44 @@ pub(crate) fn check_in_parts(
     check_guessing(histories, state, scenario, opts, parts, guess)
 }
 
+/// Checks one share of the keys (`share`, of N; `hookstorm check
+/// --partition I/N`) and writes what it found to `out` (`partition.json`
+/// and `join.bin`), for `hookstorm merge` to join with the other shares
+/// ([`spill::export::join`]).
+pub fn check_share(
+    histories: &[PathBuf],
+    state: &Path,
+    scenario: Option<&str>,
+    opts: &CheckOptions,
+    how: &Partitioning,
+    share: spill::Partition,
+    out: &Path,
+) -> Result<spill::export::PartitionReport, CheckError> {
+    let how = Partitioning {
+        share: Some(share),
+        ..how.clone()
+    };
+    let local = how.partitions.unwrap_or_else(|| {
+        let history: u64 = histories
+            .iter()
+            .map(|h| std::fs::metadata(h).map_or(0, |m| m.len()))
+            .sum();
+        spill::partitions_for(history, spill::state_bytes(state), how.share)
+    });
+    let dir = spill_dir(&how, histories);
+    let (_, spilled) = check_spilled(
+        histories,
+        state,
+        scenario,
+        opts,
+        None,
+        local,
+        Some(share),
+        &dir,
+    )?;
+    spill::export::write(out, share, opts, scenario, spilled, local)
+}
+
 /// Where a check spills: where `how` says, else the first history's
 /// folder when it can be written to, else the system's temporary folder.
 fn spill_dir(how: &Partitioning, histories: &[PathBuf]) -> PathBuf {
@@ -393,7 +281,7 @@ pub(crate) fn check_spilled(
     let sources = std::mem::take(&mut sp.sources);
     let warnings = std::mem::take(&mut sp.warnings);
     let checks = if sp.events == 0 {
-        vec![empty_history(scenario, opts)]
+        vec![ScenarioCheck::empty(scenario, opts)]
     } else {
         findings
             .iter()
@@ -408,27 +296,6 @@ pub(crate) fn check_spilled(
         },
         sp,
     ))
-}
-
-/// The check of a history that holds no attempt: every invariant unknown.
-fn empty_history(scenario: Option<&str>, opts: &CheckOptions) -> ScenarioCheck {
-    ScenarioCheck {
-        scenario: scenario.unwrap_or("all").to_string(),
-        results: opts
-            .invariants
-            .iter()
-            .map(|id| {
-                super::verdict::InvariantResult::new(
-                    *id,
-                    super::verdict::Verdict::Unknown,
-                    EMPTY_HISTORY,
-                )
-            })
-            .collect(),
-        counts: Default::default(),
-        dead_letters: Vec::new(),
-        observations: Vec::new(),
-    }
 }
 
 /// The check in memory, reading the histories as if the state were one
@@ -466,7 +333,7 @@ fn check_guessing(
         return Ok(MultiCheck {
             sources,
             check: FileCheck {
-                checks: vec![empty_history(scenario, opts)],
+                checks: vec![ScenarioCheck::empty(scenario, opts)],
                 warnings,
             },
         });

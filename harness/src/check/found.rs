@@ -15,11 +15,11 @@ use serde::{Deserialize, Serialize};
 use super::verdict::{Evidence, MAX_EVIDENCE};
 
 /// Where an item stands in its invariant's order: (list, position).
-pub(crate) type Rank = (u8, u64);
+pub type Rank = (u8, u64);
 
 /// One item and its rank.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Ranked {
+pub struct Ranked {
     /// Its place in the whole check's order.
     pub rank: Rank,
     /// The item.
@@ -28,7 +28,7 @@ pub(crate) struct Ranked {
 
 /// The lowest-ranked [`MAX_EVIDENCE`] items, sorted, and how many there were.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Found {
+pub struct Found {
     /// Sorted by rank, at most [`MAX_EVIDENCE`].
     pub items: Vec<Ranked>,
     /// Every item counted.

@@ -147,6 +147,30 @@ impl Aggregator {
     }
 }
 
+impl Findings {
+    /// Words every requested invariant: the scenario's check.
+    pub fn into_check(self, scenario: &str, opts: &CheckOptions) -> ScenarioCheck {
+        let mut ids = opts.invariants.clone();
+        ids.sort();
+        ids.dedup();
+        let results = ids
+            .iter()
+            .map(|&id| {
+                let empty = Partial::default();
+                let p = self.partials.get(&id).unwrap_or(&empty);
+                word(id, p, &self, opts)
+            })
+            .collect();
+        ScenarioCheck {
+            scenario: scenario.to_string(),
+            results,
+            counts: self.counts,
+            dead_letters: self.dead.into_iter().map(|(_, d)| d).collect(),
+            observations: Vec::new(),
+        }
+    }
+}
+
 /// What a check says of a state it read (its sections), or could not
 /// (the probe's error, as every invariant that needs the state says it).
 pub(crate) fn state_result(state: Result<Sections, &str>) -> Result<Sections, String> {

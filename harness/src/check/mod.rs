@@ -33,12 +33,13 @@ mod aggregate;
 mod chunks;
 mod combine;
 mod files;
-mod found;
+pub mod found;
 mod grade;
 mod intern;
 mod order;
-mod partial;
+pub mod partial;
 mod poison;
+mod source;
 pub mod spill;
 mod status;
 mod store;
@@ -51,13 +52,13 @@ use crate::state::State;
 pub use crate::invariant::{InvariantId, InvariantParseError};
 pub use aggregate::Aggregator;
 pub use files::{
-    check_files, check_histories, check_history, check_partitioned, read_numbered, FileCheck,
-    HistorySource, MultiCheck,
+    check_files, check_histories, check_history, check_partitioned, check_share, read_numbered,
 };
 pub use spill::{Partition, Partitioning};
 pub use verdict::{
-    CheckError, CheckOptions, Counts, DeadLetter, Evidence, Grade, InvariantResult, ScenarioCheck,
-    Verdict, EMPTY_HISTORY, MAX_DEAD_LETTERS, MAX_EVIDENCE,
+    CheckError, CheckOptions, Counts, DeadLetter, Evidence, FileCheck, Grade, HistorySource,
+    InvariantResult, MultiCheck, ScenarioCheck, Verdict, EMPTY_HISTORY, MAX_DEAD_LETTERS,
+    MAX_EVIDENCE,
 };
 
 /// Checks one scenario: `events` are history events with their 1-based line

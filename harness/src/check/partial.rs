@@ -15,12 +15,12 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::found::Found;
-use super::verdict::{CheckOptions, Counts, DeadLetter, ScenarioCheck, MAX_DEAD_LETTERS};
+use super::verdict::{Counts, DeadLetter, MAX_DEAD_LETTERS};
 use crate::invariant::InvariantId;
 
 /// What one invariant found in a share of the keys.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Partial {
+pub struct Partial {
     /// The invariant's counters (each invariant's module says what they count).
     pub n: [u64; 3],
     /// Its findings, ranked.
@@ -63,7 +63,7 @@ impl Partial {
 
 /// Which optional sections the state reported (`inbox` always is).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Sections {
+pub struct Sections {
     /// `results`.
     pub results: bool,
     /// `winners`.
@@ -76,7 +76,7 @@ pub(crate) struct Sections {
 
 /// What a check found for one scenario in one share of its keys.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Findings {
+pub struct Findings {
     /// Attempts and distinct deliveries of the share.
     pub counts: Counts,
     /// I7's findings about single answers, ranked by history line.
@@ -117,28 +117,6 @@ impl Findings {
         }
         for (id, p) in other.partials {
             self.partials.entry(id).or_default().merge(p);
-        }
-    }
-
-    /// Words every requested invariant: the scenario's check.
-    pub fn into_check(self, scenario: &str, opts: &CheckOptions) -> ScenarioCheck {
-        let mut ids = opts.invariants.clone();
-        ids.sort();
-        ids.dedup();
-        let results = ids
-            .iter()
-            .map(|&id| {
-                let empty = Partial::default();
-                let p = self.partials.get(&id).unwrap_or(&empty);
-                super::grade::word(id, p, &self, opts)
-            })
-            .collect();
-        ScenarioCheck {
-            scenario: scenario.to_string(),
-            results,
-            counts: self.counts,
-            dead_letters: self.dead.into_iter().map(|(_, d)| d).collect(),
-            observations: Vec::new(),
         }
     }
 }

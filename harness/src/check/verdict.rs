@@ -317,6 +317,21 @@ pub struct ScenarioCheck {
 }
 
 impl ScenarioCheck {
+    /// The check of a history that holds no attempt: every invariant unknown.
+    pub fn empty(scenario: Option<&str>, opts: &CheckOptions) -> ScenarioCheck {
+        ScenarioCheck {
+            scenario: scenario.unwrap_or("all").to_string(),
+            results: opts
+                .invariants
+                .iter()
+                .map(|id| InvariantResult::new(*id, Verdict::Unknown, EMPTY_HISTORY))
+                .collect(),
+            counts: Default::default(),
+            dead_letters: Vec::new(),
+            observations: Vec::new(),
+        }
+    }
+
     /// The scenario's grade: fail > unknown > non-strict > pass. Nothing
     /// checked (a skipped scenario) is unknown, never pass.
     pub fn verdict(&self) -> Verdict {
@@ -371,6 +386,49 @@ impl ScenarioCheck {
                 r.summary = format!("not exercised: {reason} (had: {})", r.summary);
             }
         }
+    }
+}
+
+/// What `check_history` found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileCheck {
+    /// One result per scenario; an empty history gives one result whose
+    /// every invariant is `unknown`, with the reason.
+    pub checks: Vec<ScenarioCheck>,
+    /// Things the reader had to work around (a last line cut off), for
+    /// stderr and the output.
+    pub warnings: Vec<String>,
+}
+
+/// One history file of several read as one, and the lines it was given.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HistorySource {
+    /// The file.
+    pub path: PathBuf,
+    /// The number its first line got (1 for the first file).
+    pub first_line: u64,
+    /// Lines read from it.
+    pub lines: u64,
+}
+
+/// What [`check_histories`] found, and where each line number came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MultiCheck {
+    /// The verdicts, as for one history.
+    pub check: FileCheck,
+    /// The files in the order given; evidence line numbers run on from
+    /// one file to the next.
+    pub sources: Vec<HistorySource>,
+}
+
+impl MultiCheck {
+    /// Which source (index into `sources`) and which of its own lines a
+    /// line number of the evidence is.
+    pub fn locate(&self, line: u64) -> Option<(usize, u64)> {
+        self.sources.iter().enumerate().find_map(|(i, s)| {
+            (line >= s.first_line && line < s.first_line + s.lines)
+                .then(|| (i, line - s.first_line + 1))
+        })
     }
 }
 

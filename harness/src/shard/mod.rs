@@ -17,6 +17,8 @@
 //! shard that died is told from one that finished.
 
 pub mod merge;
+mod merged;
+mod partitions;
 
 use std::fmt;
 use std::path::Path;

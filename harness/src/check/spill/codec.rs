@@ -6,7 +6,7 @@
 //! length (`u32`, little-endian) and a payload that starts with a tag and
 //! the scenario's index; numbers are little-endian, strings their length
 //! and bytes. An attempt keeps only what the key's record folds
-//! ([`Aggregator::key_attempt`](super::super::aggregate::Aggregator)):
+//! ([`Aggregator::key_attempt`](crate::check::aggregate::Aggregator)):
 //! about 90 bytes where its history line has 350. The reader lends each
 //! record from one buffer, so reading allocates nothing per record.
 //!
@@ -21,9 +21,9 @@ use std::path::Path;
 use crate::history::{Intent, Outcome};
 use crate::plan::delivery::TaskStatus;
 
-use super::super::aggregate::{AttemptView, ProviderView, TagFacts, KEY_LINES};
-use super::super::order::{Cand, EvLines, Seq, TaskInfo};
-use super::super::view::RowRef;
+use crate::check::aggregate::{AttemptView, ProviderView, TagFacts, KEY_LINES};
+use crate::check::order::{Cand, EvLines, Seq, TaskInfo};
+use crate::check::view::RowRef;
 
 /// Buffer of each spill file's writer: a partitioned check keeps one open
 /// per partition and reading thread.

@@ -29,95 +29,37 @@
 //! (`hookstorm check --partition I/N`, [`Partition`]): the same steps,
 //! keeping only the keys, rows and deliveries of its share, and handing
 //! its records for I5 and I6 on to `hookstorm merge`, which joins the
-//! shares.
+//! shares ([`export`]).
 
 mod codec;
+pub mod export;
+mod plan;
 mod route;
 mod split;
 mod stage;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 
+pub(crate) use plan::state_bytes;
+pub use plan::{
+    partitions_for, Partitioning, HISTORY_PER_PARTITION, KEY_THREADS, MAX_PARTITIONS,
+    STATE_PER_PARTITION,
+};
 pub use route::Partition;
+pub(crate) use stage::Spilled;
 
 use super::chunks::{self, Filter};
-use super::files::{feed_state, HistorySource, States};
 use super::grade::{requested, state_result};
 use super::partial::{Findings, Sections};
+use super::source::{feed_state, States};
+use super::verdict::HistorySource;
 use super::verdict::{CheckError, CheckOptions};
 use crate::invariant::InvariantId;
 use route::Route;
-use split::{join_file, rows_file, scenario_table, Spiller, StateSplit, Writers};
+use split::{join_file, join_files, rows_file, scenario_table, Spiller, StateSplit, Writers};
 use stage::{KeyStep, PartRead};
-
-/// The most partitions a check is cut into (and the most processes of
-/// `--partition I/N`).
-pub const MAX_PARTITIONS: u32 = 4096;
-
-/// History one partition holds at most, in bytes: at one attempt per key
-/// (the densest a history gets) about 550,000 keys, whose records, rows
-/// and grading peak near 150 MiB.
-pub const HISTORY_PER_PARTITION: u64 = 192 << 20;
-
-/// State one partition holds at most, in bytes (about 700,000 inbox rows).
-pub const STATE_PER_PARTITION: u64 = 64 << 20;
-
-/// How a check is cut up.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Partitioning {
-    /// Partitions within this process; `None`: as many as the inputs'
-    /// size asks for ([`partitions_for`]), one (the check in memory) for
-    /// inputs that fit.
-    pub partitions: Option<u32>,
-    /// This process checks one share of N: `hookstorm check --partition I/N`.
-    pub share: Option<Partition>,
-    /// Where the spilled files go (a temporary folder is made in it);
-    /// `None`: the first history's folder, or the system's temporary one.
-    pub spill_dir: Option<PathBuf>,
-}
-
-/// How many partitions inputs of these sizes need (`share`: of the keys
-/// one process of N checks).
-pub fn partitions_for(history_bytes: u64, state_bytes: u64, share: Option<Partition>) -> u32 {
-    let n = share.map_or(1, |p| u64::from(p.count));
-    let need = |bytes: u64, per: u64| (bytes / n).div_ceil(per);
-    need(history_bytes, HISTORY_PER_PARTITION)
-        .max(need(state_bytes, STATE_PER_PARTITION))
-        .clamp(1, u64::from(MAX_PARTITIONS)) as u32
-}
-
-/// The size of a state argument: a file's, or a folder's files'.
-pub(super) fn state_bytes(state: &Path) -> u64 {
-    if state.is_dir() {
-        std::fs::read_dir(state)
-            .map(|d| {
-                d.filter_map(Result::ok)
-                    .filter_map(|e| e.metadata().ok())
-                    .filter(|m| m.is_file())
-                    .map(|m| m.len())
-                    .sum()
-            })
-            .unwrap_or(0)
-    } else {
-        std::fs::metadata(state).map_or(0, |m| m.len())
-    }
-}
-
-/// What a check in partitions found, per scenario, before it is worded.
-pub(crate) struct Spilled {
-    /// Per scenario (I5 and I6 included unless this is one share of N).
-    pub findings: BTreeMap<String, Findings>,
-    /// Attempt and provider lines read (of every share).
-    pub events: u64,
-    /// The histories and the line numbers they got.
-    pub sources: Vec<HistorySource>,
-    /// What the reader had to work around.
-    pub warnings: Vec<String>,
-    /// The folder of the records for I5 and I6 a share hands on, kept
-    /// until it is exported.
-    pub joins: Option<tempfile::TempDir>,
-}
 
 /// The inputs of a check in partitions.
 pub(crate) struct Inputs<'a> {
@@ -211,7 +153,7 @@ pub(crate) fn check(
     // 2. Split each scenario's state.
     let join_route = route.whole();
     let mut rows = Writers::new((0..route.local).map(|p| rows_file(dir, p)).collect());
-    let mut joins = Writers::new((0..route.local).map(|q| join_file(dir, q)).collect());
+    let mut joins = Writers::new((0..route.local).map(|q| join_file(dir, q, 0)).collect());
     let mut states: Vec<Result<Sections, String>> = Vec::with_capacity(table.len());
     for (name, &g) in &table {
         let mut sink = StateSplit::new(route, join_route, g, &mut rows, &mut joins);
@@ -242,28 +184,63 @@ pub(crate) fn check(
         })
         .collect();
 
-    // 3. Keys, a partition at a time.
-    let mut step = KeyStep {
-        dir,
-        parts: &parts,
-        states: &states,
-        answer_limit: opts.answer_limit,
-        opts,
-        ids: &ids,
-        joins: &mut joins,
-        join_route,
-    };
-    for p in 0..route.local {
-        for (g, f) in stage::keys(&mut step, p)? {
-            findings[usize::from(g)].merge(f);
-        }
-        // The partition's files are read: give their room back.
-        for part in &parts {
-            let _ = std::fs::remove_file(split::events_file(dir, part.file, part.part, p));
-        }
-        let _ = std::fs::remove_file(rows_file(dir, p));
-    }
     joins.finish().map_err(spill_error)?;
+
+    // 3. Keys, a partition at a time on each of two threads.
+    let next = AtomicU32::new(0);
+    let threads = KEY_THREADS.min(route.local as usize);
+    let done: Vec<Result<Vec<BTreeMap<u16, Findings>>, CheckError>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|w| {
+                let (parts, states, ids, next) = (&parts, &states, &ids, &next);
+                s.spawn(move || {
+                    let paths = (0..route.local).map(|q| join_file(dir, q, w + 1)).collect();
+                    let mut joins = Writers::new(paths);
+                    let mut step = KeyStep {
+                        dir,
+                        parts,
+                        states,
+                        answer_limit: opts.answer_limit,
+                        opts,
+                        ids,
+                        joins: &mut joins,
+                        join_route,
+                    };
+                    let mut out = Vec::new();
+                    loop {
+                        let p = next.fetch_add(1, Ordering::Relaxed);
+                        if p >= route.local {
+                            break;
+                        }
+                        out.push(stage::keys(&mut step, p)?);
+                        // The partition's files are read: give their room back.
+                        for part in parts {
+                            let _ = std::fs::remove_file(split::events_file(
+                                dir, part.file, part.part, p,
+                            ));
+                        }
+                        let _ = std::fs::remove_file(rows_file(dir, p));
+                    }
+                    joins.finish().map_err(spill_error)?;
+                    Ok(out)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    for found in done {
+        for by_scenario in found? {
+            for (g, f) in by_scenario {
+                findings[usize::from(g)].merge(f);
+            }
+        }
+    }
 
     // 4. Joins: here, or by the merge of the shares.
     let keep = if share.is_some() {
@@ -292,7 +269,7 @@ fn join_all(
     findings: &mut [Findings],
 ) -> Result<(), CheckError> {
     for q in 0..count {
-        for (g, partials) in stage::joins(&join_file(dir, q), opts, ids)? {
+        for (g, partials) in stage::joins(&join_files(dir, q), opts, ids)? {
             let f = findings.get_mut(usize::from(g)).ok_or_else(|| {
                 spill_error(std::io::Error::other("a join record names no scenario"))
             })?;
@@ -300,7 +277,9 @@ fn join_all(
                 f.partials.entry(id).or_default().merge(p);
             }
         }
-        let _ = std::fs::remove_file(join_file(dir, q));
+        for path in join_files(dir, q) {
+            let _ = std::fs::remove_file(path);
+        }
     }
     Ok(())
 }

@@ -12,6 +12,10 @@
 use std::fmt;
 use std::str::FromStr;
 
+/// The most partitions a check is cut into, and the most processes of
+/// `--partition I/N`.
+pub const MAX_PARTITIONS: u32 = 4096;
+
 /// FNV-1a, 64 bits.
 pub(crate) fn hash(name: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -46,7 +50,7 @@ impl FromStr for Partition {
         let (i, n) = s.split_once('/').ok_or_else(expected)?;
         let index: u32 = i.trim().parse().map_err(|_| expected())?;
         let count: u32 = n.trim().parse().map_err(|_| expected())?;
-        if count == 0 || index >= count || count > super::MAX_PARTITIONS {
+        if count == 0 || index >= count || count > MAX_PARTITIONS {
             return Err(expected());
         }
         Ok(Partition { index, count })

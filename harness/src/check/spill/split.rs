@@ -17,14 +17,15 @@ use std::time::Duration;
 
 use crate::state::stream::{Row, Section, StateSink};
 
-use super::super::aggregate::{status_findings, AttemptView, ProviderView};
-use super::super::chunks::LineSink;
-use super::super::found::Found;
-use super::super::partial::Sections;
-use super::super::verdict::Counts;
-use super::super::view::RowRef;
 use super::codec::Writer;
+use super::plan::KEY_THREADS;
 use super::route::{hash, Route};
+use crate::check::aggregate::{status_findings, AttemptView, ProviderView};
+use crate::check::chunks::LineSink;
+use crate::check::found::Found;
+use crate::check::partial::Sections;
+use crate::check::verdict::Counts;
+use crate::check::view::RowRef;
 
 /// The file of partition `p`'s events from part `part` of history `file`.
 pub(super) fn events_file(dir: &Path, file: usize, part: usize, p: u32) -> PathBuf {
@@ -36,9 +37,18 @@ pub(super) fn rows_file(dir: &Path, p: u32) -> PathBuf {
     dir.join(format!("rows-{p}.bin"))
 }
 
-/// The file of join partition `q`'s records for I5 and I6.
-pub(super) fn join_file(dir: &Path, q: u32) -> PathBuf {
-    dir.join(format!("join-{q}.bin"))
+/// The file of join partition `q`'s records for I5 and I6 from writer
+/// `w` (0: the state's split, then one per thread of the key step).
+pub(super) fn join_file(dir: &Path, q: u32, w: usize) -> PathBuf {
+    dir.join(format!("join-{q}-{w}.bin"))
+}
+
+/// Every file of join partition `q` under `dir`.
+pub(super) fn join_files(dir: &Path, q: u32) -> Vec<PathBuf> {
+    (0..=KEY_THREADS)
+        .map(|w| join_file(dir, q, w))
+        .filter(|p| p.is_file())
+        .collect()
 }
 
 /// One writer per partition, each opened at its first record.

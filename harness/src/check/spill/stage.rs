@@ -15,14 +15,30 @@ use rustc_hash::FxHashMap;
 
 use crate::invariant::InvariantId;
 
-use super::super::aggregate::{Aggregator, Interner, NONE};
-use super::super::order::{self, Cand, Seq, TaskInfo};
-use super::super::partial::{Findings, Partial, Sections};
-use super::super::verdict::{CheckError, CheckOptions};
-use super::super::view::{RowRef, Rows, SeqRow, StateView, WinRow};
 use super::codec::{JoinRecord, Reader, Record};
 use super::route::Route;
 use super::split::{events_file, rows_file, Writers};
+use crate::check::aggregate::{Aggregator, Interner, NONE};
+use crate::check::order::{self, Cand, Seq, TaskInfo};
+use crate::check::partial::{Findings, Partial, Sections};
+use crate::check::verdict::HistorySource;
+use crate::check::verdict::{CheckError, CheckOptions};
+use crate::check::view::{RowRef, Rows, SeqRow, StateView, WinRow};
+
+/// What a check in partitions found, per scenario, before it is worded.
+pub(crate) struct Spilled {
+    /// Per scenario (I5 and I6 included unless this is one share of N).
+    pub findings: BTreeMap<String, Findings>,
+    /// Attempt and provider lines read (of every share).
+    pub events: u64,
+    /// The histories and the line numbers they got.
+    pub sources: Vec<HistorySource>,
+    /// What the reader had to work around.
+    pub warnings: Vec<String>,
+    /// The folder of the records for I5 and I6 a share hands on, kept
+    /// until it is exported.
+    pub joins: Option<tempfile::TempDir>,
+}
 
 /// One part of a history as the split left it: where its files are, the
 /// lines before it, and its scenarios' indexes in the whole check.
@@ -208,15 +224,18 @@ struct JoinSet {
     resources: Vec<SeqRow>,
 }
 
-/// Grades I5 and I6 over join partition `q` (the file at `path`): the
+/// Grades I5 and I6 over one join partition (the files at `paths`): the
 /// partial of each per scenario.
 pub(super) fn joins(
-    path: &Path,
+    paths: &[std::path::PathBuf],
     opts: &CheckOptions,
     ids: &[InvariantId],
 ) -> Result<BTreeMap<u16, Vec<(InvariantId, Partial)>>, CheckError> {
     let mut sets: BTreeMap<u16, JoinSet> = BTreeMap::new();
-    if let Some(mut r) = open(path)? {
+    for path in paths {
+        let Some(mut r) = open(path)? else {
+            continue;
+        };
         while let Some((g, record)) = r.next().map_err(spill_error)? {
             let set = sets.entry(g).or_default();
             let s = &mut set.strings;

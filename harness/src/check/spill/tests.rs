@@ -257,8 +257,12 @@ proptest! {
                     let got = checked(std::slice::from_ref(&whole), state, scenario, parts, partitions);
                     prop_assert_eq!(&got, &expected, "{} partitions, {} parts, {:?}, {:?}", partitions, parts, state, scenario);
                 }
+                let two = checked(&shards, state, scenario, 1, 1);
                 let got = checked(&shards, state, scenario, 2, 5);
-                prop_assert_eq!(&got, &expected, "two histories, {:?}, {:?}", state, scenario);
+                prop_assert_eq!(&got, &two, "two histories, {:?}, {:?}", state, scenario);
+                if expected.is_ok() {
+                    prop_assert_eq!(&two, &expected, "two histories as one, {:?}, {:?}", state, scenario);
+                }
             }
         }
     }
@@ -316,4 +320,92 @@ fn the_spilled_files_are_gone_when_the_check_returns() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(left.len(), 2, "{left:?}");
+}
+
+/// The check of `histories` cut into `count` shares, each checked apart
+/// into its own folder and joined as `hookstorm merge` joins them.
+fn in_shares(histories: &[PathBuf], state: &Path, scenario: Option<&str>, count: u32) -> Checked {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = CheckOptions::default();
+    let mut dirs = Vec::new();
+    for index in 0..count {
+        let out = dir.path().join(format!("part-{index}"));
+        let how = Partitioning {
+            partitions: Some(1 + index % 3),
+            spill_dir: Some(dir.path().to_path_buf()),
+            ..Partitioning::default()
+        };
+        let share = crate::check::Partition { index, count };
+        crate::check::check_share(histories, state, scenario, &opts, &how, share, &out)
+            .map_err(|e| e.to_string())?;
+        dirs.push(out);
+    }
+    // The order the folders are found in does not matter.
+    dirs.reverse();
+    let joined = super::export::join(&dirs, dir.path()).map_err(|e| e.to_string())?;
+    assert!(joined.missing.is_empty());
+    Ok(joined.check.check)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn shares_checked_apart_and_joined_check_as_the_whole(
+        events in proptest::collection::vec(event(), 1..160),
+        state in state(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let history = write(dir.path(), "history.jsonl", &lines(&events));
+        let state = write(dir.path(), "state.json", &state.to_string());
+        let histories = std::slice::from_ref(&history);
+        for scenario in [None, Some("s1")] {
+            let expected = checked(histories, &state, scenario, 1, 1);
+            if expected.is_err() {
+                continue;
+            }
+            for count in [1, 2, 7, 16] {
+                let got = in_shares(histories, &state, scenario, count);
+                prop_assert_eq!(&got, &expected, "{} shares, {:?}", count, scenario);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_missing_share_is_named_and_shares_of_other_checks_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Attempt {
+        status: Some(204),
+        outcome: Outcome::Ok,
+        ..Attempt::new("s1", "d1", "k1", "a")
+    };
+    let history = write(dir.path(), "history.jsonl", &lines(&[Event::Attempt(a)]));
+    let state = write(dir.path(), "state.json", r#"{"inbox": []}"#);
+    let opts = CheckOptions::default();
+    let share = |index, count, name: &str| {
+        let out = dir.path().join(name);
+        crate::check::check_share(
+            std::slice::from_ref(&history),
+            &state,
+            None,
+            &opts,
+            &Partitioning::default(),
+            crate::check::Partition { index, count },
+            &out,
+        )
+        .unwrap();
+        out
+    };
+    let (p0, p2) = (share(0, 3, "p0"), share(2, 3, "p2"));
+    let joined = super::export::join(&[p0.clone(), p2.clone()], dir.path()).unwrap();
+    assert_eq!(joined.missing, vec![1]);
+    let other = share(1, 4, "other");
+    let e = super::export::join(&[p0.clone(), other], dir.path()).unwrap_err();
+    assert!(
+        e.to_string().contains("another number of partitions"),
+        "{e}"
+    );
+    let e = super::export::join(&[p0.clone(), p0], dir.path()).unwrap_err();
+    assert!(e.to_string().contains("twice"), "{e}");
 }
