@@ -5,7 +5,7 @@
 //! that knows nothing of hookstorm; report.html draws in a real browser, and
 //! the CI action, container image, `init` and thresholds work as documented,
 //! and the paths into production (image, Action, workflow, Kubernetes Job)
-//! run end to end.
+//! run end to end; `hookstorm verify` checks a report folder.
 
 mod bench;
 mod catalog;
@@ -29,4 +29,5 @@ mod shard;
 mod shrink;
 mod sql_probe;
 mod tls;
+mod verify;
 mod zoo;

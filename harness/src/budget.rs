@@ -46,6 +46,10 @@ pub const HISTORY_LINE: usize = 16 * 1024 * 1024;
 /// each.
 pub const PARTITION_REPORT: usize = 64 * 1024 * 1024;
 
+/// A report folder's `report.json` or `SHA256SUMS`, read whole by
+/// `hookstorm verify` (the histories it grades again are streamed).
+pub const REPORT_FILE: usize = 64 * 1024 * 1024;
+
 /// What `run` holds per planned delivery (its plan entry, body, sender
 /// state, history fold and checker rows), measured with `VmHWM` on a
 /// 100,000-delivery baseline: 766 MB, about 7.6 KiB each.
@@ -111,6 +115,11 @@ pub const TABLE: &[Budget] = &[
         what: "one partition of a check (`partition.json`, read by `merge`)",
         bytes: PARTITION_REPORT,
         past: "the merge refuses the folder, naming the file",
+    },
+    Budget {
+        what: "a report folder's report.json or SHA256SUMS (verify)",
+        bytes: REPORT_FILE,
+        past: "the folder is not verified: a mismatch naming the file",
     },
     Budget {
         what: "one scenario's plan (8 KiB per planned delivery)",

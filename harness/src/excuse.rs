@@ -313,6 +313,23 @@ pub fn excused(tag: &FaultTag, invariant: InvariantId) -> bool {
     })
 }
 
+/// Whether some fault's effect on `invariant` is informational: what a
+/// scenario observes of it is reported, graded below a failure.
+pub fn graded_informational(invariant: InvariantId) -> bool {
+    RULES
+        .iter()
+        .any(|r| r.invariant == invariant && r.effect == Informational)
+}
+
+/// Why `tag` explains that an attempt was not acknowledged (the table's
+/// I9 rule), if it does.
+pub fn why_unacknowledged(tag: &str) -> Option<&'static str> {
+    RULES
+        .iter()
+        .find(|r| r.tag == tag && r.invariant == InvariantId::I9 && r.effect != Expects)
+        .map(|r| r.why)
+}
+
 /// The attempt tags a scenario fault may put on attempts (as
 /// [`FaultTag::pattern`] writes them).
 pub fn tags_of(fault: &crate::scenario::fault_spec::FaultSpec) -> &'static [&'static str] {
@@ -481,21 +498,10 @@ mod docs {
     /// `HOOKSTORM_UPDATE_DOCS=1` rewrites it.
     #[test]
     fn the_excuse_table_in_the_docs_is_the_one_in_the_code() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/invariants.md");
-        let text = std::fs::read_to_string(path).expect("docs/invariants.md");
-        let (begin, end) = ("<!-- excuses:begin -->\n", "<!-- excuses:end -->");
-        let a = text.find(begin).expect("begin marker") + begin.len();
-        let b = text.find(end).expect("end marker");
-        let want = super::markdown();
-        if text[a..b] != want {
-            if std::env::var_os("HOOKSTORM_UPDATE_DOCS").is_some() {
-                let fresh = format!("{}{want}{}", &text[..a], &text[b..]);
-                std::fs::write(path, fresh).expect("rewrite docs/invariants.md");
-                return;
-            }
-            panic!(
-                "docs/invariants.md's excuse table differs from harness/src/excuse.rs (run with HOOKSTORM_UPDATE_DOCS=1 to rewrite it):\n{want}"
-            );
-        }
+        crate::docs_table::assert_section(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/invariants.md"),
+            "excuses",
+            &super::markdown(),
+        );
     }
 }

@@ -35,9 +35,14 @@
 //!   their scenario's state was read.
 //! - [`check`]: the invariants I1–I9 over history and state; [`excuse`] is
 //!   the one table of what each fault excuses, when a fault counts as
-//!   exercised, and what each provider does after a failure.
+//!   exercised, and what each provider does after a failure; [`outcome`]
+//!   says what each attempt came to (accepted, rejected as required, dead
+//!   by design, …), once for every reporter.
 //! - [`report`]: report.json, junit.xml, summary.md, report.html and the
-//!   console table.
+//!   console table, each opening with the conformance statement
+//!   ([`report::conformance`]: the levels a run establishes), sealed with
+//!   SHA-256 digests ([`report::seal`]) that `hookstorm verify` checks
+//!   ([`report::verify`]).
 //! - [`run`]: the pipeline of `hookstorm run`, scenario by scenario, with
 //!   [`run::preflight`] (a target's configuration checked in seconds),
 //!   [`run::estimate`] (how long a run will take), [`run::coverage`] (what
@@ -58,6 +63,7 @@
 //! - Leaves every stage may use: [`budget`] (the byte budget of every read
 //!   from outside), [`units`] (human durations), [`error`] (configuration
 //!   errors that name file and line), [`exit`] (the documented exit codes),
+//!   [`words`] (counts in words, with plural agreement),
 //!   [`memory`] (how the process asks the allocator for large buffers),
 //!   [`invariant`] (the ids I1–I9), [`suggest`] ("did you mean …?" for a
 //!   mistyped name), `httpwire` (HTTP/1.1 answers read off
@@ -68,6 +74,8 @@ pub mod bench;
 pub mod budget;
 pub mod check;
 mod decimal;
+#[cfg(test)]
+mod docs_table;
 pub mod error;
 pub mod excuse;
 pub mod exit;
@@ -79,6 +87,7 @@ pub mod invariant;
 pub mod lifecycle;
 pub mod memory;
 pub mod note;
+pub mod outcome;
 pub mod plan;
 pub mod profile;
 pub mod provider;
@@ -95,3 +104,4 @@ pub mod target;
 pub mod tcpproxy;
 pub mod tls;
 pub mod units;
+pub mod words;

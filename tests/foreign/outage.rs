@@ -409,14 +409,9 @@ impl Setup {
     }
 }
 
-/// "N attempt(s) answered during the cut" from the scenario's notes.
+/// "N attempts answered during the cut" from the scenario's notes.
 fn answered_during_cut(notes: &str) -> Option<u64> {
-    let i = notes.find(" attempt(s) answered during the cut")?;
-    notes[..i]
-        .rsplit(|c: char| !c.is_ascii_digit())
-        .next()?
-        .parse()
-        .ok()
+    crate::common::count_before(notes, "attempt(s) answered during the cut")
 }
 
 fn notes(run: &super::ForeignRun, scenario: &str) -> String {

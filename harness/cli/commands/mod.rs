@@ -19,6 +19,7 @@ mod select;
 mod shrink;
 mod sign;
 mod target_flags;
+mod verify;
 
 use clap::{Parser, Subcommand};
 
@@ -55,6 +56,8 @@ enum Command {
     List(list::Args),
     /// Re-check a stored history against a stored state, without re-running.
     Check(check::Args),
+    /// Check that a report folder is the one the run wrote (its SHA-256 digests) and that its histories still grade as it says.
+    Verify(verify::Args),
     /// Print the retry schedule of one delivery (attempt, wait, cumulative, min and max).
     Schedule(schedule::Args),
     /// Print the headers a real sender would send for a body read from stdin.
@@ -94,6 +97,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Doctor(a) => doctor::run(*a),
         Command::List(a) => list::run(a),
         Command::Check(a) => check::run(a),
+        Command::Verify(a) => verify::run(a),
         Command::Schedule(a) => schedule::run(a),
         Command::Sign(a) => sign::run(a),
         Command::Proxy(a) => proxy::run(a),

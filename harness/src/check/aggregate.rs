@@ -21,6 +21,7 @@ use crate::tag::FaultTag;
 use super::found::Found;
 pub(crate) use super::intern::Interner;
 use super::verdict::{Counts, DeadLetter, Evidence, MAX_DEAD_LETTERS};
+use crate::outcome::{self, AttemptOutcome, Facts, Judged};
 
 pub(crate) use super::intern::NONE;
 /// History lines kept per key for evidence.
@@ -197,7 +198,8 @@ pub(crate) struct KeyAgg {
     pub flags: u32,
     pub first_line: u32,
     pub lines: [u32; KEY_LINES],
-    pub nlines: u8,
+    /// Relevant lines seen (saturating); the first [`KEY_LINES`] are kept.
+    pub seen: u16,
     /// First line of a non-strict status deviation.
     pub status_line: u32,
     /// Line of the last genuine attempt that reached the receiver and was
@@ -224,10 +226,23 @@ impl KeyAgg {
     }
 
     pub(super) fn add_line(&mut self, line: u64) {
-        if (self.nlines as usize) < KEY_LINES {
-            self.lines[self.nlines as usize] = line32(line);
-            self.nlines += 1;
+        let kept = self.kept();
+        if kept < KEY_LINES {
+            self.lines[kept] = line32(line);
         }
+        self.seen = self.seen.saturating_add(1);
+    }
+
+    /// How many of `lines` hold a line.
+    pub(super) fn kept(&self) -> usize {
+        usize::from(self.seen).min(KEY_LINES)
+    }
+
+    /// How many relevant lines the key had in all (the first line when
+    /// none was marked relevant), of which [`KeyAgg::evidence_lines`] lists
+    /// the first [`KEY_LINES`].
+    pub fn lines_seen(&self) -> usize {
+        usize::from(self.seen).max(1)
     }
 
     /// The resource's sequence, when the key has a resource.
@@ -237,10 +252,10 @@ impl KeyAgg {
 
     /// The relevant lines, or the first line when none was marked relevant.
     pub fn evidence_lines(&self) -> Vec<u64> {
-        if self.nlines == 0 {
+        if self.seen == 0 {
             vec![self.first_line.into()]
         } else {
-            self.lines[..self.nlines as usize]
+            self.lines[..self.kept()]
                 .iter()
                 .map(|&l| l.into())
                 .collect()
@@ -273,6 +288,10 @@ pub struct Aggregator {
     pub(crate) counts: Counts,
     /// The first dead letters, with their history lines and records.
     pub(super) dead: Vec<(u64, DeadLetter, u32)>,
+    /// The record of every genuine delivery that died, in order: what
+    /// each death came to is settled once its key is read
+    /// ([`Aggregator::settle_deaths`]).
+    pub(super) died: Vec<u32>,
     /// I7's findings about single answers ([`status_findings`]).
     pub(crate) status_fail: Found,
     pub(crate) answer_limit: Duration,
@@ -320,6 +339,7 @@ impl Aggregator {
             deliveries: FxHashSet::default(),
             counts: Counts::default(),
             dead: Vec::new(),
+            died: Vec::new(),
             status_fail: Found::default(),
             answer_limit,
             sequenced: false,
@@ -355,7 +375,7 @@ impl Aggregator {
                 flags: 0,
                 first_line: line32(line),
                 lines: [0; KEY_LINES],
-                nlines: 0,
+                seen: 0,
                 status_line: 0,
                 missed_line: 0,
                 missed_status: 0,
@@ -532,7 +552,7 @@ impl Aggregator {
             // I9: an attempt the receiver itself saw and did not acknowledge.
             // A transport error, a malformed answer or a connection closed
             // before the status line has no status: never an acknowledgement.
-            if !ok && !drop_ack && !tags.explains_missing_ack {
+            if outcome::receiver_missed(&facts(a)) {
                 agg.flags |= flag::RECEIVER_MISSED;
                 agg.missed_line = line32(line);
                 agg.missed_status = a.status.unwrap_or(0);
@@ -550,8 +570,21 @@ impl Aggregator {
         }
     }
 
-    /// Keeps a dead delivery, while there is room (`Counts::dead` counts them all).
+    /// Keeps a dead delivery, while there is room (`Counts::dead` counts
+    /// them all). A genuine one's death is settled with its key
+    /// ([`Aggregator::settle_deaths`]); any other died as its own last
+    /// attempt says (a forged delivery refused to the end died by design).
     fn counts_dead_letter(&mut self, line: u64, i: usize, a: &AttemptView) {
+        let by_design = match outcome::judge(&facts(a)) {
+            Judged::Died => {
+                self.died.push(i as u32);
+                true
+            }
+            Judged::Now(o) => matches!(
+                o,
+                AttemptOutcome::RejectedAsRequired | AttemptOutcome::FailedByDesign
+            ),
+        };
         if self.dead.len() < MAX_DEAD_LETTERS {
             self.dead.push((
                 line,
@@ -563,10 +596,44 @@ impl Aggregator {
                     last_status: a.status,
                     last_error: a.error.map(str::to_string),
                     recovered: false,
+                    by_design,
                 },
                 i as u32,
             ));
         }
+    }
+
+    /// Every genuine death settled by its key, as I9 judges it: by design
+    /// unless the receiver itself missed an attempt of the key. Counts
+    /// each into `counts` and says so on the dead letters.
+    pub(crate) fn settle_deaths(&self, counts: &mut Counts) -> Vec<(u64, DeadLetter, u32)> {
+        for &i in &self.died {
+            let missed = self.keys[i as usize].has(flag::RECEIVER_MISSED);
+            counts.add_outcome(outcome::of_death(missed), 1);
+        }
+        self.dead
+            .iter()
+            .map(|(line, d, i)| {
+                let k = &self.keys[*i as usize];
+                let mut d = d.clone();
+                if k.has(flag::GENUINE) && k.has(flag::RECEIVER_MISSED) {
+                    d.by_design = false;
+                }
+                (*line, d, *i)
+            })
+            .collect()
+    }
+}
+
+/// What [`outcome::judge`] reads of an attempt.
+pub(crate) fn facts(a: &AttemptView) -> Facts {
+    Facts {
+        intent: a.intent,
+        status: a.status,
+        outcome: a.outcome,
+        excused: a.tags.explains_missing_ack,
+        drop_ack: a.tags.drop_ack,
+        dead: a.dead,
     }
 }
 
@@ -583,6 +650,11 @@ impl Counts {
         if a.dead {
             self.dead += 1;
         }
+        // What the attempt came to; a genuine death is counted with its
+        // key ([`Aggregator::settle_deaths`]).
+        if let Judged::Now(o) = outcome::judge(&facts(a)) {
+            self.add_outcome(o, 1);
+        }
     }
 
     /// Adds `other`'s counts, found apart.
@@ -593,6 +665,9 @@ impl Counts {
         self.fail += other.fail;
         self.info += other.info;
         self.dead += other.dead;
+        for (o, n) in &other.outcomes {
+            self.add_outcome(*o, *n);
+        }
     }
 }
 
@@ -602,12 +677,7 @@ impl Counts {
 /// answer slower than `limit` (unless a fault the harness injected made it
 /// slow). Ranked by the attempt's history line.
 pub(crate) fn status_findings(line: u64, a: &AttemptView, limit: Duration, out: &mut Found) {
-    let fail = |what: String| Evidence {
-        key: a.key.to_string(),
-        account: Some(a.account.to_string()),
-        what,
-        lines: vec![line],
-    };
+    let fail = |what: String| Evidence::new(a.key, Some(a.account.to_string()), what, vec![line]);
     let rank = (0, line);
     if let Some(s @ 300..=399) = a.status {
         if !a.tags.front_redirect {

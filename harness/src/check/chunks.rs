@@ -246,9 +246,12 @@ pub(crate) fn read_file<S: LineSink + Send>(
             PartEnd::Cut { line, bytes, error } => {
                 let line = at + line;
                 out.warning = Some(format!(
-                    "{}: line {line} was cut off ({bytes} bytes, {error}); checked the {} line(s) before it",
+                    "{}: line {line} was cut off ({bytes} bytes, {error}); checked {} before it",
                     path.display(),
-                    line - 1
+                    match line - 1 {
+                        1 => "the 1 line".to_string(),
+                        n => format!("the {n} lines"),
+                    }
                 ));
                 // Nothing follows a line without its newline.
                 break;

@@ -41,6 +41,7 @@ impl Aggregator {
             deliveries,
             counts: later_counts,
             dead: later_dead,
+            died: later_died,
             status_fail: later_status,
             sequenced,
             ..
@@ -66,7 +67,7 @@ impl Aggregator {
             let (account, key) = (id(k.account), id(k.key));
             let Some(i) = self.slot_of(account, key).map(|i| i as u32) else {
                 let mut lines = k.lines;
-                for l in &mut lines[..k.nlines as usize] {
+                for l in &mut lines[..k.kept()] {
                     *l = moved(*l);
                 }
                 let h = name_hash(account, self.strings.name(key));
@@ -101,9 +102,11 @@ impl Aggregator {
             if agg.created == NO_TIME {
                 agg.created = k.created;
             }
-            for &l in &k.lines[..k.nlines as usize] {
+            for &l in &k.lines[..k.kept()] {
                 agg.add_line(u64::from(l) + base);
             }
+            // The later part's lines past the ones it kept are counted, not listed.
+            agg.seen = agg.seen.saturating_add(k.seen - k.kept() as u16);
             if agg.status_line == 0 {
                 agg.status_line = shift(k.status_line);
             }
@@ -115,6 +118,8 @@ impl Aggregator {
         }
 
         self.counts.add(&later_counts);
+        self.died
+            .extend(later_died.into_iter().map(|i| slots[i as usize]));
         for (line, dead, i) in later_dead {
             if self.dead.len() >= MAX_DEAD_LETTERS {
                 break;

@@ -100,12 +100,7 @@ mod tests {
     use super::*;
 
     fn ev(n: u64) -> Evidence {
-        Evidence {
-            key: format!("k{n}"),
-            account: None,
-            what: String::new(),
-            lines: vec![n],
-        }
+        Evidence::new(format!("k{n}"), None, String::new(), vec![n])
     }
 
     #[test]

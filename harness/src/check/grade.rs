@@ -71,17 +71,16 @@ impl Aggregator {
     ) -> Findings {
         let mut counts = self.counts.clone();
         counts.deliveries += self.deliveries.len();
+        let dead = self.settle_deaths(&mut counts);
         let mut f = Findings::new(state_result(view.map(|v| v.rows.sections())));
         f.counts = counts;
         f.status = self.status_fail.clone();
         f.sequenced = self.sequenced;
-        f.dead = self
-            .dead
-            .iter()
-            .map(|(line, d, i)| {
-                let mut d = d.clone();
-                d.recovered = view.is_ok_and(|v| v.stored(&self.keys[*i as usize]));
-                (*line, d)
+        f.dead = dead
+            .into_iter()
+            .map(|(line, mut d, i)| {
+                d.recovered = view.is_ok_and(|v| v.stored(&self.keys[i as usize]));
+                (line, d)
             })
             .collect();
         let keyed: Vec<InvariantId> = ids

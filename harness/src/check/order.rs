@@ -20,11 +20,12 @@
 use super::aggregate::{flag, Aggregator, Interner, KeyAgg, KEY_LINES, NONE, NO_TIME};
 use super::found::Found;
 use super::partial::{Partial, Sections};
+use super::store::all_rows;
 use super::store::result;
 use super::verdict::{CheckOptions, Evidence, InvariantResult, Verdict};
 use super::view::{account_matches, SeqRow, StateView, WinRow};
 use crate::invariant::InvariantId;
-use crate::profile::vocabulary::Vocabulary;
+use crate::words::count;
 
 /// A key's evidence lines ([`KeyAgg::evidence_lines`]) in a fixed space.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -33,21 +34,30 @@ pub(crate) struct EvLines {
     pub lines: [u32; KEY_LINES],
     /// How many.
     pub n: u8,
+    /// How many relevant lines the key had in all ([`KeyAgg::lines_seen`]).
+    pub seen: u16,
 }
 
 impl EvLines {
     /// The evidence lines of `k`.
     pub fn of(k: &KeyAgg) -> Self {
-        if k.nlines == 0 {
+        let seen = u16::try_from(k.lines_seen()).unwrap_or(u16::MAX);
+        if k.seen == 0 {
             let mut lines = [0; KEY_LINES];
             lines[0] = k.first_line;
-            EvLines { lines, n: 1 }
+            EvLines { lines, n: 1, seen }
         } else {
             EvLines {
                 lines: k.lines,
-                n: k.nlines,
+                n: k.kept() as u8,
+                seen,
             }
         }
+    }
+
+    /// How many relevant lines there were in all.
+    pub fn total(self) -> usize {
+        usize::from(self.seen).max(usize::from(self.n))
     }
 
     /// The lines as evidence lists them.
@@ -222,30 +232,32 @@ pub(crate) fn correct_winner(
             }
             lines.sort_unstable();
             lines.dedup();
-            Evidence {
-                key: job_name.to_string(),
-                account: Some(strings.name(account).to_string()),
+            Evidence::new(
+                job_name,
+                Some(strings.name(account).to_string()),
                 what,
                 lines,
-            }
+            )
         });
     }
     for (w, _) in winners.iter().zip(&used).filter(|(_, u)| !**u) {
-        ev.push((1, u64::from(w.at)), || Evidence {
-            key: strings.name(w.job).to_string(),
-            account: (w.account != NONE).then(|| strings.name(w.account).to_string()),
-            what: format!(
-                "winner {} reported for {object} key {:?}, which no stored {} of this run has{}",
-                strings.name(w.task),
+        ev.push((1, u64::from(w.at)), || {
+            Evidence::new(
                 strings.name(w.job),
-                words.event,
-                if words.is_answerline() {
-                    " (a job key with its -rN suffix kept?)"
-                } else {
-                    ""
-                }
-            ),
-            lines: Vec::new(),
+                (w.account != NONE).then(|| strings.name(w.account).to_string()),
+                format!(
+                    "winner {} reported for {object} key {:?}, which no stored {} of this run has{}",
+                    strings.name(w.task),
+                    strings.name(w.job),
+                    words.event,
+                    if words.is_answerline() {
+                        " (a job key with its -rN suffix kept?)"
+                    } else {
+                        ""
+                    }
+                ),
+                Vec::new(),
+            )
         });
     }
     Partial {
@@ -276,13 +288,14 @@ pub(crate) fn correct_winner_result(
         p,
         Verdict::Fail,
         format!(
-            "the right winner for all {jobs} {} ({})",
-            Vocabulary::plural(&words.object),
+            "the right winner for {} ({})",
+            all_rows(jobs, &words.object),
             words.winner_rule()
         ),
         format!(
-            "{total} wrong winners among {jobs} {}",
-            Vocabulary::plural(&words.object)
+            "{} among {}",
+            count(total, "wrong winner"),
+            count(jobs, &words.object)
         ),
     )
 }
@@ -329,10 +342,13 @@ pub(crate) fn no_stale_overwrite(
             many => format!("resource {name}: {} rows reported", many.len()),
         };
         ev.push((0, u64::from(run[0].first_line)), || Evidence {
-            key: name.to_string(),
-            account: (account != NONE).then(|| strings.name(account).to_string()),
-            what,
-            lines: top.lines.to_vec(),
+            lines_total: top.lines.total(),
+            ..Evidence::new(
+                name,
+                (account != NONE).then(|| strings.name(account).to_string()),
+                what,
+                top.lines.to_vec(),
+            )
         });
     }
     Partial {
@@ -368,8 +384,16 @@ pub(crate) fn no_stale_overwrite_result(
         InvariantId::I6,
         p,
         Verdict::Fail,
-        format!("all {n} resources hold their highest stored sequence"),
-        format!("{total} of {n} resources do not hold their highest stored sequence"),
+        match n {
+            1 => "the 1 resource holds its highest stored sequence".to_string(),
+            n => format!("all {n} resources hold their highest stored sequence"),
+        },
+        format!(
+            "{total} of {} {} not hold {} highest stored sequence",
+            count(n, "resource"),
+            if total == 1 { "does" } else { "do" },
+            if total == 1 { "its" } else { "their" }
+        ),
     )
 }
 

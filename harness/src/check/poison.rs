@@ -7,10 +7,11 @@
 use super::aggregate::{flag, Aggregator};
 use super::found::Found;
 use super::partial::Partial;
-use super::store::{aggs_for_row, evidence, key_rank, result};
-use super::verdict::{Evidence, InvariantResult, Verdict};
-use super::view::{account_name, StateView};
+use super::store::{aggs_for_row, evidence, key_rank, result, row_evidence};
+use super::verdict::{InvariantResult, Verdict};
+use super::view::StateView;
 use crate::invariant::InvariantId;
+use crate::words::count;
 
 /// I8 against the state. Counts: poison deliveries, rows they blocked.
 /// The rows are judged even when this share has no poison key: the
@@ -39,9 +40,9 @@ pub(crate) fn isolation(agg: &Aggregator, view: &StateView) -> Partial {
         let aggs = aggs_for_row(agg, view, n);
         let is_poison = aggs.iter().any(|k| k.has(flag::POISON));
         let lines = || {
-            aggs.iter()
-                .flat_map(|k| k.evidence_lines())
-                .collect::<Vec<_>>()
+            let lines: Vec<u64> = aggs.iter().flat_map(|k| k.evidence_lines()).collect();
+            let total = aggs.iter().map(|k| k.lines_seen()).sum::<usize>();
+            (lines, total)
         };
         let what = if is_poison {
             // Marked failed is settled, whether or not `processed` is set.
@@ -60,11 +61,8 @@ pub(crate) fn isolation(agg: &Aggregator, view: &StateView) -> Partial {
             blocked += 1;
             "genuine row left unprocessed next to a poison row"
         };
-        ev.push((1, u64::from(row.at)), || Evidence {
-            key: agg.strings.name(row.key).to_string(),
-            account: account_name(agg, row.account),
-            what: what.to_string(),
-            lines: lines(),
+        ev.push((1, u64::from(row.at)), || {
+            row_evidence(agg, row.key, row.account, what.to_string(), lines())
         });
     }
     Partial {
@@ -89,7 +87,14 @@ pub(crate) fn isolation_result(p: &Partial) -> InvariantResult {
         InvariantId::I8,
         p,
         Verdict::Fail,
-        format!("{poison} poison deliveries marked failed, answered 2xx, blocking nothing"),
-        format!("{total} poison-isolation violations ({blocked} rows blocked)"),
+        format!(
+            "{} marked failed, answered 2xx, blocking nothing",
+            count(poison, "poison delivery")
+        ),
+        format!(
+            "{} ({} blocked)",
+            count(total, "poison-isolation violation"),
+            count(blocked, "row")
+        ),
     )
 }

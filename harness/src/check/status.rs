@@ -15,6 +15,7 @@ use super::store::{evidence, key_rank, result};
 use super::verdict::{CheckOptions, InvariantResult, Verdict, MAX_EVIDENCE};
 use super::view::StateView;
 use crate::invariant::InvariantId;
+use crate::words::count;
 
 /// The verdict from the history alone, when the state could not be read:
 /// the answers' own findings (`status`).
@@ -23,7 +24,10 @@ pub(crate) fn history_only(status: &Found) -> InvariantResult {
     InvariantResult {
         id: InvariantId::I7,
         verdict: Verdict::Fail,
-        summary: format!("{total} answers broke the contract (state probe failed; decided from the history alone)"),
+        summary: format!(
+            "{} broke the contract (state probe failed; decided from the history alone)",
+            count(total, "answer")
+        ),
         evidence: status.evidence(),
         evidence_total: total,
     }
@@ -122,7 +126,10 @@ pub(crate) fn conformance_result(
             id: InvariantId::I7,
             verdict: Verdict::Fail,
             summary: format!(
-                "{f} answers broke the contract, {l} non-strict deviations, in {attempts} attempts"
+                "{} broke the contract, {}, in {}",
+                count(f, "answer"),
+                count(l, "non-strict deviation"),
+                count(attempts, "attempt")
             ),
             evidence: items,
             evidence_total: total,
@@ -145,7 +152,10 @@ pub(crate) fn conformance_result(
         InvariantId::I7,
         &deviations,
         verdict,
-        format!("all {attempts} answers conform"),
-        format!("{n} non-strict status deviations ({note})"),
+        match attempts {
+            1 => "the 1 answer conforms".to_string(),
+            a => format!("all {a} answers conform"),
+        },
+        format!("{} ({note})", count(n, "non-strict status deviation")),
     )
 }

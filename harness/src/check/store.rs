@@ -16,6 +16,16 @@ use super::verdict::{CheckOptions, Evidence, InvariantResult, Verdict};
 use super::view::{account_matches, account_name, StateView};
 use crate::invariant::InvariantId;
 use crate::profile::vocabulary::Vocabulary;
+use crate::words::{agree, count};
+
+/// `all 3 inbox rows`, `the 1 inbox row`, `no inbox row`.
+pub(crate) fn all_rows(n: u64, noun: &str) -> String {
+    match n {
+        0 => format!("no {noun}"),
+        1 => format!("the 1 {noun}"),
+        n => format!("all {n} {}", crate::words::plural(noun)),
+    }
+}
 
 /// The history's records that an inbox row stands for (several when the row
 /// carries no account and the key was sent in several accounts).
@@ -37,20 +47,54 @@ pub(crate) fn aggs_for_row<'a>(
     }
 }
 
-fn lines_of(aggs: &[&KeyAgg]) -> Vec<u64> {
+/// The relevant lines of the keys of one row (at most twice a key's
+/// share), and how many there were in all.
+pub(crate) fn lines_of(aggs: &[&KeyAgg]) -> (Vec<u64>, usize) {
     let mut lines: Vec<u64> = aggs.iter().flat_map(|k| k.evidence_lines()).collect();
     lines.sort_unstable();
     lines.dedup();
+    let total = aggs
+        .iter()
+        .map(|k| k.lines_seen())
+        .sum::<usize>()
+        .max(lines.len());
     lines.truncate(super::aggregate::KEY_LINES * 2);
-    lines
+    (lines, total)
+}
+
+/// Evidence about a row's key citing `lines` (what [`lines_of`] gave).
+pub(crate) fn row_evidence(
+    agg: &Aggregator,
+    key: u32,
+    account: u32,
+    what: String,
+    (lines, total): (Vec<u64>, usize),
+) -> Evidence {
+    Evidence {
+        lines_total: total,
+        ..Evidence::new(
+            agg.strings.name(key),
+            account_name(agg, account),
+            what,
+            lines,
+        )
+    }
 }
 
 pub(crate) fn evidence(agg: &Aggregator, k: &KeyAgg, what: String, lines: Vec<u64>) -> Evidence {
-    Evidence {
-        key: agg.strings.name(k.key).to_string(),
-        account: (k.account != NONE).then(|| agg.strings.name(k.account).to_string()),
+    Evidence::new(
+        agg.strings.name(k.key),
+        (k.account != NONE).then(|| agg.strings.name(k.account).to_string()),
         what,
         lines,
+    )
+}
+
+/// Evidence about key `k` citing its relevant lines, with how many it had.
+pub(crate) fn key_evidence(agg: &Aggregator, k: &KeyAgg, what: String) -> Evidence {
+    Evidence {
+        lines_total: k.lines_seen(),
+        ..evidence(agg, k, what, k.evidence_lines())
     }
 }
 
@@ -78,7 +122,7 @@ pub(crate) fn no_loss(agg: &Aggregator, view: &StateView, opts: &CheckOptions) -
         } else {
             format!("never delivered, and not in the inbox after reconciliation: a final {} the provider knows", opts.vocabulary.event)
         };
-        ev.push(key_rank(k), || evidence(agg, k, what, k.evidence_lines()));
+        ev.push(key_rank(k), || key_evidence(agg, k, what));
     }
     Partial {
         n: [must, acked_n, 0],
@@ -92,16 +136,26 @@ pub(crate) fn no_loss_result(p: &Partial, opts: &CheckOptions) -> InvariantResul
     let [must, acked_n, _] = p.n;
     let total = p.found.total;
     let what = if opts.reconciled {
-        format!("keys that must be stored ({acked_n} acknowledged, the rest final provider {} reconciliation must fetch)", Vocabulary::plural(&opts.vocabulary.event))
+        format!(
+            "{} that must be stored ({acked_n} acknowledged, the rest final provider {} reconciliation must fetch)",
+            agree(must, "key"),
+            Vocabulary::plural(&opts.vocabulary.event)
+        )
     } else {
-        "acknowledged keys".to_string()
+        agree(must, "acknowledged key")
     };
     result(
         InvariantId::I1,
         p,
         Verdict::Fail,
-        format!("all {must} {what} are in the inbox"),
-        format!("{total} of {must} {what} are missing from the inbox"),
+        match must {
+            1 => format!("the 1 {what} is in the inbox"),
+            _ => format!("all {must} {what} are in the inbox"),
+        },
+        format!(
+            "{total} of {must} {what} {} missing from the inbox",
+            agree(total, "is")
+        ),
     )
 }
 
@@ -158,23 +212,28 @@ pub(crate) fn exactly_once(agg: &Aggregator, view: &StateView, opts: &CheckOptio
     let words = &opts.vocabulary;
     let mut ev = Found::default();
     let inbox = view.rows.inbox.iter().map(|r| (r.account, r.key));
-    for (account, key, count, first) in repeated(inbox) {
-        ev.push((0, u64::from(view.rows.inbox[first].at)), || Evidence {
-            key: agg.strings.name(key).to_string(),
-            account: account_name(agg, account),
-            what: format!("{count} inbox rows for one key"),
-            lines: lines_of(&aggs_for_row(agg, view, first)),
+    for (account, key, n, first) in repeated(inbox) {
+        ev.push((0, u64::from(view.rows.inbox[first].at)), || {
+            row_evidence(
+                agg,
+                key,
+                account,
+                format!("{} for one key", count(n, "inbox row")),
+                lines_of(&aggs_for_row(agg, view, first)),
+            )
         });
     }
     let inbox_dups = ev.total as u64;
     if let Some(results) = &view.rows.results {
         let pairs = results.iter().map(|r| (r.account, r.task));
-        for (account, task, count, first) in repeated(pairs) {
-            ev.push((1, u64::from(results[first].at)), || Evidence {
-                key: agg.strings.name(task).to_string(),
-                account: account_name(agg, account),
-                what: format!("{count} results rows for one {}", words.event),
-                lines: Vec::new(),
+        for (account, task, n, first) in repeated(pairs) {
+            ev.push((1, u64::from(results[first].at)), || {
+                Evidence::new(
+                    agg.strings.name(task),
+                    account_name(agg, account),
+                    format!("{} for one {}", count(n, "results row"), words.event),
+                    Vec::new(),
+                )
             });
         }
     }
@@ -204,8 +263,9 @@ pub(crate) fn exactly_once_result(
         Verdict::Fail,
         format!("no key twice in {checked}"),
         format!(
-            "{inbox_dups} keys stored more than once in the inbox, {results_dups} {} with several results rows",
-            Vocabulary::plural(&opts.vocabulary.event)
+            "{} stored more than once in the inbox, {} with several results rows",
+            count(inbox_dups, "key"),
+            count(results_dups, &opts.vocabulary.event)
         ),
     )
 }
@@ -226,12 +286,7 @@ pub(crate) fn processed_once(agg: &Aggregator, view: &StateView, opts: &CheckOpt
     for (n, row) in rows.iter().enumerate() {
         let aggs = aggs_for_row(agg, view, n);
         let lines = || lines_of(&aggs);
-        let row_ev = |what: String| Evidence {
-            key: agg.strings.name(row.key).to_string(),
-            account: account_name(agg, row.account),
-            what,
-            lines: lines(),
-        };
+        let row_ev = |what: String| row_evidence(agg, row.key, row.account, what, lines());
         if !row.settled() {
             unprocessed += 1;
             let why = if opts.drained {
@@ -257,7 +312,7 @@ pub(crate) fn processed_once(agg: &Aggregator, view: &StateView, opts: &CheckOpt
         if !first_judgement {
             continue;
         }
-        let count: u64 = view
+        let ran: u64 = view
             .effects_of(row.key)
             .iter()
             .filter(|e| account_matches(e.account, row.account) || row.account == NONE)
@@ -265,12 +320,12 @@ pub(crate) fn processed_once(agg: &Aggregator, view: &StateView, opts: &CheckOpt
             .sum();
         let poison = aggs.iter().any(|k| k.has(flag::POISON));
         let expected = if poison { 0 } else { 1 };
-        if count != expected {
+        if ran != expected {
             bad_effects += 1;
-            let what = match (poison, count) {
-                (true, c) => format!("poison row's effect ran {c} times (expected 0)"),
+            let what = match (poison, ran) {
+                (true, c) => format!("poison row's effect ran {} (expected 0)", count(c, "time")),
                 (false, 0) => "processed, but its effect never ran".to_string(),
-                (false, c) => format!("effect ran {c} times"),
+                (false, c) => format!("effect ran {}", count(c, "time")),
             };
             ev.push((0, u64::from(row.at)), || row_ev(what));
         }
@@ -283,11 +338,16 @@ pub(crate) fn processed_once(agg: &Aggregator, view: &StateView, opts: &CheckOpt
                 .any(|a| account_matches(e.account, a) || a == NONE);
             if !stored {
                 bad_effects += 1;
-                ev.push((1, u64::from(e.at)), || Evidence {
-                    key: agg.strings.name(e.key).to_string(),
-                    account: account_name(agg, e.account),
-                    what: format!("effect ran {} times for a key not in the inbox", e.count),
-                    lines: Vec::new(),
+                ev.push((1, u64::from(e.at)), || {
+                    Evidence::new(
+                        agg.strings.name(e.key),
+                        account_name(agg, e.account),
+                        format!(
+                            "effect ran {} for a key not in the inbox",
+                            count(e.count, "time")
+                        ),
+                        Vec::new(),
+                    )
                 });
             }
         }
@@ -311,8 +371,15 @@ pub(crate) fn processed_once_result(p: &Partial, sections: Sections) -> Invarian
         InvariantId::I3,
         p,
         Verdict::Fail,
-        format!("all {rows} inbox rows settled (processed or marked failed){effects_note}"),
-        format!("{unprocessed} rows not settled, {bad_effects} wrong effect counts"),
+        format!(
+            "{} settled (processed or marked failed){effects_note}",
+            all_rows(rows, "inbox row")
+        ),
+        format!(
+            "{} not settled, {}",
+            count(unprocessed, "row"),
+            count(bad_effects, "wrong effect count")
+        ),
     )
 }
 
@@ -341,20 +408,24 @@ pub(crate) fn no_phantom(agg: &Aggregator, view: &StateView) -> Partial {
         let rank = (0, u64::from(row.at));
         let aggs = aggs_for_row(agg, view, n);
         if aggs.is_empty() {
-            ev.push(rank, || Evidence {
-                key: agg.strings.name(row.key).to_string(),
-                account: account_name(agg, row.account),
-                what: "stored, but this run never sent it (left over from an earlier run, or invented)"
-                    .to_string(),
-                lines: Vec::new(),
+            ev.push(rank, || {
+                Evidence::new(
+                    agg.strings.name(row.key),
+                    account_name(agg, row.account),
+                    "stored, but this run never sent it (left over from an earlier run, or invented)",
+                    Vec::new(),
+                )
             });
         } else if !aggs.iter().any(|k| k.has(flag::REAL)) {
             let kinds: Vec<String> = aggs.iter().map(|k| intents(k)).collect();
-            ev.push(rank, || Evidence {
-                key: agg.strings.name(row.key).to_string(),
-                account: account_name(agg, row.account),
-                what: format!("stored a {} delivery", kinds.join("/")),
-                lines: lines_of(&aggs),
+            ev.push(rank, || {
+                row_evidence(
+                    agg,
+                    row.key,
+                    row.account,
+                    format!("stored a {} delivery", kinds.join("/")),
+                    lines_of(&aggs),
+                )
             });
         }
     }
@@ -373,7 +444,10 @@ pub(crate) fn no_phantom_result(p: &Partial) -> InvariantResult {
         InvariantId::I4,
         p,
         Verdict::Fail,
-        format!("all {rows} inbox rows come from genuine deliveries"),
-        format!("{total} inbox rows should not exist"),
+        match rows {
+            1 => "the 1 inbox row comes from genuine deliveries".to_string(),
+            n => format!("{} come from genuine deliveries", all_rows(n, "inbox row")),
+        },
+        format!("{} should not exist", count(total, "inbox row")),
     )
 }

@@ -143,10 +143,7 @@ impl Vocabulary {
 
     /// The plural of a noun (`job` → `jobs`, `object (data.id)` → `objects (data.id)`).
     pub fn plural(noun: &str) -> String {
-        match noun.split_once(' ') {
-            Some((head, rest)) => format!("{head}s {rest}"),
-            None => format!("{noun}s"),
-        }
+        crate::words::plural(noun)
     }
 
     /// The rule I5 holds a receiver to, in these words.

@@ -376,8 +376,9 @@ pub async fn run_until(
         scenarios: reports,
         machine: Some(machine()),
         interrupted,
+        seal: None,
     };
-    report::write_reports(&dir, &report)?;
+    let report = report::write_reports(&dir, &report)?.report;
     point_latest(&opts.out_dir, &run_id);
     Ok(RunOutcome { report, dir })
 }
@@ -513,6 +514,8 @@ fn skipped_report(scenario: &Scenario, opts: &RunOptions, skip: Skip) -> Scenari
         state: None,
         notes: vec![Note::Reason(skip.reason.clone())],
         skipped: Some(skip),
+        graded_with: None,
+        gap_slack_ms: None,
     }
 }
 
@@ -542,6 +545,8 @@ fn cut_short_report(
         state: None,
         notes: vec![Note::Reason(why)],
         skipped: None,
+        graded_with: None,
+        gap_slack_ms: None,
     }
 }
 

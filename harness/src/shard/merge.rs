@@ -545,7 +545,7 @@ fn merge_runs(found: &Found, dir: &Path, report: &mut MergeReport) -> Result<(),
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 for s in &mut first.scenarios {
-                    s.history = format!("{}/{}", sdir.display(), s.history);
+                    rebase(s, sdir);
                 }
                 union = Some(first);
             }
@@ -554,7 +554,7 @@ fn merge_runs(found: &Found, dir: &Path, report: &mut MergeReport) -> Result<(),
                 u.interrupted |= r.interrupted;
                 u.require_all |= r.require_all;
                 for mut s in r.scenarios {
-                    s.history = format!("{}/{}", sdir.display(), s.history);
+                    rebase(&mut s, sdir);
                     u.scenarios.push(s);
                 }
             }
@@ -565,6 +565,15 @@ fn merge_runs(found: &Found, dir: &Path, report: &mut MergeReport) -> Result<(),
         crate::report::write_reports(dir, &u).map_err(|e| MergeError::Io(e.to_string()))?;
     }
     Ok(())
+}
+
+/// A shard's scenario with its history and state paths made to name the
+/// files in the shard's folder, wherever the merged folder is read from
+/// (the page draws the histories, the seal digests them).
+fn rebase(s: &mut crate::report::ScenarioReport, sdir: &Path) {
+    let sdir = sdir.canonicalize().unwrap_or_else(|_| sdir.to_path_buf());
+    s.history = format!("{}/{}", sdir.display(), s.history);
+    s.state = s.state.take().map(|p| format!("{}/{}", sdir.display(), p));
 }
 
 #[cfg(test)]

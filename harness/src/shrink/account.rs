@@ -584,12 +584,7 @@ mod tests {
     }
 
     fn evidence(key: &str, what: &str) -> Evidence {
-        Evidence {
-            key: key.into(),
-            account: Some("acct_a".into()),
-            what: what.into(),
-            lines: vec![2, 3],
-        }
+        Evidence::new(key, Some("acct_a".into()), what, vec![2, 3])
     }
 
     #[test]

@@ -3,3 +3,4 @@
 mod invariants;
 mod probes;
 mod reports;
+mod sealed;

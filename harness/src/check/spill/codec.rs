@@ -145,6 +145,7 @@ impl Writer {
 
     fn lines(&mut self, l: EvLines) {
         self.buf.push(l.n);
+        self.num(l.seen.to_le_bytes());
         for x in l.lines {
             self.num(x.to_le_bytes());
         }
@@ -414,6 +415,7 @@ impl<'a> Fields<'a> {
 
     fn lines(&mut self) -> io::Result<EvLines> {
         let n = self.u8()?;
+        let seen = self.u16()?;
         let mut lines = [0u32; KEY_LINES];
         for l in &mut lines {
             *l = self.u32()?;
@@ -421,7 +423,7 @@ impl<'a> Fields<'a> {
         if usize::from(n) > KEY_LINES {
             return Err(bad("too many lines"));
         }
-        Ok(EvLines { lines, n })
+        Ok(EvLines { lines, n, seen })
     }
 
     fn task(&mut self) -> io::Result<Option<TaskStatus>> {
