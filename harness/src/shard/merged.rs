@@ -138,7 +138,10 @@ impl MergeReport {
                 s.push_str(&format!("  unknown: {why}\n"));
             }
             for f in self.findings.iter().take(10) {
-                s.push_str(&format!("  {} {} {}: {}\n", f.scenario, f.invariant, f.key, f.what));
+                s.push_str(&format!(
+                    "  {} {} {}: {}\n",
+                    f.scenario, f.invariant, f.key, f.what
+                ));
             }
             return s;
         }

@@ -230,7 +230,10 @@ fn checked(
 /// The lines each history was given: what the evidence's line numbers
 /// are told per file by.
 fn numbered(sources: &[crate::check::HistorySource]) -> Vec<u64> {
-    sources.iter().map(|s| s.first_line * 1_000_000 + s.lines).collect()
+    sources
+        .iter()
+        .map(|s| s.first_line * 1_000_000 + s.lines)
+        .collect()
 }
 
 proptest! {
