@@ -143,7 +143,7 @@ fn accounts(args: &ServeArgs) -> Result<Vec<Account>> {
     Ok(out)
 }
 
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {

@@ -15,13 +15,14 @@ mod run;
 mod schedule;
 mod shrink;
 mod sign;
+mod sink;
 mod target_flags;
 
 use clap::{Parser, Subcommand};
 
 use crate::ui::{ColorChoice, Verbosity};
 
-/// hookstorm: chaos and conformance runs against webhook receivers.
+/// hookstorm: chaos and conformance runs against webhook receivers (and, with `sink`, senders).
 #[derive(Debug, Parser)]
 #[command(name = "hookstorm", version, about, long_about = None, after_help = EXIT_CODES)]
 pub struct Cli {
@@ -74,6 +75,10 @@ enum Command {
     Shrink(Box<shrink::Args>),
     /// Merge the report folders of sharded runs (`--shard I/N`) into one report and one verdict.
     Merge(merge::Args),
+    /// Judge a webhook sender: a chaos receiver for it, the sender scenarios and invariants S1-S9 (the built-in reference sender when no target is given).
+    Sink(Box<sink::Args>),
+    /// Run the reference sender (an outbox on SQLite with a delivery worker), as `hookstorm sink` starts it.
+    Sender(hookstorm_receiver::sender::cli::SenderArgs),
 }
 
 /// Runs the chosen subcommand and returns the process exit code.
@@ -102,6 +107,8 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Completions(a) => completions::run(a),
         Command::Merge(a) => merge::run(a),
         Command::Shrink(a) => shrink::run(*a),
+        Command::Sink(a) => sink::run(*a),
+        Command::Sender(a) => Ok(hookstorm_receiver::sender::cli::main_with(a)),
     };
     match result {
         Ok(code) => code,

@@ -491,7 +491,8 @@ fn select_scenarios(
     Ok(picked)
 }
 
-fn rand_seed() -> u64 {
+/// A seed for a run that names none: time and pid, below a billion.
+pub(super) fn rand_seed() -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()

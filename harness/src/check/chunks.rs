@@ -423,7 +423,7 @@ impl RawLine<'_> {
                 };
                 fold.provider(line, &view);
             }
-            "run" | "fault" => {}
+            "run" | "fault" | "emit" => {}
             other => return Err(format!("unknown event type {other:?}")),
         }
         Ok(())

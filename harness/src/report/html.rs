@@ -48,7 +48,10 @@ pub fn render(report: &RunReport, dir: &Path) -> String {
             v["timeline"] = timeline(s, dir, report);
         }
     }
-    page(&format!("hookstorm run {}", report.run_id), &data)
+    page(
+        &format!("hookstorm {} {}", report.command(), report.run_id),
+        &data,
+    )
 }
 
 /// A self-contained page titled `title` that draws `data` (a run's or a
@@ -101,8 +104,12 @@ fn outcome_code(o: Outcome, dead: bool) -> u8 {
 
 /// One scenario's timeline from its history: deliveries with their
 /// attempts (`[t_ms, outcome, attempt, round, status, line, latency_ms,
-/// fault_index]`, times from the first event), fault events, and the retry
-/// envelope of the profile at the scenario's time scale.
+/// fault_index, error, window]`, times from the first event), fault
+/// events, and the retry envelope of the profile at the scenario's time
+/// scale. In a sink's history (`hookstorm sink`) a row is an event the
+/// sender was asked to emit, times are the sink's own clock, and each
+/// retry carries `window`: `[from_ms, to_ms]`, where the profile's
+/// schedule put it, measured from the end of the attempt before.
 fn timeline(s: &ScenarioReport, dir: &Path, report: &RunReport) -> Value {
     if s.skipped.is_some() || s.history.is_empty() {
         return Value::Null;
@@ -137,20 +144,41 @@ fn timeline(s: &ScenarioReport, dir: &Path, report: &RunReport) -> Value {
                 profile = h.profile;
                 t0 = t0.or_else(|| epoch_ms(&h.started_at));
             }
+            Event::Emit(e) => {
+                // A sink's history: one row per event, even one never sent.
+                index
+                    .entry(format!("{}/{}", e.account, e.key))
+                    .or_insert_with(|| {
+                        rows.push(json!({ "id": e.key, "key": e.key, "account": e.account }));
+                        attempts.push(Vec::new());
+                        rows.len() - 1
+                    });
+            }
             Event::Attempt(a) => {
-                let Some(at) = epoch_ms(&a.sent_at) else {
-                    bad_lines += 1;
-                    continue;
+                // A sink's attempts carry their own clock (from the
+                // scenario's start) and the window the schedule gives them.
+                let t = match &a.sink {
+                    Some(got) => got.at_ms,
+                    None => {
+                        let Some(at) = epoch_ms(&a.sent_at) else {
+                            bad_lines += 1;
+                            continue;
+                        };
+                        let base = *t0.get_or_insert(at);
+                        at - base
+                    }
                 };
-                let base = *t0.get_or_insert(at);
-                let t = at - base;
                 last = last.max(t + a.latency_ms.unwrap_or(0.0));
                 if kept >= MAX_ATTEMPTS {
                     left_out += 1;
                     continue;
                 }
                 kept += 1;
-                let row = *index.entry(a.delivery.clone()).or_insert_with(|| {
+                let row_key = match &a.sink {
+                    Some(_) => format!("{}/{}", a.account, a.key),
+                    None => a.delivery.clone(),
+                };
+                let row = *index.entry(row_key).or_insert_with(|| {
                     // Only what differs from the common case: a genuine
                     // delivery with no detail carries neither.
                     let mut row = json!({
@@ -168,15 +196,19 @@ fn timeline(s: &ScenarioReport, dir: &Path, report: &RunReport) -> Value {
                     attempts.push(Vec::new());
                     rows.len() - 1
                 });
-                let fault = match a.faults.first() {
-                    None => Value::Null,
-                    Some(_) => {
-                        let name = a
-                            .faults
-                            .iter()
-                            .map(|t| t.to_string())
-                            .collect::<Vec<_>>()
-                            .join("+");
+                let followed = a.sink.as_ref().is_some_and(|g| g.followed);
+                let fault = match (a.faults.first(), followed) {
+                    (None, false) => Value::Null,
+                    _ => {
+                        let name = match followed {
+                            true => "followed a redirect".to_string(),
+                            false => a
+                                .faults
+                                .iter()
+                                .map(|t| t.to_string())
+                                .collect::<Vec<_>>()
+                                .join("+"),
+                        };
                         let i = fault_names
                             .iter()
                             .position(|n| *n == name)
@@ -201,6 +233,10 @@ fn timeline(s: &ScenarioReport, dir: &Path, report: &RunReport) -> Value {
                     a.latency_ms.map(|l| (l * 10.0).round() / 10.0),
                     fault,
                     error,
+                    a.sink
+                        .as_ref()
+                        .and_then(|g| g.window_ms)
+                        .map(|[lo, hi]| json!([lo.round(), hi.round()])),
                 ]));
             }
             Event::Fault(f) => {

@@ -548,14 +548,14 @@ fn cut_short_report(
     }
 }
 
-fn point_latest(out: &Path, run_id: &str) {
+pub(crate) fn point_latest(out: &Path, run_id: &str) {
     let latest = out.join("latest");
     let _ = std::fs::remove_file(&latest);
     #[cfg(unix)]
     let _ = std::os::unix::fs::symlink(run_id, &latest);
 }
 
-fn machine() -> String {
+pub(crate) fn machine() -> String {
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);

@@ -302,10 +302,17 @@
           var f = firstOfRound[m[3]];
           firstOfRound[m[3]] = f === undefined ? m[0] : Math.min(f, m[0]);
         });
-        // The envelope: where the profile's schedule puts each retry.
+        // The envelope: where the profile's schedule puts each retry (a
+        // sender's retries carry their own window, from the attempt before).
         var env = tl.envelope || [];
         d.a.forEach(function (m) {
           var n = m[2], base = firstOfRound[m[3]];
+          if (m[9]) {
+            title(sv("rect", { "class": "window", x: x(m[9][0]), y: y - 5, width: Math.max(x(m[9][1]) - x(m[9][0]), 1), height: 10,
+              fill: "#90caf9", opacity: 0.5 }, svg),
+              "attempt " + n + " due " + fmtMs(m[9][0]) + "–" + fmtMs(m[9][1]) + " (the schedule's window after attempt " + (n - 1) + ")");
+            return;
+          }
           if (n < 2 || !env[n - 1]) return;
           var lo = base + env[n - 1][0], hi = base + env[n - 1][1];
           title(sv("rect", { x: x(lo), y: y - 5, width: Math.max(x(hi) - x(lo), 1), height: 10, fill: "#90caf9", opacity: 0.45 }, svg),

@@ -1,0 +1,339 @@
+//! The sender's timing: S1 (retries inside the retry envelope, with the
+//! profile's jitter and attempt count), S3 (`Retry-After` honoured) and S7
+//! (the timeout kept). Gaps are measured on the sink's monotonic clock
+//! from the end of the exchange before (as the sender saw it end) to the
+//! next request's first byte.
+
+use super::rules::{
+    late_ms, timeout_late_ms, EARLY, JITTER_RANGE, JITTER_SAMPLES, JITTER_SPREAD, JITTER_TOP,
+    TIMEOUT_EARLY_SHARE,
+};
+use super::view::{show_ms, EventView, SenderRules, SinkView};
+use crate::check::verdict::{Evidence, EvidenceSet, InvariantResult, Verdict};
+use crate::invariant::InvariantId;
+use crate::profile::schedule::Jitter;
+use crate::scenario::answer::Answer;
+use crate::state::outbox::{Outbox, OutboxStatus};
+
+fn evidence(e: &EventView<'_>, what: String, lines: Vec<u64>) -> Evidence {
+    Evidence {
+        key: e.key.to_string(),
+        account: Some(e.account.to_string()),
+        what,
+        lines,
+    }
+}
+
+fn early_ms() -> f64 {
+    EARLY.as_secs_f64() * 1000.0
+}
+
+/// S1 retry-envelope.
+pub fn envelope(
+    view: &SinkView<'_>,
+    rules: &SenderRules,
+    outbox: Result<&Outbox, &str>,
+) -> InvariantResult {
+    let profile = &rules.profile;
+    let max = profile.schedule.max_attempts;
+    let mut found = EvidenceSet::default();
+    let mut checked = 0usize;
+    let mut samples: Vec<f64> = Vec::new();
+    let mut exhausted = 0usize;
+    for e in &view.events {
+        let atts = &e.attempts;
+        for i in 1..atts.len() {
+            let (prev, cur) = (&atts[i - 1], &atts[i]);
+            let n = i as u32 + 1;
+            if n > max {
+                found.push(|| {
+                    evidence(
+                        e,
+                        format!("attempt {n} arrived: the profile makes {max} attempts at most"),
+                        vec![cur.line],
+                    )
+                });
+                break;
+            }
+            // A restart may send at once; a final answer is S2's.
+            if cur.got.generation != prev.got.generation || prev.is_final(profile) {
+                continue;
+            }
+            let retry_after = prev.got.retry_after_s;
+            let Some((lo, hi)) = rules.window(n, retry_after) else {
+                continue;
+            };
+            let gap = cur.got.at_ms - e.end_of(i - 1, rules);
+            checked += 1;
+            // Waiting for a Retry-After is S3's to judge.
+            if retry_after.is_none() && gap < lo - early_ms() {
+                found.push(|| {
+                    evidence(
+                        e,
+                        format!(
+                            "attempt {n} came {} after the end of attempt {} ({}), before its window {}–{}",
+                            show_ms(gap),
+                            n - 1,
+                            prev.said(),
+                            show_ms(lo),
+                            show_ms(hi)
+                        ),
+                        vec![prev.line, cur.line],
+                    )
+                });
+            } else if gap > hi + late_ms(hi) {
+                found.push(|| {
+                    evidence(
+                        e,
+                        format!(
+                            "attempt {n} came {} after the end of attempt {} ({}), past its window {}–{}",
+                            show_ms(gap),
+                            n - 1,
+                            prev.said(),
+                            show_ms(lo),
+                            show_ms(hi)
+                        ),
+                        vec![prev.line, cur.line],
+                    )
+                });
+            } else if retry_after.is_none() && hi - lo >= JITTER_RANGE.as_secs_f64() * 1000.0 {
+                samples.push((gap - lo) / (hi - lo));
+            }
+        }
+        // Dead-lettered before its attempts ran out, with no final answer.
+        if let (Ok(o), Some(_)) = (outbox, e.emitted) {
+            let dead = o
+                .row(e.account, e.key)
+                .is_some_and(|r| r.status == OutboxStatus::Dead);
+            if dead && e.first_final(profile).is_none() {
+                let m = atts.len() as u32;
+                if m < max {
+                    found.push(|| {
+                        evidence(
+                            e,
+                            format!(
+                                "dead-lettered after {m} attempt(s) (the last answered {}); the profile makes {max}",
+                                atts.last().map(|s| s.said()).unwrap_or_else(|| "nothing".into())
+                            ),
+                            e.lines(3),
+                        )
+                    });
+                } else {
+                    exhausted += 1;
+                }
+            }
+        }
+    }
+    let jitter = jitter_finding(&samples, profile.schedule.jitter);
+    if let Some(what) = &jitter {
+        found.push(|| Evidence {
+            key: "(the schedule)".into(),
+            account: None,
+            what: what.clone(),
+            lines: Vec::new(),
+        });
+    }
+    if found.is_empty() && checked == 0 && exhausted == 0 {
+        return InvariantResult::new(
+            InvariantId::S1,
+            Verdict::Unknown,
+            "not exercised: no event was retried",
+        );
+    }
+    let spread = match samples.len() {
+        0 => "no wait wide enough to show its jitter".to_string(),
+        n => format!(
+            "{n} wide waits spread from {:.0}% to {:.0}% of their jitter range",
+            samples.iter().copied().fold(f64::MAX, f64::min) * 100.0,
+            samples.iter().copied().fold(f64::MIN, f64::max) * 100.0
+        ),
+    };
+    let outbox_note = match outbox {
+        Ok(_) => format!("{exhausted} dead letter(s) after all {max} attempts"),
+        Err(_) => "dead letters not judged: the outbox listing failed".into(),
+    };
+    found.into_result(
+        InvariantId::S1,
+        Verdict::Fail,
+        format!(
+            "{checked} retries inside their windows at 1/{} time; {spread}; {outbox_note}",
+            rules.time_scale
+        ),
+        format!(
+            "the retries leave the {} schedule: {}",
+            profile.name,
+            jitter.unwrap_or_else(|| "waits outside their windows or a wrong attempt count".into())
+        ),
+    )
+}
+
+/// Whether the waits with a wide range show the profile's jitter; the
+/// finding when they do not.
+fn jitter_finding(samples: &[f64], jitter: Jitter) -> Option<String> {
+    if jitter == Jitter::None || samples.len() < JITTER_SAMPLES {
+        return None;
+    }
+    let lo = samples.iter().copied().fold(f64::MAX, f64::min);
+    let hi = samples.iter().copied().fold(f64::MIN, f64::max);
+    if lo > JITTER_TOP {
+        return Some(format!(
+            "no jitter: all {} waits wider than {} lie in the top {:.0}% of their range (the lowest at {:.0}%)",
+            samples.len(),
+            crate::units::format_duration(JITTER_RANGE),
+            (1.0 - JITTER_TOP) * 100.0,
+            lo * 100.0
+        ));
+    }
+    if hi - lo < JITTER_SPREAD {
+        return Some(format!(
+            "no jitter: all {} waits wider than {} lie at one point of their range ({:.0}%–{:.0}%)",
+            samples.len(),
+            crate::units::format_duration(JITTER_RANGE),
+            lo * 100.0,
+            hi * 100.0
+        ));
+    }
+    None
+}
+
+/// S3 retry-after.
+pub fn retry_after(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult {
+    let mut found = EvidenceSet::default();
+    let mut tested = 0usize;
+    for e in &view.events {
+        for i in 1..e.attempts.len() {
+            let (prev, cur) = (&e.attempts[i - 1], &e.attempts[i]);
+            let Some(secs) = prev.got.retry_after_s else {
+                continue;
+            };
+            if cur.got.generation != prev.got.generation || prev.got.closed_early {
+                continue;
+            }
+            tested += 1;
+            let want = rules.scaled_ms(std::time::Duration::from_secs(secs));
+            let gap = cur.got.at_ms - e.end_of(i - 1, rules);
+            if gap < want - early_ms() {
+                found.push(|| {
+                    evidence(
+                        e,
+                        format!(
+                            "attempt {} came {} after a Retry-After of {secs} s ({} at this time scale)",
+                            i + 1,
+                            show_ms(gap),
+                            show_ms(want)
+                        ),
+                        vec![prev.line, cur.line],
+                    )
+                });
+            }
+        }
+    }
+    if tested == 0 {
+        return InvariantResult::new(
+            InvariantId::S3,
+            Verdict::Unknown,
+            "not exercised: no answer with Retry-After was followed by a retry",
+        );
+    }
+    found.into_result(
+        InvariantId::S3,
+        Verdict::Fail,
+        format!("{tested} retries after a Retry-After each waited for it"),
+        "the sender retries sooner than Retry-After asks".into(),
+    )
+}
+
+/// S7 timeout.
+pub fn timeout(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult {
+    let t = rules.timeout_ms();
+    let mut found = EvidenceSet::default();
+    let (mut held, mut slow) = (0usize, 0usize);
+    for e in &view.events {
+        for (i, s) in e.attempts.iter().enumerate() {
+            let took = s.got.end_ms - s.got.at_ms;
+            let n = i + 1;
+            match s.answer {
+                Some(Answer::Hang) => {
+                    held += 1;
+                    let what = if !s.got.closed_early {
+                        Some(format!(
+                            "attempt {n} was never abandoned: held {} without an answer, the timeout is {}",
+                            show_ms(took),
+                            show_ms(t)
+                        ))
+                    } else if took > t + timeout_late_ms(t) {
+                        Some(format!(
+                            "attempt {n} was abandoned after {}, past the timeout of {}",
+                            show_ms(took),
+                            show_ms(t)
+                        ))
+                    } else if took < t * TIMEOUT_EARLY_SHARE {
+                        Some(format!(
+                            "attempt {n} was abandoned after {}, long before the timeout of {}",
+                            show_ms(took),
+                            show_ms(t)
+                        ))
+                    } else {
+                        None
+                    };
+                    if let Some(what) = what {
+                        found.push(|| evidence(e, what, vec![s.line]));
+                    }
+                }
+                Some(Answer::Slow(_)) => {
+                    slow += 1;
+                    if s.got.closed_early {
+                        found.push(|| {
+                            evidence(
+                                e,
+                                format!(
+                                    "attempt {n} was abandoned after {}, before its answer, due inside the timeout of {}",
+                                    show_ms(took),
+                                    show_ms(t)
+                                ),
+                                vec![s.line],
+                            )
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    if held + slow == 0 {
+        return InvariantResult::new(
+            InvariantId::S7,
+            Verdict::Unknown,
+            "not exercised: no request was held or answered slowly",
+        );
+    }
+    found.into_result(
+        InvariantId::S7,
+        Verdict::Fail,
+        format!(
+            "{held} held request(s) abandoned around the timeout of {}; {slow} slow answer(s) waited for",
+            show_ms(t)
+        ),
+        format!("the sender does not keep its timeout of {}", show_ms(t)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_at_the_top_of_their_range_every_time_are_no_jitter() {
+        let j = Jitter::ShortenUpToHalf;
+        assert!(jitter_finding(&[1.0, 1.01, 1.02, 1.0, 1.03, 1.2], j)
+            .unwrap()
+            .contains("top 25%"));
+        assert!(jitter_finding(&[0.5, 0.52, 0.51, 0.5, 0.53, 0.5], j)
+            .unwrap()
+            .contains("one point"));
+        assert!(jitter_finding(&[0.1, 0.9, 0.4, 0.7, 0.2, 0.6], j).is_none());
+        // Too few waits, or a profile without jitter: not judged.
+        assert!(jitter_finding(&[1.0; 5], j).is_none());
+        assert!(jitter_finding(&[1.0; 9], Jitter::None).is_none());
+    }
+}
