@@ -159,8 +159,9 @@ pub struct Received {
     #[serde(default)]
     pub closed_early: bool,
     /// How many times the harness had restarted the sender when the
-    /// request arrived: a retry after a restart is not held to the
-    /// schedule or to an answer given before it.
+    /// request was read (for people: the checker goes by the times of the
+    /// `kill` lines, since a request read just after a kill may still be
+    /// the old process's).
     #[serde(default)]
     pub generation: u32,
     /// The window the profile's schedule gives this retry, in milliseconds

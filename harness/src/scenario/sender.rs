@@ -18,6 +18,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::answer::Answer;
+use super::explicit::PlanSeed;
 use super::names::{check_accounts, check_name, check_tags};
 use super::side::{self, Side, SENDER_TAG};
 use crate::error::{read_toml, ConfigError};
@@ -155,7 +156,7 @@ struct SinkFile {
     #[serde(default, rename = "event")]
     listed: Option<Vec<EventFile>>,
     #[serde(default)]
-    seed: Option<u64>,
+    seed: Option<PlanSeed>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -308,7 +309,7 @@ impl SenderScenario {
             answers,
             crash: sink.crash,
             listed,
-            seed: sink.seed,
+            seed: sink.seed.map(|s| s.0),
             path: path.to_path_buf(),
         })
     }

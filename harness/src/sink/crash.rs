@@ -134,7 +134,6 @@ pub async fn watch(
             }
         };
         if kill_now {
-            generation.fetch_add(1, Ordering::SeqCst);
             out.kills += 1;
             let why = match crash.map(|c| c.at) {
                 Some(CrashPoint::BeforeMark) => "killed right after the sink answered 2xx",
@@ -143,6 +142,7 @@ pub async fn watch(
             if let Err(e) = sup.kill(Role::Receiver).await {
                 out.errors.push(e.to_string());
             }
+            generation.fetch_add(1, Ordering::SeqCst);
             if let Err(e) = sup.restart(Role::Receiver, why).await {
                 out.errors.push(e.to_string());
                 break;

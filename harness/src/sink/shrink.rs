@@ -198,6 +198,15 @@ pub async fn shrink(
     }))
 }
 
+/// A seed as TOML holds it: an integer up to 2^63 - 1, digits in a string
+/// above (as [`crate::scenario::explicit::PlanSeed`] reads both).
+fn toml_seed(seed: u64) -> String {
+    match i64::try_from(seed) {
+        Ok(n) => n.to_string(),
+        Err(_) => quote(&seed.to_string()),
+    }
+}
+
 fn quote(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
 }
@@ -219,7 +228,7 @@ fn to_toml(s: &SenderScenario, invariant: InvariantId) -> String {
         c = list(&check),
         t = list(&s.tags),
         a = list(&s.accounts),
-        seed = s.seed.unwrap_or_default(),
+        seed = toml_seed(s.seed.unwrap_or_default()),
         waves = s.waves,
     );
     if let Some(c) = s.crash {
@@ -285,13 +294,13 @@ mod tests {
                     script: vec![Answer::Hang],
                 },
             ]),
-            seed: Some(42),
+            seed: Some(u64::MAX - 7),
             path: path.clone(),
         };
         std::fs::write(&path, to_toml(&s, InvariantId::S1)).unwrap();
         let back = SenderScenario::from_file(&path).unwrap();
         assert_eq!(back.listed, s.listed);
-        assert_eq!(back.seed, Some(42));
+        assert_eq!(back.seed, Some(u64::MAX - 7));
         assert_eq!(back.description, s.description);
         assert_eq!(back.check, s.check);
     }

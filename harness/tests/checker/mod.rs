@@ -1,5 +1,7 @@
-//! The checker, the state probes and the reports.
+//! The checker (the receiver invariants and the sender ones), the state
+//! probes and the reports.
 
 mod invariants;
 mod probes;
 mod reports;
+mod senders;

@@ -30,7 +30,7 @@ pub fn final_answers(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResul
         };
         finals += 1;
         for (j, s) in e.attempts.iter().enumerate().skip(i + 1) {
-            if s.got.generation > fin.got.generation {
+            if view.restarted_between(fin, s) {
                 after_restart += 1;
                 continue;
             }

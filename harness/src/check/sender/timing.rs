@@ -56,7 +56,7 @@ pub fn envelope(
                 break;
             }
             // A restart may send at once; a final answer is S2's.
-            if cur.got.generation != prev.got.generation || prev.is_final(profile) {
+            if view.restarted_between(prev, cur) || prev.is_final(profile) {
                 continue;
             }
             let retry_after = prev.got.retry_after_s;
@@ -206,7 +206,7 @@ pub fn retry_after(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult 
             let Some(secs) = prev.got.retry_after_s else {
                 continue;
             };
-            if cur.got.generation != prev.got.generation || prev.got.closed_early {
+            if view.restarted_between(prev, cur) || prev.got.closed_early {
                 continue;
             }
             tested += 1;

@@ -11,6 +11,7 @@ use crate::history::{Attempt, Emitted, Event, Outcome, Received};
 use crate::invariant::InvariantId;
 use crate::profile::Profile;
 use crate::scenario::answer::Answer;
+use crate::tag::FaultName;
 
 /// What the sender is judged by.
 #[derive(Debug, Clone)]
@@ -148,9 +149,17 @@ impl EventView<'_> {
     }
 }
 
+/// How long before a request's arrival a crash of the sender still counts
+/// as falling between it and what came after: the request may have been
+/// the old process's, read a moment after it died.
+pub const RESTART_MARGIN_S: f64 = 0.05;
+
 /// The whole history, by event.
 #[derive(Debug, Default)]
 pub struct SinkView<'a> {
+    /// When the harness killed the sender or saw it crash (unix seconds),
+    /// from the history's `kill` lines.
+    pub kills: Vec<f64>,
     /// Every event, in the order its first line came: emitted ones carry
     /// their emit line, identities never emitted none.
     pub events: Vec<EventView<'a>>,
@@ -213,6 +222,11 @@ impl<'a> SinkView<'a> {
                         view.events[i].attempts.push(seen);
                     }
                 }
+                Event::Fault(f) if f.fault == FaultName::Kill => {
+                    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(&f.at) {
+                        view.kills.push(t.timestamp_millis() as f64 / 1000.0);
+                    }
+                }
                 _ => {}
             }
         }
@@ -223,6 +237,17 @@ impl<'a> SinkView<'a> {
                 .sort_by(|a, b| a.got.at_ms.total_cmp(&b.got.at_ms));
         }
         view
+    }
+
+    /// Whether the sender was killed (or crashed) after `first` arrived
+    /// (less [`RESTART_MARGIN_S`]) and before `then` did: what `then` did
+    /// is the restarted sender's, not held to what `first` got.
+    pub fn restarted_between(&self, first: &Seen<'_>, then: &Seen<'_>) -> bool {
+        let (a, b) = (
+            first.got.arrived_unix - RESTART_MARGIN_S,
+            then.got.arrived_unix,
+        );
+        self.kills.iter().any(|&k| a <= k && k <= b)
     }
 
     /// The events the harness emitted.
