@@ -41,6 +41,7 @@ const SCRIPT: &str = include_str!("html_assets/report.js");
 pub fn render(report: &RunReport, dir: &Path) -> String {
     let mut data = report_json::to_value(report);
     data["kind"] = json!("run");
+    data["command"] = json!(report.command());
     data["coverage_line"] = json!(report.coverage_line());
     if let Some(Value::Array(scenarios)) = data.get_mut("scenarios") {
         for (v, s) in scenarios.iter_mut().zip(&report.scenarios) {

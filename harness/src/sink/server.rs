@@ -27,11 +27,15 @@ use tokio::task::JoinHandle;
 
 use super::plan::{PlannedEvent, SinkPlan};
 use super::wire::{self, ReadError, Request};
-use crate::check::sender::{exchange_end, SenderRules, HANG_LIMIT, SLOW_AT};
+use crate::check::sender::{exchange_end, SenderRules, HANG_LIMIT, SINK_STALL, SLOW_AT};
 use crate::history::{Attempt, Event, HistorySink, Intent, Outcome, Received};
 use crate::plan::delivery::TaskStatus;
 use crate::profile::signature::Secret;
 use crate::scenario::answer::{self, Answer};
+
+/// How late the sink may be with a slow answer before a close it then
+/// finds is put down to its own lateness, not the sender's impatience.
+const SINK_LATE: Duration = Duration::from_millis(10);
 
 /// The path of an account's URL.
 pub fn hook_path(account: &str) -> String {
@@ -122,7 +126,11 @@ impl SinkServer {
             acks: setup.acks,
         });
         let (stop, stopped) = watch::channel(false);
-        let task = tokio::spawn(accept_loop(listener, shared, stopped));
+        let stalls = tokio::spawn(watch_stalls(shared.clone(), stopped.clone()));
+        let task = tokio::spawn(async move {
+            accept_loop(listener, shared, stopped).await;
+            let _ = stalls.await;
+        });
         Ok(SinkServer { addr, stop, task })
     }
 
@@ -160,6 +168,36 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stop: watch
         while conns.try_join_next().is_some() {}
     }
     conns.abort_all();
+}
+
+/// How often the sink looks at its own clock.
+const TICK: Duration = Duration::from_millis(5);
+
+/// Notes every stretch the sink was not scheduled, as a `sink-stall` line
+/// whose `detail` is its length in milliseconds.
+async fn watch_stalls(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let mut last = Instant::now();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(TICK) => {}
+            _ = stop.changed() => return,
+        }
+        let now = Instant::now();
+        let late = now.saturating_duration_since(last).saturating_sub(TICK);
+        last = now;
+        if late >= SINK_STALL {
+            let ms = late.as_secs_f64() * 1000.0;
+            let _ = shared
+                .history
+                .write(Event::Fault(crate::history::FaultEvent {
+                    scenario: shared.scenario.clone(),
+                    at: crate::history::now_rfc3339(),
+                    fault: crate::tag::FaultName::SinkStall,
+                    action: format!("the sink was not scheduled for {ms:.0} ms"),
+                    detail: Some(format!("{ms:.0}")),
+                }));
+        }
+    }
 }
 
 fn ms_since(start: Instant, t: Instant) -> f64 {
@@ -380,7 +418,9 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
 /// Plays one scripted answer: returns the status answered (if any),
 /// whether the sender closed before the answer was due (for `hang`:
 /// whether it gave up at all), the transport error text, and when the
-/// exchange ended.
+/// exchange ended: for an answer, the moment before it was written (the
+/// sender cannot have had it sooner, so a gap measured from there is
+/// never longer than the sender's own wait).
 async fn play(
     mut stream: TcpStream,
     ans: Answer,
@@ -394,13 +434,15 @@ async fn play(
     let stream = &mut stream;
     match ans {
         Answer::Status(s) => {
+            let end = Instant::now();
             let ok = wire::answer(stream, s, &[]).await;
-            (Some(s), !ok, None, Instant::now())
+            (Some(s), !ok, None, end)
         }
         Answer::RetryAfter { status, secs } => {
+            let end = Instant::now();
             let ok =
                 wire::answer(stream, status, &[("Retry-After".into(), secs.to_string())]).await;
-            (Some(status), !ok, None, Instant::now())
+            (Some(status), !ok, None, end)
         }
         Answer::Redirect(s) => {
             let k = {
@@ -413,8 +455,9 @@ async fn play(
                 .map(|a| a.to_string())
                 .unwrap_or_default();
             let location = format!("http://{host}/moved/{account}/{k}");
+            let end = Instant::now();
             let ok = wire::answer(stream, s, &[("Location".into(), location)]).await;
-            (Some(s), !ok, None, Instant::now())
+            (Some(s), !ok, None, end)
         }
         Answer::Reset => {
             let end = Instant::now();
@@ -449,15 +492,28 @@ async fn play(
             let wait = due.saturating_sub(req.first_byte.elapsed());
             if wire::until_closed(stream, wait).await {
                 let end = Instant::now();
-                let error = format!(
-                    "the sender closed the connection after {}, before the answer due at {}",
-                    crate::units::format_duration(end.saturating_duration_since(req.first_byte)),
-                    crate::units::format_duration(due)
-                );
-                return (None, true, Some(error), end);
+                let took = end.saturating_duration_since(req.first_byte);
+                // A sink that ran late itself (a loaded machine) found the
+                // close only after its answer was due: not the sender's doing.
+                let sink_late = took > due + SINK_LATE;
+                let error = if sink_late {
+                    format!(
+                        "the sink ran late: its answer was due at {}, it looked at {} and the sender had closed the connection",
+                        crate::units::format_duration(due),
+                        crate::units::format_duration(took)
+                    )
+                } else {
+                    format!(
+                        "the sender closed the connection after {}, before the answer due at {}",
+                        crate::units::format_duration(took),
+                        crate::units::format_duration(due)
+                    )
+                };
+                return (None, !sink_late, Some(error), end);
             }
+            let end = Instant::now();
             let ok = wire::answer(stream, s, &[]).await;
-            (Some(s), !ok, None, Instant::now())
+            (Some(s), !ok, None, end)
         }
     }
 }

@@ -429,3 +429,30 @@ fn a_sink_history_with_nothing_sent_decides_nothing() {
         "{c:?}"
     );
 }
+
+#[test]
+fn a_wait_the_sink_measured_across_its_own_stall_is_not_judged() {
+    // Attempts 1-7 on the schedule; attempt 8 at once after attempt 7 (too
+    // soon for its window of 160-320 ms), but the sink was not scheduled
+    // from 250 to 262 ms, right then: it cannot tell.
+    let mut h = retried("k1", &[0.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]);
+    h.pop();
+    h.push(line("k1", 8, attempt("k1", "200", 260.0, 1.0)));
+    let o = outbox(&[("k1", "delivered")]);
+    let c = check(h.clone(), Ok(&o), &[S1]);
+    assert_eq!(verdict(&c, S1), Verdict::Fail, "{}", what(&c, S1));
+    h.push(Event::Fault(hookstorm::history::FaultEvent {
+        scenario: S.into(),
+        at: "2023-11-14T22:13:20.262Z".into(), // unix 1_700_000_000.262
+        fault: hookstorm::tag::FaultName::SinkStall,
+        action: "the sink was not scheduled for 12 ms".into(),
+        detail: Some("12".into()),
+    }));
+    let c = check(h, Ok(&o), &[S1]);
+    assert_eq!(verdict(&c, S1), Verdict::Pass, "{}", what(&c, S1));
+    assert!(
+        what(&c, S1).contains("2 not judged: the sink itself stalled"),
+        "{}",
+        what(&c, S1)
+    );
+}

@@ -152,6 +152,11 @@ pub fn signature(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult {
         };
         for s in &e.attempts[1..] {
             let Some(t) = s.got.signed_at else { continue };
+            // A stall of the sink between them inflates the time between
+            // their arrivals, not the sender's.
+            if view.stalled_between(first, s) {
+                continue;
+            }
             let since = s.got.arrived_unix - first.got.arrived_unix;
             let dt = (t - t0) as f64;
             if dt < 0.0 {

@@ -25,7 +25,8 @@ use crate::invariant::InvariantId;
 use crate::state::outbox::{Outbox, OutboxStatus};
 
 pub use rules::{
-    compressed_timeout, markdown, rule, Rule, HANG_LIMIT, RULES, SLOW_AT, TIMEOUT_FLOOR,
+    compressed_timeout, late_ms, markdown, rule, Rule, EARLY, HANG_LIMIT, RULES, SINK_STALL,
+    SLOW_AT, TIMEOUT_FLOOR,
 };
 pub use view::{exchange_end, EventView, SenderRules, SinkView};
 

@@ -28,6 +28,11 @@ pub fn final_answers(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResul
         let Some((i, fin)) = e.first_final(&rules.profile) else {
             continue;
         };
+        // An answer the sink gave while it stalled may have reached a
+        // sender that had already given up on it.
+        if view.stalled_during(fin) {
+            continue;
+        }
         finals += 1;
         for (j, s) in e.attempts.iter().enumerate().skip(i + 1) {
             if view.restarted_between(fin, s) {

@@ -77,11 +77,15 @@ pub fn rule(id: InvariantId) -> &'static Rule {
 pub const EARLY: Duration = Duration::from_millis(5);
 
 /// A retry may arrive this much after its window closes, at least: the
-/// sender's poll interval and a loaded machine.
-pub const LATE_MIN: Duration = Duration::from_millis(150);
+/// sender's poll interval, and a loaded machine that leaves a process
+/// unscheduled for a few hundred milliseconds (measured: 175 ms on two
+/// shared cores with three busy loops beside it). At 1000x this is half an
+/// hour of contract time, so lateness is judged coarsely; the lower
+/// bound, the attempt count and the jitter are exact.
+pub const LATE_MIN: Duration = Duration::from_millis(500);
 
 /// ... or this share of the window's end, when that is more.
-pub const LATE_SHARE: f64 = 0.2;
+pub const LATE_SHARE: f64 = 0.25;
 
 /// Waits whose jitter range is at least this wide show the jitter.
 pub const JITTER_RANGE: Duration = Duration::from_millis(60);
@@ -105,8 +109,8 @@ pub const TIMEOUT_FLOOR: Duration = Duration::from_millis(250);
 /// it (at least [`TIMEOUT_LATE_MIN`]).
 pub const TIMEOUT_LATE_SHARE: f64 = 0.5;
 
-/// See [`TIMEOUT_LATE_SHARE`].
-pub const TIMEOUT_LATE_MIN: Duration = Duration::from_millis(100);
+/// See [`TIMEOUT_LATE_SHARE`] (a loaded machine, as for [`LATE_MIN`]).
+pub const TIMEOUT_LATE_MIN: Duration = Duration::from_millis(250);
 
 /// A held request abandoned before this share of the timeout was given up
 /// too soon.
@@ -121,6 +125,20 @@ pub const HANG_LIMIT: u32 = 4;
 /// How far a retry's signed timestamp may fall behind its own clock, in
 /// seconds beyond the one second that whole-second timestamps lose.
 pub const FRESH_SKEW_S: f64 = 0.25;
+
+/// How long before a request's arrival a crash of the sender still counts
+/// as falling between it and what came after (S1, S2, S3): the request may
+/// have been the old process's, read a moment after it died.
+pub const RESTART_MARGIN_S: f64 = 0.05;
+
+/// A tick of the sink's own clock this much late is a stall of the sink
+/// (its process was not scheduled): written to the history as a
+/// `sink-stall` line, so that no wait measured across it is judged.
+pub const SINK_STALL: Duration = Duration::from_millis(30);
+
+/// How far around a stall of the sink a time it measured is still
+/// suspect (the stall's line is written when the sink runs again).
+pub const STALL_MARGIN_S: f64 = 0.02;
 
 /// The compressed timeout of a profile's `timeout` at `time_scale`.
 pub fn compressed_timeout(timeout: Duration, time_scale: f64) -> Duration {
@@ -196,6 +214,21 @@ pub fn markdown() -> String {
             format!("comes at {} of the timeout and must be waited for", pct(SLOW_AT)),
         ),
         (
+            "a restart of the sender (S1, S2, S3)",
+            format!(
+                "what follows a `kill` line (or comes up to {:.0} ms before it) is not held to what came before",
+                RESTART_MARGIN_S * 1000.0
+            ),
+        ),
+        (
+            "a stall of the sink itself",
+            format!(
+                "a tick of its clock {} late is a `sink-stall` line; a wait, an answer or a signature age measured across one (give or take {:.0} ms) is not judged, and the summary counts it",
+                ms(SINK_STALL),
+                STALL_MARGIN_S * 1000.0
+            ),
+        ),
+        (
             "a fresh signature (S6)",
             format!("a retry's timestamp is at most 1 s plus {FRESH_SKEW_S} s behind the time since the event's first attempt"),
         ),
@@ -227,8 +260,8 @@ mod tests {
             compressed_timeout(Duration::from_secs(15), 10.0),
             Duration::from_millis(1500)
         );
-        assert_eq!(late_ms(100.0), 150.0);
-        assert_eq!(late_ms(2000.0), 400.0);
+        assert_eq!(late_ms(100.0), 500.0);
+        assert_eq!(late_ms(4000.0), 1000.0);
     }
 
     /// `docs/invariants.md` carries [`markdown`] between its markers;

@@ -28,6 +28,14 @@ fn early_ms() -> f64 {
     EARLY.as_secs_f64() * 1000.0
 }
 
+/// `; N not judged: …` when the sink stalled across some measurements.
+fn not_judged(n: usize) -> String {
+    match n {
+        0 => String::new(),
+        n => format!(" ({n} not judged: the sink itself stalled across them)"),
+    }
+}
+
 /// S1 retry-envelope.
 pub fn envelope(
     view: &SinkView<'_>,
@@ -40,6 +48,7 @@ pub fn envelope(
     let mut checked = 0usize;
     let mut samples: Vec<f64> = Vec::new();
     let mut exhausted = 0usize;
+    let mut unjudged = 0usize;
     for e in &view.events {
         let atts = &e.attempts;
         for i in 1..atts.len() {
@@ -63,6 +72,10 @@ pub fn envelope(
             let Some((lo, hi)) = rules.window(n, retry_after) else {
                 continue;
             };
+            if view.stalled_between(prev, cur) {
+                unjudged += 1;
+                continue;
+            }
             let gap = cur.got.at_ms - e.end_of(i - 1, rules);
             checked += 1;
             // Waiting for a Retry-After is S3's to judge.
@@ -134,11 +147,11 @@ pub fn envelope(
         });
     }
     if found.is_empty() && checked == 0 && exhausted == 0 {
-        return InvariantResult::new(
-            InvariantId::S1,
-            Verdict::Unknown,
-            "not exercised: no event was retried",
-        );
+        let why = match unjudged {
+            0 => "not exercised: no event was retried".to_string(),
+            n => format!("not decided: the sink itself stalled across all {n} retries"),
+        };
+        return InvariantResult::new(InvariantId::S1, Verdict::Unknown, why);
     }
     let spread = match samples.len() {
         0 => "no wait wide enough to show its jitter".to_string(),
@@ -156,8 +169,9 @@ pub fn envelope(
         InvariantId::S1,
         Verdict::Fail,
         format!(
-            "{checked} retries inside their windows at 1/{} time; {spread}; {outbox_note}",
-            rules.time_scale
+            "{checked} retries inside their windows at 1/{} time{}; {spread}; {outbox_note}",
+            rules.time_scale,
+            not_judged(unjudged)
         ),
         format!(
             "the retries leave the {} schedule: {}",
@@ -199,7 +213,7 @@ fn jitter_finding(samples: &[f64], jitter: Jitter) -> Option<String> {
 /// S3 retry-after.
 pub fn retry_after(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult {
     let mut found = EvidenceSet::default();
-    let mut tested = 0usize;
+    let (mut tested, mut unjudged) = (0usize, 0usize);
     for e in &view.events {
         for i in 1..e.attempts.len() {
             let (prev, cur) = (&e.attempts[i - 1], &e.attempts[i]);
@@ -207,6 +221,10 @@ pub fn retry_after(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult 
                 continue;
             };
             if view.restarted_between(prev, cur) || prev.got.closed_early {
+                continue;
+            }
+            if view.stalled_between(prev, cur) {
+                unjudged += 1;
                 continue;
             }
             tested += 1;
@@ -238,7 +256,10 @@ pub fn retry_after(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult 
     found.into_result(
         InvariantId::S3,
         Verdict::Fail,
-        format!("{tested} retries after a Retry-After each waited for it"),
+        format!(
+            "{tested} retries after a Retry-After each waited for it{}",
+            not_judged(unjudged)
+        ),
         "the sender retries sooner than Retry-After asks".into(),
     )
 }
@@ -247,11 +268,15 @@ pub fn retry_after(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult 
 pub fn timeout(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult {
     let t = rules.timeout_ms();
     let mut found = EvidenceSet::default();
-    let (mut held, mut slow) = (0usize, 0usize);
+    let (mut held, mut slow, mut unjudged) = (0usize, 0usize, 0usize);
     for e in &view.events {
         for (i, s) in e.attempts.iter().enumerate() {
             let took = s.got.end_ms - s.got.at_ms;
             let n = i + 1;
+            if matches!(s.answer, Some(Answer::Hang | Answer::Slow(_))) && view.stalled_during(s) {
+                unjudged += 1;
+                continue;
+            }
             match s.answer {
                 Some(Answer::Hang) => {
                     held += 1;
@@ -301,18 +326,21 @@ pub fn timeout(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult {
         }
     }
     if held + slow == 0 {
-        return InvariantResult::new(
-            InvariantId::S7,
-            Verdict::Unknown,
-            "not exercised: no request was held or answered slowly",
-        );
+        let why = match unjudged {
+            0 => "not exercised: no request was held or answered slowly".to_string(),
+            n => {
+                format!("not decided: the sink itself stalled during all {n} held or slow requests")
+            }
+        };
+        return InvariantResult::new(InvariantId::S7, Verdict::Unknown, why);
     }
     found.into_result(
         InvariantId::S7,
         Verdict::Fail,
         format!(
-            "{held} held request(s) abandoned around the timeout of {}; {slow} slow answer(s) waited for",
-            show_ms(t)
+            "{held} held request(s) abandoned around the timeout of {}; {slow} slow answer(s) waited for{}",
+            show_ms(t),
+            not_judged(unjudged)
         ),
         format!("the sender does not keep its timeout of {}", show_ms(t)),
     )

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use super::rules::{RESTART_MARGIN_S, STALL_MARGIN_S};
 use crate::history::{Attempt, Emitted, Event, Outcome, Received};
 use crate::invariant::InvariantId;
 use crate::profile::Profile;
@@ -149,10 +150,12 @@ impl EventView<'_> {
     }
 }
 
-/// How long before a request's arrival a crash of the sender still counts
-/// as falling between it and what came after: the request may have been
-/// the old process's, read a moment after it died.
-pub const RESTART_MARGIN_S: f64 = 0.05;
+/// Unix seconds of an RFC 3339 time.
+fn unix_of(at: &str) -> Option<f64> {
+    chrono::DateTime::parse_from_rfc3339(at)
+        .ok()
+        .map(|t| t.timestamp_millis() as f64 / 1000.0)
+}
 
 /// The whole history, by event.
 #[derive(Debug, Default)]
@@ -160,6 +163,9 @@ pub struct SinkView<'a> {
     /// When the harness killed the sender or saw it crash (unix seconds),
     /// from the history's `kill` lines.
     pub kills: Vec<f64>,
+    /// When the sink itself was not scheduled: `[from, to]` in unix
+    /// seconds, from the history's `sink-stall` lines.
+    pub stalls: Vec<[f64; 2]>,
     /// Every event, in the order its first line came: emitted ones carry
     /// their emit line, identities never emitted none.
     pub events: Vec<EventView<'a>>,
@@ -223,8 +229,14 @@ impl<'a> SinkView<'a> {
                     }
                 }
                 Event::Fault(f) if f.fault == FaultName::Kill => {
-                    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(&f.at) {
-                        view.kills.push(t.timestamp_millis() as f64 / 1000.0);
+                    if let Some(t) = unix_of(&f.at) {
+                        view.kills.push(t);
+                    }
+                }
+                Event::Fault(f) if f.fault == FaultName::SinkStall => {
+                    let ms = f.detail.as_deref().and_then(|d| d.parse::<f64>().ok());
+                    if let (Some(t), Some(ms)) = (unix_of(&f.at), ms) {
+                        view.stalls.push([t - ms / 1000.0, t]);
                     }
                 }
                 _ => {}
@@ -248,6 +260,26 @@ impl<'a> SinkView<'a> {
             then.got.arrived_unix,
         );
         self.kills.iter().any(|&k| a <= k && k <= b)
+    }
+
+    /// Whether the sink stalled between unix times `from` and `to` (give
+    /// or take [`STALL_MARGIN_S`]): a time it measured across the stall,
+    /// or an answer it gave during it, is not to be judged.
+    pub fn stalled(&self, from: f64, to: f64) -> bool {
+        self.stalls
+            .iter()
+            .any(|[a, b]| *a <= to + STALL_MARGIN_S && *b >= from - STALL_MARGIN_S)
+    }
+
+    /// [`SinkView::stalled`] from the end of `first` to the arrival of `then`.
+    pub fn stalled_between(&self, first: &Seen<'_>, then: &Seen<'_>) -> bool {
+        self.stalled(first.got.arrived_unix, then.got.arrived_unix)
+    }
+
+    /// [`SinkView::stalled`] during one exchange.
+    pub fn stalled_during(&self, s: &Seen<'_>) -> bool {
+        let end = s.got.arrived_unix + (s.got.end_ms - s.got.at_ms) / 1000.0;
+        self.stalled(s.got.arrived_unix, end)
     }
 
     /// The events the harness emitted.

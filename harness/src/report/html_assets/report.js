@@ -74,7 +74,7 @@
 
   // ---- run report -------------------------------------------------------
   function renderRun(r) {
-    var h = el("h1", { text: "hookstorm run " + r.run_id + " " }, app);
+    var h = el("h1", { text: "hookstorm " + (r.command || "run") + " " + r.run_id + " " }, app);
     badge(r.interrupted ? "interrupted" : r.verdict, h);
     var meta = el("p", { "class": "meta" }, app);
     meta.innerHTML = "";
@@ -131,7 +131,7 @@
     });
     if (!ul.children.length) el("li", { text: "every selected scenario ran" }, ul);
     el("p", { text: "Seed " + r.seed + ". Each scenario's command reproduces it; the whole run:" }, app);
-    el("pre", { text: (r.scenarios[0] && r.scenarios[0].reproduce.replace(/ --scenario \S+/, "")) || "hookstorm run --seed " + r.seed }, app);
+    el("pre", { text: (r.scenarios[0] && r.scenarios[0].reproduce.replace(/ --scenario \S+/, "")) || "hookstorm " + (r.command || "run") + " --seed " + r.seed }, app);
 
     var legend = el("p", { "class": "legend" }, app);
     OUTCOMES.forEach(function (o, i) {
@@ -156,11 +156,11 @@
     el("p", { text: s.description }, sec);
     if (s.skipped) { el("p", { "class": "note", text: "skipped: " + s.skipped.reason }, sec); return; }
     var c = s.check.counts;
-    el("p", { "class": "meta", text: c.deliveries + " deliveries · " + c.attempts + " attempts (" + c.ok + " ok, " +
+    el("p", { "class": "meta", text: c.deliveries + (r.command === "sink" ? " events · " : " deliveries · ") + c.attempts + " attempts (" + c.ok + " ok, " +
       c.fail + " fail, " + c.info + " info) · " + c.dead + " dead · " + fmtMs(s.duration_s * 1000) }, sec);
     el("pre", { text: s.reproduce }, sec);
     var tl = null;
-    if (s.timeline && !s.timeline.error) tl = timeline(sec, s, s.timeline);
+    if (s.timeline && !s.timeline.error) tl = timeline(r, sec, s, s.timeline);
     else if (s.timeline && s.timeline.error) el("p", { "class": "note", text: "no timeline: " + s.timeline.error }, sec);
     s.check.results.forEach(function (res) {
       var box = el("div", { id: "r-" + slug(s.name) + "-" + slug(res.name),
@@ -226,7 +226,7 @@
     return bands;
   }
 
-  function timeline(sec, s, tl) {
+  function timeline(r, sec, s, tl) {
     var rows = tl.deliveries, span = Math.max(tl.span_ms, 1);
     var box = el("div", { "class": "tl", "data-scenario": s.name, "data-marks": String(tl.attempts) }, sec);
     state.marks += tl.attempts;
@@ -265,7 +265,7 @@
       sv("line", { x1: x(t), x2: x(t), y1: 40, y2: 46, stroke: "#999" }, axis);
       sv("text", { x: x(t) + 2, y: 58, text: fmtMs(t) }, axis);
     }
-    sv("text", { x: 4, y: 58, text: rows.length + " deliveries" }, axis);
+    sv("text", { x: 4, y: 58, text: rows.length + (r.command === "sink" ? " events" : " deliveries") }, axis);
     bands.forEach(function (bd) {
       var w = Math.max(x(bd.to) - x(bd.from), 2);
       title(sv("rect", { x: x(bd.from), y: 62, width: w, height: 10, fill: "#ab47bc", opacity: 0.8 }, axis),
