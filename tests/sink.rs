@@ -160,8 +160,28 @@ fn python_sink(dir: &Path, mutant: &str, args: &[&str]) -> Output {
         .expect("hookstorm runs")
 }
 
+/// Whether `python3` runs here; without it the Python sender's test is
+/// skipped with a message, unless `HOOKSTORM_REQUIRE_ZOO` is set (CI).
+fn python_or_skip() -> bool {
+    let ok = std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok || std::env::var_os("HOOKSTORM_REQUIRE_ZOO").is_none(),
+        "HOOKSTORM_REQUIRE_ZOO is set but python3 does not run"
+    );
+    if !ok {
+        eprintln!("skipped: no python3 (set HOOKSTORM_REQUIRE_ZOO=1 to require it)");
+    }
+    ok
+}
+
 #[test]
 fn a_python_outbox_sender_is_graded_right_and_its_redirect_bug_is_caught() -> TestResult {
+    if !python_or_skip() {
+        return Ok(());
+    }
     let dir = tempfile::tempdir()?;
     let o = python_sink(dir.path(), "", &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));

@@ -481,21 +481,11 @@ mod docs {
     /// `HOOKSTORM_UPDATE_DOCS=1` rewrites it.
     #[test]
     fn the_excuse_table_in_the_docs_is_the_one_in_the_code() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/invariants.md");
-        let text = std::fs::read_to_string(path).expect("docs/invariants.md");
-        let (begin, end) = ("<!-- excuses:begin -->\n", "<!-- excuses:end -->");
-        let a = text.find(begin).expect("begin marker") + begin.len();
-        let b = text.find(end).expect("end marker");
-        let want = super::markdown();
-        if text[a..b] != want {
-            if std::env::var_os("HOOKSTORM_UPDATE_DOCS").is_some() {
-                let fresh = format!("{}{want}{}", &text[..a], &text[b..]);
-                std::fs::write(path, fresh).expect("rewrite docs/invariants.md");
-                return;
-            }
-            panic!(
-                "docs/invariants.md's excuse table differs from harness/src/excuse.rs (run with HOOKSTORM_UPDATE_DOCS=1 to rewrite it):\n{want}"
-            );
-        }
+        crate::docsync::check_block(
+            "docs/invariants.md",
+            "excuses",
+            &super::markdown(),
+            "harness/src/excuse.rs",
+        );
     }
 }

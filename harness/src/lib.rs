@@ -74,6 +74,8 @@ pub mod bench;
 pub mod budget;
 pub mod check;
 mod decimal;
+#[cfg(test)]
+mod docsync;
 pub mod error;
 pub mod excuse;
 pub mod exit;

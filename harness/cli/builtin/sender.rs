@@ -53,14 +53,7 @@ pub fn prepare_sender(
             )
         })
         .collect();
-    let accounts = secrets
-        .iter()
-        .map(|(name, list)| {
-            let joined: Vec<&str> = list.iter().map(Secret::expose).collect();
-            format!("{name}={}", joined.join(","))
-        })
-        .collect::<Vec<_>>()
-        .join(";");
+    let accounts = super::accounts::env_value(&secrets);
     let db = dir.path().join("outbox.db");
     let defect = defect
         .map(|d| format!(" --defect {}", d.name()))

@@ -124,3 +124,23 @@ fn usage_error(msg: impl std::fmt::Display) -> i32 {
     errln!("error: {msg}");
     hookstorm::exit::USAGE
 }
+
+/// Prints a finished run's console table, where its reports are and any
+/// further lines (what `--shrink` found); returns the run's exit code.
+fn print_run(
+    report: &hookstorm::report::RunReport,
+    dir: &std::path::Path,
+    lines: &[String],
+    no_color: bool,
+) -> i32 {
+    let color = !no_color && crate::ui::color_stdout();
+    outln!(
+        "{}",
+        hookstorm::report::console::console_table(report, color)
+    );
+    outln!("reports: {}", dir.display());
+    for line in lines {
+        outln!("{line}");
+    }
+    report.exit_code()
+}

@@ -199,18 +199,7 @@ async fn run_async(
     }
     drop(child);
     match outcome {
-        Ok(o) => {
-            let color = !args.no_color && crate::ui::color_stdout();
-            outln!(
-                "{}",
-                hookstorm::report::console::console_table(&o.report, color)
-            );
-            outln!("reports: {}", o.dir.display());
-            for line in &shrunk {
-                outln!("{line}");
-            }
-            Ok(o.report.exit_code())
-        }
+        Ok(o) => Ok(super::print_run(&o.report, &o.dir, &shrunk, args.no_color)),
         Err(_) if stop.requested() => Ok(exit::INTERRUPTED),
         Err(hookstorm::run::RunError::Target(m)) => {
             errln!("error: sender unusable: {m}");

@@ -116,7 +116,7 @@ pub struct Attempt {
     /// request from the sender under test and how it answered. Absent in
     /// the harness's own sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sink: Option<Received>,
+    pub sink: Option<Box<Received>>,
 }
 
 /// What the sink saw of one request from a sender under test, and what it

@@ -117,13 +117,7 @@ pub async fn run(
 ) -> Result<SinkOutcome, RunError> {
     let started = Instant::now();
     let started_at = history::now_rfc3339();
-    let run_id = format!(
-        "{}-{:08x}",
-        chrono::Utc::now().format("%Y%m%d-%H%M%S"),
-        opts.seed as u32
-    );
-    let dir = opts.out_dir.join(&run_id);
-    std::fs::create_dir_all(&dir).map_err(write_error(&dir))?;
+    let (run_id, dir) = crate::run::new_run_dir(&opts.out_dir, opts.seed)?;
     let mut supervisor = match &target.lifecycle {
         None => None,
         Some(life) => {
@@ -297,7 +291,7 @@ async fn run_scenario(
     };
     let (driven, crashes) = tokio::join!(drive, watch_crashes);
     server.stop().await;
-    if let Some(sup) = supervisor.as_deref_mut() {
+    if let Some(sup) = supervisor {
         if let Err(e) = crash::disarm(sup, s.crash).await {
             notes.push(Note::Said(format!(
                 "the sender could not be restarted cleanly: {e}"

@@ -373,7 +373,7 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             _ => "an event identity the harness never emitted".into(),
         });
     }
-    a.sink = Some(Received {
+    a.sink = Some(Box::new(Received {
         answer: script_answer.to_string(),
         at_ms: (at_ms * 1000.0).round() / 1000.0,
         end_ms: (end_ms * 1000.0).round() / 1000.0,
@@ -387,7 +387,7 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
         closed_early,
         generation,
         window_ms: window,
-    });
+    }));
     if let Some(got) = &a.sink {
         let end = exchange_end(Some(script_answer), got, shared.rules.timeout_ms());
         let mut last = shared.last.lock().unwrap_or_else(|p| p.into_inner());
@@ -526,7 +526,7 @@ fn record_unreadable(shared: &Shared, at: Instant, unix: f64, why: &str) {
     a.outcome = Outcome::Fail;
     a.error = Some(why.to_string());
     a.detail = Some(why.to_string());
-    a.sink = Some(Received {
+    a.sink = Some(Box::new(Received {
         answer: "413".into(),
         at_ms,
         end_ms: at_ms,
@@ -540,6 +540,6 @@ fn record_unreadable(shared: &Shared, at: Instant, unix: f64, why: &str) {
         closed_early: false,
         generation: shared.generation.load(Ordering::SeqCst),
         window_ms: None,
-    });
+    }));
     let _ = shared.history.write(Event::Attempt(a));
 }

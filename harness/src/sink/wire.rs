@@ -51,21 +51,13 @@ fn unix_now() -> f64 {
 /// Reads one request, its body up to `cap` bytes with the head.
 pub(crate) async fn read_request(stream: &mut TcpStream, cap: usize) -> Result<Request, ReadError> {
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
-    let mut chunk = [0u8; 8192];
     let mut first: Option<(Instant, f64)> = None;
     let head_end = loop {
         if let Some(i) = find(&buf, b"\r\n\r\n") {
             break i + 4;
         }
-        let n = stream
-            .read(&mut chunk)
-            .await
-            .map_err(|_| ReadError::Closed)?;
-        if n == 0 {
-            return Err(ReadError::Closed);
-        }
+        more(stream, &mut buf).await?;
         first.get_or_insert_with(|| (Instant::now(), unix_now()));
-        buf.extend_from_slice(&chunk[..n]);
         if buf.len() > cap {
             let (t, u) = first.expect("set above");
             return Err(ReadError::TooLarge(t, u));
@@ -107,14 +99,7 @@ pub(crate) async fn read_request(stream: &mut TcpStream, cap: usize) -> Result<R
                 Chunks::Bad(why) => return Err(ReadError::Malformed(why)),
                 Chunks::More => {}
             }
-            let n = stream
-                .read(&mut chunk)
-                .await
-                .map_err(|_| ReadError::Closed)?;
-            if n == 0 {
-                return Err(ReadError::Closed);
-            }
-            rest.extend_from_slice(&chunk[..n]);
+            more(stream, &mut rest).await?;
             if head_end + rest.len() > cap {
                 return Err(ReadError::TooLarge(first_byte, first_byte_unix));
             }
@@ -130,14 +115,7 @@ pub(crate) async fn read_request(stream: &mut TcpStream, cap: usize) -> Result<R
             return Err(ReadError::TooLarge(first_byte, first_byte_unix));
         }
         while rest.len() < len {
-            let n = stream
-                .read(&mut chunk)
-                .await
-                .map_err(|_| ReadError::Closed)?;
-            if n == 0 {
-                return Err(ReadError::Closed);
-            }
-            rest.extend_from_slice(&chunk[..n]);
+            more(stream, &mut rest).await?;
         }
         rest.truncate(len);
         rest
@@ -150,6 +128,20 @@ pub(crate) async fn read_request(stream: &mut TcpStream, cap: usize) -> Result<R
         first_byte,
         first_byte_unix,
     })
+}
+
+/// Reads what has arrived onto `buf`; a closed connection is [`ReadError::Closed`].
+async fn more(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Result<(), ReadError> {
+    let mut chunk = [0u8; 8192];
+    let n = stream
+        .read(&mut chunk)
+        .await
+        .map_err(|_| ReadError::Closed)?;
+    if n == 0 {
+        return Err(ReadError::Closed);
+    }
+    buf.extend_from_slice(&chunk[..n]);
+    Ok(())
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {

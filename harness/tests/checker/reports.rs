@@ -435,7 +435,7 @@ fn a_sink_report_validates_and_its_timeline_draws_each_retrys_window(
         } else {
             Outcome::Fail
         };
-        a.sink = Some(got);
+        a.sink = Some(Box::new(got));
         Event::Attempt(a)
     };
     let events = vec![

@@ -75,7 +75,7 @@ fn line(key: &str, n: u32, got: Received) -> Event {
     a.attempt = n;
     a.status = status;
     a.outcome = outcome;
-    a.sink = Some(got);
+    a.sink = Some(Box::new(got));
     Event::Attempt(a)
 }
 

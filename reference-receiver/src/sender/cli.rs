@@ -69,22 +69,8 @@ pub struct SenderArgs {
 }
 
 fn accounts(specs: &[String]) -> Result<BTreeMap<String, Vec<Secret>>> {
-    let mut out = BTreeMap::new();
-    for spec in specs {
-        let (name, list) = spec
-            .split_once('=')
-            .context("bad --account (hint: NAME=SECRET[,SECRET2])")?;
-        let secrets: Vec<Secret> = list
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(Secret::new)
-            .collect();
-        if name.trim().is_empty() || secrets.is_empty() {
-            bail!("bad --account (hint: NAME=SECRET[,SECRET2])");
-        }
-        out.insert(name.trim().to_string(), secrets);
-    }
+    let out: BTreeMap<String, Vec<Secret>> =
+        crate::cli::account_specs(specs)?.into_iter().collect();
     if out.is_empty() {
         bail!("no account configured (hint: --account acct_a=SECRET or HOOKSTORM_SENDER_ACCOUNTS)");
     }
@@ -146,21 +132,5 @@ async fn serve(args: SenderArgs) -> Result<()> {
 
 /// Runs the reference sender on a fresh runtime; returns the exit code.
 pub fn main_with(args: SenderArgs) -> i32 {
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return hookstorm::exit::TARGET_UNUSABLE;
-        }
-    };
-    match rt.block_on(serve(args)) {
-        Ok(()) => hookstorm::exit::PASS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            hookstorm::exit::TARGET_UNUSABLE
-        }
-    }
+    crate::cli::on_runtime(serve(args))
 }

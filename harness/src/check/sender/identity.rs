@@ -5,18 +5,9 @@
 use std::collections::HashMap;
 
 use super::rules::FRESH_SKEW_S;
-use super::view::{EventView, SenderRules, SinkView};
-use crate::check::verdict::{Evidence, EvidenceSet, InvariantResult, Verdict};
+use super::view::{SenderRules, SinkView};
+use crate::check::verdict::{EvidenceSet, InvariantResult, Verdict};
 use crate::invariant::InvariantId;
-
-fn evidence(e: &EventView<'_>, what: String, lines: Vec<u64>) -> Evidence {
-    Evidence {
-        key: e.key.to_string(),
-        account: Some(e.account.to_string()),
-        what,
-        lines,
-    }
-}
 
 /// S5 stable-identity.
 pub fn identity(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult {
@@ -30,8 +21,7 @@ pub fn identity(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult {
         let Some(first) = all.first() else { continue };
         if e.emitted.is_none() {
             found.push(|| {
-                evidence(
-                    e,
+                e.evidence(
                     format!(
                         "{} request(s) carry an event identity the harness never emitted",
                         all.len()
@@ -46,8 +36,7 @@ pub fn identity(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult {
         for s in &all[1..] {
             if s.got.delivery_id != first.got.delivery_id {
                 found.push(|| {
-                    evidence(
-                        e,
+                    e.evidence(
                         format!(
                             "the delivery id changed between attempts: {} then {}",
                             show_id(&first.got.delivery_id),
@@ -60,8 +49,7 @@ pub fn identity(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult {
             }
             if s.got.body_sha256 != first.got.body_sha256 {
                 found.push(|| {
-                    evidence(
-                        e,
+                    e.evidence(
                         "the body changed between attempts (another SHA-256)".into(),
                         vec![first.line, s.line],
                     )
@@ -71,7 +59,7 @@ pub fn identity(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult {
         }
         if let Some(h) = id_header {
             if first.got.delivery_id.is_none() {
-                found.push(|| evidence(e, format!("no {h} header"), vec![first.line]));
+                found.push(|| e.evidence(format!("no {h} header"), vec![first.line]));
             }
         }
         for s in &all {
@@ -81,8 +69,7 @@ pub fn identity(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult {
                     let other = other.to_string();
                     let line = *line;
                     found.push(|| {
-                        evidence(
-                            e,
+                        e.evidence(
                             format!("the same body arrived as two events: {other} and {}", e.key),
                             vec![line, s.line],
                         )
@@ -130,8 +117,7 @@ pub fn signature(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult {
             match &s.got.signature_error {
                 None => verified += 1,
                 Some(why) => found.push(|| {
-                    evidence(
-                        e,
+                    e.evidence(
                         format!(
                             "attempt {}: the signature does not verify: {why}",
                             s.attempt.attempt
@@ -159,35 +145,18 @@ pub fn signature(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult {
             }
             let since = s.got.arrived_unix - first.got.arrived_unix;
             let dt = (t - t0) as f64;
-            if dt < 0.0 {
-                found.push(|| {
-                    evidence(
-                        e,
-                        format!(
-                            "attempt {}: its signed timestamp {t} is older than the first attempt's {t0}",
-                            s.attempt.attempt
-                        ),
-                        vec![first.line, s.line],
-                    )
-                });
-                break;
-            }
-            if since >= 1.0 + FRESH_SKEW_S {
-                judged_fresh += 1;
-                if dt < since - 1.0 - FRESH_SKEW_S {
-                    found.push(|| {
-                        evidence(
-                            e,
-                            format!(
-                                "attempt {} arrived {since:.2} s after the first but is signed {dt:.0} s after it (t={t}): an earlier attempt's timestamp, not its own",
-                                s.attempt.attempt
-                            ),
-                            vec![first.line, s.line],
-                        )
-                    });
-                    break;
-                }
-            }
+            let judged = since >= 1.0 + FRESH_SKEW_S;
+            judged_fresh += usize::from(judged);
+            let what = if dt < 0.0 {
+                format!("its signed timestamp {t} is older than the first attempt's {t0}")
+            } else if judged && dt < since - 1.0 - FRESH_SKEW_S {
+                format!("it arrived {since:.2} s after the first but is signed {dt:.0} s after it (t={t}): an earlier attempt's timestamp, not its own")
+            } else {
+                continue;
+            };
+            let n = s.attempt.attempt;
+            found.push(|| e.evidence(format!("attempt {n}: {what}"), vec![first.line, s.line]));
+            break;
         }
     }
     if view.attempts == 0 {

@@ -11,15 +11,6 @@ use crate::invariant::InvariantId;
 use crate::scenario::answer::Answer;
 use crate::state::outbox::{Outbox, OutboxStatus};
 
-fn evidence(e: &EventView<'_>, what: String, lines: Vec<u64>) -> Evidence {
-    Evidence {
-        key: e.key.to_string(),
-        account: Some(e.account.to_string()),
-        what,
-        lines,
-    }
-}
-
 /// S2 final-answers.
 pub fn final_answers(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult {
     let mut found = EvidenceSet::default();
@@ -40,8 +31,7 @@ pub fn final_answers(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResul
                 continue;
             }
             found.push(|| {
-                evidence(
-                    e,
+                e.evidence(
                     format!(
                         "attempt {} was sent after attempt {} was answered {}, a final answer",
                         j + 1,
@@ -86,9 +76,7 @@ pub fn no_redirects(view: &SinkView<'_>) -> InvariantResult {
         if !e.followed.is_empty() {
             let n = e.followed.len();
             found.push(|| {
-                evidence(
-                    e,
-                    format!(
+                e.evidence(format!(
                         "followed a redirect: {n} request(s) went to the Location the sink named instead of the registered URL"
                     ),
                     e.followed.iter().take(3).map(|s| s.line).collect(),
@@ -157,7 +145,7 @@ pub fn none_dropped(view: &SinkView<'_>, outbox: Result<&Outbox, &str>) -> Invar
             }
         };
         if let Some(what) = what {
-            found.push(|| evidence(e, what, lines));
+            found.push(|| e.evidence(what, lines));
         }
     }
     found.into_result(

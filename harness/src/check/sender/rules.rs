@@ -268,21 +268,11 @@ mod tests {
     /// `HOOKSTORM_UPDATE_DOCS=1` rewrites it.
     #[test]
     fn the_sender_table_in_the_docs_is_the_one_in_the_code() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/invariants.md");
-        let text = std::fs::read_to_string(path).expect("docs/invariants.md");
-        let (begin, end) = ("<!-- senders:begin -->\n", "<!-- senders:end -->");
-        let a = text.find(begin).expect("begin marker") + begin.len();
-        let b = text.find(end).expect("end marker");
-        let want = markdown();
-        if text[a..b] != want {
-            if std::env::var_os("HOOKSTORM_UPDATE_DOCS").is_some() {
-                let fresh = format!("{}{want}{}", &text[..a], &text[b..]);
-                std::fs::write(path, fresh).expect("rewrite docs/invariants.md");
-                return;
-            }
-            panic!(
-                "docs/invariants.md's sender table differs from harness/src/check/sender/rules.rs (run with HOOKSTORM_UPDATE_DOCS=1 to rewrite it):\n{want}"
-            );
-        }
+        crate::docsync::check_block(
+            "docs/invariants.md",
+            "senders",
+            &markdown(),
+            "harness/src/check/sender/rules.rs",
+        );
     }
 }

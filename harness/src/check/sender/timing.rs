@@ -8,21 +8,12 @@ use super::rules::{
     late_ms, timeout_late_ms, EARLY, JITTER_RANGE, JITTER_SAMPLES, JITTER_SPREAD, JITTER_TOP,
     TIMEOUT_EARLY_SHARE,
 };
-use super::view::{show_ms, EventView, SenderRules, SinkView};
+use super::view::{show_ms, SenderRules, SinkView};
 use crate::check::verdict::{Evidence, EvidenceSet, InvariantResult, Verdict};
 use crate::invariant::InvariantId;
 use crate::profile::schedule::Jitter;
 use crate::scenario::answer::Answer;
 use crate::state::outbox::{Outbox, OutboxStatus};
-
-fn evidence(e: &EventView<'_>, what: String, lines: Vec<u64>) -> Evidence {
-    Evidence {
-        key: e.key.to_string(),
-        account: Some(e.account.to_string()),
-        what,
-        lines,
-    }
-}
 
 fn early_ms() -> f64 {
     EARLY.as_secs_f64() * 1000.0
@@ -56,8 +47,7 @@ pub fn envelope(
             let n = i as u32 + 1;
             if n > max {
                 found.push(|| {
-                    evidence(
-                        e,
+                    e.evidence(
                         format!("attempt {n} arrived: the profile makes {max} attempts at most"),
                         vec![cur.line],
                     )
@@ -79,27 +69,13 @@ pub fn envelope(
             let gap = cur.got.at_ms - e.end_of(i - 1, rules);
             checked += 1;
             // Waiting for a Retry-After is S3's to judge.
-            if retry_after.is_none() && gap < lo - early_ms() {
+            let early = retry_after.is_none() && gap < lo - early_ms();
+            if early || gap > hi + late_ms(hi) {
+                let side = if early { "before" } else { "past" };
                 found.push(|| {
-                    evidence(
-                        e,
+                    e.evidence(
                         format!(
-                            "attempt {n} came {} after the end of attempt {} ({}), before its window {}–{}",
-                            show_ms(gap),
-                            n - 1,
-                            prev.said(),
-                            show_ms(lo),
-                            show_ms(hi)
-                        ),
-                        vec![prev.line, cur.line],
-                    )
-                });
-            } else if gap > hi + late_ms(hi) {
-                found.push(|| {
-                    evidence(
-                        e,
-                        format!(
-                            "attempt {n} came {} after the end of attempt {} ({}), past its window {}–{}",
+                            "attempt {n} came {} after the end of attempt {} ({}), {side} its window {}–{}",
                             show_ms(gap),
                             n - 1,
                             prev.said(),
@@ -122,9 +98,7 @@ pub fn envelope(
                 let m = atts.len() as u32;
                 if m < max {
                     found.push(|| {
-                        evidence(
-                            e,
-                            format!(
+                        e.evidence(format!(
                                 "dead-lettered after {m} attempt(s) (the last answered {}); the profile makes {max}",
                                 atts.last().map(|s| s.said()).unwrap_or_else(|| "nothing".into())
                             ),
@@ -232,9 +206,7 @@ pub fn retry_after(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult 
             let gap = cur.got.at_ms - e.end_of(i - 1, rules);
             if gap < want - early_ms() {
                 found.push(|| {
-                    evidence(
-                        e,
-                        format!(
+                    e.evidence(format!(
                             "attempt {} came {} after a Retry-After of {secs} s ({} at this time scale)",
                             i + 1,
                             show_ms(gap),
@@ -302,16 +274,14 @@ pub fn timeout(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult {
                         None
                     };
                     if let Some(what) = what {
-                        found.push(|| evidence(e, what, vec![s.line]));
+                        found.push(|| e.evidence(what, vec![s.line]));
                     }
                 }
                 Some(Answer::Slow(_)) => {
                     slow += 1;
                     if s.got.closed_early {
                         found.push(|| {
-                            evidence(
-                                e,
-                                format!(
+                            e.evidence(format!(
                                     "attempt {n} was abandoned after {}, before its answer, due inside the timeout of {}",
                                     show_ms(took),
                                     show_ms(t)

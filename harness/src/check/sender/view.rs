@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::rules::{RESTART_MARGIN_S, STALL_MARGIN_S};
+use crate::check::verdict::Evidence;
 use crate::history::{Attempt, Emitted, Event, Outcome, Received};
 use crate::invariant::InvariantId;
 use crate::profile::Profile;
@@ -144,6 +145,16 @@ impl EventView<'_> {
         self.attempts.iter().any(Seen::acknowledged)
     }
 
+    /// Evidence about this event: `what`, at history `lines`.
+    pub fn evidence(&self, what: String, lines: Vec<u64>) -> Evidence {
+        Evidence {
+            key: self.key.to_string(),
+            account: Some(self.account.to_string()),
+            what,
+            lines,
+        }
+    }
+
     /// The lines of its attempts, at most `n`.
     pub fn lines(&self, n: usize) -> Vec<u64> {
         self.attempts.iter().take(n).map(|s| s.line).collect()
@@ -203,7 +214,9 @@ impl<'a> SinkView<'a> {
                     }
                 }
                 Event::Attempt(a) => {
-                    let Some(got) = &a.sink else { continue };
+                    let Some(got) = a.sink.as_deref() else {
+                        continue;
+                    };
                     view.attempts += 1;
                     let k = (a.account.as_str(), a.key.as_str());
                     let i = *index.entry(k).or_insert_with(|| {
