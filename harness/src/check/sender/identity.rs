@@ -138,12 +138,11 @@ pub fn signature(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult {
         };
         for s in &e.attempts[1..] {
             let Some(t) = s.got.signed_at else { continue };
-            // A stall of the sink between them inflates the time between
+            // A stall of the sink between them lengthens the time between
             // their arrivals, not the sender's.
-            if view.stalled_between(first, s) {
-                continue;
-            }
-            let since = s.got.arrived_unix - first.got.arrived_unix;
+            let since = s.got.arrived_unix
+                - first.got.arrived_unix
+                - view.stall_ms(first.got.arrived_unix, s.got.arrived_unix) / 1000.0;
             let dt = (t - t0) as f64;
             let judged = since >= 1.0 + FRESH_SKEW_S;
             judged_fresh += usize::from(judged);

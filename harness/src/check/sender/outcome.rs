@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::view::{show_ms, EventView, SenderRules, SinkView};
+use super::view::{show_ms, unix_end, EventView, SenderRules, SinkView};
 use crate::check::verdict::{Evidence, EvidenceSet, InvariantResult, Verdict};
 use crate::invariant::InvariantId;
 use crate::scenario::answer::Answer;
@@ -19,9 +19,14 @@ pub fn final_answers(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResul
         let Some((i, fin)) = e.first_final(&rules.profile) else {
             continue;
         };
-        // An answer the sink gave while it stalled may have reached a
-        // sender that had already given up on it.
-        if view.stalled_during(fin) {
+        // An answer the sink gave only after stalling for half the
+        // timeout may have reached a sender that had given up on it.
+        let delay = fin.got.end_ms - fin.got.at_ms
+            + view.stall_ms(
+                fin.got.arrived_unix - rules.timeout_ms() / 1000.0,
+                unix_end(fin),
+            );
+        if delay >= rules.timeout_ms() / 2.0 {
             continue;
         }
         finals += 1;

@@ -223,7 +223,7 @@ pub fn markdown() -> String {
         (
             "a stall of the sink itself",
             format!(
-                "a tick of its clock {} late is a `sink-stall` line; a wait, an answer or a signature age measured across one (give or take {:.0} ms) is not judged, and the summary counts it",
+                "a tick of its clock {} late is a `sink-stall` line, widened by {:.0} ms each side: it is taken out of a wait measured across it (S1 late, S6, S7); a retry that looks too soon after an attempt the sink read during one is not judged, and the summary counts it (S1, S3); an answer the sink gave after stalling for half the timeout is not final (S2)",
                 ms(SINK_STALL),
                 STALL_MARGIN_S * 1000.0
             ),

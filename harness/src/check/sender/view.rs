@@ -161,6 +161,11 @@ impl EventView<'_> {
     }
 }
 
+/// Unix seconds of when an exchange ended.
+pub fn unix_end(s: &Seen<'_>) -> f64 {
+    s.got.arrived_unix + (s.got.end_ms - s.got.at_ms) / 1000.0
+}
+
 /// Unix seconds of an RFC 3339 time.
 fn unix_of(at: &str) -> Option<f64> {
     chrono::DateTime::parse_from_rfc3339(at)
@@ -275,24 +280,25 @@ impl<'a> SinkView<'a> {
         self.kills.iter().any(|&k| a <= k && k <= b)
     }
 
-    /// Whether the sink stalled between unix times `from` and `to` (give
-    /// or take [`STALL_MARGIN_S`]): a time it measured across the stall,
-    /// or an answer it gave during it, is not to be judged.
-    pub fn stalled(&self, from: f64, to: f64) -> bool {
+    /// How many milliseconds the sink stalled between unix times `from`
+    /// and `to`, each stall widened by [`STALL_MARGIN_S`] (its line is
+    /// written when the sink runs again). A stall delays what the sink
+    /// reads after it: the arrival it records is late by up to that much.
+    pub fn stall_ms(&self, from: f64, to: f64) -> f64 {
         self.stalls
             .iter()
-            .any(|[a, b]| *a <= to + STALL_MARGIN_S && *b >= from - STALL_MARGIN_S)
+            .map(|[a, b]| {
+                let (a, b) = (a - STALL_MARGIN_S, b + STALL_MARGIN_S);
+                (b.min(to) - a.max(from)).max(0.0) * 1000.0
+            })
+            .sum()
     }
 
-    /// [`SinkView::stalled`] from the end of `first` to the arrival of `then`.
-    pub fn stalled_between(&self, first: &Seen<'_>, then: &Seen<'_>) -> bool {
-        self.stalled(first.got.arrived_unix, then.got.arrived_unix)
-    }
-
-    /// [`SinkView::stalled`] during one exchange.
-    pub fn stalled_during(&self, s: &Seen<'_>) -> bool {
-        let end = s.got.arrived_unix + (s.got.end_ms - s.got.at_ms) / 1000.0;
-        self.stalled(s.got.arrived_unix, end)
+    /// Whether the sink stalled in the `window_ms` before `s` arrived or
+    /// during its exchange: `s`'s recorded arrival may be late, so a gap
+    /// measured *from* it may look shorter than the sender's.
+    pub fn read_late(&self, s: &Seen<'_>, window_ms: f64) -> bool {
+        self.stall_ms(s.got.arrived_unix - window_ms / 1000.0, unix_end(s)) > 0.0
     }
 
     /// The events the harness emitted.
