@@ -29,10 +29,8 @@ pub struct Args {
     /// docs/sink.md). Default: the built-in reference sender.
     #[arg(long)]
     target: Option<PathBuf>,
-    /// Built-in reference sender only: switch on one deliberate bug
-    /// (retries-on-4xx, no-jitter, new-id-per-retry, signs-reserialised-body,
-    /// gives-up-early, follows-redirects, delivered-before-post,
-    /// reuses-timestamp, ignores-retry-after, no-timeout, unordered).
+    /// Built-in reference sender only: switch on one deliberate bug (the
+    /// names and what each breaks: docs/sink.md; a wrong name lists them).
     #[arg(long)]
     defect: Option<String>,
     /// Sender scenario name or .toml file; repeat for several. Default: every sender scenario.
