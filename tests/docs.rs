@@ -100,6 +100,7 @@ fn the_docs_folder_has_its_pages() {
         "hooks.md",
         "target.md",
         "contract.md",
+        "sink.md",
     ] {
         let text = std::fs::read_to_string(root().join("docs").join(page))
             .unwrap_or_else(|e| panic!("docs/{page}: {e}"));
@@ -366,4 +367,64 @@ fn a_changed_rule_makes_the_semantics_table_stale() {
         Some(&*page)
     );
     assert_eq!(with_semantics_table("no markers", &table), None);
+}
+
+/// The text between `<!-- NAME:begin -->` and `<!-- NAME:end -->` of a page.
+fn between_markers(page: &str, name: &str) -> String {
+    let text = std::fs::read_to_string(root().join(page)).unwrap();
+    let (b, e) = (
+        format!("<!-- {name}:begin -->\n"),
+        format!("<!-- {name}:end -->"),
+    );
+    let start = text.find(&b).unwrap_or_else(|| panic!("{page}: no {b}")) + b.len();
+    let end = text.find(&e).unwrap_or_else(|| panic!("{page}: no {e}"));
+    text[start..end].to_string()
+}
+
+#[test]
+fn the_sender_defect_table_is_the_one_senderdefect_lists() {
+    use hookstorm_receiver::sender::SenderDefect;
+    let mut want = String::from("| `--defect` | what it does wrong | caught by |\n|---|---|---|\n");
+    for d in SenderDefect::ALL {
+        let cell = d
+            .exposed_by()
+            .iter()
+            .map(|e| format!("{} on `{}`", e.invariant, e.scenario))
+            .collect::<Vec<_>>()
+            .join("; ");
+        want.push_str(&format!(
+            "| `{}` | {} | {cell} |\n",
+            d.name(),
+            d.description()
+        ));
+    }
+    assert_eq!(
+        between_markers("docs/sink.md", "sender-defects"),
+        want,
+        "docs/sink.md's defect table must list SenderDefect::ALL in order; it is:\n{want}"
+    );
+}
+
+#[test]
+fn the_sender_target_example_in_the_docs_is_a_sender_target() {
+    let block = between_markers("docs/sink.md", "sender-target");
+    let toml_text = block
+        .trim()
+        .strip_prefix("```toml\n")
+        .and_then(|t| t.strip_suffix("```"))
+        .expect("a toml block");
+    let file: hookstorm::sink::target::SenderFile =
+        toml::from_str(toml_text).expect("the example parses as a sender target file");
+    let profile = root().join(file.profile.as_deref().expect("a profile"));
+    hookstorm::profile::Profile::resolve(&profile.display().to_string())
+        .expect("its profile loads");
+    let timeout = std::time::Duration::from_secs(1);
+    for hook in [
+        Some(&file.hooks.emit),
+        Some(&file.hooks.outbox),
+        file.hooks.reset.as_ref(),
+    ] {
+        hookstorm::state::probe::Hook::parse(hook.unwrap(), None, timeout).expect("a hook");
+    }
+    assert!(file.lifecycle.is_some() && file.accounts.len() == 2);
 }

@@ -1,4 +1,5 @@
-//! End-to-end tests of hookstorm against the reference receiver: every
+//! End-to-end tests of hookstorm against the reference receiver (and of
+//! `hookstorm sink` against the reference sender and a Python one): every
 //! scenario passes against the correct receiver (SQLite and Postgres), every
 //! deliberately broken variant is caught by the invariant that names its bug,
 //! runs are reproducible from their seed, and the SQL probe reads a receiver
@@ -27,6 +28,7 @@ mod report_html;
 mod robust;
 mod shard;
 mod shrink;
+mod sink;
 mod sql_probe;
 mod tls;
 mod verify;

@@ -560,3 +560,73 @@ fn a_scenario_with_thousands_of_deliveries_stays_small_and_draws_only_what_is_in
     );
     Ok(())
 }
+
+#[test]
+fn a_sink_report_draws_the_senders_retries_against_their_windows_in_a_browser() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let o = hookstorm(
+        &[
+            "sink",
+            "--scenario-dir",
+            &scenario_dir_arg(),
+            "--scenario",
+            "sender-retries",
+            "--seed",
+            "4",
+            "--out",
+            "out",
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let latest = dir.path().join("out/latest").canonicalize()?;
+    let page = latest.join("report.html");
+    let html = std::fs::read_to_string(&page)?;
+    assert!(
+        html.contains("<title>hookstorm sink "),
+        "the page names the command"
+    );
+    let data = embedded_data(&html);
+    let rows = data["scenarios"][0]["timeline"]["deliveries"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(rows.len(), 12, "one row per emitted event");
+    // Every retry carries the window its schedule gives it, and lies in it
+    // (within the checker's slack): the reference sender passed S1.
+    let mut windows = 0;
+    for row in &rows {
+        for m in row["a"].as_array().unwrap() {
+            if let Some(w) = m[9].as_array() {
+                windows += 1;
+                let (t, lo, hi) = (
+                    m[0].as_f64().unwrap(),
+                    w[0].as_f64().unwrap(),
+                    w[1].as_f64().unwrap(),
+                );
+                let early = hookstorm::check::sender::EARLY.as_secs_f64() * 1000.0 + 1.0;
+                let late = hookstorm::check::sender::late_ms(hi) + 1.0;
+                assert!(
+                    t >= lo - early && t <= hi + late,
+                    "{t} outside [{lo}, {hi}]"
+                );
+            }
+        }
+    }
+    assert!(windows >= 12, "{windows} windows");
+    let Some(browser) = browser_or_skip() else {
+        return Ok(());
+    };
+    let (dom, stderr) = browse(&browser, &page, &["--dump-dom".into()]);
+    assert_eq!(console_errors(&stderr), Vec::<&str>::new(), "{stderr}");
+    assert_eq!(body_attr(&dom, "data-errors"), 0, "{dom}");
+    assert!(
+        dom.matches("class=\"window\"").count() >= 12,
+        "no window drawn"
+    );
+    assert!(
+        dom.contains("S1 retry-envelope"),
+        "the matrix names the sender invariants"
+    );
+    Ok(())
+}

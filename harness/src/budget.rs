@@ -29,6 +29,13 @@ pub const COMMAND_OUTPUT: usize = 1024 * 1024;
 /// The end of a failing command's standard error kept for its message.
 pub const COMMAND_STDERR: usize = 64 * 1024;
 
+/// A request a sender under test makes to the sink (`hookstorm sink`):
+/// its head and body together.
+pub const SINK_REQUEST: usize = 1024 * 1024;
+
+/// A sender's outbox listing (`hookstorm sink`), from its URL or command.
+pub const OUTBOX_LISTING: usize = 1024 * 1024;
+
 /// One row of the state (one JSON Lines line, or one row of the
 /// document form); the state as a whole is streamed row by row.
 pub const STATE_ROW: usize = 1024 * 1024;
@@ -90,6 +97,16 @@ pub const TABLE: &[Budget] = &[
         what: "a hook or state command's standard output (action answer)",
         bytes: COMMAND_OUTPUT,
         past: "the command is killed with its process group; an error",
+    },
+    Budget {
+        what: "a sender's request to the sink (head and body)",
+        bytes: SINK_REQUEST,
+        past: "the sink answers 413 and records the attempt as one that could not be read",
+    },
+    Budget {
+        what: "a sender's outbox listing (URL answer or command output)",
+        bytes: OUTBOX_LISTING,
+        past: "the listing is an error: S8 is unknown",
     },
     Budget {
         what: "a command's standard error",

@@ -1,4 +1,5 @@
-//! hookstorm: a chaos and conformance harness for webhook receivers.
+//! hookstorm: a chaos and conformance harness for webhook receivers (and,
+//! with `hookstorm sink`, for the senders that call them).
 //!
 //! It behaves like a webhook provider on its worst day (retries on the
 //! documented schedule, duplicates, reordering, lost acks, forged and test
@@ -33,7 +34,8 @@
 //! - [`state`]: the receiver's state, read by [`state::probe`] over HTTP,
 //!   SQL or a command; [`state::late`] keeps the rows that land after
 //!   their scenario's state was read.
-//! - [`check`]: the invariants I1–I9 over history and state; [`excuse`] is
+//! - [`check`]: the invariants I1–I9 over history and state (and the
+//!   sender invariants S1–S9 in [`check::sender`]); [`excuse`] is
 //!   the one table of what each fault excuses, when a fault counts as
 //!   exercised, and what each provider does after a failure; [`outcome`]
 //!   says what each attempt came to (accepted, rejected as required, dead
@@ -51,6 +53,11 @@
 //!   [`note`] types what a run says beyond its verdicts; reporters word it.
 //! - [`shard`]: one process of N (`--shard I/N`), and [`shard::merge`]:
 //!   the shards' folders into one verdict.
+//! - [`sink`]: the other direction, `hookstorm sink`: a chaos receiver
+//!   for a webhook *sender* under test, the sender scenarios'
+//!   pipeline, and its reports; [`check::sender`] grades the sender
+//!   invariants S1–S9, [`scenario::sender`] reads sender scenarios and
+//!   [`state::outbox`] a sender's own outbox listing.
 //!
 //! Beside the pipeline:
 //! - [`shrink`]: cuts a failing scenario's plan down to a minimal one.
@@ -65,8 +72,8 @@
 //!   errors that name file and line), [`exit`] (the documented exit codes),
 //!   [`words`] (counts in words, with plural agreement),
 //!   [`memory`] (how the process asks the allocator for large buffers),
-//!   [`invariant`] (the ids I1–I9), [`suggest`] ("did you mean …?" for a
-//!   mistyped name), `httpwire` (HTTP/1.1 answers read off
+//!   [`invariant`] (the ids I1–I9 and S1–S9), [`suggest`] ("did you mean
+//!   …?" for a mistyped name), `httpwire` (HTTP/1.1 answers read off
 //!   any stream: the one reader of the concurrent copies and the bench).
 #![warn(missing_docs)]
 
@@ -97,6 +104,7 @@ pub mod scenario;
 pub mod sender;
 pub mod shard;
 pub mod shrink;
+pub mod sink;
 pub mod state;
 pub mod suggest;
 pub mod tag;

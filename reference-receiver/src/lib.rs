@@ -22,6 +22,10 @@
 //! - [`pgtest`]: a private Postgres server for tests.
 //! - [`listen`]: where it listens (an address, or an inherited socket).
 //! - [`cli`]: the command line (also `hookstorm receiver`).
+//! - [`sender`]: the other direction, the reference webhook *sender*
+//!   (`hookstorm sender`): an outbox on SQLite with a delivery worker, and
+//!   its broken variants, for `hookstorm sink` to judge. It lives in this
+//!   crate to share its listeners, crash points and build.
 //!
 //! The harness's side — the target that tests this receiver, started in
 //! process or as a supervised child — is the CLI's (`hookstorm_cli::builtin`):
@@ -40,6 +44,7 @@ pub mod listen;
 pub mod pgtest;
 pub mod process;
 pub mod reconcile;
+pub mod sender;
 pub mod server;
 pub mod state_body;
 pub mod store;

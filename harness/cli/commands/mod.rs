@@ -18,6 +18,7 @@ mod schedule;
 mod select;
 mod shrink;
 mod sign;
+mod sink;
 mod target_flags;
 mod verify;
 
@@ -25,7 +26,7 @@ use clap::{Parser, Subcommand};
 
 use crate::ui::{ColorChoice, Verbosity};
 
-/// hookstorm: chaos and conformance runs against webhook receivers.
+/// hookstorm: chaos and conformance runs against webhook receivers (and, with `sink`, senders).
 #[derive(Debug, Parser)]
 #[command(name = "hookstorm", version, about, long_about = None, after_help = EXIT_CODES)]
 pub struct Cli {
@@ -80,6 +81,10 @@ enum Command {
     Shrink(Box<shrink::Args>),
     /// Merge the report folders of sharded runs (`--shard I/N`) into one report and one verdict.
     Merge(merge::Args),
+    /// Judge a webhook sender: a chaos receiver for it, the sender scenarios and invariants S1-S9 (the built-in reference sender when no target is given).
+    Sink(Box<sink::Args>),
+    /// Run the reference sender (an outbox on SQLite with a delivery worker), as `hookstorm sink` starts it.
+    Sender(hookstorm_receiver::sender::cli::SenderArgs),
 }
 
 /// Runs the chosen subcommand and returns the process exit code.
@@ -109,6 +114,8 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Completions(a) => completions::run(a),
         Command::Merge(a) => merge::run(a),
         Command::Shrink(a) => shrink::run(*a),
+        Command::Sink(a) => sink::run(*a),
+        Command::Sender(a) => Ok(hookstorm_receiver::sender::cli::main_with(a)),
     };
     match result {
         Ok(code) => code,
@@ -123,4 +130,24 @@ pub fn dispatch(cli: Cli) -> i32 {
 fn usage_error(msg: impl std::fmt::Display) -> i32 {
     errln!("error: {msg}");
     hookstorm::exit::USAGE
+}
+
+/// Prints a finished run's console table, where its reports are and any
+/// further lines (what `--shrink` found); returns the run's exit code.
+fn print_run(
+    report: &hookstorm::report::RunReport,
+    dir: &std::path::Path,
+    lines: &[String],
+    no_color: bool,
+) -> i32 {
+    let color = !no_color && crate::ui::color_stdout();
+    outln!(
+        "{}",
+        hookstorm::report::console::console_table(report, color)
+    );
+    outln!("reports: {}", dir.display());
+    for line in lines {
+        outln!("{line}");
+    }
+    report.exit_code()
 }

@@ -276,18 +276,7 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
             super::message::emit(&super::message::run_line(&o.report, &o.dir));
             Ok(o.report.exit_code())
         }
-        Ok(o) => {
-            let color = !args.no_color && crate::ui::color_stdout();
-            outln!(
-                "{}",
-                hookstorm::report::console::console_table(&o.report, color)
-            );
-            outln!("reports: {}", o.dir.display());
-            for line in &shrunk {
-                outln!("{line}");
-            }
-            Ok(o.report.exit_code())
-        }
+        Ok(o) => Ok(super::print_run(&o.report, &o.dir, &shrunk, args.no_color)),
         Err(_) if stop.requested() => Ok(exit::INTERRUPTED),
         Err(hookstorm::run::RunError::Target(m)) => {
             errln!("error: target unusable: {m}");
@@ -308,7 +297,8 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
     }
 }
 
-fn rand_seed() -> u64 {
+/// A seed for a run that names none: time and pid, below a billion.
+pub(super) fn rand_seed() -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()

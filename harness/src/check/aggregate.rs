@@ -440,7 +440,7 @@ impl Aggregator {
         match event {
             Event::Attempt(a) => self.attempt(line, &AttemptView::from(a)),
             Event::Provider(p) => self.provider(line, &ProviderView::from(p)),
-            Event::Run(_) | Event::Fault(_) => {}
+            Event::Run(_) | Event::Fault(_) | Event::Emit(_) => {}
         }
     }
 

@@ -525,7 +525,7 @@ impl RawLine<'_> {
                 };
                 return Ok(sink.provider(scenario, line, &view));
             }
-            "run" | "fault" => {}
+            "run" | "fault" | "emit" => {}
             other => return Err(format!("unknown event type {other:?}")),
         }
         Ok(Ok(()))

@@ -12,7 +12,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::verdict::{Evidence, MAX_EVIDENCE};
+use super::verdict::{Evidence, InvariantResult, Verdict, MAX_EVIDENCE};
+use crate::invariant::InvariantId;
 
 /// Where an item stands in its invariant's order: (list, position).
 pub type Rank = (u8, u64);
@@ -92,6 +93,49 @@ impl Found {
     /// The items, in order, without their ranks.
     pub fn evidence(&self) -> Vec<Evidence> {
         self.items.iter().map(|r| r.evidence.clone()).collect()
+    }
+}
+
+/// Evidence kept in the order it is found: for a check that reads its
+/// input once, in its own order (a sender's, `check::sender`), each item
+/// ranks by when it came.
+#[derive(Debug, Default)]
+pub(crate) struct EvidenceSet {
+    found: Found,
+}
+
+impl EvidenceSet {
+    /// Counts one item and keeps it while there is room; `make` runs only then.
+    pub fn push(&mut self, make: impl FnOnce() -> Evidence) {
+        let next = self.found.total as u64;
+        self.found.push((0, next), make);
+    }
+
+    /// Whether nothing was found.
+    pub fn is_empty(&self) -> bool {
+        self.found.is_empty()
+    }
+
+    /// Turns the set into a result: `bad` with the evidence when anything
+    /// was found, a pass otherwise.
+    pub fn into_result(
+        self,
+        id: InvariantId,
+        bad: Verdict,
+        pass_summary: String,
+        fail_summary: String,
+    ) -> InvariantResult {
+        if self.found.is_empty() {
+            InvariantResult::new(id, Verdict::Pass, pass_summary)
+        } else {
+            InvariantResult {
+                id,
+                verdict: bad,
+                summary: fail_summary,
+                evidence: self.found.evidence(),
+                evidence_total: self.found.total,
+            }
+        }
     }
 }
 

@@ -24,6 +24,9 @@
 //! parallel read), `files` (`hookstorm check`'s inputs). No file names one
 //! that names it back (`tests/layout.rs`).
 //!
+//! [`sender`] is the other direction: the sender invariants S1–S9 that
+//! `hookstorm sink` grades from a sink's history and a sender's outbox.
+//!
 //! A checker that cannot decide says `unknown`, never `pass`: a missing state
 //! section, a failed probe or a panic inside an invariant all yield
 //! `unknown` with the reason.
@@ -39,6 +42,7 @@ mod intern;
 mod order;
 pub mod partial;
 mod poison;
+pub mod sender;
 mod source;
 pub mod spill;
 mod status;

@@ -42,7 +42,7 @@ pub(super) struct ProfileFile {
     connect_timeout: Option<HumanDuration>,
     tolerance: Option<HumanDuration>,
     success: Option<Vec<StatusRange>>,
-    give_up_on: Option<Vec<u16>>,
+    give_up_on: Option<Vec<StatusRange>>,
     id_header: Option<String>,
     event_header: Option<String>,
     schedule: Option<ScheduleFile>,

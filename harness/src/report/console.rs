@@ -46,8 +46,13 @@ pub fn console_table(report: &RunReport, color: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "hookstorm run {}  seed {}  profile {}  time scale {}x  target {}",
-        report.run_id, report.seed, report.profile, report.time_scale, report.target
+        "hookstorm {} {}  seed {}  profile {}  time scale {}x  target {}",
+        report.command(),
+        report.run_id,
+        report.seed,
+        report.profile,
+        report.time_scale,
+        report.target
     );
     let ids = report.invariants();
     let width = report

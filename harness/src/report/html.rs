@@ -38,6 +38,7 @@ const SCRIPT: &str = include_str!("html_assets/report.js");
 pub fn render(report: &RunReport, dir: &Path) -> String {
     let mut data = report_json::to_value(report);
     data["kind"] = json!("run");
+    data["command"] = json!(report.command());
     data["coverage_line"] = json!(report.coverage_line());
     data["outcomes"] = json!(outcome::TABLE);
     data["report_sha256"] = json!(report.seal.as_ref().and_then(|s| s.report_json.clone()));
@@ -47,7 +48,10 @@ pub fn render(report: &RunReport, dir: &Path) -> String {
             v["timeline"] = timeline(s, dir, report);
         }
     }
-    page(&format!("hookstorm run {}", report.run_id), &data)
+    page(
+        &format!("hookstorm {} {}", report.command(), report.run_id),
+        &data,
+    )
 }
 
 /// A self-contained page titled `title` that draws `data` (a run's or a

@@ -3,6 +3,11 @@
 //! came to ([`crate::outcome`]), its answer time and the window its retry
 //! schedule gave it, and the fault events the harness wrote.
 //!
+//! In a sink's history (`hookstorm sink`) a row is an event the sender was
+//! asked to emit, times are the sink's own clock, and each retry's window
+//! is the one the sink recorded: where the sender's schedule puts it,
+//! from the end of the attempt before.
+//!
 //! Rows whose key a failing invariant cites come first, in the order the
 //! evidence names them, each with the invariants that cite it; the page
 //! marks them. A retry's window is measured as the run's gap note measures
@@ -113,8 +118,30 @@ pub(crate) fn timeline(s: &ScenarioReport, dir: &Path, report: &RunReport) -> Va
                 profile = h.profile;
                 t0 = t0.or_else(|| epoch_ms(&h.started_at));
             }
+            Event::Emit(e) => {
+                // A sink's history: one row per event, even one never sent.
+                let id = format!("{}/{}", e.account, e.key);
+                index.entry(id).or_insert_with(|| {
+                    rows.push(Row {
+                        value: json!({ "id": e.key, "key": e.key, "account": e.account }),
+                        names: vec![e.key.clone()],
+                        account: e.account.clone(),
+                        key: e.key.clone(),
+                        attempts: Vec::new(),
+                        deaths: Vec::new(),
+                    });
+                    rows.len() - 1
+                });
+            }
             Event::Attempt(a) => {
-                let Some(at) = epoch_ms(&a.sent_at) else {
+                // A sink's attempts carry their own clock (from the
+                // scenario's start) and the window the sender's schedule
+                // gives them.
+                let at = match &a.sink {
+                    Some(got) => Some(t0.unwrap_or(0.0) + got.at_ms),
+                    None => epoch_ms(&a.sent_at),
+                };
+                let Some(at) = at else {
                     bad_lines += 1;
                     continue;
                 };
@@ -132,8 +159,12 @@ pub(crate) fn timeline(s: &ScenarioReport, dir: &Path, report: &RunReport) -> Va
                     continue;
                 }
                 kept += 1;
+                let row_id = match &a.sink {
+                    Some(_) => format!("{}/{}", a.account, a.key),
+                    None => a.delivery.clone(),
+                };
                 let r = *index
-                    .entry(a.delivery.clone())
+                    .entry(row_id)
                     .or_insert_with(|| new_row(&mut rows, &a));
                 let row = &mut rows[r];
                 for name in [&a.job, &a.resource].into_iter().flatten() {
@@ -146,7 +177,11 @@ pub(crate) fn timeline(s: &ScenarioReport, dir: &Path, report: &RunReport) -> Va
                     Judged::Now(o) => (Value::from(o.index()), false),
                     Judged::Died => (Value::Null, true),
                 };
+                let sink_window = a.sink.as_ref().and_then(|g| g.window_ms);
                 let window = match (&schedule, last_send.get(&(r, a.round))) {
+                    _ if sink_window.is_some() => sink_window
+                        .map(|[lo, hi]| json!([lo.round(), hi.round()]))
+                        .unwrap_or(Value::Null),
                     (Some(sch), Some(&(n, prev))) if n + 1 == a.attempt => {
                         gaps::window(sch, a.attempt, scale, slack)
                             .map(|(lo, hi)| {
@@ -246,17 +281,22 @@ fn new_row(rows: &mut Vec<Row>, a: &Attempt) -> usize {
     rows.len() - 1
 }
 
-/// The index into `names` of the attempt's faults (joined), if any.
+/// The index into `names` of the attempt's faults (joined), if any; a
+/// sender that followed a sink's redirect is shown as such.
 fn fault_index(a: &Attempt, names: &mut Vec<String>) -> Value {
-    if a.faults.is_empty() {
+    let followed = a.sink.as_ref().is_some_and(|g| g.followed);
+    if a.faults.is_empty() && !followed {
         return Value::Null;
     }
-    let name = a
-        .faults
-        .iter()
-        .map(|t| t.to_string())
-        .collect::<Vec<_>>()
-        .join("+");
+    let name = if followed {
+        "followed a redirect".to_string()
+    } else {
+        a.faults
+            .iter()
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>()
+            .join("+")
+    };
     let i = names.iter().position(|n| *n == name).unwrap_or_else(|| {
         names.push(name);
         names.len() - 1

@@ -220,6 +220,16 @@ impl RunReport {
         self.verdict().exit_code(self.strict)
     }
 
+    /// The command that made it: `sink` when its scenarios judged a sender
+    /// (sender invariants), `run` otherwise.
+    pub fn command(&self) -> &'static str {
+        if self.invariants().iter().any(|i| i.is_sender()) {
+            "sink"
+        } else {
+            "run"
+        }
+    }
+
     /// The invariants checked in any scenario, in order.
     pub fn invariants(&self) -> Vec<InvariantId> {
         let mut ids: Vec<InvariantId> = self

@@ -161,6 +161,18 @@ impl From<SendError> for RunError {
     }
 }
 
+/// A new run's id (time and seed) and its folder `<out>/<run-id>`, created.
+pub(crate) fn new_run_dir(out: &Path, seed: u64) -> Result<(String, PathBuf), RunError> {
+    let run_id = format!(
+        "{}-{:08x}",
+        chrono::Utc::now().format("%Y%m%d-%H%M%S"),
+        seed as u32
+    );
+    let dir = out.join(&run_id);
+    std::fs::create_dir_all(&dir).map_err(write_error(&dir))?;
+    Ok((run_id, dir))
+}
+
 /// A folder or file could not be written.
 pub(crate) fn write_error(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
     move |source| RunError::Write {
@@ -223,13 +235,7 @@ pub async fn run_until(
 ) -> Result<RunOutcome, RunError> {
     let started = Instant::now();
     let started_at = history::now_rfc3339();
-    let run_id = format!(
-        "{}-{:08x}",
-        chrono::Utc::now().format("%Y%m%d-%H%M%S"),
-        opts.seed as u32
-    );
-    let dir = opts.out_dir.join(&run_id);
-    std::fs::create_dir_all(&dir).map_err(write_error(&dir))?;
+    let (run_id, dir) = new_run_dir(&opts.out_dir, opts.seed)?;
     // A signal while the receiver starts ends the run before any scenario.
     let (probe, mut supervisor) = tokio::select! {
         r = start(target, &dir) => r?,
@@ -550,14 +556,14 @@ fn cut_short_report(
     }
 }
 
-fn point_latest(out: &Path, run_id: &str) {
+pub(crate) fn point_latest(out: &Path, run_id: &str) {
     let latest = out.join("latest");
     let _ = std::fs::remove_file(&latest);
     #[cfg(unix)]
     let _ = std::os::unix::fs::symlink(run_id, &latest);
 }
 
-fn machine() -> String {
+pub(crate) fn machine() -> String {
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);

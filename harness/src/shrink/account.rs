@@ -102,6 +102,7 @@ pub fn expectation(id: InvariantId, words: &Vocabulary) -> String {
             words.event
         ),
         InvariantId::I9 => "a 2xx before the retry schedule runs out".into(),
+        sender => crate::check::sender::rule(sender).holds_when.into(),
     }
 }
 

@@ -424,3 +424,99 @@ fn require_all_turns_a_skip_into_a_failure() {
     r.scenarios.remove(0);
     assert_eq!(r.exit_code(), 2);
 }
+
+#[test]
+fn a_sink_report_validates_and_its_timeline_draws_each_retrys_window(
+) -> Result<(), Box<dyn std::error::Error>> {
+    use hookstorm::history::{Attempt, Emitted, Event, Outcome, Received};
+    let dir = tempfile::tempdir()?;
+    std::fs::create_dir_all(dir.path().join("sender-retries"))?;
+    let received = |at_ms: f64, answer: &str, window: Option<[f64; 2]>| Received {
+        answer: answer.into(),
+        at_ms,
+        end_ms: at_ms + 1.0,
+        followed: false,
+        delivery_id: Some("whd_1".into()),
+        body_sha256: "00".into(),
+        signature_error: None,
+        signed_at: Some(1_700_000_000),
+        arrived_unix: 1_700_000_000.0,
+        retry_after_s: None,
+        closed_early: false,
+        generation: 0,
+        window_ms: window,
+    };
+    let attempt = |n: u32, status: u16, got: Received| {
+        let mut a = Attempt::new("sender-retries", "whd_1", "tsk_1", "acct_a");
+        a.attempt = n;
+        a.status = Some(status);
+        a.outcome = if status == 200 {
+            Outcome::Ok
+        } else {
+            Outcome::Fail
+        };
+        a.sink = Some(Box::new(got));
+        Event::Attempt(a)
+    };
+    let events = vec![
+        Event::Emit(Emitted {
+            scenario: "sender-retries".into(),
+            at: "2026-12-01T00:00:00.000Z".into(),
+            account: "acct_a".into(),
+            key: "tsk_1".into(),
+            job: None,
+            resource: None,
+            sequence: None,
+            script: vec!["503".into(), "200".into()],
+        }),
+        attempt(1, 503, received(3.0, "503", None)),
+        attempt(2, 200, received(8.0, "200", Some([6.5, 9.0]))),
+    ];
+    let mut text = String::new();
+    for e in &events {
+        text.push_str(&serde_json::to_string(e)?);
+        text.push('\n');
+    }
+    std::fs::write(dir.path().join("sender-retries/history.jsonl"), text)?;
+    let numbered: Vec<(u64, Event)> = events
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| (i as u64 + 1, e))
+        .collect();
+    let outbox = hookstorm::state::outbox::Outbox::parse(
+        br#"[{"key":"tsk_1","account":"acct_a","status":"delivered"}]"#,
+    )?;
+    let rules = hookstorm::check::sender::SenderRules {
+        invariants: InvariantId::SENDER.to_vec(),
+        profile: hookstorm::sink::reference_profile(),
+        time_scale: 1000.0,
+        timeout: std::time::Duration::from_millis(250),
+    };
+    let check = hookstorm::check::sender::judge(&numbered, "sender-retries", Ok(&outbox), &rules);
+    let mut s = scenario("sender-retries", check.results.clone());
+    s.check = check;
+    let report = RunReport {
+        profile: "reference-sender".into(),
+        time_scale: 1000.0,
+        scenarios: vec![s],
+        ..fixture()
+    };
+    write_reports(dir.path(), &report)?;
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json"))?)?;
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    assert_eq!(v["scenarios"][0]["check"]["results"][0]["id"], "S1");
+    assert_eq!(
+        v["scenarios"][0]["check"]["results"][0]["name"],
+        "retry-envelope"
+    );
+    let html = std::fs::read_to_string(dir.path().join("report.html"))?;
+    assert!(
+        html.contains("<title>hookstorm sink "),
+        "a sink run says so"
+    );
+    // The retry's mark carries its window, [from, to] in whole ms of the
+    // sink's clock.
+    assert!(html.contains("[7.0,9.0]"), "no window in the timeline");
+    assert!(console_table(&report, false).starts_with("hookstorm sink "));
+    Ok(())
+}

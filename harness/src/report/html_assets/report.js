@@ -84,7 +84,7 @@
 
   // ---- run report -------------------------------------------------------
   function renderRun(r) {
-    var h = el("h1", { text: "hookstorm run " + r.run_id + " " }, app);
+    var h = el("h1", { text: "hookstorm " + (r.command || "run") + " " + r.run_id + " " }, app);
     badge(r.interrupted ? "interrupted" : r.verdict, h);
     var meta = el("p", { "class": "meta" }, app);
     [["exit code", r.exit_code], ["seed", r.seed], ["profile", r.profile],
@@ -136,7 +136,7 @@
 
     el("h2", { text: "Reproduce" }, app);
     el("p", { text: "Seed " + r.seed + ". Each scenario's command reproduces it; the whole run:" }, app);
-    el("pre", { text: (r.scenarios[0] && r.scenarios[0].reproduce.replace(/ --scenario \S+/, "")) || "hookstorm run --seed " + r.seed }, app);
+    el("pre", { text: (r.scenarios[0] && r.scenarios[0].reproduce.replace(/ --scenario \S+/, "")) || "hookstorm " + (r.command || "run") + " --seed " + r.seed }, app);
 
     var legend = el("p", { "class": "legend" }, app);
     OUTCOMES.forEach(function (o) {
@@ -192,13 +192,18 @@
     }
   }
 
-  function countsLine(s) {
+  // What a row is: a delivery of a run, an event a sender was asked to send.
+  function rowNoun(r, n) {
+    return r.command === "sink" ? count(n, "event", "events") : count(n, "delivery", "deliveries");
+  }
+
+  function countsLine(r, s) {
     var c = s.check.counts, parts = [];
     OUTCOMES.forEach(function (o) {
       var n = (c.outcomes || {})[o.outcome];
       if (n) parts.push(n + " " + o.word);
     });
-    return count(c.deliveries, "delivery", "deliveries") + " · " + count(c.attempts, "attempt", "attempts") +
+    return rowNoun(r, c.deliveries) + " · " + count(c.attempts, "attempt", "attempts") +
       (parts.length ? ": " + parts.join(", ") : "") + " · " + fmtMs(s.duration_s * 1000);
   }
 
@@ -208,10 +213,10 @@
     badge(s.word, h);
     el("p", { text: s.description }, sec);
     if (s.skipped) { el("p", { "class": "note", text: "skipped: " + s.skipped.reason }, sec); return; }
-    el("p", { "class": "meta", text: countsLine(s) }, sec);
+    el("p", { "class": "meta", text: countsLine(r, s) }, sec);
     el("pre", { text: s.reproduce }, sec);
     var tl = null;
-    if (s.timeline && !s.timeline.error) tl = timeline(sec, s, s.timeline);
+    if (s.timeline && !s.timeline.error) tl = timeline(r, sec, s, s.timeline);
     else if (s.timeline && s.timeline.error) el("p", { "class": "note", text: "no timeline: " + s.timeline.error }, sec);
     s.check.results.forEach(function (res) {
       var bad = res.grade === "fail" || (res.grade === "non-strict" && r.strict);
@@ -294,7 +299,7 @@
     return (d.cited ? "✗ " : "") + d.key + " · " + d.account + (intent !== "genuine" ? " · " + intent + (d.detail ? " (" + d.detail + ")" : "") : "");
   }
 
-  function timeline(sec, s, tl) {
+  function timeline(r, sec, s, tl) {
     var rows = tl.deliveries, span = Math.max(tl.span_ms, 1);
     var box = el("div", { "class": "tl", "data-scenario": s.name, "data-marks": String(tl.attempts) }, sec);
     state.marks += tl.attempts;
@@ -348,7 +353,7 @@
       var end = x(t) + 60 > width;
       sv("text", { x: end ? x(t) - 2 : x(t) + 2, y: 58, "text-anchor": end ? "end" : "start", text: fmtMs(t) }, axis);
     }
-    sv("text", { x: 4, y: 58, text: count(rows.length, "delivery", "deliveries") }, axis);
+    sv("text", { x: 4, y: 58, text: rowNoun(r, rows.length) }, axis);
     bands.forEach(function (bd) {
       var w = Math.max(x(bd.to) - x(bd.from), 2);
       title(sv("rect", { x: x(bd.from), y: 62, width: w, height: 10, fill: "#ab47bc", opacity: 0.8 }, axis),
@@ -389,7 +394,9 @@
           var w = m[9];
           if (!w) return;
           title(sv("rect", { "class": "window", x: x(w[0]), y: y - 5, width: Math.max(x(w[1]) - x(w[0]), 1), height: 10, fill: "#90caf9", opacity: 0.45 }, svg),
-            "attempt " + m[2] + " due " + fmtMs(w[0]) + "–" + fmtMs(w[1]) + " from the start (its schedule's wait after the previous send, plus " + fmtMs(tl.slack_ms) + " for the attempt's own time)");
+            "attempt " + m[2] + " due " + fmtMs(w[0]) + "–" + fmtMs(w[1]) + " from the start (" + (r.command === "sink"
+              ? "the schedule's window after the end of the attempt before)"
+              : "its schedule's wait after the previous send, plus " + fmtMs(tl.slack_ms) + " for the attempt's own time)"));
         });
         for (var j = 1; j < d.a.length; j++)
           sv("line", { x1: x(d.a[j - 1][0]), x2: x(d.a[j][0]), y1: y, y2: y, stroke: "#ddd" }, svg);
