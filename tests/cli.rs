@@ -565,7 +565,7 @@ fn a_scenarios_folder_in_the_working_directory_is_named_and_only_read_when_asked
         String::from_utf8_lossy(&o.stderr),
     );
     assert!(
-        out.contains("mine  [") && out.contains("1 scenario(s)"),
+        out.contains("mine  [") && out.contains("1 receiver scenario(s)"),
         "{out}"
     );
     assert!(!err.contains("note:"), "{err}");

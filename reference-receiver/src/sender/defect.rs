@@ -1,7 +1,7 @@
 //! The deliberately broken variants of the reference sender (`hookstorm
 //! sender --defect NAME`, `hookstorm sink --defect NAME`).
 //!
-//! Each is a small, realistic deviation from the outbox guide's sender —
+//! Each is a small, realistic deviation from the outbox pattern's sender —
 //! the kind of thing a real delivery worker gets wrong — and each is caught
 //! by one sender invariant. [`SenderDefect::exposed_by`] is the one list of
 //! where: the sender scenario that exposes it and the invariant that fails

@@ -1,5 +1,5 @@
-//! The reference webhook sender (`hookstorm sender`): the outbox pattern of
-//! the sender guide on SQLite, with a delivery worker, so that `hookstorm
+//! The reference webhook sender (`hookstorm sender`): the outbox pattern on
+//! SQLite, with a delivery worker, so that `hookstorm
 //! sink` has a known-good sender to judge, and, through [`SenderDefect`],
 //! known-bad ones that each break one sender invariant.
 //!

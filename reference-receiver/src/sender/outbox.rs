@@ -1,4 +1,4 @@
-//! The reference sender's outbox on SQLite: the outbox guide's table, one
+//! The reference sender's outbox on SQLite: the outbox pattern's table, one
 //! row per event, written in the same transaction as the business write
 //! (here, the emit call), and the worker's reads and updates of it.
 //!

@@ -1,4 +1,4 @@
-//! The reference sender's delivery worker: the outbox guide's loop. It
+//! The reference sender's delivery worker: the outbox pattern's loop. It
 //! picks the rows that are due, in the order they were committed, and
 //! delivers each in a task of its own; a 2xx marks the row delivered, a
 //! status the profile gives up on (or the last attempt) marks it dead,
@@ -8,7 +8,7 @@
 //! resource has been tried, so first sends follow the sequence order.
 //!
 //! It sleeps until the next row is due or an emit wakes it. The crash
-//! points sit where the guide's pattern is fragile: `crash-before-post`
+//! points sit where the pattern is fragile: `crash-before-post`
 //! after the commit and before the POST, `crash-before-mark` after the
 //! 2xx and before the row is marked.
 
