@@ -17,7 +17,7 @@
 
 mod synthetic;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use hookstorm::check::{check_partitioned, CheckOptions, Partitioning, ScenarioCheck};
@@ -51,15 +51,15 @@ fn cpu_time() -> Duration {
 }
 
 fn measure(
-    history: &PathBuf,
-    state: &PathBuf,
+    history: &Path,
+    state: &Path,
     how: &Partitioning,
 ) -> Result<Measured, Box<dyn std::error::Error>> {
     reset_peak();
     let cpu = cpu_time();
     let start = Instant::now();
     let m = check_partitioned(
-        std::slice::from_ref(history),
+        &[history.to_path_buf()],
         state,
         None,
         &CheckOptions::default(),
@@ -84,13 +84,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let compare = args.iter().any(|a| a == "--compare");
     let attempts = flag("--attempts").unwrap_or(5);
     let partitions = flag("--partitions");
+    let takes_value =
+        |i: usize| i > 0 && ["--attempts", "--partitions"].contains(&args[i - 1].as_str());
     let plain: Vec<&String> = args
         .iter()
         .enumerate()
-        .filter(|(i, a)| {
-            !a.starts_with("--")
-                && !(*i > 0 && ["--attempts", "--partitions"].contains(&args[i - 1].as_str()))
-        })
+        .filter(|(i, a)| !a.starts_with("--") && !takes_value(*i))
         .map(|(_, a)| a)
         .collect();
     let keys: usize = plain

@@ -11,10 +11,11 @@
 //!    single-answer findings, the counts) is decided on the way. The state
 //!    is read once and each row goes to the partition of its key, task or
 //!    resource.
-//! 2. **Keys** ([`stage::keys`]): one partition at a time, its events are
-//!    folded into records, its rows read next to them, and every invariant
-//!    but I5 and I6 is graded; the records I5 and I6 need go to the join
-//!    partition of their job or resource.
+//! 2. **Keys** ([`stage::keys`]): a partition at a time on each of
+//!    [`KEY_THREADS`] threads, its events are folded into records, its rows
+//!    read next to them, and every invariant but I5 and I6 is graded; the
+//!    records I5 and I6 need go to the join partition of their job or
+//!    resource.
 //! 3. **Joins** ([`stage::joins`]): one join partition at a time, I5 and I6.
 //! 4. The partials are merged ([`Findings::merge`]) and worded.
 //!
