@@ -16,15 +16,16 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{ErrorKind, Read, Seek, SeekFrom};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use std::borrow::Cow;
 
-use super::aggregate::Aggregator;
+use super::aggregate::{Aggregator, MAX_LINES};
 use super::aggregate::{AttemptView, ProviderView, TagFacts};
 use super::verdict::CheckError;
+use super::verdict::HistorySource;
 use crate::history::scan::{self, RawLine};
 
 /// At most this many threads read one history. Each part's fold may name
@@ -48,13 +49,59 @@ pub(super) struct Filter<'a> {
 }
 
 /// What reading one file added.
-pub(super) struct FileRead {
+pub(crate) struct FileRead {
     /// Attempt and provider lines.
     pub events: u64,
     /// Lines read (blank ones and a cut last one included).
     pub lines: u64,
     /// The last line was cut off: what to tell the user.
     pub warning: Option<String>,
+}
+
+/// What reading several histories in turn gave.
+pub(crate) struct HistoriesRead {
+    /// Attempt and provider lines.
+    pub events: u64,
+    /// Each file and the line numbers it was given.
+    pub sources: Vec<HistorySource>,
+    /// What the reader had to work around.
+    pub warnings: Vec<String>,
+}
+
+/// Reads `histories` in turn with `read(index, file, parts, base)`, the
+/// line numbers running on from file to file (`base` lines before each),
+/// each file in `parts` parts (by default as many as [`parts_for`] says).
+pub(crate) fn read_histories(
+    histories: &[PathBuf],
+    parts: Option<usize>,
+    mut read: impl FnMut(usize, &Path, usize, u64) -> Result<FileRead, CheckError>,
+) -> Result<HistoriesRead, CheckError> {
+    let mut out = HistoriesRead {
+        events: 0,
+        sources: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let mut line = 0u64;
+    for (i, history) in histories.iter().enumerate() {
+        let parts =
+            parts.unwrap_or_else(|| parts_for(std::fs::metadata(history).map_or(0, |m| m.len())));
+        let r = read(i, history, parts, line)?;
+        out.events += r.events;
+        out.warnings.extend(r.warning);
+        out.sources.push(HistorySource {
+            path: history.to_path_buf(),
+            first_line: line + 1,
+            lines: r.lines,
+        });
+        line += r.lines;
+        if line > MAX_LINES {
+            return Err(CheckError::TooLong {
+                path: history.to_path_buf(),
+                max: MAX_LINES,
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// Takes the events of one part of a history, its line numbers starting

@@ -18,10 +18,9 @@ use std::path::{Path, PathBuf};
 
 use crate::history::Event;
 
-use super::aggregate::MAX_LINES;
 use super::source::{feed_state, load_states, names_a_state, States};
 use super::spill::{self, Partitioning};
-use super::verdict::{FileCheck, HistorySource, MultiCheck};
+use super::verdict::{FileCheck, MultiCheck};
 
 use super::aggregate::Aggregator;
 use super::chunks::{self, Filter};
@@ -57,9 +56,7 @@ impl From<crate::history::HistoryError> for CheckError {
 /// What reading the histories gave.
 struct Read {
     folds: BTreeMap<String, Aggregator>,
-    events: u64,
-    sources: Vec<HistorySource>,
-    warnings: Vec<String>,
+    read: chunks::HistoriesRead,
 }
 
 /// Reads and folds every history in turn, line numbers running on.
@@ -75,38 +72,14 @@ fn read_histories(
         scenario,
         answer_limit: opts.answer_limit,
     };
-    let mut out = Read {
-        folds: BTreeMap::new(),
-        events: 0,
-        sources: Vec::new(),
-        warnings: Vec::new(),
-    };
-    let mut line = 0u64;
-    for history in histories {
-        let parts = match parts {
-            Some(n) => n,
-            None => chunks::parts_for(std::fs::metadata(history).map_or(0, |m| m.len())),
-        };
-        let read = chunks::fold_file(history, &filter, parts, line, &mut out.folds)?;
-        out.events += read.events;
-        out.warnings.extend(read.warning);
-        out.sources.push(HistorySource {
-            path: history.to_path_buf(),
-            first_line: line + 1,
-            lines: read.lines,
-        });
-        line += read.lines;
-        if line > MAX_LINES {
-            return Err(CheckError::TooLong {
-                path: history.to_path_buf(),
-                max: MAX_LINES,
-            });
-        }
-    }
-    for fold in out.folds.values_mut() {
+    let mut folds = BTreeMap::new();
+    let read = chunks::read_histories(histories, parts, |_, history, parts, base| {
+        chunks::fold_file(history, &filter, parts, base, &mut folds)
+    })?;
+    for fold in folds.values_mut() {
         fold.seal_deliveries();
     }
-    Ok(out)
+    Ok(Read { folds, read })
 }
 
 /// Checks a history file against a state file or folder; one result per
@@ -173,13 +146,7 @@ pub(crate) fn check_in_parts(
     parts: Option<usize>,
     how: &Partitioning,
 ) -> Result<MultiCheck, CheckError> {
-    let local = how.partitions.unwrap_or_else(|| {
-        let history: u64 = histories
-            .iter()
-            .map(|h| std::fs::metadata(h).map_or(0, |m| m.len()))
-            .sum();
-        spill::partitions_for(history, spill::state_bytes(state), how.share)
-    });
+    let local = local_partitions(how, histories, state);
     if local > 1 || how.share.is_some() {
         let dir = spill_dir(how, histories);
         return check_spilled(
@@ -214,13 +181,7 @@ pub fn check_share(
         share: Some(share),
         ..how.clone()
     };
-    let local = how.partitions.unwrap_or_else(|| {
-        let history: u64 = histories
-            .iter()
-            .map(|h| std::fs::metadata(h).map_or(0, |m| m.len()))
-            .sum();
-        spill::partitions_for(history, spill::state_bytes(state), how.share)
-    });
+    let local = local_partitions(&how, histories, state);
     let dir = spill_dir(&how, histories);
     let (_, spilled) = check_spilled(
         histories,
@@ -233,6 +194,18 @@ pub fn check_share(
         &dir,
     )?;
     spill::export::write(out, share, opts, scenario, spilled, local)
+}
+
+/// The partitions a check cuts its inputs into in this process: what `how`
+/// says, else what their size asks for.
+fn local_partitions(how: &Partitioning, histories: &[PathBuf], state: &Path) -> u32 {
+    how.partitions.unwrap_or_else(|| {
+        let history: u64 = histories
+            .iter()
+            .map(|h| std::fs::metadata(h).map_or(0, |m| m.len()))
+            .sum();
+        spill::partitions_for(history, spill::state_bytes(state), how.share)
+    })
 }
 
 /// Where a check spills: where `how` says, else the first history's
@@ -319,9 +292,12 @@ fn check_guessing(
     let all_as_one = matches!(states, States::One(_)) && scenario.is_none();
     let Read {
         mut folds,
-        events,
-        sources,
-        warnings,
+        read:
+            chunks::HistoriesRead {
+                events,
+                sources,
+                warnings,
+            },
     } = if all_as_one == guess {
         read?
     } else {

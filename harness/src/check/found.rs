@@ -94,6 +94,28 @@ impl Found {
     pub fn evidence(&self) -> Vec<Evidence> {
         self.items.iter().map(|r| r.evidence.clone()).collect()
     }
+
+    /// The result these findings make: `bad` with the evidence when
+    /// anything was found, a pass otherwise.
+    pub fn into_result(
+        &self,
+        id: InvariantId,
+        bad: Verdict,
+        pass_summary: String,
+        fail_summary: String,
+    ) -> InvariantResult {
+        if self.total == 0 {
+            InvariantResult::new(id, Verdict::Pass, pass_summary)
+        } else {
+            InvariantResult {
+                id,
+                verdict: bad,
+                summary: fail_summary,
+                evidence: self.evidence(),
+                evidence_total: self.total,
+            }
+        }
+    }
 }
 
 /// Evidence kept in the order it is found: for a check that reads its
@@ -125,17 +147,7 @@ impl EvidenceSet {
         pass_summary: String,
         fail_summary: String,
     ) -> InvariantResult {
-        if self.found.is_empty() {
-            InvariantResult::new(id, Verdict::Pass, pass_summary)
-        } else {
-            InvariantResult {
-                id,
-                verdict: bad,
-                summary: fail_summary,
-                evidence: self.found.evidence(),
-                evidence_total: self.found.total,
-            }
-        }
+        self.found.into_result(id, bad, pass_summary, fail_summary)
     }
 }
 

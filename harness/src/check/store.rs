@@ -173,17 +173,7 @@ pub(crate) fn result(
     pass_summary: String,
     fail_summary: String,
 ) -> InvariantResult {
-    if p.found.total == 0 {
-        InvariantResult::new(id, Verdict::Pass, pass_summary)
-    } else {
-        InvariantResult {
-            id,
-            verdict: bad,
-            summary: fail_summary,
-            evidence: p.found.evidence(),
-            evidence_total: p.found.total,
-        }
-    }
+    p.found.into_result(id, bad, pass_summary, fail_summary)
 }
 
 /// The (account, id) pairs that occur more than once, with their count and

@@ -35,7 +35,9 @@ use crate::bench::latency::{Percentiles, Recorder, RecorderData};
 use crate::bench::threshold::{Measured, Threshold};
 use crate::check::{check_partitioned, CheckOptions, InvariantId, Partitioning, Verdict};
 use crate::report::RunReport;
-use crate::shard::{ShardManifest, ShardStatus, LATENCY_FILE, MANIFEST};
+use crate::shard::{
+    marked_folders, ShardManifest, ShardStatus, LATENCY_FILE, MANIFEST, SEARCH_DEPTH,
+};
 use crate::state::probe::Probe;
 
 pub use super::merged::{BenchTotals, Finding, MergeError, MergeOutcome, MergeReport, ShardEntry};
@@ -61,32 +63,6 @@ pub struct MergeOptions {
     pub thresholds: Vec<Threshold>,
 }
 
-/// How deep below a given folder shard folders are looked for (a CI
-/// artifact folder holding a reports folder holding the run's folder).
-const SEARCH_DEPTH: usize = 3;
-
-/// Shard folders at or below `dir`, sorted; links (`latest`) are not
-/// followed, so no shard is found twice.
-fn find_manifests(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    if dir.join(MANIFEST).is_file() {
-        out.push(dir.to_path_buf());
-        return Ok(());
-    }
-    if depth == 0 {
-        return Ok(());
-    }
-    let mut subs: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .map(|e| e.path())
-        .collect();
-    subs.sort();
-    for sub in subs {
-        find_manifests(&sub, depth - 1, out)?;
-    }
-    Ok(())
-}
-
 /// Finds the shard folders under the given ones. A given folder with a
 /// report but no `shard.json` is kept: the merge reports it as a shard
 /// that did not finish.
@@ -104,7 +80,7 @@ fn shard_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, MergeError> {
             continue;
         }
         let before = out.len();
-        find_manifests(d, SEARCH_DEPTH, &mut out)
+        marked_folders(d, MANIFEST, SEARCH_DEPTH, &mut out)
             .map_err(|e| MergeError::Inconsistent(format!("{}: {e}", d.display())))?;
         if out.len() == before {
             return Err(MergeError::Inconsistent(format!(
@@ -232,21 +208,7 @@ pub async fn merge(opts: &MergeOptions) -> Result<MergeOutcome, MergeError> {
         };
         shards.push(entry);
     }
-    let mut report = MergeReport {
-        kind: first.kind.clone(),
-        run_seed: first.run_seed,
-        shards_expected: expected,
-        shards,
-        verdict: Verdict::Unknown,
-        unknown_because: unknown,
-        check: None,
-        partitions: None,
-        check_skipped: None,
-        thresholds: Vec::new(),
-        findings: Vec::new(),
-        bench: None,
-        coverage: BTreeMap::new(),
-    };
+    let mut report = MergeReport::new(&first.kind, first.run_seed, expected, shards, unknown);
     let merge_id = format!(
         "{}-merge-{}-{:08x}",
         chrono::Utc::now().format("%Y%m%d-%H%M%S"),
@@ -282,21 +244,7 @@ pub async fn merge(opts: &MergeOptions) -> Result<MergeOutcome, MergeError> {
 /// The merge of partitions of a check without shards (`check --partition`
 /// over any histories): `merge.json` with the joined check's verdict.
 fn merge_partitions(opts: &MergeOptions, parts: &[PathBuf]) -> Result<MergeOutcome, MergeError> {
-    let mut report = MergeReport {
-        kind: "check".into(),
-        run_seed: 0,
-        shards_expected: 0,
-        shards: Vec::new(),
-        verdict: Verdict::Unknown,
-        unknown_because: Vec::new(),
-        check: None,
-        partitions: None,
-        check_skipped: None,
-        thresholds: Vec::new(),
-        findings: Vec::new(),
-        bench: None,
-        coverage: BTreeMap::new(),
-    };
+    let mut report = MergeReport::new("check", 0, 0, Vec::new(), Vec::new());
     let merge_id = format!("{}-merge-check", chrono::Utc::now().format("%Y%m%d-%H%M%S"));
     let dir = opts.out_dir.join(merge_id);
     std::fs::create_dir_all(&dir).map_err(|e| MergeError::Io(format!("{}: {e}", dir.display())))?;

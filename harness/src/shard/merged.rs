@@ -120,6 +120,32 @@ pub struct MergeOutcome {
 }
 
 impl MergeReport {
+    /// A report of `kind` with nothing decided yet: `unknown` until the
+    /// merge says otherwise.
+    pub(crate) fn new(
+        kind: &str,
+        run_seed: u64,
+        shards_expected: u32,
+        shards: Vec<ShardEntry>,
+        unknown_because: Vec<String>,
+    ) -> Self {
+        MergeReport {
+            kind: kind.to_string(),
+            run_seed,
+            shards_expected,
+            shards,
+            verdict: Verdict::Unknown,
+            unknown_because,
+            check: None,
+            partitions: None,
+            check_skipped: None,
+            thresholds: Vec::new(),
+            findings: Vec::new(),
+            bench: None,
+            coverage: BTreeMap::new(),
+        }
+    }
+
     /// The documented exit code of the verdict.
     pub fn exit_code(&self) -> i32 {
         // The shards' reports do not say whether they ran `--strict`.

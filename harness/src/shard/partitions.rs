@@ -15,34 +15,13 @@ use crate::check::spill::export::{self, JoinError, PARTITION_FILE};
 use crate::check::MultiCheck;
 
 use super::merged::{Finding, MergeError, MergeReport};
+use super::{marked_folders, SEARCH_DEPTH};
 
-/// How deep below a given folder partition folders are looked for.
-const SEARCH_DEPTH: usize = 3;
-
-/// The partition folders at or below `dirs`, sorted; links are not followed.
+/// The partition folders at or below `dirs`, sorted.
 pub(super) fn find(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, MergeError> {
-    fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-        if dir.join(PARTITION_FILE).is_file() {
-            out.push(dir.to_path_buf());
-            return Ok(());
-        }
-        if depth == 0 {
-            return Ok(());
-        }
-        let mut subs: Vec<PathBuf> = std::fs::read_dir(dir)?
-            .filter_map(Result::ok)
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .map(|e| e.path())
-            .collect();
-        subs.sort();
-        for sub in subs {
-            walk(&sub, depth - 1, out)?;
-        }
-        Ok(())
-    }
     let mut out = Vec::new();
     for d in dirs.iter().filter(|d| d.is_dir()) {
-        walk(d, SEARCH_DEPTH, &mut out)
+        marked_folders(d, PARTITION_FILE, SEARCH_DEPTH, &mut out)
             .map_err(|e| MergeError::Inconsistent(format!("{}: {e}", d.display())))?;
     }
     Ok(out)

@@ -55,7 +55,6 @@ use super::chunks::{self, Filter};
 use super::grade::{requested, state_result};
 use super::partial::{Findings, Sections};
 use super::source::{feed_state, States};
-use super::verdict::HistorySource;
 use super::verdict::{CheckError, CheckOptions};
 use crate::invariant::InvariantId;
 use route::Route;
@@ -76,65 +75,37 @@ fn spill_error(e: std::io::Error) -> CheckError {
     CheckError::Spill { source: e }
 }
 
-/// What splitting the histories gave.
-struct HistoriesRead {
-    /// Each part read, and what it said per scenario.
-    said: Vec<(PartRead, Vec<split::Said>)>,
-    events: u64,
-    sources: Vec<HistorySource>,
-    warnings: Vec<String>,
-}
-
 /// Splits every history into the partitions' files under `dir`, line
-/// numbers running on from file to file.
+/// numbers running on from file to file; each part read, and what it
+/// said per scenario, is added to `said`.
 fn read_histories(
     inputs: &Inputs<'_>,
     opts: &CheckOptions,
     route: Route,
     dir: &Path,
-) -> Result<HistoriesRead, CheckError> {
+    said: &mut Vec<(PartRead, Vec<split::Said>)>,
+) -> Result<chunks::HistoriesRead, CheckError> {
     let filter = Filter {
         all_as_one: inputs.all_as_one,
         scenario: inputs.scenario,
         answer_limit: opts.answer_limit,
     };
-    let mut out = HistoriesRead {
-        said: Vec::new(),
-        events: 0,
-        sources: Vec::new(),
-        warnings: Vec::new(),
-    };
-    let mut line = 0u64;
-    for (file, history) in inputs.histories.iter().enumerate() {
-        let parts = inputs.parts.unwrap_or_else(|| {
-            chunks::parts_for(std::fs::metadata(history).map_or(0, |m| m.len()))
-        });
-        let make = |part| Spiller::new(dir, file, part, route, opts.answer_limit);
-        let read = chunks::read_file(history, &filter, parts, line, make, |sp, at| {
-            let part = PartRead {
-                file,
-                part: sp.part,
-                base: at,
-                scenarios: Vec::new(),
-            };
-            out.said.push((part, sp.said));
-        })?;
-        out.events += read.events;
-        out.warnings.extend(read.warning);
-        out.sources.push(HistorySource {
-            path: history.to_path_buf(),
-            first_line: line + 1,
-            lines: read.lines,
-        });
-        line += read.lines;
-        if line > super::aggregate::MAX_LINES {
-            return Err(CheckError::TooLong {
-                path: history.to_path_buf(),
-                max: super::aggregate::MAX_LINES,
-            });
-        }
-    }
-    Ok(out)
+    chunks::read_histories(
+        inputs.histories,
+        inputs.parts,
+        |file, history, parts, base| {
+            let make = |part| Spiller::new(dir, file, part, route, opts.answer_limit);
+            chunks::read_file(history, &filter, parts, base, make, |sp, at| {
+                let part = PartRead {
+                    file,
+                    part: sp.part,
+                    base: at,
+                    scenarios: Vec::new(),
+                };
+                said.push((part, sp.said));
+            })
+        },
+    )
 }
 
 /// Checks `inputs` in `local` partitions (of `share`, when set), spilling
@@ -170,14 +141,14 @@ pub(crate) fn check(
         let fed = feed_state(inputs.states, inputs.state, "", &mut sink)?;
         Ok::<_, CheckError>(fed.map(|()| sink.sections))
     };
+    let mut said: Vec<(PartRead, Vec<split::Said>)> = Vec::new();
     let (read, one_state) = std::thread::scope(|s| {
         let state = one.then(|| s.spawn(|| split_one(&mut rows, &mut joins)));
-        let read = read_histories(inputs, opts, route, dir);
+        let read = read_histories(inputs, opts, route, dir, &mut said);
         let state = state.map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
         (read, state)
     });
-    let HistoriesRead {
-        said,
+    let chunks::HistoriesRead {
         events,
         sources,
         warnings,
