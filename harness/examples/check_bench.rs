@@ -9,7 +9,8 @@
 //! record`) sees only the check. `spread` writes each key's attempts
 //! round by round (all first attempts, then all second ones, …), as
 //! retries spread over a real run. `--partitions N` cuts the check into N
-//! partitions (by default as many as the inputs' size asks for); with
+//! partitions (by default as many as the inputs ask for: one, in memory,
+//! while the estimated keys fit); with
 //! `--compare` the same files are then also checked in memory, in one
 //! partition, and both times and peak RSS are printed side by side (the
 //! peak is reset between the two, through `/proc/self/clear_refs`), with
@@ -124,8 +125,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     };
     let parts = partitions.unwrap_or_else(|| {
-        let state = std::fs::metadata(&state_path).map_or(0, |m| m.len());
-        hookstorm::check::spill::partitions_for(size, state, None)
+        hookstorm::check::spill::partitions_needed(std::slice::from_ref(&path), &state_path, None)
     });
     show(&format!("{parts} partition(s)"), &auto);
     if compare {

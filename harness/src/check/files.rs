@@ -199,13 +199,8 @@ pub fn check_share(
 /// The partitions a check cuts its inputs into in this process: what `how`
 /// says, else what their size asks for.
 fn local_partitions(how: &Partitioning, histories: &[PathBuf], state: &Path) -> u32 {
-    how.partitions.unwrap_or_else(|| {
-        let history: u64 = histories
-            .iter()
-            .map(|h| std::fs::metadata(h).map_or(0, |m| m.len()))
-            .sum();
-        spill::partitions_for(history, spill::state_bytes(state), how.share)
-    })
+    how.partitions
+        .unwrap_or_else(|| spill::partitions_needed(histories, state, how.share))
 }
 
 /// Where a check spills: where `how` says, else the first history's

@@ -43,10 +43,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-pub(crate) use plan::state_bytes;
 pub use plan::{
-    partitions_for, Partitioning, HISTORY_PER_PARTITION, KEY_THREADS, MAX_PARTITIONS,
-    STATE_PER_PARTITION,
+    estimate_keys, partitions_for, partitions_needed, Partitioning, HISTORY_PER_PARTITION,
+    IN_MEMORY_KEYS, IN_MEMORY_STATE, KEY_THREADS, MAX_PARTITIONS, STATE_PER_PARTITION,
 };
 pub use route::Partition;
 pub(crate) use stage::Spilled;
