@@ -15,10 +15,16 @@ pub fn read_document<S: StateSink, R: Read>(r: R, sink: S) -> Result<S, ReadErro
     let mut contract = Contract::new(sink);
     let since_row = std::rc::Rc::new(std::cell::Cell::new(0));
     contract.since_row = Some(since_row.clone());
-    let mut de = serde_json::Deserializer::from_reader(Metered {
-        inner: std::io::BufReader::with_capacity(1 << 16, r),
-        since_row,
-    });
+    // The parser takes one byte at a time: the buffer is outside the
+    // meter, which counts the bytes a block at a time (a row is refused
+    // within a block of its budget).
+    let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(
+        1 << 16,
+        Metered {
+            inner: r,
+            since_row,
+        },
+    ));
     let cursor = Cursor::default();
     Document {
         contract: &mut contract,
