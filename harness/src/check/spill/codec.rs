@@ -15,7 +15,7 @@
 //! that does not decode is an `InvalidData` error, never a panic.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, Read, Write};
 use std::path::Path;
 
 use crate::history::{Intent, Outcome};
@@ -25,8 +25,8 @@ use crate::check::aggregate::{AttemptView, ProviderView, TagFacts, KEY_LINES};
 use crate::check::order::{Cand, EvLines, Seq, TaskInfo};
 use crate::check::view::RowRef;
 
-/// Buffer of each spill file's writer: a partitioned check keeps one open
-/// per partition and reading thread.
+/// What each spill file's writer holds before it writes (whole records):
+/// a partitioned check keeps one open per partition and reading thread.
 const WRITE_BUFFER: usize = 32 * 1024;
 /// Buffer of a reader (more for a longer record).
 const READ_BUFFER: usize = 1 << 20;
@@ -115,21 +115,26 @@ pub(crate) enum Record<'a> {
 
 /// Writes records to one spill file.
 pub(crate) struct Writer {
-    out: BufWriter<File>,
+    out: File,
+    /// Whole records not yet written, each encoded in place.
     buf: Vec<u8>,
+    /// Where the record being encoded starts (its length goes there).
+    at: usize,
 }
 
 impl Writer {
     /// Creates (or truncates) `path`.
     pub fn create(path: &Path) -> io::Result<Writer> {
         Ok(Writer {
-            out: BufWriter::with_capacity(WRITE_BUFFER, File::create(path)?),
-            buf: Vec::with_capacity(256),
+            out: File::create(path)?,
+            buf: Vec::with_capacity(WRITE_BUFFER + 256),
+            at: 0,
         })
     }
 
     fn begin(&mut self, tag: u8, scenario: u16) {
-        self.buf.clear();
+        self.at = self.buf.len();
+        self.buf.extend_from_slice(&[0; 4]);
         self.buf.push(tag);
         self.buf.extend_from_slice(&scenario.to_le_bytes());
     }
@@ -152,8 +157,13 @@ impl Writer {
     }
 
     fn end(&mut self) -> io::Result<()> {
-        self.out.write_all(&(self.buf.len() as u32).to_le_bytes())?;
-        self.out.write_all(&self.buf)
+        let len = (self.buf.len() - self.at - 4) as u32;
+        self.buf[self.at..self.at + 4].copy_from_slice(&len.to_le_bytes());
+        if self.buf.len() >= WRITE_BUFFER {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
     }
 
     /// What the key's record folds of an attempt at `line`.
@@ -344,6 +354,8 @@ impl Writer {
 
     /// Flushes what is buffered.
     pub fn finish(mut self) -> io::Result<()> {
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
         self.out.flush()
     }
 }
