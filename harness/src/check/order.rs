@@ -397,6 +397,16 @@ pub(crate) fn no_stale_overwrite_result(
     )
 }
 
+/// Whether I5 and I6 need their records: asked for, and the state has
+/// the section each compares with (without it, it is unknown whatever
+/// the records say).
+pub(crate) fn wanted(ids: &[InvariantId], sections: Sections) -> (bool, bool) {
+    (
+        ids.contains(&InvariantId::I5) && sections.winners,
+        ids.contains(&InvariantId::I6) && sections.resources,
+    )
+}
+
 /// I5 and I6 over a whole fold and its state, as one share.
 pub(crate) fn grade_in_place(
     agg: &Aggregator,
@@ -405,10 +415,7 @@ pub(crate) fn grade_in_place(
     ids: &[InvariantId],
 ) -> Vec<(InvariantId, Partial)> {
     let mut out = Vec::new();
-    let (i5, i6) = (
-        ids.contains(&InvariantId::I5),
-        ids.contains(&InvariantId::I6),
-    );
+    let (i5, i6) = wanted(ids, view.rows.sections());
     if !(i5 || i6) {
         return out;
     }

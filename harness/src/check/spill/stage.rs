@@ -151,10 +151,7 @@ fn hand_on(
     agg: &Aggregator,
     view: &StateView,
 ) -> std::io::Result<()> {
-    let (i5, i6) = (
-        step.ids.contains(&InvariantId::I5),
-        step.ids.contains(&InvariantId::I6),
-    );
+    let (i5, i6) = order::wanted(step.ids, view.rows.sections());
     if !(i5 || i6) {
         return Ok(());
     }
