@@ -35,7 +35,8 @@ RUN apt-get update \
  && mkdir -p /work && chown hookstorm:hookstorm /work
 COPY --from=build /src/target/release/hookstorm /usr/local/bin/hookstorm
 COPY --from=build /src/target/release/hookstorm-receiver /usr/local/bin/hookstorm-receiver
-# The scenarios run reads when no --scenario-dir is given and ./scenarios is absent.
+# The scenarios run reads when no --scenario-dir is given (hookstorm would
+# also find them beside the binary, under share/hookstorm).
 COPY --from=build /src/scenarios /usr/local/share/hookstorm/scenarios
 ENV HOOKSTORM_SCENARIO_DIR=/usr/local/share/hookstorm/scenarios
 USER 10001:10001

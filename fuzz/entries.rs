@@ -47,13 +47,20 @@ pub fn history_line(data: &[u8], scratch: &Path) {
     }
 }
 
-/// Scenario files: a scenario that parses has sizes that do not overflow.
+/// Scenario files: a scenario that parses has sizes that do not overflow
+/// (a receiver's workload, a sender's event count).
 pub fn scenario(data: &[u8], scratch: &Path) {
     let path = scratch.join("scenario.toml");
     if std::fs::write(&path, data).is_ok() {
         if let Ok(s) = hookstorm::scenario::Scenario::from_file(&path) {
             assert!(hookstorm::scenario::planned_deliveries(&s.workload).is_ok());
             assert!(hookstorm::scenario::check_name(&s.name).is_ok());
+        }
+        // The same bytes as a sender scenario (tagged `sender`).
+        if let Ok(s) = hookstorm::scenario::sender::SenderScenario::from_file(&path) {
+            let max = hookstorm::scenario::sender::MAX_EVENTS;
+            assert!((1..=max).contains(&s.events), "{} events", s.events);
+            assert!(s.check.iter().all(|i| i.is_sender()));
         }
     }
 }

@@ -43,7 +43,7 @@ async fn reconciliation_recovers_every_dead_letter_of_a_long_outage() -> TestRes
     assert!(s.check.dead_letters.iter().all(|d| d.recovered));
     assert!(notes(&outcome, "long-outage-reconcile")
         .iter()
-        .any(|n| n.contains("reconciliation after the outage: 20 final task(s)")));
+        .any(|n| n.contains("reconciliation after the outage: 20 final tasks")));
     // The provider's API key never reaches a report or a history.
     let key = target
         .provider

@@ -20,6 +20,7 @@ use hookstorm_cli::builtin::child::Reservation;
 use hookstorm_receiver::pgtest::PgServer;
 use hookstorm_receiver::Defect;
 
+use crate::common::count_before;
 use crate::common::*;
 
 const PROCESS_SCENARIOS: [&str; 5] = [
@@ -38,17 +39,6 @@ fn notes(outcome: &RunOutcome, scenario: &str) -> String {
         .find(|s| s.name == scenario)
         .map(|s| s.said().join(" | "))
         .unwrap_or_default()
-}
-
-/// The first number before `what` in a scenario's notes (`"7 attempt(s) interrupted"`).
-fn count_before(notes: &str, what: &str) -> Option<u64> {
-    let i = notes.find(what)?;
-    notes[..i]
-        .trim_end()
-        .rsplit(|c: char| !c.is_ascii_digit())
-        .next()?
-        .parse()
-        .ok()
 }
 
 /// Every database cut of the run's outage scenarios held until as many

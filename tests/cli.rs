@@ -284,3 +284,289 @@ fn check_re_reads_stored_files_and_catches_a_lost_row() {
     );
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
 }
+
+/// The `hookstorm` binary with `args` in `cwd`, without colour, and
+/// without `$HOOKSTORM_SCENARIO_DIR`, so the catalog is found as a user's
+/// shell finds it.
+fn hookstorm_plain(args: &[&str], cwd: &std::path::Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_hookstorm"))
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .env_remove("HOOKSTORM_SCENARIO_DIR")
+        .output()
+        .expect("hookstorm runs")
+}
+
+/// Each kind of flag value that is wrong by itself, before anything is
+/// started or sent: exit 254 (usage), the flag named, the secret never.
+#[test]
+fn a_malformed_flag_value_is_a_usage_error_that_names_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let sd = scenario_dir();
+    let url = "http://127.0.0.1:9/webhooks/{account}";
+    let state = "http://127.0.0.1:9/state";
+    let cases: [(&[&str], &str); 8] = [
+        (
+            &["--url", "example.com/webhooks", "--state-http", state],
+            "--url \"example.com/webhooks\" is not a URL",
+        ),
+        (
+            &["--url", "ftp://127.0.0.1/in", "--state-http", state],
+            "expected http:// or https://",
+        ),
+        (
+            &["--url", "http://example.com/in", "--state-http", state],
+            "(hint: --allow-insecure to test anyway)",
+        ),
+        (
+            &["--url", url, "--state-http", "127.0.0.1:9/state"],
+            "--state-http 127.0.0.1:9/state: expected an http:// or https:// URL",
+        ),
+        (
+            &["--url", url, "--state-sql", "mysql://db/app"],
+            "--state-sql mysql://db/app: expected postgres://… or sqlite:///path",
+        ),
+        (
+            &["--url", url, "--state-http", state, "--profile", "strpe"],
+            "--profile strpe: no such profile (hint: did you mean stripe?)",
+        ),
+        (
+            &["--url", url, "--state-http", state, "--secret", "acct_b="],
+            "--secret acct_b=: no secret",
+        ),
+        (
+            &[
+                "--url",
+                url,
+                "--state-http",
+                state,
+                "--secret-env",
+                "acct_b=",
+            ],
+            "--secret-env acct_b=: expected ACCOUNT=VAR or VAR",
+        ),
+    ];
+    // bench takes its own --url, checked the same way.
+    let o = hookstorm(
+        &[
+            "bench",
+            "--url",
+            "example.com/webhooks",
+            "--secret-env",
+            "HOME",
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(254), "{}", text(&o));
+    assert!(
+        text(&o).contains("--url \"example.com/webhooks\" is not a URL"),
+        "{}",
+        text(&o)
+    );
+    for (flags, says) in cases {
+        let mut args = vec!["run", "--scenario-dir", &sd, "--scenario", "baseline"];
+        args.extend(["--secret", "s3cr3t-value-one"]);
+        args.extend_from_slice(flags);
+        let o = hookstorm(&args, dir.path());
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(254), "{flags:?}: {t}");
+        assert!(t.contains(says), "{flags:?}: expected {says:?} in {t}");
+        assert!(!t.contains("s3cr3t-value-one"), "{t}");
+    }
+}
+
+#[test]
+fn a_near_miss_name_is_answered_with_the_name_it_meant() {
+    let dir = tempfile::tempdir().unwrap();
+    let sd = scenario_dir();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["run", "--scenario-dir", &sd, "--scenario", "basline"],
+            "error: no scenario \"basline\" (hint: did you mean baseline?)",
+        ),
+        (
+            &["run", "--scenario-dir", &sd, "--skip", "redirct"],
+            "error: --skip: no scenario \"redirct\" (hint: did you mean redirect?)",
+        ),
+        (
+            &["run", "--scenario-dir", &sd, "--profile", "strpe"],
+            "error: --profile strpe: no such profile (hint: did you mean stripe?)",
+        ),
+        (
+            &[
+                "shrink",
+                "--scenario",
+                "baseline",
+                "--seed",
+                "1",
+                "--invariant",
+                "exactly-onse",
+            ],
+            "(hint: did you mean exactly-once?)",
+        ),
+    ];
+    for (args, says) in cases {
+        let o = hookstorm(args, dir.path());
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(254), "{args:?}: {t}");
+        assert!(t.contains(says), "{args:?}: expected {says:?} in {t}");
+    }
+}
+
+/// The long flags a `--help` lists.
+fn flags_in_help(help: &str) -> std::collections::BTreeSet<String> {
+    help.lines()
+        .filter_map(|l| {
+            l.trim_start()
+                .split("--")
+                .nth(1)
+                .filter(|_| l.trim_start().starts_with('-'))
+        })
+        .map(|rest| {
+            rest.chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn doctor_help_lists_only_the_flags_doctor_uses_and_every_defect() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = hookstorm(&["doctor", "--help"], dir.path());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let help = String::from_utf8_lossy(&o.stdout).into_owned();
+    let want: std::collections::BTreeSet<String> = [
+        // global
+        "color",
+        "quiet",
+        "verbose",
+        "help",
+        // the target
+        "target",
+        "url",
+        "profile",
+        "secret",
+        "secret-env",
+        "state-http",
+        "state-token-env",
+        "state-sql",
+        "state-command",
+        "allow-insecure",
+        // which scenarios it would run or skip
+        "scenario",
+        "skip",
+        "tag",
+        "skip-tag",
+        "require-all",
+        "scenario-dir",
+        // the built-in receiver it starts without a target
+        "defect",
+        "receiver-db",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    assert_eq!(flags_in_help(&help), want, "{help}");
+    // The defects come from the receiver's one table, with what each does wrong.
+    for d in hookstorm_receiver::Defect::ALL {
+        assert!(
+            help.contains(&format!("- {}:", d.name())) && help.contains(d.description()),
+            "{d} missing from:\n{help}"
+        );
+    }
+    let o = hookstorm(&["run", "-h"], dir.path());
+    let short = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        hookstorm_receiver::Defect::ALL
+            .iter()
+            .all(|d| short.contains(d.name())),
+        "{short}"
+    );
+}
+
+#[test]
+fn a_wrong_state_shape_is_named_once_by_its_path_and_doctor_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let sd = scenario_dir();
+    let target = [
+        "--scenario-dir",
+        &sd,
+        "--url",
+        "http://127.0.0.1:9/webhooks/{account}",
+        "--secret",
+        "s3cr3t-value-one",
+        "--state-command",
+        r#"printf '{"inbox":[{"key":"a","processed":true},{"key":7}]}'"#,
+    ];
+    let doctor = hookstorm(&[&["doctor"][..], &target].concat(), dir.path());
+    let run = hookstorm(
+        &[
+            &["run", "--scenario", "baseline", "--out", "out"][..],
+            &target,
+        ]
+        .concat(),
+        dir.path(),
+    );
+    for (what, o) in [("doctor", &doctor), ("run", &run)] {
+        let t = text(o);
+        assert_eq!(o.status.code(), Some(3), "{what}: {t}");
+        assert_eq!(
+            t.matches("the state's shape is wrong at inbox[1].key: invalid type: integer `7`, expected a string").count(),
+            1,
+            "{what}: said once, by its path: {t}"
+        );
+        assert!(
+            !t.contains("column") && !t.contains("the receiver's state endpoint?"),
+            "{what}: no column, no blame on the source: {t}"
+        );
+    }
+    let left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        left,
+        ["out"],
+        "doctor wrote nothing, run its reports folder"
+    );
+}
+
+#[test]
+fn a_scenarios_folder_in_the_working_directory_is_named_and_only_read_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let own = dir.path().join("scenarios");
+    std::fs::create_dir(&own).unwrap();
+    let baseline = std::fs::read_to_string(crate::common::scenario_dir().join("baseline.toml"))
+        .unwrap()
+        .replace("name = \"baseline\"", "name = \"mine\"");
+    std::fs::write(own.join("mine.toml"), baseline).unwrap();
+
+    let o = hookstorm_plain(&["list"], dir.path());
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(
+        out.contains("baseline  [") && !out.contains("mine  ["),
+        "the shipped catalog: {out}"
+    );
+    assert!(
+        err.contains("note: ./scenarios (1 .toml file(s)) is not read")
+            && err.contains("(hint: --scenario-dir scenarios runs the ones in ./scenarios)"),
+        "{err}"
+    );
+
+    let o = hookstorm_plain(&["list", "--scenario-dir", "scenarios"], dir.path());
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(
+        out.contains("mine  [") && out.contains("1 receiver scenario(s)"),
+        "{out}"
+    );
+    assert!(!err.contains("note:"), "{err}");
+}

@@ -248,3 +248,17 @@ pub fn target_secrets(target: &Target) -> Vec<String> {
     secrets.extend(target.retired.values().map(|s| s.expose().to_string()));
     secrets
 }
+
+/// The number before `what` in a report's words (`"7 attempts
+/// interrupted"`); a `(s)` in `what` matches the count's singular or
+/// plural, as the reports agree it (`"attempt(s) interrupted"`).
+pub fn count_before(text: &str, what: &str) -> Option<u64> {
+    let forms = [what.replace("(s)", "s"), what.replace("(s)", "")];
+    let i = forms.iter().filter_map(|w| text.find(w.as_str())).min()?;
+    text[..i]
+        .trim_end()
+        .rsplit(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}

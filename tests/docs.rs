@@ -100,6 +100,7 @@ fn the_docs_folder_has_its_pages() {
         "hooks.md",
         "target.md",
         "contract.md",
+        "sink.md",
     ] {
         let text = std::fs::read_to_string(root().join("docs").join(page))
             .unwrap_or_else(|e| panic!("docs/{page}: {e}"));
@@ -151,6 +152,59 @@ fn nothing_points_outside_the_project() {
         found.is_empty(),
         "pointers outside the project:\n{}",
         found.join("\n")
+    );
+}
+
+/// What a reader has is the repository: no page, example or module header
+/// sends them to a guide it does not hold; a rule or a schema is written
+/// in the project's own words (the default schema is in docs/state.md).
+#[test]
+fn nothing_names_a_guide_the_repository_does_not_hold() {
+    let mut found = Vec::new();
+    for f in project_files() {
+        let r = rel(&f);
+        if r.starts_with("tests/") || r.contains("/tests/") {
+            continue; // the tests' own test receivers, not read by users
+        }
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        for (n, line) in text.lines().enumerate() {
+            let l = line.to_lowercase();
+            if l.contains("the guide") || l.contains("guide's") {
+                found.push(format!("{r}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "a guide named:\n{}", found.join("\n"));
+}
+
+/// The contract's answer table holds the signed, well-formed delivery a
+/// receiver cannot process, answered as I8 (poison-isolation) judges it:
+/// 2xx, stored, its row marked failed.
+#[test]
+fn the_contract_answers_an_unprocessable_delivery_as_poison_isolation_requires() {
+    let contract = std::fs::read_to_string(root().join("docs/contract.md")).unwrap();
+    let row = contract
+        .lines()
+        .find(|l| l.starts_with("| a verified, well-formed delivery it cannot process"))
+        .expect("docs/contract.md answers an unprocessable delivery");
+    let answer = row.split('|').nth(2).unwrap_or_default().trim();
+    assert!(
+        answer.starts_with("2xx")
+            && answer.contains("mark its row failed")
+            && answer.contains("(invariants.md#i8-poison-isolation)"),
+        "{row}"
+    );
+    let invariants = std::fs::read_to_string(root().join("docs/invariants.md")).unwrap();
+    let i8 = invariants
+        .split("\n### I8 poison-isolation\n")
+        .nth(1)
+        .and_then(|s| s.split("\n### ").next())
+        .expect("docs/invariants.md has I8 poison-isolation");
+    assert!(
+        i8.contains("answered 2xx") && i8.contains("marked failed"),
+        "{i8}"
     );
 }
 
@@ -317,4 +371,64 @@ fn a_changed_rule_makes_the_semantics_table_stale() {
         Some(&*page)
     );
     assert_eq!(with_semantics_table("no markers", &table), None);
+}
+
+/// The text between `<!-- NAME:begin -->` and `<!-- NAME:end -->` of a page.
+fn between_markers(page: &str, name: &str) -> String {
+    let text = std::fs::read_to_string(root().join(page)).unwrap();
+    let (b, e) = (
+        format!("<!-- {name}:begin -->\n"),
+        format!("<!-- {name}:end -->"),
+    );
+    let start = text.find(&b).unwrap_or_else(|| panic!("{page}: no {b}")) + b.len();
+    let end = text.find(&e).unwrap_or_else(|| panic!("{page}: no {e}"));
+    text[start..end].to_string()
+}
+
+#[test]
+fn the_sender_defect_table_is_the_one_senderdefect_lists() {
+    use hookstorm_receiver::sender::SenderDefect;
+    let mut want = String::from("| `--defect` | what it does wrong | caught by |\n|---|---|---|\n");
+    for d in SenderDefect::ALL {
+        let cell = d
+            .exposed_by()
+            .iter()
+            .map(|e| format!("{} on `{}`", e.invariant, e.scenario().unwrap_or("explore")))
+            .collect::<Vec<_>>()
+            .join("; ");
+        want.push_str(&format!(
+            "| `{}` | {} | {cell} |\n",
+            d.name(),
+            d.description()
+        ));
+    }
+    assert_eq!(
+        between_markers("docs/sink.md", "sender-defects"),
+        want,
+        "docs/sink.md's defect table must list SenderDefect::ALL in order; it is:\n{want}"
+    );
+}
+
+#[test]
+fn the_sender_target_example_in_the_docs_is_a_sender_target() {
+    let block = between_markers("docs/sink.md", "sender-target");
+    let toml_text = block
+        .trim()
+        .strip_prefix("```toml\n")
+        .and_then(|t| t.strip_suffix("```"))
+        .expect("a toml block");
+    let file: hookstorm::sink::target::SenderFile =
+        toml::from_str(toml_text).expect("the example parses as a sender target file");
+    let profile = root().join(file.profile.as_deref().expect("a profile"));
+    hookstorm::profile::Profile::resolve(&profile.display().to_string())
+        .expect("its profile loads");
+    let timeout = std::time::Duration::from_secs(1);
+    for hook in [
+        Some(&file.hooks.emit),
+        Some(&file.hooks.outbox),
+        file.hooks.reset.as_ref(),
+    ] {
+        hookstorm::state::probe::Hook::parse(hook.unwrap(), None, timeout).expect("a hook");
+    }
+    assert!(file.lifecycle.is_some() && file.accounts.len() == 2);
 }

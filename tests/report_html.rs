@@ -1,43 +1,119 @@
 //! `report.html`: self-contained (no network), carries every attempt of
-//! every history, and draws them in a real browser without a script error.
+//! every history, and draws them in a real browser without a script error:
+//! a green run calm (no red mark, no alarming section, every level it ran
+//! met), a failing run with the keys its failures cite first and marked
+//! and the level it did not meet named. A screenshot of each is kept in
+//! `reports/screenshots/` (the test prints the paths).
 //!
 //! The browser is the machine's headless Chromium (`chromium-headless-shell`
 //! or `chromium`). Without one the browser tests skip, except when
 //! `HOOKSTORM_REQUIRE_BROWSER=1` (set by `.ci/run`, which installs it).
+//!
+//! Two runs serve every test here and in `tests/verify.rs`, each made once
+//! per test binary: a failing, faulted one and a green one. Tests only read
+//! their folders; a test that changes files changes a copy.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::common::{output_text as text, run_binary as hookstorm, scenario_dir_arg, TestResult};
 
-/// Runs a failing, faulted run (a duplicate bug, process kills, a database
-/// cut) and returns its report folder.
-fn faulted_run(dir: &Path) -> PathBuf {
-    let o = hookstorm(
-        &[
-            "run",
-            "--scenario-dir",
-            &scenario_dir_arg(),
-            "--defect",
-            "check-then-insert",
-            "--scenario",
-            "baseline",
-            "--scenario",
-            "concurrent-duplicates",
-            "--scenario",
-            "kill-under-load",
-            "--seed",
-            "8",
-            "--out",
-            "out",
-        ],
-        dir,
-    );
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+/// A folder of this test binary's own under the target directory.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("report-html-{}", std::process::id()))
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a scratch folder");
+    dir
+}
+
+/// Runs `args` (a `hookstorm run` without `--out`) into a fresh folder
+/// and returns the run's report folder; the run must exit `code`.
+fn run_into(name: &str, args: &[&str], code: i32) -> PathBuf {
+    let dir = scratch(name);
+    let scenario_dir = scenario_dir_arg();
+    let mut all = vec!["run", "--scenario-dir", &scenario_dir];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--out", "out"]);
+    let o = hookstorm(&all, &dir);
+    assert_eq!(o.status.code(), Some(code), "{}", text(&o));
     dir.join("out/latest")
+        .canonicalize()
+        .expect("a report folder")
+}
+
+/// A failing, faulted run (a duplicate bug, process kills, a database
+/// cut): its report folder, made once.
+pub(crate) fn faulted_report() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        run_into(
+            "faulted",
+            &[
+                "--defect",
+                "check-then-insert",
+                "--scenario",
+                "baseline",
+                "--scenario",
+                "concurrent-duplicates",
+                "--scenario",
+                "kill-under-load",
+                "--seed",
+                "8",
+            ],
+            1,
+        )
+    })
+}
+
+/// A green run with forged deliveries refused, deliveries the front kills
+/// by design, two accounts, stalled uploads and every scenario of delivery
+/// basics: its report folder, made once.
+pub(crate) fn green_report() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        run_into(
+            "green",
+            &[
+                "--scenario",
+                "baseline",
+                "--scenario",
+                "bad-signature",
+                "--scenario",
+                "redirect",
+                "--scenario",
+                "account-isolation",
+                "--scenario",
+                "timeout-before-commit",
+                "--scenario",
+                "raw-body",
+                "--scenario",
+                "retry-schedule",
+                "--scenario",
+                "poison-event",
+                "--seed",
+                "5",
+            ],
+            0,
+        )
+    })
+}
+
+/// A copy of report folder `from` in a fresh folder named `name`.
+pub(crate) fn copy_of(from: &Path, name: &str) -> PathBuf {
+    let to = scratch(name);
+    for file in crate::common::walk(from) {
+        let rel = file.strip_prefix(from).unwrap();
+        let dest = to.join(rel);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::copy(&file, &dest).unwrap();
+    }
+    to
 }
 
 /// The JSON the page carries.
@@ -72,8 +148,7 @@ fn timeline_marks(data: &Value) -> usize {
 
 #[test]
 fn the_report_page_is_self_contained_and_carries_every_attempt_and_fault() -> TestResult {
-    let dir = tempfile::tempdir()?;
-    let latest = faulted_run(dir.path());
+    let latest = faulted_report();
     let html = std::fs::read_to_string(latest.join("report.html"))?;
     // Nothing fetched from anywhere: no external script, style, image or font.
     for banned in [
@@ -233,44 +308,189 @@ fn console_errors(stderr: &str) -> Vec<&str> {
         .collect()
 }
 
-#[test]
-fn a_browser_draws_the_timelines_without_a_script_error_and_keeps_a_screenshot() -> TestResult {
-    let Some(browser) = browser_or_skip() else {
-        return Ok(());
-    };
-    let dir = tempfile::tempdir()?;
-    let latest = faulted_run(dir.path()).canonicalize()?;
-    let page = latest.join("report.html");
-    let data = embedded_data(&std::fs::read_to_string(&page)?);
+/// The DOM without its scripts and styles: what a reader sees.
+fn shown(dom: &str) -> String {
+    let mut out = String::new();
+    let mut rest = dom;
+    while let Some(i) = rest
+        .find("<script")
+        .into_iter()
+        .chain(rest.find("<style"))
+        .min()
+    {
+        out.push_str(&rest[..i]);
+        let close = if rest[i..].starts_with("<script") {
+            "</script>"
+        } else {
+            "</style>"
+        };
+        match rest[i..].find(close) {
+            Some(j) => rest = &rest[i + j + close.len()..],
+            None => return out,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Opens `page`: the DOM after its script ran, which must have raised no
+/// error and drawn what is in view of every timeline; a screenshot is
+/// kept as `reports/screenshots/<shot>`.
+fn draw(browser: &Path, page: &Path, data: &Value, shot: &str) -> String {
     let began = Instant::now();
-    let (dom, stderr) = browse(&browser, &page, &["--dump-dom".into()]);
+    let (dom, stderr) = browse(browser, page, &["--dump-dom".into()]);
     let elapsed = began.elapsed();
     assert_eq!(console_errors(&stderr), Vec::<&str>::new(), "{stderr}");
     assert_eq!(body_attr(&dom, "data-errors"), 0, "{dom}");
     // Every attempt of every history is laid out as a mark, and what is in
     // view is drawn: the marks in the DOM are the ones the page counts.
-    assert_eq!(body_attr(&dom, "data-marks"), timeline_marks(&data) as i64);
-    let drawn = dom.matches("class=\"mark\"").count() as i64;
+    assert_eq!(body_attr(&dom, "data-marks"), timeline_marks(data) as i64);
+    let drawn = dom.matches("class=\"mark ").count() as i64;
     assert!(drawn > 0, "no mark drawn");
     assert_eq!(body_attr(&dom, "data-drawn"), drawn);
-    assert!(dom.contains("kill-under-load") && dom.contains("exactly-once"));
     eprintln!(
         "browser: {} marks laid out, {drawn} drawn, {:.2}s",
         body_attr(&dom, "data-marks"),
         elapsed.as_secs_f64()
     );
-    let shot = latest.join("report.png");
-    browse(
-        &browser,
-        &page,
-        &[format!("--screenshot={}", shot.display())],
-    );
-    let png = std::fs::read(&shot)?;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(shot);
+    browse(browser, page, &[format!("--screenshot={}", path.display())]);
+    let png = std::fs::read(&path).unwrap();
     assert!(
         png.len() > 10_000 && png.starts_with(b"\x89PNG"),
         "{} bytes",
         png.len()
     );
+    eprintln!("screenshot: {}", path.display());
+    dom
+}
+
+/// One scenario of a page's data.
+fn scenario<'a>(data: &'a Value, name: &str) -> &'a Value {
+    data["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no scenario {name}"))
+}
+
+#[test]
+fn a_failing_run_marks_the_keys_its_failures_cite_first_and_names_the_level_it_did_not_meet(
+) -> TestResult {
+    let latest = faulted_report();
+    let page = latest.join("report.html");
+    let data = embedded_data(&std::fs::read_to_string(&page)?);
+    // The keys concurrent-duplicates' failures cite lead its timeline, marked.
+    let cd = scenario(&data, "concurrent-duplicates");
+    let mut cited: Vec<&str> = cd["check"]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["verdict"] == "fail")
+        .flat_map(|r| r["evidence"].as_array().unwrap())
+        .map(|e| e["key"].as_str().unwrap())
+        .collect();
+    cited.sort_unstable();
+    cited.dedup();
+    assert!(!cited.is_empty());
+    let rows = cd["timeline"]["deliveries"].as_array().unwrap();
+    for (i, row) in rows.iter().enumerate() {
+        let key = row["key"].as_str().unwrap();
+        assert_eq!(row.get("cited").is_some(), cited.contains(&key), "{key}");
+        assert_eq!(i < cited.len(), cited.contains(&key), "row {i}: {key}");
+    }
+    let level = data["conformance"]["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["id"] == "exactly-once")
+        .unwrap();
+    assert_eq!(level["status"], "not-met");
+    assert!(level["why"]
+        .as_str()
+        .unwrap()
+        .starts_with("failed: concurrent-duplicates (I2"));
+    let Some(browser) = browser_or_skip() else {
+        return Ok(());
+    };
+    let dom = draw(&browser, &page, &data, "report-failing.png");
+    let seen = shown(&dom);
+    assert!(seen.contains("kill-under-load") && seen.contains("exactly-once"));
+    assert!(
+        seen.contains(r#"data-level="exactly-once" data-status="not-met""#),
+        "{seen}"
+    );
+    assert!(seen.contains("exactly once under duplicates and reordering"));
+    assert!(body_attr(&dom, "data-cited") >= cited.len() as i64);
+    for key in &cited {
+        assert!(
+            seen.contains(&format!("✗ {key} · acct_a")),
+            "{key} is not marked"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn a_green_run_draws_no_red_mark_and_no_alarming_section() -> TestResult {
+    let latest = green_report();
+    let page = latest.join("report.html");
+    let data = embedded_data(&std::fs::read_to_string(&page)?);
+    // What each attempt came to, from the one table: nothing wrong; the
+    // forged deliveries refused as required, the redirected ones dead by design.
+    let wrong: Vec<&str> = data["outcomes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["drawn"] == "wrong")
+        .map(|o| o["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(wrong, ["accepted-wrongly", "rejected-wrongly", "dead"]);
+    for s in data["scenarios"].as_array().unwrap() {
+        let outcomes = s["check"]["counts"]["outcomes"].as_object().unwrap();
+        for w in &wrong {
+            assert!(outcomes.get(*w).is_none(), "{}: {outcomes:?}", s["name"]);
+        }
+    }
+    let count =
+        |name: &str, o: &str| scenario(&data, name)["check"]["counts"]["outcomes"][o].as_u64();
+    assert!(count("bad-signature", "rejected-as-required") > Some(0));
+    assert!(count("redirect", "dead-by-design") > Some(0));
+    assert!(count("timeout-before-commit", "failed-by-design") > Some(0));
+    // Every scenario of delivery basics ran and passed: the level is met.
+    let levels = data["conformance"]["levels"].as_array().unwrap();
+    assert_eq!(levels[0]["id"], "basics");
+    assert_eq!(levels[0]["status"], "met");
+    assert!(levels.iter().all(|l| l["status"] != "not-met"));
+    let summary = std::fs::read_to_string(latest.join("summary.md"))?;
+    for alarming in ["## Failures", "## Dead letters", "## Not decided", "| ❌"] {
+        assert!(!summary.contains(alarming), "{alarming} in\n{summary}");
+    }
+    assert!(summary.contains("## Dead by design"), "{summary}");
+    assert!(
+        summary.contains("| delivery basics | ✅ met |"),
+        "{summary}"
+    );
+    let Some(browser) = browser_or_skip() else {
+        return Ok(());
+    };
+    let dom = draw(&browser, &page, &data, "report-green.png");
+    assert_eq!(body_attr(&dom, "data-wrong"), 0);
+    let seen = shown(&dom);
+    for alarming in [
+        "d-wrong",
+        "fail-block",
+        "class=\"dead-letters\"",
+        "row-cited",
+        "v-fail",
+    ] {
+        assert!(!seen.contains(alarming), "{alarming} on a green page");
+    }
+    assert!(seen.contains("o-rejected-as-required"));
+    assert!(seen.contains(r#"data-level="basics" data-status="met""#));
     Ok(())
 }
 
@@ -278,23 +498,7 @@ fn a_browser_draws_the_timelines_without_a_script_error_and_keeps_a_screenshot()
 fn a_scenario_with_thousands_of_deliveries_stays_small_and_draws_only_what_is_in_view() -> TestResult
 {
     // A real report, whose baseline history gets 6000 more deliveries.
-    let dir = tempfile::tempdir()?;
-    let o = hookstorm(
-        &[
-            "run",
-            "--scenario-dir",
-            &scenario_dir_arg(),
-            "--scenario",
-            "baseline",
-            "--seed",
-            "5",
-            "--out",
-            "out",
-        ],
-        dir.path(),
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let latest = dir.path().join("out/latest").canonicalize()?;
+    let latest = copy_of(green_report(), "thousands");
     let history = latest.join("baseline/history.jsonl");
     let mut lines = std::fs::read_to_string(&history)?;
     let first: Value = serde_json::from_str(
@@ -322,7 +526,14 @@ fn a_scenario_with_thousands_of_deliveries_stays_small_and_draws_only_what_is_in
     let html = hookstorm::report::html::render(&report, &latest);
     let expected = attempts_in(&history);
     let data = embedded_data(&html);
-    assert_eq!(timeline_marks(&data), expected);
+    let baseline: usize = scenario(&data, "baseline")["timeline"]["deliveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["a"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(baseline, expected);
+    let marks = timeline_marks(&data);
     // About 100 bytes a delivery of one attempt: thousands of deliveries
     // stay well under a megabyte.
     assert!(
@@ -338,8 +549,84 @@ fn a_scenario_with_thousands_of_deliveries_stays_small_and_draws_only_what_is_in
     let (dom, stderr) = browse(&browser, &page, &["--dump-dom".into()]);
     assert_eq!(console_errors(&stderr), Vec::<&str>::new(), "{stderr}");
     assert_eq!(body_attr(&dom, "data-errors"), 0);
-    assert_eq!(body_attr(&dom, "data-marks"), expected as i64);
+    assert_eq!(body_attr(&dom, "data-marks"), marks as i64);
     let drawn = body_attr(&dom, "data-drawn");
-    assert!(drawn > 0 && drawn < 200, "{drawn} of {expected} drawn");
+    // The other scenarios are small enough to draw whole; of the large
+    // one, only the rows in view.
+    let others = (marks - expected) as i64;
+    assert!(
+        drawn > others && drawn - others < 200,
+        "{drawn} of {marks} drawn"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_sink_report_draws_the_senders_retries_against_their_windows_in_a_browser() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let o = hookstorm(
+        &[
+            "sink",
+            "--scenario-dir",
+            &scenario_dir_arg(),
+            "--scenario",
+            "sender-retries",
+            "--seed",
+            "4",
+            "--out",
+            "out",
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let latest = dir.path().join("out/latest").canonicalize()?;
+    let page = latest.join("report.html");
+    let html = std::fs::read_to_string(&page)?;
+    assert!(
+        html.contains("<title>hookstorm sink "),
+        "the page names the command"
+    );
+    let data = embedded_data(&html);
+    let rows = data["scenarios"][0]["timeline"]["deliveries"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(rows.len(), 12, "one row per emitted event");
+    // Every retry carries the window its schedule gives it, and lies in it
+    // (within the checker's slack): the reference sender passed S1.
+    let mut windows = 0;
+    for row in &rows {
+        for m in row["a"].as_array().unwrap() {
+            if let Some(w) = m[9].as_array() {
+                windows += 1;
+                let (t, lo, hi) = (
+                    m[0].as_f64().unwrap(),
+                    w[0].as_f64().unwrap(),
+                    w[1].as_f64().unwrap(),
+                );
+                let early = hookstorm::check::sender::EARLY.as_secs_f64() * 1000.0 + 1.0;
+                let late = hookstorm::check::sender::late_ms(hi) + 1.0;
+                assert!(
+                    t >= lo - early && t <= hi + late,
+                    "{t} outside [{lo}, {hi}]"
+                );
+            }
+        }
+    }
+    assert!(windows >= 12, "{windows} windows");
+    let Some(browser) = browser_or_skip() else {
+        return Ok(());
+    };
+    let (dom, stderr) = browse(&browser, &page, &["--dump-dom".into()]);
+    assert_eq!(console_errors(&stderr), Vec::<&str>::new(), "{stderr}");
+    assert_eq!(body_attr(&dom, "data-errors"), 0, "{dom}");
+    assert!(
+        dom.matches("class=\"window\"").count() >= 12,
+        "no window drawn"
+    );
+    assert!(
+        dom.contains("S1 retry-envelope"),
+        "the matrix names the sender invariants"
+    );
     Ok(())
 }

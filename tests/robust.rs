@@ -193,7 +193,7 @@ fn sigint_during_run_writes_the_finished_scenarios_marked_interrupted() {
         "no interrupted line on stderr: {rest:?}"
     );
     assert!(
-        stdout.contains("interrupted: only the 1 scenario(s) above finished"),
+        stdout.contains("interrupted: only the 1 scenario above finished"),
         "{stdout}"
     );
 

@@ -623,9 +623,18 @@ fn the_kubernetes_manifests_carry_what_an_indexed_job_needs() {
         );
     }
     let jobs = &kinds["Job"];
+    let first_arg = |j: &serde_yaml::Value| {
+        containers(j)[0]["args"]
+            .as_sequence()
+            .and_then(|a| a.first())
+            .and_then(|x| x.as_str())
+            .map(str::to_string)
+    };
     let shards = jobs
         .iter()
-        .find(|j| j["spec"]["completionMode"] == "Indexed")
+        .find(|j| {
+            j["spec"]["completionMode"] == "Indexed" && first_arg(j).as_deref() == Some("bench")
+        })
         .expect("an Indexed Job for the shards");
     let spec = &shards["spec"];
     let n = spec["completions"].as_u64().expect("completions");
@@ -681,6 +690,30 @@ fn the_kubernetes_manifests_carry_what_an_indexed_job_needs() {
         margs.contains("--target") && margs.contains("--expect"),
         "{margs}"
     );
+    // The check in partitions: an Indexed Job whose partition count is its
+    // completions (the index from JOB_COMPLETION_INDEX), reading the state
+    // through the target file, writing where the merge looks.
+    let check = jobs
+        .iter()
+        .find(|j| first_arg(j).as_deref() == Some("check"))
+        .expect("a check Job");
+    assert_eq!(check["spec"]["completionMode"], "Indexed");
+    let n = check["spec"]["completions"].as_u64().expect("completions");
+    assert_eq!(check["spec"]["parallelism"].as_u64(), Some(n));
+    let cargs: Vec<&str> = containers(check)[0]["args"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    let at = cargs
+        .iter()
+        .position(|a| *a == "--partition")
+        .expect("--partition");
+    assert_eq!(cargs[at + 1], n.to_string(), "{cargs:?}");
+    assert!(cargs.contains(&"--target"), "{cargs:?}");
+    let out = cargs.iter().position(|a| *a == "--out").expect("--out");
+    assert!(cargs[out + 1].starts_with("/reports"), "{cargs:?}");
 }
 
 #[test]

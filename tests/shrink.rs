@@ -280,6 +280,8 @@ fn the_shrink_command_exits_1_with_a_scenario_that_run_replays_and_0_when_nothin
             "test-delivery",
             "--seed",
             "5",
+            "--out",
+            "out",
         ],
         cwd.path(),
     );
@@ -290,7 +292,8 @@ fn the_shrink_command_exits_1_with_a_scenario_that_run_replays_and_0_when_nothin
         "{text}"
     );
     assert!(text.contains("[run 1/30]"), "progress on stderr: {text}");
-    let out = cwd.path().join("reports/shrink/test-delivery");
+    // --out is the reports folder, as for `run`: the shrink makes its own folder in it.
+    let out = cwd.path().join("out/shrink/test-delivery");
     for f in ["test-delivery.min.toml", "history.jsonl", "shrink.json"] {
         assert!(out.join(f).exists(), "{f}: {text}");
     }

@@ -29,6 +29,13 @@ pub const COMMAND_OUTPUT: usize = 1024 * 1024;
 /// The end of a failing command's standard error kept for its message.
 pub const COMMAND_STDERR: usize = 64 * 1024;
 
+/// A request a sender under test makes to the sink (`hookstorm sink`):
+/// its head and body together.
+pub const SINK_REQUEST: usize = 1024 * 1024;
+
+/// A sender's outbox listing (`hookstorm sink`), from its URL or command.
+pub const OUTBOX_LISTING: usize = 1024 * 1024;
+
 /// One row of the state (one JSON Lines line, or one row of the
 /// document form); the state as a whole is streamed row by row.
 pub const STATE_ROW: usize = 1024 * 1024;
@@ -40,6 +47,15 @@ pub const CONFIG_FILE: usize = 4 * 1024 * 1024;
 /// One line of a history file (the longest the harness writes quotes a
 /// receiver's answer, under [`RECEIVER_ANSWER`]).
 pub const HISTORY_LINE: usize = 16 * 1024 * 1024;
+
+/// What one partition of a check found (`partition.json`): its findings
+/// per scenario, at most a thousand dead letters and a few evidence items
+/// each.
+pub const PARTITION_REPORT: usize = 64 * 1024 * 1024;
+
+/// A report folder's `report.json` or `SHA256SUMS`, read whole by
+/// `hookstorm verify` (the histories it grades again are streamed).
+pub const REPORT_FILE: usize = 64 * 1024 * 1024;
 
 /// What `run` holds per planned delivery (its plan entry, body, sender
 /// state, history fold and checker rows), measured with `VmHWM` on a
@@ -83,6 +99,16 @@ pub const TABLE: &[Budget] = &[
         past: "the command is killed with its process group; an error",
     },
     Budget {
+        what: "a sender's request to the sink (head and body)",
+        bytes: SINK_REQUEST,
+        past: "the sink answers 413 and records the attempt as one that could not be read",
+    },
+    Budget {
+        what: "a sender's outbox listing (URL answer or command output)",
+        bytes: OUTBOX_LISTING,
+        past: "the listing is an error: S8 is unknown",
+    },
+    Budget {
         what: "a command's standard error",
         bytes: COMMAND_STDERR,
         past: "only the last bytes are kept for the message",
@@ -101,6 +127,16 @@ pub const TABLE: &[Budget] = &[
         what: "one history line",
         bytes: HISTORY_LINE,
         past: "the history is invalid at that line (verdict unknown)",
+    },
+    Budget {
+        what: "one partition of a check (`partition.json`, read by `merge`)",
+        bytes: PARTITION_REPORT,
+        past: "the merge refuses the folder, naming the file",
+    },
+    Budget {
+        what: "a report folder's report.json or SHA256SUMS (verify)",
+        bytes: REPORT_FILE,
+        past: "the folder is not verified: a mismatch naming the file",
     },
     Budget {
         what: "one scenario's plan (8 KiB per planned delivery)",

@@ -341,6 +341,23 @@ pub fn excused(tag: &FaultTag, invariant: InvariantId) -> bool {
     })
 }
 
+/// Whether some fault's effect on `invariant` is informational: what a
+/// scenario observes of it is reported, graded below a failure.
+pub fn graded_informational(invariant: InvariantId) -> bool {
+    RULES
+        .iter()
+        .any(|r| r.invariant == invariant && r.effect == Informational)
+}
+
+/// Why `tag` explains that an attempt was not acknowledged (the table's
+/// I9 rule), if it does.
+pub fn why_unacknowledged(tag: &str) -> Option<&'static str> {
+    RULES
+        .iter()
+        .find(|r| r.tag == tag && r.invariant == InvariantId::I9 && r.effect != Expects)
+        .map(|r| r.why)
+}
+
 /// The attempt tags a scenario fault may put on attempts (as
 /// [`FaultTag::pattern`] writes them); reconcile and kill-worker tag none.
 pub fn tags_of(fault: &crate::scenario::fault_spec::FaultSpec) -> &'static [&'static str] {
@@ -529,11 +546,10 @@ mod docs {
     /// `docs/invariants.md` carries [`super::markdown`] between its markers.
     #[test]
     fn the_excuse_table_in_the_docs_is_the_one_in_the_code() {
-        crate::docs_block::assert_block(
-            "invariants.md",
+        crate::docs_table::assert_section(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/invariants.md"),
             "excuses",
             &super::markdown(),
-            "harness/src/excuse.rs",
         );
     }
 }

@@ -1,4 +1,5 @@
-//! hookstorm: a chaos and conformance harness for webhook receivers.
+//! hookstorm: a chaos and conformance harness for webhook receivers (and,
+//! with `hookstorm sink`, for the senders that call them).
 //!
 //! It behaves like a webhook provider on its worst day (retries on the
 //! documented schedule, duplicates, reordering, lost acks, forged and test
@@ -33,11 +34,17 @@
 //! - [`state`]: the receiver's state, read by [`state::probe`] over HTTP,
 //!   SQL or a command; [`state::late`] keeps the rows that land after
 //!   their scenario's state was read.
-//! - [`check`]: the invariants I1–I9 over history and state; [`excuse`] is
+//! - [`check`]: the invariants I1–I9 over history and state (and the
+//!   sender invariants S1–S9 in [`check::sender`]); [`excuse`] is
 //!   the one table of what each fault excuses, when a fault counts as
-//!   exercised, and what each provider does after a failure.
+//!   exercised, and what each provider does after a failure; [`outcome`]
+//!   says what each attempt came to (accepted, rejected as required, dead
+//!   by design, …), once for every reporter.
 //! - [`report`]: report.json, junit.xml, summary.md, report.html and the
-//!   console table.
+//!   console table, each opening with the conformance statement
+//!   ([`report::conformance`]: the levels a run establishes), sealed with
+//!   SHA-256 digests ([`report::seal`]) that `hookstorm verify` checks
+//!   ([`report::verify`]).
 //! - [`run`]: the pipeline of `hookstorm run`, scenario by scenario, with
 //!   [`run::preflight`] (a target's configuration checked in seconds),
 //!   [`run::estimate`] (how long a run will take), [`run::coverage`] (what
@@ -46,6 +53,11 @@
 //!   [`note`] types what a run says beyond its verdicts; reporters word it.
 //! - [`shard`]: one process of N (`--shard I/N`), and [`shard::merge`]:
 //!   the shards' folders into one verdict.
+//! - [`sink`]: the other direction, `hookstorm sink`: a chaos receiver
+//!   for a webhook *sender* under test, the sender scenarios'
+//!   pipeline, and its reports; [`check::sender`] grades the sender
+//!   invariants S1–S9, [`scenario::sender`] reads sender scenarios and
+//!   [`state::outbox`] a sender's own outbox listing.
 //!
 //! Beside the pipeline:
 //! - [`shrink`]: cuts a failing scenario's plan down to a minimal one.
@@ -61,8 +73,10 @@
 //! - Leaves every stage may use: [`budget`] (the byte budget of every read
 //!   from outside), [`units`] (human durations), [`error`] (configuration
 //!   errors that name file and line), [`exit`] (the documented exit codes),
+//!   [`words`] (counts in words, with plural agreement),
 //!   [`memory`] (how the process asks the allocator for large buffers),
-//!   [`invariant`] (the ids I1–I9), `httpwire` (HTTP/1.1 answers read off
+//!   [`invariant`] (the ids I1–I9 and S1–S9), [`suggest`] ("did you mean
+//!   …?" for a mistyped name), `httpwire` (HTTP/1.1 answers read off
 //!   any stream: the one reader of the concurrent copies and the bench).
 #![warn(missing_docs)]
 
@@ -71,7 +85,7 @@ pub mod budget;
 pub mod check;
 mod decimal;
 #[cfg(test)]
-mod docs_block;
+mod docs_table;
 pub mod error;
 pub mod excuse;
 pub mod exit;
@@ -84,6 +98,7 @@ pub mod invariant;
 pub mod lifecycle;
 pub mod memory;
 pub mod note;
+pub mod outcome;
 pub mod plan;
 pub mod profile;
 pub mod provider;
@@ -93,9 +108,12 @@ pub mod scenario;
 pub mod sender;
 pub mod shard;
 pub mod shrink;
+pub mod sink;
 pub mod state;
+pub mod suggest;
 pub mod tag;
 pub mod target;
 pub mod tcpproxy;
 pub mod tls;
 pub mod units;
+pub mod words;

@@ -17,6 +17,7 @@ use crate::fault::front::FrontCounts;
 use crate::fault::nemesis::{Actions, KillTally};
 use crate::fault::reconcile::Reconciliation;
 use crate::units::format_duration;
+use crate::words::{agree, count};
 
 /// One thing a scenario's run says beyond its verdicts.
 #[derive(Debug, Clone)]
@@ -67,12 +68,6 @@ pub enum Note {
         attempts: usize,
         /// Acknowledged.
         ok: usize,
-        /// Failed (retried).
-        fail: usize,
-        /// Unknowable (no answer).
-        info: usize,
-        /// Deliveries that ran out of attempts.
-        dead: usize,
         /// How long the send took.
         took: Duration,
         /// Real time was divided by this.
@@ -100,7 +95,9 @@ pub enum Note {
     DeadLetters {
         /// How many.
         dead: usize,
-        /// Of those listed, recovered later.
+        /// Of those listed, killed by the scenario on purpose.
+        by_design: usize,
+        /// Of the real ones listed, recovered later.
         recovered: usize,
     },
     /// Retry gaps measured against the scaled schedule.
@@ -178,12 +175,15 @@ impl fmt::Display for Note {
             ),
             Note::EarlierRows { rows } => write!(
                 f,
-                "{rows} row(s) of keys an earlier scenario sent were in this one's state: they are not judged here (rows new to the scenario that sent them are judged with it)"
+                "{} of keys an earlier scenario sent {} in this one's state: they are not judged here (rows new to the scenario that sent them are judged with it)",
+                count(*rows, "row"),
+                agree(*rows, "was")
             ),
             Note::ReadAsItWas { still_for, missing } => write!(
                 f,
-                "the state stopped changing for {} with {missing} acknowledged key(s) not in the inbox; it was read as it was",
-                format_duration(*still_for)
+                "the state stopped changing for {} with {} not in the inbox; it was read as it was",
+                format_duration(*still_for),
+                count(*missing, "acknowledged key")
             ),
             Note::NotSettled { drain } => write!(
                 f,
@@ -193,21 +193,21 @@ impl fmt::Display for Note {
             Note::NotExercised { reason } => write!(f, "not exercised: {reason}"),
             Note::NothingSent { planned, skipped } => write!(
                 f,
-                "nothing was sent ({planned} deliveries planned, {skipped} skipped): nothing is decided"
+                "nothing was sent ({} planned, {skipped} skipped): nothing is decided",
+                count(*planned, "delivery")
             ),
             Note::Informational(what) => write!(f, "informational: {what}"),
             Note::Sent {
                 deliveries,
                 attempts,
                 ok,
-                fail,
-                info,
-                dead,
                 took,
                 time_scale,
             } => write!(
                 f,
-                "{deliveries} deliveries, {attempts} attempts ({ok} ok, {fail} fail, {info} info, {dead} dead) in {:.1}s at time scale {time_scale}",
+                "{}, {} ({ok} answered 2xx and taken) in {:.1}s at time scale {time_scale}",
+                count(*deliveries, "delivery"),
+                count(*attempts, "attempt"),
                 took.as_secs_f64()
             ),
             Note::Redirect {
@@ -237,10 +237,11 @@ impl fmt::Display for Note {
                 f,
                 "dashboard redeliveries: {sent} sent, {refused} refused while pending, {throttled} waited for the hourly limit"
             ),
-            Note::DeadLetters { dead, recovered } => write!(
-                f,
-                "dead letters: {dead} deliveries ran out of attempts ({recovered} of those listed recovered later); see the dead letter list"
-            ),
+            Note::DeadLetters {
+                dead,
+                by_design,
+                recovered,
+            } => dead_letters(f, *dead, *by_design, *recovered),
             Note::RetryGaps {
                 within,
                 measured,
@@ -260,15 +261,50 @@ impl fmt::Display for Note {
                 after,
             } => write!(
                 f,
-                "{rows} row(s) landed after this scenario's state was read ({}{}); judged again with them: {before} -> {after}",
+                "{} landed after this scenario's state was read ({}{}); judged again with them: {before} -> {after}",
+                count(*rows, "row"),
                 keys.join(", "),
                 if *rows > keys.len() { ", …" } else { "" },
             ),
             Note::WrittenAgain { rows } => write!(
                 f,
-                "{rows} row(s) of keys this scenario had already stored were written again after the reset that began a later scenario (redeliveries the receiver still had queued); a reset empties the inbox, so they are not second rows"
+                "{} of keys this scenario had already stored {} written again after the reset that began a later scenario (redeliveries the receiver still had queued); a reset empties the inbox, so they are not second rows",
+                count(*rows, "row"),
+                agree(*rows, "was")
             ),
         }
+    }
+}
+
+fn dead_letters(
+    f: &mut fmt::Formatter<'_>,
+    dead: usize,
+    by_design: usize,
+    recovered: usize,
+) -> fmt::Result {
+    let real = dead.saturating_sub(by_design);
+    let recovered = match recovered {
+        0 => String::new(),
+        n => format!(" ({n} of the real ones recovered later)"),
+    };
+    match (real, by_design) {
+        (0, n) => write!(
+            f,
+            "{} died by design: the scenario's own faults killed {} on purpose, and none counts against the receiver",
+            count(n, "delivery"),
+            if n == 1 { "it" } else { "them" }
+        ),
+        (r, 0) => write!(
+            f,
+            "dead letters: {} ran out of attempts{recovered}; see the dead letter list",
+            count(r, "delivery")
+        ),
+        (r, n) => write!(
+            f,
+            "dead letters: {} ran out of attempts{recovered}, besides {} the scenario's own faults killed by design; see the dead letter list",
+            count(r, "delivery"),
+            n
+        ),
     }
 }
 
@@ -303,7 +339,9 @@ fn reconciled(f: &mut fmt::Formatter<'_>, r: &Reconciliation) -> fmt::Result {
             last,
         } => write!(
             f,
-            "reconciliation after the outage: {finals} final task(s) at the provider; the reconcile hook was called {calls} time(s), the way a scheduler would, until {}; its last answer: {last}",
+            "reconciliation after the outage: {} at the provider; the reconcile hook was called {}, the way a scheduler would, until {}; its last answer: {last}",
+            count(*finals, "final task"),
+            count(*calls, "time"),
             if *stored_all {
                 "every final task was stored"
             } else {
@@ -316,18 +354,18 @@ fn reconciled(f: &mut fmt::Formatter<'_>, r: &Reconciliation) -> fmt::Result {
 fn process(f: &mut fmt::Formatter<'_>, acts: &Actions, tally: Option<&KillTally>) -> fmt::Result {
     write!(
         f,
-        "process faults: {} kill(s) injected ({} by the harness, {} at crash points), {} restart(s), {} database cut(s)",
-        acts.kills(),
+        "process faults: {} injected ({} by the harness, {} at crash points), {}, {}",
+        count(acts.kills(), "kill"),
         acts.signals,
         acts.crashes,
-        acts.restarts,
-        acts.cuts
+        count(acts.restarts, "restart"),
+        count(acts.cuts, "database cut")
     )?;
     for c in &acts.cut_seen {
         write!(
             f,
-            "; {} attempt(s) answered during the cut ({} acknowledged), held {}",
-            c.answered.answered,
+            "; {} answered during the cut ({} acknowledged), held {}",
+            count(c.answered.answered, "attempt"),
             c.answered.acks,
             format_duration(c.held)
         )?;
@@ -335,22 +373,26 @@ fn process(f: &mut fmt::Formatter<'_>, acts: &Actions, tally: Option<&KillTally>
     if let Some(t) = tally {
         write!(
             f,
-            "; {} attempt(s) interrupted, {} of them stored (landed between commit and answer or by a retry); {} acknowledged deliveries lost; {} stored twice",
-            t.interrupted, t.stored_after_interruption, t.lost, t.doubled
+            "; {} interrupted, {} of them stored (landed between commit and answer or by a retry); {} lost; {} stored twice",
+            count(t.interrupted, "attempt"),
+            t.stored_after_interruption,
+            count(t.lost, "acknowledged delivery"),
+            t.doubled
         )?;
     }
     if acts.missed > 0 {
         write!(
             f,
-            "; {} kill(s) cut off no exchange and were placed again",
-            acts.missed
+            "; {} cut off no exchange and {} placed again",
+            count(acts.missed, "kill"),
+            agree(acts.missed, "was")
         )?;
     }
     if acts.redelivered > 0 {
         write!(
             f,
-            "; {} event(s) acknowledged before a restart redelivered after the kills",
-            acts.redelivered
+            "; {} acknowledged before a restart redelivered after the kills",
+            count(acts.redelivered, "event")
         )?;
     }
     for e in &acts.errors {
@@ -387,20 +429,39 @@ mod tests {
             deliveries: 40,
             attempts: 52,
             ok: 40,
-            fail: 12,
-            info: 0,
-            dead: 0,
             took: Duration::from_millis(1_530),
             time_scale: 2000.0,
         };
         let json = serde_json::to_string(&n).unwrap();
         assert_eq!(
             json,
-            "\"40 deliveries, 52 attempts (40 ok, 12 fail, 0 info, 0 dead) in 1.5s at time scale 2000\""
+            "\"40 deliveries, 52 attempts (40 answered 2xx and taken) in 1.5s at time scale 2000\""
         );
         let back: Note = serde_json::from_str(&json).unwrap();
         assert!(matches!(back, Note::Said(_)));
         assert_eq!(back, n);
+    }
+
+    #[test]
+    fn dead_letters_by_design_read_calm_and_real_ones_are_counted_apart() {
+        let designed = Note::DeadLetters {
+            dead: 3,
+            by_design: 3,
+            recovered: 0,
+        };
+        assert_eq!(
+            designed.to_string(),
+            "3 deliveries died by design: the scenario's own faults killed them on purpose, and none counts against the receiver"
+        );
+        let one = Note::DeadLetters {
+            dead: 1,
+            by_design: 0,
+            recovered: 1,
+        };
+        assert_eq!(
+            one.to_string(),
+            "dead letters: 1 delivery ran out of attempts (1 of the real ones recovered later); see the dead letter list"
+        );
     }
 
     #[test]

@@ -262,13 +262,16 @@ pub enum FaultName {
     CutDatabase,
     /// The database restored (`restore-database`).
     RestoreDatabase,
+    /// The sink itself was not scheduled for a while (`sink-stall`): its
+    /// clock cannot judge a wait across it.
+    SinkStall,
     /// Any other name, kept verbatim.
     Other(String),
 }
 
 impl FaultName {
     /// Every name the harness writes, in a fixed order.
-    pub const KNOWN: [FaultName; 15] = [
+    pub const KNOWN: [FaultName; 16] = [
         FaultName::Duplicate,
         FaultName::Reorder,
         FaultName::DropAck,
@@ -284,6 +287,7 @@ impl FaultName {
         FaultName::Restart,
         FaultName::CutDatabase,
         FaultName::RestoreDatabase,
+        FaultName::SinkStall,
     ];
 
     /// The text the history holds.
@@ -304,6 +308,7 @@ impl FaultName {
             FaultName::Restart => "restart",
             FaultName::CutDatabase => "cut-database",
             FaultName::RestoreDatabase => "restore-database",
+            FaultName::SinkStall => "sink-stall",
             FaultName::Other(s) => s,
         }
     }

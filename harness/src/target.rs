@@ -176,43 +176,11 @@ impl Target {
         )
         .map_err(|e| ConfigError::invalid(path, e.to_string()))?;
         check_url(&file.url, file.allow_insecure).map_err(|m| ConfigError::invalid(path, m))?;
-        if file.accounts.is_empty() {
-            return Err(ConfigError::invalid(path, "no [accounts.NAME] table (hint: [accounts.acct_a] secrets_env = \"HOOKSTORM_SECRET\")"));
-        }
-        let mut secrets = BTreeMap::new();
-        let mut retired = BTreeMap::new();
-        let mut secret_vars = BTreeMap::new();
-        for (name, acct) in file.accounts {
-            let mut list = acct.secrets;
-            if let Some(var) = &acct.secrets_env {
-                let value = std::env::var(var).map_err(|_| {
-                    ConfigError::invalid(
-                        path,
-                        format!("accounts.{name}: environment variable {var} is not set"),
-                    )
-                })?;
-                list.extend(
-                    value
-                        .split(',')
-                        .map(str::trim)
-                        .filter(|s| !s.is_empty())
-                        .map(Secret::new),
-                );
-            }
-            if list.is_empty() {
-                return Err(ConfigError::invalid(
-                    path,
-                    format!("accounts.{name}: no secret (hint: secrets_env = \"VAR\")"),
-                ));
-            }
-            if let Some(r) = acct.retired {
-                retired.insert(name.clone(), r);
-            }
-            if let Some(var) = acct.secrets_env {
-                secret_vars.insert(name.clone(), var);
-            }
-            secrets.insert(name, list);
-        }
+        let Accounts {
+            secrets,
+            retired,
+            vars: secret_vars,
+        } = resolve_accounts(file.accounts, path)?;
         let roots = match &file.ca_cert {
             Some(p) => {
                 let p = path
@@ -274,6 +242,70 @@ impl Target {
     pub fn describe(&self) -> String {
         redact_url(&self.url)
     }
+}
+
+/// An account file's secrets, resolved (from the file or the environment).
+#[derive(Debug, Clone, Default)]
+pub struct Accounts {
+    /// Per account, its secrets, current first.
+    pub secrets: BTreeMap<String, Vec<Secret>>,
+    /// Per account, a secret it no longer accepts.
+    pub retired: BTreeMap<String, Secret>,
+    /// Per account, the environment variable its secrets came from.
+    pub vars: BTreeMap<String, String>,
+}
+
+/// Resolves `[accounts.NAME]` tables: each needs a secret, in the file or
+/// in the environment variable it names. Errors name the file.
+pub fn resolve_accounts(
+    accounts: BTreeMap<String, AccountFile>,
+    path: &Path,
+) -> Result<Accounts, ConfigError> {
+    if accounts.is_empty() {
+        return Err(ConfigError::invalid(
+            path,
+            "no [accounts.NAME] table (hint: [accounts.acct_a] secrets_env = \"HOOKSTORM_SECRET\")",
+        ));
+    }
+    let mut secrets = BTreeMap::new();
+    let mut retired = BTreeMap::new();
+    let mut secret_vars = BTreeMap::new();
+    for (name, acct) in accounts {
+        let mut list = acct.secrets;
+        if let Some(var) = &acct.secrets_env {
+            let value = std::env::var(var).map_err(|_| {
+                ConfigError::invalid(
+                    path,
+                    format!("accounts.{name}: environment variable {var} is not set"),
+                )
+            })?;
+            list.extend(
+                value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(Secret::new),
+            );
+        }
+        if list.is_empty() {
+            return Err(ConfigError::invalid(
+                path,
+                format!("accounts.{name}: no secret (hint: secrets_env = \"VAR\")"),
+            ));
+        }
+        if let Some(r) = acct.retired {
+            retired.insert(name.clone(), r);
+        }
+        if let Some(var) = acct.secrets_env {
+            secret_vars.insert(name.clone(), var);
+        }
+        secrets.insert(name, list);
+    }
+    Ok(Accounts {
+        secrets,
+        retired,
+        vars: secret_vars,
+    })
 }
 
 /// Checks the URL's form; non-https is refused unless allowed or loopback.

@@ -120,9 +120,11 @@ fn secrets(list: &str) -> Vec<Secret> {
         .collect()
 }
 
-fn accounts(args: &ServeArgs) -> Result<Vec<Account>> {
+/// `--account NAME=SECRET[,SECRET2]` values, as (name, secrets); the
+/// reference sender reads its accounts the same way.
+pub(crate) fn account_specs(specs: &[String]) -> Result<Vec<(String, Vec<Secret>)>> {
     let mut out = Vec::new();
-    for spec in &args.accounts {
+    for spec in specs {
         let (name, list) = spec
             .split_once('=')
             .with_context(|| "bad --account (hint: NAME=SECRET[,SECRET2])".to_string())?;
@@ -130,8 +132,16 @@ fn accounts(args: &ServeArgs) -> Result<Vec<Account>> {
         if name.trim().is_empty() || s.is_empty() {
             bail!("bad --account (hint: NAME=SECRET[,SECRET2])");
         }
-        out.push(Account::new(name.trim(), s));
+        out.push((name.trim().to_string(), s));
     }
+    Ok(out)
+}
+
+fn accounts(args: &ServeArgs) -> Result<Vec<Account>> {
+    let mut out: Vec<Account> = account_specs(&args.accounts)?
+        .into_iter()
+        .map(|(name, s)| Account::new(&name, s))
+        .collect();
     if out.is_empty() {
         if let Some(list) = &args.secret {
             out.push(Account::new("acct_a", secrets(list)));
@@ -143,7 +153,7 @@ fn accounts(args: &ServeArgs) -> Result<Vec<Account>> {
     Ok(out)
 }
 
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
@@ -263,6 +273,12 @@ pub async fn run(cli: Cli) -> Result<()> {
 
 /// Runs the command line on a fresh runtime and returns the process exit code.
 pub fn main_with(cli: Cli) -> i32 {
+    on_runtime(run(cli))
+}
+
+/// Runs `main` on a fresh runtime: exit 0 when it ends well, 3 when it
+/// fails (nothing was served: the process is unusable as a target).
+pub(crate) fn on_runtime(main: impl std::future::Future<Output = Result<()>>) -> i32 {
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -273,11 +289,10 @@ pub fn main_with(cli: Cli) -> i32 {
             return hookstorm::exit::TARGET_UNUSABLE;
         }
     };
-    match rt.block_on(run(cli)) {
+    match rt.block_on(main) {
         Ok(()) => hookstorm::exit::PASS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            // Nothing was served: the receiver itself is unusable as a target.
             hookstorm::exit::TARGET_UNUSABLE
         }
     }

@@ -1,7 +1,8 @@
 //! The deliberately broken variants of the receiver (`--defect NAME`).
 //!
-//! Each is a small, realistic deviation from the guide — the kind of thing a
-//! real receiver gets wrong — and each must be caught by one invariant.
+//! Each is a small, realistic deviation from what docs/contract.md asks of
+//! a receiver — the kind of thing a real receiver gets wrong — and each
+//! must be caught by one invariant.
 //! [`Defect::exposed_by`] is the one list of where: the scenario that
 //! exposes each variant (or `hookstorm explore` alone, for a bug that needs
 //! two faults at once that no catalog scenario combines), the invariant
@@ -246,6 +247,20 @@ impl FromStr for Defect {
     }
 }
 
+/// `--defect NAME` on every command line that takes it: the names and
+/// their one-sentence descriptions come from this table, so `--help` lists
+/// them (`-h` the names, `--help` each with what it does wrong) and a
+/// mistyped name is answered with the nearest one.
+impl clap::ValueEnum for Defect {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Defect::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()).help(self.description()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,5 +278,19 @@ mod tests {
     fn unknown_defect_error_lists_the_valid_names() {
         let e = "nope".parse::<Defect>().unwrap_err().to_string();
         assert!(e.contains("ack-before-commit") && e.contains("requeues-duplicates"));
+    }
+
+    #[test]
+    fn the_command_line_offers_every_defect_with_its_description() {
+        use clap::ValueEnum;
+        for d in Defect::ALL {
+            let v = d.to_possible_value().unwrap();
+            assert_eq!(v.get_name(), d.name());
+            assert_eq!(
+                v.get_help().map(|h| h.to_string()).as_deref(),
+                Some(d.description())
+            );
+            assert_eq!(<Defect as ValueEnum>::from_str(d.name(), false), Ok(d));
+        }
     }
 }

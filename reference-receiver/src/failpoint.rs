@@ -1,5 +1,9 @@
 //! Crash points for fault injection, driven by `HOOKSTORM_FAILPOINTS`.
 //!
+//! The receiver's points are `crash-after-commit`, `crash-before-commit` and
+//! `crash-in-worker`; the reference sender's (`hookstorm sender`) are
+//! `crash-before-post` and `crash-before-mark`.
+//!
 //! `crash-after-commit=1/20,crash-in-worker=1/50` fires each point with the
 //! given ratio; `=always` fires every time; `=3` fires on the third hit only.
 //! Ratios are decided by a counter-based hash of (seed, point, hit number),
@@ -21,13 +25,22 @@ pub enum Point {
     CrashBeforeCommit,
     /// Mid-batch in the worker, before the batch commits.
     CrashInWorker,
+    /// The sender: after the outbox commit, before the POST.
+    CrashBeforePost,
+    /// The sender: after a 2xx, before the row is marked delivered.
+    CrashBeforeMark,
 }
 
+/// How many points there are.
+const POINTS: usize = 5;
+
 impl Point {
-    const ALL: [Point; 3] = [
+    const ALL: [Point; POINTS] = [
         Point::CrashAfterCommit,
         Point::CrashBeforeCommit,
         Point::CrashInWorker,
+        Point::CrashBeforePost,
+        Point::CrashBeforeMark,
     ];
 
     /// The name used in `HOOKSTORM_FAILPOINTS`.
@@ -36,6 +49,8 @@ impl Point {
             Point::CrashAfterCommit => "crash-after-commit",
             Point::CrashBeforeCommit => "crash-before-commit",
             Point::CrashInWorker => "crash-in-worker",
+            Point::CrashBeforePost => "crash-before-post",
+            Point::CrashBeforeMark => "crash-before-mark",
         }
     }
 
@@ -102,8 +117,8 @@ impl FromStr for Trigger {
 /// The configured failpoints and their hit counters.
 #[derive(Debug, Default)]
 pub struct Failpoints {
-    triggers: [Option<Trigger>; 3],
-    hits: [AtomicU64; 3],
+    triggers: [Option<Trigger>; POINTS],
+    hits: [AtomicU64; POINTS],
     seed: u64,
 }
 
@@ -148,7 +163,7 @@ impl Failpoints {
             let point = Point::ALL
                 .into_iter()
                 .find(|p| p.name() == name.trim())
-                .ok_or_else(|| err("unknown failpoint (crash-after-commit, crash-before-commit, crash-in-worker)"))?;
+                .ok_or_else(|| err("unknown failpoint (crash-after-commit, crash-before-commit, crash-in-worker, crash-before-post, crash-before-mark)"))?;
             fp.triggers[point.index()] = Some(trigger.parse().map_err(|r: String| err(&r))?);
         }
         Ok(fp)

@@ -1,7 +1,7 @@
 //! The webhook endpoint: `POST /webhooks/{account}` (and `POST /webhooks`).
 //!
-//! The order is the guide's: size limit, signature on the raw bytes, parse,
-//! test deliveries answered and dropped, insert-do-nothing-on-conflict,
+//! The order is the contract's (docs/contract.md): size limit, signature
+//! on the raw bytes, parse, test deliveries answered and dropped, insert-do-nothing-on-conflict,
 //! commit, and only then 204. A duplicate gets the same 204 as the first
 //! delivery; an unavailable store gets 503 so the sender retries; nothing
 //! here ever answers 3xx. Each defect's deviation is marked where it acts.

@@ -1,6 +1,6 @@
 //! hookstorm-receiver: the reference webhook receiver.
 //!
-//! It does what a provider's receiver-design guide asks of a receiver —
+//! It does what docs/contract.md asks of a receiver —
 //! verify the signature on the raw body, write the delivery to an inbox keyed
 //! by (account, task id) with "insert, do nothing on conflict", commit, and
 //! only then answer 2xx; a worker processes the inbox afterwards — so that
@@ -23,6 +23,10 @@
 //! - [`pgtest`]: a private Postgres server for tests.
 //! - [`listen`]: where it listens (an address, or an inherited socket).
 //! - [`cli`]: the command line (also `hookstorm receiver`).
+//! - [`sender`]: the other direction, the reference webhook *sender*
+//!   (`hookstorm sender`): an outbox on SQLite with a delivery worker, and
+//!   its broken variants, for `hookstorm sink` to judge. It lives in this
+//!   crate to share its listeners, crash points and build.
 //!
 //! The harness's side — the target that tests this receiver, started in
 //! process or as a supervised child — is the CLI's (`hookstorm_cli::builtin`):
@@ -42,6 +46,7 @@ pub mod pgtest;
 pub mod process;
 pub mod reconcile;
 pub mod requeue;
+pub mod sender;
 pub mod server;
 pub mod state_body;
 pub mod store;

@@ -1,8 +1,8 @@
 //! Reconciliation: fetch from the provider API the submitted tasks whose
 //! delivery never arrived, and put them in the same inbox.
 //!
-//! The guide's rule for a receiver that was down longer than the whole
-//! retry window. 404 (unknown or expired task) is skipped; 429 is retried a
+//! The contract's rule (docs/contract.md) for a receiver that was down
+//! longer than the whole retry window. 404 (unknown or expired task) is skipped; 429 is retried a
 //! few times with doubling waits and otherwise left for the next run; a task
 //! that is not final (QUEUED, PROCESSING) is left alone.
 

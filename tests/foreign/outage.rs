@@ -2,7 +2,7 @@
 //! gunicorn sync workers or a servlet pool) over real Postgres, with a
 //! hand-written connection pool that waits for a usable connection the way
 //! HikariCP or psycopg_pool do (it retries connects until its wait runs
-//! out), the guide's schema (`webhook_inbox`, `answers`) and a background
+//! out), the default schema (docs/state.md) (`webhook_inbox`, `answers`) and a background
 //! worker thread that processes rows. Nothing here comes from the reference
 //! receiver.
 //!
@@ -36,7 +36,7 @@ use super::{
     run_hookstorm_holding, secret_for, verify_answerline, Reply, Request, Server, ACCOUNTS,
 };
 
-/// The guide's schema.
+/// The default schema (docs/state.md).
 const SCHEMA: &str = "
 create table if not exists webhook_inbox (
     task_id text primary key,
@@ -317,7 +317,7 @@ fn handle(pool: &PgPool, on_error: OnDbError, req: &Request) -> Reply {
     }
 }
 
-/// A fresh database with the guide's schema; returns its URL.
+/// A fresh database with the default schema (docs/state.md); returns its URL.
 fn fresh_database(pg: &PgServer) -> String {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     rt.block_on(async {
@@ -347,7 +347,7 @@ proxy = {{ listen = "{proxy_listen}", upstream = "{upstream}" }}
     )
 }
 
-/// Postgres with a fresh guide database, the proxy's socket (bound here,
+/// Postgres with a fresh database on the default schema, the proxy's socket (bound here,
 /// held for the whole test, handed to each hookstorm run as descriptor 3),
 /// and the URL through it.
 struct Setup {
@@ -409,14 +409,9 @@ impl Setup {
     }
 }
 
-/// "N attempt(s) answered during the cut" from the scenario's notes.
+/// "N attempts answered during the cut" from the scenario's notes.
 fn answered_during_cut(notes: &str) -> Option<u64> {
-    let i = notes.find(" attempt(s) answered during the cut")?;
-    notes[..i]
-        .rsplit(|c: char| !c.is_ascii_digit())
-        .next()?
-        .parse()
-        .ok()
+    crate::common::count_before(notes, "attempt(s) answered during the cut")
 }
 
 fn notes(run: &super::ForeignRun, scenario: &str) -> String {

@@ -11,12 +11,7 @@
 use hookstorm::check::Verdict;
 
 use super::{run_hookstorm, ACCOUNTS};
-
-/// The number in front of `what` in `text` ("4 attempt(s) interrupted").
-fn count_before(text: &str, what: &str) -> Option<u64> {
-    let at = text.find(what)?;
-    text[..at].split_whitespace().last()?.parse().ok()
-}
+use crate::common::count_before;
 
 /// The target file for `receiver.py` on port `port` and database `db`,
 /// with `env` (TOML inline-table entries) for the receiver.

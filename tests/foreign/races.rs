@@ -1,7 +1,7 @@
 //! Check-then-insert on a thread pool: the receiver most teams write first.
 //!
 //! It stands for a Flask/gunicorn, Rails/Puma or servlet receiver with a
-//! fixed pool of worker threads (8 here) and the guide's inbox table in
+//! fixed pool of worker threads (8 here) and the default schema's inbox table in
 //! SQLite (WAL, one connection per request), whose deduplication is
 //! `SELECT 1 … WHERE task_id = ?` and, when nothing came back, `INSERT`, in
 //! two autocommit statements and with no unique constraint on the task id.

@@ -62,7 +62,7 @@ fn the_kubernetes_manifests_validate_against_the_kubernetes_schemas() {
     ) {
         return;
     }
-    let files: Vec<PathBuf> = ["target.yaml", "shards.yaml", "merge.yaml"]
+    let files: Vec<PathBuf> = ["target.yaml", "shards.yaml", "check.yaml", "merge.yaml"]
         .iter()
         .map(|f| repo().join("deploy/k8s").join(f))
         .collect();
@@ -81,7 +81,8 @@ fn the_kubernetes_manifests_validate_against_the_kubernetes_schemas() {
             String::from_utf8_lossy(&o.stderr)
         );
         assert!(o.status.success(), "{version:?}: {text}");
-        assert_eq!(text.matches("passed").count(), 5, "{text}");
+        // target.yaml's three resources and one Job per other file.
+        assert_eq!(text.matches("passed").count(), 6, "{text}");
     }
     // The validator does refuse what Kubernetes refuses.
     let dir = tempfile::tempdir().unwrap();
@@ -115,7 +116,11 @@ fn the_indexed_job_lets_every_shard_finish_runs_as_the_image_user_and_starts_ahe
         "backoffLimit fails the whole Job"
     );
     let stage = Stage::runtime();
-    for file in ["deploy/k8s/shards.yaml", "deploy/k8s/merge.yaml"] {
+    for file in [
+        "deploy/k8s/shards.yaml",
+        "deploy/k8s/check.yaml",
+        "deploy/k8s/merge.yaml",
+    ] {
         let d = docs(file);
         let sc = &kind(&d, "Job")["spec"]["template"]["spec"]["securityContext"];
         assert_eq!(
@@ -531,6 +536,7 @@ fn the_indexed_job_run_as_kubernetes_would_names_a_failed_shard_and_judges_the_r
     let target = docs("deploy/k8s/target.yaml");
     let shards_job = kind(&docs("deploy/k8s/shards.yaml"), "Job").clone();
     let merge_job = kind(&docs("deploy/k8s/merge.yaml"), "Job").clone();
+    let check_job = kind(&docs("deploy/k8s/check.yaml"), "Job").clone();
     let cm = kind(&target, "ConfigMap");
     let secret = kind(&target, "Secret");
     let cm_name = cm["metadata"]["name"].as_str().unwrap().to_string();
@@ -596,6 +602,13 @@ fn the_indexed_job_run_as_kubernetes_would_names_a_failed_shard_and_judges_the_r
         pods.insert(
             format!("hookstorm-shards-{i}"),
             net.add_member(&format!("s{i}"))?.0,
+        );
+    }
+    let checks = check_job["spec"]["completions"].as_u64().unwrap() as u32;
+    for i in 0..checks {
+        pods.insert(
+            format!("hookstorm-check-{i}"),
+            net.add_member(&format!("c{i}"))?.0,
         );
     }
     pods.insert("hookstorm-merge-0".into(), net.add_member("mrg")?.0);
@@ -672,6 +685,35 @@ fn the_indexed_job_run_as_kubernetes_would_names_a_failed_shard_and_judges_the_r
     assert_eq!(healthy["shards"].as_array().map(Vec::len), Some(n as usize));
     let sent = healthy["bench"]["requests"].as_u64().unwrap_or(0);
     assert!(sent >= 700, "{healthy}");
+
+    // The check in partitions, one pod each, then the merge joins them:
+    // the same verdict and findings as the merge's own check.
+    let check_args: Vec<String> = check_job["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    let checked = cluster.run_job(&check_job, &check_args, None);
+    assert_eq!(checked.condition, "Complete", "{:?}", checked.codes);
+    for i in 0..checks {
+        let part = cluster
+            .reports
+            .join(format!("checked/check-part{i}of{checks}/partition.json"));
+        assert!(part.is_file(), "{} was not written", part.display());
+    }
+    let merge = cluster.run_job(&merge_job, &merge_args, None);
+    let joined = cluster.merge_json();
+    assert_eq!(merge.codes[&0], Some(0), "{joined}");
+    assert_eq!(joined["verdict"], healthy["verdict"], "{joined}");
+    assert_eq!(
+        joined["check"]["results"], healthy["check"]["results"],
+        "{joined}"
+    );
+    assert_eq!(
+        joined["check"]["counts"], healthy["check"]["counts"],
+        "{joined}"
+    );
 
     // The same seed on one machine: the same verdict.
     receiver.restart();

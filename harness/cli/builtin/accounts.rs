@@ -34,3 +34,17 @@ pub(super) fn fresh_secrets() -> (BTreeMap<String, Vec<Secret>>, BTreeMap<String
     retired.insert(ACCOUNTS[0].to_string(), secret());
     (secrets, retired)
 }
+
+/// Accounts and their secrets as one environment value:
+/// `NAME=SECRET[,SECRET2];NAME2=…` (what the reference receiver's and
+/// sender's `--account` read from the environment).
+pub(super) fn env_value(secrets: &BTreeMap<String, Vec<Secret>>) -> String {
+    secrets
+        .iter()
+        .map(|(name, list)| {
+            let joined: Vec<&str> = list.iter().map(Secret::expose).collect();
+            format!("{name}={}", joined.join(","))
+        })
+        .collect::<Vec<_>>()
+        .join(";")
+}

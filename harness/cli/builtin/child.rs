@@ -163,14 +163,7 @@ pub fn prepare(opts: &ChildOptions) -> Result<ChildTarget, BuiltinError> {
     let (web_addr, admin_addr) = (ports[0].addr()?, ports[1].addr()?);
     let token = random_token();
     let (secrets, retired) = super::accounts::fresh_secrets();
-    let accounts = secrets
-        .iter()
-        .map(|(name, list)| {
-            let joined: Vec<&str> = list.iter().map(Secret::expose).collect();
-            format!("{name}={}", joined.join(","))
-        })
-        .collect::<Vec<_>>()
-        .join(";");
+    let accounts = super::accounts::env_value(&secrets);
     let profile = Profile::default_profile();
     let defect = opts
         .defect

@@ -10,11 +10,15 @@
 //!
 //! - [`child`]: the receiver as a supervised child process (`hookstorm run`).
 //! - [`embedded`]: the receiver in this process (`hookstorm bench`, tests).
+//! - [`sender`]: the reference *sender* as a supervised child process
+//!   (`hookstorm sink`).
 
 mod accounts;
 pub mod child;
 pub mod embedded;
+pub mod sender;
 
 pub use accounts::{BuiltinError, ACCOUNTS};
 pub use child::{prepare, ChildOptions, ChildTarget};
 pub use embedded::{start, Embedded};
+pub use sender::{prepare_sender, SenderChild};

@@ -269,7 +269,12 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
         };
         accounts = vec!["acct_a".to_string()];
         let u = match &args.url {
-            Some(u) => u.clone(),
+            Some(u) => {
+                if let Err(e) = super::target_flags::url_flag(u) {
+                    return Ok(super::usage_error(e));
+                }
+                u.clone()
+            }
             None => {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
                 let addr = listener.local_addr()?;

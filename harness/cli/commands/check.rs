@@ -1,24 +1,36 @@
-//! `hookstorm check HISTORY STATE`: re-checks stored files without
-//! re-running anything. An empty history is `unknown` (exit 2), never a
-//! pass; a history cut off in its last line is checked up to the cut,
-//! with a warning on stderr and in the output.
+//! `hookstorm check`: re-checks stored histories without re-running
+//! anything. An empty history is `unknown` (exit 2), never a pass; a
+//! history cut off in its last line is checked up to the cut, with a
+//! warning on stderr and in the output.
+//!
+//! `check HISTORY... STATE` checks one or more histories (files, shard
+//! report folders, or folders holding them) against a state file;
+//! `--target FILE` reads the state from the receiver instead, once its
+//! inbox drained. Inputs larger than memory are checked in partitions
+//! spilled to disk. `--partition I/N` checks one share of the keys and
+//! writes it for `hookstorm merge` to join with the other N-1: the
+//! processes of a sharded run check their partitions in parallel.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use hookstorm::check::{check_history, CheckOptions, InvariantId, Verdict};
+use hookstorm::check::{
+    check_partitioned, check_share, CheckOptions, InvariantId, Partition, Partitioning, Verdict,
+};
 use hookstorm::history::Event;
 use hookstorm::profile::vocabulary::Vocabulary;
 use hookstorm::report::console::paint;
+use hookstorm::units::HumanDuration;
 
 /// Arguments of `hookstorm check`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A history.jsonl written by `hookstorm run`.
-    history: PathBuf,
-    /// The receiver's state JSON (state.json of the same scenario).
-    state: PathBuf,
-    /// Only this scenario's events.
+    /// HISTORY... STATE: history files (a history.jsonl, a shard's report
+    /// folder, or a folder holding shard folders), then the receiver's
+    /// state file; with --target, histories only.
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
+    /// Only this scenario's events (default: `bench` for bench shards).
     #[arg(long)]
     scenario: Option<String>,
     /// Invariants to check, comma separated (default: all).
@@ -27,12 +39,60 @@ pub struct Args {
     /// Non-strict deviations fail.
     #[arg(long)]
     strict: bool,
-    /// The receiver's answer budget per attempt.
-    #[arg(long, default_value = "15s")]
-    answer_limit: hookstorm::units::HumanDuration,
+    /// The receiver's answer budget per attempt (default: the target's
+    /// profile's, else 15s).
+    #[arg(long)]
+    answer_limit: Option<HumanDuration>,
+    /// Read the state from the receiver this target file names, once its
+    /// inbox drained, instead of a STATE file.
+    #[arg(long, value_name = "FILE")]
+    target: Option<PathBuf>,
+    /// With --target: how long to wait for the inbox to drain.
+    #[arg(long, default_value = "60s")]
+    drain: HumanDuration,
+    /// Check only partition I of N (I from 0), and write what it found to
+    /// `<out>/check-partIofN/` for `hookstorm merge` to join. `N` alone
+    /// takes the index from $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job).
+    #[arg(long, value_name = "I/N")]
+    partition: Option<String>,
+    /// Reports folder (for --partition, and the state --target reads).
+    #[arg(long, default_value = "reports")]
+    out: PathBuf,
+    /// Partitions within this process (default: as many as the inputs'
+    /// size asks for; one, in memory, for inputs that fit).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    partitions: Option<u32>,
+    /// Where the partitions are spilled (default: the first history's folder).
+    #[arg(long, value_name = "DIR")]
+    spill_dir: Option<PathBuf>,
 }
 
-/// Checks and prints one line per invariant.
+/// The histories the paths name: files as they are, shard folders (or
+/// folders holding them) in shard order; and whether they are all bench
+/// shards.
+fn histories(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, bool), String> {
+    let (mut out, mut benches, mut shards) = (Vec::new(), 0usize, 0usize);
+    for p in paths {
+        if !p.is_dir() {
+            out.push(p.clone());
+            continue;
+        }
+        if p.join("history.jsonl").is_file() && !p.join(hookstorm::shard::MANIFEST).is_file() {
+            out.push(p.join("history.jsonl"));
+            continue;
+        }
+        let found = hookstorm::shard::merge::shard_histories(std::slice::from_ref(p))
+            .map_err(|e| e.to_string())?;
+        for (history, m) in found {
+            shards += 1;
+            benches += usize::from(m.kind == "bench");
+            out.push(history);
+        }
+    }
+    Ok((out, shards > 0 && benches == shards))
+}
+
+/// Checks and prints one line per invariant (or, for one partition, what it wrote).
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let mut invariants = Vec::new();
     for s in &args.invariants {
@@ -44,26 +104,139 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if invariants.is_empty() {
         invariants = InvariantId::ALL.to_vec();
     }
+    let partition = match args.partition.as_deref().map(partition_of) {
+        None => None,
+        Some(Ok(p)) => Some(p),
+        Some(Err(e)) => return Ok(super::usage_error(e)),
+    };
+    let (history_paths, state_arg) = match &args.target {
+        Some(_) => (&args.paths[..], None),
+        None if args.paths.len() < 2 => {
+            return Ok(super::usage_error(
+                "check takes HISTORY... STATE (hint: or --target FILE to read the state from the receiver)",
+            ))
+        }
+        None => {
+            let (state, h) = args.paths.split_last().expect("two or more");
+            (h, Some(state.clone()))
+        }
+    };
+    let (histories, benches) = match histories(history_paths) {
+        Ok(h) => h,
+        Err(e) => return Ok(super::usage_error(e)),
+    };
+    let scenario = args
+        .scenario
+        .clone()
+        .or_else(|| benches.then(|| hookstorm::bench::load::SCENARIO.to_string()));
+
+    // The state: a file, or read from the receiver into one.
+    let mut profile_limit = None;
+    let mut drained = true;
+    let _read; // the state read from the receiver, removed when the check is done
+    let state = match (state_arg, &args.target) {
+        (Some(s), _) => s,
+        (None, Some(target)) => {
+            let t = match hookstorm::target::Target::from_file(target) {
+                Ok(t) => t,
+                Err(e) => {
+                    errln!("error: {e}");
+                    return Ok(hookstorm::exit::TARGET_UNUSABLE);
+                }
+            };
+            profile_limit = Some(t.profile.timeout);
+            let probe = match t.probe() {
+                Ok(p) => p,
+                Err(e) => {
+                    errln!("error: {e}");
+                    return Ok(hookstorm::exit::TARGET_UNUSABLE);
+                }
+            };
+            std::fs::create_dir_all(&args.out)?;
+            let file = tempfile::Builder::new()
+                .prefix(".hookstorm-state-")
+                .suffix(".json")
+                .tempfile_in(&args.out)?;
+            let path = file.path().to_path_buf();
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            let drain = args.drain.0.max(Duration::from_millis(100));
+            match rt.block_on(probe.wait_drained_to(drain, &path)) {
+                Ok((d, _rows)) => drained = d,
+                Err(e) => {
+                    errln!("unknown: cannot read the receiver's state: {e}");
+                    return Ok(hookstorm::exit::UNKNOWN);
+                }
+            }
+            _read = file;
+            path
+        }
+        (None, None) => unreachable!("the state is a path or read from the target"),
+    };
+    let answer_limit = args
+        .answer_limit
+        .map(|d| d.0)
+        .or(profile_limit)
+        .unwrap_or(Duration::from_secs(15))
+        .max(Duration::from_millis(1));
     let opts = CheckOptions {
         invariants,
         strict: args.strict,
-        answer_limit: args.answer_limit.0.max(Duration::from_millis(1)),
-        drained: true,
+        answer_limit,
+        drained,
         reconciled: false,
-        vocabulary: words_of_run(&args.history),
+        vocabulary: words_of_run(histories.first().map(PathBuf::as_path)),
     };
-    let found = match check_history(&args.history, &args.state, args.scenario.as_deref(), &opts) {
-        Ok(c) => c,
-        // A history line the checker cannot read or place leaves the
-        // verdict undecided: unknown, naming the line.
-        Err(e @ hookstorm::check::CheckError::History { .. }) => {
-            errln!("unknown: {e}");
-            return Ok(hookstorm::exit::UNKNOWN);
-        }
-        Err(e) => {
-            errln!("error: {e}");
-            return Ok(hookstorm::exit::TARGET_UNUSABLE);
-        }
+    let how = Partitioning {
+        partitions: args.partitions,
+        share: None,
+        spill_dir: args.spill_dir.clone(),
+    };
+    if let Some(share) = partition {
+        let out = args
+            .out
+            .join(format!("check-part{}of{}", share.index, share.count));
+        return match check_share(
+            &histories,
+            &state,
+            scenario.as_deref(),
+            &opts,
+            &how,
+            share,
+            &out,
+        ) {
+            Ok(report) => {
+                let lines: u64 = report.sources.iter().map(|s| s.lines).sum();
+                outln!(
+                    "partition {share}: {} history file(s), {lines} lines read; the verdict is the merge's",
+                    report.sources.len()
+                );
+                for (name, f) in &report.findings {
+                    let found: Vec<String> = f
+                        .partials
+                        .iter()
+                        .map(|(id, p)| format!("{} {}", id.code(), p.found.total))
+                        .collect();
+                    outln!(
+                        "  {name}: {} attempts of this partition's keys; findings so far: {}",
+                        f.counts.attempts,
+                        found.join(", ")
+                    );
+                }
+                outln!(
+                    "wrote {} (join the {} partitions: hookstorm merge FOLDERS...)",
+                    out.display(),
+                    share.count
+                );
+                Ok(hookstorm::exit::PASS)
+            }
+            Err(e) => Ok(check_error(e)),
+        };
+    }
+    let found = match check_partitioned(&histories, &state, scenario.as_deref(), &opts, &how) {
+        Ok(c) => c.check,
+        Err(e) => return Ok(check_error(e)),
     };
     for w in &found.warnings {
         errln!("warning: {w}");
@@ -107,12 +280,44 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     Ok(worst.exit_code(args.strict))
 }
 
+/// `--partition I/N`, or `N` with the index from the environment (as
+/// `--shard` takes it).
+fn partition_of(s: &str) -> Result<Partition, String> {
+    let shard =
+        hookstorm::shard::Shard::parse_with_env(s, |v| std::env::var(v).ok()).map_err(|e| {
+            e.to_string()
+                .replace("SHARD", "PARTITION")
+                .replace("--shard", "--partition")
+        })?;
+    let p = Partition {
+        index: shard.index,
+        count: shard.count,
+    };
+    format!("{}/{}", p.index, p.count).parse::<Partition>()
+}
+
+/// The exit code of a check that could not read its inputs: a history
+/// line it cannot read or place leaves the verdict undecided (unknown,
+/// naming the line); anything else makes the inputs unusable.
+fn check_error(e: hookstorm::check::CheckError) -> i32 {
+    match e {
+        e @ hookstorm::check::CheckError::History { .. } => {
+            errln!("unknown: {e}");
+            hookstorm::exit::UNKNOWN
+        }
+        e => {
+            errln!("error: {e}");
+            hookstorm::exit::TARGET_UNUSABLE
+        }
+    }
+}
+
 /// The words of the profile the history's run header names (the
 /// answerline's when the history has no header).
-fn words_of_run(history: &Path) -> Vocabulary {
+fn words_of_run(history: Option<&Path>) -> Vocabulary {
     // Only the first event is needed: the first line, read within its budget.
-    let first = hookstorm::history::read(history)
-        .ok()
+    let first = history
+        .and_then(|h| hookstorm::history::read(h).ok())
         .and_then(|mut events| events.next()?.ok());
     match first {
         Some(Event::Run(header)) => Vocabulary::of_name(&header.profile),

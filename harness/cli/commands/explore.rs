@@ -19,8 +19,10 @@ use hookstorm::units::HumanDuration;
 
 use super::resolve::Built;
 
-/// Arguments of `hookstorm explore`.
+/// Arguments of `hookstorm explore`: its own, then the groups it shares
+/// with `run` (target, built-in receiver, run settings, regressions).
 #[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Explore")]
 pub struct Args {
     #[command(flatten)]
     target: super::target_flags::TargetFlags,
@@ -66,12 +68,17 @@ pub struct Args {
     no_preflight: bool,
     #[command(flatten)]
     run: super::run_flags::RunFlags,
+    #[command(flatten)]
+    builtin: super::resolve::BuiltinFlags,
 }
 
 /// Explores and returns the exit code.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    if let Some(problem) = args.run.problem(&args.target) {
+    if let Some(problem) = args.run.problem() {
         return Ok(super::usage_error(problem));
+    }
+    if let Some(e) = args.builtin.conflict(&args.target) {
+        return Ok(super::usage_error(e));
     }
     for (flag, n) in [
         ("--runs", args.runs),
@@ -97,7 +104,7 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
         target,
         child,
         reproduce,
-    } = match args.run.build_target(&args.target, "hookstorm run")? {
+    } = match super::resolve::build_target(&args.target, &args.builtin, "hookstorm run")? {
         Ok(b) => b,
         Err(code) => return Ok(code),
     };
@@ -141,7 +148,7 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
     let mut progress = |e: ExploreEvent<'_>| match e {
         ExploreEvent::Preflight(pf) => crate::ui::write_stderr(
             crate::ui::Verbosity::Normal,
-            format_args!("{}", super::run::preflight_lines(pf, &words)),
+            format_args!("{}", super::doctor::preflight_lines(pf, &words)),
         ),
         ExploreEvent::Space(s) => {
             kinds = s.kinds.len();

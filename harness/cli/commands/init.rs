@@ -215,7 +215,9 @@ fn render(url: &str, profile: &str, accounts: &[String], state: &State, token_en
         }
         State::Sql(u) => {
             s.push_str("# Read the receiver's own database; the default queries match the\n");
-            s.push_str("# guide's schema (webhook_inbox, answers). Override any of them.\n");
+            s.push_str(
+                "# default schema of docs/state.md (webhook_inbox, answers). Override any.\n",
+            );
             s.push_str("[state.sql]\n");
             s.push_str(&format!("url = {}\n", quote(u)));
             s.push_str("# inbox = \"select task_id as key, account, processed_at is not null as processed, error from webhook_inbox\"\n");

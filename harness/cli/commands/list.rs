@@ -1,42 +1,45 @@
 //! `hookstorm list`: every scenario with its description, tags, needs and
 //! invariants, so a team can see what a run covers and pick with `--tag`
-//! before running anything. `--json` gives the same for scripts.
-
-use std::path::PathBuf;
+//! before running anything. `--json` gives the same for scripts. Receiver
+//! scenarios (`hookstorm run`) come first, then the sender scenarios
+//! (tagged `sender`, run by `hookstorm sink`).
 
 use hookstorm::run::coverage::{self, Need};
+use hookstorm::scenario::sender::SenderScenario;
 use hookstorm::scenario::Scenario;
 use serde_json::json;
 
 /// Arguments of `hookstorm list`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Folder the scenario files come from.
-    #[arg(long)]
-    scenario_dir: Option<PathBuf>,
+    #[command(flatten)]
+    catalog: super::catalog::CatalogFlags,
     /// Only scenarios with this tag; repeatable.
     #[arg(long = "tag")]
     tags: Vec<String>,
-    /// Print JSON: an array of {name, description, tags, needs, invariants, accounts, excuses}.
+    /// Print JSON: an array of {name, side, description, tags, needs, invariants, accounts, excuses}.
     #[arg(long)]
     json: bool,
 }
 
 /// Prints the scenarios.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let dir = args
-        .scenario_dir
-        .clone()
-        .unwrap_or_else(super::resolve::default_scenario_dir);
+    let dir = args.catalog.dir();
     let mut all = match Scenario::load_dir(&dir) {
+        Ok(s) => s,
+        Err(e) => return Ok(super::usage_error(e)),
+    };
+    let mut senders = match SenderScenario::load_dir(&dir) {
         Ok(s) => s,
         Err(e) => return Ok(super::usage_error(e)),
     };
     if !args.tags.is_empty() {
         all.retain(|s| args.tags.iter().any(|t| s.has_tag(t)));
+        senders.retain(|s| args.tags.iter().any(|t| s.has_tag(t)));
     }
     if args.json {
-        let v: Vec<serde_json::Value> = all.iter().map(entry).collect();
+        let mut v: Vec<serde_json::Value> = all.iter().map(entry).collect();
+        v.extend(senders.iter().map(sender_entry));
         outln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(hookstorm::exit::PASS);
     }
@@ -51,11 +54,49 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             outln!("    excuses: {rule}");
         }
     }
+    for s in &senders {
+        outln!("{}  [{}]", s.name, s.tags.join(", "));
+        outln!("    {}", s.description);
+        let codes: Vec<&str> = s.check.iter().map(|id| id.code()).collect();
+        outln!("    checks: {}", codes.join(" "));
+        outln!("    needs: {}", sender_needs(s).join(", "));
+    }
     outln!(
-        "{} scenario(s); run some with --scenario NAME or --tag TAG",
-        all.len()
+        "{} receiver scenario(s) (hookstorm run) and {} sender scenario(s) (hookstorm sink); run some with --scenario NAME or --tag TAG",
+        all.len(),
+        senders.len()
     );
     Ok(hookstorm::exit::PASS)
+}
+
+/// What a sender scenario needs of a sender target.
+fn sender_needs(s: &SenderScenario) -> Vec<&'static str> {
+    let mut needs = vec!["a sender's emit and outbox hooks"];
+    if s.accounts.len() > 1 {
+        needs.push("a secret per account");
+    }
+    if s.crash.is_some() {
+        needs.push("lifecycle control of the sender");
+    }
+    needs
+}
+
+fn sender_entry(s: &SenderScenario) -> serde_json::Value {
+    let invariants: Vec<serde_json::Value> = s
+        .check
+        .iter()
+        .map(|i| json!({"id": i.code(), "name": i.name()}))
+        .collect();
+    json!({
+        "name": s.name,
+        "side": "sender",
+        "description": s.description,
+        "tags": s.tags,
+        "needs": sender_needs(s).into_iter().map(|n| json!({"need": n, "label": n})).collect::<Vec<_>>(),
+        "invariants": invariants,
+        "accounts": s.accounts,
+        "excuses": Vec::<String>::new(),
+    })
 }
 
 fn needs_text(needs: &[Need]) -> String {
@@ -80,6 +121,7 @@ fn entry(s: &Scenario) -> serde_json::Value {
         .collect();
     json!({
         "name": s.name,
+        "side": "receiver",
         "description": s.description,
         "tags": s.tags,
         "needs": needs,

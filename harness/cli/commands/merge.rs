@@ -1,12 +1,16 @@
 //! `hookstorm merge DIR...`: the report folders of N shards into one
 //! report with one verdict (see the library's `merge` module).
 //!
-//! With `--target` (the target file the bench shards sent to) the merge
-//! reads the receiver's state once, now that every shard finished, and
-//! checks the union of their histories against it; without it a bench
-//! merge's verdict is unknown, unless the shards checked nothing even alone
-//! (`bench --null`): then, as for one such bench, the check is skipped and
-//! only `--threshold` can fail the exit code.
+//! When the folders hold the partitions of a check (`hookstorm check
+//! --partition I/N` over the shards), the merge joins them into the
+//! verdict. Otherwise, with `--target` (the target file the bench shards
+//! sent to) the merge reads the receiver's state once, now that every shard
+//! finished, and checks the union of their histories against it (in
+//! partitions spilled next to its report when they are large); without it
+//! a bench merge's verdict is unknown, unless the shards checked nothing
+//! even alone (`bench --null`): then, as for one such bench, the check is
+//! skipped and only `--threshold` can fail the exit code. Partitions alone,
+//! without shards, merge into the verdict of the check they cut up.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,11 +22,13 @@ use hookstorm::units::HumanDuration;
 /// Arguments of `hookstorm merge`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Shard report folders, or folders holding them.
+    /// Shard report folders, the check's partition folders
+    /// (`check --partition`), or folders holding them.
     #[arg(required = true)]
     dirs: Vec<PathBuf>,
     /// The target file the shards sent to: its state is read once, after
-    /// every shard finished, for the checker.
+    /// every shard finished, for the checker (not needed when the folders
+    /// hold the check's partitions).
     #[arg(long)]
     target: Option<PathBuf>,
     /// Shards expected (default: the count the shards were given).

@@ -2,8 +2,10 @@
 //! its exit code.
 
 mod bench;
+mod catalog;
 mod check;
 mod completions;
+mod doctor;
 mod explore;
 mod init;
 mod list;
@@ -15,15 +17,18 @@ mod resolve;
 mod run;
 mod run_flags;
 mod schedule;
+mod select;
 mod shrink;
 mod sign;
+mod sink;
 mod target_flags;
+mod verify;
 
 use clap::{Parser, Subcommand};
 
 use crate::ui::{ColorChoice, Verbosity};
 
-/// hookstorm: chaos and conformance runs against webhook receivers.
+/// hookstorm: chaos and conformance runs against webhook receivers (and, with `sink`, senders).
 #[derive(Debug, Parser)]
 #[command(name = "hookstorm", version, about, long_about = None, after_help = EXIT_CODES)]
 pub struct Cli {
@@ -49,11 +54,13 @@ enum Command {
     /// Run scenarios against a receiver (the built-in reference receiver when no target is given).
     Run(Box<run::Args>),
     /// Check a target's configuration in seconds (state source, reset, signed deliveries) and say which scenarios it would skip.
-    Doctor(Box<run::Args>),
+    Doctor(Box<doctor::Args>),
     /// List the scenarios: description, tags, needs and invariants.
     List(list::Args),
     /// Re-check a stored history against a stored state, without re-running.
     Check(check::Args),
+    /// Check that a report folder is the one the run wrote (its SHA-256 digests) and that its histories still grade as it says.
+    Verify(verify::Args),
     /// Print the retry schedule of one delivery (attempt, wait, cumulative, min and max).
     Schedule(schedule::Args),
     /// Print the headers a real sender would send for a body read from stdin.
@@ -78,6 +85,10 @@ enum Command {
     Explore(Box<explore::Args>),
     /// Merge the report folders of sharded runs (`--shard I/N`) into one report and one verdict.
     Merge(merge::Args),
+    /// Judge a webhook sender: a chaos receiver for it, the sender scenarios and invariants S1-S9 (the built-in reference sender when no target is given).
+    Sink(Box<sink::Args>),
+    /// Run the reference sender (an outbox on SQLite with a delivery worker), as `hookstorm sink` starts it.
+    Sender(hookstorm_receiver::sender::cli::SenderArgs),
 }
 
 /// Runs the chosen subcommand and returns the process exit code.
@@ -92,9 +103,10 @@ pub fn dispatch(cli: Cli) -> i32 {
     );
     let result = match cli.command {
         Command::Run(a) => run::run(*a),
-        Command::Doctor(a) => run::doctor(*a),
+        Command::Doctor(a) => doctor::run(*a),
         Command::List(a) => list::run(a),
         Command::Check(a) => check::run(a),
+        Command::Verify(a) => verify::run(a),
         Command::Schedule(a) => schedule::run(a),
         Command::Sign(a) => sign::run(a),
         Command::Proxy(a) => proxy::run(a),
@@ -107,6 +119,8 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Merge(a) => merge::run(a),
         Command::Shrink(a) => shrink::run(*a),
         Command::Explore(a) => explore::run(*a),
+        Command::Sink(a) => sink::run(*a),
+        Command::Sender(a) => Ok(hookstorm_receiver::sender::cli::main_with(a)),
     };
     match result {
         Ok(code) => code,
@@ -121,4 +135,24 @@ pub fn dispatch(cli: Cli) -> i32 {
 fn usage_error(msg: impl std::fmt::Display) -> i32 {
     errln!("error: {msg}");
     hookstorm::exit::USAGE
+}
+
+/// Prints a finished run's console table, where its reports are and any
+/// further lines (what `--shrink` found); returns the run's exit code.
+fn print_run(
+    report: &hookstorm::report::RunReport,
+    dir: &std::path::Path,
+    lines: &[String],
+    no_color: bool,
+) -> i32 {
+    let color = !no_color && crate::ui::color_stdout();
+    outln!(
+        "{}",
+        hookstorm::report::console::console_table(report, color)
+    );
+    outln!("reports: {}", dir.display());
+    for line in lines {
+        outln!("{line}");
+    }
+    report.exit_code()
 }

@@ -37,9 +37,8 @@ pub struct Args {
     /// Divide the tasks' lifecycles by this.
     #[arg(long, default_value_t = 10.0)]
     time_scale: f64,
-    /// Folder the scenario files come from.
-    #[arg(long)]
-    scenario_dir: Option<PathBuf>,
+    #[command(flatten)]
+    catalog: super::catalog::CatalogFlags,
     /// Print the task book as JSON and exit.
     #[arg(long)]
     dump: bool,
@@ -115,14 +114,7 @@ fn load_book(args: &Args) -> anyhow::Result<TaskBook> {
     let Some(name) = &args.scenario else {
         anyhow::bail!("give --tasks FILE or --scenario NAME");
     };
-    let path = if name.ends_with(".toml") {
-        PathBuf::from(name)
-    } else {
-        args.scenario_dir
-            .clone()
-            .unwrap_or_else(super::resolve::default_scenario_dir)
-            .join(format!("{name}.toml"))
-    };
+    let path = super::catalog::find(&args.catalog.dir(), name).map_err(anyhow::Error::msg)?;
     let scenario = Scenario::from_file(&path)?;
     let seed = hookstorm::run::scenario_seed(args.seed, &scenario.name);
     let plan = hookstorm::plan::workload::plan(&scenario, seed);

@@ -1,13 +1,14 @@
-//! What a run or a shrink acts on, resolved from the command line: the
-//! target the flags name (or the built-in reference receiver as a child
-//! process), the folder scenarios are read from, the default time scale.
-//! `run`, `shrink`, `list` and `provider` share it.
-
-use std::path::{Path, PathBuf};
+//! What a run, a doctor or a shrink acts on, resolved from the command
+//! line: the target the flags name, or the built-in reference receiver as
+//! a child process (with the flags that configure it, one definition the
+//! three commands flatten in); and the default time scale.
 
 use anyhow::Context;
 use hookstorm::exit;
 use hookstorm::target::Target;
+use hookstorm_receiver::Defect;
+
+use super::target_flags::TargetFlags;
 
 /// The time scale of scenarios that set none, before the profile's factor
 /// ([`hookstorm::profile::Profile::time_scale`]).
@@ -24,18 +25,54 @@ pub(crate) struct Built {
     pub reproduce: String,
 }
 
+/// The flags of the built-in reference receiver, tested when no target is
+/// given.
+#[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Built-in receiver")]
+pub(crate) struct BuiltinFlags {
+    /// Built-in receiver only: switch on one deliberate bug, to watch the
+    /// scenario that exposes it fail.
+    #[arg(long, value_enum, value_name = "DEFECT")]
+    pub defect: Option<Defect>,
+    /// Built-in receiver only: its database (default: SQLite in a temp folder).
+    #[arg(long, value_name = "URL")]
+    pub receiver_db: Option<String>,
+}
+
+impl BuiltinFlags {
+    /// The usage error when these are given with a target that replaces
+    /// the built-in receiver.
+    pub fn conflict(&self, target: &TargetFlags) -> Option<String> {
+        let flag = match (target.given(), &self.defect, &self.receiver_db) {
+            (false, _, _) => return None,
+            (true, Some(_), _) => "--defect",
+            (true, None, Some(_)) => "--receiver-db",
+            (true, None, None) => return None,
+        };
+        Some(format!(
+            "{flag} configures the built-in reference receiver, which --target/--url replace (hint: drop {flag}, or drop --target and --url to test the built-in receiver)"
+        ))
+    }
+}
+
 /// Resolves the target of `command`; `Ok(Err(code))` is an error already
 /// printed, with its exit code.
 pub(crate) fn build_target(
-    flags: &super::target_flags::TargetFlags,
-    defect: Option<&str>,
-    receiver_db: Option<&str>,
+    flags: &TargetFlags,
+    builtin: &BuiltinFlags,
     command: &str,
 ) -> anyhow::Result<Result<Built, i32>> {
+    if let Some(e) = builtin.conflict(flags) {
+        return Ok(Err(super::usage_error(e)));
+    }
+    let (defect, receiver_db) = (builtin.defect, builtin.receiver_db.as_deref());
     let mut reproduce = String::from(command);
     let mut child = None;
     let target: Target = match flags.given() {
         true => {
+            if let Err(e) = flags.check() {
+                return Ok(Err(super::usage_error(e)));
+            }
             reproduce.push_str(&flags.reproduce());
             let t = match flags.resolve() {
                 Ok(t) => t,
@@ -55,13 +92,6 @@ pub(crate) fn build_target(
             t
         }
         false => {
-            let parsed = match defect
-                .map(str::parse::<hookstorm_receiver::Defect>)
-                .transpose()
-            {
-                Ok(d) => d,
-                Err(e) => return Ok(Err(super::usage_error(e))),
-            };
             if let Some(d) = defect {
                 reproduce.push_str(&format!(" --defect {d}"));
             }
@@ -79,7 +109,7 @@ pub(crate) fn build_target(
                 None => None,
             };
             let mut copts = hookstorm_cli::builtin::ChildOptions::new("{hookstorm} receiver");
-            copts.defect = parsed;
+            copts.defect = defect;
             copts.db = receiver_db.map(str::to_string);
             let prepared = hookstorm_cli::builtin::prepare(&copts)
                 .context("preparing the built-in reference receiver")?;
@@ -118,7 +148,7 @@ fn builtin_profile(
     name: &str,
     receiver: &hookstorm::profile::Profile,
 ) -> Result<hookstorm::profile::Profile, String> {
-    let p = hookstorm::profile::Profile::resolve(name).map_err(|e| e.to_string())?;
+    let p = hookstorm::profile::Profile::resolve(name).map_err(|e| format!("--profile {e}"))?;
     let readable = p.body == receiver.body
         && p.body_template.is_none()
         && p.semantics == receiver.semantics
@@ -132,18 +162,4 @@ fn builtin_profile(
             p.name, p.name
         ))
     }
-}
-
-/// `$HOOKSTORM_SCENARIO_DIR` when set (the container image sets it), else
-/// `./scenarios` when run from a checkout, else the folder shipped with the
-/// source.
-pub(crate) fn default_scenario_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("HOOKSTORM_SCENARIO_DIR").filter(|d| !d.is_empty()) {
-        return PathBuf::from(dir);
-    }
-    let local = Path::new("scenarios");
-    if local.join("baseline.toml").exists() {
-        return local.to_path_buf();
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")
 }

@@ -20,33 +20,19 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use hookstorm::exit;
-use hookstorm::run::preflight::{Outcome, Preflight, Words};
 use hookstorm::run::{RunEvent, RunOptions};
 use hookstorm::scenario::Scenario;
 
-use super::resolve::{default_scenario_dir, Built, DEFAULT_TIME_SCALE};
+use super::resolve::{build_target, Built, BuiltinFlags, DEFAULT_TIME_SCALE};
+use super::select::Selection;
+use super::target_flags::TargetFlags;
 use hookstorm::units::HumanDuration;
 
-/// Arguments of `hookstorm run`.
+/// Arguments of `hookstorm run`: its own, then the groups it shares with
+/// `doctor` (target, scenarios, built-in receiver).
 #[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Run")]
 pub struct Args {
-    #[command(flatten)]
-    target: super::target_flags::TargetFlags,
-    /// Scenario name or .toml file; repeat for several. Default: every scenario.
-    #[arg(long = "scenario")]
-    scenarios: Vec<String>,
-    /// Leave this scenario out; repeatable.
-    #[arg(long = "skip")]
-    skip: Vec<String>,
-    /// Run only scenarios with this tag (`process`, `signatures`, `ordering`, …; see `hookstorm list`); repeatable.
-    #[arg(long = "tag")]
-    tags: Vec<String>,
-    /// Leave out scenarios with this tag; repeatable.
-    #[arg(long = "skip-tag")]
-    skip_tags: Vec<String>,
-    /// A scenario the target cannot run (skipped for an unmet need) fails the run.
-    #[arg(long)]
-    require_all: bool,
     /// Stop at the first failing scenario (the same as --max-fail 1).
     #[arg(long)]
     fail_fast: bool,
@@ -62,16 +48,14 @@ pub struct Args {
     /// Skip the preflight check of the target.
     #[arg(long)]
     no_preflight: bool,
-    /// Folder the scenario files come from.
-    #[arg(long)]
-    scenario_dir: Option<PathBuf>,
     /// Seed for everything (workload, jitter, fault choices). Random when absent.
     #[arg(long)]
     seed: Option<u64>,
     /// Status deviations that leave state intact (non-strict) fail the run.
     #[arg(long)]
     strict: bool,
-    /// Reports folder.
+    /// Reports folder: the run writes its own folder in it
+    /// (<out>/<run-id>/) and points <out>/latest at that.
     #[arg(long, default_value = "reports")]
     out: PathBuf,
     #[command(flatten)]
@@ -98,11 +82,18 @@ pub struct Args {
     #[arg(long)]
     shrink: bool,
     #[command(flatten)]
+    target: TargetFlags,
+    #[command(flatten)]
+    select: Selection,
+    #[command(flatten)]
+    builtin: BuiltinFlags,
+    #[command(flatten)]
     regressions: RegressionFlags,
 }
 
 /// Where the regression folder is, for `run` and `explore`.
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Regressions")]
 pub(super) struct RegressionFlags {
     /// The regression folder (failures `hookstorm explore` found, shrunk),
     /// replayed before anything else. Default: hookstorm-regressions/
@@ -116,7 +107,7 @@ pub(super) struct RegressionFlags {
 
 impl RegressionFlags {
     /// The folder, unless `--no-regressions`.
-    pub(super) fn dir(&self, target: &super::target_flags::TargetFlags) -> Option<PathBuf> {
+    pub(super) fn dir(&self, target: &TargetFlags) -> Option<PathBuf> {
         if self.no_regressions {
             return None;
         }
@@ -126,33 +117,26 @@ impl RegressionFlags {
     }
 }
 
-/// `hookstorm doctor`: the preflight alone, and which scenarios the target
-/// would skip.
-pub fn doctor(mut args: Args) -> anyhow::Result<i32> {
-    args.preflight_only = true;
-    run(args)
-}
-
 /// Runs the scenarios and returns the verdict's exit code.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    if let Some(problem) = args.run.problem(&args.target) {
+    if let Some(problem) = args.run.problem() {
         return Ok(super::usage_error(problem));
+    }
+    if args.preflight_only {
+        return super::doctor::run(super::doctor::Args {
+            target: args.target,
+            select: args.select,
+            builtin: args.builtin,
+        });
     }
     if args.max_fail == Some(0) {
         return Ok(super::usage_error(
             "--max-fail 0: expected 1 or more (--fail-fast is --max-fail 1)",
         ));
     }
-    let file_selection = match args.target.selection() {
-        Ok(s) => s,
-        Err(e) => {
-            errln!("error: {e}");
-            return Ok(exit::TARGET_UNUSABLE);
-        }
-    };
-    let mut scenarios = match select_scenarios(&args, &file_selection) {
-        Ok(s) => s,
-        Err(e) => return Ok(super::usage_error(format!("{e:#}"))),
+    let (mut scenarios, require_all) = match args.select.for_target(&args.target) {
+        Ok(picked) => picked,
+        Err(code) => return Ok(code),
     };
     // The regression folder's scenarios first: a bug explore once found is
     // checked on every run until it is fixed.
@@ -161,22 +145,20 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             Ok(found) => found,
             Err(e) => return Ok(super::usage_error(format!("regression folder: {e}"))),
         };
-        let fresh: Vec<Scenario> = found
+        let mut fresh: Vec<Scenario> = found
             .into_iter()
             .filter(|r| !scenarios.iter().any(|s| s.name == r.name))
             .collect();
         if !fresh.is_empty() {
             info!("{} regression(s) from {} first", fresh.len(), dir.display());
         }
-        let mut all = fresh;
-        all.append(&mut scenarios);
-        scenarios = all;
+        fresh.append(&mut scenarios);
+        scenarios = fresh;
     }
     let scenarios = match args.shard {
         Some(s) => s.take(scenarios),
         None => scenarios,
     };
-    let require_all = args.require_all || file_selection.require_all;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -191,7 +173,7 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
         target,
         child,
         reproduce,
-    } = match args.run.build_target(&args.target, "hookstorm run")? {
+    } = match build_target(&args.target, &args.builtin, "hookstorm run")? {
         Ok(b) => b,
         Err(code) => return Ok(code),
     };
@@ -234,24 +216,6 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
         ..args.run.options(seed, out_dir, reproduce)
     };
     let words = args.target.words_for(&target);
-    if args.preflight_only {
-        let outcome = tokio::select! {
-            o = hookstorm::run::doctor(&target, &scenarios, &opts) => o,
-            _ = stop.wait() => {
-                hookstorm::lifecycle::kill_all();
-                errln!("interrupted: stopped every process the harness started");
-                return Ok(exit::INTERRUPTED);
-            }
-        };
-        drop(child);
-        return Ok(match outcome {
-            Ok(d) => doctor_report(&d, &words, opts.require_all),
-            Err(e) => {
-                errln!("error: {e}");
-                exit::TARGET_UNUSABLE
-            }
-        });
-    }
     let json_lines = args.message_format == super::message::MessageFormat::Json;
     let mut progress = |ev: RunEvent<'_>| match ev {
         RunEvent::ScenarioStarted { name, index, total } => info!("[{index}/{total}] {name} …"),
@@ -271,7 +235,7 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
         },
         RunEvent::Preflight(pf) => crate::ui::write_stderr(
             crate::ui::Verbosity::Normal,
-            format_args!("{}", preflight_lines(pf, &words)),
+            format_args!("{}", super::doctor::preflight_lines(pf, &words)),
         ),
     };
     if let Some(at) = args.start_at {
@@ -327,26 +291,20 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
             super::message::emit(&super::message::run_line(&o.report, &o.dir));
             Ok(o.report.exit_code())
         }
-        Ok(o) => {
-            let color = !args.no_color && crate::ui::color_stdout();
-            outln!(
-                "{}",
-                hookstorm::report::console::console_table(&o.report, color)
-            );
-            outln!("reports: {}", o.dir.display());
-            for line in &shrunk {
-                outln!("{line}");
-            }
-            Ok(o.report.exit_code())
-        }
+        Ok(o) => Ok(super::print_run(&o.report, &o.dir, &shrunk, args.no_color)),
         Err(_) if stop.requested() => Ok(exit::INTERRUPTED),
         Err(hookstorm::run::RunError::Target(m)) => {
             errln!("error: target unusable: {m}");
             Ok(exit::TARGET_UNUSABLE)
         }
         Err(hookstorm::run::RunError::Preflight(pf)) => {
-            if let Some(f) = pf.problem() {
-                errln!("error: target unusable: {}", f.render(&words));
+            match pf.problem() {
+                // The preflight's lines (shown unless -q) hold the FAIL line: once is enough.
+                Some(_) if crate::ui::verbosity() >= crate::ui::Verbosity::Normal => {
+                    errln!("error: target unusable: fix what the preflight's FAIL line says")
+                }
+                Some(f) => errln!("error: target unusable: {}", f.render(&words)),
+                None => errln!("error: target unusable"),
             }
             Ok(exit::TARGET_UNUSABLE)
         }
@@ -354,136 +312,7 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
     }
 }
 
-/// The preflight's findings, one line each.
-pub(super) fn preflight_lines(pf: &Preflight, words: &Words) -> String {
-    let mut out = format!("preflight ({:.1}s):\n", pf.elapsed.as_secs_f64());
-    for f in &pf.findings {
-        let mark = match f.outcome {
-            Outcome::Passed => "ok  ",
-            Outcome::Warning => "note",
-            Outcome::Problem(_) => "FAIL",
-        };
-        out.push_str(&format!("  {mark}  {}\n", f.render(words)));
-    }
-    out
-}
-
-/// Prints what `doctor` found; returns 0 when the target is usable, 3 when
-/// it is not, 1 when a run would fail because `--require-all` meets skips.
-fn doctor_report(d: &hookstorm::run::Doctor, words: &Words, require_all: bool) -> i32 {
-    out!("{}", preflight_lines(&d.preflight, words));
-    if let Some(f) = d.preflight.problem() {
-        outln!("target unusable: {}", f.render(words));
-        return exit::TARGET_UNUSABLE;
-    }
-    let coverage = hookstorm::run::coverage::Coverage::of(d.skips.iter().map(|(_, s)| s.as_ref()));
-    for (name, skip) in &d.skips {
-        if let Some(s) = skip {
-            outln!("would skip {name}: {}", s.reason);
-        }
-    }
-    outln!(
-        "target usable; with it {}",
-        coverage.line().replacen(" ran", " would run", 1)
-    );
-    if require_all && coverage.skipped > 0 {
-        outln!("--require-all: a run would fail on these skips");
-        return exit::FAIL;
-    }
-    exit::PASS
-}
-
-fn select_scenarios(
-    args: &Args,
-    file: &hookstorm::target::SelectionFile,
-) -> anyhow::Result<Vec<Scenario>> {
-    let dir = args
-        .scenario_dir
-        .clone()
-        .unwrap_or_else(default_scenario_dir);
-    let all = || Scenario::load_dir(&dir);
-    let known = || -> Vec<String> {
-        all()
-            .map(|v| v.into_iter().map(|s| s.name).collect())
-            .unwrap_or_default()
-    };
-    let mut picked = Vec::new();
-    if !args.scenarios.is_empty() {
-        for s in &args.scenarios {
-            let path = if s.ends_with(".toml") {
-                PathBuf::from(s)
-            } else {
-                dir.join(format!("{s}.toml"))
-            };
-            if !path.exists() {
-                anyhow::bail!("no scenario {s:?} (hint: one of {})", known().join(", "));
-            }
-            picked.push(Scenario::from_file(&path)?);
-        }
-    } else {
-        picked = all()?;
-        if !file.only.is_empty() {
-            let names = known();
-            if let Some(bad) = file.only.iter().find(|n| !names.contains(n)) {
-                anyhow::bail!(
-                    "[scenarios] only: no scenario {bad:?} (hint: one of {})",
-                    names.join(", ")
-                );
-            }
-            picked.retain(|s| file.only.contains(&s.name));
-        }
-    }
-    let mut names = known();
-    names.extend(picked.iter().map(|s| s.name.clone()));
-    for (whence, list) in [("--skip", &args.skip), ("[scenarios] skip", &file.skip)] {
-        if let Some(bad) = list.iter().find(|n| !names.contains(n)) {
-            anyhow::bail!(
-                "{whence}: no scenario {bad:?} (hint: one of {})",
-                names.join(", ")
-            );
-        }
-    }
-    picked.retain(|s| !args.skip.contains(&s.name) && !file.skip.contains(&s.name));
-    let tags = if args.tags.is_empty() {
-        &file.tags
-    } else {
-        &args.tags
-    };
-    let known_tags: Vec<String> = {
-        let mut t: Vec<String> = all()
-            .map(|v| v.into_iter().flat_map(|s| s.tags).collect())
-            .unwrap_or_default();
-        t.extend(picked.iter().flat_map(|s| s.tags.clone()));
-        t.sort();
-        t.dedup();
-        t
-    };
-    for t in tags.iter().chain(&args.skip_tags).chain(&file.skip_tags) {
-        if !known_tags.contains(t) {
-            anyhow::bail!(
-                "no scenario has tag {t:?} (hint: one of {})",
-                known_tags.join(", ")
-            );
-        }
-    }
-    if !tags.is_empty() {
-        picked.retain(|s| tags.iter().any(|t| s.has_tag(t)));
-    }
-    picked.retain(|s| {
-        !args
-            .skip_tags
-            .iter()
-            .chain(&file.skip_tags)
-            .any(|t| s.has_tag(t))
-    });
-    if picked.is_empty() {
-        anyhow::bail!(
-            "no scenario left to run (hint: `hookstorm list` shows every scenario and its tags)"
-        );
-    }
-    Ok(picked)
-}
-
+/// A seed for a run that names none: time and pid, below a billion.
 pub(super) fn rand_seed() -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -1,7 +1,7 @@
 //! How each run goes, beside the target: the flags `run`, `shrink` and
-//! `explore` share (time scale, concurrency, drain, settle, and the
-//! built-in receiver's defect and database), checked and turned into the
-//! target and the run options one way.
+//! `explore` share (time scale, concurrency, drain, settle), checked and
+//! turned into the run options one way. The built-in receiver's flags are
+//! [`super::resolve::BuiltinFlags`].
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -9,8 +9,7 @@ use std::time::Duration;
 use hookstorm::run::RunOptions;
 use hookstorm::units::HumanDuration;
 
-use super::resolve::{build_target, Built, DEFAULT_TIME_SCALE};
-use super::target_flags::TargetFlags;
+use super::resolve::DEFAULT_TIME_SCALE;
 
 /// The flags of every command that runs scenarios.
 #[derive(Debug, Clone, clap::Args)]
@@ -33,51 +32,15 @@ pub(crate) struct RunFlags {
     /// pauses longer between writes).
     #[arg(long, default_value_t = HumanDuration(hookstorm::state::probe::DEFAULT_SETTLE))]
     pub settle: HumanDuration,
-    /// Built-in receiver only: switch on one deliberate bug (see `hookstorm-receiver --help`).
-    #[arg(long)]
-    pub defect: Option<String>,
-    /// Built-in receiver only: its database (default: SQLite in a temp folder).
-    #[arg(long)]
-    pub receiver_db: Option<String>,
 }
 
 impl RunFlags {
-    /// What is wrong with these flags beside `target`, as a usage error's
-    /// words.
-    pub fn problem(&self, target: &TargetFlags) -> Option<String> {
-        if let Some(t) = self.time_scale {
-            if let Err(e) = hookstorm::scenario::check_time_scale(t) {
-                return Some(format!("--time-scale {e}"));
-            }
-        }
-        if target.given() {
-            for (flag, set) in [
-                ("--defect", self.defect.is_some()),
-                ("--receiver-db", self.receiver_db.is_some()),
-            ] {
-                if set {
-                    return Some(format!(
-                        "{flag} configures the built-in reference receiver, which --target/--url replace (hint: drop {flag}, or drop --target and --url to test the built-in receiver)"
-                    ));
-                }
-            }
-        }
-        None
-    }
-
-    /// The target `target` names, or the built-in receiver these flags
-    /// configure; its reproduce command starts with `command`.
-    pub fn build_target(
-        &self,
-        target: &TargetFlags,
-        command: &str,
-    ) -> anyhow::Result<Result<Built, i32>> {
-        build_target(
-            target,
-            self.defect.as_deref(),
-            self.receiver_db.as_deref(),
-            command,
-        )
+    /// What is wrong with these flags, as a usage error's words.
+    pub fn problem(&self) -> Option<String> {
+        let t = self.time_scale?;
+        hookstorm::scenario::check_time_scale(t)
+            .err()
+            .map(|e| format!("--time-scale {e}"))
     }
 
     /// The options of a run with these flags: `seed`, reports under

@@ -21,13 +21,13 @@ use hookstorm::shrink::{self, Outcome, Report, SearchEvent, ShrinkEvent, ShrinkO
 use hookstorm::target::Target;
 use hookstorm::units::HumanDuration;
 
-use super::resolve::Built;
+use super::resolve::{build_target, Built};
 
-/// Arguments of `hookstorm shrink`.
+/// Arguments of `hookstorm shrink`: its own, then the target's and the
+/// built-in receiver's, as `run` has them.
 #[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Shrink")]
 pub struct Args {
-    #[command(flatten)]
-    target: super::target_flags::TargetFlags,
     /// The failing scenario: a name or a .toml file.
     #[arg(long)]
     scenario: String,
@@ -50,19 +50,23 @@ pub struct Args {
     /// Runs of the minimal plan after the search, for "fails X of N runs".
     #[arg(long, value_name = "N", default_value_t = shrink::DEFAULT_CONFIRM)]
     confirm: u32,
-    /// Output folder. Default: reports/shrink/<scenario>.
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Folder the scenario files come from.
-    #[arg(long)]
-    scenario_dir: Option<PathBuf>,
+    /// Reports folder: the shrink writes its own folder in it
+    /// (<out>/shrink/<scenario>/), as `run --out` writes <out>/<run-id>/.
+    #[arg(long, default_value = "reports")]
+    out: PathBuf,
     #[command(flatten)]
     run: super::run_flags::RunFlags,
+    #[command(flatten)]
+    catalog: super::catalog::CatalogFlags,
+    #[command(flatten)]
+    target: super::target_flags::TargetFlags,
+    #[command(flatten)]
+    builtin: super::resolve::BuiltinFlags,
 }
 
 /// Shrinks and returns the exit code.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    if let Some(problem) = args.run.problem(&args.target) {
+    if let Some(problem) = args.run.problem() {
         return Ok(super::usage_error(problem));
     }
     for (flag, n) in [
@@ -73,21 +77,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             return Ok(super::usage_error(format!("{flag} 0: expected 1 or more")));
         }
     }
-    let dir = args
-        .scenario_dir
-        .clone()
-        .unwrap_or_else(super::resolve::default_scenario_dir);
-    let path = if args.scenario.ends_with(".toml") {
-        PathBuf::from(&args.scenario)
-    } else {
-        dir.join(format!("{}.toml", args.scenario))
-    };
-    if !path.exists() {
-        return Ok(super::usage_error(format!(
-            "no scenario {:?} (hint: `hookstorm list` shows every scenario)",
-            args.scenario
-        )));
+    if let Some(e) = args.builtin.conflict(&args.target) {
+        return Ok(super::usage_error(e));
     }
+    let path = match super::catalog::find(&args.catalog.dir(), &args.scenario) {
+        Ok(p) => p,
+        Err(e) => return Ok(super::usage_error(e)),
+    };
     let scenario = match Scenario::from_file(&path) {
         Ok(s) => s,
         Err(e) => return Ok(super::usage_error(e)),
@@ -116,17 +112,14 @@ async fn run_async(args: Args, scenario: Scenario) -> anyhow::Result<i32> {
         target,
         child,
         mut reproduce,
-    } = match args.run.build_target(&args.target, "hookstorm run")? {
+    } = match build_target(&args.target, &args.builtin, "hookstorm run")? {
         Ok(b) => b,
         Err(code) => return Ok(code),
     };
     if let Some(t) = args.run.time_scale {
         reproduce.push_str(&format!(" --time-scale {t}"));
     }
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("reports").join("shrink").join(&scenario.name));
+    let out = args.out.join("shrink").join(&scenario.name);
     let run = args
         .run
         .options(args.seed, out.join("runs"), reproduce.clone());

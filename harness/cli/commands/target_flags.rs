@@ -7,11 +7,12 @@ use std::path::{Path, PathBuf};
 use hookstorm::error::{read_toml, ConfigError};
 use hookstorm::profile::signature::Secret;
 use hookstorm::run::preflight::Words;
-use hookstorm::state::probe::SqlProbeConfig;
+use hookstorm::state::probe::{ProbeConfig, SqlProbeConfig};
 use hookstorm::target::{SelectionFile, Target, TargetFile};
 
 /// Flags that describe a target.
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Target (default: the built-in reference receiver)")]
 pub struct TargetFlags {
     /// Target file (hookstorm.toml). Without it and without --url the
     /// built-in reference receiver is started and tested.
@@ -89,6 +90,82 @@ impl TargetFlags {
             ));
         }
         out
+    }
+
+    /// A flag whose value is wrong by itself (a URL without a scheme, an
+    /// unknown profile, `--secret acct_a=` with no secret): the usage error
+    /// that names the flag. What only the target can tell (an unset
+    /// variable, a mistake in the target file, nothing listening) is left
+    /// to [`TargetFlags::resolve`] and the preflight, which exit 3.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(u) = &self.url {
+            url_flag(u)?;
+            let file_allows = self
+                .target
+                .as_ref()
+                .and_then(|p| read_toml::<TargetFile>(p).ok())
+                .and_then(|f| f.allow_insecure);
+            let allowed = self.allow_insecure || file_allows == Some(true);
+            if hookstorm::target::check_url(u, Some(allowed)).is_err() {
+                return Err(format!(
+                    "--url {:?} is not https and not loopback; real senders mark such deliveries dead at once (hint: --allow-insecure to test anyway)",
+                    hookstorm::target::redact_url(u)
+                ));
+            }
+        }
+        if let Some(p) = &self.profile {
+            hookstorm::profile::Profile::resolve(p).map_err(|e| format!("--profile {e}"))?;
+        }
+        for spec in &self.secrets {
+            let (account, list) = split_account(spec);
+            if list.split(',').all(|s| s.trim().is_empty()) {
+                return Err(format!(
+                    "--secret {account}=: no secret (hint: --secret ACCOUNT=SECRET[,SECRET…], or --secret-env ACCOUNT=VAR)"
+                ));
+            }
+        }
+        for spec in &self.secret_envs {
+            let (account, var) = split_account(spec);
+            if var.is_empty() || var.contains(['=', ',', ' ']) {
+                return Err(format!(
+                    "--secret-env {spec}: expected ACCOUNT=VAR or VAR, VAR an environment variable's name (hint: --secret-env {account}=MY_SECRETS)"
+                ));
+            }
+        }
+        let probes = [
+            (
+                "--state-http",
+                &self.state_http,
+                ProbeConfig {
+                    http: self.state_http.clone(),
+                    ..Default::default()
+                },
+            ),
+            (
+                "--state-sql",
+                &self.state_sql,
+                ProbeConfig {
+                    sql: self.state_sql.as_ref().map(|url| SqlProbeConfig {
+                        url: url.clone(),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+            ),
+        ];
+        for (flag, given, alone) in probes {
+            if given.is_some() {
+                if let Err(e) = hookstorm::state::probe::Probe::from_config(&alone) {
+                    let e = e.to_string();
+                    let e = e.strip_prefix("state probe: ").unwrap_or(&e);
+                    return Err(format!(
+                        "{flag} {}",
+                        e.strip_prefix("sql url ").unwrap_or(e)
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The target file's `[scenarios]` section (empty without a file).
@@ -231,6 +308,16 @@ impl TargetFlags {
         }
         Target::resolve(file, Path::new(&origin))
     }
+}
+
+/// `--url URL` that is no http(s) URL with a host: the usage error for it.
+pub(crate) fn url_flag(url: &str) -> Result<(), String> {
+    hookstorm::target::check_url(url, Some(true)).map_err(|e| {
+        format!(
+            "--url {} (hint: a URL like https://host/webhooks/{{account}})",
+            e.strip_prefix("url ").unwrap_or(&e)
+        )
+    })
 }
 
 /// `acct=value` → (acct, value); a bare value belongs to `acct_a`.

@@ -15,14 +15,17 @@
 //! judged: its schedule has not run out.
 
 use super::aggregate::{flag, Aggregator};
-use super::store::evidence;
-use super::verdict::{EvidenceSet, InvariantResult, Verdict};
+use super::found::Found;
+use super::partial::Partial;
+use super::store::{evidence, key_rank, result};
+use super::verdict::{InvariantResult, Verdict};
 use crate::invariant::InvariantId;
+use crate::words::{agree, count};
 
-/// I9 from the history.
-pub(crate) fn acknowledged(agg: &Aggregator) -> InvariantResult {
-    let mut ev = EvidenceSet::default();
-    let (mut genuine, mut excused) = (0usize, 0usize);
+/// I9 from the history. Counts: genuine deliveries, those excused.
+pub(crate) fn acknowledged(agg: &Aggregator) -> Partial {
+    let mut ev = Found::default();
+    let (mut genuine, mut excused) = (0u64, 0u64);
     for k in &agg.keys {
         if !k.has(flag::GENUINE) {
             continue;
@@ -40,24 +43,45 @@ pub(crate) fn acknowledged(agg: &Aggregator) -> InvariantResult {
             s => format!("was answered {s}"),
         };
         let what = format!(
-            "never acknowledged with a 2xx: {} attempt(s) until the schedule ran out; the last the receiver saw {last}",
-            k.genuine_attempts
+            "never acknowledged with a 2xx: {} until the schedule ran out; the last the receiver saw {last}",
+            count(k.genuine_attempts as usize, "attempt")
         );
-        ev.push(|| evidence(agg, k, what, vec![k.missed_line.into()]));
+        ev.push(key_rank(k), || {
+            evidence(agg, k, what, vec![k.missed_line.into()])
+        });
     }
-    let total = ev.total;
+    Partial {
+        n: [genuine, excused, 0],
+        found: ev,
+        ..Partial::default()
+    }
+}
+
+/// I9 in words.
+pub(crate) fn acknowledged_result(p: &Partial) -> InvariantResult {
+    let [genuine, excused, _] = p.n;
+    let total = p.found.total;
     let excuse = if excused > 0 {
-        format!(" ({excused} more died by design: every attempt was answered by the harness's own front or ran during a database cut)")
+        format!(
+            " ({} more died by design: the harness's own faults explain every attempt that was not acknowledged)",
+            excused
+        )
     } else {
         String::new()
     };
-    ev.into_result(
+    result(
         InvariantId::I9,
+        p,
         Verdict::Fail,
         format!(
-            "every genuine delivery that reached the receiver was acknowledged with a 2xx ({} deliveries){excuse}",
-            genuine - excused
+            "every genuine delivery that reached the receiver was acknowledged with a 2xx ({}){excuse}",
+            count(genuine - excused, "delivery")
         ),
-        format!("{total} of {genuine} genuine deliveries were never acknowledged before their schedule ran out{excuse}"),
+        format!(
+            "{total} of {} {} never acknowledged before {} schedule ran out{excuse}",
+            count(genuine, "genuine delivery"),
+            agree(total, "was"),
+            if total == 1 { "its" } else { "their" }
+        ),
     )
 }

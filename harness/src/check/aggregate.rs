@@ -18,8 +18,10 @@ use crate::history::{Attempt, Event, Intent, Outcome, ProviderTask, TransportFai
 use crate::plan::delivery::{job_key, TaskStatus};
 use crate::tag::FaultTag;
 
+use super::found::Found;
 pub(crate) use super::intern::Interner;
-use super::verdict::{Counts, DeadLetter, Evidence, EvidenceSet, MAX_DEAD_LETTERS};
+use super::verdict::{Counts, DeadLetter, Evidence, MAX_DEAD_LETTERS};
+use crate::outcome::{self, AttemptOutcome, Facts, Judged};
 
 pub(crate) use super::intern::NONE;
 /// History lines kept per key for evidence.
@@ -66,15 +68,68 @@ pub(crate) mod flag {
     pub const REAL: u32 = GENUINE | PROVIDER;
 }
 
+/// What the checker reads of an attempt's fault tags, decided once per
+/// attempt from the excuse table ([`crate::excuse`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct TagFacts {
+    /// The harness's own front answered with a redirect.
+    pub front_redirect: bool,
+    /// A fault excuses the attempt's slowness (I7).
+    pub excuses_slowness: bool,
+    /// The harness discarded the 2xx.
+    pub drop_ack: bool,
+    /// A fault explains that the attempt was not acknowledged (I9).
+    pub explains_missing_ack: bool,
+    /// The attempt is a duplicate of a delivery (a copy, replay or redelivery).
+    pub duplicate: bool,
+    /// The harness's own front gave the status (`front:<status>`): a 4xx
+    /// that is no answer of the receiver's (I7).
+    pub front_status: bool,
+    /// A fault excuses a poison event's non-2xx (I8): the front gave it,
+    /// or the harness had the database cut.
+    pub excuses_poison_error: bool,
+}
+
+impl TagFacts {
+    /// The facts of these tags.
+    pub fn of(tags: &[FaultTag]) -> TagFacts {
+        let mut f = TagFacts::default();
+        for t in tags {
+            f.add(t);
+        }
+        f
+    }
+
+    /// The facts of tags as the history writes them.
+    pub fn of_names<'s>(names: impl IntoIterator<Item = &'s str>) -> TagFacts {
+        let mut f = TagFacts::default();
+        for n in names {
+            f.add(&FaultTag::parse(n));
+        }
+        f
+    }
+
+    fn add(&mut self, t: &FaultTag) {
+        self.front_redirect |= *t == FaultTag::FrontRedirect;
+        self.excuses_slowness |= crate::excuse::excuses_slowness(t);
+        self.drop_ack |= *t == FaultTag::DropAck;
+        self.explains_missing_ack |= crate::excuse::explains_missing_ack(t);
+        self.duplicate |= t.is_duplicate();
+        self.front_status |= matches!(t, FaultTag::FrontStatus(_));
+        self.excuses_poison_error |= crate::excuse::excused(t, crate::invariant::InvariantId::I8);
+    }
+}
+
 /// The fields of an attempt the checker reads, borrowed (from an [`Attempt`]
 /// or straight from a history line).
+#[derive(Debug)]
 pub(crate) struct AttemptView<'a> {
     pub delivery: &'a str,
     pub key: &'a str,
     pub account: &'a str,
     pub job: Option<&'a str>,
     pub attempt: u32,
-    pub faults: Vec<FaultTag>,
+    pub tags: TagFacts,
     pub status: Option<u16>,
     pub latency_ms: Option<f64>,
     pub error: Option<&'a str>,
@@ -97,7 +152,7 @@ impl<'a> From<&'a Attempt> for AttemptView<'a> {
             account: &a.account,
             job: a.job.as_deref(),
             attempt: a.attempt,
-            faults: a.faults.clone(),
+            tags: TagFacts::of(&a.faults),
             status: a.status,
             latency_ms: a.latency_ms,
             error: a.error.as_deref(),
@@ -115,6 +170,7 @@ impl<'a> From<&'a Attempt> for AttemptView<'a> {
 }
 
 /// The fields of a provider task the checker reads, borrowed.
+#[derive(Debug)]
 pub(crate) struct ProviderView<'a> {
     pub account: &'a str,
     pub key: &'a str,
@@ -150,7 +206,8 @@ pub(crate) struct KeyAgg {
     pub flags: u32,
     pub first_line: u32,
     pub lines: [u32; KEY_LINES],
-    pub nlines: u8,
+    /// Relevant lines seen (saturating); the first [`KEY_LINES`] are kept.
+    pub seen: u16,
     /// First line of a non-strict status deviation.
     pub status_line: u32,
     /// Line of the last genuine attempt that reached the receiver and was
@@ -177,10 +234,23 @@ impl KeyAgg {
     }
 
     pub(super) fn add_line(&mut self, line: u64) {
-        if (self.nlines as usize) < KEY_LINES {
-            self.lines[self.nlines as usize] = line32(line);
-            self.nlines += 1;
+        let kept = self.kept();
+        if kept < KEY_LINES {
+            self.lines[kept] = line32(line);
         }
+        self.seen = self.seen.saturating_add(1);
+    }
+
+    /// How many of `lines` hold a line.
+    pub(super) fn kept(&self) -> usize {
+        usize::from(self.seen).min(KEY_LINES)
+    }
+
+    /// How many relevant lines the key had in all (the first line when
+    /// none was marked relevant), of which [`KeyAgg::evidence_lines`] lists
+    /// the first [`KEY_LINES`].
+    pub fn lines_seen(&self) -> usize {
+        usize::from(self.seen).max(1)
     }
 
     /// The resource's sequence, when the key has a resource.
@@ -190,10 +260,10 @@ impl KeyAgg {
 
     /// The relevant lines, or the first line when none was marked relevant.
     pub fn evidence_lines(&self) -> Vec<u64> {
-        if self.nlines == 0 {
+        if self.seen == 0 {
             vec![self.first_line.into()]
         } else {
-            self.lines[..self.nlines as usize]
+            self.lines[..self.kept()]
                 .iter()
                 .map(|&l| l.into())
                 .collect()
@@ -210,12 +280,6 @@ impl KeyAgg {
     pub fn must_store(&self, reconciled: bool) -> bool {
         self.acknowledged() || (reconciled && self.has(flag::PROVIDER_FINAL))
     }
-
-    /// A non-poison task whose status and creation time are known.
-    pub fn completed_at(&self) -> Option<i64> {
-        (self.has(flag::COMPLETED) && !self.has(flag::POISON) && self.created != NO_TIME)
-            .then_some(self.created)
-    }
 }
 
 /// The streaming fold of a scenario's history.
@@ -230,8 +294,14 @@ pub struct Aggregator {
     by_name: hashbrown::HashTable<u32>,
     pub(super) deliveries: FxHashSet<u64>,
     pub(crate) counts: Counts,
-    pub(super) dead: Vec<(DeadLetter, u32)>,
-    pub(crate) status_fail: EvidenceSet,
+    /// The first dead letters, with their history lines and records.
+    pub(super) dead: Vec<(u64, DeadLetter, u32)>,
+    /// The record of every genuine delivery that died, in order: what
+    /// each death came to is settled once its key is read
+    /// ([`Aggregator::settle_deaths`]).
+    pub(super) died: Vec<u32>,
+    /// I7's findings about single answers ([`status_findings`]).
+    pub(crate) status_fail: Found,
     pub(crate) answer_limit: Duration,
     pub(crate) sequenced: bool,
     /// The account of the last attempt: histories have few accounts, so
@@ -277,7 +347,8 @@ impl Aggregator {
             deliveries: FxHashSet::default(),
             counts: Counts::default(),
             dead: Vec::new(),
-            status_fail: EvidenceSet::default(),
+            died: Vec::new(),
+            status_fail: Found::default(),
             answer_limit,
             sequenced: false,
             last_account: NONE,
@@ -312,7 +383,7 @@ impl Aggregator {
                 flags: 0,
                 first_line: line32(line),
                 lines: [0; KEY_LINES],
-                nlines: 0,
+                seen: 0,
                 status_line: 0,
                 missed_line: 0,
                 missed_status: 0,
@@ -377,7 +448,7 @@ impl Aggregator {
         match event {
             Event::Attempt(a) => self.attempt(line, &AttemptView::from(a)),
             Event::Provider(p) => self.provider(line, &ProviderView::from(p)),
-            Event::Run(_) | Event::Fault(_) => {}
+            Event::Run(_) | Event::Fault(_) | Event::Emit(_) => {}
         }
     }
 
@@ -413,18 +484,22 @@ impl Aggregator {
         self.describe_task(i, p.job, Some(p.task_status), Some(p.created_at));
     }
 
+    /// Folds one attempt: the run's counts, the answer's own findings
+    /// ([`status_findings`]) and the key's record ([`Aggregator::key_attempt`]).
     pub(crate) fn attempt(&mut self, line: u64, a: &AttemptView) {
-        let c = &mut self.counts;
-        c.attempts += 1;
-        match a.outcome {
-            Outcome::Ok => c.ok += 1,
-            Outcome::Fail => c.fail += 1,
-            Outcome::Info => c.info += 1,
-        }
+        self.counts.count(a);
         let mut h = std::hash::DefaultHasher::new();
         a.delivery.hash(&mut h);
         self.deliveries.insert(h.finish());
+        status_findings(line, a, self.answer_limit, &mut self.status_fail);
+        self.key_attempt(line, a);
+    }
 
+    /// Folds what one attempt says about its key. It reads neither the
+    /// latency nor the detail of the attempt, and its delivery and error
+    /// only when the delivery died: a partition's spilled attempts carry
+    /// no more than that.
+    pub(crate) fn key_attempt(&mut self, line: u64, a: &AttemptView) {
         let i = self.slot(a.account, a.key, line);
         if a.intent == Intent::Genuine {
             self.describe_task(i, a.job, a.task_status, a.created_at);
@@ -436,10 +511,26 @@ impl Aggregator {
                 self.keys[i].sequence = s;
             }
         }
-        let tags: &[FaultTag] = &a.faults;
-        self.status(line, i, a, tags);
-
+        let tags = a.tags;
         let agg = &mut self.keys[i];
+        // A 4xx the harness's front gave (`front:429`) is not the
+        // receiver's answer (the excuse table's front:<status> row).
+        if is_4xx(a.status) && !tags.front_status {
+            // I7's 4xx rules; whether they are deviations or failures is
+            // decided at the end, once the state says whether it stayed intact.
+            let f = match a.intent {
+                Intent::Genuine if agg.has(flag::ACKED) || tags.duplicate => flag::DUP_4XX,
+                Intent::Genuine => flag::GEN_4XX,
+                Intent::Test => flag::TEST_4XX,
+                _ => 0,
+            };
+            if f != 0 {
+                agg.flags |= f;
+                if agg.status_line == 0 {
+                    agg.status_line = line32(line);
+                }
+            }
+        }
         agg.flags |= match a.intent {
             Intent::Genuine => flag::GENUINE,
             Intent::Test => flag::TEST,
@@ -453,10 +544,7 @@ impl Aggregator {
             // A status the harness's own front gave, or a 5xx while the
             // harness had the database cut, is no processing error that
             // reached the sender (the table of what faults excuse says so).
-            let excused = tags
-                .iter()
-                .any(|t| crate::excuse::excused(t, crate::invariant::InvariantId::I8));
-            if a.status.is_some() && !is_2xx(a.status) && !excused {
+            if a.status.is_some() && !is_2xx(a.status) && !tags.excuses_poison_error {
                 agg.flags |= flag::POISON_NON2XX;
                 if agg.status_line == 0 {
                     agg.status_line = line32(line);
@@ -465,7 +553,7 @@ impl Aggregator {
         }
         let genuine = a.intent == Intent::Genuine;
         let ok = genuine && a.outcome == Outcome::Ok;
-        let drop_ack = genuine && is_2xx(a.status) && tags.contains(&FaultTag::DropAck);
+        let drop_ack = genuine && is_2xx(a.status) && tags.drop_ack;
         if ok {
             agg.flags |= flag::OK;
         }
@@ -477,7 +565,7 @@ impl Aggregator {
             // I9: an attempt the receiver itself saw and did not acknowledge.
             // A transport error, a malformed answer or a connection closed
             // before the status line has no status: never an acknowledgement.
-            if !ok && !drop_ack && !tags.iter().any(crate::excuse::explains_missing_ack) {
+            if outcome::receiver_missed(&facts(a)) {
                 agg.flags |= flag::RECEIVER_MISSED;
                 agg.missed_line = line32(line);
                 agg.missed_status = a.status.unwrap_or(0);
@@ -491,104 +579,169 @@ impl Aggregator {
         }
 
         if a.dead {
-            self.counts.dead += 1;
-            if self.dead.len() < MAX_DEAD_LETTERS {
-                self.dead.push((
-                    DeadLetter {
-                        delivery: a.delivery.to_string(),
-                        key: a.key.to_string(),
-                        account: a.account.to_string(),
-                        attempts: a.attempt,
-                        last_status: a.status,
-                        last_error: a.error.map(str::to_string),
-                        recovered: false,
-                    },
-                    i as u32,
-                ));
-            }
+            self.counts_dead_letter(line, i, a);
         }
     }
 
-    /// I7's per-attempt rules; non-strict deviations are decided at the end,
-    /// once the state says whether it stayed intact.
-    fn status(&mut self, line: u64, i: usize, a: &AttemptView, tags: &[FaultTag]) {
-        let fail = |what: String| Evidence {
-            key: a.key.to_string(),
-            account: Some(a.account.to_string()),
-            what,
-            lines: vec![line],
-        };
-        if let Some(s @ 300..=399) = a.status {
-            if !tags.contains(&FaultTag::FrontRedirect) {
-                self.status_fail.push(|| {
-                    fail(format!(
-                        "answered {s}: redirects are never followed, every 3xx is a failed attempt"
-                    ))
-                });
+    /// Keeps a dead delivery, while there is room (`Counts::dead` counts
+    /// them all). A genuine one's death is settled with its key
+    /// ([`Aggregator::settle_deaths`]); any other died as its own last
+    /// attempt says (a forged delivery refused to the end died by design).
+    fn counts_dead_letter(&mut self, line: u64, i: usize, a: &AttemptView) {
+        let by_design = match outcome::judge(&facts(a)) {
+            Judged::Died => {
+                self.died.push(i as u32);
+                true
             }
+            Judged::Now(o) => matches!(
+                o,
+                AttemptOutcome::RejectedAsRequired | AttemptOutcome::FailedByDesign
+            ),
+        };
+        if self.dead.len() < MAX_DEAD_LETTERS {
+            self.dead.push((
+                line,
+                DeadLetter {
+                    delivery: a.delivery.to_string(),
+                    key: a.key.to_string(),
+                    account: a.account.to_string(),
+                    attempts: a.attempt,
+                    last_status: a.status,
+                    last_error: a.error.map(str::to_string),
+                    recovered: false,
+                    by_design,
+                },
+                i as u32,
+            ));
         }
-        if a.intent.must_reject() && is_2xx(a.status) {
-            let s = a.status.unwrap_or_default();
-            let kind = a.detail.unwrap_or(match a.intent {
-                Intent::CrossAccount => "other account's secret",
-                Intent::Oversized => "oversized body",
-                Intent::ExpiredReplay => "expired replay",
-                _ => "forged",
-            });
-            self.status_fail
-                .push(|| fail(format!("{kind} delivery answered {s}; it must get a 4xx")));
+    }
+
+    /// Every genuine death settled by its key, as I9 judges it: by design
+    /// unless the receiver itself missed an attempt of the key. Counts
+    /// each into `counts` and says so on the dead letters.
+    pub(crate) fn settle_deaths(&self, counts: &mut Counts) -> Vec<(u64, DeadLetter, u32)> {
+        for &i in &self.died {
+            let missed = self.keys[i as usize].has(flag::RECEIVER_MISSED);
+            counts.add_outcome(outcome::of_death(missed), 1);
         }
-        // A 2xx the sender did not accept: the answer lacked what the
-        // provider's own check asks for (a Slack url_verification's challenge).
-        if a.intent == Intent::Test && is_2xx(a.status) && a.outcome == Outcome::Fail {
-            let s = a.status.unwrap_or_default();
-            let why = a
-                .error
-                .unwrap_or("it lacked what the provider's check asks for");
-            self.status_fail.push(|| {
+        self.dead
+            .iter()
+            .map(|(line, d, i)| {
+                let k = &self.keys[*i as usize];
+                let mut d = d.clone();
+                if k.has(flag::GENUINE) && k.has(flag::RECEIVER_MISSED) {
+                    d.by_design = false;
+                }
+                (*line, d, *i)
+            })
+            .collect()
+    }
+}
+
+/// What [`outcome::judge`] reads of an attempt.
+pub(crate) fn facts(a: &AttemptView) -> Facts {
+    Facts {
+        intent: a.intent,
+        status: a.status,
+        outcome: a.outcome,
+        excused: a.tags.explains_missing_ack,
+        drop_ack: a.tags.drop_ack,
+        dead: a.dead,
+    }
+}
+
+impl Counts {
+    /// Counts one attempt (not its delivery: distinct deliveries are
+    /// counted apart).
+    pub(crate) fn count(&mut self, a: &AttemptView) {
+        self.attempts += 1;
+        match a.outcome {
+            Outcome::Ok => self.ok += 1,
+            Outcome::Fail => self.fail += 1,
+            Outcome::Info => self.info += 1,
+        }
+        if a.dead {
+            self.dead += 1;
+        }
+        // What the attempt came to; a genuine death is counted with its
+        // key ([`Aggregator::settle_deaths`]).
+        if let Judged::Now(o) = outcome::judge(&facts(a)) {
+            self.add_outcome(o, 1);
+        }
+    }
+
+    /// Adds `other`'s counts, found apart.
+    pub(crate) fn add(&mut self, other: &Counts) {
+        self.deliveries += other.deliveries;
+        self.attempts += other.attempts;
+        self.ok += other.ok;
+        self.fail += other.fail;
+        self.info += other.info;
+        self.dead += other.dead;
+        for (o, n) in &other.outcomes {
+            self.add_outcome(*o, *n);
+        }
+    }
+}
+
+/// I7's rules for one answer alone, whatever else the history holds: every
+/// 3xx (but the harness's own redirect), a 2xx to a delivery that had to be
+/// rejected or a test delivery's 2xx the provider would not accept, and an
+/// answer slower than `limit` (unless a fault the harness injected made it
+/// slow). Ranked by the attempt's history line.
+pub(crate) fn status_findings(line: u64, a: &AttemptView, limit: Duration, out: &mut Found) {
+    let fail = |what: String| Evidence::new(a.key, Some(a.account.to_string()), what, vec![line]);
+    let rank = (0, line);
+    if let Some(s @ 300..=399) = a.status {
+        if !a.tags.front_redirect {
+            out.push(rank, || {
                 fail(format!(
-                    "test delivery answered {s}, but {why}: the provider would not enable this URL"
+                    "answered {s}: redirects are never followed, every 3xx is a failed attempt"
                 ))
             });
         }
-        // Only the harness holding or stalling the request excuses slowness.
-        if !tags.iter().any(crate::excuse::excuses_slowness) {
-            let limit_ms = self.answer_limit.as_secs_f64() * 1000.0;
-            if let Some(ms) = a.latency_ms.filter(|&ms| ms > limit_ms) {
-                self.status_fail.push(|| {
-                    fail(format!(
-                        "answered after {:.0} ms, over the {:.0} ms limit",
-                        ms, limit_ms
-                    ))
-                });
-            } else if a.status.is_none()
-                && a.error.map(TransportFailure::of) == Some(TransportFailure::Timeout)
-            {
-                self.status_fail
-                    .push(|| fail(format!("no answer within the {:.0} ms limit", limit_ms)));
-            }
-        }
-        let agg = &mut self.keys[i];
-        // A 4xx the harness's front gave (`front:429`) is not the
-        // receiver's answer (the excuse table's front:<status> row).
-        let by_front = tags.iter().any(|t| matches!(t, FaultTag::FrontStatus(_)));
-        if is_4xx(a.status) && !by_front {
-            let f = match a.intent {
-                Intent::Genuine
-                    if agg.has(flag::ACKED) || tags.iter().any(FaultTag::is_duplicate) =>
-                {
-                    flag::DUP_4XX
-                }
-                Intent::Genuine => flag::GEN_4XX,
-                Intent::Test => flag::TEST_4XX,
-                _ => 0,
-            };
-            if f != 0 {
-                agg.flags |= f;
-                if agg.status_line == 0 {
-                    agg.status_line = line32(line);
-                }
-            }
+    }
+    if a.intent.must_reject() && is_2xx(a.status) {
+        let s = a.status.unwrap_or_default();
+        let kind = a.detail.unwrap_or(match a.intent {
+            Intent::CrossAccount => "other account's secret",
+            Intent::Oversized => "oversized body",
+            Intent::ExpiredReplay => "expired replay",
+            _ => "forged",
+        });
+        out.push(rank, || {
+            fail(format!("{kind} delivery answered {s}; it must get a 4xx"))
+        });
+    }
+    // A 2xx the sender did not accept: the answer lacked what the
+    // provider's own check asks for (a Slack url_verification's challenge).
+    if a.intent == Intent::Test && is_2xx(a.status) && a.outcome == Outcome::Fail {
+        let s = a.status.unwrap_or_default();
+        let why = a
+            .error
+            .unwrap_or("it lacked what the provider's check asks for");
+        out.push(rank, || {
+            fail(format!(
+                "test delivery answered {s}, but {why}: the provider would not enable this URL"
+            ))
+        });
+    }
+    // Only the harness holding or stalling the request excuses slowness.
+    if !a.tags.excuses_slowness {
+        let limit_ms = limit.as_secs_f64() * 1000.0;
+        if let Some(ms) = a.latency_ms.filter(|&ms| ms > limit_ms) {
+            out.push(rank, || {
+                fail(format!(
+                    "answered after {:.0} ms, over the {:.0} ms limit",
+                    ms, limit_ms
+                ))
+            });
+        } else if a.status.is_none()
+            && a.error.map(TransportFailure::of) == Some(TransportFailure::Timeout)
+        {
+            out.push(rank, || {
+                fail(format!("no answer within the {:.0} ms limit", limit_ms))
+            });
         }
     }
 }

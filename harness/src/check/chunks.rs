@@ -16,18 +16,17 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{ErrorKind, Read, Seek, SeekFrom};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use std::borrow::Cow;
 
-use crate::history::scan::{self, RawLine};
-use crate::tag::FaultTag;
-
-use super::aggregate::Aggregator;
-use super::aggregate::{AttemptView, ProviderView};
+use super::aggregate::{Aggregator, MAX_LINES};
+use super::aggregate::{AttemptView, ProviderView, TagFacts};
 use super::verdict::CheckError;
+use super::verdict::HistorySource;
+use crate::history::scan::{self, RawLine};
 
 /// At most this many threads read one history. Each part's fold may name
 /// every key (retries spread over the file), and they all live until they
@@ -50,7 +49,7 @@ pub(super) struct Filter<'a> {
 }
 
 /// What reading one file added.
-pub(super) struct FileRead {
+pub(crate) struct FileRead {
     /// Attempt and provider lines.
     pub events: u64,
     /// Lines read (blank ones and a cut last one included).
@@ -59,9 +58,102 @@ pub(super) struct FileRead {
     pub warning: Option<String>,
 }
 
-/// The fold of one part, its line numbers starting at 1.
-struct Part {
+/// What reading several histories in turn gave.
+pub(crate) struct HistoriesRead {
+    /// Attempt and provider lines.
+    pub events: u64,
+    /// Each file and the line numbers it was given.
+    pub sources: Vec<HistorySource>,
+    /// What the reader had to work around.
+    pub warnings: Vec<String>,
+}
+
+/// Reads `histories` in turn with `read(index, file, parts, base)`, the
+/// line numbers running on from file to file (`base` lines before each),
+/// each file in `parts` parts (by default as many as [`parts_for`] says).
+pub(crate) fn read_histories(
+    histories: &[PathBuf],
+    parts: Option<usize>,
+    mut read: impl FnMut(usize, &Path, usize, u64) -> Result<FileRead, CheckError>,
+) -> Result<HistoriesRead, CheckError> {
+    let mut out = HistoriesRead {
+        events: 0,
+        sources: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let mut line = 0u64;
+    for (i, history) in histories.iter().enumerate() {
+        let parts =
+            parts.unwrap_or_else(|| parts_for(std::fs::metadata(history).map_or(0, |m| m.len())));
+        let r = read(i, history, parts, line)?;
+        out.events += r.events;
+        out.warnings.extend(r.warning);
+        out.sources.push(HistorySource {
+            path: history.to_path_buf(),
+            first_line: line + 1,
+            lines: r.lines,
+        });
+        line += r.lines;
+        if line > MAX_LINES {
+            return Err(CheckError::TooLong {
+                path: history.to_path_buf(),
+                max: MAX_LINES,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Takes the events of one part of a history, its line numbers starting
+/// at 1: the folds of a check in memory ([`Folds`]), or the writer of a
+/// check in partitions (`check::spill`).
+pub(crate) trait LineSink {
+    /// One attempt of `scenario`.
+    fn attempt(&mut self, scenario: &str, line: u64, a: &AttemptView) -> std::io::Result<()>;
+    /// One provider task of `scenario`.
+    fn provider(&mut self, scenario: &str, line: u64, p: &ProviderView) -> std::io::Result<()>;
+    /// The part is read: write out what is buffered.
+    fn finish(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One fold per scenario.
+pub(super) struct Folds {
     folds: Vec<(String, Aggregator)>,
+    answer_limit: Duration,
+}
+
+impl Folds {
+    fn fold(&mut self, name: &str) -> &mut Aggregator {
+        // Scenarios come in runs: the last one used is the likely one.
+        let i = match self.folds.iter().rposition(|(n, _)| n == name) {
+            Some(i) => i,
+            None => {
+                self.folds
+                    .push((name.to_string(), Aggregator::new(self.answer_limit)));
+                self.folds.len() - 1
+            }
+        };
+        &mut self.folds[i].1
+    }
+}
+
+impl LineSink for Folds {
+    fn attempt(&mut self, scenario: &str, line: u64, a: &AttemptView) -> std::io::Result<()> {
+        self.fold(scenario).attempt(line, a);
+        Ok(())
+    }
+
+    fn provider(&mut self, scenario: &str, line: u64, p: &ProviderView) -> std::io::Result<()> {
+        self.fold(scenario).provider(line, p);
+        Ok(())
+    }
+}
+
+/// What one part gave: its sink, and how it ended.
+struct Part<S> {
+    sink: S,
     events: u64,
     lines: u64,
     end: PartEnd,
@@ -78,6 +170,8 @@ enum PartEnd {
     },
     /// Reading failed.
     Io(std::io::Error),
+    /// The sink could not take an event (a spill file could not be written).
+    Sink(std::io::Error),
     /// This line is not a history event.
     Bad { line: u64, message: String },
 }
@@ -98,6 +192,41 @@ pub(super) fn fold_file(
     base: u64,
     folds: &mut BTreeMap<String, Aggregator>,
 ) -> Result<FileRead, CheckError> {
+    let answer_limit = filter.answer_limit;
+    let make = |_| Folds {
+        folds: Vec::new(),
+        answer_limit,
+    };
+    read_file(path, filter, parts, base, make, |sink, at| {
+        for (name, fold) in sink.folds {
+            match folds.get_mut(&name) {
+                Some(whole) => whole.absorb(fold, at),
+                None if at == 0 => {
+                    folds.insert(name, fold);
+                }
+                None => {
+                    let mut whole = Aggregator::new(answer_limit);
+                    whole.absorb(fold, at);
+                    folds.insert(name, whole);
+                }
+            }
+        }
+    })
+}
+
+/// Reads `path` in `parts` parts, each into the sink `make(part)` gives,
+/// and hands each part's sink, in file order, to `join` with the number
+/// of lines before it (the file's first line is line `base + 1`). The
+/// parts after a cut last line are dropped unjoined; a line that is not
+/// an event is an error naming it.
+pub(crate) fn read_file<S: LineSink + Send>(
+    path: &Path,
+    filter: &Filter<'_>,
+    parts: usize,
+    base: u64,
+    make: impl Fn(usize) -> S + Sync,
+    mut join: impl FnMut(S, u64),
+) -> Result<FileRead, CheckError> {
     let io = |source| CheckError::Io {
         path: path.into(),
         source,
@@ -106,14 +235,14 @@ pub(super) fn fold_file(
     let starts = cut_points(&mut file, parts.max(1)).map_err(io)?;
     let read = |i: usize| {
         let end = starts.get(i + 1).copied();
-        fold_part(path, starts[i], end, filter)
+        read_part(path, starts[i], end, filter, make(i))
     };
-    let done: Vec<Part> = if starts.len() == 1 {
+    let done: Vec<Part<S>> = if starts.len() == 1 {
         vec![read(0)]
     } else {
         let threads = starts.len().min(MAX_THREADS);
         let next = AtomicUsize::new(0);
-        let mut done: Vec<(usize, Part)> = std::thread::scope(|s| {
+        let mut done: Vec<(usize, Part<S>)> = std::thread::scope(|s| {
             let workers: Vec<_> = (0..threads)
                 .map(|_| {
                     s.spawn(|| {
@@ -147,24 +276,13 @@ pub(super) fn fold_file(
     };
     for part in done {
         let at = base + out.lines;
-        for (name, fold) in part.folds {
-            match folds.get_mut(&name) {
-                Some(whole) => whole.absorb(fold, at),
-                None if at == 0 => {
-                    folds.insert(name, fold);
-                }
-                None => {
-                    let mut whole = Aggregator::new(filter.answer_limit);
-                    whole.absorb(fold, at);
-                    folds.insert(name, whole);
-                }
-            }
-        }
+        join(part.sink, at);
         out.events += part.events;
         out.lines += part.lines;
         match part.end {
             PartEnd::Whole => {}
             PartEnd::Io(source) => return Err(io(source)),
+            PartEnd::Sink(source) => return Err(CheckError::Spill { source }),
             PartEnd::Bad { line, message } => {
                 return Err(CheckError::History {
                     path: path.into(),
@@ -175,9 +293,12 @@ pub(super) fn fold_file(
             PartEnd::Cut { line, bytes, error } => {
                 let line = at + line;
                 out.warning = Some(format!(
-                    "{}: line {line} was cut off ({bytes} bytes, {error}); checked the {} line(s) before it",
+                    "{}: line {line} was cut off ({bytes} bytes, {error}); checked {} before it",
                     path.display(),
-                    line - 1
+                    match line - 1 {
+                        1 => "the 1 line".to_string(),
+                        n => format!("the {n} lines"),
+                    }
                 ));
                 // Nothing follows a line without its newline.
                 break;
@@ -230,10 +351,34 @@ fn read_some(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     }
 }
 
-/// Reads and folds the bytes from `start` to `end` (or to the end of the file).
-fn fold_part(path: &Path, start: u64, end: Option<u64>, filter: &Filter<'_>) -> Part {
+/// Reads the bytes from `start` to `end` (or to the end of the file) into
+/// `sink`, and has it write out what it buffered.
+fn read_part<S: LineSink>(
+    path: &Path,
+    start: u64,
+    end: Option<u64>,
+    filter: &Filter<'_>,
+    sink: S,
+) -> Part<S> {
+    let mut part = read_lines(path, start, end, filter, sink);
+    if let Err(e) = part.sink.finish() {
+        if matches!(part.end, PartEnd::Whole | PartEnd::Cut { .. }) {
+            part.end = PartEnd::Sink(e);
+        }
+    }
+    part
+}
+
+/// Hands every line from `start` to `end` to `sink`.
+fn read_lines<S: LineSink>(
+    path: &Path,
+    start: u64,
+    end: Option<u64>,
+    filter: &Filter<'_>,
+    sink: S,
+) -> Part<S> {
     let mut part = Part {
-        folds: Vec::new(),
+        sink,
         events: 0,
         lines: 0,
         end: PartEnd::Whole,
@@ -313,8 +458,13 @@ fn fold_part(path: &Path, start: u64, end: Option<u64>, filter: &Filter<'_>) -> 
     }
 }
 
-/// Folds one line (with its newline, if it has one) into the part.
-fn fold_line(text: &str, line: u64, filter: &Filter<'_>, part: &mut Part) -> Result<(), PartEnd> {
+/// Hands one line (with its newline, if it has one) to the part's sink.
+fn fold_line<S: LineSink>(
+    text: &str,
+    line: u64,
+    filter: &Filter<'_>,
+    part: &mut Part<S>,
+) -> Result<(), PartEnd> {
     if text.trim().is_empty() {
         return Ok(());
     }
@@ -359,18 +509,11 @@ fn fold_line(text: &str, line: u64, filter: &Filter<'_>, part: &mut Part) -> Res
     if filter.scenario.is_some_and(|f| f != name) {
         return Ok(());
     }
-    // Scenarios come in runs: the last one used is the likely one.
-    let i = match part.folds.iter().rposition(|(n, _)| n == name) {
-        Some(i) => i,
-        None => {
-            part.folds
-                .push((name.to_string(), Aggregator::new(filter.answer_limit)));
-            part.folds.len() - 1
-        }
-    };
-    let fold = &mut part.folds[i].1;
-    raw.fold(line, fold)
-        .map_err(|message| PartEnd::Bad { line, message })
+    match raw.fold(line, name, &mut part.sink) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(PartEnd::Sink(e)),
+        Err(message) => Err(PartEnd::Bad { line, message }),
+    }
 }
 
 fn missing(field: &str) -> String {
@@ -378,8 +521,14 @@ fn missing(field: &str) -> String {
 }
 
 impl RawLine<'_> {
-    /// Folds the line into `fold`; the error names the missing field.
-    fn fold(&self, line: u64, fold: &mut Aggregator) -> Result<(), String> {
+    /// Hands the line to `sink` as an event of `scenario`; the error names
+    /// the missing field, the inner one is the sink's.
+    fn fold(
+        &self,
+        line: u64,
+        scenario: &str,
+        sink: &mut impl LineSink,
+    ) -> Result<std::io::Result<()>, String> {
         fn need<'s>(v: &'s Option<Cow<'_, str>>, field: &str) -> Result<&'s str, String> {
             v.as_deref().ok_or_else(|| missing(field))
         }
@@ -394,7 +543,7 @@ impl RawLine<'_> {
                     account,
                     job: self.job.as_deref(),
                     attempt: self.attempt.ok_or_else(|| missing("attempt"))?,
-                    faults: self.faults.iter().map(|f| FaultTag::parse(f)).collect(),
+                    tags: TagFacts::of_names(self.faults.iter().map(|f| f.as_ref())),
                     status: self.status,
                     latency_ms: self.latency_ms,
                     error: self.error.as_deref(),
@@ -408,7 +557,7 @@ impl RawLine<'_> {
                     poison: self.poison,
                     dead: self.dead,
                 };
-                fold.attempt(line, &view);
+                return Ok(sink.attempt(scenario, line, &view));
             }
             "provider" => {
                 let key = need(&self.key, "key")?;
@@ -421,12 +570,12 @@ impl RawLine<'_> {
                     task_status: self.task_status.ok_or_else(|| missing("task_status"))?,
                     created_at,
                 };
-                fold.provider(line, &view);
+                return Ok(sink.provider(scenario, line, &view));
             }
-            "run" | "fault" => {}
+            "run" | "fault" | "emit" => {}
             other => return Err(format!("unknown event type {other:?}")),
         }
-        Ok(())
+        Ok(Ok(()))
     }
 }
 
@@ -441,7 +590,8 @@ mod tests {
 
     use proptest::prelude::*;
 
-    use crate::check::files::check_histories_in_parts;
+    use crate::check::files::check_in_parts as check_histories_in;
+    use crate::check::Partitioning;
     use crate::check::{check, CheckOptions, FileCheck, MultiCheck, ScenarioCheck};
     use crate::history::{Attempt, Event, Intent, Outcome, ProviderTask};
     use crate::plan::delivery::TaskStatus;
@@ -649,12 +799,13 @@ mod tests {
 
     fn check_in_parts(f: &Files, scenario: Option<&str>, parts: usize) -> Checked {
         let opts = CheckOptions::default();
-        outcome(check_histories_in_parts(
+        outcome(check_histories_in(
             std::slice::from_ref(&f.history),
             &f.state,
             scenario,
             &opts,
             Some(parts),
+            &Partitioning::default(),
         ))
     }
 
@@ -718,12 +869,13 @@ mod tests {
             let second = files(b.as_bytes(), &state);
             let expected = check_in_parts(&whole, None, 1);
             for parts in [1, 2, 7] {
-                let got = outcome(check_histories_in_parts(
+                let got = outcome(check_histories_in(
                     &[first.history.clone(), second.history.clone()],
                     &whole.state,
                     None,
                     &CheckOptions::default(),
                     Some(parts),
+                    &Partitioning::default(),
                 ));
                 prop_assert_eq!(&got, &expected, "{} parts", parts);
             }

@@ -41,6 +41,7 @@ impl Aggregator {
             deliveries,
             counts: later_counts,
             dead: later_dead,
+            died: later_died,
             status_fail: later_status,
             sequenced,
             ..
@@ -66,7 +67,7 @@ impl Aggregator {
             let (account, key) = (id(k.account), id(k.key));
             let Some(i) = self.slot_of(account, key).map(|i| i as u32) else {
                 let mut lines = k.lines;
-                for l in &mut lines[..k.nlines as usize] {
+                for l in &mut lines[..k.kept()] {
                     *l = moved(*l);
                 }
                 let h = name_hash(account, self.strings.name(key));
@@ -101,9 +102,11 @@ impl Aggregator {
             if agg.created == NO_TIME {
                 agg.created = k.created;
             }
-            for &l in &k.lines[..k.nlines as usize] {
+            for &l in &k.lines[..k.kept()] {
                 agg.add_line(u64::from(l) + base);
             }
+            // The later part's lines past the ones it kept are counted, not listed.
+            agg.seen = agg.seen.saturating_add(k.seen - k.kept() as u16);
             if agg.status_line == 0 {
                 agg.status_line = shift(k.status_line);
             }
@@ -114,29 +117,18 @@ impl Aggregator {
             agg.genuine_attempts += k.genuine_attempts;
         }
 
-        let (c, l) = (&mut self.counts, &later_counts);
-        c.deliveries += l.deliveries;
-        c.attempts += l.attempts;
-        c.ok += l.ok;
-        c.fail += l.fail;
-        c.info += l.info;
-        c.dead += l.dead;
-        for (dead, i) in later_dead {
+        self.counts.add(&later_counts);
+        self.died
+            .extend(later_died.into_iter().map(|i| slots[i as usize]));
+        for (line, dead, i) in later_dead {
             if self.dead.len() >= MAX_DEAD_LETTERS {
                 break;
             }
-            self.dead.push((dead, slots[i as usize]));
+            self.dead.push((line + base, dead, slots[i as usize]));
         }
-        self.status_fail.total += later_status.total;
-        for mut e in later_status.items {
-            if self.status_fail.items.len() >= super::verdict::MAX_EVIDENCE {
-                break;
-            }
-            for l in &mut e.lines {
-                *l += base;
-            }
-            self.status_fail.items.push(e);
-        }
+        let mut later_status = later_status;
+        later_status.shift_lines(0, base);
+        self.status_fail.merge(later_status);
         self.sequenced |= sequenced;
     }
 }

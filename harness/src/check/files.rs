@@ -14,18 +14,17 @@
 //! JSON Lines): a million-row state never sits in memory as text or strings.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use crate::history::Event;
-use crate::state::State;
 
-use super::aggregate::MAX_LINES;
-use super::view::{Compact, Rows};
+use super::source::{feed_state, load_states, names_a_state, States};
+use super::spill::{self, Partitioning};
+use super::verdict::{FileCheck, MultiCheck};
 
 use super::aggregate::Aggregator;
 use super::chunks::{self, Filter};
-use super::verdict::{CheckError, EMPTY_HISTORY};
+use super::verdict::CheckError;
 use super::verdict::{CheckOptions, ScenarioCheck};
 
 /// Reads history events with their 1-based line numbers, skipping blank lines.
@@ -54,64 +53,10 @@ impl From<crate::history::HistoryError> for CheckError {
     }
 }
 
-enum States {
-    /// One state file, read (streaming) once the history is folded.
-    One(PathBuf),
-    Many(BTreeMap<String, State>),
-    Dir(PathBuf),
-}
-
-/// Streams a state file into the fold's compact rows.
-fn read_state_file(path: &Path, fold: &mut Aggregator) -> Result<Rows, CheckError> {
-    let file = File::open(path).map_err(|source| CheckError::Io {
-        path: path.into(),
-        source,
-    })?;
-    crate::state::stream::read_any(file, fold.state_sink())
-        .map(|c| c.rows)
-        .map_err(|message| CheckError::State {
-            path: path.into(),
-            message,
-        })
-}
-
-/// The first key of the JSON object at the start of `path`, when it has one.
-fn first_key(path: &Path) -> Result<Option<String>, CheckError> {
-    use std::io::Read;
-    let mut head = Vec::new();
-    File::open(path)
-        .and_then(|f| f.take(4096).read_to_end(&mut head))
-        .map_err(|source| CheckError::Io {
-            path: path.into(),
-            source,
-        })?;
-    let text = String::from_utf8_lossy(&head);
-    let rest = text.trim_start().strip_prefix('{').map(str::trim_start);
-    Ok(rest
-        .and_then(|r| r.strip_prefix('"'))
-        .and_then(|r| r.split_once('"'))
-        .map(|(key, _)| key.to_string()))
-}
-
-/// Whether `path` is one state file rather than a folder or a map of
-/// scenario names to states: a state names its sections first (`inbox`,
-/// …, or `sections` in JSON Lines); a map of states names a scenario.
-fn names_a_state(path: &Path) -> Result<bool, CheckError> {
-    if path.is_dir() {
-        return Ok(false);
-    }
-    Ok(first_key(path)?.is_some_and(|k| {
-        k == "sections"
-            || ["inbox", "results", "winners", "effects", "resources"].contains(&k.as_str())
-    }))
-}
-
 /// What reading the histories gave.
 struct Read {
     folds: BTreeMap<String, Aggregator>,
-    events: u64,
-    sources: Vec<HistorySource>,
-    warnings: Vec<String>,
+    read: chunks::HistoriesRead,
 }
 
 /// Reads and folds every history in turn, line numbers running on.
@@ -127,60 +72,14 @@ fn read_histories(
         scenario,
         answer_limit: opts.answer_limit,
     };
-    let mut out = Read {
-        folds: BTreeMap::new(),
-        events: 0,
-        sources: Vec::new(),
-        warnings: Vec::new(),
-    };
-    let mut line = 0u64;
-    for history in histories {
-        let parts = match parts {
-            Some(n) => n,
-            None => chunks::parts_for(std::fs::metadata(history).map_or(0, |m| m.len())),
-        };
-        let read = chunks::fold_file(history, &filter, parts, line, &mut out.folds)?;
-        out.events += read.events;
-        out.warnings.extend(read.warning);
-        out.sources.push(HistorySource {
-            path: history.to_path_buf(),
-            first_line: line + 1,
-            lines: read.lines,
-        });
-        line += read.lines;
-        if line > MAX_LINES {
-            return Err(CheckError::TooLong {
-                path: history.to_path_buf(),
-                max: MAX_LINES,
-            });
-        }
-    }
-    for fold in out.folds.values_mut() {
+    let mut folds = BTreeMap::new();
+    let read = chunks::read_histories(histories, parts, |_, history, parts, base| {
+        chunks::fold_file(history, &filter, parts, base, &mut folds)
+    })?;
+    for fold in folds.values_mut() {
         fold.seal_deliveries();
     }
-    Ok(out)
-}
-
-fn load_states(path: &Path) -> Result<States, CheckError> {
-    if path.is_dir() {
-        return Ok(States::Dir(path.to_path_buf()));
-    }
-    if names_a_state(path)? {
-        return Ok(States::One(path.to_path_buf()));
-    }
-    let text = std::fs::read_to_string(path).map_err(|source| CheckError::Io {
-        path: path.into(),
-        source,
-    })?;
-    match serde_json::from_str::<BTreeMap<String, State>>(&text) {
-        Ok(m) => Ok(States::Many(m)),
-        Err(e) => Err(CheckError::State {
-            path: path.into(),
-            message: serde_json::from_str::<State>(&text)
-                .err()
-                .map_or_else(|| e.to_string(), |e| e.to_string()),
-        }),
-    }
+    Ok(Read { folds, read })
 }
 
 /// Checks a history file against a state file or folder; one result per
@@ -192,17 +91,6 @@ pub fn check_files(
     opts: &CheckOptions,
 ) -> Result<Vec<ScenarioCheck>, CheckError> {
     check_history(history, state, scenario, opts).map(|c| c.checks)
-}
-
-/// What [`check_history`] found.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FileCheck {
-    /// One result per scenario; an empty history gives one result whose
-    /// every invariant is `unknown`, with the reason.
-    pub checks: Vec<ScenarioCheck>,
-    /// Things the reader had to work around (a last line cut off), for
-    /// stderr and the output.
-    pub warnings: Vec<String>,
 }
 
 /// Like [`check_files`], and says what it had to work around. A history
@@ -219,62 +107,53 @@ pub fn check_history(
     check_histories(&[history.to_path_buf()], state, scenario, opts).map(|m| m.check)
 }
 
-/// One history file of several read as one, and the lines it was given.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HistorySource {
-    /// The file.
-    pub path: PathBuf,
-    /// The number its first line got (1 for the first file).
-    pub first_line: u64,
-    /// Lines read from it.
-    pub lines: u64,
-}
-
-/// What [`check_histories`] found, and where each line number came from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MultiCheck {
-    /// The verdicts, as for one history.
-    pub check: FileCheck,
-    /// The files in the order given; evidence line numbers run on from
-    /// one file to the next.
-    pub sources: Vec<HistorySource>,
-}
-
-impl MultiCheck {
-    /// Which source (index into `sources`) and which of its own lines a
-    /// line number of the evidence is.
-    pub fn locate(&self, line: u64) -> Option<(usize, u64)> {
-        self.sources.iter().enumerate().find_map(|(i, s)| {
-            (line >= s.first_line && line < s.first_line + s.lines)
-                .then(|| (i, line - s.first_line + 1))
-        })
-    }
-}
-
 /// Checks several histories as one against one state: the histories of
 /// shards that sent disjoint keys to one receiver. Every key's attempts
 /// are in one file, in the order its shard made them, and the checker
 /// orders attempts per key (by history line, never across keys), so the
 /// files' order and the machines' clocks do not matter. Line numbers run
 /// on from file to file; [`MultiCheck::locate`] maps them back.
+///
+/// Inputs too large for memory are checked in partitions spilled to disk
+/// (`check::spill`), in the first history's folder.
 pub fn check_histories(
     histories: &[PathBuf],
     state: &Path,
     scenario: Option<&str>,
     opts: &CheckOptions,
 ) -> Result<MultiCheck, CheckError> {
-    check_histories_in_parts(histories, state, scenario, opts, None)
+    check_partitioned(histories, state, scenario, opts, &Partitioning::default())
 }
 
-/// [`check_histories`], reading each file in `parts` parts (by default as
-/// many as [`chunks::parts_for`] says).
-pub(crate) fn check_histories_in_parts(
+/// [`check_histories`], cut into partitions as `how` says.
+pub fn check_partitioned(
+    histories: &[PathBuf],
+    state: &Path,
+    scenario: Option<&str>,
+    opts: &CheckOptions,
+    how: &Partitioning,
+) -> Result<MultiCheck, CheckError> {
+    check_in_parts(histories, state, scenario, opts, None, how)
+}
+
+/// [`check_partitioned`], reading each file in `parts` parts (by default
+/// as many as [`chunks::parts_for`] says).
+pub(crate) fn check_in_parts(
     histories: &[PathBuf],
     state: &Path,
     scenario: Option<&str>,
     opts: &CheckOptions,
     parts: Option<usize>,
+    how: &Partitioning,
 ) -> Result<MultiCheck, CheckError> {
+    let local = local_partitions(how, histories, state);
+    if local > 1 || how.share.is_some() {
+        let dir = spill_dir(how, histories);
+        return check_spilled(
+            histories, state, scenario, opts, parts, local, how.share, &dir,
+        )
+        .map(|(m, _)| m);
+    }
     // A map of states is parsed on its own thread while the histories are
     // read. Only whether STATE is one state (then all events fold as one
     // scenario) changes how they are folded: its first key says so, the
@@ -285,8 +164,109 @@ pub(crate) fn check_histories_in_parts(
     check_guessing(histories, state, scenario, opts, parts, guess)
 }
 
-/// [`check_histories_in_parts`], reading the histories as if the state were
-/// one state (`guess`) while it is parsed.
+/// Checks one share of the keys (`share`, of N; `hookstorm check
+/// --partition I/N`) and writes what it found to `out` (`partition.json`
+/// and `join.bin`), for `hookstorm merge` to join with the other shares
+/// ([`spill::export::join`]).
+pub fn check_share(
+    histories: &[PathBuf],
+    state: &Path,
+    scenario: Option<&str>,
+    opts: &CheckOptions,
+    how: &Partitioning,
+    share: spill::Partition,
+    out: &Path,
+) -> Result<spill::export::PartitionReport, CheckError> {
+    let how = Partitioning {
+        share: Some(share),
+        ..how.clone()
+    };
+    let local = local_partitions(&how, histories, state);
+    let dir = spill_dir(&how, histories);
+    let (_, spilled) = check_spilled(
+        histories,
+        state,
+        scenario,
+        opts,
+        None,
+        local,
+        Some(share),
+        &dir,
+    )?;
+    spill::export::write(out, share, opts, scenario, spilled, local)
+}
+
+/// The partitions a check cuts its inputs into in this process: what `how`
+/// says, else what their size asks for.
+fn local_partitions(how: &Partitioning, histories: &[PathBuf], state: &Path) -> u32 {
+    how.partitions
+        .unwrap_or_else(|| spill::partitions_needed(histories, state, how.share))
+}
+
+/// Where a check spills: where `how` says, else the first history's
+/// folder when it can be written to, else the system's temporary folder.
+fn spill_dir(how: &Partitioning, histories: &[PathBuf]) -> PathBuf {
+    if let Some(d) = &how.spill_dir {
+        return d.clone();
+    }
+    let beside = histories.first().and_then(|h| h.parent()).map(|p| {
+        if p.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            p
+        }
+    });
+    match beside {
+        Some(p) if tempfile::Builder::new().tempfile_in(p).is_ok() => p.to_path_buf(),
+        _ => std::env::temp_dir(),
+    }
+}
+
+/// A check in `local` partitions (of `share`): the checks, and the
+/// spilled records for I5 and I6 a share hands on.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn check_spilled(
+    histories: &[PathBuf],
+    state: &Path,
+    scenario: Option<&str>,
+    opts: &CheckOptions,
+    parts: Option<usize>,
+    local: u32,
+    share: Option<spill::Partition>,
+    dir: &Path,
+) -> Result<(MultiCheck, spill::Spilled), CheckError> {
+    let states = load_states(state)?;
+    let inputs = spill::Inputs {
+        histories,
+        state,
+        states: &states,
+        scenario,
+        all_as_one: matches!(states, States::One(_)) && scenario.is_none(),
+        parts,
+    };
+    let mut sp = spill::check(&inputs, opts, local, share, dir)?;
+    let findings = std::mem::take(&mut sp.findings);
+    let (sources, warnings) = (sp.sources.clone(), sp.warnings.clone());
+    let checks = if sp.events == 0 {
+        vec![ScenarioCheck::empty(scenario, opts)]
+    } else {
+        findings
+            .iter()
+            .map(|(name, f)| f.clone().into_check(name, opts))
+            .collect()
+    };
+    sp.findings = findings;
+    Ok((
+        MultiCheck {
+            check: FileCheck { checks, warnings },
+            sources,
+        },
+        sp,
+    ))
+}
+
+/// The check in memory, reading the histories as if the state were one
+/// state (`guess`) while it is parsed.
 fn check_guessing(
     histories: &[PathBuf],
     state: &Path,
@@ -307,9 +287,12 @@ fn check_guessing(
     let all_as_one = matches!(states, States::One(_)) && scenario.is_none();
     let Read {
         mut folds,
-        events,
-        sources,
-        warnings,
+        read:
+            chunks::HistoriesRead {
+                events,
+                sources,
+                warnings,
+            },
     } = if all_as_one == guess {
         read?
     } else {
@@ -317,27 +300,10 @@ fn check_guessing(
     };
     let history = histories.first().map(PathBuf::as_path).unwrap_or(state);
     if events == 0 {
-        let name = scenario.unwrap_or("all").to_string();
         return Ok(MultiCheck {
             sources,
             check: FileCheck {
-                checks: vec![ScenarioCheck {
-                    scenario: name,
-                    results: opts
-                        .invariants
-                        .iter()
-                        .map(|id| {
-                            super::verdict::InvariantResult::new(
-                                *id,
-                                super::verdict::Verdict::Unknown,
-                                EMPTY_HISTORY,
-                            )
-                        })
-                        .collect(),
-                    counts: Default::default(),
-                    dead_letters: Vec::new(),
-                    observations: Vec::new(),
-                }],
+                checks: vec![ScenarioCheck::empty(scenario, opts)],
                 warnings,
             },
         });
@@ -355,25 +321,11 @@ fn check_guessing(
     }
     let mut out = Vec::new();
     for (name, mut fold) in folds {
-        let rows: Result<Rows, String> = match &states {
-            States::One(p) => Ok(read_state_file(p, &mut fold)?),
-            States::Many(m) => m
-                .get(&name)
-                .map(|s| Compact::of(&mut fold.strings, s))
-                .ok_or_else(|| format!("{} has no state for this scenario", state.display())),
-            States::Dir(dir) => {
-                let candidates = [
-                    dir.join(format!("{name}.json")),
-                    dir.join(format!("{name}.state.json")),
-                ];
-                match candidates.iter().find(|p| p.is_file()) {
-                    None => Err(format!("no {name}.json in {}", dir.display())),
-                    Some(p) => read_state_file(p, &mut fold).map_err(|e| e.to_string()),
-                }
-            }
-        };
-        out.push(match rows {
-            Ok(rows) => fold.finish_rows(&name, Ok(rows), opts),
+        let mut sink = fold.state_sink();
+        let fed = feed_state(&states, state, &name, &mut sink)?;
+        let rows = sink.rows;
+        out.push(match fed {
+            Ok(()) => fold.finish_rows(&name, Ok(rows), opts),
             Err(reason) => fold.finish_rows(&name, Err(&reason), opts),
         });
     }

@@ -1,5 +1,8 @@
 //! The checker: reads a history and a receiver's state and grades every
-//! invariant (I1–I9, see `docs/invariants.md`) as pass, fail, non-strict or unknown.
+//! invariant (I1–I9, see `docs/invariants.md`) as pass, fail, non-strict or
+//! unknown; a pass that came with an observation reads as informational
+//! ([`Grade`]), and every attempt is counted by what it came to
+//! ([`crate::outcome`]).
 //!
 //! It streams. The [`Aggregator`] folds each attempt into one compact record per
 //! (account, key) while the history is read, so a million-attempt history
@@ -21,6 +24,9 @@
 //! parallel read), `files` (`hookstorm check`'s inputs). No file names one
 //! that names it back (`tests/layout.rs`).
 //!
+//! [`sender`] is the other direction: the sender invariants S1–S9 that
+//! `hookstorm sink` grades from a sink's history and a sender's outbox.
+//!
 //! A checker that cannot decide says `unknown`, never `pass`: a missing state
 //! section, a failed probe or a panic inside an invariant all yield
 //! `unknown` with the reason.
@@ -30,10 +36,15 @@ mod aggregate;
 mod chunks;
 mod combine;
 mod files;
+pub mod found;
 mod grade;
 mod intern;
 mod order;
+pub mod partial;
 mod poison;
+pub mod sender;
+mod source;
+pub mod spill;
 mod status;
 mod store;
 mod verdict;
@@ -45,12 +56,13 @@ use crate::state::State;
 pub use crate::invariant::{InvariantId, InvariantParseError};
 pub use aggregate::Aggregator;
 pub use files::{
-    check_files, check_histories, check_history, read_numbered, FileCheck, HistorySource,
-    MultiCheck,
+    check_files, check_histories, check_history, check_partitioned, check_share, read_numbered,
 };
+pub use spill::{Partition, Partitioning};
 pub use verdict::{
-    CheckError, CheckOptions, Counts, DeadLetter, Evidence, InvariantResult, ScenarioCheck,
-    Verdict, EMPTY_HISTORY, MAX_DEAD_LETTERS, MAX_EVIDENCE,
+    CheckError, CheckOptions, Counts, DeadLetter, Evidence, FileCheck, Grade, HistorySource,
+    InvariantResult, MultiCheck, ScenarioCheck, Verdict, EMPTY_HISTORY, MAX_DEAD_LETTERS,
+    MAX_EVIDENCE,
 };
 
 /// Checks one scenario: `events` are history events with their 1-based line
@@ -183,6 +195,73 @@ mod tests {
         assert_eq!(c.results[1].summary, "doubled");
         assert_eq!(c.results[3].summary, "no section");
         assert_eq!(c.verdict(), Fail);
+    }
+
+    #[test]
+    fn a_pass_with_an_observation_grades_informational_and_exits_as_a_pass() {
+        let mut c = ScenarioCheck {
+            scenario: "db-blackhole".into(),
+            results: vec![
+                InvariantResult::new(InvariantId::I1, Verdict::Pass, "ok"),
+                InvariantResult::new(InvariantId::I7, Verdict::Pass, "ok"),
+            ],
+            counts: Counts::default(),
+            dead_letters: Vec::new(),
+            observations: Vec::new(),
+        };
+        assert_eq!(c.grade(), Grade::Pass);
+        c.observations
+            .push("no answer while the database was silent".into());
+        assert_eq!(c.grade(), Grade::Informational);
+        assert_eq!(c.verdict().exit_code(true), crate::exit::PASS);
+        // Only the invariant the excuse table makes informational reads so.
+        assert_eq!(c.grade_of(&c.results[0]), Grade::Pass);
+        assert_eq!(c.grade_of(&c.results[1]), Grade::Informational);
+        // Anything worse than a pass keeps its grade.
+        c.results[1].verdict = Verdict::NonStrict;
+        assert_eq!(c.grade(), Grade::NonStrict);
+        assert_eq!(
+            serde_json::to_string(&Grade::Informational).unwrap(),
+            r#""informational""#
+        );
+    }
+
+    #[test]
+    fn one_missing_key_is_worded_in_the_singular() {
+        use crate::history::Attempt;
+        let events = [(1, Event::Attempt(Attempt::acknowledged("s", "a", "k")))];
+        let state: State = serde_json::from_value(serde_json::json!({ "inbox": [] })).unwrap();
+        let c = check(events, "s", Ok(&state), &CheckOptions::default());
+        assert_eq!(
+            c.result(InvariantId::I1).unwrap().summary,
+            "1 of 1 acknowledged key is missing from the inbox"
+        );
+        assert_eq!(
+            c.result(InvariantId::I7).unwrap().summary,
+            "the 1 answer conforms"
+        );
+    }
+
+    #[test]
+    fn evidence_lists_the_first_lines_of_a_key_and_counts_the_rest() {
+        use crate::history::Attempt;
+        // Seven acknowledged copies of one key, stored seven times.
+        let events = (0..7u64).map(|i| {
+            let a = Attempt::acknowledged("s", "a", "k");
+            (i + 1, Event::Attempt(a))
+        });
+        let row = serde_json::json!({"key": "k", "account": "a", "processed": true});
+        let state: State =
+            serde_json::from_value(serde_json::json!({ "inbox": vec![row; 7] })).unwrap();
+        let c = check(events, "s", Ok(&state), &CheckOptions::default());
+        let e = &c.result(InvariantId::I2).unwrap().evidence[0];
+        assert_eq!(e.what, "7 inbox rows for one key");
+        assert_eq!((e.lines.clone(), e.lines_total), (vec![1, 2, 3, 4], 7));
+        assert_eq!(e.lines_left_out(), 3);
+        assert_eq!(
+            crate::report::lines_label(e),
+            "history lines 1, 2, 3, 4 and 3 more"
+        );
     }
 
     #[test]

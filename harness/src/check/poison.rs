@@ -5,24 +5,23 @@
 //! business).
 
 use super::aggregate::{flag, Aggregator};
-use super::store::{aggs_for_row, evidence};
-use super::verdict::{Evidence, EvidenceSet, InvariantResult, Verdict};
-use super::view::{account_name, StateView};
+use super::found::Found;
+use super::partial::Partial;
+use super::store::{aggs_for_row, evidence, key_rank, result, row_evidence};
+use super::verdict::{InvariantResult, Verdict};
+use super::view::StateView;
 use crate::invariant::InvariantId;
+use crate::words::count;
 
-/// I8 against the state.
-pub(crate) fn isolation(agg: &Aggregator, view: &StateView) -> InvariantResult {
-    let poison = agg.keys.iter().filter(|k| k.has(flag::POISON)).count();
-    if poison == 0 {
-        return InvariantResult::new(
-            InvariantId::I8,
-            Verdict::Pass,
-            "not applicable: no poison deliveries",
-        );
-    }
-    let mut ev = EvidenceSet::default();
+/// I8 against the state. Counts: poison deliveries, rows they blocked.
+/// The rows are judged even when this share has no poison key: the
+/// scenario may have one in another share (its wording drops them when
+/// it has none at all).
+pub(crate) fn isolation(agg: &Aggregator, view: &StateView) -> Partial {
+    let poison = agg.keys.iter().filter(|k| k.has(flag::POISON)).count() as u64;
+    let mut ev = Found::default();
     for k in agg.keys.iter().filter(|k| k.has(flag::POISON_NON2XX)) {
-        ev.push(|| {
+        ev.push(key_rank(k), || {
             evidence(
                 agg,
                 k,
@@ -31,14 +30,19 @@ pub(crate) fn isolation(agg: &Aggregator, view: &StateView) -> InvariantResult {
             )
         });
     }
-    let mut blocked = 0usize;
+    let mut blocked = 0u64;
     for (n, row) in view.rows.inbox.iter().enumerate() {
+        // Without a poison key here, only an unsettled row can be a
+        // finding: one left unprocessed next to a poison row elsewhere.
+        if poison == 0 && row.settled() {
+            continue;
+        }
         let aggs = aggs_for_row(agg, view, n);
         let is_poison = aggs.iter().any(|k| k.has(flag::POISON));
         let lines = || {
-            aggs.iter()
-                .flat_map(|k| k.evidence_lines())
-                .collect::<Vec<_>>()
+            let lines: Vec<u64> = aggs.iter().flat_map(|k| k.evidence_lines()).collect();
+            let total = aggs.iter().map(|k| k.lines_seen()).sum::<usize>();
+            (lines, total)
         };
         let what = if is_poison {
             // Marked failed is settled, whether or not `processed` is set.
@@ -57,18 +61,40 @@ pub(crate) fn isolation(agg: &Aggregator, view: &StateView) -> InvariantResult {
             blocked += 1;
             "genuine row left unprocessed next to a poison row"
         };
-        ev.push(|| Evidence {
-            key: agg.strings.name(row.key).to_string(),
-            account: account_name(agg, row.account),
-            what: what.to_string(),
-            lines: lines(),
+        ev.push((1, u64::from(row.at)), || {
+            row_evidence(agg, row.key, row.account, what.to_string(), lines())
         });
     }
-    let total = ev.total;
-    ev.into_result(
+    Partial {
+        n: [poison, blocked, 0],
+        found: ev,
+        ..Partial::default()
+    }
+}
+
+/// I8 in words.
+pub(crate) fn isolation_result(p: &Partial) -> InvariantResult {
+    let [poison, blocked, _] = p.n;
+    if poison == 0 {
+        return InvariantResult::new(
+            InvariantId::I8,
+            Verdict::Pass,
+            "not applicable: no poison deliveries",
+        );
+    }
+    let total = p.found.total;
+    result(
         InvariantId::I8,
+        p,
         Verdict::Fail,
-        format!("{poison} poison deliveries marked failed, answered 2xx, blocking nothing"),
-        format!("{total} poison-isolation violations ({blocked} rows blocked)"),
+        format!(
+            "{} marked failed, answered 2xx, blocking nothing",
+            count(poison, "poison delivery")
+        ),
+        format!(
+            "{} ({} blocked)",
+            count(total, "poison-isolation violation"),
+            count(blocked, "row")
+        ),
     )
 }

@@ -9,45 +9,47 @@
 //! (fault `redirect`) is the fault, not the receiver.
 
 use super::aggregate::{flag, Aggregator};
-use super::store::evidence;
-use super::verdict::{CheckOptions, EvidenceSet, InvariantResult, Verdict};
+use super::found::Found;
+use super::partial::Partial;
+use super::store::{evidence, key_rank, result};
+use super::verdict::{CheckOptions, InvariantResult, Verdict, MAX_EVIDENCE};
 use super::view::StateView;
 use crate::invariant::InvariantId;
+use crate::words::count;
 
-/// The verdict from the history alone, when the state could not be read.
-pub(crate) fn history_only(agg: &Aggregator) -> InvariantResult {
-    let total = agg.status_fail.total;
+/// The verdict from the history alone, when the state could not be read:
+/// the answers' own findings (`status`).
+pub(crate) fn history_only(status: &Found) -> InvariantResult {
+    let total = status.total;
     InvariantResult {
         id: InvariantId::I7,
         verdict: Verdict::Fail,
-        summary: format!("{total} answers broke the contract (state probe failed; decided from the history alone)"),
-        evidence: agg.status_fail.items.clone(),
+        summary: format!(
+            "{} broke the contract (state probe failed; decided from the history alone)",
+            count(total, "answer")
+        ),
+        evidence: status.evidence(),
         evidence_total: total,
     }
 }
 
-/// I7 against the state.
-pub(crate) fn conformance(
-    agg: &Aggregator,
-    view: &StateView,
-    opts: &CheckOptions,
-) -> InvariantResult {
-    let mut fails = EvidenceSet {
-        items: agg.status_fail.items.clone(),
-        total: agg.status_fail.total,
-    };
-    let mut lenient = EvidenceSet::default();
+/// I7's findings about keys against the state: failures rank after the
+/// answers' own findings (list 1), deviations apart.
+pub(crate) fn conformance(agg: &Aggregator, view: &StateView) -> Partial {
+    let mut fails = Found::default();
+    let mut lenient = Found::default();
     for k in &agg.keys {
         if !k.has(flag::DUP_4XX | flag::TEST_4XX | flag::GEN_4XX) {
             continue;
         }
         let stored = view.stored(k);
         let lines = vec![u64::from(k.status_line)];
+        let (fail_rank, lenient_rank) = ((1, key_rank(k).1), key_rank(k));
         if k.has(flag::DUP_4XX) {
             if stored {
-                lenient.push(|| evidence(agg, k, "duplicate answered 4xx; stored once, so the state is intact (answer 2xx: a 4xx asks for more retries)".into(), lines.clone()));
+                lenient.push(lenient_rank, || evidence(agg, k, "duplicate answered 4xx; stored once, so the state is intact (answer 2xx: a 4xx asks for more retries)".into(), lines.clone()));
             } else {
-                fails.push(|| {
+                fails.push(fail_rank, || {
                     evidence(
                         agg,
                         k,
@@ -59,7 +61,7 @@ pub(crate) fn conformance(
         }
         if k.has(flag::TEST_4XX) && !k.has(flag::REAL) {
             if stored {
-                fails.push(|| {
+                fails.push(fail_rank, || {
                     evidence(
                         agg,
                         k,
@@ -68,12 +70,12 @@ pub(crate) fn conformance(
                     )
                 });
             } else {
-                lenient.push(|| evidence(agg, k, "test delivery answered 4xx; nothing stored (a verified test delivery should get a 2xx)".into(), lines.clone()));
+                lenient.push(lenient_rank, || evidence(agg, k, "test delivery answered 4xx; nothing stored (a verified test delivery should get a 2xx)".into(), lines.clone()));
             }
         }
         if k.has(flag::GEN_4XX) {
             if stored {
-                lenient.push(|| {
+                lenient.push(lenient_rank, || {
                     evidence(
                         agg,
                         k,
@@ -82,7 +84,7 @@ pub(crate) fn conformance(
                     )
                 });
             } else {
-                fails.push(|| {
+                fails.push(fail_rank, || {
                     evidence(
                         agg,
                         k,
@@ -93,28 +95,47 @@ pub(crate) fn conformance(
             }
         }
     }
-    let attempts = agg.counts.attempts;
+    Partial {
+        found: fails,
+        lenient,
+        ..Partial::default()
+    }
+}
+
+/// I7 in words: `status` are the answers' own findings, `attempts` the
+/// history's attempts.
+pub(crate) fn conformance_result(
+    p: &Partial,
+    status: &Found,
+    attempts: usize,
+    opts: &CheckOptions,
+) -> InvariantResult {
+    let mut fails = status.clone();
+    fails.merge(p.found.clone());
     if !fails.is_empty() {
-        let (f, l) = (fails.total, lenient.total);
+        let (f, l) = (fails.total, p.lenient.total);
         let total = f + l;
-        let mut items = fails.items;
+        let mut items = fails.evidence();
         items.extend(
-            lenient
-                .items
+            p.lenient
+                .evidence()
                 .into_iter()
-                .take(super::verdict::MAX_EVIDENCE.saturating_sub(items.len())),
+                .take(MAX_EVIDENCE.saturating_sub(items.len())),
         );
         return InvariantResult {
             id: InvariantId::I7,
             verdict: Verdict::Fail,
             summary: format!(
-                "{f} answers broke the contract, {l} non-strict deviations, in {attempts} attempts"
+                "{} broke the contract, {}, in {}",
+                count(f, "answer"),
+                count(l, "non-strict deviation"),
+                count(attempts, "attempt")
             ),
             evidence: items,
             evidence_total: total,
         };
     }
-    let n = lenient.total;
+    let n = p.lenient.total;
     let (verdict, note) = if opts.strict {
         (Verdict::Fail, "failing under --strict")
     } else {
@@ -123,10 +144,18 @@ pub(crate) fn conformance(
             "state intact; fails only under --strict",
         )
     };
-    lenient.into_result(
+    let deviations = Partial {
+        found: p.lenient.clone(),
+        ..Partial::default()
+    };
+    result(
         InvariantId::I7,
+        &deviations,
         verdict,
-        format!("all {attempts} answers conform"),
-        format!("{n} non-strict status deviations ({note})"),
+        match attempts {
+            1 => "the 1 answer conforms".to_string(),
+            a => format!("all {a} answers conform"),
+        },
+        format!("{} ({note})", count(n, "non-strict status deviation")),
     )
 }

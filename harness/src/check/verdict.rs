@@ -3,6 +3,7 @@
 //! runs with, and why a check could not read its inputs. A leaf of the
 //! checker: every invariant module and the file readers build these.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -10,6 +11,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::invariant::InvariantId;
+use crate::outcome::AttemptOutcome;
 use crate::profile::vocabulary::Vocabulary;
 
 /// The summary of every invariant of a history with nothing to check.
@@ -88,6 +90,56 @@ impl fmt::Display for Verdict {
     }
 }
 
+/// How a scenario or an invariant reads, as Autobahn grades its cases:
+/// its [`Verdict`], with a pass that came with something worth knowing
+/// (an observation the excuse table grades informational) told apart.
+/// Informational is graded below non-strict: it changes no exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Grade {
+    /// It holds.
+    Pass,
+    /// It holds, and the scenario showed something worth knowing.
+    Informational,
+    /// A status-code deviation that left the state intact.
+    NonStrict,
+    /// Not decided.
+    Unknown,
+    /// Violated.
+    Fail,
+}
+
+impl Grade {
+    /// The grade of `verdict`; `informational` when the pass came with an
+    /// observation.
+    pub fn of(verdict: Verdict, informational: bool) -> Grade {
+        match verdict {
+            Verdict::Pass if informational => Grade::Informational,
+            Verdict::Pass => Grade::Pass,
+            Verdict::NonStrict => Grade::NonStrict,
+            Verdict::Unknown => Grade::Unknown,
+            Verdict::Fail => Grade::Fail,
+        }
+    }
+
+    /// The wire name (`pass`, `informational`, `non-strict`, `unknown`, `fail`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Grade::Pass => "pass",
+            Grade::Informational => "informational",
+            Grade::NonStrict => "non-strict",
+            Grade::Unknown => "unknown",
+            Grade::Fail => "fail",
+        }
+    }
+}
+
+impl fmt::Display for Grade {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The smallest evidence of a violation: one key and the history lines involved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Evidence {
@@ -99,6 +151,33 @@ pub struct Evidence {
     pub what: String,
     /// 1-based history line numbers of the relevant attempts (bounded).
     pub lines: Vec<u64>,
+    /// How many relevant lines there were in all (at least `lines.len()`;
+    /// 0 in reports written before it was counted).
+    #[serde(default)]
+    pub lines_total: usize,
+}
+
+impl Evidence {
+    /// Evidence about `key` citing every one of `lines`.
+    pub fn new(
+        key: impl Into<String>,
+        account: Option<String>,
+        what: impl Into<String>,
+        lines: Vec<u64>,
+    ) -> Self {
+        Evidence {
+            key: key.into(),
+            account,
+            what: what.into(),
+            lines_total: lines.len(),
+            lines,
+        }
+    }
+
+    /// The lines found that `lines` leaves out.
+    pub fn lines_left_out(&self) -> usize {
+        self.lines_total.saturating_sub(self.lines.len())
+    }
 }
 
 /// The verdict of one invariant for one scenario.
@@ -144,6 +223,24 @@ pub struct Counts {
     pub info: usize,
     /// Deliveries that died (ran out of attempts).
     pub dead: usize,
+    /// Attempts by what they came to ([`crate::outcome`]); outcomes no
+    /// attempt had are left out.
+    #[serde(default)]
+    pub outcomes: BTreeMap<AttemptOutcome, usize>,
+}
+
+impl Counts {
+    /// Attempts that came to `o`.
+    pub fn of(&self, o: AttemptOutcome) -> usize {
+        self.outcomes.get(&o).copied().unwrap_or(0)
+    }
+
+    /// Counts `n` more attempts that came to `o`.
+    pub(crate) fn add_outcome(&mut self, o: AttemptOutcome, n: usize) {
+        if n > 0 {
+            *self.outcomes.entry(o).or_default() += n;
+        }
+    }
 }
 
 /// A delivery that ran out of attempts.
@@ -163,10 +260,16 @@ pub struct DeadLetter {
     pub last_error: Option<String>,
     /// The key is in the inbox anyway (stored by a later redelivery or reconciliation).
     pub recovered: bool,
+    /// The scenario killed it on purpose ([`crate::outcome`]: the
+    /// harness's faults explain every attempt of its key the receiver did
+    /// not acknowledge, or it had to be refused); `false` for a real dead
+    /// letter, which counts against the receiver.
+    #[serde(default)]
+    pub by_design: bool,
 }
 
 /// What to check and how.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckOptions {
     /// Which invariants to report.
     pub invariants: Vec<InvariantId>,
@@ -214,6 +317,21 @@ pub struct ScenarioCheck {
 }
 
 impl ScenarioCheck {
+    /// The check of a history that holds no attempt: every invariant unknown.
+    pub fn empty(scenario: Option<&str>, opts: &CheckOptions) -> ScenarioCheck {
+        ScenarioCheck {
+            scenario: scenario.unwrap_or("all").to_string(),
+            results: opts
+                .invariants
+                .iter()
+                .map(|id| InvariantResult::new(*id, Verdict::Unknown, EMPTY_HISTORY))
+                .collect(),
+            counts: Default::default(),
+            dead_letters: Vec::new(),
+            observations: Vec::new(),
+        }
+    }
+
     /// The scenario's grade: fail > unknown > non-strict > pass. Nothing
     /// checked (a skipped scenario) is unknown, never pass.
     pub fn verdict(&self) -> Verdict {
@@ -223,6 +341,21 @@ impl ScenarioCheck {
         self.results
             .iter()
             .fold(Verdict::Pass, |v, r| v.worst(r.verdict))
+    }
+
+    /// The scenario's grade: its verdict, informational when it passed
+    /// with observations.
+    pub fn grade(&self) -> Grade {
+        Grade::of(self.verdict(), !self.observations.is_empty())
+    }
+
+    /// The grade of one of its results: informational when it passed and
+    /// the scenario observed what the excuse table grades informational
+    /// for that invariant.
+    pub fn grade_of(&self, r: &InvariantResult) -> Grade {
+        let informational =
+            !self.observations.is_empty() && crate::excuse::graded_informational(r.id);
+        Grade::of(r.verdict, informational)
     }
 
     /// The result of one invariant, if it was checked.
@@ -256,46 +389,46 @@ impl ScenarioCheck {
     }
 }
 
-/// Collects evidence: keeps the first [`MAX_EVIDENCE`], counts all.
-#[derive(Debug, Default)]
-pub(crate) struct EvidenceSet {
-    pub items: Vec<Evidence>,
-    pub total: usize,
+/// What `check_history` found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileCheck {
+    /// One result per scenario; an empty history gives one result whose
+    /// every invariant is `unknown`, with the reason.
+    pub checks: Vec<ScenarioCheck>,
+    /// Things the reader had to work around (a last line cut off), for
+    /// stderr and the output.
+    pub warnings: Vec<String>,
 }
 
-impl EvidenceSet {
-    /// Adds one item; `make` runs only while there is room.
-    pub fn push(&mut self, make: impl FnOnce() -> Evidence) {
-        self.total += 1;
-        if self.items.len() < MAX_EVIDENCE {
-            self.items.push(make());
-        }
-    }
+/// One history file of several read as one, and the lines it was given.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HistorySource {
+    /// The file.
+    pub path: PathBuf,
+    /// The number its first line got (1 for the first file).
+    pub first_line: u64,
+    /// Lines read from it.
+    pub lines: u64,
+}
 
-    /// Whether nothing was found.
-    pub fn is_empty(&self) -> bool {
-        self.total == 0
-    }
+/// What [`check_histories`] found, and where each line number came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MultiCheck {
+    /// The verdicts, as for one history.
+    pub check: FileCheck,
+    /// The files in the order given; evidence line numbers run on from
+    /// one file to the next.
+    pub sources: Vec<HistorySource>,
+}
 
-    /// Turns the set into a result: fail (or `bad`) when anything was found.
-    pub fn into_result(
-        self,
-        id: InvariantId,
-        bad: Verdict,
-        pass_summary: String,
-        fail_summary: String,
-    ) -> InvariantResult {
-        if self.total == 0 {
-            InvariantResult::new(id, Verdict::Pass, pass_summary)
-        } else {
-            InvariantResult {
-                id,
-                verdict: bad,
-                summary: fail_summary,
-                evidence: self.items,
-                evidence_total: self.total,
-            }
-        }
+impl MultiCheck {
+    /// Which source (index into `sources`) and which of its own lines a
+    /// line number of the evidence is.
+    pub fn locate(&self, line: u64) -> Option<(usize, u64)> {
+        self.sources.iter().enumerate().find_map(|(i, s)| {
+            (line >= s.first_line && line < s.first_line + s.lines)
+                .then(|| (i, line - s.first_line + 1))
+        })
     }
 }
 
@@ -335,6 +468,12 @@ pub enum CheckError {
         path: PathBuf,
         /// The limit.
         max: u64,
+    },
+    /// A partition of the check could not be spilled to disk or read back.
+    #[error("cannot spill the check to disk: {source} (hint: free space under the report folder, or set TMPDIR)")]
+    Spill {
+        /// The error.
+        source: std::io::Error,
     },
     /// The scenario filter matched nothing in the history.
     #[error("{path}: no events for scenario {scenario:?}")]

@@ -15,6 +15,7 @@
 use rustc_hash::FxHashMap;
 
 use super::aggregate::{Aggregator, Interner, KeyAgg, NONE};
+use super::partial::Sections;
 use crate::state::stream::{Row, Section, StateSink};
 use crate::state::State;
 
@@ -27,6 +28,8 @@ pub(crate) struct InRow {
     pub processed: bool,
     /// `error` is set: the worker marked the row failed.
     pub failed: bool,
+    /// Its place in its section of the whole state (0 for the first row).
+    pub at: u32,
 }
 
 impl InRow {
@@ -41,6 +44,8 @@ impl InRow {
 pub(crate) struct ResRow {
     pub account: u32,
     pub task: u32,
+    /// Its place in its section of the whole state (0 for the first row).
+    pub at: u32,
 }
 
 /// A winners row.
@@ -49,6 +54,8 @@ pub(crate) struct WinRow {
     pub account: u32,
     pub job: u32,
     pub task: u32,
+    /// Its place in its section of the whole state (0 for the first row).
+    pub at: u32,
 }
 
 /// An effects row.
@@ -57,6 +64,8 @@ pub(crate) struct EffRow {
     pub account: u32,
     pub key: u32,
     pub count: u64,
+    /// Its place in its section of the whole state (0 for the first row).
+    pub at: u32,
 }
 
 /// A resources row.
@@ -81,6 +90,8 @@ pub(crate) struct Rows {
 pub(crate) struct Compact<'a> {
     strings: &'a mut Interner,
     pub rows: Rows,
+    /// Rows seen so far per section, the next row's place ([`Section`] order).
+    seen: [u32; 5],
 }
 
 impl<'a> Compact<'a> {
@@ -88,6 +99,7 @@ impl<'a> Compact<'a> {
         Compact {
             strings,
             rows: Rows::default(),
+            seen: [0; 5],
         }
     }
 
@@ -98,10 +110,6 @@ impl<'a> Compact<'a> {
             .replay(&mut c)
             .expect("interning never fails and a State is well formed");
         c.rows
-    }
-
-    fn account(&mut self, a: &Option<String>) -> u32 {
-        a.as_deref().map_or(NONE, |a| self.strings.intern(a))
     }
 }
 
@@ -119,49 +127,191 @@ impl StateSink for Compact<'_> {
     }
 
     fn row(&mut self, row: Row) -> Result<(), String> {
+        let seen = &mut self.seen[row.section() as usize];
+        let at = *seen;
+        *seen = seen.saturating_add(1);
+        self.rows.push(self.strings, RowRef::of(&row), at);
+        Ok(())
+    }
+}
+
+impl Rows {
+    /// Which optional sections were reported.
+    pub fn sections(&self) -> Sections {
+        Sections {
+            results: self.results.is_some(),
+            winners: self.winners.is_some(),
+            effects: self.effects.is_some(),
+            resources: self.resources.is_some(),
+        }
+    }
+
+    /// Marks `s`'s sections reported, rows or not (a partition of a state
+    /// that has none of a reported section's rows).
+    pub fn declare(&mut self, s: Sections) {
+        if s.results {
+            self.results.get_or_insert_with(Vec::new);
+        }
+        if s.winners {
+            self.winners.get_or_insert_with(Vec::new);
+        }
+        if s.effects {
+            self.effects.get_or_insert_with(Vec::new);
+        }
+        if s.resources {
+            self.resources.get_or_insert_with(Vec::new);
+        }
+    }
+
+    /// Adds a borrowed row whose place in its section of the whole state
+    /// is `at` (a row of one partition of a state), interning into `strings`.
+    pub fn push(&mut self, strings: &mut Interner, row: RowRef, at: u32) {
+        let account = |s: &mut Interner, a: Option<&str>| a.map_or(NONE, |a| s.intern(a));
+        let s = strings;
         match row {
-            Row::Inbox(r) => {
+            RowRef::Inbox {
+                account: a,
+                key,
+                processed,
+                failed,
+            } => {
                 let row = InRow {
-                    account: self.account(&r.account),
-                    key: self.strings.intern(&r.key),
-                    processed: r.processed,
-                    failed: r.error.is_some(),
+                    account: account(s, a),
+                    key: s.intern(key),
+                    processed,
+                    failed,
+                    at,
                 };
-                self.rows.inbox.push(row);
+                self.inbox.push(row);
             }
-            Row::Results(r) => {
+            RowRef::Results { account: a, task } => {
                 let row = ResRow {
-                    account: self.account(&r.account),
-                    task: self.strings.intern(&r.task_id),
+                    account: account(s, a),
+                    task: s.intern(task),
+                    at,
                 };
-                self.rows.results.get_or_insert_with(Vec::new).push(row);
+                self.results.get_or_insert_with(Vec::new).push(row);
             }
-            Row::Winners(r) => {
+            RowRef::Winners {
+                account: a,
+                job,
+                task,
+            } => {
                 let row = WinRow {
-                    account: self.account(&r.account),
-                    job: self.strings.intern(&r.job_key),
-                    task: self.strings.intern(&r.task_id),
+                    account: account(s, a),
+                    job: s.intern(job),
+                    task: s.intern(task),
+                    at,
                 };
-                self.rows.winners.get_or_insert_with(Vec::new).push(row);
+                self.winners.get_or_insert_with(Vec::new).push(row);
             }
-            Row::Effects(r) => {
+            RowRef::Effects {
+                account: a,
+                key,
+                count,
+            } => {
                 let row = EffRow {
-                    account: self.account(&r.account),
-                    key: self.strings.intern(&r.key),
-                    count: r.count,
+                    account: account(s, a),
+                    key: s.intern(key),
+                    count,
+                    at,
                 };
-                self.rows.effects.get_or_insert_with(Vec::new).push(row);
+                self.effects.get_or_insert_with(Vec::new).push(row);
             }
-            Row::Resources(r) => {
+            RowRef::Resources {
+                account: a,
+                resource,
+                sequence,
+            } => {
                 let row = SeqRow {
-                    account: self.account(&r.account),
-                    resource: self.strings.intern(&r.resource),
-                    sequence: r.sequence,
+                    account: account(s, a),
+                    resource: s.intern(resource),
+                    sequence,
                 };
-                self.rows.resources.get_or_insert_with(Vec::new).push(row);
+                self.resources.get_or_insert_with(Vec::new).push(row);
             }
         }
-        Ok(())
+    }
+}
+
+/// A state row as the checker reads it, borrowed: only the fields an
+/// invariant looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RowRef<'a> {
+    /// An inbox row.
+    Inbox {
+        account: Option<&'a str>,
+        key: &'a str,
+        processed: bool,
+        /// `error` is set.
+        failed: bool,
+    },
+    /// A results row.
+    Results {
+        account: Option<&'a str>,
+        task: &'a str,
+    },
+    /// A winners row.
+    Winners {
+        account: Option<&'a str>,
+        job: &'a str,
+        task: &'a str,
+    },
+    /// An effects row.
+    Effects {
+        account: Option<&'a str>,
+        key: &'a str,
+        count: u64,
+    },
+    /// A resources row.
+    Resources {
+        account: Option<&'a str>,
+        resource: &'a str,
+        sequence: u64,
+    },
+}
+
+impl<'a> RowRef<'a> {
+    /// What the checker reads of `row`.
+    pub fn of(row: &'a Row) -> Self {
+        match row {
+            Row::Inbox(r) => RowRef::Inbox {
+                account: r.account.as_deref(),
+                key: &r.key,
+                processed: r.processed,
+                failed: r.error.is_some(),
+            },
+            Row::Results(r) => RowRef::Results {
+                account: r.account.as_deref(),
+                task: &r.task_id,
+            },
+            Row::Winners(r) => RowRef::Winners {
+                account: r.account.as_deref(),
+                job: &r.job_key,
+                task: &r.task_id,
+            },
+            Row::Effects(r) => RowRef::Effects {
+                account: r.account.as_deref(),
+                key: &r.key,
+                count: r.count,
+            },
+            Row::Resources(r) => RowRef::Resources {
+                account: r.account.as_deref(),
+                resource: &r.resource,
+                sequence: r.sequence,
+            },
+        }
+    }
+
+    /// The section it belongs to.
+    pub fn section(&self) -> Section {
+        match self {
+            RowRef::Inbox { .. } => Section::Inbox,
+            RowRef::Results { .. } => Section::Results,
+            RowRef::Winners { .. } => Section::Winners,
+            RowRef::Effects { .. } => Section::Effects,
+            RowRef::Resources { .. } => Section::Resources,
+        }
     }
 }
 
@@ -285,16 +435,6 @@ impl<'a> StateView<'a> {
         let from = e.partition_point(|r| r.key < key);
         let to = from + e[from..].partition_point(|r| r.key == key);
         &e[from..to]
-    }
-
-    /// The resources rows of `resource`.
-    pub fn resources_of(&self, resource: u32) -> &[SeqRow] {
-        let Some(r) = &self.rows.resources else {
-            return &[];
-        };
-        let from = r.partition_point(|x| x.resource < resource);
-        let to = from + r[from..].partition_point(|x| x.resource == resource);
-        &r[from..to]
     }
 }
 

@@ -256,6 +256,9 @@ pub enum ExploreError {
         #[source]
         source: std::io::Error,
     },
+    /// The folder's `SHA256SUMS` could not be brought up to date.
+    #[error("sealing the session's folder: {0}")]
+    Reseal(#[from] crate::report::seal::SealError),
     /// Stopped by Ctrl-C or SIGTERM before anything ran.
     #[error("interrupted")]
     Interrupted,
@@ -594,12 +597,9 @@ pub async fn explore(
     };
     let mut facts = TargetFacts::default();
     if opts.preflight {
-        let doctor = RunOptions {
-            out_dir: dir.join("runs"),
-            ..run.clone()
-        };
+        let log_dir = dir.join("runs");
         let d = tokio::select! {
-            d = crate::run::doctor(target, &[], &doctor) => d?,
+            d = crate::run::doctor(target, &[], &log_dir) => d?,
             _ = stop.wait() => return Err(ExploreError::Interrupted),
         };
         let _ = std::fs::remove_dir_all(dir.join("runs"));
@@ -677,6 +677,7 @@ pub async fn explore(
         scenarios: std::mem::take(&mut s.reports),
         machine: Some(crate::run::machine()),
         interrupted: ended == Ended::Interrupted,
+        seal: None,
     };
     let explored = Explored {
         dir: dir.clone(),

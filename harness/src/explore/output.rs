@@ -469,6 +469,8 @@ pub fn write(x: &Explored) -> Result<(), ExploreError> {
         crate::state::probe::redact_text(&markdown(x))
     );
     std::fs::write(&md, text).map_err(io(&md))?;
+    // The folder stays sealed: `hookstorm verify` checks these two too.
+    crate::report::seal::reseal(&x.dir, &["summary.md", "explore.json"])?;
     Ok(())
 }
 
@@ -529,6 +531,7 @@ mod tests {
         Explored {
             dir: PathBuf::from("reports/x"),
             report: crate::report::RunReport {
+                seal: None,
                 run_id: "explore-20260101-000000-00000007".into(),
                 seed: 7,
                 profile: "answerline".into(),

@@ -514,11 +514,10 @@ mod docs {
     /// `docs/explore.md` carries [`super::markdown`] between its markers.
     #[test]
     fn the_draw_table_in_the_docs_is_the_one_in_the_code() {
-        crate::docs_block::assert_block(
-            "explore.md",
+        crate::docs_table::assert_section(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/explore.md"),
             "explore-draw",
             &super::markdown(),
-            "harness/src/explore/strategy.rs",
         );
     }
 }

@@ -22,7 +22,11 @@ pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &DropAckSpec, rng: &mut R) 
     }
     plan.note(
         FaultName::DropAck,
-        format!("discard the first {} ack(s) of {n} deliveries", spec.times),
+        format!(
+            "discard the first {} of {}",
+            crate::words::count(spec.times, "ack"),
+            crate::words::count(n, "delivery")
+        ),
         None,
     );
 }

@@ -49,12 +49,17 @@ pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &DuplicateSpec, rng: &mut R
     }
     let action = match spec.mode {
         DuplicateMode::Concurrent => format!(
-            "send {n} deliveries as {}-{} concurrent copies",
-            spec.copies[0], spec.copies[1]
+            "send {} as {}-{} concurrent copies",
+            crate::words::count(n, "delivery"),
+            spec.copies[0],
+            spec.copies[1]
         ),
         DuplicateMode::Sequential => format!(
-            "re-send {n} deliveries after their ack: {} replay(s), {} fresh-id replay(s), {} redelivery(ies) each",
-            spec.replay, spec.fresh_id, spec.redeliver
+            "re-send {} after their ack: {}, {}, {} each",
+            crate::words::count(n, "delivery"),
+            crate::words::count(spec.replay, "replay"),
+            crate::words::count(spec.fresh_id, "fresh-id replay"),
+            crate::words::count(spec.redeliver, "redelivery")
         ),
     };
     plan.note(FaultName::Duplicate, action, None);

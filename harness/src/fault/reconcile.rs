@@ -95,7 +95,11 @@ pub(crate) async fn reconcile(
             };
         }
         record(
-            format!("told the receiver {n} task(s) of {account} were submitted"),
+            format!(
+                "told the receiver {} of {account} {} submitted",
+                crate::words::count(n, "task"),
+                crate::words::agree(n, "was")
+            ),
             None,
         );
     }

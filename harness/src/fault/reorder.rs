@@ -64,11 +64,20 @@ pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &ReorderSpec, rng: &mut R) 
             }
             plan.deliveries.sort_by_key(|d| d.wave);
             let action = if spec.mode == ReorderMode::Reverse {
-                format!("send jobs newest first, FAILED after COMPLETED ({moved} deliveries moved later)")
+                format!(
+                    "send jobs newest first, FAILED after COMPLETED ({} moved later)",
+                    crate::words::count(moved, "delivery")
+                )
             } else {
                 format!(
-                    "hold back {moved} older deliveries until the newer are acknowledged; their first {} attempt(s) fail",
-                    spec.hold_attempts
+                    "hold back {} until the newer are acknowledged; their first {} {}",
+                    crate::words::count(moved, "older delivery"),
+                    crate::words::count(spec.hold_attempts, "attempt"),
+                    if spec.hold_attempts == 1 {
+                        "fails"
+                    } else {
+                        "fail"
+                    }
                 )
             };
             plan.note(FaultName::Reorder, action, None);

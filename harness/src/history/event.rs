@@ -112,6 +112,63 @@ pub struct Attempt {
     /// This was the last attempt and it failed: the delivery is dead.
     #[serde(default)]
     pub dead: bool,
+    /// In a sink's history (`hookstorm sink`): what the sink saw of this
+    /// request from the sender under test and how it answered. Absent in
+    /// the harness's own sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sink: Option<Box<Received>>,
+}
+
+/// What the sink saw of one request from a sender under test, and what it
+/// answered: the facts the sender invariants (S1–S9) are judged from.
+/// Times are milliseconds from the scenario's start on the sink's
+/// monotonic clock, so gaps between attempts are exact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Received {
+    /// The scripted answer, as the scenario writes it (`503`, `reset`,
+    /// `hang`, `slow`, `429 retry-after 60s`, `308`, …).
+    pub answer: String,
+    /// When the request's first byte arrived.
+    pub at_ms: f64,
+    /// When the exchange ended: the answer written, the connection reset,
+    /// or the sender's close seen.
+    pub end_ms: f64,
+    /// The request went to a redirect's `Location` (the sender followed a
+    /// redirect), not to the URL registered for the account.
+    #[serde(default)]
+    pub followed: bool,
+    /// The delivery id header's value (`Webhook-Id`, …), when sent.
+    #[serde(default)]
+    pub delivery_id: Option<String>,
+    /// Hex SHA-256 of the raw body.
+    pub body_sha256: String,
+    /// Why the signature did not verify over the raw body with the
+    /// account's secrets; absent when it verified.
+    #[serde(default)]
+    pub signature_error: Option<String>,
+    /// The signature's timestamp (unix seconds), for schemes that sign one.
+    #[serde(default)]
+    pub signed_at: Option<i64>,
+    /// The sink's wall clock when the request arrived (unix seconds).
+    pub arrived_unix: f64,
+    /// The `Retry-After` the sink answered with, in the contract's seconds
+    /// (the sender divides it by the time scale, as every wait).
+    #[serde(default)]
+    pub retry_after_s: Option<u64>,
+    /// The sender closed the connection before the sink's answer was due.
+    #[serde(default)]
+    pub closed_early: bool,
+    /// How many times the harness had restarted the sender when the
+    /// request was read (for people: the checker goes by the times of the
+    /// `kill` lines, since a request read just after a kill may still be
+    /// the old process's).
+    #[serde(default)]
+    pub generation: u32,
+    /// The window the profile's schedule gives this retry, in milliseconds
+    /// from the scenario's start (from the end of the attempt before it);
+    /// absent for a first attempt, after a final answer or a restart.
+    #[serde(default)]
+    pub window_ms: Option<[f64; 2]>,
 }
 
 impl Attempt {
@@ -146,6 +203,7 @@ impl Attempt {
             sequence: None,
             poison: false,
             dead: false,
+            sink: None,
         }
     }
 
@@ -212,6 +270,33 @@ pub struct RunHeader {
     pub version: String,
 }
 
+/// An event the harness asked a sender under test to emit (`hookstorm
+/// sink`): what its outbox must account for. Written once per event, when
+/// the emit call that carried it returned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Emitted {
+    /// The scenario.
+    pub scenario: String,
+    /// When the emit call returned (RFC 3339).
+    pub at: String,
+    /// The account (the endpoint it goes to).
+    pub account: String,
+    /// The event's identity under the profile.
+    pub key: String,
+    /// The job (idempotency key), when the body has one.
+    #[serde(default)]
+    pub job: Option<String>,
+    /// Sequenced events: the resource.
+    #[serde(default)]
+    pub resource: Option<String>,
+    /// Sequenced events: the resource's sequence number.
+    #[serde(default)]
+    pub sequence: Option<u64>,
+    /// The sink's scripted answers to its attempts, in order (the last
+    /// repeats).
+    pub script: Vec<String>,
+}
+
 /// One line of the history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -224,6 +309,8 @@ pub enum Event {
     Fault(FaultEvent),
     /// A task the provider finished.
     Provider(ProviderTask),
+    /// An event a sender under test was asked to emit (a sink's history).
+    Emit(Emitted),
 }
 
 impl Event {
@@ -234,6 +321,7 @@ impl Event {
             Event::Attempt(a) => Some(&a.scenario),
             Event::Fault(f) => Some(&f.scenario),
             Event::Provider(p) => Some(&p.scenario),
+            Event::Emit(e) => Some(&e.scenario),
         }
     }
 }

@@ -37,7 +37,8 @@ pub fn fuzz_scan(line: &str) {
 pub(crate) use codec::{encode_attempt, push_dec, AttemptLine};
 pub use codec::{fold, read, read_numbered, Fold, HistoryError, HistorySink, HistoryWriter};
 pub use event::{
-    now_rfc3339, Attempt, Event, FaultEvent, Intent, Outcome, ProviderTask, RunHeader,
+    now_rfc3339, Attempt, Emitted, Event, FaultEvent, Intent, Outcome, ProviderTask, Received,
+    RunHeader,
 };
 pub use failure::{Failure, TransportFailure};
 

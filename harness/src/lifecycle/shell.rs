@@ -91,13 +91,29 @@ pub(crate) async fn tail_of(mut r: impl AsyncRead + Unpin, keep: usize) -> Vec<u
 
 /// Runs `cmd` (from [`command`]) for at most `timeout`, reading at most
 /// `cap` bytes of its standard output; the group is killed on the way out.
-pub(crate) async fn run(
+pub(crate) async fn run(cmd: Command, timeout: Duration, cap: usize) -> Result<Output, ShellError> {
+    run_with_input(cmd, None, timeout, cap).await
+}
+
+/// Like [`run`], with `input` written to the command's standard input
+/// (then closed); a command that does not read it all is not waited for.
+pub(crate) async fn run_with_input(
     mut cmd: Command,
+    input: Option<Vec<u8>>,
     timeout: Duration,
     cap: usize,
 ) -> Result<Output, ShellError> {
+    if input.is_some() {
+        cmd.stdin(std::process::Stdio::piped());
+    }
     let mut child = cmd.spawn().map_err(ShellError::Io)?;
     let _group = Group::of(&child);
+    if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            let _ = stdin.write_all(&bytes).await;
+        });
+    }
     let mut stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
     let work = async {
@@ -158,6 +174,15 @@ mod tests {
         assert_eq!(out.stdout, b"done\n");
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert!(!running("32.3"), "a background sleep outlived its command");
+    }
+
+    #[tokio::test]
+    async fn input_reaches_the_command_on_its_standard_input() {
+        let cmd = command("tr a-z A-Z");
+        let out = run_with_input(cmd, Some(b"events".to_vec()), Duration::from_secs(5), 1024)
+            .await
+            .unwrap();
+        assert_eq!(out.stdout, b"EVENTS");
     }
 
     #[tokio::test]

@@ -64,6 +64,9 @@ pub struct SupervisorEvent {
 /// (the fault proxy, the lock, the commands) when the receiver runs on its
 /// own ([`Supervisor::database_only`]).
 pub struct Supervisor {
+    /// What the main process is called in logs and the history
+    /// (`receiver`, or `sender` under `hookstorm sink`).
+    main: &'static str,
     cfg: Option<LifecycleConfig>,
     db: DatabaseConfig,
     receiver: Option<Process>,
@@ -104,7 +107,19 @@ impl Supervisor {
         db: DatabaseConfig,
         log_dir: &Path,
     ) -> Result<Supervisor, LifecycleError> {
+        Self::start_as("receiver", cfg, db, log_dir).await
+    }
+
+    /// Like [`Supervisor::start`], calling the main process `main` in its
+    /// log file's name and the history (`sender` for a sender under test).
+    pub async fn start_as(
+        main: &'static str,
+        cfg: LifecycleConfig,
+        db: DatabaseConfig,
+        log_dir: &Path,
+    ) -> Result<Supervisor, LifecycleError> {
         let mut sup = Supervisor::database_only(db, log_dir).await?;
+        sup.main = main;
         let proxy = sup.proxy.as_ref().map(Proxy::local_addr);
         let env = |env: &BTreeMap<String, String>| -> BTreeMap<String, String> {
             env.iter()
@@ -112,7 +127,7 @@ impl Supervisor {
                 .collect()
         };
         sup.receiver = Some(Process::new(
-            "receiver",
+            main,
             &expand_proxy(&cfg.start, proxy),
             env(&cfg.env),
         ));
@@ -147,6 +162,7 @@ impl Supervisor {
             None => None,
         };
         Ok(Supervisor {
+            main: "receiver",
             cfg: None,
             db,
             receiver: None,
@@ -211,6 +227,12 @@ impl Supervisor {
         self.process(role).is_some_and(|p| p.exited().is_some())
     }
 
+    /// Whether a process runs (one that exited, or never came up after a
+    /// failed start, does not).
+    pub fn running(&mut self, role: Role) -> bool {
+        self.process(role).is_some_and(Process::running)
+    }
+
     /// Sets extra environment for the next starts of a process (failpoints).
     pub fn set_env(&mut self, role: Role, env: BTreeMap<String, String>) {
         match role {
@@ -231,6 +253,13 @@ impl Supervisor {
             }));
         }
         self.actions.push(SupervisorEvent { fault, action });
+    }
+
+    fn name_of(&self, role: Role) -> &'static str {
+        match role {
+            Role::Receiver => self.main,
+            Role::Worker => role.name(),
+        }
     }
 
     fn process(&mut self, role: Role) -> Option<&mut Process> {
@@ -282,7 +311,7 @@ impl Supervisor {
             format!(
                 "{} {} (pid {})",
                 signal.name(),
-                role.name(),
+                self.name_of(role),
                 pid.unwrap_or(0)
             ),
             None,
@@ -305,7 +334,7 @@ impl Supervisor {
         let pid = self.spawn(role).await?;
         self.record(
             FaultName::Restart,
-            format!("start {} (pid {pid})", role.name()),
+            format!("start {} (pid {pid})", self.name_of(role)),
             Some(format!(
                 "{why}; ready after {} ms",
                 started.elapsed().as_millis()

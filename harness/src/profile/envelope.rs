@@ -6,7 +6,7 @@
 //! module re-dresses each delivery as its profile's provider would: a
 //! Stripe event object, a GitHub `issues` payload, a Shopify order, a Slack
 //! `event_callback`, a Standard Webhooks `{type, timestamp, data}`, the
-//! outbox guide's event JSON. Every value is a pure function of the planned
+//! generic outbox event JSON. Every value is a pure function of the planned
 //! delivery (ids are derived from the plan's ids, the order field from its
 //! `createdAt`), so a run stays deterministic per seed, every account sees
 //! the same event under the same identity, and the updates of one job are
@@ -45,7 +45,7 @@ pub enum BodyShape {
     Shopify,
     /// A Slack Events API `event_callback` envelope (`url_verification` for tests).
     Slack,
-    /// The outbox guide's event JSON: `{event, data: {order_id, …}, timestamp}`.
+    /// The generic outbox event JSON: `{event, data: {order_id, …}, timestamp}`.
     GenericHex,
 }
 
@@ -172,7 +172,7 @@ fn bare(id: &str) -> &str {
 
 /// The delivery id a provider would put in its delivery id header, for the
 /// plan's id: `msg_…` for Standard Webhooks, a GUID for GitHub and Shopify,
-/// the outbox guide's `order.<event>.<id>` idempotency key for generic-hex.
+/// the outbox event's `order.<event>.<id>` idempotency key for generic-hex.
 pub fn delivery_id(shape: BodyShape, planned: &str) -> String {
     match shape {
         BodyShape::Answerline | BodyShape::Stripe | BodyShape::Slack => planned.to_string(),

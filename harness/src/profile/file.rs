@@ -42,7 +42,7 @@ pub(super) struct ProfileFile {
     connect_timeout: Option<HumanDuration>,
     tolerance: Option<HumanDuration>,
     success: Option<Vec<StatusRange>>,
-    give_up_on: Option<Vec<u16>>,
+    give_up_on: Option<Vec<StatusRange>>,
     id_header: Option<String>,
     event_header: Option<String>,
     schedule: Option<ScheduleFile>,
@@ -95,8 +95,8 @@ impl ProfileFile {
             ConfigError::invalid(
                 path,
                 format!(
-                    "extends = {base_name:?} is not a built-in profile (hint: one of {})",
-                    BUILTIN_NAMES.join(", ")
+                    "extends = {base_name:?} is not a built-in profile (hint: {})",
+                    crate::suggest::hint(base_name, BUILTIN_NAMES)
                 ),
             )
         })?;

@@ -231,8 +231,18 @@ impl StatusRange {
 }
 
 impl<'de> Deserialize<'de> for StatusRange {
+    /// A status as a number (`410`) or as text (`"410"`, `"4xx"`, `"400-428"`).
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Code(u64),
+            Text(String),
+        }
+        let s = match Form::deserialize(d)? {
+            Form::Code(c) => c.to_string(),
+            Form::Text(t) => t,
+        };
         parse_status_range(&s).ok_or_else(|| {
             serde::de::Error::custom(format!(
                 "expected a status like 200, 2xx or 200-299, got {s:?}"
@@ -270,8 +280,9 @@ pub struct Profile {
     pub connect_timeout: Option<Duration>,
     /// Statuses that count as delivered. Redirects are never followed.
     pub success: Vec<StatusRange>,
-    /// Statuses after which the provider stops retrying at once (e.g. 410).
-    pub give_up_on: Vec<u16>,
+    /// Statuses after which the provider stops retrying at once (e.g. 410):
+    /// final answers, like a 2xx.
+    pub give_up_on: Vec<StatusRange>,
     /// Header carrying the delivery id, stable across retries (when the
     /// scheme does not set it itself).
     pub id_header: Option<String>,
@@ -345,7 +356,7 @@ impl Profile {
                     timeout: secs(15),
                     connect_timeout: None,
                     success: vec![StatusRange(200, 299)],
-                    give_up_on: vec![410],
+                    give_up_on: vec![StatusRange(410, 410)],
                     id_header: None,
                     event_header: None,
                     scheme: Scheme::StandardWebhooks {
@@ -506,12 +517,16 @@ impl Profile {
         if path.extension().is_some_and(|e| e == "toml") || path.exists() {
             return Self::from_file(path);
         }
-        Err(ConfigError::invalid(
-            name_or_path,
-            format!(
-                "no such profile (hint: use one of {} or the path of a .toml profile)",
+        let hint = match crate::suggest::closest(name_or_path, BUILTIN_NAMES) {
+            Some(near) => format!("did you mean {near}?"),
+            None => format!(
+                "use one of {} or the path of a .toml profile",
                 BUILTIN_NAMES.join(", ")
             ),
+        };
+        Err(ConfigError::invalid(
+            name_or_path,
+            format!("no such profile (hint: {hint})"),
         ))
     }
 
@@ -521,9 +536,21 @@ impl Profile {
         file.into_profile(path)
     }
 
+    /// Reads a custom profile from TOML text; `origin` names it in errors
+    /// (and a body template is found beside it).
+    pub fn from_toml(text: &str, origin: &Path) -> Result<Profile, ConfigError> {
+        let file: file::ProfileFile = crate::error::parse_toml(origin, text)?;
+        file.into_profile(origin)
+    }
+
     /// Whether `status` counts as delivered.
     pub fn is_success(&self, status: u16) -> bool {
         self.success.iter().any(|r| r.contains(status))
+    }
+
+    /// Whether the provider stops retrying at once after `status`.
+    pub fn gives_up_on(&self, status: u16) -> bool {
+        self.give_up_on.iter().any(|r| r.contains(status))
     }
 
     /// The header that carries the delivery id, whoever sets it.
@@ -599,6 +626,11 @@ mod tests {
     fn unknown_profile_names_give_a_hint() {
         let e = Profile::resolve("nope").unwrap_err().to_string();
         assert!(e.contains("hint: use one of answerline"), "{e}");
+        let e = Profile::resolve("strpe").unwrap_err().to_string();
+        assert!(
+            e.ends_with("no such profile (hint: did you mean stripe?)"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -752,5 +784,25 @@ mod tests {
         assert_eq!(parse_status_range("202"), Some(StatusRange(202, 202)));
         assert_eq!(parse_status_range("9xx"), None);
         assert_eq!(parse_status_range("300-200"), None);
+    }
+
+    #[test]
+    fn give_up_statuses_are_numbers_or_ranges() {
+        #[derive(Deserialize)]
+        struct T {
+            g: Vec<StatusRange>,
+        }
+        let t: T = toml::from_str("g = [410, \"400-407\", \"5xx\"]").unwrap();
+        assert_eq!(
+            t.g,
+            [
+                StatusRange(410, 410),
+                StatusRange(400, 407),
+                StatusRange(500, 599)
+            ]
+        );
+        assert!(toml::from_str::<T>("g = [99]").is_err());
+        let svix = Profile::builtin("svix").unwrap();
+        assert!(svix.gives_up_on(410) && !svix.gives_up_on(400));
     }
 }

@@ -329,6 +329,24 @@ impl Scheme {
         !matches!(self, Scheme::BodyHmac { .. })
     }
 
+    /// The signed timestamp a request carries (unix seconds), for schemes
+    /// that sign one; `None` when the scheme has none or the header is
+    /// missing or malformed.
+    pub fn timestamp_of<H: HeaderSource + ?Sized>(&self, headers: &H) -> Option<i64> {
+        match self {
+            Scheme::TimestampedHex { header } => parse_timestamped(headers.header(header)?)
+                .ok()
+                .map(|p| p.timestamp),
+            Scheme::StandardWebhooks {
+                timestamp_header, ..
+            }
+            | Scheme::Slack {
+                timestamp_header, ..
+            } => parse_timestamp_header(headers.header(timestamp_header)?).ok(),
+            Scheme::BodyHmac { .. } => None,
+        }
+    }
+
     /// The headers a sender sets: one signature per secret (rotation), and
     /// the timestamp header where the scheme has one. Body-only schemes can
     /// carry one signature only, so they sign with the first secret.
@@ -713,6 +731,34 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_signed_timestamp_is_read_back_from_each_timestamped_scheme() {
+        for profile in [
+            "answerline",
+            "standard-webhooks",
+            "stripe",
+            "slack",
+            "github",
+        ] {
+            let s = scheme(profile);
+            let secrets = [Secret::new("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")];
+            let h = s
+                .sign(
+                    &secrets,
+                    SignInput {
+                        id: "msg_1",
+                        timestamp: 1_700_000_123,
+                        body: b"{}",
+                    },
+                )
+                .unwrap();
+            let want = s.has_timestamp().then_some(1_700_000_123);
+            assert_eq!(s.timestamp_of(h.as_slice()), want, "{profile}");
+        }
+        let none: Vec<(String, String)> = Vec::new();
+        assert_eq!(scheme("answerline").timestamp_of(none.as_slice()), None);
     }
 
     #[test]

@@ -8,12 +8,12 @@
 //! answerline text stays exactly as it was and every other profile reads in
 //! its provider's terms.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::profile::{BodyShape, Identity, Profile, Semantics};
 
 /// The nouns of one profile.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Vocabulary {
     /// What one stored key is: `task`, `event`, `message`, `delivery`.
     pub event: String,
@@ -143,10 +143,7 @@ impl Vocabulary {
 
     /// The plural of a noun (`job` → `jobs`, `object (data.id)` → `objects (data.id)`).
     pub fn plural(noun: &str) -> String {
-        match noun.split_once(' ') {
-            Some((head, rest)) => format!("{head}s {rest}"),
-            None => format!("{noun}s"),
-        }
+        crate::words::plural(noun)
     }
 
     /// The rule I5 holds a receiver to, in these words.

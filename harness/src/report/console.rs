@@ -1,12 +1,15 @@
 //! The end-of-run table on the terminal: one line per scenario with a
 //! column per invariant, then every failure with its evidence, the seed and
 //! the command that reproduces it, why each skipped scenario was skipped,
-//! the coverage line (what ran) and the exit code.
+//! the conformance statement (levels, digests), the coverage line (what
+//! ran) and the exit code.
 
 use std::fmt::Write;
 
-use super::{evidence_label, lines_label, scenario_word, verdict_word, RunReport};
-use crate::check::Verdict;
+use super::conformance::{self, LevelStatus};
+use super::{evidence_label, lines_label, more_label, scenario_word, verdict_word, RunReport};
+use crate::check::{Grade, Verdict};
+use crate::words::count;
 
 const RED: &str = "\x1b[31m";
 const GREEN: &str = "\x1b[32m";
@@ -14,12 +17,13 @@ const YELLOW: &str = "\x1b[33m";
 const BOLD: &str = "\x1b[1m";
 const RESET: &str = "\x1b[0m";
 
-fn cell(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Pass => "ok",
-        Verdict::Fail => "FAIL",
-        Verdict::NonStrict => "warn",
-        Verdict::Unknown => "?",
+fn cell(g: Grade) -> &'static str {
+    match g {
+        Grade::Pass => "ok",
+        Grade::Informational => "info",
+        Grade::Fail => "FAIL",
+        Grade::NonStrict => "warn",
+        Grade::Unknown => "?",
     }
 }
 
@@ -42,8 +46,13 @@ pub fn console_table(report: &RunReport, color: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "hookstorm run {}  seed {}  profile {}  time scale {}x  target {}",
-        report.run_id, report.seed, report.profile, report.time_scale, report.target
+        "hookstorm {} {}  seed {}  profile {}  time scale {}x  target {}",
+        report.command(),
+        report.run_id,
+        report.seed,
+        report.profile,
+        report.time_scale,
+        report.target
     );
     let ids = report.invariants();
     let width = report
@@ -61,10 +70,9 @@ pub fn console_table(report: &RunReport, color: bool) -> String {
     for s in &report.scenarios {
         let _ = write!(out, "{:width$}", s.name);
         for id in &ids {
-            let (text, v) = s
-                .check
-                .result(*id)
-                .map_or(("-", Verdict::Pass), |r| (cell(r.verdict), r.verdict));
+            let (text, v) = s.check.result(*id).map_or(("-", Verdict::Pass), |r| {
+                (cell(s.check.grade_of(r)), r.verdict)
+            });
             let _ = write!(out, "  {}", paint(&format!("{text:4}"), v, color));
         }
         let v = s.verdict(report.require_all).unwrap_or(Verdict::NonStrict);
@@ -72,20 +80,40 @@ pub fn console_table(report: &RunReport, color: bool) -> String {
         let _ = writeln!(out, "  {}  {:>7.1}s", paint(&word, v, color), s.duration_s);
     }
 
-    let dead: Vec<String> = report
-        .scenarios
-        .iter()
-        .filter(|s| s.check.counts.dead > 0)
-        .map(|s| {
-            let recovered = s.check.dead_letters.iter().filter(|d| d.recovered).count();
-            format!("{} {} ({recovered} recovered)", s.name, s.check.counts.dead)
-        })
-        .collect();
-    if !dead.is_empty() {
+    let (mut real, mut designed) = (Vec::new(), Vec::new());
+    for s in report.scenarios.iter().filter(|s| s.check.counts.dead > 0) {
+        let listed = &s.check.dead_letters;
+        let by_design = listed.iter().filter(|d| d.by_design).count();
+        let dead = s.check.counts.dead.saturating_sub(by_design);
+        if by_design > 0 {
+            designed.push(format!("{} {by_design}", s.name));
+        }
+        if dead > 0 {
+            let recovered = listed
+                .iter()
+                .filter(|d| !d.by_design && d.recovered)
+                .count();
+            let recovered = match recovered {
+                0 => String::new(),
+                n => format!(", {n} of them stored later"),
+            };
+            real.push(format!("{} {}{recovered}", s.name, count(dead, "delivery")));
+        }
+    }
+    if !real.is_empty() {
         let _ = writeln!(
             out,
-            "\ndead letters: {} (listed in summary.md and report.json)",
-            dead.join(", ")
+            "\n{}: {} (listed in summary.md and report.json)",
+            paint("dead letters", Verdict::Fail, color),
+            real.join("; ")
+        );
+    }
+    if !designed.is_empty() {
+        let _ = writeln!(
+            out,
+            "{}dead by design, as the scenarios intend: {}",
+            if real.is_empty() { "\n" } else { "" },
+            designed.join(", ")
         );
     }
     for s in &report.scenarios {
@@ -111,7 +139,7 @@ pub fn console_table(report: &RunReport, color: bool) -> String {
                     r.summary
                 );
                 for e in &r.evidence {
-                    let lines = lines_label(&e.lines);
+                    let lines = lines_label(e);
                     let at = if lines.is_empty() {
                         String::new()
                     } else {
@@ -119,12 +147,8 @@ pub fn console_table(report: &RunReport, color: bool) -> String {
                     };
                     let _ = writeln!(out, "    {}: {}{at}", evidence_label(e), e.what);
                 }
-                if r.evidence_total > r.evidence.len() {
-                    let _ = writeln!(
-                        out,
-                        "    ... and {} more",
-                        r.evidence_total - r.evidence.len()
-                    );
+                if let Some(more) = more_label(r.evidence.len(), r.evidence_total) {
+                    let _ = writeln!(out, "    {more}");
                 }
                 if r.verdict != Verdict::Unknown {
                     let _ = writeln!(out, "    seed {}; reproduce: {}", report.seed, s.reproduce);
@@ -137,8 +161,8 @@ pub fn console_table(report: &RunReport, color: bool) -> String {
     if report.interrupted {
         let _ = writeln!(
             out,
-            "\ninterrupted: only the {} scenario(s) above finished",
-            report.scenarios.len()
+            "\ninterrupted: only the {} above finished",
+            count(report.scenarios.len(), "scenario")
         );
     }
     let line = format!("verdict: {} (exit {code})", verdict_word(v, report.strict));
@@ -148,6 +172,7 @@ pub fn console_table(report: &RunReport, color: bool) -> String {
             let _ = writeln!(out, "skipped {}: {}", s.name, skip.reason);
         }
     }
+    statement(&mut out, &report, color);
     let _ = writeln!(out, "{}", report.coverage_line());
     if color {
         let _ = writeln!(out, "{BOLD}{}{RESET}", paint(&line, v, color));
@@ -155,4 +180,45 @@ pub fn console_table(report: &RunReport, color: bool) -> String {
         let _ = writeln!(out, "{line}");
     }
     out
+}
+
+/// The conformance statement: a line per level, then the digests.
+fn statement(out: &mut String, report: &RunReport, color: bool) {
+    let st = conformance::statement(report);
+    let _ = writeln!(
+        out,
+        "conformance: {} (profile {}, seed {}, hookstorm {}{})",
+        st.headline(),
+        st.profile,
+        st.seed,
+        st.hookstorm_version,
+        if st.strict { ", strict" } else { "" }
+    );
+    for l in &st.levels {
+        let v = match l.status {
+            LevelStatus::Met => Verdict::Pass,
+            LevelStatus::NotMet => Verdict::Fail,
+            LevelStatus::NotEstablished => Verdict::Unknown,
+        };
+        let word = match l.status {
+            LevelStatus::NotMet => "NOT MET".to_string(),
+            s => s.word().to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "  {} {}: {}",
+            paint(&format!("{word:<15}"), v, color),
+            l.name,
+            l.why
+        );
+    }
+    if let Some(seal) = &report.seal {
+        if let Some(sha) = &seal.report_json {
+            let _ = writeln!(
+                out,
+                "report.json SHA-256 {sha}; {} sealed in SHA256SUMS (hookstorm verify REPORT_DIR checks them)",
+                count(seal.files.len(), "history and state file")
+            );
+        }
+    }
 }

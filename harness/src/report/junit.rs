@@ -5,6 +5,10 @@
 //! runs. A scenario that did not run has one skipped test per invariant it
 //! would have checked, with the reason (a failure under `--require-all`).
 //!
+//! Times are real: a suite's time is its scenario's wall time, and its
+//! cases (the invariants graded over that one run) share it equally, so
+//! they add up to it.
+//!
 //! The XML itself (escaping, counts, layout) is `quick-junit`'s, the crate
 //! cargo-nextest writes its JUnit reports with; this module only maps a
 //! report onto its data model.
@@ -14,7 +18,7 @@ use std::time::Duration;
 use chrono::{DateTime, FixedOffset};
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
-use super::{evidence_label, lines_label, RunReport, ScenarioReport};
+use super::{evidence_label, lines_label, more_label, RunReport, ScenarioReport};
 use crate::check::{InvariantResult, Verdict};
 
 /// The report as JUnit XML.
@@ -46,14 +50,22 @@ fn suite(
     if let Some(t) = started {
         suite.set_timestamp(t);
     }
+    // The invariants of a scenario are graded over one run: each case
+    // gets an equal share of its wall time.
+    let cases = s
+        .skipped
+        .as_ref()
+        .map_or(s.check.results.len(), |k| k.invariants.len())
+        .max(1);
+    let share = seconds(s.duration_s) / u32::try_from(cases).unwrap_or(u32::MAX);
     let case = |id: String, status: TestCaseStatus| {
         let mut c = TestCase::new(id, status);
         c.set_classname(format!("hookstorm.{}", s.name))
-            .set_time(Duration::ZERO);
+            .set_time(share);
         c
     };
     if let Some(k) = &s.skipped {
-        suite.set_time(Duration::ZERO);
+        suite.set_time(seconds(s.duration_s));
         let fail = s.verdict(report.require_all).is_some();
         for id in &k.invariants {
             let status = if fail {
@@ -105,6 +117,11 @@ fn suite(
         } else {
             if res.verdict == Verdict::NonStrict {
                 out = Some(format!("non-strict: {}\n{body}", res.summary));
+            } else if s.check.grade_of(res) == crate::check::Grade::Informational {
+                out = Some(format!(
+                    "informational: {}\n",
+                    s.check.observations.join("\n")
+                ));
             }
             TestCaseStatus::success()
         };
@@ -125,14 +142,11 @@ fn evidence(report: &RunReport, s: &ScenarioReport, res: &InvariantResult) -> St
             "{}: {} [{}]\n",
             evidence_label(e),
             e.what,
-            lines_label(&e.lines)
+            lines_label(e)
         ));
     }
-    if res.evidence_total > res.evidence.len() {
-        body.push_str(&format!(
-            "... and {} more\n",
-            res.evidence_total - res.evidence.len()
-        ));
+    if let Some(more) = more_label(res.evidence.len(), res.evidence_total) {
+        body.push_str(&format!("{more}\n"));
     }
     body.push_str(&format!(
         "seed {}; reproduce: {}\n",
@@ -178,9 +192,12 @@ mod tests {
                 state: None,
                 notes: vec![],
                 skipped: None,
+                graded_with: None,
+                gap_slack_ms: None,
             }],
             machine: None,
             interrupted: false,
+            seal: None,
         };
         let x = render(&report);
         assert!(x.contains("name=\"a&lt;b &amp; &quot;c&quot;\""), "{x}");

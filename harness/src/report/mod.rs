@@ -4,23 +4,34 @@
 //! and `report.html`, one self-contained page with the verdict matrix and a
 //! timeline of every scenario's history.
 //!
+//! Every report opens with the same conformance statement
+//! ([`conformance`]: which levels the run established, what was skipped,
+//! profile, seed, version and the digests of what the run wrote); the
+//! folder is sealed with a `SHA256SUMS` file ([`seal`]) that
+//! `hookstorm verify` checks, grading the histories again ([`verify`]).
+//!
 //! Reporters never decide a verdict: the checker did, and every renderer
-//! shows the same [`ScenarioCheck`]s. Every text that comes from outside
+//! shows the same [`ScenarioCheck`]s, their [`Grade`]s and the outcome of
+//! every attempt ([`crate::outcome`]). Every text that comes from outside
 //! (target, reproduce command, notes) passes through the probe redaction
 //! before it is rendered, so no report carries a token or a password even
 //! if a caller forgot to redact it.
 
+pub mod conformance;
 pub mod console;
 pub mod html;
+mod html_timeline;
 pub mod json;
 pub mod junit;
+pub mod seal;
 pub mod summary;
+pub mod verify;
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::check::{InvariantId, ScenarioCheck, Verdict};
+use crate::check::{CheckOptions, Grade, InvariantId, ScenarioCheck, Verdict};
 use crate::exit;
 use crate::note::Note;
 use crate::run::coverage::{Coverage, Skip};
@@ -58,6 +69,10 @@ pub struct RunReport {
     /// `scenarios` holds those that finished. Absent in older reports.
     #[serde(default)]
     pub interrupted: bool,
+    /// The digests of what the run wrote, once [`write_reports`] sealed
+    /// the folder (report.json carries them in its `conformance`).
+    #[serde(skip)]
+    pub seal: Option<seal::Seal>,
 }
 
 /// One scenario of a run.
@@ -85,6 +100,43 @@ pub struct ScenarioReport {
     /// Why the scenario did not run, if it did not (no checks then).
     #[serde(default)]
     pub skipped: Option<Skip>,
+    /// What the check was graded with beyond the history and the state,
+    /// so `hookstorm verify` can grade them again; `None` when nothing
+    /// was graded from the files (skipped, or cut short by `--timeout`).
+    #[serde(default)]
+    pub graded_with: Option<GradedWith>,
+    /// How far past its scheduled wait a retry may come, in milliseconds
+    /// (the attempt's own time, [`crate::run::gaps::slack`]): the timeline
+    /// draws each retry's window with it. `None` when nothing was sent.
+    #[serde(default)]
+    pub gap_slack_ms: Option<f64>,
+}
+
+/// What a scenario's check read besides its history and state: the run's
+/// strictness, profile and invariants are in the report already.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GradedWith {
+    /// The profile's answer limit, in milliseconds.
+    pub answer_limit_ms: u64,
+    /// The state settled (or was read as it was) before the drain ran out.
+    pub drained: bool,
+    /// The scenario ran a reconciliation: final provider tasks must be stored.
+    pub reconciled: bool,
+    /// Why the scenario's fault met nothing, if it did not: its passes
+    /// were made unknown.
+    pub not_exercised: Option<String>,
+}
+
+impl GradedWith {
+    /// What `opts` and the fault's finding say.
+    pub fn of(opts: &CheckOptions, not_exercised: Option<String>) -> GradedWith {
+        GradedWith {
+            answer_limit_ms: u64::try_from(opts.answer_limit.as_millis()).unwrap_or(u64::MAX),
+            drained: opts.drained,
+            reconciled: opts.reconciled,
+            not_exercised,
+        }
+    }
 }
 
 impl ScenarioReport {
@@ -168,6 +220,16 @@ impl RunReport {
         self.verdict().exit_code(self.strict)
     }
 
+    /// The command that made it: `sink` when its scenarios judged a sender
+    /// (sender invariants), `run` otherwise.
+    pub fn command(&self) -> &'static str {
+        if self.invariants().iter().any(|i| i.is_sender()) {
+            "sink"
+        } else {
+            "run"
+        }
+    }
+
     /// The invariants checked in any scenario, in order.
     pub fn invariants(&self) -> Vec<InvariantId> {
         let mut ids: Vec<InvariantId> = self
@@ -196,18 +258,24 @@ pub(crate) fn scenario_word(s: &ScenarioReport, report: &RunReport) -> &'static 
         (Some(skip), _) if skip.need.is_none() => "not run",
         (Some(_), Some(_)) => "FAIL (skipped)",
         (Some(_), None) => "skipped",
-        (None, v) => verdict_word(v.unwrap_or(Verdict::Unknown), report.strict),
+        (None, _) => grade_word(s.check.grade(), report.strict),
     }
 }
 
 /// How a verdict reads in a column of a table.
 pub(crate) fn verdict_word(v: Verdict, strict: bool) -> &'static str {
-    match v {
-        Verdict::Pass => "pass",
-        Verdict::Fail => "FAIL",
-        Verdict::Unknown => "unknown",
-        Verdict::NonStrict if strict => "FAIL (strict)",
-        Verdict::NonStrict => "non-strict",
+    grade_word(Grade::of(v, false), strict)
+}
+
+/// How a grade reads in a column of a table.
+pub(crate) fn grade_word(g: Grade, strict: bool) -> &'static str {
+    match g {
+        Grade::Pass => "pass",
+        Grade::Informational => "informational",
+        Grade::Fail => "FAIL",
+        Grade::Unknown => "unknown",
+        Grade::NonStrict if strict => "FAIL (strict)",
+        Grade::NonStrict => "non-strict",
     }
 }
 
@@ -224,31 +292,66 @@ pub enum ReportError {
     },
 }
 
+/// What [`write_reports`] wrote.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// `report.json`, `junit.xml`, `summary.md`, `report.html` and
+    /// `SHA256SUMS`, in that order.
+    pub files: Vec<PathBuf>,
+    /// The report it was given, with its [`seal::Seal`].
+    pub report: RunReport,
+}
+
 /// Writes `report.json`, `junit.xml`, `summary.md` and `report.html` into
-/// `dir` (created if missing); returns their paths. The page reads the
-/// scenarios' histories from `dir`.
-pub fn write_reports(dir: &Path, report: &RunReport) -> Result<Vec<PathBuf>, ReportError> {
+/// `dir` (created if missing), then seals the folder: `SHA256SUMS` holds
+/// the SHA-256 of each of them and of every history and state file, and
+/// every report but `report.json` names `report.json`'s own digest. The
+/// page reads the scenarios' histories from `dir`.
+pub fn write_reports(dir: &Path, report: &RunReport) -> Result<Written, ReportError> {
     std::fs::create_dir_all(dir).map_err(|source| ReportError::Io {
         path: dir.into(),
         source,
     })?;
-    let report = report.redacted();
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ReportError::Io { path, source }
+    };
+    let mut sealed = report.clone();
+    let mut seal = seal::Seal {
+        files: seal::data_files(report, dir),
+        report_json: None,
+    };
+    sealed.seal = Some(seal.clone());
+    let mut redacted = sealed.redacted();
+    let json_text = json::render(&redacted);
+    seal.report_json = Some(seal::sha256_hex(json_text.as_bytes()));
+    redacted.seal = Some(seal.clone());
+    sealed.seal = Some(seal.clone());
     let files = [
-        ("report.json", json::render(&report)),
-        ("junit.xml", junit::render(&report)),
-        ("summary.md", summary::render(&report)),
-        ("report.html", html::render(&report, dir)),
+        (seal::REPORT_JSON, json_text),
+        ("junit.xml", junit::render(&redacted)),
+        ("summary.md", summary::render(&redacted)),
+        ("report.html", html::render(&redacted, dir)),
     ];
     let mut out = Vec::new();
+    let mut sums = Vec::new();
     for (name, text) in files {
         let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|source| ReportError::Io {
-            path: path.clone(),
-            source,
-        })?;
+        std::fs::write(&path, &text).map_err(io(&path))?;
+        sums.push(seal::FileDigest {
+            path: name.to_string(),
+            sha256: seal::sha256_hex(text.as_bytes()),
+        });
         out.push(path);
     }
-    Ok(out)
+    sums.extend(seal.files.iter().cloned());
+    let path = dir.join(seal::SUMS);
+    seal::write_sums(&path, &sums).map_err(io(&path))?;
+    out.push(path);
+    Ok(Written {
+        files: out,
+        report: sealed,
+    })
 }
 
 /// `12 (acct_a)` style label of an evidence key.
@@ -259,17 +362,26 @@ pub(crate) fn evidence_label(e: &crate::check::Evidence) -> String {
     }
 }
 
-/// `history lines 2, 5` or empty.
-pub(crate) fn lines_label(lines: &[u64]) -> String {
-    match lines {
+/// `history lines 2, 5`, `history lines 3, 4, 5, 6 and 3 more` or empty.
+pub(crate) fn lines_label(e: &crate::check::Evidence) -> String {
+    let more = match e.lines_left_out() {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    match e.lines.as_slice() {
         [] => String::new(),
-        [one] => format!("history line {one}"),
+        [one] if more.is_empty() => format!("history line {one}"),
         many => format!(
-            "history lines {}",
+            "history lines {}{more}",
             many.iter()
                 .map(u64::to_string)
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
     }
+}
+
+/// `… and 3 more` after a list cut at what it shows, or nothing.
+pub(crate) fn more_label(shown: usize, total: usize) -> Option<String> {
+    (total > shown).then(|| format!("… and {} more", total - shown))
 }

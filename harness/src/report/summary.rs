@@ -1,23 +1,35 @@
 //! `summary.md`: the run in Markdown for a CI step summary or a PR comment.
-//! A verdict line first, then one row per scenario with a mark per
-//! invariant, then what someone must act on: each failure with its evidence
-//! and the command that reproduces it, undecided checks, and dead letters.
+//! A verdict line first, then the conformance statement (levels, skips,
+//! digests), one row per scenario with a mark per invariant, then what
+//! someone must act on: each failure with its evidence and the command
+//! that reproduces it, undecided checks, and real dead letters; what the
+//! scenarios killed on purpose is listed apart, calmly.
 
 use std::fmt::Write;
 
-use super::{evidence_label, lines_label, scenario_word, verdict_word, RunReport, ScenarioReport};
-use crate::check::{InvariantResult, Verdict};
+use super::conformance::{self, LevelStatus};
+use super::{
+    evidence_label, lines_label, more_label, scenario_word, verdict_word, RunReport, ScenarioReport,
+};
+use crate::check::{Grade, InvariantResult, Verdict};
+use crate::words::count;
 
 /// How many dead letters the summary lists (report.json has them all).
 pub const MAX_DEAD_ROWS: usize = 20;
 
 /// The table mark of a verdict.
 pub fn mark(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Pass => "✅",
-        Verdict::Fail => "❌",
-        Verdict::NonStrict => "⚠️",
-        Verdict::Unknown => "❔",
+    grade_mark(Grade::of(v, false))
+}
+
+/// The table mark of a grade.
+pub fn grade_mark(g: Grade) -> &'static str {
+    match g {
+        Grade::Pass => "✅",
+        Grade::Informational => "ℹ️",
+        Grade::Fail => "❌",
+        Grade::NonStrict => "⚠️",
+        Grade::Unknown => "❔",
     }
 }
 
@@ -29,7 +41,7 @@ fn result_block(out: &mut String, report: &RunReport, s: &ScenarioReport, r: &In
     let _ = writeln!(out, "### {} · {} {}\n", s.name, r.id, mark(r.verdict));
     let _ = writeln!(out, "{}\n", md(&r.summary));
     for e in &r.evidence {
-        let lines = lines_label(&e.lines);
+        let lines = lines_label(e);
         let at = if lines.is_empty() {
             String::new()
         } else {
@@ -37,8 +49,8 @@ fn result_block(out: &mut String, report: &RunReport, s: &ScenarioReport, r: &In
         };
         let _ = writeln!(out, "- `{}`: {}{at}", evidence_label(e), md(&e.what));
     }
-    if r.evidence_total > r.evidence.len() {
-        let _ = writeln!(out, "- … and {} more", r.evidence_total - r.evidence.len());
+    if let Some(more) = more_label(r.evidence.len(), r.evidence_total) {
+        let _ = writeln!(out, "- {more}");
     }
     if !r.evidence.is_empty() {
         out.push('\n');
@@ -80,14 +92,15 @@ pub fn render(report: &RunReport) -> String {
         report.hookstorm_version,
         if report.strict { " · strict" } else { "" }
     );
-    let _ = writeln!(out, "**{}**\n", md(&report.coverage_line()));
     if report.interrupted {
         let _ = writeln!(
             out,
-            "**Interrupted** (Ctrl-C or SIGTERM): only the {} scenario(s) below finished; the verdict covers them alone.\n",
-            report.scenarios.len()
+            "**Interrupted** (Ctrl-C or SIGTERM): only the {} below finished; the verdict covers them alone.\n",
+            count(report.scenarios.len(), "scenario")
         );
     }
+    statement(&mut out, report);
+    let _ = writeln!(out, "**{}**\n", md(&report.coverage_line()));
     let ids = report.invariants();
     out.push_str("| scenario |");
     for id in &ids {
@@ -101,7 +114,10 @@ pub fn render(report: &RunReport) -> String {
     for s in &report.scenarios {
         let _ = write!(out, "| {} |", md(&s.name));
         for id in &ids {
-            let m = s.check.result(*id).map_or("–", |r| mark(r.verdict));
+            let m = s
+                .check
+                .result(*id)
+                .map_or("–", |r| grade_mark(s.check.grade_of(r)));
             let _ = write!(out, " {m} |");
         }
         let _ = writeln!(out, " {} |", scenario_word(s, report));
@@ -109,7 +125,7 @@ pub fn render(report: &RunReport) -> String {
     out.push('\n');
     let names: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
     let _ = writeln!(out, "{}\n", names.join(" · "));
-    out.push_str("✅ pass · ❌ fail · ⚠️ non-strict (fails only with `--strict`) · ❔ unknown (not decided) · – not checked\n\n");
+    out.push_str("✅ pass · ℹ️ informational (a pass with something worth knowing) · ⚠️ non-strict (fails only with `--strict`) · ❔ unknown (not decided) · ❌ fail · – not checked\n\n");
 
     let sections = [
         ("Failures", Verdict::Fail),
@@ -132,26 +148,7 @@ pub fn render(report: &RunReport) -> String {
         }
     }
 
-    let skipped: Vec<&ScenarioReport> = report
-        .scenarios
-        .iter()
-        .filter(|s| s.skipped.is_some())
-        .collect();
-    if !skipped.is_empty() {
-        out.push_str("## Skipped\n\n");
-        for s in skipped {
-            if let Some(k) = &s.skipped {
-                let _ = writeln!(
-                    out,
-                    "- `{}` ({}): {}",
-                    md(&s.name),
-                    md(&k.label),
-                    md(&k.reason)
-                );
-            }
-        }
-        out.push('\n');
-    }
+    dead_letters(&mut out, report);
 
     let observed: Vec<_> = report
         .scenarios
@@ -175,39 +172,7 @@ pub fn render(report: &RunReport) -> String {
         out.push('\n');
     }
 
-    let dead: Vec<_> = report
-        .scenarios
-        .iter()
-        .flat_map(|s| s.check.dead_letters.iter().map(move |d| (s, d)))
-        .collect();
-    if !dead.is_empty() {
-        let total: usize = report.scenarios.iter().map(|s| s.check.counts.dead).sum();
-        let _ = writeln!(out, "## Dead letters ({total})\n");
-        out.push_str("| scenario | delivery | key | account | attempts | last status | last error | recovered |\n");
-        out.push_str("|---|---|---|---|--:|--:|---|:-:|\n");
-        for (s, d) in dead.iter().take(MAX_DEAD_ROWS) {
-            let _ = writeln!(
-                out,
-                "| {} | `{}` | `{}` | {} | {} | {} | {} | {} |",
-                md(&s.name),
-                md(&d.delivery),
-                md(&d.key),
-                md(&d.account),
-                d.attempts,
-                d.last_status.map_or("–".to_string(), |s| s.to_string()),
-                md(d.last_error.as_deref().unwrap_or("–")),
-                if d.recovered { "yes" } else { "no" }
-            );
-        }
-        if total > MAX_DEAD_ROWS {
-            let _ = writeln!(
-                out,
-                "\n… {} more in `report.json`.",
-                total - MAX_DEAD_ROWS.min(total)
-            );
-        }
-        out.push('\n');
-    }
+    designed_deaths(&mut out, report);
 
     if report
         .scenarios
@@ -223,4 +188,147 @@ pub fn render(report: &RunReport) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The conformance statement: levels, skips, profile, seed, version, and
+/// the digests a reader verifies the folder with.
+fn statement(out: &mut String, report: &RunReport) {
+    let st = conformance::statement(report);
+    out.push_str("## Conformance\n\n");
+    let _ = writeln!(
+        out,
+        "**{}** · profile `{}` · seed `{}` · hookstorm {}{}\n",
+        capitalized(&st.headline()),
+        md(&st.profile),
+        st.seed,
+        md(&st.hookstorm_version),
+        if st.strict { " · strict" } else { "" }
+    );
+    out.push_str("| level | status | why |\n|---|---|---|\n");
+    for l in &st.levels {
+        let m = match l.status {
+            LevelStatus::Met => "✅",
+            LevelStatus::NotMet => "❌",
+            LevelStatus::NotEstablished => "❔",
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {m} {} | {} |",
+            md(l.name),
+            l.status.word(),
+            md(&l.why)
+        );
+    }
+    out.push('\n');
+    if !st.skipped.is_empty() {
+        out.push_str("Skipped:\n\n");
+        for k in &st.skipped {
+            let _ = writeln!(out, "- `{}`: {}", md(&k.scenario), md(&k.reason));
+        }
+        out.push('\n');
+    }
+    if !st.outside_levels.is_empty() {
+        let names: Vec<String> = st
+            .outside_levels
+            .iter()
+            .map(|n| format!("`{}`", md(n)))
+            .collect();
+        let _ = writeln!(out, "In no level: {}.\n", names.join(", "));
+    }
+    let Some(seal) = &report.seal else {
+        return;
+    };
+    if let Some(sha) = &seal.report_json {
+        let _ = writeln!(
+            out,
+            "SHA-256 of `report.json`: `{sha}`. `hookstorm verify REPORT_DIR` checks it, the digests below and the verdicts against the histories.\n"
+        );
+    }
+    if !seal.files.is_empty() {
+        let _ = writeln!(
+            out,
+            "<details><summary>SHA-256 of the {}</summary>\n\n| file | SHA-256 |\n|---|---|",
+            count(seal.files.len(), "history and state file")
+        );
+        for f in &seal.files {
+            let _ = writeln!(out, "| `{}` | `{}` |", md(&f.path), f.sha256);
+        }
+        out.push_str("\n</details>\n\n");
+    }
+}
+
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+/// Dead letters that count against the receiver: every delivery that ran
+/// out of attempts without the scenario meaning it to.
+fn dead_letters(out: &mut String, report: &RunReport) {
+    let dead: Vec<_> = report
+        .scenarios
+        .iter()
+        .flat_map(|s| s.check.dead_letters.iter().map(move |d| (s, d)))
+        .filter(|(_, d)| !d.by_design)
+        .collect();
+    let total: usize = report
+        .scenarios
+        .iter()
+        .map(|s| {
+            let designed = s.check.dead_letters.iter().filter(|d| d.by_design).count();
+            s.check.counts.dead.saturating_sub(designed)
+        })
+        .sum();
+    if total == 0 {
+        return;
+    }
+    let _ = writeln!(out, "## Dead letters ({total})\n");
+    out.push_str("| scenario | delivery | key | account | attempts | last status | last error | stored later |\n");
+    out.push_str("|---|---|---|---|--:|--:|---|:-:|\n");
+    for (s, d) in dead.iter().take(MAX_DEAD_ROWS) {
+        let _ = writeln!(
+            out,
+            "| {} | `{}` | `{}` | {} | {} | {} | {} | {} |",
+            md(&s.name),
+            md(&d.delivery),
+            md(&d.key),
+            md(&d.account),
+            d.attempts,
+            d.last_status.map_or("–".to_string(), |s| s.to_string()),
+            md(d.last_error.as_deref().unwrap_or("–")),
+            if d.recovered { "yes" } else { "no" }
+        );
+    }
+    if let Some(more) = more_label(dead.len().min(MAX_DEAD_ROWS), total) {
+        let _ = writeln!(out, "\n{more} in `report.json`.");
+    }
+    out.push('\n');
+}
+
+/// What the scenarios killed on purpose, per scenario.
+fn designed_deaths(out: &mut String, report: &RunReport) {
+    let per: Vec<(&str, usize)> = report
+        .scenarios
+        .iter()
+        .map(|s| {
+            let n = s.check.dead_letters.iter().filter(|d| d.by_design).count();
+            (s.name.as_str(), n)
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    if per.is_empty() {
+        return;
+    }
+    let total: usize = per.iter().map(|(_, n)| n).sum();
+    let _ = writeln!(
+        out,
+        "## Dead by design ({total})\n\nThe scenarios' own faults killed these deliveries on purpose: they explain every attempt the receiver did not acknowledge. None counts against the receiver.\n"
+    );
+    out.push_str("| scenario | deliveries |\n|---|--:|\n");
+    for (name, n) in per {
+        let _ = writeln!(out, "| {} | {n} |", md(name));
+    }
+    out.push('\n');
 }

@@ -69,9 +69,9 @@ impl Estimate {
             )
         };
         format!(
-            "estimated run time: about {} for {} scenario(s) at {scale}, against a receiver that answers at once; --scenario, --tag, --skip or a higher --time-scale shorten it",
+            "estimated run time: about {} for {} at {scale}, against a receiver that answers at once; --scenario, --tag, --skip or a higher --time-scale shorten it",
             format_duration(round_to_seconds(self.total)),
-            self.scenarios
+            crate::words::count(self.scenarios, "scenario")
         )
     }
 }

@@ -3,14 +3,47 @@
 //!
 //! Not an invariant (the schedule is the harness's own behaviour, not the
 //! receiver's), but the retry-schedule scenario promises that attempts
-//! follow it, so the report shows the measurement in its notes.
+//! follow it, so the report shows the measurement in its notes. A gap is
+//! measured from the previous attempt's send; [`window`] is where the next
+//! attempt is due from there, which the notes count and the report's
+//! timeline draws.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::history::{Event, Fold};
 use crate::profile::schedule::Schedule;
+use crate::scenario::fault_spec::FrontSpec;
 use crate::tag::FaultTag;
+
+/// What every gap may exceed its scheduled wait by without a front that
+/// stalls: the attempt's own time.
+pub const BASE_SLACK: Duration = Duration::from_millis(50);
+
+/// What a gap may exceed its scheduled wait by under `front`: the
+/// attempt's own time, and the front's stall when it stalls uploads.
+pub fn slack(front: Option<&FrontSpec>) -> Duration {
+    match front {
+        Some(f) if f.stall_body => BASE_SLACK + f.stall_for.0,
+        _ => BASE_SLACK,
+    }
+}
+
+/// Where attempt `n` is due, in seconds after the previous attempt's
+/// send: the scaled schedule's range for its wait, the end widened by
+/// `slack`. `None` for a first attempt or one past the schedule.
+pub fn window(schedule: &Schedule, n: u32, time_scale: f64, slack: Duration) -> Option<(f64, f64)> {
+    if n < 2 {
+        return None;
+    }
+    let base = schedule.base_wait(n)?;
+    let (lo, hi) = schedule.jitter.range(base);
+    let scale = if time_scale > 0.0 { time_scale } else { 1.0 };
+    Some((
+        lo.as_secs_f64() / scale,
+        hi.as_secs_f64() / scale + slack.as_secs_f64(),
+    ))
+}
 
 /// How the measured gaps compare with the scaled schedule.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -78,12 +111,9 @@ impl Gaps {
                 if n != w[0].0 + 1 {
                     continue;
                 }
-                let Some(base) = schedule.base_wait(n) else {
+                let Some((lo, hi)) = window(schedule, n, time_scale, slack) else {
                     continue;
                 };
-                let (lo, hi) = schedule.jitter.range(base);
-                let lo = lo.as_secs_f64() / time_scale;
-                let hi = hi.as_secs_f64() / time_scale + slack.as_secs_f64();
                 let gap = (t - w[0].1) as f64 / 1e6;
                 r.measured += 1;
                 // sent_at has second precision or better; allow a millisecond of rounding.

@@ -161,6 +161,18 @@ impl From<SendError> for RunError {
     }
 }
 
+/// A new run's id (time and seed) and its folder `<out>/<run-id>`, created.
+pub(crate) fn new_run_dir(out: &Path, seed: u64) -> Result<(String, PathBuf), RunError> {
+    let run_id = format!(
+        "{}-{:08x}",
+        chrono::Utc::now().format("%Y%m%d-%H%M%S"),
+        seed as u32
+    );
+    let dir = out.join(&run_id);
+    std::fs::create_dir_all(&dir).map_err(write_error(&dir))?;
+    Ok((run_id, dir))
+}
+
 /// A folder or file could not be written.
 pub(crate) fn write_error(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
     move |source| RunError::Write {
@@ -223,13 +235,7 @@ pub async fn run_until(
 ) -> Result<RunOutcome, RunError> {
     let started = Instant::now();
     let started_at = history::now_rfc3339();
-    let run_id = format!(
-        "{}-{:08x}",
-        chrono::Utc::now().format("%Y%m%d-%H%M%S"),
-        opts.seed as u32
-    );
-    let dir = opts.out_dir.join(&run_id);
-    std::fs::create_dir_all(&dir).map_err(write_error(&dir))?;
+    let (run_id, dir) = new_run_dir(&opts.out_dir, opts.seed)?;
     // A signal while the receiver starts ends the run before any scenario.
     let (probe, mut supervisor) = tokio::select! {
         r = start(target, &dir) => r?,
@@ -376,8 +382,9 @@ pub async fn run_until(
         scenarios: reports,
         machine: Some(machine()),
         interrupted,
+        seal: None,
     };
-    report::write_reports(&dir, &report)?;
+    let report = report::write_reports(&dir, &report)?.report;
     point_latest(&opts.out_dir, &run_id);
     Ok(RunOutcome { report, dir })
 }
@@ -413,18 +420,15 @@ async fn start(target: &Target, dir: &Path) -> Result<(Probe, Option<Supervisor>
 }
 
 /// `hookstorm doctor`: starts the target as a run would, runs the preflight
-/// and says which scenarios would be skipped; sends no scenario.
+/// and says which scenarios would be skipped; sends no scenario. The logs
+/// of the processes it starts go to `log_dir` (created only then); it
+/// writes nothing else.
 pub async fn doctor(
     target: &Target,
     scenarios: &[Scenario],
-    opts: &RunOptions,
+    log_dir: &Path,
 ) -> Result<Doctor, RunError> {
-    let dir = opts.out_dir.join(format!(
-        "doctor-{}",
-        chrono::Utc::now().format("%Y%m%d-%H%M%S")
-    ));
-    std::fs::create_dir_all(&dir).map_err(write_error(&dir))?;
-    let (probe, supervisor) = start(target, &dir).await?;
+    let (probe, supervisor) = start(target, log_dir).await?;
     let pf = preflight::check(target, &probe).await;
     if let Some(sup) = supervisor {
         sup.shutdown().await;
@@ -516,6 +520,8 @@ fn skipped_report(scenario: &Scenario, opts: &RunOptions, skip: Skip) -> Scenari
         state: None,
         notes: vec![Note::Reason(skip.reason.clone())],
         skipped: Some(skip),
+        graded_with: None,
+        gap_slack_ms: None,
     }
 }
 
@@ -545,6 +551,8 @@ fn cut_short_report(
         state: None,
         notes: vec![Note::Reason(why)],
         skipped: None,
+        graded_with: None,
+        gap_slack_ms: None,
     }
 }
 

@@ -3,8 +3,6 @@
 //! schedule. They read the scenario's [`Plan`], never the scenario, and
 //! return typed [`Note`]s that the reporters put into words.
 
-use std::time::Duration;
-
 use crate::check::ScenarioCheck;
 use crate::note::Note;
 use crate::plan::Plan;
@@ -40,15 +38,24 @@ pub(crate) fn send_notes(
     }
     let dead = check.counts.dead;
     if dead > 0 {
-        let recovered = check.dead_letters.iter().filter(|d| d.recovered).count();
-        notes.push(Note::DeadLetters { dead, recovered });
+        let listed = &check.dead_letters;
+        let by_design = listed.iter().filter(|d| d.by_design).count();
+        let recovered = listed
+            .iter()
+            .filter(|d| !d.by_design && d.recovered)
+            .count();
+        notes.push(Note::DeadLetters {
+            dead,
+            by_design,
+            recovered,
+        });
     }
     if let Some(f) = plan.front() {
         if f.fail_first > 0 && f.redirect.is_none() {
             let g = gaps.report(
                 &target.profile.schedule,
                 time_scale,
-                Duration::from_millis(50) + f.stall_for.0.mul_f64(f64::from(f.stall_body as u8)),
+                crate::run::gaps::slack(Some(f)),
             );
             if g.measured > 0 {
                 notes.push(Note::RetryGaps {

@@ -17,7 +17,7 @@ use crate::history::{self, Event, HistorySink, RunHeader};
 use crate::lifecycle::Supervisor;
 use crate::note::Note;
 use crate::plan::Plan;
-use crate::report::ScenarioReport;
+use crate::report::{GradedWith, ScenarioReport};
 use crate::run::coverage;
 use crate::scenario::Scenario;
 use crate::sender::SendConfig;
@@ -166,6 +166,7 @@ pub(super) async fn run_scenario(
     }
     notes.extend(found.observations.iter().cloned().map(Note::Informational));
     check.observations = found.observations.clone();
+    let graded_with = GradedWith::of(&check_opts, found.not_exercised.clone());
     let recheck = state.is_ok().then(|| Recheck {
         history: history_path.clone(),
         state: state_path.clone(),
@@ -180,9 +181,6 @@ pub(super) async fn run_scenario(
         deliveries: summary.deliveries,
         attempts: summary.attempts,
         ok: summary.ok,
-        fail: summary.fail,
-        info: summary.info,
-        dead: summary.dead,
         took: summary.duration,
         time_scale,
     });
@@ -203,6 +201,8 @@ pub(super) async fn run_scenario(
                 .then(|| format!("{}/state.json", scenario.name)),
             notes,
             skipped: None,
+            graded_with: Some(graded_with),
+            gap_slack_ms: Some(crate::run::gaps::slack(plan.front()).as_secs_f64() * 1000.0),
         },
         recheck,
     ))

@@ -11,8 +11,12 @@
 //! instead list its deliveries one by one (`[[delivery]]`, the form
 //! `hookstorm shrink` writes; see [`crate::scenario::explicit`]).
 
+pub mod answer;
 pub mod explicit;
 pub mod fault_spec;
+mod names;
+pub mod sender;
+pub mod side;
 pub mod write;
 
 use std::collections::BTreeSet;
@@ -31,6 +35,8 @@ pub use crate::scenario::fault_spec::{
     Forgery, FrontSpec, KillSignal, KillSpec, KillWorkerSpec, ReconcileSpec, RedeliverSpec,
     ReorderMode, ReorderSpec, Signing, TamperSpec,
 };
+use names::key_line;
+pub use names::{check_name, MAX_NAME};
 
 /// A parsed, validated scenario.
 #[derive(Debug, Clone, PartialEq)]
@@ -145,8 +151,15 @@ struct ScenarioFile {
 }
 
 impl Scenario {
-    /// Reads and validates one scenario file.
+    /// Reads and validates one scenario file; a sender scenario (tagged
+    /// `sender`) is an error that says which command runs it.
     pub fn from_file(path: &Path) -> Result<Scenario, ConfigError> {
+        if side::side_of(path)? == side::Side::Sender {
+            return Err(ConfigError::invalid(
+                path,
+                "a sender scenario (tagged `sender`): `hookstorm sink` runs it, against a sender",
+            ));
+        }
         let file: ScenarioFile = read_toml(path)?;
         let accounts = file.accounts.unwrap_or_else(|| vec!["acct_a".into()]);
         let explicit = match (file.deliveries, file.seed) {
@@ -235,16 +248,13 @@ impl Scenario {
         Ok(s)
     }
 
-    /// Reads every `*.toml` file directly in `dir`, sorted by scenario name;
-    /// two files with one name are an error.
+    /// Reads every receiver scenario (`*.toml` not tagged `sender`)
+    /// directly in `dir`, sorted by scenario name; two files with one name
+    /// are an error.
     pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, ConfigError> {
-        let entries = std::fs::read_dir(dir).map_err(|e| ConfigError::new(dir, e.into()))?;
         let mut out = Vec::new();
-        for entry in entries {
-            let path = entry.map_err(|e| ConfigError::new(dir, e.into()))?.path();
-            if path.is_file() && path.extension().is_some_and(|e| e == "toml") {
-                out.push(Scenario::from_file(&path)?);
-            }
+        for path in side::files_of(dir, side::Side::Receiver)? {
+            out.push(Scenario::from_file(&path)?);
         }
         out.sort_by(|a: &Scenario, b| a.name.cmp(&b.name));
         for pair in out.windows(2) {
@@ -305,40 +315,11 @@ impl Scenario {
         if self.check.is_empty() {
             return Err("check is empty (hint: list invariants like [\"I1\", \"I2\"])".into());
         }
-        for (i, t) in self.tags.iter().enumerate() {
-            let ok = !t.is_empty()
-                && t.len() <= 32
-                && t.bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-            if !ok {
-                return Err(format!(
-                    "tag {t:?}: expected lowercase letters, digits or '-'"
-                ));
-            }
-            if self.tags[..i].contains(t) {
-                return Err(format!("tag {t:?} is listed twice"));
-            }
-        }
+        names::check_tags(&self.tags)?;
         if let Some(t) = self.time_scale {
             check_time_scale(t).map_err(|e| format!("time_scale = {e}"))?;
         }
-        if self.accounts.is_empty() {
-            return Err("accounts is empty (hint: omit it for [\"acct_a\"])".into());
-        }
-        for (i, a) in self.accounts.iter().enumerate() {
-            let ok = !a.is_empty()
-                && a.len() <= 64
-                && a.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-            if !ok {
-                return Err(format!(
-                    "account {a:?}: expected letters, digits, '_' or '-'"
-                ));
-            }
-            if self.accounts[..i].contains(a) {
-                return Err(format!("account {a:?} is listed twice"));
-            }
-        }
+        names::check_accounts(&self.accounts)?;
         let w = &self.workload;
         if !(0.0..=1.0).contains(&w.failed_share) {
             return Err("workload.failed_share: expected a share between 0 and 1".into());
@@ -378,21 +359,6 @@ pub fn check_time_scale(t: f64) -> Result<(), String> {
     }
 }
 
-/// The 1-based line where top-level `key = …` is set in a TOML file.
-fn key_line(path: &Path, key: &str) -> Option<usize> {
-    let text = crate::budget::read_text(path, crate::budget::CONFIG_FILE).ok()?;
-    text.lines()
-        .position(|l| {
-            l.trim_start()
-                .strip_prefix(key)
-                .is_some_and(|rest| rest.trim_start().starts_with('='))
-        })
-        .map(|i| i + 1)
-}
-
-/// The longest scenario name.
-pub const MAX_NAME: usize = 64;
-
 /// The `check` list of a scenario file as invariant ids: each an id code
 /// (`I1` to `I9`), for the message otherwise.
 fn parse_check(codes: &[String]) -> Result<BTreeSet<InvariantId>, String> {
@@ -405,27 +371,6 @@ fn parse_check(codes: &[String]) -> Result<BTreeSet<InvariantId>, String> {
                 .ok_or_else(|| format!("check: {c:?} is not an invariant (expected I1 to I9)"))
         })
         .collect()
-}
-
-/// Checks a scenario name: it names files and folders of the report
-/// (`<out>/<name>/history.jsonl`), so it is a name and never a path:
-/// letters, digits, `-`, `_` and `.`, not starting with `.`, at most
-/// [`MAX_NAME`] characters.
-pub fn check_name(name: &str) -> Result<(), String> {
-    let ok = !name.is_empty()
-        && name.len() <= MAX_NAME
-        && !name.starts_with('.')
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "name {:?}: expected 1 to {MAX_NAME} letters, digits, '-', '_' or '.', not starting with '.' (a scenario name names report folders, never a path)",
-            crate::budget::quote(name)
-        ))
-    }
 }
 
 /// How many deliveries a generative workload plans, by checked

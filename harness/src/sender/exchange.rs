@@ -195,7 +195,7 @@ pub fn classify(profile: &Profile, intent: Intent, answer: &Answer) -> Grade {
                 Outcome::Info
             },
             delivered: false,
-            give_up: profile.give_up_on.contains(&s),
+            give_up: profile.gives_up_on(s),
         },
         None => Grade {
             outcome: if answer.nothing_sent() {

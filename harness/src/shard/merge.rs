@@ -31,14 +31,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Serialize;
-
 use crate::bench::latency::{Percentiles, Recorder, RecorderData};
-use crate::bench::threshold::{Measured, Threshold, ThresholdResult};
-use crate::check::{check_histories, CheckOptions, InvariantId, ScenarioCheck, Verdict};
+use crate::bench::threshold::{Measured, Threshold};
+use crate::check::{check_partitioned, CheckOptions, InvariantId, Partitioning, Verdict};
 use crate::report::RunReport;
-use crate::shard::{ShardManifest, ShardStatus, LATENCY_FILE, MANIFEST};
+use crate::shard::{
+    marked_folders, ShardManifest, ShardStatus, LATENCY_FILE, MANIFEST, SEARCH_DEPTH,
+};
 use crate::state::probe::Probe;
+
+pub use super::merged::{BenchTotals, Finding, MergeError, MergeOutcome, MergeReport, ShardEntry};
+use super::partitions;
 
 /// How to merge.
 #[derive(Debug)]
@@ -60,192 +63,6 @@ pub struct MergeOptions {
     pub thresholds: Vec<Threshold>,
 }
 
-/// The merge could not run at all.
-#[derive(Debug, thiserror::Error)]
-pub enum MergeError {
-    /// Folders of different runs, or nothing to merge.
-    #[error("{0}")]
-    Inconsistent(String),
-    /// The merged report could not be written.
-    #[error("cannot write the merged report: {0}")]
-    Io(String),
-}
-
-/// One shard as the merge found it.
-#[derive(Debug, Clone, Serialize)]
-pub struct ShardEntry {
-    /// Its index.
-    pub index: u32,
-    /// Its folder.
-    pub dir: PathBuf,
-    /// `finished`, `running` (it died), `interrupted`, or `missing`.
-    pub status: String,
-    /// Requests it measured (bench) or scenarios it ran (run).
-    pub count: u64,
-}
-
-/// A violation, with the shard whose history holds it.
-#[derive(Debug, Clone, Serialize)]
-pub struct Finding {
-    /// Scenario (`bench` for a bench).
-    pub scenario: String,
-    /// Invariant code.
-    pub invariant: String,
-    /// Its verdict.
-    pub verdict: Verdict,
-    /// The key concerned.
-    pub key: String,
-    /// What is wrong.
-    pub what: String,
-    /// The shard whose history holds the evidence, when it has lines.
-    pub shard: Option<u32>,
-    /// Lines within that shard's history.
-    pub lines: Vec<u64>,
-}
-
-/// Merged bench numbers.
-#[derive(Debug, Clone, Serialize)]
-pub struct BenchTotals {
-    /// Measured requests, all shards.
-    pub requests: u64,
-    /// Warmup requests, all shards.
-    pub warmup_requests: u64,
-    /// Sum of the shards' achieved rates (they ran at the same time).
-    pub achieved_rate: f64,
-    /// Percentiles of the merged corrected histograms.
-    pub latency: Percentiles,
-    /// Percentiles of the merged uncorrected histograms.
-    pub latency_uncorrected: Percentiles,
-    /// Requests completed per wall-clock second, summed over shards.
-    pub throughput: Vec<u64>,
-    /// Measured requests by status, summed.
-    pub statuses: BTreeMap<String, u64>,
-}
-
-/// `merge.json`.
-#[derive(Debug, Clone, Serialize)]
-pub struct MergeReport {
-    /// `bench` or `run`.
-    pub kind: String,
-    /// The run seed every shard was given.
-    pub run_seed: u64,
-    /// Shards expected.
-    pub shards_expected: u32,
-    /// Every expected shard, found or not.
-    pub shards: Vec<ShardEntry>,
-    /// The one verdict.
-    pub verdict: Verdict,
-    /// Why it is unknown, when it is.
-    pub unknown_because: Vec<String>,
-    /// The checker's result over the union (bench; absent without a state).
-    pub check: Option<ScenarioCheck>,
-    /// Why nothing was checked, when the shards check nothing even alone
-    /// (the null receiver): the verdict then rests on the thresholds.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub check_skipped: Option<String>,
-    /// Each `--threshold` against the merged numbers (bench).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub thresholds: Vec<ThresholdResult>,
-    /// Violations and the shard each came from.
-    pub findings: Vec<Finding>,
-    /// Merged latency and throughput (bench).
-    pub bench: Option<BenchTotals>,
-    /// Scenarios run across shards, and by which shard (run).
-    pub coverage: BTreeMap<String, u32>,
-}
-
-/// A finished merge.
-#[derive(Debug)]
-pub struct MergeOutcome {
-    /// What `merge.json` holds.
-    pub report: MergeReport,
-    /// `<out>/<merge-id>`.
-    pub dir: PathBuf,
-}
-
-impl MergeReport {
-    /// The documented exit code of the verdict.
-    pub fn exit_code(&self) -> i32 {
-        // The shards' reports do not say whether they ran `--strict`.
-        self.verdict.exit_code(false)
-    }
-
-    /// A few lines for the console.
-    pub fn console(&self) -> String {
-        let mut s = format!(
-            "merged {} of {} {} shard(s), seed {}: {}\n",
-            self.shards
-                .iter()
-                .filter(|e| e.status == "finished")
-                .count(),
-            self.shards_expected,
-            self.kind,
-            self.run_seed,
-            self.verdict
-        );
-        for e in self.shards.iter().filter(|e| e.status != "finished") {
-            s.push_str(&format!("  shard {}: {}\n", e.index, e.status));
-        }
-        for why in &self.unknown_because {
-            s.push_str(&format!("  unknown: {why}\n"));
-        }
-        if let Some(why) = &self.check_skipped {
-            s.push_str(&format!("  check skipped ({why})\n"));
-        }
-        for t in &self.thresholds {
-            s.push_str(&format!(
-                "  threshold {} · measured {} · {}\n",
-                t.threshold,
-                t.actual,
-                if t.passed { "ok" } else { "BROKEN" }
-            ));
-        }
-        if let Some(b) = &self.bench {
-            s.push_str(&format!(
-                "  {} requests, {:.0}/s summed, p50 {:.2} ms, p99 {:.2} ms, p99.9 {:.2} ms (merged histograms)\n",
-                b.requests, b.achieved_rate, b.latency.p50_ms, b.latency.p99_ms, b.latency.p999_ms
-            ));
-        }
-        for f in self.findings.iter().take(10) {
-            s.push_str(&format!(
-                "  {} {} {}: {} (shard {})\n",
-                f.scenario,
-                f.invariant,
-                f.key,
-                f.what,
-                f.shard.map_or("?".into(), |i| i.to_string())
-            ));
-        }
-        s
-    }
-}
-
-/// How deep below a given folder shard folders are looked for (a CI
-/// artifact folder holding a reports folder holding the run's folder).
-const SEARCH_DEPTH: usize = 3;
-
-/// Shard folders at or below `dir`, sorted; links (`latest`) are not
-/// followed, so no shard is found twice.
-fn find_manifests(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    if dir.join(MANIFEST).is_file() {
-        out.push(dir.to_path_buf());
-        return Ok(());
-    }
-    if depth == 0 {
-        return Ok(());
-    }
-    let mut subs: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .map(|e| e.path())
-        .collect();
-    subs.sort();
-    for sub in subs {
-        find_manifests(&sub, depth - 1, out)?;
-    }
-    Ok(())
-}
-
 /// Finds the shard folders under the given ones. A given folder with a
 /// report but no `shard.json` is kept: the merge reports it as a shard
 /// that did not finish.
@@ -263,7 +80,7 @@ fn shard_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, MergeError> {
             continue;
         }
         let before = out.len();
-        find_manifests(d, SEARCH_DEPTH, &mut out)
+        marked_folders(d, MANIFEST, SEARCH_DEPTH, &mut out)
             .map_err(|e| MergeError::Inconsistent(format!("{}: {e}", d.display())))?;
         if out.len() == before {
             return Err(MergeError::Inconsistent(format!(
@@ -275,13 +92,47 @@ fn shard_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, MergeError> {
     Ok(out)
 }
 
+/// The history files of the shards at or below `dirs`, in the order a
+/// merge reads them (by shard index), with each shard's manifest: what
+/// `hookstorm check` over shard folders checks, so its line numbers are
+/// the merge's.
+pub fn shard_histories(dirs: &[PathBuf]) -> Result<Vec<(PathBuf, ShardManifest)>, MergeError> {
+    let mut found: BTreeMap<u32, (PathBuf, ShardManifest)> = BTreeMap::new();
+    for dir in shard_dirs(dirs)? {
+        let m = ShardManifest::read(&dir).map_err(|e| {
+            MergeError::Inconsistent(format!("{}: no readable {MANIFEST} ({e})", dir.display()))
+        })?;
+        if let Some((other, _)) = found.get(&m.shard.index) {
+            return Err(MergeError::Inconsistent(format!(
+                "shard {} twice: {} and {}",
+                m.shard.index,
+                other.display(),
+                dir.display()
+            )));
+        }
+        found.insert(m.shard.index, (dir.join(&m.history), m));
+    }
+    Ok(found.into_values().collect())
+}
+
 /// Merges the shards' folders and writes `merge.json` (and, for run
 /// shards, the union `report.json`, `junit.xml` and `summary.md`).
 pub async fn merge(opts: &MergeOptions) -> Result<MergeOutcome, MergeError> {
+    let dirs = match shard_dirs(&opts.dirs) {
+        Ok(dirs) => dirs,
+        Err(e) => {
+            // No shard, but the partitions of a check: join them alone.
+            let parts = partitions::find(&opts.dirs)?;
+            if parts.is_empty() {
+                return Err(e);
+            }
+            return merge_partitions(opts, &parts);
+        }
+    };
     let mut found: BTreeMap<u32, (PathBuf, ShardManifest)> = BTreeMap::new();
     let mut unknown = Vec::new();
     let mut first: Option<ShardManifest> = None;
-    for dir in shard_dirs(&opts.dirs)? {
+    for dir in dirs {
         let m = match ShardManifest::read(&dir) {
             Ok(m) => m,
             Err(e) => {
@@ -357,20 +208,7 @@ pub async fn merge(opts: &MergeOptions) -> Result<MergeOutcome, MergeError> {
         };
         shards.push(entry);
     }
-    let mut report = MergeReport {
-        kind: first.kind.clone(),
-        run_seed: first.run_seed,
-        shards_expected: expected,
-        shards,
-        verdict: Verdict::Unknown,
-        unknown_because: unknown,
-        check: None,
-        check_skipped: None,
-        thresholds: Vec::new(),
-        findings: Vec::new(),
-        bench: None,
-        coverage: BTreeMap::new(),
-    };
+    let mut report = MergeReport::new(&first.kind, first.run_seed, expected, shards, unknown);
     let merge_id = format!(
         "{}-merge-{}-{:08x}",
         chrono::Utc::now().format("%Y%m%d-%H%M%S"),
@@ -396,6 +234,23 @@ pub async fn merge(opts: &MergeOptions) -> Result<MergeOutcome, MergeError> {
         && matches!(report.verdict, Verdict::Pass | Verdict::NonStrict)
     {
         report.verdict = Verdict::Fail;
+    }
+    let json = serde_json::to_vec_pretty(&report).map_err(|e| MergeError::Io(e.to_string()))?;
+    let path = dir.join("merge.json");
+    std::fs::write(&path, json).map_err(|e| MergeError::Io(format!("{}: {e}", path.display())))?;
+    Ok(MergeOutcome { report, dir })
+}
+
+/// The merge of partitions of a check without shards (`check --partition`
+/// over any histories): `merge.json` with the joined check's verdict.
+fn merge_partitions(opts: &MergeOptions, parts: &[PathBuf]) -> Result<MergeOutcome, MergeError> {
+    let mut report = MergeReport::new("check", 0, 0, Vec::new(), Vec::new());
+    let merge_id = format!("{}-merge-check", chrono::Utc::now().format("%Y%m%d-%H%M%S"));
+    let dir = opts.out_dir.join(merge_id);
+    std::fs::create_dir_all(&dir).map_err(|e| MergeError::Io(format!("{}: {e}", dir.display())))?;
+    partitions::join_into(&mut report, parts, &[], &[], &dir)?;
+    if !report.unknown_because.is_empty() {
+        report.verdict = Verdict::Unknown;
     }
     let json = serde_json::to_vec_pretty(&report).map_err(|e| MergeError::Io(e.to_string()))?;
     let path = dir.join("merge.json");
@@ -516,6 +371,14 @@ async fn merge_bench(
         .coverage
         .insert(crate::bench::load::SCENARIO.to_string(), found.len() as u32);
 
+    // Partitions of the check, done by other processes: the verdict is
+    // their join, and the state is not read here.
+    let parts = partitions::find(&opts.dirs)?;
+    if !parts.is_empty() {
+        let histories: Vec<PathBuf> = found.values().map(|(d, m)| d.join(&m.history)).collect();
+        let indices: Vec<u32> = found.keys().copied().collect();
+        return partitions::join_into(report, &parts, &histories, &indices, dir);
+    }
     let Some(probe) = &opts.probe else {
         // Shards that check nothing even alone: as one such bench, the
         // check is skipped and the verdict is the thresholds'.
@@ -535,8 +398,11 @@ async fn merge_bench(
     };
     let histories: Vec<PathBuf> = found.values().map(|(d, m)| d.join(&m.history)).collect();
     let indices: Vec<u32> = found.keys().copied().collect();
-    let (state, drained) = match probe.wait_drained(opts.drain).await {
-        Ok(s) => s,
+    // The state streams to a file, and the check spills partitions next
+    // to it: the merge's memory does not grow with the run.
+    let state_path = dir.join("state.json");
+    let drained = match probe.wait_drained_to(opts.drain, &state_path).await {
+        Ok((drained, _rows)) => drained,
         Err(e) => {
             report
                 .unknown_because
@@ -544,11 +410,6 @@ async fn merge_bench(
             return Ok(());
         }
     };
-    let state_path = dir.join("state.json");
-    let json = serde_json::to_vec(&state).map_err(|e| MergeError::Io(e.to_string()))?;
-    drop(state);
-    std::fs::write(&state_path, json)
-        .map_err(|e| MergeError::Io(format!("{}: {e}", state_path.display())))?;
     let copts = CheckOptions {
         invariants: InvariantId::ALL.to_vec(),
         strict: false,
@@ -561,47 +422,27 @@ async fn merge_bench(
             .map(|(_, m)| crate::profile::vocabulary::Vocabulary::of_name(&m.profile))
             .unwrap_or_default(),
     };
-    let sp = state_path.clone();
+    let how = Partitioning {
+        spill_dir: Some(dir.to_path_buf()),
+        ..Partitioning::default()
+    };
     let res = tokio::task::spawn_blocking(move || {
-        check_histories(&histories, &sp, Some(crate::bench::load::SCENARIO), &copts)
+        check_partitioned(
+            &histories,
+            &state_path,
+            Some(crate::bench::load::SCENARIO),
+            &copts,
+            &how,
+        )
     })
     .await
     .map_err(|e| MergeError::Io(e.to_string()))?;
-    let multi = match res {
-        Ok(m) => m,
-        Err(e) => {
-            report
-                .unknown_because
-                .push(format!("the checker could not read the histories: {e}"));
-            return Ok(());
-        }
-    };
-    for w in &multi.check.warnings {
-        report.unknown_because.push(format!("history: {w}"));
-    }
-    let Some(check) = multi.check.checks.first().cloned() else {
-        report
+    match res {
+        Ok(multi) => partitions::record(report, &multi, &indices),
+        Err(e) => report
             .unknown_because
-            .push("the checker returned nothing".into());
-        return Ok(());
-    };
-    for r in &check.results {
-        for e in &r.evidence {
-            let located: Vec<(usize, u64)> =
-                e.lines.iter().filter_map(|l| multi.locate(*l)).collect();
-            report.findings.push(Finding {
-                scenario: check.scenario.clone(),
-                invariant: r.id.code().to_string(),
-                verdict: r.verdict,
-                key: e.key.clone(),
-                what: e.what.clone(),
-                shard: located.first().map(|(i, _)| indices[*i]),
-                lines: located.iter().map(|(_, l)| *l).collect(),
-            });
-        }
+            .push(format!("the checker could not read the histories: {e}")),
     }
-    report.verdict = check.verdict();
-    report.check = Some(check);
     Ok(())
 }
 
@@ -652,7 +493,7 @@ fn merge_runs(found: &Found, dir: &Path, report: &mut MergeReport) -> Result<(),
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 for s in &mut first.scenarios {
-                    s.history = format!("{}/{}", sdir.display(), s.history);
+                    rebase(s, sdir);
                 }
                 union = Some(first);
             }
@@ -661,7 +502,7 @@ fn merge_runs(found: &Found, dir: &Path, report: &mut MergeReport) -> Result<(),
                 u.interrupted |= r.interrupted;
                 u.require_all |= r.require_all;
                 for mut s in r.scenarios {
-                    s.history = format!("{}/{}", sdir.display(), s.history);
+                    rebase(&mut s, sdir);
                     u.scenarios.push(s);
                 }
             }
@@ -672,6 +513,15 @@ fn merge_runs(found: &Found, dir: &Path, report: &mut MergeReport) -> Result<(),
         crate::report::write_reports(dir, &u).map_err(|e| MergeError::Io(e.to_string()))?;
     }
     Ok(())
+}
+
+/// A shard's scenario with its history and state paths made to name the
+/// files in the shard's folder, wherever the merged folder is read from
+/// (the page draws the histories, the seal digests them).
+fn rebase(s: &mut crate::report::ScenarioReport, sdir: &Path) {
+    let sdir = sdir.canonicalize().unwrap_or_else(|_| sdir.to_path_buf());
+    s.history = format!("{}/{}", sdir.display(), s.history);
+    s.state = s.state.take().map(|p| format!("{}/{}", sdir.display(), p));
 }
 
 #[cfg(test)]

@@ -17,9 +17,11 @@
 //! shard that died is told from one that finished.
 
 pub mod merge;
+mod merged;
+mod partitions;
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::{Duration, SystemTime};
 
@@ -28,6 +30,39 @@ use serde::{Deserialize, Serialize};
 /// Environment variables a shard index is read from, in this order:
 /// hookstorm's own, then the one Kubernetes sets in an Indexed Job.
 pub const INDEX_ENV: [&str; 2] = ["HOOKSTORM_SHARD_INDEX", "JOB_COMPLETION_INDEX"];
+
+/// How deep below a given folder shard and partition folders are looked
+/// for (a CI artifact folder holding a reports folder holding the run's
+/// folder).
+pub(crate) const SEARCH_DEPTH: usize = 3;
+
+/// The folders at or below `dir` (down to `depth` levels) that hold a file
+/// named `marker`, sorted; a marked folder is not searched further, and
+/// links (`latest`) are not followed, so none is found twice.
+pub(crate) fn marked_folders(
+    dir: &Path,
+    marker: &str,
+    depth: usize,
+    out: &mut Vec<PathBuf>,
+) -> std::io::Result<()> {
+    if dir.join(marker).is_file() {
+        out.push(dir.to_path_buf());
+        return Ok(());
+    }
+    if depth == 0 {
+        return Ok(());
+    }
+    let mut subs: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    subs.sort();
+    for sub in subs {
+        marked_folders(&sub, marker, depth - 1, out)?;
+    }
+    Ok(())
+}
 
 /// The manifest file every shard writes into its report folder.
 pub const MANIFEST: &str = "shard.json";

@@ -102,6 +102,7 @@ pub fn expectation(id: InvariantId, words: &Vocabulary) -> String {
             words.event
         ),
         InvariantId::I9 => "a 2xx before the retry schedule runs out".into(),
+        sender => crate::check::sender::rule(sender).holds_when.into(),
     }
 }
 
@@ -584,12 +585,7 @@ mod tests {
     }
 
     fn evidence(key: &str, what: &str) -> Evidence {
-        Evidence {
-            key: key.into(),
-            account: Some("acct_a".into()),
-            what: what.into(),
-            lines: vec![2, 3],
-        }
+        Evidence::new(key, Some("acct_a".into()), what, vec![2, 3])
     }
 
     #[test]

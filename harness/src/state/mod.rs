@@ -7,8 +7,11 @@
 //!
 //! A big state is never held whole on its way in: [`stream`] reads either
 //! wire form (one document, or JSON Lines) row by row into a sink.
+//! [`outbox`] is the sender side's counterpart: a sender's own listing of
+//! the events it owes.
 
 pub mod late;
+pub mod outbox;
 pub mod probe;
 
 pub mod stream;

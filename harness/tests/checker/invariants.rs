@@ -446,7 +446,7 @@ fn winner_findings_speak_the_profiles_words_and_answerline_keeps_its_own() {
         r.evidence[0].what,
         "job job-1: expected winner t2, reported t3 (a FAILED task)"
     );
-    assert_eq!(r.summary, "1 wrong winners among 1 jobs");
+    assert_eq!(r.summary, "1 wrong winner among 1 job");
     let stripe = CheckOptions {
         vocabulary: Vocabulary::of_name("stripe"),
         ..only(InvariantId::I5)
@@ -458,15 +458,12 @@ fn winner_findings_speak_the_profiles_words_and_answerline_keeps_its_own() {
         r.evidence[0].what,
         "object (data.object.id) job-1: expected winner t2, reported t3 (a failed event)"
     );
-    assert_eq!(
-        r.summary,
-        "1 wrong winners among 1 objects (data.object.id)"
-    );
+    assert_eq!(r.summary, "1 wrong winner among 1 object (data.object.id)");
     s.winners = winners(&[("job-1", "t2")]);
     let c = run(job_history(), &s, &stripe);
     assert_eq!(
         c.result(InvariantId::I5).unwrap().summary,
-        "the right winner for all 1 objects (data.object.id) (newest successful event by created; ties to the larger event id)"
+        "the right winner for the 1 object (data.object.id) (newest successful event by created; ties to the larger event id)"
     );
 }
 

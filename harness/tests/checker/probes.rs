@@ -1,6 +1,6 @@
 //! The state probes against real sources: a SQLite file and a Postgres
-//! server with the guide's schema, an HTTP admin endpoint on 127.0.0.1, and
-//! shell commands.
+//! server with the default schema (the SQL of docs/state.md, as a reader
+//! copies it), an HTTP admin endpoint on 127.0.0.1, and shell commands.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -16,15 +16,26 @@ use hyper::{Request, Response};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
-/// The guide's schema (inbox and answers), in SQL both backends accept.
-const GUIDE_SCHEMA: &str = "
-create table webhook_inbox (task_id text primary key, body text not null,
-  received_at timestamp not null default current_timestamp, processed_at timestamp);
-create table answers (task_id text primary key, job_key text, status text,
-  created_at timestamp, response text);";
+/// The default schema as docs/state.md gives it (inbox and answers): the
+/// SQL block under its "The default schema" heading, run as it is.
+fn default_schema() -> String {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/state.md"))
+            .expect("docs/state.md");
+    let section = doc
+        .split("\n## The default schema\n")
+        .nth(1)
+        .expect("docs/state.md has a section \"The default schema\"");
+    let block = section
+        .split("```sql\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("the section holds a ```sql block");
+    block.to_string()
+}
 
 /// Rows: t1/t2 COMPLETED for job-1 (t2 newer), t3 FAILED newest; t4 unprocessed.
-const GUIDE_ROWS: &str = "
+const DEFAULT_ROWS: &str = "
 insert into webhook_inbox (task_id, body, processed_at) values
   ('t1', '{}', '2026-11-29 10:00:05'), ('t2', '{}', '2026-11-29 10:00:06'),
   ('t3', '{}', '2026-11-29 10:00:07'), ('t4', '{}', null);
@@ -35,7 +46,7 @@ insert into answers (task_id, job_key, status, created_at, response) values
   ('t5', 'job-2', 'COMPLETED', '2026-11-29 10:00:00', '{}'),
   ('t6', 'job-2', 'COMPLETED', '2026-11-29 10:00:00', '{}');";
 
-fn assert_guide_state(s: &hookstorm::state::State) {
+fn assert_default_state(s: &hookstorm::state::State) {
     let mut inbox: Vec<(String, bool)> = s
         .inbox
         .iter()
@@ -84,17 +95,17 @@ fn sqlite_probe(path: &Path, extra: impl FnOnce(&mut SqlProbeConfig)) -> Result<
 }
 
 #[tokio::test]
-async fn sqlite_probe_reads_the_guide_schema_with_default_queries() -> TestResult {
+async fn sqlite_probe_reads_the_documented_default_schema_with_default_queries() -> TestResult {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("receiver.db");
     let db = rusqlite::Connection::open(&path)?;
-    db.execute_batch(GUIDE_SCHEMA)?;
-    db.execute_batch(GUIDE_ROWS)?;
+    db.execute_batch(&default_schema())?;
+    db.execute_batch(DEFAULT_ROWS)?;
     drop(db);
     let probe = sqlite_probe(&path, |s| {
         s.reset = Some(vec!["delete from webhook_inbox".into()])
     })?;
-    assert_guide_state(&probe.read_state().await?);
+    assert_default_state(&probe.read_state().await?);
     probe.reset().await?;
     assert!(probe.read_state().await?.inbox.is_empty());
     Ok(())
@@ -330,7 +341,7 @@ fn start_postgres() -> Option<Postgres> {
 }
 
 #[tokio::test]
-async fn postgres_probe_reads_the_guide_schema_with_default_queries() -> TestResult {
+async fn postgres_probe_reads_the_default_schema_with_default_queries() -> TestResult {
     let Some(pg) = start_postgres() else {
         return Ok(());
     };
@@ -346,7 +357,7 @@ async fn postgres_probe_reads_the_guide_schema_with_default_queries() -> TestRes
         .await?;
     client
         .batch_execute(
-            &GUIDE_ROWS
+            &DEFAULT_ROWS
                 .replace("'{}'", "'{}'::jsonb")
                 .replace(":00'", ":00+00'"),
         )
@@ -366,7 +377,7 @@ async fn postgres_probe_reads_the_guide_schema_with_default_queries() -> TestRes
         probe.describe()
     );
     let state = probe.read_state().await?;
-    assert_guide_state(&state);
+    assert_default_state(&state);
     probe.reset().await?;
     assert!(probe.read_state().await?.inbox.is_empty());
     Ok(())

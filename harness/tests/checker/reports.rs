@@ -10,6 +10,7 @@ use hookstorm::check::{
     CheckOptions, Counts, DeadLetter, Evidence, InvariantId, InvariantResult, ScenarioCheck,
     Verdict,
 };
+use hookstorm::outcome::AttemptOutcome;
 use hookstorm::report::console::console_table;
 use hookstorm::report::{write_reports, RunReport, ScenarioReport};
 use hookstorm::state::probe::{Probe, ProbeConfig, SqlProbeConfig};
@@ -33,6 +34,9 @@ fn scenario(name: &str, results: Vec<InvariantResult>) -> ScenarioReport {
                 fail: 0,
                 info: 1,
                 dead: 0,
+                outcomes: [(AttemptOutcome::Accepted, 2), (AttemptOutcome::NoAnswer, 1)]
+                    .into_iter()
+                    .collect(),
             },
             dead_letters: vec![],
             observations: Vec::new(),
@@ -43,6 +47,8 @@ fn scenario(name: &str, results: Vec<InvariantResult>) -> ScenarioReport {
         state: Some(format!("{name}/state.json")),
         notes: vec![],
         skipped: None,
+        graded_with: None,
+        gap_slack_ms: Some(50.0),
     }
 }
 
@@ -53,10 +59,13 @@ fn fixture() -> RunReport {
         "1 of 2 acknowledged keys are missing from the inbox",
     );
     fail.evidence = vec![Evidence {
-        key: "tsk_2".into(),
-        account: Some("acct_a".into()),
-        what: "acknowledged with a 2xx but not in the inbox".into(),
-        lines: vec![3],
+        lines_total: 7,
+        ..Evidence::new(
+            "tsk_2",
+            Some("acct_a".into()),
+            "acknowledged with a 2xx but not in the inbox",
+            vec![3, 4, 5, 6],
+        )
     }];
     fail.evidence_total = 1;
     let mut ack_loss = scenario("ack-loss", vec![fail, pass(InvariantId::I2)]);
@@ -69,6 +78,7 @@ fn fixture() -> RunReport {
         last_status: Some(503),
         last_error: None,
         recovered: false,
+        by_design: false,
     }];
     let unknown = InvariantResult::new(
         InvariantId::I5,
@@ -95,6 +105,7 @@ fn fixture() -> RunReport {
         ],
         machine: None,
         interrupted: false,
+        seal: None,
     }
 }
 
@@ -119,8 +130,8 @@ fn schema_errors(v: &Value) -> Vec<String> {
 #[test]
 fn report_json_matches_the_checked_in_schema() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
-    let files = write_reports(dir.path(), &fixture())?;
-    assert_eq!(files.len(), 4);
+    let files = write_reports(dir.path(), &fixture())?.files;
+    assert_eq!(files.len(), 5);
     let v: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json"))?)?;
     assert_eq!(schema_errors(&v), Vec::<String>::new());
     assert_eq!(v["verdict"], "fail");
@@ -175,7 +186,7 @@ fn an_interrupted_report_is_marked_everywhere_and_old_reports_still_validate(
     );
     let table = console_table(&report, false);
     assert!(
-        table.contains("interrupted: only the 1 scenario(s) above finished"),
+        table.contains("interrupted: only the 1 scenario above finished"),
         "{table}"
     );
     assert!(table.contains("(exit 130)"), "{table}");
@@ -259,6 +270,14 @@ fn junit_has_one_suite_per_scenario_and_one_case_per_invariant() {
     assert_eq!(cases, ["I1 no-loss", "I2 exactly-once"]);
     assert!(x.contains("<failure message=\"1 of 2 acknowledged keys are missing from the inbox\" type=\"fail\">tsk_2 (acct_a)"));
     assert!(x.contains("<skipped message=\"not checked: the state has no winners section\"/>"));
+    // Real durations: each case its share of its scenario's wall time.
+    assert!(!x.contains("time=\"0.000\""), "{x}");
+    let case_total: f64 = j.test_suites[1]
+        .test_cases
+        .iter()
+        .map(|c| c.time.unwrap().as_secs_f64())
+        .sum();
+    assert!((case_total - 1.25).abs() < 0.01, "{case_total}");
 }
 
 #[test]
@@ -308,6 +327,7 @@ fn no_report_contains_a_token_or_password() -> Result<(), Box<dyn std::error::Er
     )];
     let dir = tempfile::tempdir()?;
     let mut texts: Vec<String> = write_reports(dir.path(), &r)?
+        .files
         .iter()
         .map(std::fs::read_to_string)
         .collect::<Result<_, _>>()?;
@@ -403,4 +423,100 @@ fn require_all_turns_a_skip_into_a_failure() {
     r.require_all = false;
     r.scenarios.remove(0);
     assert_eq!(r.exit_code(), 2);
+}
+
+#[test]
+fn a_sink_report_validates_and_its_timeline_draws_each_retrys_window(
+) -> Result<(), Box<dyn std::error::Error>> {
+    use hookstorm::history::{Attempt, Emitted, Event, Outcome, Received};
+    let dir = tempfile::tempdir()?;
+    std::fs::create_dir_all(dir.path().join("sender-retries"))?;
+    let received = |at_ms: f64, answer: &str, window: Option<[f64; 2]>| Received {
+        answer: answer.into(),
+        at_ms,
+        end_ms: at_ms + 1.0,
+        followed: false,
+        delivery_id: Some("whd_1".into()),
+        body_sha256: "00".into(),
+        signature_error: None,
+        signed_at: Some(1_700_000_000),
+        arrived_unix: 1_700_000_000.0,
+        retry_after_s: None,
+        closed_early: false,
+        generation: 0,
+        window_ms: window,
+    };
+    let attempt = |n: u32, status: u16, got: Received| {
+        let mut a = Attempt::new("sender-retries", "whd_1", "tsk_1", "acct_a");
+        a.attempt = n;
+        a.status = Some(status);
+        a.outcome = if status == 200 {
+            Outcome::Ok
+        } else {
+            Outcome::Fail
+        };
+        a.sink = Some(Box::new(got));
+        Event::Attempt(a)
+    };
+    let events = vec![
+        Event::Emit(Emitted {
+            scenario: "sender-retries".into(),
+            at: "2026-12-01T00:00:00.000Z".into(),
+            account: "acct_a".into(),
+            key: "tsk_1".into(),
+            job: None,
+            resource: None,
+            sequence: None,
+            script: vec!["503".into(), "200".into()],
+        }),
+        attempt(1, 503, received(3.0, "503", None)),
+        attempt(2, 200, received(8.0, "200", Some([6.5, 9.0]))),
+    ];
+    let mut text = String::new();
+    for e in &events {
+        text.push_str(&serde_json::to_string(e)?);
+        text.push('\n');
+    }
+    std::fs::write(dir.path().join("sender-retries/history.jsonl"), text)?;
+    let numbered: Vec<(u64, Event)> = events
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| (i as u64 + 1, e))
+        .collect();
+    let outbox = hookstorm::state::outbox::Outbox::parse(
+        br#"[{"key":"tsk_1","account":"acct_a","status":"delivered"}]"#,
+    )?;
+    let rules = hookstorm::check::sender::SenderRules {
+        invariants: InvariantId::SENDER.to_vec(),
+        profile: hookstorm::sink::reference_profile(),
+        time_scale: 1000.0,
+        timeout: std::time::Duration::from_millis(250),
+    };
+    let check = hookstorm::check::sender::judge(&numbered, "sender-retries", Ok(&outbox), &rules);
+    let mut s = scenario("sender-retries", check.results.clone());
+    s.check = check;
+    let report = RunReport {
+        profile: "reference-sender".into(),
+        time_scale: 1000.0,
+        scenarios: vec![s],
+        ..fixture()
+    };
+    write_reports(dir.path(), &report)?;
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json"))?)?;
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    assert_eq!(v["scenarios"][0]["check"]["results"][0]["id"], "S1");
+    assert_eq!(
+        v["scenarios"][0]["check"]["results"][0]["name"],
+        "retry-envelope"
+    );
+    let html = std::fs::read_to_string(dir.path().join("report.html"))?;
+    assert!(
+        html.contains("<title>hookstorm sink "),
+        "a sink run says so"
+    );
+    // The retry's mark carries its window, [from, to] in whole ms of the
+    // sink's clock.
+    assert!(html.contains("[7.0,9.0]"), "no window in the timeline");
+    assert!(console_table(&report, false).starts_with("hookstorm sink "));
+    Ok(())
 }

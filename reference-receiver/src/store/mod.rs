@@ -1,7 +1,7 @@
 //! Storage behind one object-safe trait, with SQLite and Postgres implementations.
 //!
-//! The schema follows the guide's names (`webhook_inbox`, `answers`, plus
-//! `effects`, `resources`, `submitted_tasks`) so that the harness's generic
+//! The tables follow the default schema of docs/state.md (`webhook_inbox`,
+//! `answers`; plus `effects`, `resources`, `submitted_tasks`) so that the harness's generic
 //! SQL probe can read a receiver built this way. Methods return boxed
 //! futures so the store can live behind `Arc<dyn Store>`.
 //!

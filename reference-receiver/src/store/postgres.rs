@@ -248,7 +248,7 @@ async fn process_batch(store: &PgStore, rules: &WorkerRules) -> Result<BatchOutc
 
 fn winners_sql(rule: WinnerRule) -> &'static str {
     match rule {
-        // The guide's reporting query, scoped by account.
+        // The reporting query (the latest COMPLETED task per job), scoped by account.
         WinnerRule::Created => "select distinct on (account, job_key) account, job_key, task_id from answers where status = 'COMPLETED' and job_key is not null order by account, job_key, created_at desc, task_id desc",
         WinnerRule::AnyStatus => "select distinct on (account, job_key) account, job_key, task_id from answers where job_key is not null order by account, job_key, created_at desc, task_id desc",
         WinnerRule::LastArrival => "select distinct on (a.account, a.job_key) a.account, a.job_key, a.task_id from answers a join (select account, task_id, max(id) as arrival from webhook_inbox group by account, task_id) i on i.account = a.account and i.task_id = a.task_id where a.status = 'COMPLETED' and a.job_key is not null order by a.account, a.job_key, i.arrival desc",

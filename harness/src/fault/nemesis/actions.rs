@@ -77,8 +77,8 @@ impl CutSeen {
             "until the stream ended"
         };
         format!(
-            "{} attempt(s) answered while the database was cut ({} acknowledged); held {} {why} (at least {}, at most {}, until {} answered)",
-            self.answered.answered,
+            "{} answered while the database was cut ({} acknowledged); held {} {why} (at least {}, at most {}, until {} answered)",
+            crate::words::count(self.answered.answered, "attempt"),
             self.answered.acks,
             crate::units::format_duration(self.held),
             c.duration,

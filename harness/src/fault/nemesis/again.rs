@@ -79,8 +79,8 @@ pub fn redeliveries(
         })
         .collect();
     let mut action = format!(
-        "redeliver {} event(s) acknowledged before the last restart",
-        acked.len()
+        "redeliver {} acknowledged before the last restart",
+        crate::words::count(acked.len(), "event")
     );
     if !dead.is_empty() {
         action.push_str(&format!(

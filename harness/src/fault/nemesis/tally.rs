@@ -41,8 +41,8 @@ pub fn not_exercised(plan: &Plan, acts: &Actions, tally: Option<&KillTally>) -> 
     if let (true, Some(t)) = (kills, tally) {
         if !kills_met(acts, t) {
             why.push(format!(
-                "{} kill(s) of the receiver interrupted no attempt, none landed between commit and answer, and no attempt went unanswered while the receiver was down, so nothing was in flight to lose",
-                acts.signals
+                "{} interrupted no attempt, none landed between commit and answer, and no attempt went unanswered while the receiver was down, so nothing was in flight to lose",
+                crate::words::count(acts.signals, "kill of the receiver")
             ));
         }
     }
@@ -91,14 +91,14 @@ pub fn observations(plan: &Plan, acts: &Actions, tally: Option<&KillTally>) -> V
         .unwrap_or_default();
     if acts.cut_seen.iter().all(|s| s.answered.answered == 0) {
         vec![format!(
-            "{rule}: no answer for {} while the database was silent ({} attempt(s) sent during the cut got none in time); a statement timeout would answer 503 within the limit",
+            "{rule}: no answer for {} while the database was silent ({} sent during the cut got none in time); a statement timeout would answer 503 within the limit",
             crate::units::format_duration(held),
-            t.cut_unanswered
+            crate::words::count(t.cut_unanswered, "attempt")
         )]
     } else {
         vec![format!(
-            "{} attempt(s) sent while the database was cut got no answer in time; the others were answered: some of the receiver's waits on its database have no timeout",
-            t.cut_unanswered
+            "{} sent while the database was cut got no answer in time; the others were answered: some of the receiver's waits on its database have no timeout",
+            crate::words::count(t.cut_unanswered, "attempt")
         )]
     }
 }

@@ -15,9 +15,9 @@
   document.body.setAttribute("data-errors", "0");
 
   var SVG = "http://www.w3.org/2000/svg";
-  var COLORS = ["var(--ok)", "var(--fail)", "var(--info)", "var(--dead)"];
-  var OUTCOMES = ["ok", "fail", "info", "dead"];
-  var ROW = 16, GUTTER = 170, RIGHT = 16, AXIS = 34;
+  // How each way of drawing an outcome is coloured: only wrong is red.
+  var DRAWN = { right: "var(--ok)", wrong: "var(--fail)", unsettled: "var(--info)", "by-design": "var(--by-design)" };
+  var ROW = 16, RIGHT = 24, AXIS = 34, CHAR = 6.7, PAD = 8;
 
   function el(tag, attrs, parent) {
     var e = document.createElement(tag);
@@ -48,8 +48,10 @@
   }
   function slug(s) { return String(s).replace(/[^A-Za-z0-9_-]/g, "_"); }
   function badge(word, parent) {
-    var cls = /FAIL/.test(word) || word === "fail" ? "fail" : word === "pass" ? "pass"
-      : /non-strict/.test(word) ? "non-strict" : /unknown/.test(word) ? "unknown" : "skipped";
+    var cls = /FAIL/.test(word) || word === "fail" || word === "not met" ? "fail"
+      : word === "pass" || word === "met" ? "pass"
+      : word === "informational" ? "informational"
+      : /non-strict/.test(word) ? "non-strict" : /unknown|not established/.test(word) ? "unknown" : "skipped";
     return el("span", { "class": "badge v-" + cls, text: word }, parent);
   }
   function niceStep(span, n) {
@@ -58,26 +60,33 @@
     for (var i = 0; i < steps.length; i++) if (steps[i] * mag >= raw) return steps[i] * mag;
     return 10 * mag;
   }
+  function count(n, one, many) { return n + " " + (n === 1 ? one : many); }
 
   var data = JSON.parse(document.getElementById("data").textContent);
   var app = document.getElementById("app");
   app.innerHTML = "";
-  var state = { marks: 0, timelines: [] };
+  var OUTCOMES = data.outcomes || [];
+  var state = { marks: 0, wrong: 0, cited: 0, timelines: [] };
   if (data.kind === "bench") renderBench(data); else renderRun(data);
   document.body.setAttribute("data-marks", String(state.marks));
+  document.body.setAttribute("data-wrong", String(state.wrong));
+  document.body.setAttribute("data-cited", String(state.cited));
   updateDrawn();
 
   function updateDrawn() {
     var n = document.querySelectorAll("svg .mark").length;
     document.body.setAttribute("data-drawn", String(n));
   }
+  function colorOf(o) { return OUTCOMES[o] ? DRAWN[OUTCOMES[o].drawn] : "var(--unknown)"; }
+  // A refusal is a ring, an acceptance a dot, a death a square: the shape
+  // says what the receiver did, the colour whether it was right.
+  function shapeOf(o) { return /dead/.test(o.outcome) ? "square" : /^rejected/.test(o.outcome) ? "ring" : "dot"; }
 
   // ---- run report -------------------------------------------------------
   function renderRun(r) {
-    var h = el("h1", { text: "hookstorm run " + r.run_id + " " }, app);
+    var h = el("h1", { text: "hookstorm " + (r.command || "run") + " " + r.run_id + " " }, app);
     badge(r.interrupted ? "interrupted" : r.verdict, h);
     var meta = el("p", { "class": "meta" }, app);
-    meta.innerHTML = "";
     [["exit code", r.exit_code], ["seed", r.seed], ["profile", r.profile],
      ["time scale", r.time_scale], ["target", r.target], ["started", r.started_at],
      ["duration", fmtMs(r.duration_s * 1000)], ["hookstorm", r.hookstorm_version],
@@ -87,6 +96,7 @@
       el("b", { text: String(kv[1]) }, s);
       s.appendChild(document.createTextNode(" · "));
     });
+    statement(r);
     el("p", { text: r.coverage_line }, app);
 
     // The verdict matrix.
@@ -117,36 +127,84 @@
       names.forEach(function (n) {
         var res = s.check.results.filter(function (x) { return x.name === n; })[0];
         if (!res) { el("td", { "class": "cell" }, tr); return; }
-        var c = el("td", { "class": "cell c-" + res.verdict, title: res.summary }, tr);
+        var c = el("td", { "class": "cell c-" + res.grade, title: res.grade + ": " + res.summary }, tr);
         el("a", { href: "#r-" + slug(s.name) + "-" + slug(n),
-          text: { pass: "✓", fail: "✗", "non-strict": "!", unknown: "?" }[res.verdict] || "?" }, c);
+          text: { pass: "✓", informational: "i", fail: "✗", "non-strict": "!", unknown: "?" }[res.grade] || "?" }, c);
       });
     });
+    el("p", { "class": "legend", text: "✓ pass · i informational (a pass with something worth knowing) · ! non-strict (fails only with --strict) · ? unknown · ✗ fail" }, app);
 
-    // Coverage and reproduce.
-    el("h2", { text: "Coverage and reproduce" }, app);
-    var ul = el("ul", {}, app);
-    r.scenarios.forEach(function (s) {
-      if (s.skipped) el("li", { text: s.name + ": " + s.word + " — " + s.skipped.reason }, ul);
-    });
-    if (!ul.children.length) el("li", { text: "every selected scenario ran" }, ul);
+    el("h2", { text: "Reproduce" }, app);
     el("p", { text: "Seed " + r.seed + ". Each scenario's command reproduces it; the whole run:" }, app);
-    el("pre", { text: (r.scenarios[0] && r.scenarios[0].reproduce.replace(/ --scenario \S+/, "")) || "hookstorm run --seed " + r.seed }, app);
+    el("pre", { text: (r.scenarios[0] && r.scenarios[0].reproduce.replace(/ --scenario \S+/, "")) || "hookstorm " + (r.command || "run") + " --seed " + r.seed }, app);
 
     var legend = el("p", { "class": "legend" }, app);
-    OUTCOMES.forEach(function (o, i) {
-      var s = el("span", {}, legend);
-      el("span", { "class": "sw", style: "background:" + COLORS[i] }, s);
-      s.appendChild(document.createTextNode(o));
+    OUTCOMES.forEach(function (o) {
+      var s = el("span", { title: o.meaning }, legend);
+      var shape = shapeOf(o);
+      el("span", { "class": "sw", style: shape === "ring" ? "background:#fff;border:2px solid " + DRAWN[o.drawn]
+        : "background:" + DRAWN[o.drawn] + (shape === "square" ? ";border-radius:0" : "") }, s);
+      s.appendChild(document.createTextNode(o.word));
     });
     var envS = el("span", {}, legend);
     el("span", { "class": "sw", style: "background:#90caf9;border-radius:0" }, envS);
-    envS.appendChild(document.createTextNode("retry envelope (profile schedule)"));
+    envS.appendChild(document.createTextNode("retry window (from the previous send)"));
+    var aS = el("span", {}, legend);
+    el("span", { "class": "sw", style: "background:#78909c;border-radius:0;height:3px" }, aS);
+    aS.appendChild(document.createTextNode("send to answer"));
     var fS = el("span", {}, legend);
     el("span", { "class": "sw", style: "background:#ce93d8;border-radius:0" }, fS);
     fS.appendChild(document.createTextNode("injected fault"));
 
     r.scenarios.forEach(function (s) { renderScenario(r, s); });
+  }
+
+  // The conformance statement: levels, skips, digests.
+  function statement(r) {
+    var c = r.conformance;
+    if (!c) return;
+    var sec = el("section", { id: "conformance", "class": "statement" }, app);
+    var met = c.levels.filter(function (l) { return l.status === "met"; }).length;
+    el("h2", { text: "Conformance: met " + met + " of " + count(c.levels.length, "level", "levels") }, sec);
+    var t = el("table", { "class": "levels" }, sec);
+    c.levels.forEach(function (l) {
+      var tr = el("tr", { "data-level": l.id, "data-status": l.status }, t);
+      badge(l.status.replace(/-/g, " "), el("td", {}, tr));
+      el("td", { text: l.name }, tr);
+      el("td", { "class": "note", text: l.why }, tr);
+    });
+    el("p", { "class": "meta", text: "profile " + c.profile + " · seed " + c.seed + " · hookstorm " + c.hookstorm_version + (c.strict ? " · strict" : "") }, sec);
+    if (c.skipped.length) {
+      var ul = el("ul", { "class": "note" }, sec);
+      c.skipped.forEach(function (k) { el("li", { text: "skipped " + k.scenario + ": " + k.reason }, ul); });
+    }
+    if (r.report_sha256)
+      el("p", { "class": "digest", text: "SHA-256 of report.json: " + r.report_sha256 + " (hookstorm verify REPORT_DIR checks it and every file below)" }, sec);
+    if (c.files.length) {
+      var d = el("details", {}, sec);
+      el("summary", { text: "SHA-256 of the " + count(c.files.length, "history and state file", "history and state files") }, d);
+      var ft = el("table", { "class": "digests" }, d);
+      c.files.forEach(function (f) {
+        var tr = el("tr", {}, ft);
+        el("td", { text: f.path }, tr);
+        el("td", { "class": "digest", text: f.sha256 }, tr);
+      });
+    }
+  }
+
+  // What a row is: a delivery of a run, an event a sender was asked to send.
+  function rowNoun(r, n) {
+    return r.command === "sink" ? count(n, "event", "events") : count(n, "delivery", "deliveries");
+  }
+
+  function countsLine(r, s) {
+    var c = s.check.counts, parts = [];
+    OUTCOMES.forEach(function (o) {
+      var n = (c.outcomes || {})[o.outcome];
+      if (n) parts.push(n + " " + o.word);
+    });
+    return rowNoun(r, c.deliveries) + " · " + count(c.attempts, "attempt", "attempts") +
+      (parts.length ? ": " + parts.join(", ") : "") + " · " + fmtMs(s.duration_s * 1000);
   }
 
   function renderScenario(r, s) {
@@ -155,18 +213,17 @@
     badge(s.word, h);
     el("p", { text: s.description }, sec);
     if (s.skipped) { el("p", { "class": "note", text: "skipped: " + s.skipped.reason }, sec); return; }
-    var c = s.check.counts;
-    el("p", { "class": "meta", text: c.deliveries + " deliveries · " + c.attempts + " attempts (" + c.ok + " ok, " +
-      c.fail + " fail, " + c.info + " info) · " + c.dead + " dead · " + fmtMs(s.duration_s * 1000) }, sec);
+    el("p", { "class": "meta", text: countsLine(r, s) }, sec);
     el("pre", { text: s.reproduce }, sec);
     var tl = null;
-    if (s.timeline && !s.timeline.error) tl = timeline(sec, s, s.timeline);
+    if (s.timeline && !s.timeline.error) tl = timeline(r, sec, s, s.timeline);
     else if (s.timeline && s.timeline.error) el("p", { "class": "note", text: "no timeline: " + s.timeline.error }, sec);
     s.check.results.forEach(function (res) {
+      var bad = res.grade === "fail" || (res.grade === "non-strict" && r.strict);
       var box = el("div", { id: "r-" + slug(s.name) + "-" + slug(res.name),
-        "class": res.verdict === "pass" ? "" : res.verdict === "unknown" ? "unknown-block" : "fail-block" }, sec);
+        "class": bad ? "fail-block" : res.grade === "unknown" ? "unknown-block" : res.grade === "non-strict" ? "warn-block" : "" }, sec);
       var h3 = el("h3", { text: res.id + " " + res.name + " " }, box);
-      badge(res.verdict, h3);
+      badge(res.grade, h3);
       el("div", { text: res.summary }, box);
       if (res.evidence.length) {
         var ul = el("ul", { "class": "evidence" }, box);
@@ -179,19 +236,29 @@
             el("a", { href: s.history, "class": "line", title: s.history + " line " + n, text: "L" + n }, li);
             li.appendChild(document.createTextNode(" "));
           });
+          var more = (e.lines_total || 0) - e.lines.length;
+          if (more > 0) li.appendChild(document.createTextNode("and " + more + " more"));
         });
         if (res.evidence_total > res.evidence.length)
           el("li", { text: "… and " + (res.evidence_total - res.evidence.length) + " more (report.json)" }, ul);
       }
-      if (res.verdict !== "pass" && res.verdict !== "unknown" && s.when_it_fails)
+      if (bad && s.when_it_fails)
         el("p", { "class": "note", text: "When it fails: " + s.when_it_fails }, box);
     });
-    if (s.check.dead_letters.length) {
-      el("h3", { text: "Dead letters" }, sec);
+    if (s.check.observations && s.check.observations.length) {
+      var ob = el("ul", { "class": "informational" }, sec);
+      s.check.observations.forEach(function (o) { el("li", { text: "informational: " + o }, ob); });
+    }
+    var real = s.check.dead_letters.filter(function (d) { return !d.by_design; });
+    var designed = s.check.dead_letters.length - real.length;
+    if (designed)
+      el("p", { "class": "note by-design", text: count(designed, "delivery", "deliveries") + " died by design: the scenario's own faults killed " + (designed === 1 ? "it" : "them") + " on purpose." }, sec);
+    if (real.length) {
+      el("h3", { "class": "dead-letters", text: "Dead letters" }, sec);
       var t = el("table", {}, sec);
       var hr = el("tr", {}, t);
-      ["delivery", "key", "account", "attempts", "last status", "last error", "recovered"].forEach(function (n) { el("th", { text: n }, hr); });
-      s.check.dead_letters.forEach(function (d) {
+      ["delivery", "key", "account", "attempts", "last status", "last error", "stored later"].forEach(function (n) { el("th", { text: n }, hr); });
+      real.forEach(function (d) {
         var tr = el("tr", {}, t);
         [d.delivery, d.key, d.account, d.attempts, d.last_status == null ? "—" : d.last_status,
          d.last_error || "—", d.recovered ? "yes" : "no"].forEach(function (v) { el("td", { text: String(v) }, tr); });
@@ -226,46 +293,67 @@
     return bands;
   }
 
-  function timeline(sec, s, tl) {
+  // A row's full label: key, account, and what the delivery was meant to be.
+  function label(d) {
+    var intent = d.intent || "genuine";
+    return (d.cited ? "✗ " : "") + d.key + " · " + d.account + (intent !== "genuine" ? " · " + intent + (d.detail ? " (" + d.detail + ")" : "") : "");
+  }
+
+  function timeline(r, sec, s, tl) {
     var rows = tl.deliveries, span = Math.max(tl.span_ms, 1);
     var box = el("div", { "class": "tl", "data-scenario": s.name, "data-marks": String(tl.attempts) }, sec);
     state.marks += tl.attempts;
+    rows.forEach(function (d) {
+      if (d.cited) state.cited++;
+      d.a.forEach(function (m) { if (OUTCOMES[m[1]] && OUTCOMES[m[1]].drawn === "wrong") state.wrong++; });
+    });
     var width = Math.max(box.clientWidth || 1000, 400);
-    var plotW = width - GUTTER - RIGHT;
-    function x(t) { return GUTTER + (t / span) * plotW; }
+    // The label column fits the longest label, up to 45% of the width
+    // (longer ones end in … and show whole on hover).
+    var longest = rows.reduce(function (m, d) { return Math.max(m, label(d).length); }, 12);
+    var GUTTER = Math.min(Math.max(Math.ceil(longest * CHAR) + 16, 150), Math.floor(width * 0.45));
+    var maxChars = Math.floor((GUTTER - 16) / CHAR);
+    var plotW = width - GUTTER - RIGHT - PAD;
+    // Times inside the plot; what runs past its end (a window, an answer)
+    // is cut at the edge, never drawn into the margin.
+    function x(t) { return GUTTER + PAD + (Math.min(Math.max(t, 0), span) / span) * plotW; }
     var bands = faultBands(tl.faults, span);
+    if (rows.some(function (d) { return d.cited; }))
+      el("p", { "class": "note cited-note", text: "✗ rows first: the keys a failing invariant cites, marked red." }, box);
 
     // The axis: ticks, fault bands with labels, and an aggregate of the
     // outcomes over time so a scenario with thousands of rows still reads.
     var axis = sv("svg", { "class": "axis", width: width, height: AXIS + 40 }, box);
-    var buckets = 120, agg = [];
-    for (var b = 0; b < buckets; b++) agg.push([0, 0, 0, 0]);
+    var buckets = 120, agg = [], n = OUTCOMES.length;
+    for (var b = 0; b < buckets; b++) { var z = []; for (var o = 0; o < n; o++) z.push(0); agg.push(z); }
     var maxAgg = 1;
     rows.forEach(function (d) {
       d.a.forEach(function (m) {
         var k = Math.min(buckets - 1, Math.floor((m[0] / span) * buckets));
-        agg[k][m[1]]++;
+        if (m[1] != null && m[1] < n) agg[k][m[1]]++;
       });
     });
-    agg.forEach(function (a) { maxAgg = Math.max(maxAgg, a[0] + a[1] + a[2] + a[3]); });
+    agg.forEach(function (a) { maxAgg = Math.max(maxAgg, a.reduce(function (p, q) { return p + q; }, 0)); });
     var bw = plotW / buckets;
     agg.forEach(function (a, k) {
       var y = 38;
-      for (var o = 0; o < 4; o++) {
+      for (var o = 0; o < n; o++) {
         if (!a[o]) continue;
         var hgt = (a[o] / maxAgg) * 34;
         y -= hgt;
-        title(sv("rect", { x: GUTTER + k * bw, y: y, width: Math.max(bw - 0.5, 0.5), height: hgt, fill: COLORS[o] }, axis),
-          a[o] + " " + OUTCOMES[o] + " near " + fmtMs((k + 0.5) * span / buckets));
+        title(sv("rect", { x: GUTTER + PAD + k * bw, y: y, width: Math.max(bw - 0.5, 0.5), height: hgt, fill: colorOf(o) }, axis),
+          a[o] + " " + OUTCOMES[o].word + " near " + fmtMs((k + 0.5) * span / buckets));
       }
     });
     sv("text", { x: 4, y: 24, text: "attempts over time" }, axis);
     var step = niceStep(span, 8);
     for (var t = 0; t <= span; t += step) {
       sv("line", { x1: x(t), x2: x(t), y1: 40, y2: 46, stroke: "#999" }, axis);
-      sv("text", { x: x(t) + 2, y: 58, text: fmtMs(t) }, axis);
+      // A label near the right edge ends at its tick, so none is cut off.
+      var end = x(t) + 60 > width;
+      sv("text", { x: end ? x(t) - 2 : x(t) + 2, y: 58, "text-anchor": end ? "end" : "start", text: fmtMs(t) }, axis);
     }
-    sv("text", { x: 4, y: 58, text: rows.length + " deliveries" }, axis);
+    sv("text", { x: 4, y: 58, text: rowNoun(r, rows.length) }, axis);
     bands.forEach(function (bd) {
       var w = Math.max(x(bd.to) - x(bd.from), 2);
       title(sv("rect", { x: x(bd.from), y: 62, width: w, height: 10, fill: "#ab47bc", opacity: 0.8 }, axis),
@@ -293,34 +381,42 @@
       });
       for (var i = first; i < last; i++) {
         var d = rows[i], y = i * ROW - top + ROW / 2 + 2;
+        if (d.cited) sv("rect", { "class": "row-cited", x: 0, y: y - ROW / 2, width: width, height: ROW }, svg);
         if (i === focused) sv("rect", { "class": "row-hl", x: 0, y: y - ROW / 2, width: width, height: ROW }, svg);
-        var intent = d.intent || "genuine";
-        title(sv("text", { x: 4, y: y + 4, text: (d.key + (intent !== "genuine" ? " · " + intent : "")).slice(0, 26) }, svg),
-          d.id + " · key " + d.key + " · account " + d.account + " · " + intent + (d.detail ? " (" + d.detail + ")" : ""));
-        var firstOfRound = {};
+        var full = label(d);
+        var shown = full.length > maxChars ? full.slice(0, maxChars - 1) + "…" : full;
+        title(sv("text", { x: 4, y: y + 4, "class": d.cited ? "label cited" : "label", text: shown }, svg),
+          d.id + " · key " + d.key + " · account " + d.account + " · " + (d.intent || "genuine") + (d.detail ? " (" + d.detail + ")" : "") +
+          (d.cited ? " · cited by " + d.cited.join(", ") : ""));
+        // Each retry's window: where the schedule puts it, from the
+        // previous attempt's send (the gap the notes measure).
         d.a.forEach(function (m) {
-          var f = firstOfRound[m[3]];
-          firstOfRound[m[3]] = f === undefined ? m[0] : Math.min(f, m[0]);
-        });
-        // The envelope: where the profile's schedule puts each retry.
-        var env = tl.envelope || [];
-        d.a.forEach(function (m) {
-          var n = m[2], base = firstOfRound[m[3]];
-          if (n < 2 || !env[n - 1]) return;
-          var lo = base + env[n - 1][0], hi = base + env[n - 1][1];
-          title(sv("rect", { x: x(lo), y: y - 5, width: Math.max(x(hi) - x(lo), 1), height: 10, fill: "#90caf9", opacity: 0.45 }, svg),
-            "attempt " + n + " due " + fmtMs(env[n - 1][0]) + "–" + fmtMs(env[n - 1][1]) + " after the first");
+          var w = m[9];
+          if (!w) return;
+          title(sv("rect", { "class": "window", x: x(w[0]), y: y - 5, width: Math.max(x(w[1]) - x(w[0]), 1), height: 10, fill: "#90caf9", opacity: 0.45 }, svg),
+            "attempt " + m[2] + " due " + fmtMs(w[0]) + "–" + fmtMs(w[1]) + " from the start (" + (r.command === "sink"
+              ? "the schedule's window after the end of the attempt before)"
+              : "its schedule's wait after the previous send, plus " + fmtMs(tl.slack_ms) + " for the attempt's own time)"));
         });
         for (var j = 1; j < d.a.length; j++)
-          sv("line", { x1: x(d.a[j - 1][0]), x2: x(d.a[j][0]), y1: y, y2: y, stroke: "#bbb" }, svg);
+          sv("line", { x1: x(d.a[j - 1][0]), x2: x(d.a[j][0]), y1: y, y2: y, stroke: "#ddd" }, svg);
         d.a.forEach(function (m) {
+          // The answer: a bar from the send to the answer's head.
+          if (m[6] != null && m[6] > 0)
+            sv("rect", { "class": "answer", x: x(m[0]), y: y - 1.5, width: Math.max(x(m[0] + m[6]) - x(m[0]), 1), height: 3, fill: "#78909c" }, svg);
+        });
+        d.a.forEach(function (m) {
+          var o = OUTCOMES[m[1]] || { word: "?", drawn: "unsettled", outcome: "?" };
           var tip = "attempt " + m[2] + (m[3] ? " (redelivery " + m[3] + ")" : "") + " at " + fmtMs(m[0]) + " · " +
-            OUTCOMES[m[1]] + " · " + (m[4] == null ? "no answer" : "status " + m[4]) +
-            (m[6] == null ? "" : " in " + m[6] + " ms") + (m[7] == null ? "" : " · fault " + tl.fault_names[m[7]]) +
+            o.word + " · " + (m[4] == null ? "no answer" : "status " + m[4]) +
+            (m[6] == null ? "" : " in " + fmtMs(m[6])) + (m[7] == null ? "" : " · fault " + tl.fault_names[m[7]]) +
             (m[8] ? " · " + m[8] : "") + " · history line " + m[5];
-          var mk = m[1] === 3
-            ? sv("rect", { "class": "mark", x: x(m[0]) - 4, y: y - 4, width: 8, height: 8, fill: COLORS[3] }, svg)
-            : sv("circle", { "class": "mark", cx: x(m[0]), cy: y, r: 4, fill: COLORS[m[1]],
+          var cls = "mark o-" + o.outcome + " d-" + o.drawn, shape = shapeOf(o);
+          var mk = shape === "square"
+            ? sv("rect", { "class": cls, x: x(m[0]) - 4, y: y - 4, width: 8, height: 8, fill: DRAWN[o.drawn] }, svg)
+            : shape === "ring"
+            ? sv("circle", { "class": cls, cx: x(m[0]), cy: y, r: 3.5, fill: "#fff", stroke: DRAWN[o.drawn], "stroke-width": 2.5 }, svg)
+            : sv("circle", { "class": cls, cx: x(m[0]), cy: y, r: 4, fill: DRAWN[o.drawn],
               stroke: m[7] == null ? "none" : "#6a1b9a", "stroke-width": 2 }, svg);
           title(mk, tip);
         });

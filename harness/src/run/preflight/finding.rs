@@ -87,6 +87,13 @@ pub enum Problem {
     StateStatus(u16),
     /// The state source answered, but not with the state JSON.
     StateNotState,
+    /// The state source answered the state's JSON, but a value in it is wrong.
+    StateShape {
+        /// The JSON path of the value (`inbox[0].key`).
+        at: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// The state source did not answer in time.
     StateTimeout(Duration),
     /// The state database refused the queries or the connection.
@@ -219,6 +226,12 @@ impl Finding {
             ),
             Problem::StateNotState => format!(
                 "the state source answered, but not with the state JSON {{\"inbox\": [...]}} ({d}): is {} the receiver's state endpoint?",
+                words.state
+            ),
+            // The source answered the state: the shape is to fix, not the
+            // source, and the detail would only say the path again.
+            Problem::StateShape { at, message } => format!(
+                "the state's shape is wrong at {at}: {message} (hint: {} reaches the state; fix that value in the receiver's state answer, as docs/state.md defines it)",
                 words.state
             ),
             Problem::StateTimeout(limit) => format!(

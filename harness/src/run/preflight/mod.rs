@@ -390,6 +390,10 @@ fn state_problem(target: &Target, e: &ProbeError, limit: Duration) -> Problem {
     match e {
         ProbeError::Status { status, .. } => Problem::StateStatus(*status),
         ProbeError::Invalid(_) => Problem::StateNotState,
+        ProbeError::Shape { at, message, .. } => Problem::StateShape {
+            at: at.clone(),
+            message: message.clone(),
+        },
         ProbeError::Timeout { .. } => Problem::StateTimeout(limit),
         ProbeError::Sql(_) => Problem::StateDatabase,
         ProbeError::Config(_) | ProbeError::NotConfigured(_) => Problem::StateConfig,

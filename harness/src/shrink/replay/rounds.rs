@@ -87,8 +87,9 @@ impl Writer<'_> {
         if d.hold_attempts > 0 {
             let _ = writeln!(
                 self.out,
-                "# its first {} attempt(s) were held back (not sent) in the run",
-                d.hold_attempts
+                "# its first {} {} held back (not sent) in the run",
+                crate::words::count(d.hold_attempts, "attempt"),
+                crate::words::agree(d.hold_attempts, "was")
             );
         }
         self.sign_line(

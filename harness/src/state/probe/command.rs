@@ -31,12 +31,24 @@ fn shell(cmd: &str) -> Command {
 /// [`budget::COMMAND_OUTPUT`]) or an error with the stderr tail. However
 /// it ends, its process group is killed.
 async fn run(cmd: &str, env: &[(&str, String)], timeout: Duration) -> Result<Vec<u8>, ProbeError> {
+    output(cmd, env, None, timeout).await
+}
+
+/// Runs a command with `input` on its standard input and a time limit;
+/// returns its stdout (at most [`budget::COMMAND_OUTPUT`]) or an error
+/// with the stderr tail.
+pub(crate) async fn output(
+    cmd: &str,
+    env: &[(&str, String)],
+    input: Option<Vec<u8>>,
+    timeout: Duration,
+) -> Result<Vec<u8>, ProbeError> {
     let shown = redact_text(cmd);
     let mut c = shell(cmd);
     for (k, v) in env {
         c.env(k, v);
     }
-    let out = shell::run(c, timeout, budget::COMMAND_OUTPUT)
+    let out = shell::run_with_input(c, input, timeout, budget::COMMAND_OUTPUT)
         .await
         .map_err(|e| match e {
             ShellError::Timeout => ProbeError::Timeout {

@@ -26,6 +26,17 @@ pub enum ProbeError {
     /// The source answered, but not with what was expected.
     #[error("state probe: {0}")]
     Invalid(String),
+    /// The source answered the state's JSON, but a value in it is not what
+    /// the state holds there: the state's shape is wrong, not the source.
+    #[error("state probe: {what}: the state's shape is wrong at {at}: {message}")]
+    Shape {
+        /// The source (`GET URL`, `command …`), redacted.
+        what: String,
+        /// The JSON path of the value (`inbox[0].key`).
+        at: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// An HTTP source or action answered with a non-2xx status.
     #[error("state probe: {message}")]
     Status {

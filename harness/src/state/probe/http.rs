@@ -84,10 +84,11 @@ async fn collect(
     method: &hyper::Method,
     url: &str,
     resp: hyper::Response<hyper::body::Incoming>,
+    cap: usize,
 ) -> Result<(u16, Bytes), ProbeError> {
     let shown = redact_url(url);
     let status = resp.status().as_u16();
-    let capped = budget::read_body(resp.into_body(), budget::HOOK_ANSWER).await;
+    let capped = budget::read_body(resp.into_body(), cap).await;
     if !(200..300).contains(&status) {
         let bytes = capped.map(|c| c.bytes).unwrap_or_default();
         let text = String::from_utf8_lossy(&bytes);
@@ -102,7 +103,7 @@ async fn collect(
     if capped.over {
         return Err(ProbeError::Invalid(format!(
             "{method} {shown}: the answer exceeded {}; the rest was discarded (hint: a hook answers with a small JSON object or nothing)",
-            budget::show(budget::HOOK_ANSWER)
+            budget::show(cap)
         )));
     }
     Ok((status, capped.bytes))
@@ -116,7 +117,20 @@ async fn call(
     roots: &TrustedRoots,
 ) -> Result<(u16, Bytes), ProbeError> {
     let resp = send(method.clone(), url, token, body, None, roots).await?;
-    collect(&method, url, resp).await
+    collect(&method, url, resp, budget::HOOK_ANSWER).await
+}
+
+/// GETs a URL and returns its answer, up to `cap` bytes (past it, an error).
+pub(crate) async fn get(
+    url: &str,
+    token: Option<&str>,
+    cap: usize,
+    roots: &TrustedRoots,
+) -> Result<Bytes, ProbeError> {
+    let resp = send(hyper::Method::GET, url, token, None, None, roots).await?;
+    collect(&hyper::Method::GET, url, resp, cap)
+        .await
+        .map(|(_, b)| b)
 }
 
 /// What the state GET asks for: JSON Lines, else the document.
@@ -186,10 +200,11 @@ where
         .await
         .map_err(|e| ProbeError::Io(format!("{what}: the state parser failed: {e}")))?;
     fed?;
-    parsed.map_err(|e| {
-        ProbeError::Invalid(format!(
+    parsed.map_err(|e| match e {
+        stream::ReadError::Shape { at, message } => ProbeError::Shape { what, at, message },
+        stream::ReadError::Other(e) => ProbeError::Invalid(format!(
             "{what}: expected the state JSON {{\"inbox\": [...], ...}} (or its JSON Lines form) of docs/state.md: {e}"
-        ))
+        )),
     })
 }
 
@@ -212,7 +227,9 @@ impl HttpSource {
         )
         .await?;
         if !resp.status().is_success() {
-            return Err(collect(&get, &self.url, resp).await.unwrap_err());
+            return Err(collect(&get, &self.url, resp, budget::HOOK_ANSWER)
+                .await
+                .unwrap_err());
         }
         let format = resp
             .headers()

@@ -16,8 +16,10 @@
 //! Probes hold tokens and database passwords, so [`Probe::describe`] (the
 //! only text of a probe that reaches reports) redacts them.
 
+mod action;
 pub mod command;
 mod error;
+mod hook;
 pub mod http;
 mod redact;
 pub mod sql;
@@ -32,7 +34,9 @@ use crate::state::stream::{JsonWriter, Settling, StateSink};
 use crate::state::State;
 use crate::units::HumanDuration;
 
+use action::Action;
 pub use error::ProbeError;
+pub use hook::Hook;
 pub use redact::{redact_text, redact_url};
 pub use sql::SqlProbeConfig;
 
@@ -106,32 +110,6 @@ enum Source {
     Http(http::HttpSource),
     Sql(sql::SqlSource),
     Command(String),
-}
-
-#[derive(Clone)]
-pub(crate) enum Action {
-    Http(String),
-    Command(String),
-    Sql(Vec<String>),
-}
-
-impl Action {
-    fn parse(text: &str) -> Action {
-        let t = text.trim();
-        if t.starts_with("http://") || t.starts_with("https://") {
-            Action::Http(t.to_string())
-        } else {
-            Action::Command(t.to_string())
-        }
-    }
-
-    fn describe(&self) -> String {
-        match self {
-            Action::Http(u) => redact_url(u),
-            Action::Command(c) => format!("command `{}`", redact_text(c)),
-            Action::Sql(s) => format!("{} sql statements", s.len()),
-        }
-    }
 }
 
 /// Reads a receiver's state and drives its reset, setup and reconcile actions.

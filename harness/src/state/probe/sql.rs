@@ -1,10 +1,10 @@
 //! The SQL probe: reads the state straight from the receiver's own database
 //! (Postgres through tokio-postgres, SQLite through rusqlite), so a receiver
-//! built like the guide needs no admin endpoint at all.
+//! on the default schema (docs/state.md) needs no admin endpoint at all.
 //!
-//! The default queries fit the guide's schema (`webhook_inbox(task_id, body,
+//! The default queries fit the default schema (`webhook_inbox(task_id, body,
 //! received_at, processed_at)`, `answers(task_id, job_key, status,
-//! created_at, response)`) and select no column the guide lacks, so they
+//! created_at, response)`) and select no column it lacks, so they
 //! also work on schemas that add `account`, `error` and more. Rows map to the
 //! state by column name (`key` or `task_id`, `account`, `processed` or
 //! `processed_at`, `error`, `job_key`, `status`, `created_at`, `count`,
@@ -68,7 +68,7 @@ impl<S: StateSink> OnRow for Rows<S> {
     }
 }
 
-/// The default inbox query on the guide's schema (every backend). When the
+/// The default inbox query on the default schema (every backend). When the
 /// table also has `account`, `error` or `last_error` columns, the default
 /// query selects them too (see [`default_inbox_query`]), so a receiver that
 /// records a poison row's error settles it without any override.
@@ -79,7 +79,7 @@ const COLUMNS_POSTGRES: &str = "select column_name from information_schema.colum
      where table_name = '{table}' and table_schema = current_schema()";
 /// Lists a table's columns (SQLite); `{table}` is the table.
 const COLUMNS_SQLITE: &str = "select name as column_name from pragma_table_info('{table}')";
-/// The guide's reporting query per account (Postgres), for an `answers`
+/// The reporting query per account (Postgres), for an `answers`
 /// table that has an `account` column.
 const DEFAULT_WINNERS_POSTGRES_BY_ACCOUNT: &str =
     "select distinct on (account, job_key) account, job_key, task_id from answers \
@@ -96,7 +96,7 @@ fn has_column(columns: &[String], c: &str) -> bool {
 }
 
 /// The default results query for an `answers` table with these columns:
-/// the guide's, plus `account` where the table scopes results by account.
+/// the default schema's, plus `account` where the table scopes results by account.
 pub fn default_results_query(columns: &[String]) -> String {
     if has_column(columns, "account") {
         "select task_id, account, job_key, status, created_at from answers".to_string()
@@ -105,7 +105,7 @@ pub fn default_results_query(columns: &[String]) -> String {
     }
 }
 
-/// The default winners query (the guide's reporting query), per account
+/// The default winners query (the latest COMPLETED task per job), per account
 /// where the `answers` table has an `account` column.
 pub fn default_winners_query(postgres: bool, columns: &[String]) -> String {
     let by_account = has_column(columns, "account");
@@ -119,7 +119,7 @@ pub fn default_winners_query(postgres: bool, columns: &[String]) -> String {
 }
 
 /// The default inbox query for a `webhook_inbox` table with these columns:
-/// the guide's columns plus `account` and the error (`error`, or
+/// the default schema's columns plus `account` and the error (`error`, or
 /// `last_error`) where the table has them.
 pub fn default_inbox_query(columns: &[String]) -> String {
     let has = |c: &str| has_column(columns, c);
@@ -140,7 +140,7 @@ pub fn default_inbox_query(columns: &[String]) -> String {
 }
 /// The default results query (every backend).
 pub const DEFAULT_RESULTS: &str = "select task_id, job_key, status, created_at from answers";
-/// The guide's reporting query (Postgres), with the task id as tie-break.
+/// The reporting query (Postgres), with the task id as tie-break.
 pub const DEFAULT_WINNERS_POSTGRES: &str =
     "select distinct on (job_key) job_key, task_id from answers \
      where status = 'COMPLETED' order by job_key, created_at desc, task_id desc";
@@ -160,7 +160,7 @@ pub struct SqlProbeConfig {
     pub inbox: Option<String>,
     /// Results query (default [`DEFAULT_RESULTS`]; empty: not reported).
     pub results: Option<String>,
-    /// Winners query (default: the guide's reporting query).
+    /// Winners query (default: the latest COMPLETED task per job).
     pub winners: Option<String>,
     /// Effects query (default: not reported).
     pub effects: Option<String>,

@@ -7,25 +7,39 @@ use std::io::{Read, Write};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
 use super::contract::{Contract, Metered};
+use super::path::{Cursor, ReadError, RowSeed};
 use super::row::{Row, Section, StateSink};
 
 /// Reads the document form, one row at a time.
-pub fn read_document<S: StateSink, R: Read>(r: R, sink: S) -> Result<S, String> {
+pub fn read_document<S: StateSink, R: Read>(r: R, sink: S) -> Result<S, ReadError> {
     let mut contract = Contract::new(sink);
     let since_row = std::rc::Rc::new(std::cell::Cell::new(0));
     contract.since_row = Some(since_row.clone());
-    let mut de = serde_json::Deserializer::from_reader(Metered {
-        inner: std::io::BufReader::with_capacity(1 << 16, r),
-        since_row,
-    });
-    Document(&mut contract)
-        .deserialize(&mut de)
-        .and_then(|()| de.end())
-        .map_err(|e| e.to_string())?;
-    contract.finish()
+    // The parser takes one byte at a time: the buffer is outside the
+    // meter, which counts the bytes a block at a time (a row is refused
+    // within a block of its budget).
+    let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(
+        1 << 16,
+        Metered {
+            inner: r,
+            since_row,
+        },
+    ));
+    let cursor = Cursor::default();
+    Document {
+        contract: &mut contract,
+        cursor: &cursor,
+    }
+    .deserialize(&mut de)
+    .and_then(|()| de.end())
+    .map_err(|e| cursor.error(&e, None))?;
+    Ok(contract.finish()?)
 }
 
-struct Document<'a, S>(&'a mut Contract<S>);
+struct Document<'a, S> {
+    contract: &'a mut Contract<S>,
+    cursor: &'a Cursor,
+}
 
 impl<'de, S: StateSink> DeserializeSeed<'de> for Document<'_, S> {
     type Value = ();
@@ -49,10 +63,13 @@ impl<'de, S: StateSink> Visitor<'de> for Document<'_, S> {
                     &["inbox", "results", "winners", "effects", "resources"],
                 ));
             };
+            self.cursor.section(Some(section));
             map.next_value_seed(Rows {
                 section,
-                contract: self.0,
+                contract: self.contract,
+                cursor: self.cursor,
             })?;
+            self.cursor.section(None);
         }
         Ok(())
     }
@@ -62,6 +79,7 @@ impl<'de, S: StateSink> Visitor<'de> for Document<'_, S> {
 struct Rows<'a, S> {
     section: Section,
     contract: &'a mut Contract<S>,
+    cursor: &'a Cursor,
 }
 
 impl<'de, S: StateSink> DeserializeSeed<'de> for Rows<'_, S> {
@@ -97,20 +115,25 @@ impl<'de, S: StateSink> Visitor<'de> for Rows<'_, S> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        loop {
-            let row = match self.section {
-                Section::Inbox => seq.next_element()?.map(Row::Inbox),
-                Section::Results => seq.next_element()?.map(Row::Results),
-                Section::Winners => seq.next_element()?.map(Row::Winners),
-                Section::Effects => seq.next_element()?.map(Row::Effects),
-                Section::Resources => seq.next_element()?.map(Row::Resources),
+        for index in 0.. {
+            self.cursor.row(index);
+            let Some(row) = seq.next_element_seed(RowSeed {
+                section: self.section,
+                cursor: self.cursor,
+            })?
+            else {
+                break;
             };
-            let Some(row) = row else { return Ok(()) };
             if let Some(since) = &self.contract.since_row {
                 since.set(0);
             }
-            self.contract.sink.row(row).map_err(de::Error::custom)?;
+            let cursor = self.cursor;
+            self.contract
+                .sink
+                .row(row)
+                .map_err(|e| cursor.sink_error(e))?;
         }
+        Ok(())
     }
 }
 

@@ -4,41 +4,80 @@
 
 use std::io::{BufRead, Read, Write};
 
-use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
 
 use super::contract::{row_too_long, Contract};
+use super::path::{Cursor, ReadError, RowSeed};
 use super::row::{Row, Section, StateSink};
-use crate::state::{Effect, InboxRow, ResourceRow, ResultRow, State, Winner};
+use crate::state::State;
 
-/// A line of the JSON Lines form.
-#[derive(Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// A line of the JSON Lines form: the sections reported, or one row.
 enum Line {
     Sections(Vec<Section>),
-    Inbox(InboxRow),
-    Results(ResultRow),
-    Winners(Winner),
-    Effects(Effect),
-    Resources(ResourceRow),
+    Row(Row),
 }
 
-impl Line {
-    fn row(self) -> Result<Row, Vec<Section>> {
-        Ok(match self {
-            Line::Sections(list) => return Err(list),
-            Line::Inbox(r) => Row::Inbox(r),
-            Line::Results(r) => Row::Results(r),
-            Line::Winners(r) => Row::Winners(r),
-            Line::Effects(r) => Row::Effects(r),
-            Line::Resources(r) => Row::Resources(r),
-        })
+/// Reads one line: an object with one key, `sections` or a section's name.
+struct LineSeed<'c> {
+    cursor: &'c Cursor,
+    /// Rows read so far per section, for the index of the next one.
+    counts: &'c [u64; 5],
+}
+
+impl<'de> DeserializeSeed<'de> for LineSeed<'_> {
+    type Value = Line;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Line, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for LineSeed<'_> {
+    type Value = Line;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object with one key")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Line, A::Error> {
+        let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? else {
+            return Err(de::Error::invalid_length(0, &self));
+        };
+        let line = if key == "sections" {
+            Line::Sections(map.next_value()?)
+        } else {
+            let Some(section) = Section::parse(&key) else {
+                return Err(de::Error::unknown_field(
+                    &key,
+                    &[
+                        "sections",
+                        "inbox",
+                        "results",
+                        "winners",
+                        "effects",
+                        "resources",
+                    ],
+                ));
+            };
+            self.cursor.section(Some(section));
+            self.cursor.row(self.counts[section as usize]);
+            Line::Row(map.next_value_seed(RowSeed {
+                section,
+                cursor: self.cursor,
+            })?)
+        };
+        if map.next_key::<de::IgnoredAny>()?.is_some() {
+            self.cursor.section(None);
+            return Err(de::Error::custom("more than one key on a line"));
+        }
+        Ok(line)
     }
 }
 
 /// Reads the JSON Lines form: a `sections` line, then one row per line.
-pub fn read_lines<S: StateSink, R: BufRead>(mut r: R, sink: S) -> Result<S, String> {
+pub fn read_lines<S: StateSink, R: BufRead>(mut r: R, sink: S) -> Result<S, ReadError> {
     let mut contract = Contract::new(sink);
     let mut declared: Option<u8> = None;
+    let mut counts = [0u64; 5];
     let mut buf = String::new();
     let mut n = 0u64;
     loop {
@@ -47,47 +86,63 @@ pub fn read_lines<S: StateSink, R: BufRead>(mut r: R, sink: S) -> Result<S, Stri
         let read = (&mut r)
             .take(cap as u64 + 1)
             .read_line(&mut buf)
-            .map_err(|e| format!("line {}: {e}", n + 1))?;
+            .map_err(|e| ReadError::Other(format!("line {}: {e}", n + 1)))?;
         if read == 0 {
             break;
         }
         n += 1;
         if read > cap && !buf.ends_with('\n') {
-            return Err(format!("line {n}: {}", row_too_long()));
+            return Err(ReadError::Other(format!("line {n}: {}", row_too_long())));
         }
         if buf.trim().is_empty() {
             continue;
         }
         let at = |e: String| format!("line {n}: {e}");
-        let line: Line = serde_json::from_str(&buf).map_err(|e| {
-            at(format!(
+        let cursor = Cursor::default();
+        let mut de = serde_json::Deserializer::from_str(&buf);
+        let line = LineSeed {
+            cursor: &cursor,
+            counts: &counts,
+        }
+        .deserialize(&mut de)
+        .and_then(|l| de.end().map(|()| l))
+        .map_err(|e| match cursor.error(&e, Some(n)) {
+            ReadError::Other(_) => ReadError::Other(at(format!(
                 "expected {{\"sections\": [...]}} or one row tagged with its section like {{\"inbox\": {{\"key\": ...}}}}: {e}"
-            ))
+            ))),
+            shape => shape,
         })?;
-        match (line.row(), declared) {
-            (Err(list), None) => {
+        match (line, declared) {
+            (Line::Sections(list), None) => {
                 declared = Some(list.iter().fold(0, |m, s| m | s.bit()));
             }
-            (Err(_), Some(_)) => return Err(at("a second `sections` line".into())),
-            (Ok(_), None) => return Err(at(
+            (Line::Sections(_), Some(_)) => {
+                return Err(at("a second `sections` line".into()).into())
+            }
+            (Line::Row(_), None) => return Err(at(
                 "the first line must name the sections reported: {\"sections\": [\"inbox\", ...]}"
                     .into(),
-            )),
-            (Ok(row), Some(d)) => {
+            )
+            .into()),
+            (Line::Row(row), Some(d)) => {
                 let s = row.section();
                 if d & s.bit() == 0 {
                     return Err(at(format!(
                         "a `{}` row, but the sections line does not name `{}`",
                         s.name(),
                         s.name()
-                    )));
+                    ))
+                    .into());
                 }
+                counts[s as usize] += 1;
                 contract.row(row).map_err(at)?;
             }
         }
     }
     let Some(declared) = declared else {
-        return Err("no `sections` line (an empty answer?)".into());
+        return Err(ReadError::Other(
+            "no `sections` line (an empty answer?)".into(),
+        ));
     };
     // Declared sections without rows are reported empty.
     for s in Section::ALL {
@@ -95,7 +150,7 @@ pub fn read_lines<S: StateSink, R: BufRead>(mut r: R, sink: S) -> Result<S, Stri
             contract.begin(s)?;
         }
     }
-    contract.finish()
+    Ok(contract.finish()?)
 }
 
 /// Writes a state as JSON Lines (what a receiver serves for

@@ -21,6 +21,7 @@
 //! Here: the two forms told apart and read. [`row`] is what every form
 //! carries (sections, rows, the sink), [`contract`] holds a sink to the
 //! contract, [`document`] and [`lines`] read and write each form,
+//! [`path`] names a wrong value by its JSON path (`inbox[3].key`),
 //! [`drain`] has the sinks of a drain check.
 
 use std::io::Read;
@@ -29,11 +30,13 @@ mod contract;
 mod document;
 mod drain;
 mod lines;
+mod path;
 mod row;
 
 pub use document::{read_document, JsonWriter};
 pub use drain::{Discard, Settling};
 pub use lines::{read_lines, write_lines, LinesWriter};
+pub use path::ReadError;
 pub use row::{Row, Section, StateSink};
 
 /// The media type of the JSON Lines form.
@@ -65,7 +68,7 @@ impl Format {
 }
 
 /// Reads a state in `format` from `r` into `sink`; returns the sink.
-pub fn read<S: StateSink, R: Read>(format: Format, r: R, sink: S) -> Result<S, String> {
+pub fn read<S: StateSink, R: Read>(format: Format, r: R, sink: S) -> Result<S, ReadError> {
     match format {
         Format::Document => read_document(r, sink),
         Format::Lines => read_lines(std::io::BufReader::with_capacity(1 << 16, r), sink),
@@ -74,14 +77,16 @@ pub fn read<S: StateSink, R: Read>(format: Format, r: R, sink: S) -> Result<S, S
 
 /// Reads a state in whichever form it is (JSON Lines when its first key is
 /// `sections`), so files and command output may use either.
-pub fn read_any<S: StateSink, R: Read>(mut r: R, sink: S) -> Result<S, String> {
+pub fn read_any<S: StateSink, R: Read>(mut r: R, sink: S) -> Result<S, ReadError> {
     let mut head = Vec::new();
     let mut buf = [0u8; 256];
     let format = loop {
         if let Some(f) = sniff(&head) {
             break f;
         }
-        let n = r.read(&mut buf).map_err(|e| e.to_string())?;
+        let n = r
+            .read(&mut buf)
+            .map_err(|e| ReadError::Other(e.to_string()))?;
         if n == 0 {
             break Format::Document; // let the parser name what is wrong
         }

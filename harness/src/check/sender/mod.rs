@@ -1,0 +1,127 @@
+//! The sender invariants S1–S9: what `hookstorm sink` proves or disproves
+//! about a webhook *sender*, from the sink's history (every request the
+//! sender made, what the sink answered, what it was asked to emit) and the
+//! sender's own outbox listing (`docs/invariants.md`, "Sender invariants").
+//!
+//! The files, leaves first: `rules` (the table, its docs and the
+//! tolerances), `view` (the history by event, and the profile's rules at
+//! the run's time scale), then the invariants: `timing` (S1, S3, S7),
+//! `identity` (S5, S6) and `outcome` (S2, S4, S8, S9).
+//!
+//! As on the receiver side, a check that cannot decide says `unknown`:
+//! an invariant whose scripted answers never came into play (no retry, no
+//! redirect, no held request) is "not exercised", and S8 without an outbox
+//! listing is not checked.
+
+mod identity;
+mod outcome;
+mod rules;
+mod timing;
+mod view;
+
+use crate::check::verdict::{Counts, DeadLetter, InvariantResult, ScenarioCheck, Verdict};
+use crate::history::Event;
+use crate::invariant::InvariantId;
+use crate::state::outbox::{Outbox, OutboxStatus};
+
+pub use rules::{
+    compressed_timeout, late_ms, markdown, rule, Rule, EARLY, HANG_LIMIT, RULES, SINK_STALL,
+    SLOW_AT, TIMEOUT_FLOOR,
+};
+pub use view::{exchange_end, EventView, SenderRules, SinkView};
+
+/// Grades scenario `scenario` of a sink's history (`events`, with their
+/// 1-based lines) against the sender's outbox listing (or why it could
+/// not be read).
+pub fn judge(
+    events: &[(u64, Event)],
+    scenario: &str,
+    outbox: Result<&Outbox, &str>,
+    rules: &SenderRules,
+) -> ScenarioCheck {
+    let mine: Vec<(u64, Event)> = events
+        .iter()
+        .filter(|(_, e)| e.scenario() == Some(scenario))
+        .cloned()
+        .collect();
+    let view = SinkView::of(&mine);
+    let mut ids = rules.invariants.clone();
+    ids.sort();
+    ids.dedup();
+    let results: Vec<InvariantResult> = ids
+        .iter()
+        .map(|&id| match id {
+            InvariantId::S1 => timing::envelope(&view, rules, outbox),
+            InvariantId::S2 => outcome::final_answers(&view, rules),
+            InvariantId::S3 => timing::retry_after(&view, rules),
+            InvariantId::S4 => outcome::no_redirects(&view),
+            InvariantId::S5 => identity::identity(&view, rules),
+            InvariantId::S6 => identity::signature(&view, rules),
+            InvariantId::S7 => timing::timeout(&view, rules),
+            InvariantId::S8 => outcome::none_dropped(&view, outbox),
+            InvariantId::S9 => outcome::resource_order(&view),
+            receiver => InvariantResult::new(
+                receiver,
+                Verdict::Unknown,
+                "not checked: a receiver's invariant, judged by hookstorm run",
+            ),
+        })
+        .collect();
+    let mut check = ScenarioCheck {
+        scenario: scenario.to_string(),
+        results,
+        counts: counts(&view, outbox),
+        dead_letters: dead_letters(&view, outbox),
+        observations: Vec::new(),
+    };
+    if view.attempts == 0 {
+        check.nothing_sent();
+    }
+    check
+}
+
+fn counts(view: &SinkView<'_>, outbox: Result<&Outbox, &str>) -> Counts {
+    let mut c = Counts {
+        deliveries: view.emitted().count(),
+        ..Counts::default()
+    };
+    for e in &view.events {
+        for s in e.attempts.iter().chain(&e.followed) {
+            c.attempts += 1;
+            match s.attempt.outcome {
+                crate::history::Outcome::Ok => c.ok += 1,
+                crate::history::Outcome::Fail => c.fail += 1,
+                crate::history::Outcome::Info => c.info += 1,
+            }
+        }
+    }
+    c.dead = dead_letters(view, outbox).len();
+    c
+}
+
+/// The events the outbox lists as dead, with what they last got.
+fn dead_letters(view: &SinkView<'_>, outbox: Result<&Outbox, &str>) -> Vec<DeadLetter> {
+    let Ok(o) = outbox else { return Vec::new() };
+    view.emitted()
+        .filter(|e| {
+            o.row(e.account, e.key)
+                .is_some_and(|r| r.status == OutboxStatus::Dead)
+        })
+        .map(|e| {
+            let last = e.attempts.last();
+            DeadLetter {
+                delivery: last
+                    .and_then(|s| s.got.delivery_id.clone())
+                    .unwrap_or_else(|| e.key.to_string()),
+                key: e.key.to_string(),
+                account: e.account.to_string(),
+                attempts: e.attempts.len() as u32,
+                last_status: last.and_then(|s| s.attempt.status),
+                last_error: last.and_then(|s| s.attempt.error.clone()),
+                recovered: false,
+                // A sender's dead letter is its own decision, judged by S1/S8.
+                by_design: false,
+            }
+        })
+        .collect()
+}

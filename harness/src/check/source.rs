@@ -1,0 +1,120 @@
+//! What the STATE argument of a check names, and how each scenario's state
+//! is fed to a sink: one state file (the document or JSON Lines), a JSON
+//! object mapping scenario names to states, or a folder of
+//! `<scenario>.json` files. The check in memory and the check in
+//! partitions read states through here alike.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use crate::state::stream::StateSink;
+use crate::state::State;
+
+use super::verdict::CheckError;
+
+/// What the STATE argument of a check is.
+pub(crate) enum States {
+    /// One state file, read (streaming) once the history is folded.
+    One(PathBuf),
+    Many(BTreeMap<String, State>),
+    Dir(PathBuf),
+}
+
+/// Streams a state file into `sink`.
+fn read_state(path: &Path, sink: &mut impl StateSink) -> Result<(), CheckError> {
+    let file = File::open(path).map_err(|source| CheckError::Io {
+        path: path.into(),
+        source,
+    })?;
+    crate::state::stream::read_any(file, sink)
+        .map(|_| ())
+        .map_err(|e| CheckError::State {
+            path: path.into(),
+            message: e.to_string(),
+        })
+}
+
+/// Feeds scenario `name`'s state to `sink`. `Ok(Err(reason))`: the
+/// scenario has no readable state of its own (it is graded without one);
+/// `Err`: the one state file given (`state`) is not a state.
+pub(crate) fn feed_state(
+    states: &States,
+    state: &Path,
+    name: &str,
+    sink: &mut impl StateSink,
+) -> Result<Result<(), String>, CheckError> {
+    match states {
+        States::One(p) => read_state(p, sink).map(Ok),
+        States::Many(m) => Ok(match m.get(name) {
+            Some(s) => s.replay(sink),
+            None => Err(format!(
+                "{} has no state for this scenario",
+                state.display()
+            )),
+        }),
+        States::Dir(dir) => {
+            let candidates = [
+                dir.join(format!("{name}.json")),
+                dir.join(format!("{name}.state.json")),
+            ];
+            Ok(match candidates.iter().find(|p| p.is_file()) {
+                None => Err(format!("no {name}.json in {}", dir.display())),
+                Some(p) => read_state(p, sink).map_err(|e| e.to_string()),
+            })
+        }
+    }
+}
+
+/// The first key of the JSON object at the start of `path`, when it has one.
+fn first_key(path: &Path) -> Result<Option<String>, CheckError> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    File::open(path)
+        .and_then(|f| f.take(4096).read_to_end(&mut head))
+        .map_err(|source| CheckError::Io {
+            path: path.into(),
+            source,
+        })?;
+    let text = String::from_utf8_lossy(&head);
+    let rest = text.trim_start().strip_prefix('{').map(str::trim_start);
+    Ok(rest
+        .and_then(|r| r.strip_prefix('"'))
+        .and_then(|r| r.split_once('"'))
+        .map(|(key, _)| key.to_string()))
+}
+
+/// Whether `path` is one state file rather than a folder or a map of
+/// scenario names to states: a state names its sections first (`inbox`,
+/// …, or `sections` in JSON Lines); a map of states names a scenario.
+pub(crate) fn names_a_state(path: &Path) -> Result<bool, CheckError> {
+    if path.is_dir() {
+        return Ok(false);
+    }
+    Ok(first_key(path)?.is_some_and(|k| {
+        k == "sections"
+            || ["inbox", "results", "winners", "effects", "resources"].contains(&k.as_str())
+    }))
+}
+
+pub(crate) fn load_states(path: &Path) -> Result<States, CheckError> {
+    if path.is_dir() {
+        return Ok(States::Dir(path.to_path_buf()));
+    }
+    if names_a_state(path)? {
+        return Ok(States::One(path.to_path_buf()));
+    }
+    let text = std::fs::read_to_string(path).map_err(|source| CheckError::Io {
+        path: path.into(),
+        source,
+    })?;
+    match serde_json::from_str::<BTreeMap<String, State>>(&text) {
+        Ok(m) => Ok(States::Many(m)),
+        Err(e) => Err(CheckError::State {
+            path: path.into(),
+            message: serde_json::from_str::<State>(&text)
+                .err()
+                .map_or_else(|| e.to_string(), |e| e.to_string()),
+        }),
+    }
+}

@@ -1,0 +1,189 @@
+//! Crashes of the sender under test (`[sink.crash]`), and keeping it up.
+//!
+//! A sender that honours `HOOKSTORM_FAILPOINTS` (`[lifecycle] failpoints =
+//! true`, as the reference sender does) crashes itself exactly where the
+//! scenario says: `crash-before-post` between its outbox commit and the
+//! POST, `crash-before-mark` between the 2xx and marking the row
+//! delivered. Any other sender is SIGKILLed by the harness at the nearest
+//! moment it can see from outside: right after an emit call returned (the
+//! rows are committed, the POSTs likely not yet made), or right after the
+//! sink answered a 2xx (the row likely not yet marked).
+//!
+//! Either way the sender is restarted at once, each crash and restart is a
+//! `fault` line of the history, and the generation the sink stamps on
+//! every request goes up, so the checker knows which re-sends a restart
+//! explains. A sender that exits on its own is revived the same way.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+
+use crate::lifecycle::{LifecycleError, Role, Supervisor};
+use crate::scenario::sender::{Crash, CrashPoint};
+use crate::tag::FaultName;
+
+/// The failpoint trigger of a crash point: one in three hits, seeded.
+const TRIGGER: &str = "1/3";
+
+/// Starts in a row that may fail before the watch gives up on the sender.
+const MAX_FAILED_STARTS: u32 = 10;
+
+/// What the crashes did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Crashes {
+    /// Crashes at a crash point (the sender aborted itself).
+    pub at_points: u32,
+    /// SIGKILLs the harness sent.
+    pub kills: u32,
+    /// Exits nobody asked for (revived).
+    pub unexpected: u32,
+    /// Lifecycle errors (a start that failed: one that crashed before it
+    /// was ready is among them, and was started again).
+    pub errors: Vec<String>,
+}
+
+impl Crashes {
+    /// Crashes in all.
+    pub fn total(&self) -> u32 {
+        self.at_points + self.kills
+    }
+}
+
+fn failpoint_env(at: CrashPoint, seed: u64) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (
+            "HOOKSTORM_FAILPOINTS".to_string(),
+            format!("crash-{}={TRIGGER}", at.name()),
+        ),
+        ("HOOKSTORM_FAILPOINT_SEED".to_string(), seed.to_string()),
+    ])
+}
+
+/// Before a scenario: a sender with failpoints is restarted with its crash
+/// point set.
+pub async fn arm(
+    sup: &mut Supervisor,
+    crash: Option<Crash>,
+    seed: u64,
+) -> Result<(), LifecycleError> {
+    if let (Some(c), true) = (crash, sup.supports_failpoints()) {
+        sup.set_env(Role::Receiver, failpoint_env(c.at, seed));
+        sup.kill(Role::Receiver).await?;
+        sup.restart(
+            Role::Receiver,
+            &format!("with crash point crash-{}", c.at.name()),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// After a scenario: crash points cleared (restarting the sender without
+/// them) and the sender up.
+pub async fn disarm(sup: &mut Supervisor, crash: Option<Crash>) -> Result<(), LifecycleError> {
+    if crash.is_some() && sup.supports_failpoints() {
+        sup.set_env(Role::Receiver, BTreeMap::new());
+        sup.kill(Role::Receiver).await?;
+        sup.restart(Role::Receiver, "crash point cleared").await?;
+    }
+    sup.ensure_up().await
+}
+
+/// What the crash watch listens to.
+pub struct Signals {
+    /// One message per 2xx the sender took in full.
+    pub acks: mpsc::UnboundedReceiver<()>,
+    /// One message per emit call that returned.
+    pub emitted: mpsc::UnboundedReceiver<()>,
+    /// Turns true when the scenario is over.
+    pub done: watch::Receiver<bool>,
+}
+
+/// Runs until `done`: revives the sender whenever it exits, and crashes it
+/// as `crash` says, `count` times at most. `generation` goes up with every
+/// restart.
+pub async fn watch(
+    sup: &mut Supervisor,
+    crash: Option<Crash>,
+    seed: u64,
+    generation: Arc<AtomicU32>,
+    mut signals: Signals,
+) -> Crashes {
+    let mut out = Crashes::default();
+    let points = sup.supports_failpoints();
+    let mut next_seed = seed;
+    let mut failed_starts = 0;
+    let left = |out: &Crashes| crash.is_some_and(|c| out.total() < c.count);
+    loop {
+        let kill_now = tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(5)) => false,
+            Some(()) = signals.acks.recv() => {
+                !points && left(&out) && crash.is_some_and(|c| c.at == CrashPoint::BeforeMark)
+            }
+            Some(()) = signals.emitted.recv() => {
+                !points && left(&out) && crash.is_some_and(|c| c.at == CrashPoint::BeforePost)
+            }
+            r = signals.done.changed() => {
+                if r.is_err() || *signals.done.borrow() {
+                    break;
+                }
+                false
+            }
+        };
+        if kill_now {
+            out.kills += 1;
+            let why = match crash.map(|c| c.at) {
+                Some(CrashPoint::BeforeMark) => "killed right after the sink answered 2xx",
+                _ => "killed right after an emit call returned",
+            };
+            if let Err(e) = sup.kill(Role::Receiver).await {
+                out.errors.push(e.to_string());
+            }
+            generation.fetch_add(1, Ordering::SeqCst);
+            if let Err(e) = sup.restart(Role::Receiver, why).await {
+                out.errors.push(e.to_string());
+                break;
+            }
+            continue;
+        }
+        if !sup.running(Role::Receiver) {
+            generation.fetch_add(1, Ordering::SeqCst);
+            let at_point = points && crash.is_some() && left(&out);
+            let why = if at_point {
+                out.at_points += 1;
+                next_seed = next_seed.wrapping_add(1);
+                let env = match crash {
+                    Some(c) if left(&out) => failpoint_env(c.at, next_seed),
+                    _ => BTreeMap::new(),
+                };
+                sup.set_env(Role::Receiver, env);
+                format!(
+                    "the sender crashed at its crash point crash-{}",
+                    crash.map(|c| c.at.name()).unwrap_or_default()
+                )
+            } else {
+                out.unexpected += 1;
+                "the sender exited on its own".to_string()
+            };
+            sup.record(FaultName::Kill, why.clone(), None);
+            // A start that dies before it is ready (at its crash point, at
+            // once) is seen down on the next turn and counted there.
+            match sup.restart(Role::Receiver, &why).await {
+                Ok(()) => failed_starts = 0,
+                Err(e) => {
+                    if !matches!(e, LifecycleError::Exited { .. }) {
+                        out.errors.push(e.to_string());
+                    }
+                    failed_starts += 1;
+                    if failed_starts > MAX_FAILED_STARTS {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    out
+}

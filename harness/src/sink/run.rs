@@ -1,0 +1,527 @@
+//! The `hookstorm sink` pipeline: for each sender scenario, reset the
+//! sender, start the sink, ask the sender to emit the plan's events (in
+//! its waves), crash it where the scenario says, wait until its outbox
+//! settles (every event delivered or dead-lettered), read the outbox, grade
+//! S1–S9 from the history and the outbox, and finally write the same
+//! reports a receiver run writes.
+//!
+//! Like [`crate::run`], it decides no verdict (the checker does) and renders
+//! nothing (the reporters do).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU32;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::sync::{mpsc, watch};
+
+use super::crash::{self, Crashes, Signals};
+use super::plan::{plan, PlannedEvent, SinkPlan};
+use super::server::{SinkServer, SinkSetup};
+use super::target::SenderTarget;
+use crate::check::sender::{compressed_timeout, judge, SenderRules};
+use crate::check::ScenarioCheck;
+use crate::history::{self, Emitted, Event, HistorySink, RunHeader};
+use crate::lifecycle::{LifecycleError, Supervisor};
+use crate::note::Note;
+use crate::report::{self, RunReport, ScenarioReport};
+use crate::run::interrupt::Stop;
+use crate::run::{scenario_seed, write_error, RunError, TargetError};
+use crate::scenario::sender::SenderScenario;
+use crate::state::outbox::Outbox;
+use crate::state::probe::ProbeError;
+
+/// The time scale of a sink run when nothing sets one: the answerline's
+/// 43-minute window in 2.6 s.
+pub const DEFAULT_TIME_SCALE: f64 = 1000.0;
+
+/// How long to wait for a sender's outbox to settle, by default.
+pub const DEFAULT_DRAIN: Duration = Duration::from_secs(30);
+
+/// How often the outbox is read while it settles.
+const OUTBOX_POLL: Duration = Duration::from_millis(40);
+
+/// The pause before an emit call that failed is made again.
+const EMIT_RETRY: Duration = Duration::from_millis(25);
+
+/// How long the sink stays up once the outbox settled: re-sends after a
+/// final answer land in it.
+const QUIET: Duration = Duration::from_millis(250);
+
+/// How a sink run is carried out.
+#[derive(Debug, Clone)]
+pub struct SinkOptions {
+    /// The seed that drives every plan.
+    pub seed: u64,
+    /// Real waits are divided by this.
+    pub time_scale: f64,
+    /// Non-strict deviations fail the run.
+    pub strict: bool,
+    /// The reports folder; the run writes `<out>/<run-id>/`.
+    pub out_dir: PathBuf,
+    /// How long to wait at most for the outbox to settle.
+    pub drain: Duration,
+    /// The command that reproduces this run, without `--scenario`/`--seed`.
+    pub reproduce: String,
+}
+
+impl SinkOptions {
+    /// The timeout the sender is told to keep.
+    pub fn timeout(&self, target: &SenderTarget) -> Duration {
+        compressed_timeout(target.profile.timeout, self.time_scale)
+    }
+}
+
+/// A finished sink run.
+#[derive(Debug)]
+pub struct SinkOutcome {
+    /// The report.
+    pub report: RunReport,
+    /// `<out>/<run-id>`.
+    pub dir: PathBuf,
+}
+
+/// Progress, for the console.
+#[derive(Debug)]
+pub enum SinkEvent<'a> {
+    /// A scenario starts: (name, 1-based index, total).
+    Started(&'a str, usize, usize),
+    /// A scenario finished.
+    Finished(&'a ScenarioReport),
+}
+
+/// The environment a started sender gets: the compressed contract.
+pub fn sender_env(opts: &SinkOptions, target: &SenderTarget) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (
+            "HOOKSTORM_TIME_SCALE".to_string(),
+            opts.time_scale.to_string(),
+        ),
+        (
+            "HOOKSTORM_TIMEOUT_MS".to_string(),
+            opts.timeout(target).as_millis().to_string(),
+        ),
+        ("HOOKSTORM_SEED".to_string(), opts.seed.to_string()),
+    ])
+}
+
+/// Runs every scenario against the sender, until `stop` is requested.
+pub async fn run(
+    target: &SenderTarget,
+    scenarios: &[SenderScenario],
+    opts: &SinkOptions,
+    on_event: &mut (dyn FnMut(SinkEvent<'_>) + Send),
+    stop: &Stop,
+) -> Result<SinkOutcome, RunError> {
+    let started = Instant::now();
+    let started_at = history::now_rfc3339();
+    let (run_id, dir) = crate::run::new_run_dir(&opts.out_dir, opts.seed)?;
+    let mut supervisor = match &target.lifecycle {
+        None => None,
+        Some(life) => {
+            let mut life = life.clone();
+            life.env.extend(sender_env(opts, target));
+            let start = Supervisor::start_as("sender", life, Default::default(), &dir);
+            tokio::select! {
+                s = start => Some(s.map_err(TargetError::from)?),
+                _ = stop.wait() => return Err(TargetError::Interrupted.into()),
+            }
+        }
+    };
+    let mut reports = Vec::new();
+    for (i, s) in scenarios.iter().enumerate() {
+        if stop.requested() {
+            break;
+        }
+        on_event(SinkEvent::Started(&s.name, i + 1, scenarios.len()));
+        let one = run_scenario(target, s, opts, &dir, &run_id, supervisor.as_mut());
+        let report = tokio::select! {
+            r = one => r?,
+            _ = stop.wait() => break,
+        };
+        on_event(SinkEvent::Finished(&report));
+        reports.push(report);
+    }
+    let interrupted = stop.requested();
+    if let Some(sup) = supervisor.take() {
+        if interrupted {
+            drop(sup);
+        } else {
+            sup.shutdown().await;
+        }
+    }
+    let report = RunReport {
+        run_id: run_id.clone(),
+        seed: opts.seed,
+        profile: target.profile.name.clone(),
+        time_scale: opts.time_scale,
+        target: target.describe(),
+        started_at,
+        duration_s: started.elapsed().as_secs_f64(),
+        strict: opts.strict,
+        require_all: false,
+        hookstorm_version: env!("CARGO_PKG_VERSION").to_string(),
+        scenarios: reports,
+        machine: Some(crate::run::machine()),
+        interrupted,
+        seal: None,
+    };
+    report::write_reports(&dir, &report)?;
+    crate::run::point_latest(&opts.out_dir, &run_id);
+    Ok(SinkOutcome { report, dir })
+}
+
+/// The command that reproduces one scenario of this run.
+fn reproduce(opts: &SinkOptions, s: &SenderScenario) -> String {
+    let which = match &s.listed {
+        Some(_) => s.path.display().to_string(),
+        None => s.name.clone(),
+    };
+    format!(
+        "{} --scenario {which} --seed {} --time-scale {}",
+        opts.reproduce, opts.seed, opts.time_scale
+    )
+}
+
+/// What the emits and the settle loop saw.
+#[derive(Debug, Default)]
+struct Drive {
+    /// Emit calls that failed, with why.
+    emit_errors: Vec<String>,
+    /// The last outbox read (or why it failed).
+    outbox: Option<Result<Outbox, String>>,
+    /// The outbox settled before the drain ended.
+    settled: bool,
+    /// How long emitting and settling took.
+    took: Duration,
+}
+
+/// Runs one scenario: its report.
+async fn run_scenario(
+    target: &SenderTarget,
+    s: &SenderScenario,
+    opts: &SinkOptions,
+    run_dir: &Path,
+    run_id: &str,
+    mut supervisor: Option<&mut Supervisor>,
+) -> Result<ScenarioReport, RunError> {
+    let begun = Instant::now();
+    let dir = run_dir.join(&s.name);
+    std::fs::create_dir_all(&dir).map_err(write_error(&dir))?;
+    let history_path = dir.join("history.jsonl");
+    let outbox_path = dir.join("outbox.json");
+    let mut notes = Vec::new();
+    if let Some(r) = &target.reset {
+        if let Err(e) = r.post(&json!({})).await {
+            notes.push(Note::ResetFailed {
+                error: e.to_string(),
+            });
+        }
+    }
+    let plan = plan(s, scenario_seed(opts.seed, &s.name), &target.profile);
+    let rules = SenderRules {
+        invariants: s.check.iter().copied().collect(),
+        profile: target.profile.clone(),
+        time_scale: opts.time_scale,
+        timeout: opts.timeout(target),
+    };
+    let history = HistorySink::create(&history_path)?;
+    history.write(Event::Run(RunHeader {
+        run_id: run_id.to_string(),
+        seed: plan.seed,
+        profile: target.profile.name.clone(),
+        time_scale: opts.time_scale,
+        started_at: history::now_rfc3339(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    }))?;
+    if let Some(sup) = supervisor.as_deref_mut() {
+        sup.attach(history.clone(), &s.name, &dir);
+        sup.ensure_up().await.map_err(TargetError::from)?;
+        crash::arm(sup, s.crash, plan.seed)
+            .await
+            .map_err(TargetError::from)?;
+    }
+    let listener = tokio::net::TcpListener::bind(&target.listen)
+        .await
+        .map_err(|e| {
+            TargetError::from(LifecycleError::Spawn {
+                name: "sink".into(),
+                command: format!("listen on {}", target.listen),
+                source: e,
+            })
+        })?;
+    let generation = Arc::new(AtomicU32::new(0));
+    let (acks_tx, acks_rx) = mpsc::unbounded_channel();
+    let (emitted_tx, emitted_rx) = mpsc::unbounded_channel();
+    let (done_tx, done_rx) = watch::channel(false);
+    let server = SinkServer::spawn(
+        listener,
+        SinkSetup {
+            scenario: s.name.clone(),
+            start: begun,
+            rules: rules.clone(),
+            secrets: target.secrets.clone(),
+            plan: plan.clone(),
+            history: history.clone(),
+            generation: generation.clone(),
+            acks: acks_tx,
+        },
+    )
+    .map_err(|e| RunError::Write {
+        path: dir.clone(),
+        source: e,
+    })?;
+    let drain = s.drain.unwrap_or(opts.drain);
+    let drive = async {
+        let d = drive(target, s, &plan, &server, &history, &emitted_tx, drain).await;
+        let _ = done_tx.send(true);
+        d
+    };
+    let signals = Signals {
+        acks: acks_rx,
+        emitted: emitted_rx,
+        done: done_rx,
+    };
+    let watch_crashes = async {
+        match supervisor.as_deref_mut() {
+            Some(sup) => crash::watch(sup, s.crash, plan.seed, generation.clone(), signals).await,
+            None => Crashes::default(),
+        }
+    };
+    let (driven, crashes) = tokio::join!(drive, watch_crashes);
+    server.stop().await;
+    if let Some(sup) = supervisor {
+        if let Err(e) = crash::disarm(sup, s.crash).await {
+            notes.push(Note::Said(format!(
+                "the sender could not be restarted cleanly: {e}"
+            )));
+        }
+        sup.detach();
+    }
+    history.finish()?;
+    let events: Vec<(u64, Event)> = history::read_numbered(&history_path)?
+        .filter_map(Result::ok)
+        .collect();
+    let outbox = driven
+        .outbox
+        .clone()
+        .unwrap_or_else(|| Err("the outbox was never read".into()));
+    if let Ok(o) = &outbox {
+        let json = serde_json::to_vec_pretty(o).unwrap_or_default();
+        std::fs::write(&outbox_path, json).map_err(write_error(&outbox_path))?;
+    }
+    let outbox_ref = match &outbox {
+        Ok(o) => Ok(o),
+        Err(e) => Err(e.as_str()),
+    };
+    let mut check: ScenarioCheck = judge(&events, &s.name, outbox_ref, &rules);
+    if let Some(e) = driven.emit_errors.first() {
+        check.not_exercised(&format!("the sender did not take every event: {e}"));
+    }
+    if s.crash.is_some() && crashes.total() == 0 {
+        check.not_exercised("the sender never crashed");
+    }
+    notes.extend(scenario_notes(
+        s, &plan, &rules, &driven, &crashes, &check, drain,
+    ));
+    Ok(ScenarioReport {
+        name: s.name.clone(),
+        description: s.description.clone(),
+        when_it_fails: s.when_it_fails.clone(),
+        check,
+        reproduce: reproduce(opts, s),
+        duration_s: begun.elapsed().as_secs_f64(),
+        history: format!("{}/history.jsonl", s.name),
+        state: outbox.is_ok().then(|| format!("{}/outbox.json", s.name)),
+        notes,
+        skipped: None,
+        // A sink's history is graded by its own rules (`check::sender`),
+        // not again by `hookstorm verify`'s receiver check.
+        graded_with: None,
+        gap_slack_ms: None,
+    })
+}
+
+/// One event as the emit hook receives it.
+fn emit_json(e: &PlannedEvent, server: &SinkServer) -> serde_json::Value {
+    let headers: serde_json::Map<String, serde_json::Value> = e
+        .headers
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    json!({
+        "account": e.account,
+        "url": server.url(&e.account),
+        "key": e.key,
+        "type": e.event_type,
+        "body": String::from_utf8_lossy(&e.body),
+        "delivery_id": e.delivery_id,
+        "headers": headers,
+        "resource": e.resource,
+        "sequence": e.sequence,
+    })
+}
+
+/// Emits the plan wave by wave, then waits for the outbox to settle.
+async fn drive(
+    target: &SenderTarget,
+    s: &SenderScenario,
+    plan: &SinkPlan,
+    server: &SinkServer,
+    history: &HistorySink,
+    emitted: &mpsc::UnboundedSender<()>,
+    drain: Duration,
+) -> Drive {
+    let began = Instant::now();
+    let mut d = Drive::default();
+    for wave in 0..plan.waves {
+        if wave > 0 {
+            tokio::time::sleep(s.spacing).await;
+        }
+        let batch: Vec<&PlannedEvent> = plan.events.iter().filter(|e| e.wave == wave).collect();
+        let body =
+            json!({ "events": batch.iter().map(|e| emit_json(e, server)).collect::<Vec<_>>() });
+        match emit(target, &body, drain).await {
+            Err(e) => d.emit_errors.push(e.to_string()),
+            Ok(_) => {
+                let at = history::now_rfc3339();
+                for e in batch {
+                    let _ = history.write(Event::Emit(Emitted {
+                        scenario: s.name.clone(),
+                        at: at.clone(),
+                        account: e.account.clone(),
+                        key: e.key.clone(),
+                        job: e.job.clone(),
+                        resource: e.resource.clone(),
+                        sequence: e.sequence,
+                        script: e.script.iter().map(ToString::to_string).collect(),
+                    }));
+                }
+                let _ = emitted.send(());
+            }
+        }
+    }
+    let keys: Vec<(&str, &str)> = plan
+        .events
+        .iter()
+        .map(|e| (e.account.as_str(), e.key.as_str()))
+        .collect();
+    let deadline = began + drain;
+    loop {
+        let read = read_outbox(target).await;
+        let settled = matches!(&read, Ok(o) if o.settled(keys.iter().copied()));
+        d.outbox = Some(read);
+        if settled {
+            d.settled = true;
+            break;
+        }
+        if Instant::now() >= deadline {
+            break;
+        }
+        tokio::time::sleep(OUTBOX_POLL).await;
+    }
+    if d.settled {
+        tokio::time::sleep(QUIET).await;
+        d.outbox = Some(read_outbox(target).await);
+    }
+    d.took = began.elapsed();
+    d
+}
+
+/// One emit call, repeated while it fails (a sender restarting after a
+/// crash refuses connections for a moment), for at most `limit`. An emit
+/// is idempotent per (account, key), so a repeat of a call that did land
+/// adds nothing.
+async fn emit(
+    target: &SenderTarget,
+    body: &serde_json::Value,
+    limit: Duration,
+) -> Result<serde_json::Value, ProbeError> {
+    let deadline = Instant::now() + limit;
+    loop {
+        match target.emit.post(body).await {
+            Ok(v) => return Ok(v),
+            Err(e) if Instant::now() >= deadline => return Err(e),
+            Err(_) => tokio::time::sleep(EMIT_RETRY).await,
+        }
+    }
+}
+
+async fn read_outbox(target: &SenderTarget) -> Result<Outbox, String> {
+    let bytes = target
+        .outbox
+        .read(crate::budget::OUTBOX_LISTING)
+        .await
+        .map_err(|e: ProbeError| e.to_string())?;
+    Outbox::parse(&bytes).map_err(|e| format!("{}: {e}", target.outbox.describe()))
+}
+
+/// What the run says about one scenario beyond its verdicts.
+fn scenario_notes(
+    s: &SenderScenario,
+    plan: &SinkPlan,
+    rules: &SenderRules,
+    d: &Drive,
+    crashes: &Crashes,
+    check: &ScenarioCheck,
+    drain: Duration,
+) -> Vec<Note> {
+    let mut notes = Vec::new();
+    let c = &check.counts;
+    notes.push(Note::Said(format!(
+        "asked the sender to emit {} event(s) in {} emit call(s); {} request(s) arrived ({} ok, {} fail, {} info) in {}",
+        plan.events.len(),
+        plan.waves,
+        c.attempts,
+        c.ok,
+        c.fail,
+        c.info,
+        crate::units::format_duration(d.took)
+    )));
+    notes.push(Note::Said(format!(
+        "the sender was held to the {} profile at 1/{} time: waits divided by {}, a timeout of {}",
+        rules.profile.name,
+        rules.time_scale,
+        rules.time_scale,
+        crate::units::format_duration(rules.timeout)
+    )));
+    for e in &d.emit_errors {
+        notes.push(Note::Said(format!("an emit call failed: {e}")));
+    }
+    if !d.settled {
+        let why = match &d.outbox {
+            Some(Err(e)) => format!("the outbox could not be read: {e}"),
+            _ => "events were still pending".into(),
+        };
+        notes.push(Note::Said(format!(
+            "the outbox did not settle within the drain of {} ({why})",
+            crate::units::format_duration(drain)
+        )));
+    }
+    if let Some(cr) = s.crash {
+        notes.push(Note::Said(format!(
+            "crashes (crash-{}, {} at most): {} at the sender's own crash point, {} SIGKILL(s) by the harness; restarted each time",
+            cr.at.name(),
+            cr.count,
+            crashes.at_points,
+            crashes.kills
+        )));
+        if crashes.total() == 0 {
+            notes.push(Note::NotExercised {
+                reason: "the sender never crashed".into(),
+            });
+        }
+    }
+    if crashes.unexpected > 0 {
+        notes.push(Note::Said(format!(
+            "the sender exited on its own {} time(s) and was revived",
+            crashes.unexpected
+        )));
+    }
+    for e in &crashes.errors {
+        notes.push(Note::Said(format!("lifecycle: {e}")));
+    }
+    notes
+}

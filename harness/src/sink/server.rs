@@ -1,0 +1,545 @@
+//! The sink: a chaos receiver for a sender under test. It serves one URL
+//! per account (`/hooks/{account}`), recognises each request's event by
+//! the profile's identity, counts its attempts, answers by the event's
+//! script (a status, `Retry-After`, a redirect, a reset, a hang, a slow
+//! answer), verifies the signature with the profile's scheme and the
+//! account's secrets, and records every request as one attempt line of
+//! the history, with what the sink saw ([`Received`]): times on the
+//! scenario's monotonic clock, the delivery id, the body's hash, the
+//! signature's verdict and timestamp, and the window the profile's
+//! schedule gives the attempt (which the report's timeline draws).
+//!
+//! A redirect points at `/moved/{account}/{n}`, which the sink serves too:
+//! a request there is a followed redirect, recorded as such and answered
+//! 503. A request for an identity the harness never emitted is answered
+//! 400 (a final answer) and recorded.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use super::plan::{PlannedEvent, SinkPlan};
+use super::wire::{self, ReadError, Request};
+use crate::check::sender::{exchange_end, SenderRules, HANG_LIMIT, SINK_STALL, SLOW_AT};
+use crate::history::{Attempt, Event, HistorySink, Intent, Outcome, Received};
+use crate::plan::delivery::TaskStatus;
+use crate::profile::signature::Secret;
+use crate::scenario::answer::{self, Answer};
+
+/// How late the sink may be with a slow answer before a close it then
+/// finds is put down to its own lateness, not the sender's impatience.
+const SINK_LATE: Duration = Duration::from_millis(10);
+
+/// The path of an account's URL.
+pub fn hook_path(account: &str) -> String {
+    format!("/hooks/{account}")
+}
+
+/// What one event's attempts so far left behind: where the next one's
+/// window starts.
+#[derive(Debug, Clone, Copy, Default)]
+struct Last {
+    attempts: u32,
+    end_ms: f64,
+    retry_after: Option<u64>,
+    generation: u32,
+    final_answer: bool,
+}
+
+/// What the sink shares between connections.
+struct Shared {
+    scenario: String,
+    start: Instant,
+    rules: SenderRules,
+    secrets: BTreeMap<String, Vec<Secret>>,
+    events: HashMap<(String, String), PlannedEvent>,
+    last: Mutex<HashMap<(String, String), Last>>,
+    redirects: Mutex<Vec<(String, String, u32)>>,
+    history: HistorySink,
+    generation: Arc<AtomicU32>,
+    acks: mpsc::UnboundedSender<()>,
+}
+
+/// A running sink; [`SinkServer::stop`] ends it.
+pub struct SinkServer {
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for SinkServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SinkServer")
+            .field("addr", &self.addr)
+            .finish()
+    }
+}
+
+/// What the sink needs to start.
+pub struct SinkSetup {
+    /// The scenario's name (the history's `scenario`).
+    pub scenario: String,
+    /// The scenario's start: every time in the history counts from it.
+    pub start: Instant,
+    /// The profile and time scale the sender is judged by.
+    pub rules: SenderRules,
+    /// Per account, the secrets a signature may be made with.
+    pub secrets: BTreeMap<String, Vec<Secret>>,
+    /// The events the sender is asked to emit.
+    pub plan: SinkPlan,
+    /// Where attempt lines go.
+    pub history: HistorySink,
+    /// How many times the harness has restarted the sender.
+    pub generation: Arc<AtomicU32>,
+    /// Told after every 2xx the sender took in full (crashes between the
+    /// 2xx and marking the row delivered listen).
+    pub acks: mpsc::UnboundedSender<()>,
+}
+
+impl SinkServer {
+    /// Serves the sink on `listener`.
+    pub fn spawn(listener: TcpListener, setup: SinkSetup) -> std::io::Result<SinkServer> {
+        let addr = listener.local_addr()?;
+        let events = setup
+            .plan
+            .events
+            .into_iter()
+            .map(|e| ((e.account.clone(), e.key.clone()), e))
+            .collect();
+        let shared = Arc::new(Shared {
+            scenario: setup.scenario,
+            start: setup.start,
+            rules: setup.rules,
+            secrets: setup.secrets,
+            events,
+            last: Mutex::new(HashMap::new()),
+            redirects: Mutex::new(Vec::new()),
+            history: setup.history,
+            generation: setup.generation,
+            acks: setup.acks,
+        });
+        let (stop, stopped) = watch::channel(false);
+        let stalls = tokio::spawn(watch_stalls(shared.clone(), stopped.clone()));
+        let task = tokio::spawn(async move {
+            accept_loop(listener, shared, stopped).await;
+            let _ = stalls.await;
+        });
+        Ok(SinkServer { addr, stop, task })
+    }
+
+    /// Where it listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The URL of an account.
+    pub fn url(&self, account: &str) -> String {
+        format!("http://{}{}", self.addr, hook_path(account))
+    }
+
+    /// Stops accepting and drops open connections.
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let mut conns = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                conns.spawn(serve(stream, shared.clone()));
+            }
+            _ = stop.changed() => break,
+        }
+        while conns.try_join_next().is_some() {}
+    }
+    conns.abort_all();
+}
+
+/// How often the sink looks at its own clock.
+const TICK: Duration = Duration::from_millis(5);
+
+/// Notes every stretch the sink was not scheduled, as a `sink-stall` line
+/// whose `detail` is its length in milliseconds.
+async fn watch_stalls(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let mut last = Instant::now();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(TICK) => {}
+            _ = stop.changed() => return,
+        }
+        let now = Instant::now();
+        let late = now.saturating_duration_since(last).saturating_sub(TICK);
+        last = now;
+        if late >= SINK_STALL {
+            let ms = late.as_secs_f64() * 1000.0;
+            let _ = shared
+                .history
+                .write(Event::Fault(crate::history::FaultEvent {
+                    scenario: shared.scenario.clone(),
+                    at: crate::history::now_rfc3339(),
+                    fault: crate::tag::FaultName::SinkStall,
+                    action: format!("the sink was not scheduled for {ms:.0} ms"),
+                    detail: Some(format!("{ms:.0}")),
+                }));
+        }
+    }
+}
+
+fn ms_since(start: Instant, t: Instant) -> f64 {
+    t.saturating_duration_since(start).as_secs_f64() * 1000.0
+}
+
+fn rfc3339_of(unix: f64) -> String {
+    let secs = unix.floor() as i64;
+    let nanos = ((unix - unix.floor()) * 1e9) as u32;
+    chrono::DateTime::from_timestamp(secs, nanos)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Where a request went.
+enum Route {
+    /// The URL registered for an account.
+    Hook(String),
+    /// A redirect's `Location`: the n-th redirect the sink gave.
+    Moved(usize),
+    /// Nowhere the sink serves.
+    Unknown,
+}
+
+fn route(path: &str) -> Route {
+    let path = path.split('?').next().unwrap_or_default();
+    if let Some(account) = path.strip_prefix("/hooks/") {
+        if !account.is_empty() && !account.contains('/') {
+            return Route::Hook(account.to_string());
+        }
+    }
+    if let Some(rest) = path.strip_prefix("/moved/") {
+        if let Some(n) = rest.rsplit('/').next().and_then(|n| n.parse().ok()) {
+            return Route::Moved(n);
+        }
+    }
+    Route::Unknown
+}
+
+/// One connection: one request, one answer.
+async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
+    let req = match wire::read_request(&mut stream, crate::budget::SINK_REQUEST).await {
+        Ok(r) => r,
+        Err(ReadError::TooLarge(at, unix)) => {
+            let _ = wire::answer(&mut stream, 413, &[]).await;
+            record_unreadable(
+                &shared,
+                at,
+                unix,
+                "the request exceeded the sink's budget (1 MiB)",
+            );
+            return;
+        }
+        Err(ReadError::Malformed(why)) => {
+            let _ = wire::answer(&mut stream, 400, &[]).await;
+            record_unreadable(
+                &shared,
+                Instant::now(),
+                0.0,
+                &format!("not an HTTP request: {why}"),
+            );
+            return;
+        }
+        Err(ReadError::Closed) => return,
+    };
+    let generation = shared.generation.load(Ordering::SeqCst);
+    let profile = &shared.rules.profile;
+    let id_header = profile.delivery_id_header();
+    let key = profile
+        .semantics
+        .identity_of(id_header, req.headers.as_slice(), &req.body)
+        .unwrap_or_else(|| "(no identity)".into());
+    let (account, followed) = match route(&req.path) {
+        Route::Hook(a) => (a, None),
+        Route::Moved(n) => {
+            let r = shared
+                .redirects
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(n)
+                .cloned();
+            match r {
+                Some((a, _, attempt)) => (a, Some(attempt)),
+                None => (String::new(), Some(0)),
+            }
+        }
+        Route::Unknown => (String::new(), None),
+    };
+    let slot = (account.clone(), key.clone());
+    let planned = shared.events.get(&slot);
+    let at_ms = ms_since(shared.start, req.first_byte);
+    // The attempt number and the window it must land in.
+    let (n, window) = match (followed, planned) {
+        (Some(attempt), _) => (attempt, None),
+        (None, Some(_)) => {
+            let mut last = shared.last.lock().unwrap_or_else(|p| p.into_inner());
+            let l = last.entry(slot.clone()).or_default();
+            let n = l.attempts + 1;
+            let window = (n > 1 && l.generation == generation && !l.final_answer)
+                .then(|| shared.rules.window(n, l.retry_after))
+                .flatten()
+                .map(|(lo, hi)| [l.end_ms + lo, l.end_ms + hi]);
+            l.attempts = n;
+            l.generation = generation;
+            (n, window)
+        }
+        (None, None) => (0, None),
+    };
+    let script_answer = match (followed, planned, account.is_empty()) {
+        (Some(_), _, _) => Answer::Status(503),
+        (None, Some(p), _) => answer::nth(&p.script, n),
+        (None, None, true) => Answer::Status(404),
+        (None, None, false) => Answer::Status(400),
+    };
+    let verified = match shared.secrets.get(&account) {
+        Some(secrets) => profile
+            .scheme
+            .verify(
+                secrets,
+                req.headers.as_slice(),
+                &req.body,
+                req.first_byte_unix as i64,
+                profile.tolerance_secs(),
+            )
+            .err()
+            .map(|e| e.to_string()),
+        None => Some(format!("no account {account:?} at this sink")),
+    };
+    let signed_at = profile.scheme.timestamp_of(req.headers.as_slice());
+    let delivery_id = id_header.and_then(|h| {
+        req.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(h))
+            .map(|(_, v)| v.clone())
+    });
+    let (status, closed_early, error, end) =
+        play(stream, script_answer, &shared, &account, &key, n, &req).await;
+    let end_ms = ms_since(shared.start, end);
+    let outcome = match status {
+        Some(s) if (200..300).contains(&s) && !closed_early => Outcome::Ok,
+        Some(_) if !closed_early => Outcome::Fail,
+        _ => Outcome::Info,
+    };
+    if outcome == Outcome::Ok && followed.is_none() {
+        let _ = shared.acks.send(());
+    }
+    let mut a = Attempt::new(
+        &shared.scenario,
+        delivery_id.as_deref().unwrap_or(&key),
+        &key,
+        if account.is_empty() {
+            "(none)"
+        } else {
+            &account
+        },
+    );
+    a.attempt = n.max(1);
+    a.sent_at = rfc3339_of(req.first_byte_unix);
+    a.status = status;
+    a.latency_ms = Some(((end_ms - at_ms) * 10.0).round() / 10.0);
+    a.error = error;
+    a.outcome = outcome;
+    a.intent = Intent::Genuine;
+    if let Some(p) = planned {
+        a.job = p.job.clone();
+        a.task_status = Some(TaskStatus::Completed);
+        a.created_at = Some(p.created_at.clone());
+        a.resource = p.resource.clone();
+        a.sequence = p.sequence;
+    } else {
+        a.detail = Some(match route(&req.path) {
+            Route::Unknown => format!("{} {}: no such endpoint at the sink", req.method, req.path),
+            _ => "an event identity the harness never emitted".into(),
+        });
+    }
+    a.sink = Some(Box::new(Received {
+        answer: script_answer.to_string(),
+        at_ms: (at_ms * 1000.0).round() / 1000.0,
+        end_ms: (end_ms * 1000.0).round() / 1000.0,
+        followed: followed.is_some(),
+        delivery_id,
+        body_sha256: hex::encode(Sha256::digest(&req.body)),
+        signature_error: verified,
+        signed_at,
+        arrived_unix: req.first_byte_unix,
+        retry_after_s: script_answer.retry_after(),
+        closed_early,
+        generation,
+        window_ms: window,
+    }));
+    if let Some(got) = &a.sink {
+        let end = exchange_end(Some(script_answer), got, shared.rules.timeout_ms());
+        let mut last = shared.last.lock().unwrap_or_else(|p| p.into_inner());
+        match (followed, planned) {
+            (None, Some(_)) => {
+                let l = last.entry(slot).or_default();
+                l.end_ms = end;
+                l.retry_after = if closed_early {
+                    None
+                } else {
+                    script_answer.retry_after()
+                };
+                l.final_answer = outcome == Outcome::Ok
+                    || (!closed_early && status.is_some_and(|s| profile.gives_up_on(s)));
+            }
+            // The followed request ends the redirected attempt as the sender sees it.
+            (Some(_), _) => {
+                if let Some(l) = last.get_mut(&slot) {
+                    l.end_ms = l.end_ms.max(end);
+                }
+            }
+            (None, None) => {}
+        }
+    }
+    let _ = shared.history.write(Event::Attempt(a));
+}
+
+/// Plays one scripted answer: returns the status answered (if any),
+/// whether the sender closed before the answer was due (for `hang`:
+/// whether it gave up at all), the transport error text, and when the
+/// exchange ended: for an answer, the moment before it was written (the
+/// sender cannot have had it sooner, so a gap measured from there is
+/// never longer than the sender's own wait).
+async fn play(
+    mut stream: TcpStream,
+    ans: Answer,
+    shared: &Shared,
+    account: &str,
+    key: &str,
+    n: u32,
+    req: &Request,
+) -> (Option<u16>, bool, Option<String>, Instant) {
+    let timeout = shared.rules.timeout;
+    let stream = &mut stream;
+    match ans {
+        Answer::Status(s) => {
+            let end = Instant::now();
+            let ok = wire::answer(stream, s, &[]).await;
+            (Some(s), !ok, None, end)
+        }
+        Answer::RetryAfter { status, secs } => {
+            let end = Instant::now();
+            let ok =
+                wire::answer(stream, status, &[("Retry-After".into(), secs.to_string())]).await;
+            (Some(status), !ok, None, end)
+        }
+        Answer::Redirect(s) => {
+            let k = {
+                let mut r = shared.redirects.lock().unwrap_or_else(|p| p.into_inner());
+                r.push((account.to_string(), key.to_string(), n));
+                r.len() - 1
+            };
+            let host = stream
+                .local_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default();
+            let location = format!("http://{host}/moved/{account}/{k}");
+            let end = Instant::now();
+            let ok = wire::answer(stream, s, &[("Location".into(), location)]).await;
+            (Some(s), !ok, None, end)
+        }
+        Answer::Reset => {
+            let end = Instant::now();
+            wire::reset(stream);
+            (
+                None,
+                false,
+                Some("reset by the sink (scripted)".into()),
+                end,
+            )
+        }
+        Answer::Hang => {
+            let limit = timeout * HANG_LIMIT;
+            let closed = wire::until_closed(stream, limit).await;
+            let end = Instant::now();
+            let held = end.saturating_duration_since(req.first_byte);
+            let error = if closed {
+                format!(
+                    "held without an answer; the sender closed it after {}",
+                    crate::units::format_duration(held)
+                )
+            } else {
+                format!(
+                    "held without an answer for {}; the sender never closed it",
+                    crate::units::format_duration(held)
+                )
+            };
+            (None, closed, Some(error), end)
+        }
+        Answer::Slow(s) => {
+            let due = timeout.mul_f64(SLOW_AT);
+            let wait = due.saturating_sub(req.first_byte.elapsed());
+            if wire::until_closed(stream, wait).await {
+                let end = Instant::now();
+                let took = end.saturating_duration_since(req.first_byte);
+                // A sink that ran late itself (a loaded machine) found the
+                // close only after its answer was due: not the sender's doing.
+                let sink_late = took > due + SINK_LATE;
+                let error = if sink_late {
+                    format!(
+                        "the sink ran late: its answer was due at {}, it looked at {} and the sender had closed the connection",
+                        crate::units::format_duration(due),
+                        crate::units::format_duration(took)
+                    )
+                } else {
+                    format!(
+                        "the sender closed the connection after {}, before the answer due at {}",
+                        crate::units::format_duration(took),
+                        crate::units::format_duration(due)
+                    )
+                };
+                return (None, !sink_late, Some(error), end);
+            }
+            let end = Instant::now();
+            let ok = wire::answer(stream, s, &[]).await;
+            (Some(s), !ok, None, end)
+        }
+    }
+}
+
+/// Records a request the sink could not read.
+fn record_unreadable(shared: &Shared, at: Instant, unix: f64, why: &str) {
+    let at_ms = ms_since(shared.start, at);
+    let mut a = Attempt::new(&shared.scenario, "(unreadable)", "(unreadable)", "(none)");
+    a.sent_at = rfc3339_of(unix);
+    a.outcome = Outcome::Fail;
+    a.error = Some(why.to_string());
+    a.detail = Some(why.to_string());
+    a.sink = Some(Box::new(Received {
+        answer: "413".into(),
+        at_ms,
+        end_ms: at_ms,
+        followed: false,
+        delivery_id: None,
+        body_sha256: String::new(),
+        signature_error: Some(why.to_string()),
+        signed_at: None,
+        arrived_unix: unix,
+        retry_after_s: None,
+        closed_early: false,
+        generation: shared.generation.load(Ordering::SeqCst),
+        window_ms: None,
+    }));
+    let _ = shared.history.write(Event::Attempt(a));
+}
