@@ -131,6 +131,12 @@ async fn explore_leaves_out_what_the_in_process_receiver_cannot_run_and_finds_no
         "{summary}"
     );
     assert!(x.dir.join("report.json").exists() && x.dir.join("report.html").exists());
+    // The session's folder stays sealed, explore.json and its summary too.
+    let v = hookstorm::report::verify::verify(&x.dir).expect("the folder verifies");
+    assert!(v.mismatches.is_empty(), "{:?}", v.mismatches);
+    for f in ["summary.md", "explore.json"] {
+        assert!(v.files_ok.iter().any(|ok| ok == f), "{f}: {:?}", v.files_ok);
+    }
 }
 
 #[test]
