@@ -36,6 +36,22 @@ pub fn run_binary(args: &[&str], cwd: &Path) -> Output {
         .expect("hookstorm runs")
 }
 
+/// Runs `hookstorm COMMAND ARGS…` for each case and asserts a usage error
+/// (exit 254) whose words contain the case's.
+pub fn assert_usage_errors(command: &str, cases: &[(&[&str], &str)]) {
+    let cwd = tempfile::tempdir().expect("tempdir");
+    for (args, says) in cases {
+        let o = run_binary(&[&[command][..], args].concat(), cwd.path());
+        let text = output_text(&o);
+        assert_eq!(
+            o.status.code(),
+            Some(hookstorm::exit::USAGE),
+            "{args:?}: {text}"
+        );
+        assert!(text.contains(says), "{args:?}: {text}");
+    }
+}
+
 /// A finished command's stdout followed by its stderr.
 pub fn output_text(o: &Output) -> String {
     format!(

@@ -309,37 +309,30 @@ async fn explore_alone_finds_every_explore_only_defect_on_its_invariant() {
 
 #[test]
 fn explore_flags_out_of_range_are_usage_errors() {
-    let cwd = tempfile::tempdir().expect("tempdir");
-    for (args, says) in [
-        (&["--runs", "0"][..], "--runs 0: expected 1 or more"),
-        (&["--plan", "3"][..], "--seed <SEED>"),
-        (
-            &["--seed", "1", "--plan", "0"][..],
-            "--plan 0: expected 1 or more",
-        ),
-        (
-            &["--time-scale", "0"][..],
-            "--time-scale 0: expected a number",
-        ),
-        (
-            &[
-                "--url",
-                "http://127.0.0.1:1/w",
-                "--defect",
-                "check-then-insert",
-            ][..],
-            "--defect configures the built-in reference receiver",
-        ),
-    ] {
-        let o = run_binary(&[&["explore"][..], args].concat(), cwd.path());
-        let text = output_text(&o);
-        assert_eq!(
-            o.status.code(),
-            Some(hookstorm::exit::USAGE),
-            "{args:?}: {text}"
-        );
-        assert!(text.contains(says), "{args:?}: {text}");
-    }
+    assert_usage_errors(
+        "explore",
+        &[
+            (&["--runs", "0"][..], "--runs 0: expected 1 or more"),
+            (&["--plan", "3"][..], "--seed <SEED>"),
+            (
+                &["--seed", "1", "--plan", "0"][..],
+                "--plan 0: expected 1 or more",
+            ),
+            (
+                &["--time-scale", "0"][..],
+                "--time-scale 0: expected a number",
+            ),
+            (
+                &[
+                    "--url",
+                    "http://127.0.0.1:1/w",
+                    "--defect",
+                    "check-then-insert",
+                ][..],
+                "--defect configures the built-in reference receiver",
+            ),
+        ],
+    );
 }
 
 /// In-process defects and a seed whose first plans expose each against the

@@ -332,37 +332,30 @@ fn the_shrink_command_exits_1_with_a_scenario_that_run_replays_and_0_when_nothin
 
 #[test]
 fn shrink_flags_out_of_range_are_usage_errors() {
-    let cwd = tempfile::tempdir().expect("tempdir");
-    for (args, says) in [
-        (
-            &["--scenario", "baseline", "--seed", "1", "--tries", "0"][..],
-            "--tries 0: expected 1 or more",
-        ),
-        (
-            &["--scenario", "nope", "--seed", "1"][..],
-            "no scenario \"nope\"",
-        ),
-        (
-            &[
-                "--scenario",
-                "baseline",
-                "--seed",
-                "1",
-                "--invariant",
-                "I10",
-            ][..],
-            "expected INVARIANT like I1",
-        ),
-    ] {
-        let o = run_binary(&[&["shrink"][..], args].concat(), cwd.path());
-        let text = output_text(&o);
-        assert_eq!(
-            o.status.code(),
-            Some(hookstorm::exit::USAGE),
-            "{args:?}: {text}"
-        );
-        assert!(text.contains(says), "{args:?}: {text}");
-    }
+    assert_usage_errors(
+        "shrink",
+        &[
+            (
+                &["--scenario", "baseline", "--seed", "1", "--tries", "0"][..],
+                "--tries 0: expected 1 or more",
+            ),
+            (
+                &["--scenario", "nope", "--seed", "1"][..],
+                "no scenario \"nope\"",
+            ),
+            (
+                &[
+                    "--scenario",
+                    "baseline",
+                    "--seed",
+                    "1",
+                    "--invariant",
+                    "I10",
+                ][..],
+                "expected INVARIANT like I1",
+            ),
+        ],
+    );
 }
 
 #[test]
