@@ -57,11 +57,7 @@ async fn check(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> anyho
         scenarios.len(),
         target.describe()
     );
-    let words = if args.target.given() {
-        args.target.words()
-    } else {
-        Words::plain(&target)
-    };
+    let words = args.target.words_for(&target);
     let logs = tempfile::Builder::new()
         .prefix("hookstorm-doctor-")
         .tempdir()
