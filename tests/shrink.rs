@@ -1,8 +1,8 @@
 //! Shrinking against the reference receiver: every defect the in-process
 //! matrix catches shrinks to a handful of deliveries that still fail its
 //! invariant, the written minimal scenario replays as it is, the correct
-//! receiver yields no counterexample, and a race reports how often its
-//! minimal plan failed.
+//! receiver yields no counterexample, and a failure certain before
+//! shrinking is certain after it.
 
 use std::time::Duration;
 
@@ -208,21 +208,24 @@ async fn the_correct_receiver_yields_no_counterexample() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_race_reports_how_often_its_minimal_plan_failed() {
-    // Last-arrival-wins picks whichever of a job's tasks arrives last; two
-    // deliveries of one wave arrive in the order the network makes, so the
-    // minimal plan fails some runs and passes others.
+async fn a_failure_certain_before_shrinking_is_certain_after_and_replays_10_of_10() {
+    // Last-arrival-wins picks whichever of a job's tasks arrives last;
+    // delayed-older holds the older task back, so at seed 4 the plan fails
+    // every run. A reduction that drops the hold-back leaves the order to
+    // the network (a coin flip): it must not be kept.
     let d: Defect = "last-arrival-wins".parse().unwrap();
     let out = tempfile::tempdir().expect("tempdir");
     let opts = ShrinkOptions {
         invariant: Some(d.caught_by()),
         tries: 3,
         confirm: 10,
+        max_runs: 200,
+        budget: Duration::from_secs(120),
         ..shrink_options(out.path())
     };
     let mut confirmed = Vec::new();
     let r = counterexample(
-        shrink_embedded_watched(Some(d), "delayed-older", 5, &opts, &mut |e| {
+        shrink_embedded_watched(Some(d), "delayed-older", 4, &opts, &mut |e| {
             if let ShrinkEvent::Confirm { failed, .. } = e {
                 confirmed.push(failed);
             }
@@ -230,21 +233,48 @@ async fn a_race_reports_how_often_its_minimal_plan_failed() {
         .await,
         d.name(),
     );
-    eprintln!("{}", hookstorm::shrink::output::headline(&r));
-    assert!(r.minimal.deliveries.len() <= HANDFUL, "{:#?}", r.minimal);
-    // The rate counts exactly the confirmation runs that failed.
-    assert_eq!(confirmed.len(), 10);
-    let failed = confirmed.iter().filter(|f| **f).count() as u32;
-    assert_eq!((r.rate.failed, r.rate.runs), (failed, 10));
-    let line = format!("fails {failed} of 10 runs");
-    assert!(hookstorm::shrink::output::headline(&r).ends_with(&line));
-    let text = std::fs::read_to_string(&r.files.scenario).unwrap();
-    assert!(text.contains(&line), "{text}");
+    let headline = hookstorm::shrink::output::headline(&r);
+    eprintln!("{headline}");
+    assert_eq!(
+        (r.original_rate.failed, r.original_rate.runs),
+        (3, 3),
+        "{headline}"
+    );
+    assert_eq!((r.rate.failed, r.rate.runs), (10, 10), "{headline}");
+    assert!(
+        headline.ends_with("which fails 3 of 3 runs), fails 10 of 10 runs"),
+        "{headline}"
+    );
+    // The rate is the last plan's confirmation runs.
+    assert!(confirmed.len() >= 10);
+    assert!(confirmed[confirmed.len() - 10..].iter().all(|f| *f));
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&r.files.summary).unwrap()).unwrap();
-    assert_eq!(summary["failed"], failed);
-    assert_eq!(summary["confirm_runs"], 10);
+    assert_eq!(summary["failed"], 10);
+    assert_eq!(summary["original_failed"], 3);
     assert_eq!(summary["invariant"], "I5");
+    // The file it wrote, replayed by `run` 10 times: 10 failures.
+    let s = hookstorm::scenario::Scenario::from_file(&r.files.scenario).expect("minimal parses");
+    let (receiver, target) = hookstorm_cli::builtin::start(Some(d), None)
+        .await
+        .expect("receiver starts");
+    let mut failed = 0;
+    for seed in 1..=10 {
+        let runs = tempfile::tempdir().expect("tempdir");
+        let mut o = options(seed, runs.path(), false);
+        o.time_scale = Some(1000.0);
+        let outcome = hookstorm::run::run(&target, std::slice::from_ref(&s), &o, &mut |_| {})
+            .await
+            .expect("run completes");
+        failed += usize::from(
+            verdict(&outcome.report, &s.name, r.failure.invariant) == Some(Verdict::Fail),
+        );
+    }
+    receiver.shutdown().await;
+    assert_eq!(
+        failed, 10,
+        "the replayed minimal plan failed {failed} of 10 runs"
+    );
 }
 
 /// `hookstorm shrink` against the built-in receiver, fast settings.

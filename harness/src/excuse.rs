@@ -85,11 +85,53 @@ pub struct Rule {
 pub struct Exercised {
     /// The fault's kind, as scenario files name it.
     pub fault: &'static str,
-    /// What must have happened.
+    /// What must have happened, in words.
     pub when: &'static str,
     /// What is reported, graded below a failure, when it met the receiver
     /// in the way named here.
     pub informational: &'static str,
+    /// What the code measures for it (`fault::nemesis::not_exercised`).
+    pub met: Met,
+}
+
+/// What a scenario fault must have met, as the nemesis measures it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Met {
+    /// An attempt sent during a database cut was answered while it held, or
+    /// got no answer in time.
+    CutAttempt,
+    /// Every kill of the receiver the fault asks for interrupted work (or,
+    /// with crash points, one fired).
+    EveryKillInterrupted,
+    /// Every pause held a request in flight.
+    EveryPauseHeldRequest,
+    /// Every kill of the worker met it ready and holding work (or, with
+    /// crash points, one fired in it).
+    EveryWorkerKillHeldWork,
+}
+
+/// How soon before a kill of the receiver an answer must have been read
+/// for the kill to count as landing on it: the receiver may still be doing
+/// that request's work (a write queued after its answer).
+pub const JUST_ANSWERED: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Kills that interrupted no work are placed again, at most this many more
+/// per kill the fault asks for, while the stream lasts.
+pub const MISSED_KILL_RETRIES: u32 = 2;
+
+impl Exercised {
+    /// The row that says when `fault` counts as exercised, if it needs to.
+    pub fn of(fault: &crate::scenario::fault_spec::FaultSpec) -> Option<&'static Exercised> {
+        use crate::scenario::fault_spec::{FaultSpec, KillSignal};
+        let met = match fault {
+            FaultSpec::CutDatabase(_) => Met::CutAttempt,
+            FaultSpec::Kill(k) if k.signal == KillSignal::Stop => Met::EveryPauseHeldRequest,
+            FaultSpec::Kill(_) => Met::EveryKillInterrupted,
+            FaultSpec::KillWorker(_) => Met::EveryWorkerKillHeldWork,
+            _ => return None,
+        };
+        EXERCISED.iter().find(|e| e.met == met)
+    }
 }
 
 use Effect::{Excuses, Expects, Informational};
@@ -233,21 +275,25 @@ pub const EXERCISED: &[Exercised] = &[
         fault: "cut-database",
         when: "at least one attempt sent during the cut met it: it was answered while the cut held, or it got no answer in time (the receiver hung on the silent database)",
         informational: "no attempt answered while the database was cut, for as long as it held: the receiver waits on its database with no timeout of its own",
+        met: Met::CutAttempt,
     },
     Exercised {
         fault: "kill",
-        when: "a kill (SIGKILL or SIGTERM) cut an attempt short, a crash point fired between commit and answer, or an attempt went unanswered while the receiver was down (`receiver-down`)",
+        when: "every kill the fault asks for interrupted work: a request in flight that it cut off, or, for a kill placed on an answer, that answer read at most 10 ms before the signal (the receiver may not have written yet) once some kill of the fault cut a request off (the process killed is the one answering); a kill that did not is placed again, at most 2 more times per kill, while the stream lasts. With crash points: one fired",
         informational: "",
+        met: Met::EveryKillInterrupted,
     },
     Exercised {
         fault: "kill (signal = \"stop\")",
-        when: "always: a pause need not cut an exchange short to test something",
+        when: "every pause held a request in flight (sent before it or while it held); one that did not is placed again, as a kill is",
         informational: "",
+        met: Met::EveryPauseHeldRequest,
     },
     Exercised {
         fault: "kill-worker",
-        when: "always: the worker answers no request",
+        when: "every kill the fault asks for met the worker ready and holding work: its `busy` command exited 0, or the state showed rows it settled since its start and rows waiting; a kill that did not is placed again, as a receiver's is. With crash points: one fired in the worker",
         informational: "",
+        met: Met::EveryWorkerKillHeldWork,
     },
 ];
 

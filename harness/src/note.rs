@@ -380,10 +380,26 @@ fn process(f: &mut fmt::Formatter<'_>, acts: &Actions, tally: Option<&KillTally>
             t.doubled
         )?;
     }
+    if acts.kills_wanted > 0 {
+        write!(
+            f,
+            "; {} of {} interrupted work",
+            acts.kills_exercised,
+            count(acts.kills_wanted, "kill of the receiver")
+        )?;
+    }
+    if acts.worker_kills_wanted > 0 {
+        write!(
+            f,
+            "; {} of {} met it ready and holding work",
+            acts.worker_kills_exercised,
+            count(acts.worker_kills_wanted, "kill of the worker")
+        )?;
+    }
     if acts.missed > 0 {
         write!(
             f,
-            "; {} cut off no exchange and {} placed again",
+            "; {} interrupted no work and {} placed again",
             count(acts.missed, "kill"),
             agree(acts.missed, "was")
         )?;

@@ -204,6 +204,9 @@ pub fn prepare(opts: &ChildOptions) -> Result<ChildTarget, BuiltinError> {
         worker: opts.separate_worker.then(|| WorkerConfig {
             start: worker,
             env: BTreeMap::new(),
+            ready: None,
+            ready_timeout: None,
+            busy: None,
         }),
     };
     let target = Target {

@@ -28,8 +28,8 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use super::space::Space;
 use crate::scenario::fault_spec::{
     CutDatabaseSpec, CutMode, CutVia, DropAckSpec, DuplicateMode, DuplicateSpec, FaultSpec,
-    Forgery, FrontSpec, KillSignal, KillSpec, KillWorkerSpec, ReconcileSpec, RedeliverSpec,
-    ReorderMode, ReorderSpec, Signing, TamperSpec,
+    Forgery, FrontSpec, KillSignal, KillSpec, KillTrigger, KillWorkerSpec, ReconcileSpec,
+    RedeliverSpec, ReorderMode, ReorderSpec, Signing, TamperSpec,
 };
 use crate::scenario::{Sequenced, Workload};
 use crate::units::HumanDuration;
@@ -388,8 +388,13 @@ fn kill() -> BoxedStrategy<FaultSpec> {
             3 => Just(None),
             1 => Just(Some("crash-after-commit=1/6,crash-before-commit=1/6".to_string()))
         ],
+        prop_oneof![
+            1 => Just(vec![KillTrigger::InFlight]),
+            1 => Just(vec![KillTrigger::Answer]),
+            1 => Just(vec![KillTrigger::Answer, KillTrigger::InFlight]),
+        ],
     )
-        .prop_map(|(signal, count, over, pause, failpoint)| {
+        .prop_map(|(signal, count, over, pause, failpoint, on)| {
             // A crash point stands in for a SIGKILL only.
             let failpoint = failpoint.filter(|_| signal == KillSignal::Kill);
             FaultSpec::Kill(KillSpec {
@@ -398,6 +403,7 @@ fn kill() -> BoxedStrategy<FaultSpec> {
                 over,
                 pause,
                 failpoint,
+                on,
             })
         })
         .boxed()

@@ -52,6 +52,10 @@ pub struct TrafficGauge {
     /// A moving average of answer latencies, in microseconds (0: none yet).
     latency_us: AtomicU64,
     started: Notify,
+    /// Woken at every acknowledgement the sender reads.
+    acked: Notify,
+    /// When the sender last read an acknowledgement.
+    last_ack: Mutex<Option<Instant>>,
 }
 
 /// What a window saw, returned when it closes.
@@ -191,6 +195,21 @@ impl TrafficGauge {
         self.window_count()
     }
 
+    /// When the sender last read an acknowledgement, if it did.
+    pub fn last_ack(&self) -> Option<Instant> {
+        *self.last_ack.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits until the sender reads an acknowledgement, or `timeout`
+    /// passes; true if one was read. A kill placed by it lands the moment
+    /// a receiver has answered: before an answer-then-write receiver writes.
+    pub async fn wait_ack(&self, timeout: Duration) -> bool {
+        let notified = self.acked.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        tokio::time::timeout(timeout, notified).await.is_ok()
+    }
+
     /// Waits until an exchange starts, or `timeout` passes; true if one started.
     pub async fn wait_start(&self, timeout: Duration) -> bool {
         let notified = self.started.notified();
@@ -220,7 +239,9 @@ impl Ticket<'_> {
         let g = self.gauge;
         g.answered.fetch_add(1, Ordering::SeqCst);
         if ack {
+            *g.last_ack.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
             g.acks.fetch_add(1, Ordering::SeqCst);
+            g.acked.notify_waiters();
         }
         // Inside the window only if it opened before the exchange started
         // and is still the same window now.
@@ -343,6 +364,24 @@ mod tests {
             .await
             .expect("released")
             .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_waiting_nemesis_wakes_the_moment_an_acknowledgement_is_read() {
+        let g = std::sync::Arc::new(TrafficGauge::new());
+        assert!(!g.wait_ack(5 * MS).await);
+        assert!(g.last_ack().is_none());
+        let g2 = g.clone();
+        let t = tokio::spawn(async move { g2.wait_ack(Duration::from_secs(5)).await });
+        tokio::time::sleep(20 * MS).await;
+        g.begin().answered(false, MS);
+        tokio::time::sleep(20 * MS).await;
+        assert!(!t.is_finished(), "a refusal is no acknowledgement");
+        g.begin().answered(true, MS);
+        assert!(t.await.unwrap());
+        assert!(g
+            .last_ack()
+            .is_some_and(|at| at.elapsed() < Duration::from_secs(1)));
     }
 
     #[tokio::test]

@@ -85,6 +85,28 @@ pub struct WorkerConfig {
     /// Extra environment for it.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// How to know it is ready to take work, waited for after every
+    /// (re)start; without it, [`Ready::State`]: the state shows a row it
+    /// processed since it started, or no row waiting.
+    #[serde(default)]
+    pub ready: Option<Ready>,
+    /// How long it may take to become ready.
+    #[serde(default)]
+    pub ready_timeout: Option<HumanDuration>,
+    /// A command that exits 0 while the worker holds work (claimed or
+    /// unfinished tasks); without it the state tells (rows waiting after
+    /// the worker has processed one since it started).
+    #[serde(default)]
+    pub busy: Option<String>,
+}
+
+impl WorkerConfig {
+    /// The worker's readiness check: the one the file gives, else the state.
+    pub fn ready(&self) -> Ready {
+        self.ready.clone().unwrap_or(Ready::State {
+            state: StateReady::Processed,
+        })
+    }
 }
 
 /// How to know a process is ready.
@@ -101,6 +123,33 @@ pub enum Ready {
         /// The address.
         tcp: String,
     },
+    /// `{ command = "celery -A app inspect ping" }`: the command (run with
+    /// `sh -c`, in hookstorm's working directory) exits 0.
+    Command {
+        /// The command.
+        command: String,
+    },
+    /// `{ log = "ready." }`: a line the process wrote to its log since this
+    /// start contains the text.
+    Log {
+        /// The text.
+        log: String,
+    },
+    /// `{ state = "processed" }`: the receiver's state shows a row processed
+    /// since this start, or no row waiting (a worker; read through the
+    /// target's state source).
+    State {
+        /// What the state must show.
+        state: StateReady,
+    },
+}
+
+/// What the state must show for [`Ready::State`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StateReady {
+    /// A row processed since the start, or no row waiting.
+    Processed,
 }
 
 impl std::fmt::Display for Ready {
@@ -108,6 +157,11 @@ impl std::fmt::Display for Ready {
         match self {
             Ready::Http { http } => write!(f, "GET {http} answers 2xx"),
             Ready::Tcp { tcp } => write!(f, "{tcp} accepts connections"),
+            Ready::Command { command } => write!(f, "`{command}` exits 0"),
+            Ready::Log { log } => write!(f, "its log shows {log:?}"),
+            Ready::State { .. } => {
+                f.write_str("the state shows a row processed since the start, or none waiting")
+            }
         }
     }
 }

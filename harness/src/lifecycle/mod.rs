@@ -38,7 +38,7 @@ mod supervisor;
 
 pub use config::{
     expand, expand_proxy, shell_quote, DatabaseConfig, LifecycleConfig, LifecycleError,
-    ProxyConfig, Ready, Sockets, WorkerConfig, DEFAULT_READY_TIMEOUT,
+    ProxyConfig, Ready, Sockets, StateReady, WorkerConfig, DEFAULT_READY_TIMEOUT,
 };
 pub use os::{die_with_parent, inherit_sockets, FIRST_SOCKET_FD};
 

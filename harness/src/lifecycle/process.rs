@@ -52,6 +52,9 @@ pub fn group_members(pgid: i32) -> Vec<i32> {
         .collect()
 }
 
+/// How much of a log a readiness check by log line reads, at most.
+pub const LOG_SCAN: u64 = 8 * 1024 * 1024;
+
 /// A supervised process; dropping it kills its group.
 #[derive(Debug)]
 pub struct Process {
@@ -61,6 +64,9 @@ pub struct Process {
     child: Option<Child>,
     pgid: Option<i32>,
     log: PathBuf,
+    /// The log file's length when the latest start began: what the
+    /// process wrote since then is after it.
+    log_start: u64,
     starts: u32,
 }
 
@@ -74,6 +80,7 @@ impl Process {
             child: None,
             pgid: None,
             log: PathBuf::from(format!("{name}.log")),
+            log_start: 0,
             starts: 0,
         }
     }
@@ -91,6 +98,23 @@ impl Process {
     /// The pid (= process group id) of the running process.
     pub fn pid(&self) -> Option<u32> {
         self.pgid.map(|p| p as u32)
+    }
+
+    /// Whether a line it wrote to its log since its latest start contains
+    /// `text` (at most [`LOG_SCAN`] bytes of it are read).
+    pub fn logged_since_start(&self, text: &str) -> bool {
+        use std::io::{Read, Seek, SeekFrom};
+        let Ok(mut f) = std::fs::File::open(&self.log) else {
+            return false;
+        };
+        if f.seek(SeekFrom::Start(self.log_start)).is_err() {
+            return false;
+        }
+        let mut buf = Vec::new();
+        if f.take(LOG_SCAN).read_to_end(&mut buf).is_err() {
+            return false;
+        }
+        memchr::memmem::find(&buf, text.as_bytes()).is_some()
     }
 
     /// How many times it was started.
@@ -121,6 +145,7 @@ impl Process {
             .append(true)
             .open(&self.log)
             .map_err(err)?;
+        self.log_start = out.metadata().map(|m| m.len()).unwrap_or(0);
         let errf = out.try_clone().map_err(err)?;
         let mut cmd = Command::new("sh");
         cmd.arg("-c")

@@ -278,23 +278,64 @@ impl Supervisor {
         let Some(cfg) = &self.cfg else {
             return Ok(0);
         };
-        let ready = cfg.ready.clone();
-        let timeout = cfg
-            .ready_timeout
-            .map(|d| d.0)
-            .unwrap_or(DEFAULT_READY_TIMEOUT);
+        let (ready, timeout) = match role {
+            Role::Receiver => (cfg.ready.clone(), cfg.ready_timeout),
+            Role::Worker => match &cfg.worker {
+                Some(w) => (w.ready(), w.ready_timeout),
+                None => return Ok(0),
+            },
+        };
+        let timeout = timeout.map(|d| d.0).unwrap_or(DEFAULT_READY_TIMEOUT);
         let Some(p) = self.process(role) else {
             return Ok(0);
         };
         let pid = p.spawn(&dir, &env).await?;
-        if role == Role::Receiver {
-            wait_ready(p, &ready, timeout).await?;
-        }
+        wait_ready(p, &ready, timeout).await?;
         Ok(pid)
+    }
+
+    /// How a process's readiness is known (the worker's default is the
+    /// state, which the nemesis reads: the supervisor cannot).
+    pub fn ready_of(&self, role: Role) -> Option<Ready> {
+        let cfg = self.cfg.as_ref()?;
+        match role {
+            Role::Receiver => Some(cfg.ready.clone()),
+            Role::Worker => cfg.worker.as_ref().map(|w| w.ready()),
+        }
+    }
+
+    /// How long the worker may take to become ready, if the target says.
+    pub fn worker_ready_timeout(&self) -> Option<Duration> {
+        Some(self.cfg.as_ref()?.worker.as_ref()?.ready_timeout?.0)
+    }
+
+    /// The worker's `busy` command, if the target gives one.
+    pub fn busy_command(&self) -> Option<&str> {
+        self.cfg.as_ref()?.worker.as_ref()?.busy.as_deref()
+    }
+
+    /// Whether the worker's `busy` command says it holds work now (false
+    /// when it fails, times out or there is none).
+    pub async fn worker_busy(&mut self) -> bool {
+        match self.busy_command().map(str::to_string) {
+            Some(cmd) => command_ok(&cmd).await,
+            None => false,
+        }
     }
 
     /// Sends `signal` to a process and records it.
     pub fn signal(&mut self, role: Role, signal: Signal) -> Result<(), LifecycleError> {
+        self.signal_noting(role, signal, None)
+    }
+
+    /// Like [`signal`](Self::signal), with `detail` (what triggered it and
+    /// what was in flight) on the history's line.
+    pub fn signal_noting(
+        &mut self,
+        role: Role,
+        signal: Signal,
+        detail: Option<String>,
+    ) -> Result<(), LifecycleError> {
         let Some(p) = self.process(role) else {
             return Ok(());
         };
@@ -314,29 +355,47 @@ impl Supervisor {
                 self.name_of(role),
                 pid.unwrap_or(0)
             ),
-            None,
+            detail,
         );
         Ok(())
     }
 
     /// SIGKILLs a process, reaps it and records the kill.
     pub async fn kill(&mut self, role: Role) -> Result<(), LifecycleError> {
-        self.signal(role, Signal::Kill)?;
+        self.kill_noting(role, None).await
+    }
+
+    /// Like [`kill`](Self::kill), with `detail` on the history's line.
+    pub async fn kill_noting(
+        &mut self,
+        role: Role,
+        detail: Option<String>,
+    ) -> Result<(), LifecycleError> {
+        self.signal_noting(role, Signal::Kill, detail)?;
         if let Some(p) = self.process(role) {
             p.kill().await;
         }
         Ok(())
     }
 
-    /// Starts a process again (waiting for the receiver to be ready) and records it.
+    /// Starts a process again, waits until it is ready (its `ready`; a
+    /// worker ready by the state is waited for by whoever reads the state)
+    /// and records it.
     pub async fn restart(&mut self, role: Role, why: &str) -> Result<(), LifecycleError> {
         let started = Instant::now();
         let pid = self.spawn(role).await?;
+        let how = match self.ready_of(role) {
+            Some(Ready::State { .. }) => {
+                " (started; ready when the state shows it processing)".to_string()
+            }
+            Some(r) => format!(" ({r})"),
+            None => String::new(),
+        };
         self.record(
             FaultName::Restart,
             format!("start {} (pid {pid})", self.name_of(role)),
             Some(format!(
-                "{why}; ready after {} ms",
+                "{why}; ready after {} ms{how}",
                 started.elapsed().as_millis()
             )),
         );
@@ -520,7 +579,13 @@ async fn wait_ready(
                 log: p.log().display().to_string(),
             });
         }
-        if is_ready(ready).await {
+        let ok = match ready {
+            Ready::Log { log } => p.logged_since_start(log),
+            // The state is read by whoever waits on it (the nemesis).
+            Ready::State { .. } => true,
+            other => is_ready(other).await,
+        };
+        if ok {
             return Ok(());
         }
         if Instant::now() >= deadline {
@@ -543,11 +608,31 @@ pub(crate) async fn is_ready(ready: &Ready) -> bool {
         match ready {
             Ready::Tcp { tcp } => TcpStream::connect(tcp.as_str()).await.is_ok(),
             Ready::Http { http } => http_ok(http).await.unwrap_or(false),
+            Ready::Command { command } => command_ok(command).await,
+            Ready::Log { .. } | Ready::State { .. } => false,
         }
     };
-    tokio::time::timeout(Duration::from_millis(500), check)
-        .await
-        .unwrap_or(false)
+    let limit = match ready {
+        Ready::Command { .. } => CHECK_COMMAND_LIMIT,
+        _ => Duration::from_millis(500),
+    };
+    tokio::time::timeout(limit, check).await.unwrap_or(false)
+}
+
+/// How long a readiness or busy command may take.
+const CHECK_COMMAND_LIMIT: Duration = Duration::from_secs(5);
+
+/// Whether `cmd` (with `sh -c`) exits 0 within [`CHECK_COMMAND_LIMIT`].
+async fn command_ok(cmd: &str) -> bool {
+    matches!(
+        super::shell::run(
+            super::shell::command(&super::config::expand(cmd)),
+            CHECK_COMMAND_LIMIT,
+            crate::budget::COMMAND_OUTPUT,
+        )
+        .await,
+        Ok(o) if o.status.success()
+    )
 }
 
 async fn http_ok(url: &str) -> Option<bool> {

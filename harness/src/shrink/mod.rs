@@ -103,6 +103,14 @@ pub struct FailureRate {
     pub runs: u32,
 }
 
+impl FailureRate {
+    /// Whether this rate is below `other`'s (a smaller share of runs failed).
+    pub fn below(&self, other: &FailureRate) -> bool {
+        u64::from(self.failed) * u64::from(other.runs.max(1))
+            < u64::from(other.failed) * u64::from(self.runs.max(1))
+    }
+}
+
 impl std::fmt::Display for FailureRate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "fails {} of {} runs", self.failed, self.runs)
@@ -158,6 +166,9 @@ pub struct Report {
     pub check: ScenarioCheck,
     /// How often the minimal plan failed in the confirmation runs.
     pub rate: FailureRate,
+    /// How often the original plan failed in its tries: every reduction
+    /// kept failed at least as often.
+    pub original_rate: FailureRate,
     /// Runs the original's tries and the search made.
     pub runs: usize,
     /// The reductions kept, in order.
@@ -347,15 +358,21 @@ pub async fn shrink(
     let mut oracle = TargetOracle::new(target, scenario, run, &runs_dir, stop);
     let original = original_plan(scenario, run.seed);
 
-    // The original, up to `tries` times: it must fail before anything is cut.
+    // The original, `tries` times: it must fail before anything is cut, and
+    // how often it fails is the rate every reduction must keep.
     let tries = opts.tries.max(1);
-    let mut first = None;
+    let mut first: Option<(search::Target, Trial)> = None;
     let mut last = None;
     let mut made = 0;
+    let mut original_rate = FailureRate { failed: 0, runs: 0 };
     for t in 1..=tries {
         made = t;
         let trial = oracle.run(&original).await?;
-        let failed = failure_of(&trial, opts.invariant);
+        original_rate.runs += 1;
+        let failed = match &first {
+            Some((f, _)) => f.fails(&trial).then_some(*f),
+            None => failure_of(&trial, opts.invariant),
+        };
         on_event(ShrinkEvent::Original {
             run: t,
             of: tries,
@@ -363,12 +380,18 @@ pub async fn shrink(
             failed,
         });
         if let Some(f) = failed {
-            first = Some((f, trial));
-            break;
+            original_rate.failed += 1;
+            if first.is_none() {
+                first = Some((f, trial));
+                continue;
+            }
         }
         if let Some(old) = last.replace(trial) {
             oracle.discard(old);
         }
+    }
+    if let Some(old) = last.take() {
+        oracle.discard(old);
     }
     let Some((failure, trial)) = first else {
         let verdicts = last
@@ -400,6 +423,7 @@ pub async fn shrink(
         max_runs: opts.max_runs.saturating_sub(made as usize),
         deadline,
         tries,
+        baseline: (original_rate.failed, original_rate.runs),
     };
     let found = search::minimize(
         &mut oracle,
@@ -411,37 +435,61 @@ pub async fn shrink(
     )
     .await?;
 
-    // The minimal plan, `confirm` more times: how often does it fail?
-    let mut kept = found.trial;
-    let mut rate = FailureRate { failed: 0, runs: 0 };
-    for c in 1..=opts.confirm {
-        let t = oracle.run(&found.plan).await?;
-        rate.runs += 1;
-        let failed = failure.fails(&t);
-        on_event(ShrinkEvent::Confirm {
-            run: c,
-            of: opts.confirm,
-            failed,
-        });
-        if failed {
-            rate.failed += 1;
-            let old = std::mem::replace(&mut kept, t);
-            oracle.discard(old);
-        } else {
-            oracle.discard(t);
+    // The minimal plan, `confirm` more times: how often does it fail? One
+    // that fails less often than the original is undone, step by step.
+    let confirmed = search::confirm(
+        &mut oracle,
+        failure,
+        &original,
+        &found.chain,
+        (original_rate.failed, original_rate.runs),
+        opts.confirm,
+        &mut |_, c, failed| {
+            on_event(ShrinkEvent::Confirm {
+                run: c,
+                of: opts.confirm,
+                failed,
+            })
+        },
+    )
+    .await?;
+    let (kept, rate, minimal) = match confirmed.trial {
+        Some(t) => {
+            oracle.discard(found.trial);
+            (
+                t,
+                FailureRate {
+                    failed: confirmed.failed,
+                    runs: confirmed.runs,
+                },
+                confirmed.plan,
+            )
         }
-    }
+        // No confirming run failed (or none was asked for): the search's
+        // last failing trial stands for the plan.
+        None => (
+            found.trial,
+            FailureRate {
+                failed: confirmed.failed,
+                runs: confirmed.runs,
+            },
+            confirmed.plan,
+        ),
+    };
+    let mut steps = found.steps;
+    steps.truncate(steps.len().saturating_sub(confirmed.undone));
     let mut report = Report {
         scenario: scenario.clone(),
         seed: run.seed,
         failure,
         original_failures,
         original,
-        minimal: found.plan,
+        minimal,
         check: kept.check.clone(),
         rate,
+        original_rate,
         runs: made as usize + found.runs,
-        steps: found.steps,
+        steps,
         ended: found.ended,
         elapsed: started.elapsed(),
         target: target.describe(),

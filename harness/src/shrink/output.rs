@@ -79,12 +79,13 @@ pub fn deliveries(n: usize) -> String {
 /// The one-line headline: what fails, how small, how often.
 pub fn headline(r: &Report) -> String {
     format!(
-        "{}: {} {} with {} (from {}), {}",
+        "{}: {} {} with {} (from {}, which {}), {}",
         r.scenario.name,
         r.failure.invariant,
         r.failure.verdict,
         deliveries(r.minimal.deliveries.len()),
         r.original.deliveries.len(),
+        r.original_rate,
         r.rate
     )
 }
@@ -98,6 +99,8 @@ struct Summary<'a> {
     invariant_name: &'a str,
     verdict: String,
     failed: u32,
+    original_failed: u32,
+    original_runs: u32,
     confirm_runs: u32,
     deliveries_before: usize,
     deliveries_after: usize,
@@ -147,8 +150,8 @@ pub fn write(
             report.scenario.name, report.seed
         ),
         format!(
-            "{} {}: the minimal plan {} after the search.",
-            report.failure.invariant, report.failure.verdict, report.rate
+            "{} {}: the minimal plan {} after the search (the original {}).",
+            report.failure.invariant, report.failure.verdict, report.rate, report.original_rate
         ),
         format!(
             "Cut from {} deliveries to {} in {} runs; stopped because {}.",
@@ -229,6 +232,8 @@ pub fn write(
         verdict: report.failure.verdict.to_string(),
         failed: report.rate.failed,
         confirm_runs: report.rate.runs,
+        original_failed: report.original_rate.failed,
+        original_runs: report.original_rate.runs,
         deliveries_before: report.original.deliveries.len(),
         deliveries_after: report.minimal.deliveries.len(),
         accounts_after: report.minimal.accounts.len(),
@@ -308,6 +313,7 @@ mod tests {
             original,
             minimal,
             check,
+            original_rate: FailureRate { failed: 3, runs: 3 },
             rate: FailureRate {
                 failed: 7,
                 runs: 10,

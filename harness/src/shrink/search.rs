@@ -1,9 +1,11 @@
 //! The search loop: try candidates from [`super::reduce`] against an
 //! [`Oracle`] and keep each one that still fails the same invariant.
 //!
-//! A candidate is tried up to `tries` times and kept as soon as one try
-//! fails: a race or a kill may not fail every run, and a reduction that
-//! fails once in k is still a counterexample. The loop is bounded by a run
+//! A candidate is tried up to `tries` times and kept only when it fails at
+//! least as often as the plan it reduces failed in its own tries
+//! ([`Limits::baseline`]): a plan that failed every run stays one that
+//! fails every run, and a race is never traded for a rarer one. A plan
+//! that failed once in k is reduced by candidates that fail once in k. The loop is bounded by a run
 //! count and a deadline; when either runs out it stops with the smallest
 //! plan kept so far, which still failed. It is generic over the oracle so
 //! its logic is tested against pure models (a plan fails when it holds a
@@ -71,8 +73,25 @@ pub struct Limits {
     pub max_runs: usize,
     /// Stop starting runs after this instant.
     pub deadline: Instant,
-    /// Tries per candidate (kept on the first failing one).
+    /// Tries per candidate.
     pub tries: u32,
+    /// How often the plan being reduced failed: `(failed, runs)`. A
+    /// candidate is kept only when it fails at least as often over its
+    /// tries (a plan that failed every run must fail every try).
+    pub baseline: (u32, u32),
+}
+
+impl Limits {
+    /// Failures a candidate needs in [`Limits::tries`] tries to be kept:
+    /// the baseline's rate, rounded up, at least one.
+    pub fn needed(&self) -> u32 {
+        let tries = u64::from(self.tries.max(1));
+        let (failed, runs) = (
+            u64::from(self.baseline.0),
+            u64::from(self.baseline.1.max(1)),
+        );
+        (failed * tries).div_ceil(runs).clamp(1, tries) as u32
+    }
 }
 
 /// Progress of the search.
@@ -115,6 +134,8 @@ pub struct Search {
     pub runs: usize,
     /// The reductions kept, in order.
     pub steps: Vec<String>,
+    /// The plan after each kept reduction, in order (the last is `plan`).
+    pub chain: Vec<Plan>,
     /// Why it stopped.
     pub ended: Ended,
 }
@@ -127,6 +148,7 @@ struct State<'o, O: Oracle> {
     trial: Trial,
     runs: usize,
     steps: Vec<String>,
+    chain: Vec<Plan>,
     out_of: Option<Ended>,
 }
 
@@ -143,18 +165,31 @@ impl<O: Oracle> State<'_, O> {
         self.out_of.is_none()
     }
 
-    /// Tries a candidate up to `tries` times; keeps it on the first failure.
+    /// Tries a candidate up to `tries` times; keeps it once it has failed
+    /// as often as the baseline asks ([`Limits::needed`]), drops it as soon
+    /// as it no longer can.
     async fn attempt(
         &mut self,
         c: Candidate,
         on_event: &mut (dyn FnMut(SearchEvent<'_>) + Send),
     ) -> Result<bool, ShrinkError> {
-        let mut tries = 0;
-        while tries < self.limits.tries.max(1) && self.budget_left() {
+        let all = self.limits.tries.max(1);
+        let needed = self.limits.needed();
+        let (mut tries, mut failed) = (0, 0);
+        let mut last_fail: Option<Trial> = None;
+        while tries < all && failed + (all - tries) >= needed && self.budget_left() {
             tries += 1;
             self.runs += 1;
             let trial = self.oracle.run(&c.plan).await?;
-            if self.target.fails(&trial) {
+            if !self.target.fails(&trial) {
+                self.oracle.discard(trial);
+                continue;
+            }
+            failed += 1;
+            if let Some(old) = last_fail.replace(trial) {
+                self.oracle.discard(old);
+            }
+            if failed >= needed {
                 on_event(SearchEvent::Tried {
                     runs: self.runs,
                     step: &c.step,
@@ -162,13 +197,17 @@ impl<O: Oracle> State<'_, O> {
                     tries,
                     kept: true,
                 });
+                let trial = last_fail.take().expect("a failing try");
                 let old = std::mem::replace(&mut self.trial, trial);
                 self.oracle.discard(old);
+                self.chain.push(c.plan.clone());
                 self.best = c.plan;
                 self.steps.push(c.step);
                 return Ok(true);
             }
-            self.oracle.discard(trial);
+        }
+        if let Some(t) = last_fail {
+            self.oracle.discard(t);
         }
         if tries > 0 {
             on_event(SearchEvent::Tried {
@@ -260,6 +299,7 @@ pub async fn minimize<O: Oracle>(
         trial,
         runs: 0,
         steps: Vec::new(),
+        chain: Vec::new(),
         out_of: None,
     };
     loop {
@@ -293,8 +333,78 @@ pub async fn minimize<O: Oracle>(
         trial: s.trial,
         runs: s.runs,
         steps: s.steps,
+        chain: s.chain,
         ended: s.out_of.unwrap_or(Ended::Minimal),
     })
+}
+
+/// A plan confirmed: how often it failed, and its last failing trial.
+#[derive(Debug)]
+pub struct Confirmed {
+    /// The plan.
+    pub plan: Plan,
+    /// Failures of `runs`.
+    pub failed: u32,
+    /// Runs made.
+    pub runs: u32,
+    /// Its last failing trial, if one failed.
+    pub trial: Option<Trial>,
+    /// Reductions undone because the plan they gave failed less often
+    /// than the original.
+    pub undone: usize,
+}
+
+/// Runs the last plan of `chain` `confirm` times; while it fails less
+/// often than `baseline` (`(failed, runs)` of the original), steps back to
+/// the plan before it, down to `original`, which is taken whatever it does. A
+/// counterexample is then never less certain than the failure it came
+/// from: a reduction the search kept by luck is undone here.
+pub async fn confirm<O: Oracle>(
+    oracle: &mut O,
+    target: Target,
+    original: &Plan,
+    chain: &[Plan],
+    baseline: (u32, u32),
+    confirm: u32,
+    on_run: &mut (dyn FnMut(usize, u32, bool) + Send),
+) -> Result<Confirmed, ShrinkError> {
+    let (bf, bn) = (u64::from(baseline.0), u64::from(baseline.1.max(1)));
+    let plans = chain.iter().rev().chain(std::iter::once(original));
+    for (undone, plan) in plans.enumerate() {
+        let last = undone == chain.len();
+        let (mut failed, mut trial) = (0u32, None);
+        for c in 1..=confirm {
+            let t = oracle.run(plan).await?;
+            let fails = target.fails(&t);
+            on_run(undone, c, fails);
+            if fails {
+                failed += 1;
+                if let Some(old) = trial.replace(t) {
+                    oracle.discard(old);
+                }
+            } else {
+                oracle.discard(t);
+            }
+            // Stop as soon as the rate can no longer reach the baseline's.
+            let best = u64::from(failed + (confirm - c));
+            if !last && best * bn < bf * u64::from(confirm) {
+                break;
+            }
+        }
+        if last || u64::from(failed) * bn >= bf * u64::from(confirm.max(1)) || confirm == 0 {
+            return Ok(Confirmed {
+                plan: plan.clone(),
+                failed,
+                runs: confirm,
+                trial,
+                undone,
+            });
+        }
+        if let Some(t) = trial {
+            oracle.discard(t);
+        }
+    }
+    unreachable!("the original is always taken last")
 }
 
 #[cfg(test)]
@@ -335,6 +445,31 @@ mod tests {
         runs: usize,
     }
 
+    /// A model whose failure is certain while the plan holds `sure` (a
+    /// hold-back that fixes the order) and a coin flip without it.
+    struct Certain {
+        model: Model,
+        sure: usize,
+    }
+
+    impl Oracle for Certain {
+        async fn run(&mut self, plan: &Plan) -> Result<Trial, ShrinkError> {
+            let m = &mut self.model;
+            m.runs += 1;
+            let holds = m.needs.iter().all(|n| {
+                plan.deliveries
+                    .iter()
+                    .any(|d| d.index == *n && d.copies >= 2)
+            });
+            let p = if plan.deliveries.iter().any(|d| d.index == self.sure) {
+                1.0
+            } else {
+                m.p
+            };
+            Ok(trial(holds && m.rng.gen_bool(p)))
+        }
+    }
+
     impl Oracle for Model {
         async fn run(&mut self, plan: &Plan) -> Result<Trial, ShrinkError> {
             self.runs += 1;
@@ -368,6 +503,7 @@ mod tests {
             max_runs,
             deadline: Instant::now() + std::time::Duration::from_secs(60),
             tries,
+            baseline: (1, tries),
         }
     }
 
@@ -464,5 +600,65 @@ mod tests {
         assert!(s.steps.is_empty());
         // The one candidate (one copy) was tried 3 times and never failed.
         assert_eq!(s.runs, 3);
+    }
+
+    #[tokio::test]
+    async fn a_failure_that_fails_every_run_shrinks_only_to_plans_that_fail_every_run() {
+        for seed in 1..=10 {
+            let plan = start(10);
+            let need = plan.deliveries[3].index;
+            let sure = plan.deliveries[7].index;
+            let mut m = Certain {
+                model: Model {
+                    needs: vec![need],
+                    p: 0.6,
+                    rng: rand_chacha::ChaCha8Rng::seed_from_u64(seed),
+                    runs: 0,
+                },
+                sure,
+            };
+            let l = Limits {
+                baseline: (3, 3),
+                ..limits(2000, 3)
+            };
+            let s = minimize(&mut m, I2_FAILS, l, plan.clone(), trial(true), &mut |_| {})
+                .await
+                .unwrap();
+            let c = confirm(
+                &mut m,
+                I2_FAILS,
+                &plan,
+                &s.chain,
+                (3, 3),
+                10,
+                &mut |_, _, _| {},
+            )
+            .await
+            .unwrap();
+            assert!(c.plan.deliveries.len() <= plan.deliveries.len());
+            let kept: Vec<usize> = c.plan.deliveries.iter().map(|d| d.index).collect();
+            assert!(
+                kept.contains(&sure) && kept.contains(&need),
+                "seed {seed}: the delivery that made the failure certain was cut: {kept:?}"
+            );
+            // The minimal plan fails every run, as the original did.
+            for _ in 0..10 {
+                assert!(m.run(&c.plan).await.unwrap().verdict(InvariantId::I2) == Verdict::Fail);
+            }
+        }
+    }
+
+    #[test]
+    fn a_candidate_needs_the_baselines_rate_rounded_up() {
+        let l = |baseline, tries| Limits {
+            baseline,
+            ..limits(1, tries)
+        };
+        assert_eq!(l((3, 3), 3).needed(), 3);
+        assert_eq!(l((1, 3), 3).needed(), 1);
+        assert_eq!(l((2, 3), 3).needed(), 2);
+        assert_eq!(l((1, 2), 3).needed(), 2);
+        assert_eq!(l((0, 3), 3).needed(), 1);
+        assert_eq!(l((5, 5), 1).needed(), 1);
     }
 }

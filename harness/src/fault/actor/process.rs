@@ -64,7 +64,8 @@ impl Fault for Nemesis<'_> {
         done: watch::Receiver<bool>,
     ) -> BoxFuture<'s, ()> {
         Box::pin(async move {
-            let acted = nemesis::nemesis(self.sup, scene.plan, &self.gauge, done).await;
+            let acted =
+                nemesis::nemesis(self.sup, scene.plan, &self.gauge, scene.probe, done).await;
             self.acts.merge(acted);
         })
     }

@@ -28,9 +28,22 @@ pub struct Actions {
     /// Events acknowledged before a restart and redelivered after the kills
     /// ([`super::redeliveries`]).
     pub redelivered: usize,
-    /// Kills of the receiver that cut off no exchange and were placed
-    /// again ([`super::MISSED_KILL_RETRIES`]).
+    /// Kills that interrupted no work and were placed again
+    /// ([`super::MISSED_KILL_RETRIES`]).
     pub missed: u32,
+    /// Kills of the receiver the scenario asks for (signals, not crash points).
+    pub kills_wanted: u32,
+    /// Of the receiver's kills, those that interrupted work: a request in
+    /// flight cut off, an answer just read, a request held by a pause.
+    pub kills_exercised: u32,
+    /// Kills of the worker the scenario asks for (signals, not crash points).
+    pub worker_kills_wanted: u32,
+    /// Of the worker's kills, those that met it holding work.
+    pub worker_kills_exercised: u32,
+    /// Restarts of the worker after which it did not become ready.
+    pub worker_unready: u32,
+    /// Of the signals, those sent to the worker.
+    pub worker_signals: u32,
 }
 
 /// What one database cut saw while it held.
@@ -62,6 +75,22 @@ impl Actions {
         self.errors.extend(other.errors);
         self.redelivered += other.redelivered;
         self.missed += other.missed;
+        self.kills_wanted += other.kills_wanted;
+        self.kills_exercised += other.kills_exercised;
+        self.worker_kills_wanted += other.worker_kills_wanted;
+        self.worker_kills_exercised += other.worker_kills_exercised;
+        self.worker_unready += other.worker_unready;
+        self.worker_signals += other.worker_signals;
+    }
+
+    /// Signals sent to the worker.
+    pub fn worker_signals(&self) -> u32 {
+        self.worker_signals
+    }
+
+    /// Crashes of the worker at its crash points.
+    pub fn worker_crashes(&self) -> u32 {
+        self.crashes.saturating_sub(self.receiver_crashes)
     }
 }
 

@@ -42,16 +42,20 @@ use crate::plan::Plan;
 use crate::scenario::fault_spec::{
     CutDatabaseSpec, CutMode, CutVia, FaultSpec, KillSignal, KillSpec, KillWorkerSpec,
 };
+use crate::state::probe::Probe;
 use crate::target::Target;
 use crate::tcpproxy::Mode;
 
 mod actions;
 mod again;
+mod receiver;
 mod tally;
+mod worker;
 
 pub use actions::{Actions, CutSeen};
 pub use again::{redeliveries, MAX_REDELIVERED_AFTER_KILLS, REDELIVER_AFTER_KILLS_SHARE};
 pub use tally::{cut_met, kills_met, not_exercised, observations, KillFold, KillTally};
+pub use worker::STATE_POLL;
 
 /// Most restarts after crash points in one scenario (a receiver that
 /// crashes on every request would otherwise loop for ever).
@@ -62,11 +66,7 @@ pub const MAX_CRASH_RESTARTS: u32 = 200;
 /// just become ready with nothing in flight.
 pub const KILL_AFTER_ACKS: u64 = 2;
 
-/// Kills of the receiver that cut off no exchange and are placed again, at
-/// most, per kill the fault asks for: a kill that lands as the last answer
-/// leaves, or while the request waits in a listening socket the harness
-/// holds across restarts, tests nothing, and the stream is still running.
-pub const MISSED_KILL_RETRIES: u32 = 1;
+pub use crate::excuse::{JUST_ANSWERED, MISSED_KILL_RETRIES};
 
 /// How long after a restart the nemesis waits for a kill's cut-off
 /// exchanges to end, at least (a typical answer time more on top).
@@ -260,6 +260,7 @@ pub async fn nemesis(
     sup: &mut Supervisor,
     plan: &Plan,
     gauge: &TrafficGauge,
+    probe: &Probe,
     mut done: watch::Receiver<bool>,
 ) -> Actions {
     let mut acts = Actions::default();
@@ -267,32 +268,29 @@ pub async fn nemesis(
     let start = Instant::now();
     let mut rng = plan.rng("nemesis", 0);
     for f in &plan.faults {
-        // The receiver's kills are placed by its traffic; the worker answers
-        // no request, so its kills keep their moments.
-        let kills = match f {
-            FaultSpec::Kill(k) => Some((Role::Receiver, k.clone(), Some(gauge), 0)),
-            FaultSpec::KillWorker(k) => Some((Role::Worker, k.as_kill(), None, 1)),
-            _ => None,
-        };
-        let r = if let Some((role, spec, gauge, stream)) = kills {
-            let crash_points = spec.failpoint.is_some() && sup.supports_failpoints();
-            let moments = if crash_points {
-                Vec::new()
-            } else {
-                moments(&mut rng, spec.count, spec.over.0)
-            };
-            let mut place = Placement {
-                gauge,
-                rng: plan.rng("kill-placement", stream),
-            };
-            signals(
-                sup, role, &spec, &moments, start, &mut place, &mut done, &mut acts, &mut cps,
-            )
-            .await
-        } else if let FaultSpec::CutDatabase(c) = f {
-            cut(sup, c, start, gauge, &mut done, &mut acts, &mut cps).await
-        } else {
-            Ok(())
+        let r = match f {
+            // Crash points fire in the process itself: revived below.
+            _ if crash_points(f, sup) => Ok(()),
+            FaultSpec::Kill(k) => {
+                let moments = moments(&mut rng, k.count, k.over.0);
+                let mut place = plan.rng("kill-placement", 0);
+                receiver::kills(
+                    sup, k, &moments, start, gauge, &mut place, &mut done, &mut acts, &mut cps,
+                )
+                .await
+            }
+            FaultSpec::KillWorker(w) => {
+                let k = w.as_kill();
+                let moments = moments(&mut rng, k.count, k.over.0);
+                worker::kills(
+                    sup, &k, &moments, start, gauge, probe, &mut done, &mut acts, &mut cps,
+                )
+                .await
+            }
+            FaultSpec::CutDatabase(c) => {
+                cut(sup, c, start, gauge, &mut done, &mut acts, &mut cps).await
+            }
+            _ => Ok(()),
         };
         if let Err(e) = r {
             acts.errors.push(e.to_string());
@@ -312,6 +310,16 @@ pub async fn nemesis(
         }
     }
     acts
+}
+
+/// Whether `f` is carried out by the target's own crash points.
+fn crash_points(f: &FaultSpec, sup: &Supervisor) -> bool {
+    let point = match f {
+        FaultSpec::Kill(k) => k.failpoint.is_some(),
+        FaultSpec::KillWorker(w) => w.failpoint.is_some(),
+        _ => false,
+    };
+    point && sup.supports_failpoints()
 }
 
 fn moments(rng: &mut impl Rng, count: u32, over: Duration) -> Vec<Duration> {
@@ -389,169 +397,27 @@ async fn wait_until(
     Ok(!*done.borrow())
 }
 
-/// Where kills land: by the traffic when a gauge is given, else at their
-/// moments alone.
-struct Placement<'a, R> {
-    gauge: Option<&'a TrafficGauge>,
-    rng: R,
-}
-
-impl<R: Rng> Placement<'_, R> {
-    /// Waits until the receiver has acknowledged [`KILL_AFTER_ACKS`] attempts
-    /// since `mark` and a request is in flight, then a seeded fraction of a
-    /// typical answer time more, so kills land at varied points inside an
-    /// exchange. False when `done` fired first.
-    async fn under_load(
-        &mut self,
-        mark: u64,
-        sup: &mut Supervisor,
-        done: &mut watch::Receiver<bool>,
-        acts: &mut Actions,
-        cps: &mut CrashPoints,
-    ) -> Result<bool, LifecycleError> {
-        let Some(gauge) = self.gauge else {
-            return Ok(!*done.borrow());
-        };
-        loop {
-            if *done.borrow() {
-                return Ok(false);
-            }
-            revive_all(sup, acts, cps).await?;
-            if gauge.acks() < mark + KILL_AFTER_ACKS {
-                tokio::time::sleep(POLL).await;
-                continue;
-            }
-            if !gauge.wait_start(POLL).await && gauge.in_flight() == 0 {
-                continue;
-            }
-            let typical = gauge
-                .typical_latency()
-                .unwrap_or(Duration::from_millis(1))
-                .min(Duration::from_millis(200));
-            pause(typical.mul_f64(self.rng.gen_range(0.2..0.9))).await;
-            if gauge.in_flight() > 0 {
-                return Ok(true);
-            }
-        }
-    }
-
-    /// The acknowledgement count now: the mark for the next kill.
-    fn mark(&self) -> u64 {
-        self.gauge.map(TrafficGauge::acks).unwrap_or(0)
-    }
-}
-
-/// Waits `d`. Below the timer's 1 ms resolution it yields instead of
-/// sleeping, so a kill can land inside an exchange that takes less than a
-/// millisecond (a fast receiver answers in a few hundred microseconds).
-async fn pause(d: Duration) {
-    if d >= Duration::from_millis(2) {
-        tokio::time::sleep(d).await;
-        return;
-    }
-    let until = std::time::Instant::now() + d;
-    while std::time::Instant::now() < until {
-        tokio::task::yield_now().await;
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn signals<R: Rng>(
-    sup: &mut Supervisor,
-    role: Role,
-    k: &KillSpec,
-    moments: &[Duration],
-    start: Instant,
-    place: &mut Placement<'_, R>,
-    done: &mut watch::Receiver<bool>,
-    acts: &mut Actions,
-    cps: &mut CrashPoints,
-) -> Result<(), LifecycleError> {
-    let mut mark = 0;
-    let mut retries = MISSED_KILL_RETRIES * moments.len() as u32;
-    let mut next = 0;
-    while let Some(m) = moments.get(next) {
-        if !wait_until(sup, start + *m, done, acts, cps).await? {
-            break;
-        }
-        if !place.under_load(mark, sup, done, acts, cps).await? {
-            break;
-        }
-        // The receiver is down from just before the signal until it is
-        // ready again: attempts that meet that window unanswered are the
-        // harness's doing (`receiver-down`), not the receiver's.
-        let cut_off = place.gauge.map(TrafficGauge::cut_off);
-        // A kill (not a pause) also holds the stream of first attempts
-        // until the new process is ready, so that traffic is left for the
-        // kills after it.
-        let restarts = k.signal != KillSignal::Stop;
-        if let Some(g) = place.gauge {
-            g.receiver_down();
-            g.hold(restarts);
-        }
-        let r = signal(sup, role, k, acts, cps).await;
-        if let Some(g) = place.gauge {
-            g.receiver_up(restarts);
-            g.hold(false);
-        }
-        r?;
-        mark = place.mark();
-        // A kill that cut off nothing is placed again (the same moment,
-        // which has passed: as soon as the traffic allows).
-        let missed = match (place.gauge, cut_off) {
-            (Some(g), Some(before)) if restarts && retries > 0 => {
-                !met_anything(g, before, done).await
-            }
-            _ => false,
-        };
-        if missed {
-            retries -= 1;
-            acts.missed += 1;
-        } else {
-            next += 1;
-        }
-    }
-    Ok(())
-}
-
-/// Whether the kill just made cut off an exchange: the gauge's cut-off
-/// count rose past `before` within a grace after the restart (an exchange
-/// reset by the kill ends at once; one the harness's held socket kept
-/// waiting is answered by the new process instead).
-async fn met_anything(gauge: &TrafficGauge, before: u64, done: &watch::Receiver<bool>) -> bool {
-    let grace = CUT_OFF_GRACE
-        + gauge
-            .typical_latency()
-            .unwrap_or_default()
-            .min(Duration::from_millis(200));
-    let until = Instant::now() + grace;
-    loop {
-        if gauge.cut_off() > before {
-            return true;
-        }
-        if Instant::now() >= until || *done.borrow() {
-            return gauge.cut_off() > before;
-        }
-        tokio::time::sleep(POLL).await;
-    }
-}
-
-/// Sends one kill's signal and brings the process back.
+/// Sends one kill's signal (noting `detail` on its history line) and
+/// brings the process back.
 async fn signal(
     sup: &mut Supervisor,
     role: Role,
     k: &KillSpec,
+    detail: Option<String>,
     acts: &mut Actions,
     cps: &mut CrashPoints,
 ) -> Result<(), LifecycleError> {
+    if role == Role::Worker {
+        acts.worker_signals += 1;
+    }
     match k.signal {
         KillSignal::Kill => {
-            sup.kill(role).await?;
+            sup.kill_noting(role, detail).await?;
             acts.signals += 1;
             restart(sup, role, "after SIGKILL", acts, cps).await?;
         }
         KillSignal::Term => {
-            sup.signal(role, Signal::Term)?;
+            sup.signal_noting(role, Signal::Term, detail)?;
             acts.signals += 1;
             let deadline = Instant::now() + Duration::from_secs(5);
             while sup.pid(role).is_some() && Instant::now() < deadline {
@@ -564,7 +430,8 @@ async fn signal(
             restart(sup, role, "after SIGTERM", acts, cps).await?;
         }
         KillSignal::Stop => {
-            sup.signal(role, Signal::Stop)?;
+            sup.signal_noting(role, Signal::Stop, detail)?;
+            acts.signals += 1;
             tokio::time::sleep(k.pause.0).await;
             sup.signal(role, Signal::Cont)?;
         }
@@ -712,16 +579,19 @@ mod tests {
     }
 
     #[test]
-    fn kills_that_interrupt_nothing_are_not_exercised_unless_a_crash_point_fired() {
+    fn a_kill_scenario_is_exercised_only_when_every_kill_interrupted_work() {
         let s = scenario_with("kind = \"kill\"\ncount = 3");
+        let quiet = KillTally::default();
         let mut acts = Actions {
-            signals: 3,
+            signals: 9,
+            kills_wanted: 3,
+            kills_exercised: 2,
+            missed: 7,
             ..Actions::default()
         };
-        let quiet = KillTally::default();
         let why = not_exercised(&s, &acts, Some(&quiet)).unwrap();
         assert!(
-            why.contains("3 kills of the receiver interrupted no attempt"),
+            why.contains("2 of 3 kills of the receiver interrupted work"),
             "{why}"
         );
         assert_eq!(
@@ -729,18 +599,58 @@ mod tests {
             None,
             "no state: unknown anyway"
         );
+        // A request cut short after the fact does not stand in for a kill
+        // that met nothing: each kill must have met work itself.
         let hit = KillTally {
             interrupted: 2,
             ..KillTally::default()
         };
-        assert_eq!(not_exercised(&s, &acts, Some(&hit)), None);
-        acts.receiver_crashes = 1;
+        assert!(not_exercised(&s, &acts, Some(&hit)).is_some());
+        acts.kills_exercised = 3;
         assert_eq!(not_exercised(&s, &acts, Some(&quiet)), None);
-        let pause = scenario_with("kind = \"kill\"\nsignal = \"stop\"");
-        assert_eq!(
-            not_exercised(&pause, &Actions::default(), Some(&quiet)),
-            None
+        let crash_points = Actions {
+            receiver_crashes: 1,
+            ..Actions::default()
+        };
+        assert_eq!(not_exercised(&s, &crash_points, Some(&quiet)), None);
+    }
+
+    #[test]
+    fn no_kill_kind_is_always_exercised() {
+        let quiet = KillTally::default();
+        let pause = scenario_with("kind = \"kill\"\nsignal = \"stop\"\ncount = 2");
+        let paused = Actions {
+            signals: 2,
+            kills_wanted: 2,
+            ..Actions::default()
+        };
+        let why = not_exercised(&pause, &paused, Some(&quiet)).unwrap();
+        assert!(why.contains("0 of 2 kills"), "{why}");
+        let worker = scenario_with("kind = \"kill-worker\"\ncount = 4");
+        let booting = Actions {
+            signals: 4,
+            worker_signals: 4,
+            worker_kills_wanted: 4,
+            worker_kills_exercised: 1,
+            worker_unready: 1,
+            ..Actions::default()
+        };
+        let why = not_exercised(&worker, &booting, Some(&quiet)).unwrap();
+        assert!(
+            why.contains("1 of 4 kills of the worker met it ready and holding work"),
+            "{why}"
         );
+        assert!(why.contains("took no work"), "{why}");
+        let held = Actions {
+            worker_kills_exercised: 4,
+            ..booting.clone()
+        };
+        assert_eq!(not_exercised(&worker, &held, Some(&quiet)), None);
+        let crashed = Actions {
+            crashes: 1,
+            ..Actions::default()
+        };
+        assert_eq!(not_exercised(&worker, &crashed, None), None);
     }
 
     #[test]

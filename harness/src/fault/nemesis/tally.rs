@@ -7,46 +7,79 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::actions::Actions;
+use crate::excuse::{Exercised, Met};
 use crate::history::{Event, Fold, Intent, Outcome};
 use crate::plan::Plan;
-use crate::scenario::fault_spec::{FaultSpec, KillSignal};
+use crate::scenario::fault_spec::FaultSpec;
 use crate::state::State;
 use crate::tag::FaultTag;
 
-/// Why the scenario's faults tested nothing, if they did not: every
-/// database cut went by with no attempt answered while it held, or the
-/// receiver's kills (signals or crash points) interrupted no attempt.
-/// `tally` is `None` when the state could not be read (the checker is then
-/// unknown anyway). Pauses (`signal = "stop"`) and worker kills are not
-/// judged here: they need not cut an exchange short to test something.
+/// Why the scenario's faults tested less than they were asked to, if they
+/// did: each fault is measured by its row of [`crate::excuse::EXERCISED`]
+/// (a database cut must have met an attempt; every kill must have
+/// interrupted work). `tally` is `None` when the state could not be read
+/// (the checker is then unknown anyway).
 pub fn not_exercised(plan: &Plan, acts: &Actions, tally: Option<&KillTally>) -> Option<String> {
-    let mut why = Vec::new();
-    if plan
-        .faults
-        .iter()
-        .any(|f| matches!(f, FaultSpec::CutDatabase(_)))
-        && !cut_met(acts, tally)
-    {
-        why.push(match acts.cut_seen.iter().map(|s| s.held).max() {
-            None => "the database was never cut (the stream ended before the cut was due, or the cut failed)".to_string(),
-            Some(held) => format!(
-                "no attempt was answered while the database was cut ({} at most), so the receiver's answer to a missing database was never seen (hint: its connection pool may wait longer than the cut; raise the cut's max)",
-                crate::units::format_duration(held)
-            ),
-        });
-    }
-    let kills = plan.faults.iter().any(|f| {
-        matches!(f, FaultSpec::Kill(k) if matches!(k.signal, KillSignal::Kill | KillSignal::Term))
-    });
-    if let (true, Some(t)) = (kills, tally) {
-        if !kills_met(acts, t) {
-            why.push(format!(
-                "{} interrupted no attempt, none landed between commit and answer, and no attempt went unanswered while the receiver was down, so nothing was in flight to lose",
-                crate::words::count(acts.signals, "kill of the receiver")
-            ));
+    let mut why: Vec<String> = Vec::new();
+    for f in &plan.faults {
+        let Some(row) = Exercised::of(f) else {
+            continue;
+        };
+        if let Some(reason) = unmet(row.met, acts, tally) {
+            if !why.contains(&reason) {
+                why.push(reason);
+            }
         }
     }
     (!why.is_empty()).then(|| why.join("; "))
+}
+
+/// Why `met` was not reached, if it was not.
+fn unmet(met: Met, acts: &Actions, tally: Option<&KillTally>) -> Option<String> {
+    let show = |n: u32, what: &str| crate::words::count(u64::from(n), what);
+    match met {
+        Met::CutAttempt if !cut_met(acts, tally) => {
+            Some(match acts.cut_seen.iter().map(|s| s.held).max() {
+                None => "the database was never cut (the stream ended before the cut was due, or the cut failed)".to_string(),
+                Some(held) => format!(
+                    "no attempt was answered while the database was cut ({} at most), so the receiver's answer to a missing database was never seen (hint: its connection pool may wait longer than the cut; raise the cut's max)",
+                    crate::units::format_duration(held)
+                ),
+            })
+        }
+        Met::CutAttempt => None,
+        Met::EveryKillInterrupted | Met::EveryPauseHeldRequest => {
+            // No state: the checker is unknown anyway.
+            tally?;
+            if acts.receiver_crashes > 0 || acts.kills_exercised >= acts.kills_wanted {
+                return None;
+            }
+            Some(format!(
+                "{} of {} interrupted work (a request in flight cut off, or an answer read at most {} ms before) in {} sent before the stream ended, so nothing was in flight to lose",
+                acts.kills_exercised,
+                show(acts.kills_wanted, "kill of the receiver"),
+                crate::excuse::JUST_ANSWERED.as_millis(),
+                show(acts.signals.saturating_sub(acts.worker_signals()), "signal")
+            ))
+        }
+        Met::EveryWorkerKillHeldWork => {
+            if acts.worker_crashes() > 0
+                || acts.worker_kills_exercised >= acts.worker_kills_wanted
+            {
+                return None;
+            }
+            let unready = if acts.worker_unready > 0 {
+                ", and after a restart it settled none of the rows waiting (it took no work)"
+            } else {
+                ""
+            };
+            Some(format!(
+                "{} of {} met it ready and holding work before the stream ended{unready}",
+                acts.worker_kills_exercised,
+                show(acts.worker_kills_wanted, "kill of the worker")
+            ))
+        }
+    }
 }
 
 /// Whether the database cuts met an attempt (the `cut-database` row of
@@ -59,12 +92,11 @@ pub fn cut_met(acts: &Actions, tally: Option<&KillTally>) -> bool {
         || tally.is_some_and(|t| t.cut_unanswered > 0)
 }
 
-/// Whether the kills (SIGKILL or SIGTERM, or crash points) met an attempt
-/// (the `kill` row of [`crate::excuse::EXERCISED`]): one was cut short, a
-/// crash point fired in the receiver, or one went unanswered while the
-/// receiver was down.
+/// Whether the receiver's kills met anything at all (explore's coverage):
+/// a kill interrupted work, a crash point fired in the receiver, or an
+/// attempt was cut short or went unanswered while it was down.
 pub fn kills_met(acts: &Actions, tally: &KillTally) -> bool {
-    tally.interrupted > 0 || acts.receiver_crashes > 0 || tally.down > 0
+    acts.kills_exercised > 0 || acts.receiver_crashes > 0 || tally.interrupted > 0 || tally.down > 0
 }
 
 /// What the scenario's faults showed that is worth reporting but is not a

@@ -23,7 +23,9 @@ pub mod tamper;
 pub use drop_ack::DropAckSpec;
 pub use duplicate::{DuplicateMode, DuplicateSpec};
 pub use front::FrontSpec;
-pub use nemesis::{CutDatabaseSpec, CutMode, CutVia, KillSignal, KillSpec, KillWorkerSpec};
+pub use nemesis::{
+    CutDatabaseSpec, CutMode, CutVia, KillSignal, KillSpec, KillTrigger, KillWorkerSpec,
+};
 pub use reconcile::ReconcileSpec;
 pub use redeliver::RedeliverSpec;
 pub use reorder::{ReorderMode, ReorderSpec};

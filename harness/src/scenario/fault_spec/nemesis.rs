@@ -20,6 +20,29 @@ pub enum KillSignal {
     Stop,
 }
 
+/// What a receiver kill waits for before its signal: something the
+/// harness sees on the wire, not the clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KillTrigger {
+    /// The moment the harness reads a 2xx: a receiver that answers before
+    /// its write is durable has answered and not yet written.
+    Answer,
+    /// While a request is in flight, a seeded fraction of a typical answer
+    /// time after it was sent: between a commit and its answer.
+    InFlight,
+}
+
+impl KillTrigger {
+    /// The trigger's name, as scenario files and the history write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            KillTrigger::Answer => "answer",
+            KillTrigger::InFlight => "in-flight",
+        }
+    }
+}
+
 /// `kind = "kill"`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -41,6 +64,10 @@ pub struct KillSpec {
     /// `failpoints = true`.
     #[serde(default)]
     pub failpoint: Option<String>,
+    /// What each kill waits for, taken in turn (`["answer", "in-flight"]`
+    /// alternates); `["in-flight"]` when not given.
+    #[serde(default = "default_on")]
+    pub on: Vec<KillTrigger>,
 }
 
 /// `kind = "kill-worker"`.
@@ -127,6 +154,9 @@ fn default_signal() -> KillSignal {
 fn default_kills() -> u32 {
     3
 }
+fn default_on() -> Vec<KillTrigger> {
+    vec![KillTrigger::InFlight]
+}
 fn default_over() -> HumanDuration {
     HumanDuration(Duration::from_secs(2))
 }
@@ -158,7 +188,18 @@ fn default_max_outage() -> HumanDuration {
 impl KillSpec {
     /// Checks the spec's bounds; the error is the message the scenario file reports.
     pub fn validate(&self) -> Result<(), String> {
+        if self.on.is_empty() {
+            return Err("kill on: expected at least one of \"answer\", \"in-flight\"".into());
+        }
         check_count_over("kill", self.count, self.over)
+    }
+
+    /// The trigger of kill number `i` (from 0): the list taken in turn.
+    pub fn trigger(&self, i: usize) -> KillTrigger {
+        self.on
+            .get(i % self.on.len().max(1))
+            .copied()
+            .unwrap_or(KillTrigger::InFlight)
     }
 }
 
@@ -176,6 +217,7 @@ impl KillWorkerSpec {
             over: self.over,
             pause: Default::default(),
             failpoint: self.failpoint.clone(),
+            on: default_on(),
         }
     }
 }
