@@ -3,7 +3,8 @@
 //! vulnerable, not on a clock.
 //!
 //! - `zoo/queue/`: Flask under gunicorn in front of Celery on a real Redis.
-//!   The worker takes about 1.6 s to boot, as Celery's does. Mutant
+//!   The worker takes 1.6 to 2 s until it takes tasks (Celery's own
+//!   start-up: imports, the broker connection, a 1 s mingle). Mutant
 //!   `early-ack` keeps Celery's defaults (a task acknowledged before it
 //!   runs, four prefetched per process) and nothing re-enqueues a lost
 //!   task: a worker killed while it holds tasks loses them and their rows
