@@ -20,7 +20,13 @@
 //! install -r zoo/python/requirements.txt`); `.ci/run` installs them and
 //! sets `HOOKSTORM_REQUIRE_ZOO=1`, without which a missing install skips the
 //! tests with a message.
+//!
+//! [`kills`] adds receivers whose bug only a well-timed kill finds (a
+//! Celery worker on Redis that acknowledges tasks before running them, a
+//! FastAPI handler that writes after its answer), each with a correct
+//! twin, run on the three kill scenarios over several seeds.
 
+mod kills;
 mod mutants;
 
 use std::path::{Path, PathBuf};
