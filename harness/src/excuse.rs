@@ -291,7 +291,7 @@ pub const EXERCISED: &[Exercised] = &[
     },
     Exercised {
         fault: "kill-worker",
-        when: "every kill the fault asks for met the worker ready and holding work: its `busy` command exited 0, or the state showed rows it settled since its start and rows waiting; a kill that did not is placed again, as a receiver's is. With crash points: one fired in the worker",
+        when: "every kill the fault asks for met the worker ready, working and holding work: its `busy` command exited 0, or, once it had settled a row since its start, rows were unfinished when it died (read from the state before its restart); a kill that did not is placed again, as a receiver's is. With crash points: one fired in the worker",
         informational: "",
         met: Met::EveryWorkerKillHeldWork,
     },

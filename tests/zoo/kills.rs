@@ -50,10 +50,8 @@ pub const KILL_SCENARIOS: [&str; 3] = [
     "kill-under-load",
 ];
 
-/// How the Celery worker says it is ready: `celery@HOST ready.` in its log.
-/// Appended to its `[lifecycle.worker]` table only with
-/// `HOOKSTORM_ZOO_WORKER_READY=1`, since the hookstorm of this branch does
-/// not know the key yet (without it, the engine judges readiness by state).
+/// How the Celery worker says it is ready: `celery@HOST ready.` in its log
+/// (its `[lifecycle.worker]` `ready`, waited for after every restart).
 pub const CELERY_WORKER_READY: &str = r#"ready = { log = " ready." }"#;
 
 /// A receiver of this module.
@@ -256,11 +254,11 @@ pub fn run_kill(rx: KillRx, mutant: &str, scenario: &str, seed: u64) -> ForeignR
     let env = format!(
         "{{ ZOO_PROVIDER = \"answerline\", ZOO_MUTANT = \"{mutant}\", ZOO_DATABASE = \"{db}\"{broker} }}"
     );
+    // The Celery worker says when it takes tasks; the FastAPI app's worker
+    // is judged ready by the state (the default).
     let ready = match rx {
-        KillRx::Queue if std::env::var("HOOKSTORM_ZOO_WORKER_READY").as_deref() == Ok("1") => {
-            CELERY_WORKER_READY
-        }
-        _ => "",
+        KillRx::Queue => CELERY_WORKER_READY,
+        KillRx::Background => "",
     };
     let target = format!(
         r#"url = "http://127.0.0.1:{port}/webhooks/{{account}}"

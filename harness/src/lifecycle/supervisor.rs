@@ -384,20 +384,18 @@ impl Supervisor {
     pub async fn restart(&mut self, role: Role, why: &str) -> Result<(), LifecycleError> {
         let started = Instant::now();
         let pid = self.spawn(role).await?;
-        let how = match self.ready_of(role) {
-            Some(Ready::State { .. }) => {
-                " (started; ready when the state shows it processing)".to_string()
-            }
-            Some(r) => format!(" ({r})"),
-            None => String::new(),
+        let took = started.elapsed().as_millis();
+        let detail = match self.ready_of(role) {
+            Some(Ready::State { .. }) => format!(
+                "{why}; started in {took} ms, ready once the state shows it settling a row"
+            ),
+            Some(r) => format!("{why}; ready after {took} ms ({r})"),
+            None => format!("{why}; ready after {took} ms"),
         };
         self.record(
             FaultName::Restart,
             format!("start {} (pid {pid})", self.name_of(role)),
-            Some(format!(
-                "{why}; ready after {} ms{how}",
-                started.elapsed().as_millis()
-            )),
+            Some(detail),
         );
         Ok(())
     }

@@ -313,7 +313,7 @@ mod tests {
             original,
             minimal,
             check,
-            original_rate: FailureRate { failed: 3, runs: 3 },
+            original_rate: FailureRate { failed: 2, runs: 3 },
             rate: FailureRate {
                 failed: 7,
                 runs: 10,
@@ -427,7 +427,7 @@ mod tests {
         let (r, _) = report(dir.path());
         assert_eq!(
             headline(&r),
-            "o: I2 exactly-once fail with 1 delivery (from 6), fails 7 of 10 runs"
+            "o: I2 exactly-once fail with 1 delivery (from 6, which fails 2 of 3 runs), fails 7 of 10 runs"
         );
         assert_eq!(deliveries(2), "2 deliveries");
     }

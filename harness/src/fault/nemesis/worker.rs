@@ -4,24 +4,28 @@
 //! The worker answers no request, so the traffic gauge cannot say when it
 //! is vulnerable; its state can. A kill waits for its seeded moment, then
 //! until the worker holds work: its `busy` command exits 0, or else the
-//! state shows rows it settled since its last (re)start and rows still
-//! waiting (it is taking work, and has more claimed or queued). The kill's
-//! history line says what the state showed. While the killed worker
-//! restarts, the stream of first attempts is held until it is ready again
-//! (its `ready`, or by default the state: a row settled since the kill, or
-//! none waiting), so the kills after it still meet work; a worker that is
-//! not ready within its ready timeout ends the worker kills (it takes no
-//! work: the rows it left are the checker's to judge).
+//! state shows rows it settled since its last (re)start (it is working,
+//! not booting) and the sender reads a 2xx (a row just committed: the
+//! moment the worker takes it). Right after the signal, before the
+//! restart, the state is read again: the rows still unfinished are what
+//! the dead worker left (its restart line says how many), and a kill
+//! counts only when there were some.
 //!
-//! A kill counts as exercised only when the worker held work: rows were
-//! waiting, or its `busy` command said so.
+//! While a killed worker restarts, the stream of first attempts is held
+//! until it is ready again, so the kills after it still meet work. A
+//! worker with a `ready` of its own is ready when its restart returns; one
+//! judged by the state (the default) when it settles a row: until then the
+//! stream waits while rows wait and lets one in while none does (the same
+//! before the first kill). A worker that settles no row within its ready
+//! timeout ends the worker kills (it takes no work: the rows it left are
+//! the checker's to judge).
 
 use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::{revive_all, signal, wait_until, Actions, CrashPoints, MISSED_KILL_RETRIES};
+use super::{revive_all, wait_until, Actions, CrashPoints, MISSED_KILL_RETRIES};
 use crate::fault::gauge::TrafficGauge;
 use crate::lifecycle::{LifecycleError, Ready, Role, Supervisor, DEFAULT_READY_TIMEOUT};
 use crate::scenario::fault_spec::KillSpec;
@@ -54,9 +58,8 @@ impl Held {
             return "on busy: the worker's busy command exited 0".to_string();
         }
         format!(
-            "on busy: the state shows {} waiting and {} settled since the worker's start",
-            crate::words::count(self.waiting as u64, "row"),
-            self.since_start
+            "on answer: a 2xx read, the worker working ({} settled since its start)",
+            crate::words::count(self.since_start as u64, "row")
         )
     }
 }
@@ -85,6 +88,19 @@ pub(super) async fn kills(
     acts.worker_kills_wanted += k.count;
     let bound = k.count * (1 + MISSED_KILL_RETRIES);
     let mut base = read(probe).await.map(|(s, _)| s).unwrap_or(0);
+    let by_state = matches!(sup.ready_of(Role::Worker), Some(Ready::State { .. }));
+    // A worker judged ready by the state has proven nothing until it has
+    // settled a row: the stream waits (one row in at a time) until it has.
+    if by_state {
+        let working = wait_working(probe, gauge, base, ready_limit(sup), done).await;
+        gauge.hold(false);
+        if !working {
+            if !*done.borrow() {
+                acts.worker_unready += 1;
+            }
+            return Ok(());
+        }
+    }
     let (mut met, mut sent) = (0, 0);
     while met < k.count && sent < bound {
         let moment = moments
@@ -95,14 +111,16 @@ pub(super) async fn kills(
         if !wait_until(sup, start + moment, done, acts, cps).await? {
             break;
         }
-        let Some(held) = wait_busy(sup, probe, base, done, acts, cps).await? else {
+        let Some(mut held) = wait_busy(sup, probe, gauge, base, done, acts, cps).await? else {
             break;
         };
         gauge.hold(true);
-        let r = signal(sup, Role::Worker, k, Some(held.detail()), acts, cps).await;
+        let r = kill_and_measure(sup, k, probe, &mut held, acts, cps).await;
         let ready = match r {
-            Ok(()) => wait_ready(sup, probe, held.settled, done).await,
-            Err(_) => true,
+            Ok(()) if by_state => {
+                wait_working(probe, gauge, held.settled, ready_limit(sup), done).await
+            }
+            _ => true,
         };
         gauge.hold(false);
         r?;
@@ -130,11 +148,41 @@ pub(super) async fn kills(
     Ok(())
 }
 
+/// Kills the worker, reads what it left unfinished (the dead worker
+/// settles nothing more) into `held`, and restarts it.
+async fn kill_and_measure(
+    sup: &mut Supervisor,
+    k: &KillSpec,
+    probe: &Probe,
+    held: &mut Held,
+    acts: &mut Actions,
+    cps: &mut CrashPoints,
+) -> Result<(), LifecycleError> {
+    sup.kill_noting(Role::Worker, Some(held.detail())).await?;
+    acts.signals += 1;
+    acts.worker_signals += 1;
+    let mut why = "after SIGKILL".to_string();
+    if !held.by_hook {
+        if let Some((settled, waiting)) = read(probe).await {
+            held.waiting = waiting;
+            held.since_start += settled.saturating_sub(held.settled);
+            held.settled = settled;
+            why = format!(
+                "after SIGKILL, which left {} unfinished",
+                crate::words::count(waiting as u64, "row")
+            );
+        }
+    }
+    debug_assert_eq!(k.signal, crate::scenario::fault_spec::KillSignal::Kill);
+    super::restart(sup, Role::Worker, &why, acts, cps).await
+}
+
 /// Waits until the worker holds work (see the module header); `None`
 /// when the stream ended first.
 async fn wait_busy(
     sup: &mut Supervisor,
     probe: &Probe,
+    gauge: &TrafficGauge,
     base: usize,
     done: &mut watch::Receiver<bool>,
     acts: &mut Actions,
@@ -152,12 +200,23 @@ async fn wait_busy(
                     ..Held::default()
                 }));
             }
-        } else if let Some((settled, waiting)) = read(probe).await {
-            if settled > base && waiting > 0 {
+            tokio::time::sleep(STATE_POLL).await;
+            continue;
+        }
+        // Working: it settled a row since its start. Then the kill lands
+        // the moment the sender reads a 2xx: a row just committed, the
+        // moment the worker takes it.
+        if let Some((settled, _)) = read(probe).await {
+            if settled > base {
+                while !gauge.wait_ack(STATE_POLL).await {
+                    if *done.borrow() {
+                        return Ok(None);
+                    }
+                }
                 return Ok(Some(Held {
                     settled,
                     since_start: settled - base,
-                    waiting,
+                    waiting: 0,
                     by_hook: false,
                 }));
             }
@@ -171,30 +230,33 @@ fn ready_limit(sup: &Supervisor) -> Duration {
     sup.worker_ready_timeout().unwrap_or(DEFAULT_READY_TIMEOUT)
 }
 
-/// Waits until a restarted worker ready by the state is ready: a row
-/// settled since the kill (`settled` then), or none waiting. A worker with
-/// another `ready` was waited for by its restart. False when the limit
-/// passed first.
-async fn wait_ready(
-    sup: &mut Supervisor,
+/// Waits until a worker judged ready by the state is working: it settled
+/// a row past `base`. Meanwhile the stream of first attempts is held while
+/// rows wait (the worker has work it has not done) and let through while
+/// none does (it needs a row to show it works). False when `limit` passed
+/// first; the stream is held when it returns.
+async fn wait_working(
     probe: &Probe,
-    settled: usize,
+    gauge: &TrafficGauge,
+    base: usize,
+    limit: Duration,
     done: &watch::Receiver<bool>,
 ) -> bool {
-    if !matches!(sup.ready_of(Role::Worker), Some(Ready::State { .. })) {
-        return true;
-    }
-    let until = Instant::now() + ready_limit(sup);
+    let until = Instant::now() + limit;
     while Instant::now() < until {
-        if let Some((now, waiting)) = read(probe).await {
-            if now > settled || waiting == 0 {
+        if let Some((settled, waiting)) = read(probe).await {
+            if settled > base {
+                gauge.hold(true);
                 return true;
             }
+            gauge.hold(waiting > 0);
         }
-        if *done.borrow() && Instant::now() + STATE_POLL >= until {
-            break;
+        if *done.borrow() {
+            gauge.hold(true);
+            return false;
         }
         tokio::time::sleep(STATE_POLL).await;
     }
+    gauge.hold(true);
     false
 }
