@@ -59,6 +59,7 @@ fn options(url: String, sign_with: Secret, out: &Path) -> BenchOptions {
         target_desc: "null".into(),
         shard: None,
         start_at: None,
+        processes: Vec::new(),
     }
 }
 
@@ -358,4 +359,243 @@ async fn a_receiver_that_never_answers_times_out_every_request_at_the_profile_li
         "each request ends near its 200 ms limit: {:?}",
         r.latency
     );
+}
+
+/// A receiver that verifies nothing and refuses every delivery with a 400
+/// and a JSON reason, as a receiver fed the wrong envelope does; its state
+/// (`GET /state`) is an empty inbox, its reset a 204.
+async fn refusing_receiver() -> hookstorm::httpd::Server {
+    use hookstorm::httpd::{json, text, Server};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    Server::spawn(
+        listener,
+        std::sync::Arc::new(|req| {
+            Box::pin(async move {
+                Ok(match (req.method().as_str(), req.uri().path()) {
+                    ("GET", "/state") => json(200, &serde_json::json!({ "inbox": [] })),
+                    ("POST", "/reset") => text(204, ""),
+                    _ => json(
+                        400,
+                        &serde_json::json!({ "detail": "not a standard webhook envelope" }),
+                    ),
+                })
+            })
+        }),
+    )
+    .unwrap()
+}
+
+/// A bench of a receiver that refuses every delivery fails its check on
+/// I9 (the finding carries the first refusal's status and body), says
+/// I1 is unknown, not passed (no delivery was acknowledged), and records
+/// the refusals in bench.json.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiver_that_refuses_everything_fails_the_bench_check_on_i9() {
+    let server = refusing_receiver().await;
+    let addr = server.addr();
+    let out = tempfile::tempdir().unwrap();
+    let mut opts = options(
+        format!("http://{addr}/webhooks/{{account}}"),
+        secret("any"),
+        out.path(),
+    );
+    opts.mix = Mix::default();
+    opts.probe = Some(hookstorm::state::probe::Probe::http(
+        &format!("http://{addr}/state"),
+        None,
+    ));
+    opts.duration = Duration::from_millis(800);
+    let r = bench::run(&opts).await.unwrap().result;
+    server.stop().await;
+    assert!(r.requests > 20, "{r:?}");
+    assert_eq!(r.statuses.get("400").copied(), Some(r.requests), "{r:?}");
+    assert!(r.refused > 20, "{r:?}");
+    let first = r.first_refusal.as_ref().expect("the first refusal is kept");
+    assert_eq!(first.status, 400);
+    assert!(
+        first.body.contains("not a standard webhook envelope"),
+        "{first:?}"
+    );
+    let check = r.check.as_ref().expect("checked");
+    assert_eq!(check.verdict, hookstorm::check::Verdict::Fail, "{check:?}");
+    let i9 = check.check.result(InvariantId::I9).unwrap();
+    assert_eq!(i9.verdict, hookstorm::check::Verdict::Fail, "{i9:?}");
+    let what = &i9.evidence[0].what;
+    assert!(
+        what.contains("answered 400") && what.contains("not a standard webhook envelope"),
+        "{what}"
+    );
+    let i1 = check.check.result(InvariantId::I1).unwrap();
+    assert_eq!(i1.verdict, hookstorm::check::Verdict::Unknown, "{i1:?}");
+    assert!(i1.summary.contains("acknowledged no delivery"), "{i1:?}");
+    let console = r.console();
+    assert!(
+        console.contains("refused") && console.contains("I9 acknowledged fail"),
+        "{console}"
+    );
+}
+
+/// `hookstorm bench --target` on a zoo receiver (Node, one per built-in
+/// profile) with a `[lifecycle]`: returns the exit code, the output and
+/// bench.json. The bench starts the receiver and its worker (and the
+/// database proxy of a Postgres one), sends 2 s at 150/s with the default
+/// mix, checks, and stops them.
+fn bench_zoo(
+    rx: &crate::zoo::Receiver,
+    pg: Option<&hookstorm_receiver::pgtest::PgServer>,
+) -> (i32, String, serde_json::Value) {
+    use crate::zoo::Db;
+    let work = tempfile::tempdir().unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (state_url, db, database) = match (rx.db, pg) {
+        (Db::Sqlite, _) => {
+            let file = work.path().join("zoo.db").display().to_string();
+            (
+                format!("sqlite://{file}"),
+                file.clone(),
+                format!("sqlite = \"{file}\""),
+            )
+        }
+        (Db::Postgres, Some(pg)) => {
+            let url = tokio::runtime::Runtime::new()
+                .unwrap()
+                .block_on(pg.fresh_database())
+                .unwrap();
+            let upstream = format!("127.0.0.1:{}", pg.port());
+            (
+                url.clone(),
+                url.replace(&upstream, "{proxy}"),
+                format!("proxy = {{ listen = \"127.0.0.1:0\", upstream = \"{upstream}\" }}"),
+            )
+        }
+        (Db::Postgres, None) => panic!("{}: a Postgres receiver needs the server", rx.name),
+    };
+    let node = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/zoo/node");
+    let node = node.display();
+    let target = format!(
+        r#"url = "http://127.0.0.1:{port}/webhooks/{{account}}"
+profile = "{profile}"
+
+[accounts.acct_a]
+secrets_env = "ZOO_SECRET_ACCT_A"
+
+[accounts.acct_b]
+secrets_env = "ZOO_SECRET_ACCT_B"
+
+[state.sql]
+url = "{state_url}"
+inbox = "select key, account, processed_at is not null as processed, error from webhook_inbox"
+results = ""
+winners = "select object as job_key, key as task_id, account from winners"
+effects = "select key, account, count from effects"
+reset = ["delete from webhook_inbox", "delete from winners", "delete from effects"]
+
+[lifecycle]
+start = "exec node {node}/server.js --db '{db}' --listen fd:3"
+env = {{ ZOO_PROVIDER = "{profile}" }}
+ready = {{ http = "http://127.0.0.1:{port}/healthz" }}
+ready_timeout = "90s"
+
+[lifecycle.worker]
+start = "exec node {node}/worker.js '{db}'"
+env = {{ ZOO_PROVIDER = "{profile}" }}
+
+[database]
+{database}
+"#,
+        profile = rx.profile,
+    );
+    let file = work.path().join("target.toml");
+    std::fs::write(&file, target).unwrap();
+    let [a, b] = rx.secrets();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookstorm"));
+    cmd.arg("bench")
+        .arg("--target")
+        .arg(&file)
+        .args(["--rate", "150/s", "--duration", "2s", "--warmup", "0s"])
+        .args(["--connections", "8", "--drain", "20s", "--seed", "3"])
+        .arg("--out")
+        .arg(work.path().join("reports"))
+        .env("ZOO_SECRET_ACCT_A", a)
+        .env("ZOO_SECRET_ACCT_B", b)
+        .env("NO_COLOR", "1");
+    // Held until hookstorm ends: the port is never released and guessed free.
+    let sockets = hookstorm::lifecycle::Sockets::new(vec![listener]);
+    hookstorm::lifecycle::inherit_sockets(&mut cmd, &sockets).unwrap();
+    let o = cmd.output().unwrap();
+    drop(sockets);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v = std::fs::read(work.path().join("reports/latest/bench.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (o.status.code().unwrap_or(-1), text, v)
+}
+
+/// A receiver written elsewhere of every built-in profile (the Node zoo,
+/// on the providers' own verifiers) accepts what the bench sends as it
+/// accepts what `run` sends: `bench --target` starts its `[lifecycle]`,
+/// gets at least 95 % 2xx, passes the check, names the processes it ran,
+/// and stops them.
+#[test]
+fn bench_target_starts_loads_and_passes_a_zoo_receiver_of_every_profile() {
+    use crate::zoo::{installed_or_skip, parallel, Db, Family, RECEIVERS};
+    let test = "bench_target_starts_loads_and_passes_a_zoo_receiver_of_every_profile";
+    if !installed_or_skip(Family::Node, test) {
+        return;
+    }
+    let pg = hookstorm_receiver::pgtest::PgServer::start_or_skip();
+    let receivers: Vec<&crate::zoo::Receiver> = RECEIVERS
+        .iter()
+        .filter(|r| r.family == Family::Node)
+        .filter(|r| {
+            let ok = r.db == Db::Sqlite || pg.is_some();
+            if !ok {
+                eprintln!("{test}: {}: skipped: no Postgres server", r.name);
+            }
+            ok
+        })
+        .collect();
+    let profiles: std::collections::BTreeSet<&str> = receivers.iter().map(|r| r.profile).collect();
+    for p in hookstorm::profile::BUILTIN_NAMES {
+        if pg.is_some() {
+            assert!(profiles.contains(p), "no zoo receiver of profile {p}");
+        }
+    }
+    let results = parallel(&receivers, |rx| (rx.name, bench_zoo(rx, pg.as_ref())));
+    let mut failed = Vec::new();
+    for (name, (code, text, v)) in results {
+        let requests = v["requests"].as_u64().unwrap_or(0);
+        let ok: u64 = v["statuses"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .filter(|(k, _)| k.starts_with('2'))
+                    .filter_map(|(_, n)| n.as_u64())
+                    .sum()
+            })
+            .unwrap_or(0);
+        let share = ok as f64 / requests.max(1) as f64;
+        let ran = v["processes"].as_array().map_or(0, Vec::len);
+        eprintln!(
+            "{name:<24} exit {code} · {requests} requests · {:.1}% 2xx · check {} · {ran} processes",
+            share * 100.0,
+            v["check"]["verdict"]
+        );
+        if code != 0
+            || requests < 100
+            || share < 0.95
+            || v["check"]["verdict"] != "pass"
+            || ran < 2
+            || !text.contains("started receiver `")
+        {
+            failed.push(format!("{name}: exit {code}\n{text}"));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n\n"));
 }

@@ -5,7 +5,11 @@
 //!
 //! Targets: a target file, a plain `--url` with `--secret-env`, the
 //! built-in null receiver (`--null`), or, with none of them, the built-in
-//! reference receiver on SQLite in a temporary folder.
+//! reference receiver on SQLite in a temporary folder. A target file's
+//! processes are started as `hookstorm run` starts them
+//! ([`hookstorm::run::start`]: its `[lifecycle]`, ready before the load,
+//! its `[database]` proxy) and stopped after the check; the report names
+//! them.
 //!
 //! The built-in reference receiver runs as a child process (`hookstorm
 //! receiver serve`, its worker inside), not in this one: the bench's peak memory (`peak_rss_mib`) is the harness's
@@ -224,6 +228,9 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
         ));
     }
     let mut builtin = None;
+    // A target's processes: started as `run` starts them, stopped after.
+    let mut started: Option<(hookstorm::lifecycle::Supervisor, tempfile::TempDir)> = None;
+    let mut processes = Vec::new();
     let mut null_stop: Option<tokio::sync::oneshot::Sender<()>> = None;
     let accounts: Vec<String>;
     let (url, profile, secrets, probe, desc, no_check_reason);
@@ -236,17 +243,44 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
             }
         };
         accounts = t.accounts();
-        probe = if args.no_check || args.null {
-            None
-        } else {
-            match t.probe() {
-                Ok(p) => Some(p),
-                Err(e) => {
-                    errln!("error: {e}");
-                    return Ok(exit::TARGET_UNUSABLE);
+        // What `run` starts: the [lifecycle] processes (ready before the
+        // load), the [database] proxy, the provider API.
+        let logs = tempfile::Builder::new()
+            .prefix("hookstorm-bench-")
+            .tempdir()
+            .context("a folder for the receiver's logs")?;
+        let start = async {
+            if args.shard.is_some() {
+                // Shards share one receiver: none of them starts it.
+                if t.lifecycle.is_some() {
+                    info!("a shard does not start the target's [lifecycle]: start the receiver the shards share once, outside them");
                 }
+                return t
+                    .probe()
+                    .map(|p| (p, None))
+                    .map_err(|e| anyhow::anyhow!("{e}"));
+            }
+            hookstorm::run::start(&t, logs.path())
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))
+        };
+        let target_probe = match start.await {
+            Ok((p, sup)) => {
+                if let Some(sup) = sup {
+                    processes = bench::processes(&t, &sup);
+                    for p in &processes {
+                        info!("started {p}");
+                    }
+                    started = Some((sup, logs));
+                }
+                p
+            }
+            Err(e) => {
+                errln!("error: {e}");
+                return Ok(exit::TARGET_UNUSABLE);
             }
         };
+        probe = (!(args.no_check || args.null)).then_some(target_probe);
         desc = t.describe();
         (url, profile, secrets) = (t.url, t.profile, t.secrets);
         no_check_reason = "--no-check".to_string();
@@ -330,6 +364,12 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
                 "SQLite in a temp folder"
             }
         );
+        processes = vec![format!(
+            "built-in reference receiver{}",
+            supervisor
+                .pid(hookstorm::lifecycle::Role::Receiver)
+                .map_or_else(String::new, |p| format!(" (pid {p})"))
+        )];
         builtin = Some((supervisor, prepared, logs));
         accounts = t.accounts();
         // A big state takes longer to serve than a scenario's: the probe
@@ -374,6 +414,7 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
         target_desc: desc,
         shard: args.shard,
         start_at: args.start_at,
+        processes,
     };
     if let Some(s) = args.shard {
         info!("shard {s}: 1/{} of the rate, keys of its own", s.count);
@@ -398,6 +439,10 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
     if let Some((supervisor, prepared, logs)) = builtin {
         supervisor.shutdown().await;
         drop((prepared, logs));
+    }
+    if let Some((supervisor, logs)) = started {
+        supervisor.shutdown().await;
+        drop(logs);
     }
     let mut outcome = match outcome {
         Ok(o) => o,

@@ -106,6 +106,10 @@ pub struct Item {
     pub body: Vec<u8>,
     /// Copies sent at once (2 for concurrent duplicates).
     pub copies: u32,
+    /// The provider's headers beyond content type, length and signature,
+    /// once the item is dressed as its profile's provider sends it; empty
+    /// as generated (the answerline delivery).
+    pub headers: Vec<(String, String)>,
 }
 
 impl Item {
@@ -222,6 +226,7 @@ impl Generator {
             created_at: String::new(),
             body: Vec::new(),
             copies: 1,
+            headers: Vec::new(),
         };
         self.fill(slot, &mut it);
         it
@@ -285,6 +290,7 @@ impl Generator {
         push_hex(&mut body, u64::from(h as u32), 8);
         body.push_str(r#""}}}"#);
         it.body = body.into_bytes();
+        it.headers.clear();
         it.slot = slot;
         it.kind = kind;
         it.account = (pair % self.accounts as u64) as usize;

@@ -6,6 +6,14 @@
 //! attempt in a history, and afterwards runs the same checker as `run` on
 //! the receiver's state, so the verdict is part of the result.
 //!
+//! Every profile is spoken as `run` speaks it: the deliveries are made in
+//! the answerline shape and dressed per request by the functions `run`'s
+//! sender uses (see [`load`]'s encoder), so a receiver that passes `run`
+//! accepts them. A bench cannot pass on nothing: a refused delivery is
+//! recorded dead and fails I9, I1 over no acknowledged key is unknown
+//! ([`no_vacuous_pass`]), and a bench whose refusals pass a share says so
+//! while it runs ([`progress`]).
+//!
 //! - [`mix`]: the deliveries, deterministic from the seed, made on the fly.
 //! - [`load`]: open loop (constant arrival rate) and closed loop workers.
 //! - [`latency`]: HdrHistogram recording, corrected for coordinated omission.
@@ -148,6 +156,9 @@ pub struct BenchOptions {
     pub shard: Option<crate::shard::Shard>,
     /// Wait until this time before sending (shards start together).
     pub start_at: Option<crate::shard::StartAt>,
+    /// The processes started for the bench (by whoever started them), for
+    /// the report.
+    pub processes: Vec<String>,
 }
 
 /// The bench could not run.
@@ -365,6 +376,7 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
     }
     let phase_start_ms = chrono::Utc::now().timestamp_millis();
     let progress = progress::Progress::start(opts.progress);
+    let refusals = load::Refusals::default();
 
     let mut short = Vec::new();
     let (mode, tally, measured, ramp, target_rate, counted_out) = match opts.rate {
@@ -392,11 +404,17 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
                     requests: requests
                         .map(|n| crate::shard::count_share(n, steps as u64, i as u64)),
                 };
-                let r =
-                    load::run_phase(&target, &gen, phase, slot, Some(sink.clone()), stop, |l| {
-                        progress.attach(l)
-                    })
-                    .await;
+                let r = load::run_phase(
+                    &target,
+                    &gen,
+                    phase,
+                    slot,
+                    Some(sink.clone()),
+                    &refusals,
+                    stop,
+                    |l| progress.attach(l),
+                )
+                .await;
                 slot = r.next_slot;
                 counted_out &= r.counted_out;
                 if let Some(why) = shortfall(rate, &r, opts.connections) {
@@ -450,9 +468,16 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
                 live: opts.progress,
                 requests,
             };
-            let r = load::run_phase(&target, &gen, phase, 0, Some(sink.clone()), stop, |l| {
-                progress.attach(l)
-            })
+            let r = load::run_phase(
+                &target,
+                &gen,
+                phase,
+                0,
+                Some(sink.clone()),
+                &refusals,
+                stop,
+                |l| progress.attach(l),
+            )
             .await;
             if let Some(why) = rate.and_then(|rate| shortfall(rate, &r, opts.connections)) {
                 short.push(why);
@@ -472,7 +497,7 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
             Some("a shard: `hookstorm merge` checks the union of the shards' histories against the state read once after all of them finished".to_string()),
         ),
         None => (None, Some(opts.no_check_reason.clone())),
-        Some(probe) => match check(probe, opts, &dir, &history_path).await {
+        Some(probe) => match check(probe, opts, &dir, &history_path, refusals.first()).await {
             Ok(v) => (Some(v), None),
             Err(why) => (None, Some(why)),
         },
@@ -510,6 +535,9 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
         thresholds: Vec::new(),
         ramp,
         mix: opts.mix,
+        refused: tally.refused,
+        first_refusal: refusals.first().cloned(),
+        processes: opts.processes.clone(),
         check,
         check_skipped,
         machine: Machine::detect(),
@@ -551,11 +579,15 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
 /// `state.json` while counting unsettled rows (the last read's file
 /// stays), and the checker folds the history, then streams that file into
 /// interned ids. No step holds the state's text or its strings.
+///
+/// A bench proves nothing about what was never acknowledged: see
+/// [`no_vacuous_pass`].
 async fn check(
     probe: &Probe,
     opts: &BenchOptions,
     dir: &std::path::Path,
     history: &std::path::Path,
+    first_refusal: Option<&load::Refusal>,
 ) -> Result<result::Correctness, String> {
     let state_path = dir.join("state.json");
     let (drained, _rows) = probe
@@ -577,15 +609,97 @@ async fn check(
     .await
     .map_err(|e| e.to_string())?
     .map_err(|e| e.to_string())?;
-    let check = res
+    let mut check = res
         .into_iter()
         .next()
         .ok_or_else(|| "the checker returned nothing".to_string())?;
+    no_vacuous_pass(&mut check, first_refusal);
     Ok(result::Correctness {
         verdict: check.verdict(),
         check,
         drained,
     })
+}
+
+/// The processes a supervisor runs for `target`, for the report: the
+/// receiver and its worker (their `[lifecycle]` commands, redacted, and
+/// pids) and the database fault proxy.
+pub fn processes(
+    target: &crate::target::Target,
+    sup: &crate::lifecycle::Supervisor,
+) -> Vec<String> {
+    use crate::lifecycle::Role;
+    use crate::state::probe::redact_text;
+    let mut out = Vec::new();
+    if let Some(life) = &target.lifecycle {
+        let pid = |r| {
+            sup.pid(r)
+                .map_or_else(String::new, |p| format!(" (pid {p})"))
+        };
+        out.push(format!(
+            "receiver `{}`{}",
+            redact_text(&life.start),
+            pid(Role::Receiver)
+        ));
+        if let Some(w) = &life.worker {
+            out.push(format!(
+                "worker `{}`{}",
+                redact_text(&w.start),
+                pid(Role::Worker)
+            ));
+        }
+    }
+    if let Some(p) = sup.proxy() {
+        out.push(format!("database proxy on {}", p.local_addr()));
+    }
+    out
+}
+
+/// What a bench's check cannot claim. A bench sends each delivery once
+/// (a refusal is recorded as its last attempt, so I9 fails it as a run's
+/// delivery whose retries ran out); and where no delivery was
+/// acknowledged, I1 ("every acknowledged key is stored") held of nothing:
+/// it becomes unknown, never a pass. A failing I9 gets the first refusal,
+/// its status and what the receiver said, as its first evidence.
+pub fn no_vacuous_pass(check: &mut crate::check::ScenarioCheck, first: Option<&load::Refusal>) {
+    use crate::check::{Evidence, Verdict};
+    let acknowledged = check.counts.ok;
+    for r in &mut check.results {
+        match r.id {
+            InvariantId::I1 if acknowledged == 0 && r.verdict == Verdict::Pass => {
+                r.verdict = Verdict::Unknown;
+                r.summary = format!(
+                    "not exercised: the receiver acknowledged no delivery, so no-loss held of nothing (had: {})",
+                    r.summary
+                );
+            }
+            InvariantId::I9 if r.verdict == Verdict::Fail => {
+                if let Some(f) = first {
+                    let body: String = f.body.trim().chars().take(300).collect();
+                    r.evidence.insert(
+                        0,
+                        Evidence::new(
+                            f.key.clone(),
+                            Some(f.account.clone()),
+                            format!(
+                                "the first refusal: delivery {} was answered {} with {}",
+                                f.delivery,
+                                f.status,
+                                if body.is_empty() {
+                                    "an empty body".to_string()
+                                } else {
+                                    format!("the body {body:?}")
+                                }
+                            ),
+                            Vec::new(),
+                        ),
+                    );
+                    r.evidence_total += 1;
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 #[cfg(test)]

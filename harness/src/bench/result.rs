@@ -286,6 +286,17 @@ pub struct BenchResult {
     pub ramp: Option<Ramp>,
     /// The delivery mix.
     pub mix: Mix,
+    /// Deliveries the receiver refused (no copy acknowledged, one refused
+    /// with a status a provider does not retry: see
+    /// [`crate::bench::load::refuses`]), resends aside, warmup included.
+    pub refused: u64,
+    /// The first refusal: its status and what the receiver said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_refusal: Option<super::load::Refusal>,
+    /// The processes the bench started and stopped (a target's
+    /// `[lifecycle]`, its `[database]` proxy, the built-in receiver).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<String>,
     /// The checker's verdict, unless checking was off.
     pub check: Option<Correctness>,
     /// Why there is no verdict.
@@ -378,6 +389,17 @@ impl BenchResult {
         if !self.throughput.is_empty() {
             let series: Vec<String> = self.throughput.iter().map(|n| n.to_string()).collect();
             let _ = writeln!(s, "  per second {}", series.join(" "));
+        }
+        if let Some(r) = &self.first_refusal {
+            let body: String = r.body.trim().chars().take(160).collect();
+            let _ = writeln!(
+                s,
+                "  refused   {} deliveries; the first ({}) was answered {} {body:?}",
+                self.refused, r.delivery, r.status
+            );
+        }
+        for p in &self.processes {
+            let _ = writeln!(s, "  ran       {p}");
         }
         if let Some(r) = &self.ramp {
             for (i, st) in r.steps.iter().enumerate() {

@@ -346,6 +346,8 @@ pub(crate) struct AttemptLine<'a> {
     pub outcome: Outcome,
     /// The task's createdAt (plain).
     pub created_at: &'a str,
+    /// This attempt ended the delivery's schedule unacknowledged.
+    pub dead: bool,
 }
 
 /// Appends one attempt line: the same JSON as `Event::Attempt` (a test
@@ -409,7 +411,11 @@ pub(crate) fn encode_attempt(out: &mut Vec<u8>, a: &AttemptLine<'_>) {
     });
     out.extend_from_slice(br#","intent":"genuine","task_status":"COMPLETED","created_at":""#);
     out.extend_from_slice(a.created_at.as_bytes());
-    out.extend_from_slice(b"\"}\n");
+    out.extend_from_slice(if a.dead {
+        b"\",\"dead\":true}\n".as_slice()
+    } else {
+        b"\"}\n".as_slice()
+    });
 }
 
 /// Appends `v` in decimal to a byte buffer.
@@ -540,6 +546,7 @@ mod tests {
                     error,
                     outcome,
                     created_at: "2026-01-01T00:00:00Z",
+                    dead: status == Some(500),
                 },
             );
             expected.push(Event::Attempt(Attempt {
@@ -552,6 +559,7 @@ mod tests {
                 outcome,
                 task_status: Some(TaskStatus::Completed),
                 created_at: Some("2026-01-01T00:00:00Z".into()),
+                dead: status == Some(500),
                 ..Attempt::new("bench", &delivery, &key, account)
             }));
         }

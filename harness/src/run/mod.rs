@@ -389,11 +389,12 @@ pub async fn run_until(
     Ok(RunOutcome { report, dir })
 }
 
-/// Starts what the target needs for a run (lifecycle, provider API) and
-/// builds its probe. With lifecycle control the harness owns the
+/// Starts what the target needs for a run (lifecycle, database proxy,
+/// provider API) and builds its probe; `run`, `doctor` and `bench` start
+/// a target alike. With lifecycle control the harness owns the
 /// receiver's processes for the whole run; dropping the supervisor (error,
-/// Ctrl-C) kills them.
-async fn start(target: &Target, dir: &Path) -> Result<(Probe, Option<Supervisor>), RunError> {
+/// Ctrl-C) kills them, [`Supervisor::shutdown`] stops them.
+pub async fn start(target: &Target, dir: &Path) -> Result<(Probe, Option<Supervisor>), RunError> {
     let probe = target.probe().map_err(TargetError::from)?;
     // With database control alone the supervisor runs the fault proxy and
     // cuts the database.

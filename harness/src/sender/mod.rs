@@ -65,7 +65,7 @@ mod request;
 mod round;
 
 pub use config::{RedirectFinding, SendConfig, SendError, SendSummary};
-pub use request::{provider_request, request_headers};
+pub use request::{provider_delivery, provider_request, request_headers, ProviderDelivery};
 
 use exchange::{Answer, HttpClient};
 

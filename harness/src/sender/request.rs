@@ -135,19 +135,52 @@ pub fn provider_request(
     body: &crate::plan::delivery::Body,
     id: &str,
 ) -> (String, Vec<u8>, String) {
+    let d = provider_delivery(profile, body, id, None);
+    (d.id, d.bytes, d.key)
+}
+
+/// One delivery as the profile's provider sends it, and as the history
+/// records it: what [`provider_delivery`] gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderDelivery {
+    /// The delivery id the provider puts in its id header.
+    pub id: String,
+    /// The body bytes, as the provider writes them.
+    pub bytes: Vec<u8>,
+    /// The history's key: the profile's event identity.
+    pub key: String,
+    /// The history's job: the object the update is about, when the
+    /// delivery was planned with a job.
+    pub job: Option<String>,
+}
+
+/// The delivery planned as `body` under `id` (with job `job`) as the
+/// profile's provider sends it, outside a plan (the preflight, the bench):
+/// the same envelope, kind of id and history identity as a run's
+/// deliveries.
+pub fn provider_delivery(
+    profile: &Profile,
+    body: &crate::plan::delivery::Body,
+    id: &str,
+    job: Option<String>,
+) -> ProviderDelivery {
     let shape = profile.body;
-    if shape == BodyShape::Answerline && profile.body_template.is_none() {
-        let bytes = serde_json::to_vec(body).unwrap_or_default();
-        let (key, _) = identity_of(profile, body, &bytes, id, None);
-        return (id.to_string(), bytes, key);
-    }
-    let id = envelope::delivery_id(shape, id);
-    let bytes = match &profile.body_template {
-        Some(t) => envelope::fill_template(t, shape, body),
-        None => envelope::render(shape, body, false),
+    let (id, bytes) = if shape == BodyShape::Answerline && profile.body_template.is_none() {
+        (id.to_string(), serde_json::to_vec(body).unwrap_or_default())
+    } else {
+        let bytes = match &profile.body_template {
+            Some(t) => envelope::fill_template(t, shape, body),
+            None => envelope::render(shape, body, false),
+        };
+        (envelope::delivery_id(shape, id), bytes)
     };
-    let (key, _) = identity_of(profile, body, &bytes, &id, None);
-    (id, bytes, key)
+    let (key, job) = identity_of(profile, body, &bytes, &id, job);
+    ProviderDelivery {
+        id,
+        bytes,
+        key,
+        job,
+    }
 }
 
 /// The history's `key` and `job` of a delivery with this body (as planned

@@ -1,11 +1,53 @@
-//! One request's bytes: the delivery signed at its send time with the
-//! account's keyed signer, its HTTP/1.1 head and body encoded into the
-//! worker's reused buffer, ready for one `write`. Pure, so a test can parse
-//! what a receiver would get and verify its signature.
+//! One request's bytes: the delivery dressed as the profile's provider
+//! sends it, signed at its send time with the account's keyed signer, its
+//! HTTP/1.1 head and body encoded into the worker's reused buffer, ready
+//! for one `write`. Pure, so a test can parse what a receiver would get,
+//! verify its signature, and compare it with what `run` sends.
+//!
+//! The generator makes deliveries in the answerline shape, by hand, for
+//! speed. Under a profile whose provider sends that shape as it is (the
+//! answerline profile), the fast path writes its headers directly. Under
+//! any other, [`dress`] first passes the delivery through the same
+//! functions a run's sender uses ([`crate::sender::provider_delivery`] and
+//! [`crate::sender::request_headers`]): the provider's envelope, its kind
+//! of delivery id, its headers, and the history's key and job under the
+//! profile's identity, so a receiver that passes `run` accepts the bench's
+//! deliveries and the checker reads them as it reads a run's.
 
 use super::target::LoadTarget;
 use crate::bench::mix::Item;
+use crate::plan::delivery::Body;
 use crate::profile::signature::SignInput;
+
+/// Dresses `item` (as generated: the answerline delivery) as the profile's
+/// provider sends it: its body, delivery id, history key and job, and the
+/// provider's headers beyond content type, length and signature. Nothing
+/// to do on the fast path ([`LoadTarget::as_planned`]). A body that does
+/// not parse (never: the generator writes it) is sent as it is.
+pub(super) fn dress(t: &LoadTarget, item: &mut Item) {
+    if t.as_planned {
+        return;
+    }
+    let Ok(body) = serde_json::from_slice::<Body>(&item.body) else {
+        return;
+    };
+    let job = std::mem::take(&mut item.job);
+    let d = crate::sender::provider_delivery(&t.profile, &body, &item.id, Some(job.clone()));
+    let idh = t.id_header.as_ref().map(|h| h.as_str());
+    item.headers = crate::sender::request_headers(&t.profile, &body, &d.id, 1, &[])
+        .into_iter()
+        .filter(|(k, _)| {
+            // The encoder writes the content type; the signer writes an id it signs.
+            let written = k.eq_ignore_ascii_case("content-type");
+            let signed = t.id_signed && idh.is_some_and(|h| k.eq_ignore_ascii_case(h));
+            !(written || signed)
+        })
+        .collect();
+    item.id = d.id;
+    item.body = d.bytes;
+    item.key = d.key;
+    item.job = d.job.unwrap_or(job);
+}
 
 /// Encodes the request of `item` signed at `now_unix` into `out` (cleared
 /// first): the HTTP/1.1 head, then the body. `values` is the worker's
@@ -46,13 +88,19 @@ pub(super) fn encode_request(
     };
     header("host", t.authority.as_bytes())?;
     header("content-type", b"application/json")?;
-    if let Some(idh) = &t.id_header {
-        if !t.id_signed {
-            header(idh.as_str(), item.id.as_bytes())?;
+    if t.as_planned {
+        if let Some(idh) = &t.id_header {
+            if !t.id_signed {
+                header(idh.as_str(), item.id.as_bytes())?;
+            }
         }
-    }
-    if let Some(ev) = &t.event_header {
-        header(ev.as_str(), b"task.completed")?;
+        if let Some(ev) = &t.event_header {
+            header(ev.as_str(), b"task.completed")?;
+        }
+    } else {
+        for (name, v) in &item.headers {
+            header(name, v.as_bytes())?;
+        }
     }
     for (name, v) in t.signed_headers.iter().zip(values.iter()) {
         header(name.as_str(), v.as_bytes())?;
@@ -98,7 +146,9 @@ mod tests {
             let t = target(name, secret).await;
             let (mut values, mut out) = (Vec::new(), Vec::new());
             for slot in [0, 1, 77] {
-                let item = gen.item(slot);
+                let planned = gen.item(slot);
+                let mut item = planned.clone();
+                dress(&t, &mut item);
                 let now = 1_795_000_000 + slot as i64;
                 encode_request(&t, &item, now, &mut values, &mut out).unwrap();
                 let mut h = [httparse::EMPTY_HEADER; 32];
@@ -141,6 +191,45 @@ mod tests {
                         Some(300),
                     )
                     .unwrap_or_else(|e| panic!("{name}: {e}"));
+                // What `run` sends for the same planned delivery: the same
+                // body, id and headers (signed ones included), and the
+                // same history key and job.
+                let body: Body = serde_json::from_slice(&planned.body).unwrap();
+                let run = crate::sender::provider_delivery(
+                    &t.profile,
+                    &body,
+                    &planned.id,
+                    Some(planned.job.clone()),
+                );
+                assert_eq!(run.bytes, item.body, "{name}: body");
+                assert_eq!(run.id, item.id, "{name}: delivery id");
+                assert_eq!(run.key, item.key, "{name}: history key");
+                assert_eq!(run.job.as_deref(), Some(item.job.as_str()), "{name}: job");
+                let signed: Vec<(String, String)> = t
+                    .signed_headers
+                    .iter()
+                    .zip(&values)
+                    .map(|(n, v)| (n.as_str().to_string(), v.clone()))
+                    .collect();
+                let lower = |h: Vec<(String, String)>| {
+                    let mut h: Vec<_> = h
+                        .into_iter()
+                        .map(|(k, v)| (k.to_ascii_lowercase(), v))
+                        .collect();
+                    h.sort();
+                    h
+                };
+                let sent = lower(
+                    headers
+                        .iter()
+                        .filter(|(k, _)| k != "host" && k != "content-length")
+                        .cloned()
+                        .collect(),
+                );
+                let by_run = lower(crate::sender::request_headers(
+                    &t.profile, &body, &run.id, 1, &signed,
+                ));
+                assert_eq!(sent, by_run, "{name}: headers");
             }
         }
     }

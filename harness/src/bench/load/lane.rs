@@ -11,10 +11,14 @@ use bytes::Bytes;
 
 use super::wire::Wire;
 use crate::history::Failure;
+use crate::profile::Profile;
 use crate::sender::exchange::Answer;
 
 /// The error text of a request cut at the end of a phase.
 pub const CUT_AT_END: &str = "no answer before the bench ended";
+
+/// At most this much of a refusal's body is kept.
+pub const KEPT_BODY: usize = 512;
 
 /// A connection of a worker and its alarm. One timer per connection, armed
 /// at a request's time limit only when it goes off before that limit, in
@@ -39,7 +43,9 @@ impl Lane {
 /// gives up at the profile's `timeout` or at `hard_end`, whichever comes
 /// first. The latency is taken when the answer head is in; the body is
 /// then read past (an error there keeps the status, and drops the
-/// connection).
+/// connection), or, with `keep` and a status that is no success under
+/// that profile, read into the answer (at most [`KEPT_BODY`] bytes): what
+/// a receiver said when it refused a delivery.
 pub(super) async fn exchange(
     lane: &mut Lane,
     addr: SocketAddr,
@@ -47,6 +53,7 @@ pub(super) async fn exchange(
     timeout: Duration,
     sent: Instant,
     hard_end: Instant,
+    keep: Option<&Profile>,
 ) -> Answer {
     let cut = hard_end.saturating_duration_since(sent) < timeout;
     let timeout = timeout.min(hard_end.saturating_duration_since(sent));
@@ -60,10 +67,17 @@ pub(super) async fn exchange(
         let c = conn.as_mut().expect("connected above");
         let head = c.send(request).await?;
         let latency = ms(sent);
-        if !c.finish(&head).await.unwrap_or(false) {
+        let mut body = Vec::new();
+        let reusable = match keep {
+            Some(p) if !p.is_success(head.status) => {
+                c.finish_into(&head, &mut body, KEPT_BODY).await
+            }
+            _ => c.finish(&head).await,
+        };
+        if !reusable.unwrap_or(false) {
             *conn = None;
         }
-        Ok::<_, Failure>((head.status, latency))
+        Ok::<_, Failure>((head.status, latency, body))
     };
     let answered = async {
         tokio::pin!(fut);
@@ -81,9 +95,9 @@ pub(super) async fn exchange(
         }
     };
     match answered.await {
-        Ok(Ok((status, latency))) => Answer {
+        Ok(Ok((status, latency, body))) => Answer {
             location: None,
-            body: Bytes::new(),
+            body: Bytes::from(body),
             status: Some(status),
             latency_ms: latency,
             failure: None,

@@ -45,8 +45,8 @@ mod wire;
 mod worker;
 
 pub use lane::CUT_AT_END;
-pub use record::{LineSink, SCENARIO};
-pub use tally::{Live, WorkerStats};
+pub use record::{refuses, LineSink, SCENARIO};
+pub use tally::{Live, Refusal, Refusals, WorkerStats};
 pub use target::{LoadError, LoadTarget};
 
 /// How the load is driven.
@@ -115,17 +115,20 @@ impl PhaseResult {
     }
 }
 
-/// Runs one phase from slot `first`; `on_start` gets the live view (for a
-/// progress line) before the workers start. The phase ends at its
+/// Runs one phase from slot `first`, keeping the first refusal in
+/// `refusals`; `on_start` gets the live view (for a progress line) before
+/// the workers start. The phase ends at its
 /// duration (requests in flight get [`END_GRACE`], then are cut), once its
 /// count of requests was sent and answered, or, soon after, when `stop`
 /// is requested.
+#[allow(clippy::too_many_arguments)]
 pub async fn run_phase(
     target: &LoadTarget,
     gen: &Generator,
     phase: Phase,
     first: u64,
     sink: Option<LineSink>,
+    refusals: &Refusals,
     stop: &Stop,
     on_start: impl FnOnce(Live),
 ) -> PhaseResult {
@@ -149,6 +152,7 @@ pub async fn run_phase(
         stop: Arc::new(AtomicBool::new(false)),
         sent: AtomicU64::new(0),
         live: phase.live,
+        refusals: refusals.clone(),
         limit: phase.requests.map(|n| worker::Limit {
             requests: n,
             claimed: AtomicU64::new(0),
@@ -161,6 +165,7 @@ pub async fn run_phase(
         tallies: tallies.clone(),
         start,
         measure_from,
+        refusals: refusals.clone(),
     });
     // One work-stealing runtime with a worker per sender thread. Measured
     // against one single-threaded runtime per thread (each with its share of

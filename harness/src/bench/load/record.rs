@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use super::target::{LoadError, LoadTarget};
-use crate::bench::mix::Item;
+use crate::bench::mix::{Item, Kind};
 use crate::history::{encode_attempt, AttemptLine, Outcome};
 use crate::sender::exchange::Answer;
 
@@ -68,8 +68,39 @@ impl LineSink {
     }
 }
 
+/// Whether `a` refuses a genuine delivery for good under `profile`: an
+/// answer the receiver gave (not a transport error) that is no success
+/// and that a provider does not retry as a passing condition: a 4xx other
+/// than 408 and 429, or a status the profile gives up on. A bench sends
+/// each delivery once, so such an answer ends its schedule: the attempt
+/// is recorded `dead`, and I9 fails it as it fails a run's delivery whose
+/// retries ran out. Answers a provider retries (5xx, 408, 429, timeouts,
+/// resets: overload is what a bench provokes) are counted as errors, not
+/// judged: the delivery's schedule has not run out.
+pub fn refuses(profile: &crate::profile::Profile, a: &Answer) -> bool {
+    match a.status {
+        Some(s) if profile.is_success(s) => false,
+        Some(s) => ((400..500).contains(&s) && s != 408 && s != 429) || profile.gives_up_on(s),
+        None => false,
+    }
+}
+
+/// Whether the attempt `a` of `item` ends its delivery unacknowledged:
+/// it was refused ([`refuses`]), no other copy sent with it (`answers`)
+/// was acknowledged, and it is no resend of a delivery sent before (whose
+/// first send decides its fate).
+pub(super) fn ends_refused(t: &LoadTarget, item: &Item, a: &Answer, answers: &[Answer]) -> bool {
+    refuses(&t.profile, a)
+        && !matches!(item.kind, Kind::Duplicate { .. })
+        && !answers
+            .iter()
+            .any(|o| o.status.is_some_and(|s| t.profile.is_success(s)))
+}
+
 /// Appends one attempt line of copy `copy` of `item` (see
-/// [`crate::history::encode_attempt`]).
+/// [`crate::history::encode_attempt`]); `dead` when it ended its delivery
+/// unacknowledged ([`ends_refused`]).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn attempt_line(
     out: &mut Vec<u8>,
     t: &LoadTarget,
@@ -78,6 +109,7 @@ pub(super) fn attempt_line(
     sent_at: &str,
     a: &Answer,
     outcome: Outcome,
+    dead: bool,
 ) {
     encode_attempt(
         out,
@@ -94,6 +126,7 @@ pub(super) fn attempt_line(
             error: a.error(),
             outcome,
             created_at: &item.created_at,
+            dead,
         },
     );
 }

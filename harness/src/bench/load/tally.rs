@@ -3,7 +3,9 @@
 //! view of the tallies the progress line reads while the phase runs.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 use crate::bench::latency::{Percentiles, Recorder};
@@ -34,6 +36,11 @@ pub struct WorkerStats {
     pub recent_errors: u64,
     /// Requests since the progress line last looked.
     pub recent_requests: u64,
+    /// Deliveries refused: no copy acknowledged, one refused
+    /// ([`super::refuses`]); resends of a delivery aside, warmup included.
+    pub refused: u64,
+    /// Deliveries sent, resends of a delivery aside, warmup included.
+    pub answered: u64,
 }
 
 impl WorkerStats {
@@ -61,6 +68,8 @@ impl WorkerStats {
         self.requests += o.requests;
         self.ok += o.ok;
         self.warmup_requests += o.warmup_requests;
+        self.refused += o.refused;
+        self.answered += o.answered;
     }
 
     /// Requests that did not get a success status.
@@ -78,6 +87,8 @@ pub struct Live {
     pub start: Instant,
     /// When measuring starts.
     pub measure_from: Instant,
+    /// The bench's refusals.
+    pub refusals: Refusals,
 }
 
 impl Live {
@@ -96,6 +107,59 @@ impl Live {
         }
         let p99 = Percentiles::of(&rec.corrected).p99_ms;
         (n, e, p99)
+    }
+
+    /// The phase's deliveries sent and refused so far, resends aside,
+    /// warmup included.
+    pub fn refused(&self) -> (u64, u64) {
+        self.tallies.iter().fold((0, 0), |(n, r), t| {
+            let t = t.lock().unwrap_or_else(|p| p.into_inner());
+            (n + t.answered, r + t.refused)
+        })
+    }
+}
+
+/// The first answer that refused a delivery ([`super::refuses`]): what the
+/// receiver said, for the I9 finding and the console.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusal {
+    /// The status.
+    pub status: u16,
+    /// The answer's body, at most [`super::lane::KEPT_BODY`] bytes of it
+    /// (invalid UTF-8 replaced).
+    pub body: String,
+    /// The delivery id it refused.
+    pub delivery: String,
+    /// The history key of that delivery.
+    pub key: String,
+    /// The account.
+    pub account: String,
+}
+
+/// The first refusal of a bench, across its phases, kept by whichever
+/// worker met it first.
+#[derive(Debug, Clone, Default)]
+pub struct Refusals {
+    first: Arc<OnceLock<Refusal>>,
+}
+
+impl Refusals {
+    /// The first refusal, if any came.
+    pub fn first(&self) -> Option<&Refusal> {
+        self.first.get()
+    }
+
+    /// Whether a worker should read the body of a failed answer (no
+    /// refusal is kept yet).
+    pub(super) fn wants_body(&self) -> bool {
+        self.first.get().is_none()
+    }
+
+    /// Keeps `r` unless one was kept before.
+    pub(super) fn keep(&self, r: impl FnOnce() -> Refusal) {
+        if self.first.get().is_none() {
+            let _ = self.first.set(r());
+        }
     }
 }
 

@@ -1,13 +1,14 @@
 //! Where and how a bench sends: the receiver's address, each account's
 //! path and secrets, and the profile's scheme keyed once per account, all
 //! resolved and parsed before the load starts, so a worker parses nothing
-//! per request.
+//! per request (beyond dressing a delivery in its provider's envelope, for
+//! the profiles whose provider does not send the answerline shape).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use crate::profile::signature::{Secret, Signer};
-use crate::profile::Profile;
+use crate::profile::{BodyShape, Profile, Semantics};
 
 /// Where and how to send.
 #[derive(Clone)]
@@ -38,6 +39,11 @@ pub struct LoadTarget {
     pub signed_headers: Vec<http::HeaderName>,
     /// The delivery id header is one the scheme signs (set by the signer).
     pub id_signed: bool,
+    /// The profile's provider sends the generated delivery as it is (the
+    /// answerline body, ids and identity, no header of its own): the
+    /// encoder's fast path. Otherwise each delivery is dressed first
+    /// ([`crate::sender::provider_delivery`]), as a run sends it.
+    pub as_planned: bool,
     /// The sender profile (scheme, timeout, success statuses, headers).
     pub profile: Profile,
 }
@@ -154,7 +160,11 @@ impl LoadTarget {
         let id_signed = id_header
             .as_ref()
             .is_some_and(|idh| signed_headers.iter().any(|n| n == idh));
+        let as_planned = profile.body == BodyShape::Answerline
+            && profile.body_template.is_none()
+            && profile.semantics == Semantics::answerline();
         Ok(LoadTarget {
+            as_planned,
             signers,
             signed_headers,
             id_signed,

@@ -79,6 +79,19 @@ impl Wire {
     pub(crate) async fn finish(&mut self, head: &Head) -> Result<bool, WireError> {
         self.reader.skip_body(&mut self.stream, head).await
     }
+
+    /// Reads the body of the answer `head` began into `into`, at most
+    /// `limit` bytes of it; whether the connection can carry another request.
+    pub(crate) async fn finish_into(
+        &mut self,
+        head: &Head,
+        into: &mut Vec<u8>,
+        limit: usize,
+    ) -> Result<bool, WireError> {
+        self.reader
+            .read_body(&mut self.stream, head, into, limit)
+            .await
+    }
 }
 
 #[cfg(test)]

@@ -9,14 +9,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::encode::encode_request;
+use super::encode::{dress, encode_request};
 use super::lane::{exchange, Lane};
-use super::record::{attempt_line, LineSink};
-use super::tally::{count_status, error_kind, WorkerStats};
+use super::record::{attempt_line, ends_refused, refuses, LineSink};
+use super::tally::{count_status, error_kind, Refusal, Refusals, WorkerStats};
 use super::target::LoadTarget;
 use super::Pace;
 use crate::bench::latency::MAX_MICROS;
-use crate::bench::mix::{wall_clock_into, Generator};
+use crate::bench::mix::{wall_clock_into, Generator, Kind};
 use crate::history::{Failure, Intent, TransportFailure};
 use crate::sender::exchange::{classify, Answer};
 
@@ -46,6 +46,8 @@ pub(super) struct Shared {
     /// Slots actually sent (each once, whatever its copies).
     pub(super) sent: AtomicU64,
     pub(super) live: bool,
+    /// Where the first refusal is kept.
+    pub(super) refusals: Refusals,
     /// The phase's count of measured requests, if it has one.
     pub(super) limit: Option<Limit>,
 }
@@ -143,9 +145,13 @@ pub(super) async fn run(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>
         }
         shared.sent.fetch_add(1, Ordering::Relaxed);
         shared.gen.fill(slot, &mut item);
+        dress(t, &mut item);
         let now_unix = wall_clock_into(&mut sent_at);
         let sent = Instant::now();
         answers.clear();
+        // Until a refusal is kept, a failed answer's body is read: what the
+        // receiver said is the first thing to know of a refused delivery.
+        let keep = shared.refusals.wants_body().then_some(&t.profile);
         match encode_request(t, &item, now_unix, &mut values, &mut request) {
             Err(e) => answers.push(Answer::failed(
                 Failure::new(TransportFailure::Request, e),
@@ -155,14 +161,51 @@ pub(super) async fn run(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>
             // one delivery, signed once at its send time.
             Ok(()) if item.copies > 1 => {
                 let (a, b) = tokio::join!(
-                    exchange(&mut lane, t.addr, &request, timeout, sent, shared.hard_end),
-                    exchange(&mut lane2, t.addr, &request, timeout, sent, shared.hard_end)
+                    exchange(
+                        &mut lane,
+                        t.addr,
+                        &request,
+                        timeout,
+                        sent,
+                        shared.hard_end,
+                        keep
+                    ),
+                    exchange(
+                        &mut lane2,
+                        t.addr,
+                        &request,
+                        timeout,
+                        sent,
+                        shared.hard_end,
+                        keep
+                    )
                 );
                 answers.push(a);
                 answers.push(b);
             }
-            Ok(()) => answers
-                .push(exchange(&mut lane, t.addr, &request, timeout, sent, shared.hard_end).await),
+            Ok(()) => answers.push(
+                exchange(
+                    &mut lane,
+                    t.addr,
+                    &request,
+                    timeout,
+                    sent,
+                    shared.hard_end,
+                    keep,
+                )
+                .await,
+            ),
+        }
+        for a in &answers {
+            if let (true, Some(status)) = (keep.is_some() && refuses(&t.profile, a), a.status) {
+                shared.refusals.keep(|| Refusal {
+                    status,
+                    body: String::from_utf8_lossy(&a.body).into_owned(),
+                    delivery: item.id.clone(),
+                    key: item.key.clone(),
+                    account: t.accounts[item.account].clone(),
+                });
+            }
         }
         let done = Instant::now();
         {
@@ -173,6 +216,18 @@ pub(super) async fn run(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>
             }
             if tl.failed_per_second.len() <= sec {
                 tl.failed_per_second.resize(sec + 1, 0);
+            }
+            // Refusals are counted by delivery, resends of one aside: a
+            // delivery is refused when no copy was acknowledged and one was
+            // refused (a 409 to a duplicate is no refused delivery).
+            if !matches!(item.kind, Kind::Duplicate { .. }) {
+                tl.answered += 1;
+                let acked = answers
+                    .iter()
+                    .any(|a| a.status.is_some_and(|s| t.profile.is_success(s)));
+                if !acked && answers.iter().any(|a| refuses(&t.profile, a)) {
+                    tl.refused += 1;
+                }
             }
             for a in &answers {
                 let ok = a.status.is_some_and(|s| t.profile.is_success(s));
@@ -225,6 +280,7 @@ pub(super) async fn run(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>
                     &sent_at,
                     a,
                     grade.outcome,
+                    ends_refused(t, &item, a, &answers),
                 );
             }
             if lines.len() >= FLUSH_AT {
