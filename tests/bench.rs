@@ -444,67 +444,25 @@ fn bench_zoo(
     rx: &crate::zoo::Receiver,
     pg: Option<&hookstorm_receiver::pgtest::PgServer>,
 ) -> (i32, String, serde_json::Value) {
-    use crate::zoo::Db;
     let work = tempfile::tempdir().unwrap();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let (state_url, db, database) = match (rx.db, pg) {
-        (Db::Sqlite, _) => {
-            let file = work.path().join("zoo.db").display().to_string();
-            (
-                format!("sqlite://{file}"),
-                file.clone(),
-                format!("sqlite = \"{file}\""),
-            )
-        }
-        (Db::Postgres, Some(pg)) => {
-            let url = tokio::runtime::Runtime::new()
-                .unwrap()
-                .block_on(pg.fresh_database())
-                .unwrap();
-            let upstream = format!("127.0.0.1:{}", pg.port());
-            (
-                url.clone(),
-                url.replace(&upstream, "{proxy}"),
-                format!("proxy = {{ listen = \"127.0.0.1:0\", upstream = \"{upstream}\" }}"),
-            )
-        }
-        (Db::Postgres, None) => panic!("{}: a Postgres receiver needs the server", rx.name),
-    };
+    let store = crate::zoo::Store::new(rx.db, pg, work.path(), rx.name);
     let node = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/zoo/node");
     let node = node.display();
-    let target = format!(
-        r#"url = "http://127.0.0.1:{port}/webhooks/{{account}}"
-profile = "{profile}"
-
-[accounts.acct_a]
-secrets_env = "ZOO_SECRET_ACCT_A"
-
-[accounts.acct_b]
-secrets_env = "ZOO_SECRET_ACCT_B"
-
-[state.sql]
-url = "{state_url}"
-inbox = "select key, account, processed_at is not null as processed, error from webhook_inbox"
-results = ""
-winners = "select object as job_key, key as task_id, account from winners"
-effects = "select key, account, count from effects"
-reset = ["delete from webhook_inbox", "delete from winners", "delete from effects"]
-
-[lifecycle]
-start = "exec node {node}/server.js --db '{db}' --listen fd:3"
-env = {{ ZOO_PROVIDER = "{profile}" }}
-ready = {{ http = "http://127.0.0.1:{port}/healthz" }}
-ready_timeout = "90s"
-
-[lifecycle.worker]
-start = "exec node {node}/worker.js '{db}'"
-env = {{ ZOO_PROVIDER = "{profile}" }}
-
-[database]
-{database}
-"#,
-        profile = rx.profile,
+    let env = format!("{{ ZOO_PROVIDER = \"{}\" }}", rx.profile);
+    let target = crate::zoo::target_file(
+        port,
+        rx.profile,
+        &store.state_url,
+        &format!(
+            "exec node {node}/server.js --db '{}' --listen fd:3",
+            store.db
+        ),
+        &format!("exec node {node}/worker.js '{}'", store.db),
+        &env,
+        "",
+        &store.database,
     );
     let file = work.path().join("target.toml");
     std::fs::write(&file, target).unwrap();

@@ -260,38 +260,15 @@ pub fn run_kill(rx: KillRx, mutant: &str, scenario: &str, seed: u64) -> ForeignR
         KillRx::Queue => CELERY_WORKER_READY,
         KillRx::Background => "",
     };
-    let target = format!(
-        r#"url = "http://127.0.0.1:{port}/webhooks/{{account}}"
-profile = "answerline"
-
-[accounts.acct_a]
-secrets_env = "ZOO_SECRET_ACCT_A"
-
-[accounts.acct_b]
-secrets_env = "ZOO_SECRET_ACCT_B"
-
-[state]
-timeout = "10s"
-
-[state.sql]
-url = "sqlite://{db}"
-inbox = "select key, account, processed_at is not null as processed, error from webhook_inbox"
-results = ""
-winners = "select object as job_key, key as task_id, account from winners"
-effects = "select key, account, count from effects"
-reset = ["delete from webhook_inbox", "delete from winners", "delete from effects"]
-
-[lifecycle]
-start = "{start}"
-env = {env}
-ready = {{ http = "http://127.0.0.1:{port}/healthz" }}
-ready_timeout = "90s"
-
-[lifecycle.worker]
-start = "{worker}"
-env = {env}
-{ready}
-"#
+    let target = super::target_file(
+        port,
+        "answerline",
+        &format!("sqlite://{db}"),
+        &start,
+        &worker,
+        &env,
+        ready,
+        "",
     );
     let seed = seed.to_string();
     let args = [

@@ -294,47 +294,68 @@ fn fresh_database(pg: &PgServer) -> String {
     rt.block_on(pg.fresh_database()).expect("fresh database")
 }
 
-/// Runs `scenarios` (all of them when empty; an item starting with `--`
-/// is passed on as a flag) with `seed` against `rx` carrying `mutant`
-/// (none when empty), hookstorm owning its processes.
-/// `pg` is the Postgres server of a Postgres receiver.
-pub fn run(
-    rx: &Receiver,
-    pg: Option<&PgServer>,
-    mutant: &str,
-    scenarios: &[&str],
-    seed: u64,
-) -> ForeignRun {
-    let work = tempfile::tempdir().expect("tempdir");
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the receiver's port");
-    let port = listener.local_addr().expect("address").port();
-    let (state_url, db, database) = match (rx.db, pg) {
-        (Db::Sqlite, _) => {
-            let file = work.path().join("zoo.db").display().to_string();
-            (
-                format!("sqlite://{file}"),
-                file.clone(),
-                format!("sqlite = \"{file}\""),
-            )
+/// Where a zoo receiver keeps its inbox for one run: the state URL
+/// hookstorm reads, the URL the receiver is given (through the fault proxy
+/// for Postgres) and the target's `[database]` body.
+pub struct Store {
+    /// `[state.sql] url`.
+    pub state_url: String,
+    /// What the receiver's commands are given (`{db}`).
+    pub db: String,
+    /// The lines of `[database]`.
+    pub database: String,
+}
+
+impl Store {
+    /// A SQLite file in `dir`, or a fresh database on `pg` behind the proxy.
+    pub fn new(db: Db, pg: Option<&PgServer>, dir: &Path, name: &str) -> Store {
+        match (db, pg) {
+            (Db::Sqlite, _) => {
+                let file = dir.join("zoo.db").display().to_string();
+                Store {
+                    state_url: format!("sqlite://{file}"),
+                    db: file.clone(),
+                    database: format!("sqlite = \"{file}\""),
+                }
+            }
+            (Db::Postgres, Some(pg)) => {
+                let url = fresh_database(pg);
+                let upstream = format!("127.0.0.1:{}", pg.port());
+                Store {
+                    state_url: url.clone(),
+                    db: url.replace(&upstream, "{proxy}"),
+                    database: format!(
+                        "proxy = {{ listen = \"127.0.0.1:0\", upstream = \"{upstream}\" }}"
+                    ),
+                }
+            }
+            (Db::Postgres, None) => panic!("{name}: a Postgres receiver needs the server"),
         }
-        (Db::Postgres, Some(pg)) => {
-            let url = fresh_database(pg);
-            let upstream = format!("127.0.0.1:{}", pg.port());
-            (
-                url.clone(),
-                url.replace(&upstream, "{proxy}"),
-                format!("proxy = {{ listen = \"127.0.0.1:0\", upstream = \"{upstream}\" }}"),
-            )
-        }
-        (Db::Postgres, None) => panic!("{}: a Postgres receiver needs the server", rx.name),
+    }
+}
+
+/// The target file a zoo team writes: its own tables read through
+/// `[state.sql]`, hookstorm owning the server (`start`, ready on
+/// `/healthz` of `port`) and the worker (`worker`, plus `worker_extra`
+/// lines such as its `ready`), both with `env`; `[database]` as `database`
+/// gives it (none when empty).
+#[allow(clippy::too_many_arguments)]
+pub fn target_file(
+    port: u16,
+    profile: &str,
+    state_url: &str,
+    start: &str,
+    worker: &str,
+    env: &str,
+    worker_extra: &str,
+    database: &str,
+) -> String {
+    let database = if database.is_empty() {
+        String::new()
+    } else {
+        format!("\n[database]\n{database}\n")
     };
-    let (start, worker) = rx.commands(&db);
-    let env = format!(
-        "{{ ZOO_PROVIDER = \"{}\", ZOO_MUTANT = \"{mutant}\", ZOO_SLOW_MS = \"{}\" }}",
-        rx.profile,
-        rx.timeout_ms + 1_500
-    );
-    let target = format!(
+    format!(
         r#"url = "http://127.0.0.1:{port}/webhooks/{{account}}"
 profile = "{profile}"
 
@@ -364,11 +385,35 @@ ready_timeout = "90s"
 [lifecycle.worker]
 start = "{worker}"
 env = {env}
+{worker_extra}
+{database}"#
+    )
+}
 
-[database]
-{database}
-"#,
-        profile = rx.profile,
+/// Runs `scenarios` (all of them when empty; an item starting with `--`
+/// is passed on as a flag) with `seed` against `rx` carrying `mutant`
+/// (none when empty), hookstorm owning its processes.
+/// `pg` is the Postgres server of a Postgres receiver.
+pub fn run(
+    rx: &Receiver,
+    pg: Option<&PgServer>,
+    mutant: &str,
+    scenarios: &[&str],
+    seed: u64,
+) -> ForeignRun {
+    let work = tempfile::tempdir().expect("tempdir");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the receiver's port");
+    let port = listener.local_addr().expect("address").port();
+    let store = Store::new(rx.db, pg, work.path(), rx.name);
+    let (state_url, db, database) = (store.state_url, store.db, store.database);
+    let (start, worker) = rx.commands(&db);
+    let env = format!(
+        "{{ ZOO_PROVIDER = \"{}\", ZOO_MUTANT = \"{mutant}\", ZOO_SLOW_MS = \"{}\" }}",
+        rx.profile,
+        rx.timeout_ms + 1_500
+    );
+    let target = target_file(
+        port, rx.profile, &state_url, &start, &worker, &env, "", &database,
     );
     let seed = seed.to_string();
     let mut args = vec![

@@ -51,6 +51,8 @@ pub struct TrafficGauge {
     last_restart: Mutex<Option<Instant>>,
     /// A moving average of answer latencies, in microseconds (0: none yet).
     latency_us: AtomicU64,
+    /// The latest answer latency, in microseconds (0: none yet).
+    last_latency_us: AtomicU64,
     started: Notify,
     /// Woken at every acknowledgement the sender reads.
     acked: Notify,
@@ -168,6 +170,18 @@ impl TrafficGauge {
         }
     }
 
+    /// The shorter of the typical and the latest answer latency, if any:
+    /// what an exchange starting now likely takes (a receiver fast again
+    /// after a slow spell is not waited out on the average).
+    pub fn recent_latency(&self) -> Option<Duration> {
+        let last = self.last_latency_us.load(Ordering::Relaxed);
+        match (self.typical_latency(), last) {
+            (Some(t), 0) => Some(t),
+            (Some(t), l) => Some(t.min(Duration::from_micros(l))),
+            (None, _) => None,
+        }
+    }
+
     /// Opens a window (a database cut begins); counts restart at zero.
     pub fn open_window(&self) {
         self.window_answered.store(0, Ordering::SeqCst);
@@ -258,6 +272,7 @@ impl Ticket<'_> {
             return;
         }
         let us = (latency.as_micros() as u64).max(1);
+        g.last_latency_us.store(us, Ordering::Relaxed);
         let old = g.latency_us.load(Ordering::Relaxed);
         let new = if old == 0 { us } else { (old * 7 + us) / 8 };
         g.latency_us.store(new.max(1), Ordering::Relaxed);

@@ -386,9 +386,9 @@ impl Supervisor {
         let pid = self.spawn(role).await?;
         let took = started.elapsed().as_millis();
         let detail = match self.ready_of(role) {
-            Some(Ready::State { .. }) => format!(
-                "{why}; started in {took} ms, ready once the state shows it settling a row"
-            ),
+            Some(Ready::State { .. }) => {
+                format!("{why}; started in {took} ms, ready once the state shows it settling a row")
+            }
             Some(r) => format!("{why}; ready after {took} ms ({r})"),
             None => format!("{why}; ready after {took} ms"),
         };

@@ -312,6 +312,16 @@ pub async fn nemesis(
     acts
 }
 
+/// The earliest moment of signal number `sent` (from 0): its own, or the
+/// last one for the signals that place missed kills again.
+fn earliest(moments: &[Duration], sent: u32) -> Duration {
+    moments
+        .get(sent as usize)
+        .or(moments.last())
+        .copied()
+        .unwrap_or_default()
+}
+
 /// Whether `f` is carried out by the target's own crash points.
 fn crash_points(f: &FaultSpec, sup: &Supervisor) -> bool {
     let point = match f {
@@ -322,10 +332,15 @@ fn crash_points(f: &FaultSpec, sup: &Supervisor) -> bool {
     point && sup.supports_failpoints()
 }
 
+/// The share of the stream within which the kills' earliest moments are
+/// drawn: the rest of it carries the kills that wait for a trigger, for a
+/// restarted process, or are placed again.
+pub const MOMENTS_WITHIN: f64 = 0.5;
+
 fn moments(rng: &mut impl Rng, count: u32, over: Duration) -> Vec<Duration> {
     let span = over.as_secs_f64().max(0.001);
     let mut m: Vec<Duration> = (0..count)
-        .map(|_| Duration::from_secs_f64(rng.gen_range(0.05 * span..0.9 * span)))
+        .map(|_| Duration::from_secs_f64(rng.gen_range(0.05 * span..MOMENTS_WITHIN * span)))
         .collect();
     m.sort();
     m

@@ -26,7 +26,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::{
-    revive_all, signal, wait_until, Actions, CrashPoints, CUT_OFF_GRACE, KILL_AFTER_ACKS,
+    earliest, revive_all, signal, wait_until, Actions, CrashPoints, CUT_OFF_GRACE, KILL_AFTER_ACKS,
     MISSED_KILL_RETRIES, POLL,
 };
 use crate::excuse::JUST_ANSWERED;
@@ -99,12 +99,7 @@ pub(super) async fn kills<R: Rng>(
     // (a start command that hands the server to another process is not).
     let (mut on_answer, mut cut_any) = (0, false);
     while met < k.count && sent < bound {
-        let moment = moments
-            .get(sent as usize)
-            .or(moments.last())
-            .copied()
-            .unwrap_or_default();
-        if !wait_until(sup, start + moment, done, acts, cps).await? {
+        if !wait_until(sup, start + earliest(moments, sent), done, acts, cps).await? {
             break;
         }
         let trigger = k.trigger(sent as usize);
@@ -131,9 +126,13 @@ pub(super) async fn kills<R: Rng>(
         // in flight must have cut that request off (a receiver answering
         // from another process than the one killed never is).
         let interrupted = if restarts {
-            let cut = seen.in_flight > 0 && cut_off_rose(gauge, cut_off, done).await;
-            cut_any |= cut;
             let answered = trigger == KillTrigger::Answer && seen.just_answered();
+            // A kill on an answer waits for a cut-off only while the fault
+            // still lacks its proof (the stream goes on meanwhile).
+            let cut = seen.in_flight > 0
+                && (!answered || !cut_any)
+                && cut_off_rose(gauge, cut_off, done).await;
+            cut_any |= cut;
             on_answer += u32::from(answered && !cut);
             cut || answered
         } else {
@@ -186,7 +185,7 @@ async fn wait_trigger<R: Rng>(
                     continue;
                 }
                 let typical = gauge
-                    .typical_latency()
+                    .recent_latency()
                     .unwrap_or(Duration::from_millis(1))
                     .min(Duration::from_millis(200));
                 pause(typical.mul_f64(rng.gen_range(0.2..0.9))).await;

@@ -12,11 +12,10 @@
 //! counts only when there were some.
 //!
 //! While a killed worker restarts, the stream of first attempts is held
-//! until it is ready again, so the kills after it still meet work. A
-//! worker with a `ready` of its own is ready when its restart returns; one
-//! judged by the state (the default) when it settles a row: until then the
-//! stream waits while rows wait and lets one in while none does (the same
-//! before the first kill). A worker that settles no row within its ready
+//! until it is ready again (its `ready`, waited for by the restart) and
+//! working: it settled a row. Until then the stream waits while rows wait
+//! and lets one in while none does (the same before the first kill), so
+//! the kills after it still meet work. A worker that settles no row within its ready
 //! timeout ends the worker kills (it takes no work: the rows it left are
 //! the checker's to judge).
 
@@ -25,9 +24,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::{revive_all, wait_until, Actions, CrashPoints, MISSED_KILL_RETRIES};
+use super::{earliest, revive_all, wait_until, Actions, CrashPoints, MISSED_KILL_RETRIES};
 use crate::fault::gauge::TrafficGauge;
-use crate::lifecycle::{LifecycleError, Ready, Role, Supervisor, DEFAULT_READY_TIMEOUT};
+use crate::lifecycle::{LifecycleError, Role, Supervisor, DEFAULT_READY_TIMEOUT};
 use crate::scenario::fault_spec::KillSpec;
 use crate::state::probe::Probe;
 
@@ -88,27 +87,19 @@ pub(super) async fn kills(
     acts.worker_kills_wanted += k.count;
     let bound = k.count * (1 + MISSED_KILL_RETRIES);
     let mut base = read(probe).await.map(|(s, _)| s).unwrap_or(0);
-    let by_state = matches!(sup.ready_of(Role::Worker), Some(Ready::State { .. }));
-    // A worker judged ready by the state has proven nothing until it has
-    // settled a row: the stream waits (one row in at a time) until it has.
-    if by_state {
-        let working = wait_working(probe, gauge, base, ready_limit(sup), done).await;
-        gauge.hold(false);
-        if !working {
-            if !*done.borrow() {
-                acts.worker_unready += 1;
-            }
-            return Ok(());
+    // A worker has proven nothing until it has settled a row: the stream
+    // waits (one row in at a time) until it has.
+    let working = wait_working(probe, gauge, base, ready_limit(sup), done).await;
+    gauge.hold(false);
+    if !working {
+        if !*done.borrow() {
+            acts.worker_unready += 1;
         }
+        return Ok(());
     }
     let (mut met, mut sent) = (0, 0);
     while met < k.count && sent < bound {
-        let moment = moments
-            .get(sent as usize)
-            .or(moments.last())
-            .copied()
-            .unwrap_or_default();
-        if !wait_until(sup, start + moment, done, acts, cps).await? {
+        if !wait_until(sup, start + earliest(moments, sent), done, acts, cps).await? {
             break;
         }
         let Some(mut held) = wait_busy(sup, probe, gauge, base, done, acts, cps).await? else {
@@ -117,10 +108,8 @@ pub(super) async fn kills(
         gauge.hold(true);
         let r = kill_and_measure(sup, k, probe, &mut held, acts, cps).await;
         let ready = match r {
-            Ok(()) if by_state => {
-                wait_working(probe, gauge, held.settled, ready_limit(sup), done).await
-            }
-            _ => true,
+            Ok(()) => wait_working(probe, gauge, held.settled, ready_limit(sup), done).await,
+            Err(_) => true,
         };
         gauge.hold(false);
         r?;
