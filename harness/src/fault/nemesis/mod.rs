@@ -55,7 +55,6 @@ mod worker;
 pub use actions::{Actions, CutSeen};
 pub use again::{redeliveries, MAX_REDELIVERED_AFTER_KILLS, REDELIVER_AFTER_KILLS_SHARE};
 pub use tally::{cut_met, kills_met, not_exercised, observations, KillFold, KillTally};
-pub use worker::STATE_POLL;
 
 /// Most restarts after crash points in one scenario (a receiver that
 /// crashes on every request would otherwise loop for ever).
