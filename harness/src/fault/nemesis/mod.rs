@@ -2,15 +2,15 @@
 //! steady stream: the nemesis of a scenario.
 //!
 //! `kill` sends SIGKILL (or SIGTERM, or SIGSTOP for a pause) to the receiver
-//! and restarts it. Each kill is placed by the traffic, not by the clock
-//! alone: no earlier than a seeded moment, and only once the restarted
-//! receiver has acknowledged something and a request is in flight (read
-//! from the sender's [`TrafficGauge`]), so a receiver that takes a second to
+//! and restarts it. Each kill is placed by the traffic, never by the clock:
+//! after a seeded number of acknowledgements since the last restart, on
+//! its trigger (a 2xx read, a request in flight; [`receiver`]), read from
+//! the sender's [`TrafficGauge`], so a receiver that takes a second to
 //! restart is still killed under load, not the moment it is ready. When the
 //! target's receiver honours `HOOKSTORM_FAILPOINTS` and the fault names a
 //! crash point, the receiver crashes itself at that point instead
 //! (deterministic), and the nemesis restarts it each time. `kill-worker`
-//! does the same to the worker (at seeded moments).
+//! kills the worker once it is ready and working ([`worker`]).
 //!
 //! `cut-database` cuts the database through the fault proxy, the stop/start
 //! commands or a SQLite lock, and holds the cut until it has been *seen*:
@@ -271,20 +271,17 @@ pub async fn nemesis(
             // Crash points fire in the process itself: revived below.
             _ if crash_points(f, sup) => Ok(()),
             FaultSpec::Kill(k) => {
-                let moments = moments(&mut rng, k.count, k.over.0);
+                let gaps = gaps(&mut rng, k.count, plan.deliveries.len());
                 let mut place = plan.rng("kill-placement", 0);
                 receiver::kills(
-                    sup, k, &moments, start, gauge, &mut place, &mut done, &mut acts, &mut cps,
+                    sup, k, &gaps, gauge, &mut place, &mut done, &mut acts, &mut cps,
                 )
                 .await
             }
             FaultSpec::KillWorker(w) => {
                 let k = w.as_kill();
-                let moments = moments(&mut rng, k.count, k.over.0);
-                worker::kills(
-                    sup, &k, &moments, start, gauge, probe, &mut done, &mut acts, &mut cps,
-                )
-                .await
+                let gaps = gaps(&mut rng, k.count, plan.deliveries.len());
+                worker::kills(sup, &k, &gaps, gauge, probe, &mut done, &mut acts, &mut cps).await
             }
             FaultSpec::CutDatabase(c) => {
                 cut(sup, c, start, gauge, &mut done, &mut acts, &mut cps).await
@@ -311,14 +308,14 @@ pub async fn nemesis(
     acts
 }
 
-/// The earliest moment of signal number `sent` (from 0): its own, or the
-/// last one for the signals that place missed kills again.
-fn earliest(moments: &[Duration], sent: u32) -> Duration {
-    moments
-        .get(sent as usize)
-        .or(moments.last())
+/// The acknowledgements signal number `sent` (from 0) waits for after
+/// the one before: its own gap, or the last one for the signals that place
+/// missed kills again.
+fn gap(gaps: &[u64], sent: u32) -> u64 {
+    gaps.get(sent as usize)
+        .or(gaps.last())
         .copied()
-        .unwrap_or_default()
+        .unwrap_or(KILL_AFTER_ACKS)
 }
 
 /// Whether `f` is carried out by the target's own crash points.
@@ -331,18 +328,15 @@ fn crash_points(f: &FaultSpec, sup: &Supervisor) -> bool {
     point && sup.supports_failpoints()
 }
 
-/// The share of the stream within which the kills' earliest moments are
-/// drawn: the rest of it carries the kills that wait for a trigger, for a
-/// restarted process, or are placed again.
-pub const MOMENTS_WITHIN: f64 = 0.5;
-
-fn moments(rng: &mut impl Rng, count: u32, over: Duration) -> Vec<Duration> {
-    let span = over.as_secs_f64().max(0.001);
-    let mut m: Vec<Duration> = (0..count)
-        .map(|_| Duration::from_secs_f64(rng.gen_range(0.05 * span..MOMENTS_WITHIN * span)))
-        .collect();
-    m.sort();
-    m
+/// Seeded gaps between kills, in acknowledgements: each at least
+/// [`KILL_AFTER_ACKS`] (a restarted process is serving, not booting), at
+/// most what lets every kill fall within the first half of a stream of
+/// `deliveries`, so the rest of it carries the kills placed again.
+fn gaps(rng: &mut impl Rng, count: u32, deliveries: usize) -> Vec<u64> {
+    let share = (deliveries as u64 / (2 * u64::from(count.max(1)))).max(KILL_AFTER_ACKS);
+    (0..count)
+        .map(|_| rng.gen_range(KILL_AFTER_ACKS..=share))
+        .collect()
 }
 
 async fn revive_all(
@@ -508,14 +502,18 @@ mod tests {
     use rand::SeedableRng;
 
     #[test]
-    fn kill_moments_are_seeded_sorted_and_inside_the_stream() {
+    fn kill_gaps_are_seeded_and_fit_every_kill_in_the_first_half_of_the_stream() {
         let mut a = rand_chacha::ChaCha8Rng::seed_from_u64(1);
         let mut b = rand_chacha::ChaCha8Rng::seed_from_u64(1);
-        let m = moments(&mut a, 5, Duration::from_secs(2));
-        assert_eq!(m, moments(&mut b, 5, Duration::from_secs(2)));
-        assert!(m.windows(2).all(|w| w[0] <= w[1]));
-        assert!(m.iter().all(|d| *d < Duration::from_secs(2)));
+        let g = gaps(&mut a, 6, 40);
+        assert_eq!(g, gaps(&mut b, 6, 40));
+        assert!(g.iter().all(|n| (KILL_AFTER_ACKS..=3).contains(n)), "{g:?}");
+        assert!(g.iter().sum::<u64>() <= 20);
+        let few = gaps(&mut a, 2, 4);
+        assert!(few.iter().all(|n| *n == KILL_AFTER_ACKS), "{few:?}");
+        assert_eq!(gap(&g, 100), g[5]);
     }
+
 
     #[test]
     fn a_cut_uses_the_proxy_first_and_names_what_is_missing() {

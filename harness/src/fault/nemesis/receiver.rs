@@ -1,9 +1,10 @@
 //! Where the receiver's kills land: on what the harness sees of its
 //! traffic, never on the clock alone.
 //!
-//! A kill waits for its seeded moment, then for the restarted receiver to
-//! have acknowledged [`super::KILL_AFTER_ACKS`] attempts (it is serving, not
-//! booting), then for its trigger ([`KillTrigger`]): the moment the sender
+//! A kill waits for the restarted receiver to have acknowledged a seeded
+//! number of attempts, at least [`super::KILL_AFTER_ACKS`] (it is serving,
+//! not booting; the seed varies where in the stream it lands), then for its
+//! trigger ([`KillTrigger`]): the moment the sender
 //! reads a 2xx (`answer`: an answer-then-write receiver has answered and
 //! not yet written), or a request in flight a seeded fraction of a typical
 //! answer time after it was sent (`in-flight`: between a commit and its
@@ -26,7 +27,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::{
-    earliest, revive_all, signal, wait_until, Actions, CrashPoints, CUT_OFF_GRACE, KILL_AFTER_ACKS,
+    gap, revive_all, signal, Actions, CrashPoints, CUT_OFF_GRACE,
     MISSED_KILL_RETRIES, POLL,
 };
 use crate::excuse::JUST_ANSWERED;
@@ -81,8 +82,7 @@ impl Seen {
 pub(super) async fn kills<R: Rng>(
     sup: &mut Supervisor,
     k: &KillSpec,
-    moments: &[Duration],
-    start: Instant,
+    gaps: &[u64],
     gauge: &TrafficGauge,
     rng: &mut R,
     done: &mut watch::Receiver<bool>,
@@ -99,11 +99,9 @@ pub(super) async fn kills<R: Rng>(
     // (a start command that hands the server to another process is not).
     let (mut on_answer, mut cut_any) = (0, false);
     while met < k.count && sent < bound {
-        if !wait_until(sup, start + earliest(moments, sent), done, acts, cps).await? {
-            break;
-        }
         let trigger = k.trigger(sent as usize);
-        let Some(seen) = wait_trigger(trigger, gauge, mark, rng, sup, done, acts, cps).await?
+        let after = mark + gap(gaps, sent);
+        let Some(seen) = wait_trigger(trigger, gauge, after, mark, rng, sup, done, acts, cps).await?
         else {
             break;
         };
@@ -118,8 +116,10 @@ pub(super) async fn kills<R: Rng>(
         let r = signal(sup, Role::Receiver, k, Some(seen.detail()), acts, cps).await;
         let during_pause = !restarts && gauge.in_flight() > 0;
         gauge.receiver_up(restarts);
-        gauge.hold(false);
-        r?;
+        if let Err(e) = r {
+            gauge.hold(false);
+            return Err(e);
+        }
         sent += 1;
         mark = gauge.acks();
         // An answer just read counts for a kill placed on it; a kill placed
@@ -138,6 +138,9 @@ pub(super) async fn kills<R: Rng>(
         } else {
             seen.in_flight > 0 || during_pause
         };
+        // Held until what the kill cut off is known: new traffic is kept
+        // for the kills after it.
+        gauge.hold(false);
         if interrupted {
             met += 1;
             acts.kills_exercised += 1;
@@ -151,12 +154,14 @@ pub(super) async fn kills<R: Rng>(
     Ok(())
 }
 
-/// Waits until the receiver has acknowledged [`KILL_AFTER_ACKS`] attempts
-/// since `mark`, then for `trigger`. `None` when the stream ended first.
+/// Waits until the receiver's acknowledgements reach `after` (its
+/// seeded gap past `mark`, the count at the last restart), then for
+/// `trigger`. `None` when the stream ended first.
 #[allow(clippy::too_many_arguments)]
 async fn wait_trigger<R: Rng>(
     trigger: KillTrigger,
     gauge: &TrafficGauge,
+    after: u64,
     mark: u64,
     rng: &mut R,
     sup: &mut Supervisor,
@@ -169,7 +174,7 @@ async fn wait_trigger<R: Rng>(
             return Ok(None);
         }
         revive_all(sup, acts, cps).await?;
-        if gauge.acks() < mark + KILL_AFTER_ACKS {
+        if gauge.acks() < after {
             tokio::time::sleep(POLL).await;
             continue;
         }
@@ -188,7 +193,7 @@ async fn wait_trigger<R: Rng>(
                     .recent_latency()
                     .unwrap_or(Duration::from_millis(1))
                     .min(Duration::from_millis(200));
-                pause(typical.mul_f64(rng.gen_range(0.2..0.9))).await;
+                pause(typical.mul_f64(rng.gen_range(0.1..0.6))).await;
                 if gauge.in_flight() > 0 {
                     return Ok(Some(Seen::now(trigger, gauge, mark)));
                 }

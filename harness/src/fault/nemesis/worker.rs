@@ -2,8 +2,8 @@
 //! work, never on one that is still booting.
 //!
 //! The worker answers no request, so the traffic gauge cannot say when it
-//! is vulnerable; its state can. A kill waits for its seeded moment, then
-//! until the worker holds work: its `busy` command exits 0, or else the
+//! is vulnerable; its state can. A kill waits for a seeded number of
+//! acknowledgements since the worker was ready, then until it holds work: its `busy` command exits 0, or else the
 //! state shows rows it settled since its last (re)start (it is working,
 //! not booting) and the sender reads a 2xx (a row just committed: the
 //! moment the worker takes it). Right after the signal, before the
@@ -24,7 +24,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::{earliest, revive_all, wait_until, Actions, CrashPoints, MISSED_KILL_RETRIES};
+use super::{gap, revive_all, Actions, CrashPoints, MISSED_KILL_RETRIES};
 use crate::fault::gauge::TrafficGauge;
 use crate::lifecycle::{LifecycleError, Role, Supervisor, DEFAULT_READY_TIMEOUT};
 use crate::scenario::fault_spec::KillSpec;
@@ -76,8 +76,7 @@ async fn read(probe: &Probe) -> Option<(usize, usize)> {
 pub(super) async fn kills(
     sup: &mut Supervisor,
     k: &KillSpec,
-    moments: &[Duration],
-    start: Instant,
+    gaps: &[u64],
     gauge: &TrafficGauge,
     probe: &Probe,
     done: &mut watch::Receiver<bool>,
@@ -99,8 +98,15 @@ pub(super) async fn kills(
     }
     let (mut met, mut sent) = (0, 0);
     while met < k.count && sent < bound {
-        if !wait_until(sup, start + earliest(moments, sent), done, acts, cps).await? {
-            break;
+        // A seeded number of acknowledgements since the worker was ready:
+        // the seed varies where in the stream the kill lands.
+        let after = gauge.acks() + gap(gaps, sent).saturating_sub(1);
+        while gauge.acks() < after {
+            if *done.borrow() {
+                return Ok(());
+            }
+            revive_all(sup, acts, cps).await?;
+            let _ = gauge.wait_ack(STATE_POLL).await;
         }
         let Some(mut held) = wait_busy(sup, probe, gauge, base, done, acts, cps).await? else {
             break;
