@@ -58,6 +58,9 @@ pub struct TrafficGauge {
     acked: Notify,
     /// When the sender last read an acknowledgement.
     last_ack: Mutex<Option<Instant>>,
+    /// The most exchanges in flight before the stream of first attempts
+    /// waits (0: no limit); set for kills ([`TrafficGauge::pace`]).
+    pace: AtomicU64,
 }
 
 /// What a window saw, returned when it closes.
@@ -127,11 +130,24 @@ impl TrafficGauge {
         self.held.store(held, Ordering::SeqCst);
     }
 
-    /// Waits while the stream is held, at most `max`.
+    /// Paces the stream of first attempts: the next waits while `max`
+    /// exchanges are in flight. Kills set it, so that a receiver slower
+    /// than the stream (a loaded machine, a pre-forking server) does not
+    /// get the whole stream queued before the kills can place themselves
+    /// in it.
+    pub fn pace(&self, max: u64) {
+        self.pace.store(max, Ordering::SeqCst);
+    }
+
+    /// Waits while the stream is held, or paced and full, at most `max`.
     pub async fn wait_while_held(&self, max: Duration) {
         let until = Instant::now() + max;
-        while self.held.load(Ordering::SeqCst) && Instant::now() < until {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+        let full = || {
+            let pace = self.pace.load(Ordering::SeqCst);
+            pace > 0 && self.in_flight.load(Ordering::SeqCst) >= pace
+        };
+        while (self.held.load(Ordering::SeqCst) || full()) && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
 
@@ -378,6 +394,23 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(1), t)
             .await
             .expect("released")
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_paced_stream_waits_while_its_limit_is_in_flight() {
+        let g = std::sync::Arc::new(TrafficGauge::new());
+        let first = g.begin();
+        g.wait_while_held(Duration::from_secs(5)).await;
+        g.pace(1);
+        let g2 = g.clone();
+        let t = tokio::spawn(async move { g2.wait_while_held(Duration::from_secs(5)).await });
+        tokio::time::sleep(30 * MS).await;
+        assert!(!t.is_finished(), "one in flight: the next waits");
+        first.answered(true, MS);
+        tokio::time::timeout(Duration::from_secs(1), t)
+            .await
+            .expect("room again")
             .unwrap();
     }
 

@@ -67,12 +67,27 @@ pub const KILL_AFTER_ACKS: u64 = 2;
 
 pub use crate::excuse::{JUST_ANSWERED, MISSED_KILL_RETRIES};
 
+/// Exchanges in flight at most before the stream of first attempts waits,
+/// in a scenario that kills: the stream keeps pace with the receiver, so
+/// traffic is left for every kill however slowly it answers.
+pub const KILL_PACE: u64 = 4;
+
 /// How long after a restart the nemesis waits for a kill's cut-off
 /// exchanges to end, at least (a typical answer time more on top).
 const CUT_OFF_GRACE: Duration = Duration::from_millis(100);
 
 /// How often the nemesis looks at the traffic gauge while it waits.
 const POLL: Duration = Duration::from_millis(5);
+
+/// Paces `gauge`'s stream ([`KILL_PACE`]) when `faults` kill a process.
+pub fn pace(faults: &[FaultSpec], gauge: &TrafficGauge) {
+    if faults
+        .iter()
+        .any(|f| matches!(f, FaultSpec::Kill(_) | FaultSpec::KillWorker(_)))
+    {
+        gauge.pace(KILL_PACE);
+    }
+}
 
 /// Whether the faults include process or database faults.
 pub fn applies(faults: &[FaultSpec]) -> bool {
@@ -513,7 +528,6 @@ mod tests {
         assert!(few.iter().all(|n| *n == KILL_AFTER_ACKS), "{few:?}");
         assert_eq!(gap(&g, 100), g[5]);
     }
-
 
     #[test]
     fn a_cut_uses_the_proxy_first_and_names_what_is_missing() {

@@ -27,8 +27,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::{
-    gap, revive_all, signal, Actions, CrashPoints, CUT_OFF_GRACE,
-    MISSED_KILL_RETRIES, POLL,
+    gap, revive_all, signal, Actions, CrashPoints, CUT_OFF_GRACE, MISSED_KILL_RETRIES, POLL,
 };
 use crate::excuse::JUST_ANSWERED;
 use crate::fault::gauge::TrafficGauge;
@@ -101,7 +100,8 @@ pub(super) async fn kills<R: Rng>(
     while met < k.count && sent < bound {
         let trigger = k.trigger(sent as usize);
         let after = mark + gap(gaps, sent);
-        let Some(seen) = wait_trigger(trigger, gauge, after, mark, rng, sup, done, acts, cps).await?
+        let Some(seen) =
+            wait_trigger(trigger, gauge, after, mark, rng, sup, done, acts, cps).await?
         else {
             break;
         };
