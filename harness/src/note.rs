@@ -381,20 +381,10 @@ fn process(f: &mut fmt::Formatter<'_>, acts: &Actions, tally: Option<&KillTally>
         )?;
     }
     if acts.kills_wanted > 0 {
-        write!(
-            f,
-            "; {} of {} interrupted work",
-            acts.kills_exercised,
-            count(acts.kills_wanted, "kill of the receiver")
-        )?;
+        write!(f, "; {}", acts.receiver_kills_met())?;
     }
     if acts.worker_kills_wanted > 0 {
-        write!(
-            f,
-            "; {} of {} met it ready and holding work",
-            acts.worker_kills_exercised,
-            count(acts.worker_kills_wanted, "kill of the worker")
-        )?;
+        write!(f, "; {}", acts.worker_kills_met())?;
     }
     if acts.missed > 0 {
         write!(

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use crate::fault::gauge::WindowCount;
+use crate::lifecycle::Role;
 use crate::scenario::fault_spec::CutDatabaseSpec;
 
 /// What the nemesis did.
@@ -83,9 +84,31 @@ impl Actions {
         self.worker_signals += other.worker_signals;
     }
 
-    /// Signals sent to the worker.
-    pub fn worker_signals(&self) -> u32 {
-        self.worker_signals
+    /// Counts a signal sent to `role`.
+    pub fn signalled(&mut self, role: Role) {
+        self.signals += 1;
+        if role == Role::Worker {
+            self.worker_signals += 1;
+        }
+    }
+
+    /// How many of the receiver kills asked for interrupted work, in the
+    /// words of the notes and the "not exercised" reason.
+    pub fn receiver_kills_met(&self) -> String {
+        format!(
+            "{} of {} interrupted work",
+            self.kills_exercised,
+            crate::words::count(u64::from(self.kills_wanted), "kill of the receiver")
+        )
+    }
+
+    /// How many of the worker kills asked for met it holding work, likewise.
+    pub fn worker_kills_met(&self) -> String {
+        format!(
+            "{} of {} met it ready and holding work",
+            self.worker_kills_exercised,
+            crate::words::count(u64::from(self.worker_kills_wanted), "kill of the worker")
+        )
     }
 
     /// Crashes of the worker at its crash points.

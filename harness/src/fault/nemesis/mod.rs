@@ -430,18 +430,15 @@ async fn signal(
     acts: &mut Actions,
     cps: &mut CrashPoints,
 ) -> Result<(), LifecycleError> {
-    if role == Role::Worker {
-        acts.worker_signals += 1;
-    }
     match k.signal {
         KillSignal::Kill => {
             sup.kill_noting(role, detail).await?;
-            acts.signals += 1;
+            acts.signalled(role);
             restart(sup, role, "after SIGKILL", acts, cps).await?;
         }
         KillSignal::Term => {
             sup.signal_noting(role, Signal::Term, detail)?;
-            acts.signals += 1;
+            acts.signalled(role);
             let deadline = Instant::now() + Duration::from_secs(5);
             while sup.pid(role).is_some() && Instant::now() < deadline {
                 if sup.exited(role) {
@@ -454,7 +451,7 @@ async fn signal(
         }
         KillSignal::Stop => {
             sup.signal_noting(role, Signal::Stop, detail)?;
-            acts.signals += 1;
+            acts.signalled(role);
             tokio::time::sleep(k.pause.0).await;
             sup.signal(role, Signal::Cont)?;
         }

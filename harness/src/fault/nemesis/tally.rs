@@ -55,11 +55,10 @@ fn unmet(met: Met, acts: &Actions, tally: Option<&KillTally>) -> Option<String> 
                 return None;
             }
             Some(format!(
-                "{} of {} interrupted work (a request in flight cut off, or an answer read at most {} ms before) in {} sent before the stream ended, so nothing was in flight to lose",
-                acts.kills_exercised,
-                show(acts.kills_wanted, "kill of the receiver"),
+                "{} (a request in flight cut off, or an answer read at most {} ms before) in {} sent before the stream ended, so nothing was in flight to lose",
+                acts.receiver_kills_met(),
                 crate::excuse::JUST_ANSWERED.as_millis(),
-                show(acts.signals.saturating_sub(acts.worker_signals()), "signal")
+                show(acts.signals.saturating_sub(acts.worker_signals), "signal")
             ))
         }
         Met::EveryWorkerKillHeldWork => {
@@ -74,9 +73,8 @@ fn unmet(met: Met, acts: &Actions, tally: Option<&KillTally>) -> Option<String> 
                 ""
             };
             Some(format!(
-                "{} of {} met it ready and holding work before the stream ended{unready}",
-                acts.worker_kills_exercised,
-                show(acts.worker_kills_wanted, "kill of the worker")
+                "{} before the stream ended{unready}",
+                acts.worker_kills_met()
             ))
         }
     }

@@ -29,6 +29,7 @@ use crate::fault::gauge::TrafficGauge;
 use crate::lifecycle::{LifecycleError, Role, Supervisor, DEFAULT_READY_TIMEOUT};
 use crate::scenario::fault_spec::KillSpec;
 use crate::state::probe::Probe;
+use crate::state::stream::{Discard, Settling};
 
 /// How often the worker's state (or its `busy` command) is read while a
 /// kill waits for it to hold work.
@@ -63,11 +64,11 @@ impl Held {
     }
 }
 
-/// Counts the state's settled and waiting rows; `None` when it cannot be read.
+/// Counts the state's settled and waiting rows without keeping them (it
+/// is read every [`STATE_POLL`]); `None` when it cannot be read.
 async fn read(probe: &Probe) -> Option<(usize, usize)> {
-    let state = probe.read_state().await.ok()?;
-    let settled = state.inbox.iter().filter(|r| r.settled()).count();
-    Some((settled, state.inbox.len() - settled))
+    let s = probe.read_state_into(Settling::new(Discard)).await.ok()?;
+    Some(((s.rows - s.unsettled) as usize, s.unsettled as usize))
 }
 
 /// Kills the worker `k.count` times while it holds work, each no earlier
@@ -112,7 +113,7 @@ pub(super) async fn kills(
             break;
         };
         gauge.hold(true);
-        let r = kill_and_measure(sup, k, probe, &mut held, acts, cps).await;
+        let r = kill_and_measure(sup, probe, &mut held, acts, cps).await;
         let ready = match r {
             Ok(()) => wait_working(probe, gauge, held.settled, ready_limit(sup), done).await,
             Err(_) => true,
@@ -147,15 +148,13 @@ pub(super) async fn kills(
 /// settles nothing more) into `held`, and restarts it.
 async fn kill_and_measure(
     sup: &mut Supervisor,
-    k: &KillSpec,
     probe: &Probe,
     held: &mut Held,
     acts: &mut Actions,
     cps: &mut CrashPoints,
 ) -> Result<(), LifecycleError> {
     sup.kill_noting(Role::Worker, Some(held.detail())).await?;
-    acts.signals += 1;
-    acts.worker_signals += 1;
+    acts.signalled(Role::Worker);
     let mut why = "after SIGKILL".to_string();
     if !held.by_hook {
         if let Some((settled, waiting)) = read(probe).await {
@@ -168,7 +167,6 @@ async fn kill_and_measure(
             );
         }
     }
-    debug_assert_eq!(k.signal, crate::scenario::fault_spec::KillSignal::Kill);
     super::restart(sup, Role::Worker, &why, acts, cps).await
 }
 
