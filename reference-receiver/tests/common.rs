@@ -167,13 +167,20 @@ pub fn now() -> i64 {
 #[derive(Clone)]
 pub struct Http {
     client: Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>,
+    timeout: Duration,
 }
 
 impl Http {
     pub fn new() -> Self {
         Http {
             client: Client::builder(TokioExecutor::new()).build_http(),
+            timeout: Duration::from_secs(10),
         }
+    }
+
+    /// The same client, waiting up to `timeout` for each answer.
+    pub fn with_timeout(self, timeout: Duration) -> Self {
+        Http { timeout, ..self }
     }
 
     /// Sends a request; returns status, headers and body text.
@@ -191,7 +198,7 @@ impl Http {
         let req = b
             .header(header::CONTENT_TYPE, "application/json")
             .body(Full::new(Bytes::from(body.to_string())))?;
-        let resp = tokio::time::timeout(Duration::from_secs(10), self.client.request(req))
+        let resp = tokio::time::timeout(self.timeout, self.client.request(req))
             .await
             .context("request timed out")??;
         let status = resp.status().as_u16();

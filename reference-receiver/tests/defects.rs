@@ -261,7 +261,10 @@ async fn requeues_outage_buffer_processes_a_duplicate_kept_during_an_outage_twic
         &format!("sqlite://{}", path.display()),
     )
     .await?;
-    let t = crate::common::Http::new();
+    // One writer thread runs the worker's batches and the inserts: under the
+    // lock below, a worker batch queued first waits its 5 s out before the
+    // insert waits its own, so an answer can take twice the busy timeout.
+    let t = crate::common::Http::new().with_timeout(std::time::Duration::from_secs(30));
     let url = rx.webhook_url("acct_a");
     let old = at("tsk_old", "job-1", "2026-11-29T10:00:00Z");
     ensure!(t.deliver(&url, SECRET_A, &old, "msg_1").await? == 204);
