@@ -557,3 +557,88 @@ fn bench_target_starts_loads_and_passes_a_zoo_receiver_of_every_profile() {
     }
     assert!(failed.is_empty(), "{}", failed.join("\n\n"));
 }
+
+#[test]
+fn a_bench_of_the_reference_receiver_under_kills_and_a_cut_database_stays_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (text, run, v) = bench_cli(
+        dir.path(),
+        &[
+            "--fault",
+            "kill-under-load",
+            "--fault",
+            "db-outage",
+            "--rate",
+            "300/s",
+            "--duration",
+            "12s",
+            "--warmup",
+            "1s",
+            "--connections",
+            "20",
+            "--seed",
+            "8",
+        ],
+    );
+    assert!(text.contains("check     pass"), "{text}");
+    assert_eq!(v["check"]["verdict"], "pass", "{text}");
+    let f = &v["faults"];
+    assert_eq!(
+        f["from"],
+        serde_json::json!(["kill-under-load", "db-outage"])
+    );
+    // Every kill interrupted work, the cut met attempts, and what they
+    // made fail was sent again and acknowledged.
+    assert_eq!(f["kills"], 5, "{f}");
+    assert_eq!(f["kills_exercised"], 5, "{f}");
+    assert_eq!(f["cuts"], 1, "{f}");
+    assert!(f.get("not_exercised").is_none(), "{f}");
+    assert!(f["resends"]["resent"].as_u64().unwrap() > 0, "{f}");
+    // The supervisor's lines are in the bench's history, between the attempts.
+    let mut lines = BTreeMap::<String, usize>::new();
+    for e in history::read(&run.join("history.jsonl")).unwrap() {
+        if let Event::Fault(fe) = e.unwrap() {
+            *lines.entry(fe.fault.to_string()).or_default() += 1;
+        }
+    }
+    assert_eq!(lines.get("kill"), Some(&5), "{lines:?}");
+    assert!(lines.get("restart").is_some_and(|n| *n >= 5), "{lines:?}");
+    assert!(
+        text.contains("5 of 5 receiver kills interrupted work"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_fault_a_bench_cannot_carry_out_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, says) in [
+        (
+            &["--fault", "baseline"][..],
+            "has no process or database fault",
+        ),
+        (
+            &["--fault", "kill-under-load", "--null"][..],
+            "not --url or --null",
+        ),
+        (
+            &["--fault", "kill-under-load", "--no-check"][..],
+            "drop --no-check",
+        ),
+        (&["--fault", "no-such-scenario"][..], "no-such-scenario"),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_hookstorm"))
+            .arg("bench")
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(
+            o.status.code(),
+            Some(hookstorm::exit::USAGE),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}

@@ -239,9 +239,45 @@ fn pong(port: u16) -> bool {
     s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
 }
 
+/// A target file for `rx` carrying `mutant` (none when empty), hookstorm
+/// owning its processes, with what it needs while it runs: its scratch
+/// folder, the receiver's listening socket, and Redis for the queue.
+pub struct KillTarget {
+    /// The target file's text.
+    pub toml: String,
+    /// The receiver's socket, held until hookstorm ends.
+    pub sockets: Sockets,
+    _work: tempfile::TempDir,
+    _redis: Option<Redis>,
+}
+
+/// The environment the receivers of this module read their secrets from.
+pub const KILL_ENV: [(&str, &str); 2] = [
+    ("ZOO_SECRET_ACCT_A", SECRET_A),
+    ("ZOO_SECRET_ACCT_B", SECRET_B),
+];
+
 /// Runs `scenario` alone, without the preflight, with `seed` against `rx`
 /// carrying `mutant` (none when empty), hookstorm owning its processes.
 pub fn run_kill(rx: KillRx, mutant: &str, scenario: &str, seed: u64) -> ForeignRun {
+    let t = kill_target(rx, mutant);
+    let seed = seed.to_string();
+    let args = [
+        "--scenario",
+        scenario,
+        "--seed",
+        seed.as_str(),
+        "--no-preflight",
+        "--drain",
+        "20s",
+        "--timeout",
+        "300s",
+    ];
+    run_hookstorm_holding(&t.toml, &args, &KILL_ENV, &t.sockets)
+}
+
+/// The target of `rx` carrying `mutant`.
+pub fn kill_target(rx: KillRx, mutant: &str) -> KillTarget {
     let work = tempfile::tempdir().expect("tempdir");
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind the receiver's port");
     let port = listener.local_addr().expect("address").port();
@@ -271,29 +307,12 @@ pub fn run_kill(rx: KillRx, mutant: &str, scenario: &str, seed: u64) -> ForeignR
         ready,
         "",
     );
-    let seed = seed.to_string();
-    let args = [
-        "--scenario",
-        scenario,
-        "--seed",
-        seed.as_str(),
-        "--no-preflight",
-        "--drain",
-        "20s",
-        "--timeout",
-        "300s",
-    ];
-    let run = run_hookstorm_holding(
-        &target,
-        &args,
-        &[
-            ("ZOO_SECRET_ACCT_A", SECRET_A),
-            ("ZOO_SECRET_ACCT_B", SECRET_B),
-        ],
-        &Sockets::new(vec![listener]),
-    );
-    drop(redis);
-    run
+    KillTarget {
+        toml: target,
+        sockets: Sockets::new(vec![listener]),
+        _work: work,
+        _redis: redis,
+    }
 }
 
 /// What one run must show.
@@ -543,4 +562,92 @@ fn every_kill_mutant_names_kill_scenarios_and_its_receiver_has_its_folder() {
             m.name
         );
     }
+}
+
+/// Benches `rx` carrying `mutant` (none when empty) for 10 s at 150/s with
+/// the faults of the catalog scenarios `faults` under the load, on
+/// `seed`: the exit code, the output, and `bench.json`.
+fn bench_kill(
+    rx: KillRx,
+    mutant: &str,
+    faults: &[&str],
+    seed: u64,
+) -> (i32, String, serde_json::Value) {
+    let t = kill_target(rx, mutant);
+    let work = tempfile::tempdir().expect("tempdir");
+    let file = work.path().join("target.toml");
+    std::fs::write(&file, &t.toml).expect("write the target");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookstorm"));
+    cmd.arg("bench").arg("--target").arg(&file);
+    for f in faults {
+        cmd.args(["--fault", f]);
+    }
+    // Long enough for every kill: each restart of the app holds the
+    // stream for about a second.
+    cmd.args(["--rate", "150/s", "--duration", "10s", "--warmup", "1s"])
+        .args(["--connections", "8", "--drain", "20s"])
+        .args(["--seed", &seed.to_string()])
+        .arg("--out")
+        .arg(work.path().join("reports"))
+        .envs(KILL_ENV)
+        .env("NO_COLOR", "1");
+    hookstorm::lifecycle::inherit_sockets(&mut cmd, &t.sockets).expect("hand over the socket");
+    let o = cmd.output().expect("run hookstorm bench");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v = std::fs::read(work.path().join("reports/latest/bench.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (o.status.code().unwrap_or(-1), text, v)
+}
+
+/// The verdict of invariant `id` in a bench's check.
+fn bench_verdict(v: &serde_json::Value, id: InvariantId) -> Option<String> {
+    v["check"]["check"]["results"]
+        .as_array()?
+        .iter()
+        .find(|r| r["id"] == serde_json::json!(id))
+        .and_then(|r| r["verdict"].as_str().map(str::to_string))
+}
+
+#[test]
+fn a_bench_under_kills_catches_the_fastapi_background_write_on_every_seed_and_passes_its_twin() {
+    let test = "a_bench_under_kills_catches_the_fastapi_background_write_on_every_seed_and_passes_its_twin";
+    if !KillRx::Background.installed_or_skip(test) {
+        return;
+    }
+    let fault = ["kill-between-commit-and-ack"];
+    let cases: Vec<(&str, u64)> = ["background-write", ""]
+        .into_iter()
+        .flat_map(|m| kill_seeds().into_iter().map(move |s| (m, s)))
+        .collect();
+    let outcomes = parallel(&cases, |(mutant, seed)| {
+        bench_kill(KillRx::Background, mutant, &fault, *seed)
+    });
+    let mut wrong = Vec::new();
+    for ((mutant, seed), (code, text, v)) in cases.iter().zip(outcomes) {
+        let i1 = bench_verdict(&v, InvariantId::I1);
+        let f = &v["faults"];
+        eprintln!(
+            "{:<18} seed {seed}: exit {code} · {} requests · I1 {i1:?} · kills {}/{} · resent {}",
+            if mutant.is_empty() { "twin" } else { mutant },
+            v["requests"],
+            f["kills_exercised"],
+            f["kills"],
+            f["resends"]["resent"]
+        );
+        let ok = if mutant.is_empty() {
+            code == 0 && v["check"]["verdict"] == "pass" && f["kills_exercised"] == f["kills"]
+        } else {
+            code == 1 && i1.as_deref() == Some("fail")
+        };
+        if !ok {
+            wrong.push(format!("{mutant:?} seed {seed}: exit {code}\n{text}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
 }

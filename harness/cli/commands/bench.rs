@@ -98,6 +98,16 @@ pub struct Args {
     /// Built-in receiver only: its database (default: SQLite in a temp folder).
     #[arg(long)]
     receiver_db: Option<String>,
+    /// Carry out a catalog scenario's process and database faults under
+    /// the load, with the check after: `kill-under-load`,
+    /// `kill-between-commit-and-ack`, `worker-crash`, `db-outage`, … (or a
+    /// .toml file); repeatable. What failed is sent again, as a provider
+    /// retries. Needs the processes the bench starts: the built-in receiver,
+    /// or --target with [lifecycle] (and [database] for a cut).
+    #[arg(long = "fault", value_name = "SCENARIO")]
+    faults: Vec<String>,
+    #[command(flatten)]
+    catalog: super::catalog::CatalogFlags,
     /// Reports folder.
     #[arg(long, default_value = "reports")]
     out: PathBuf,
@@ -197,6 +207,37 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     rt.block_on(run_async(args))
 }
 
+/// The catalog scenarios `--fault` names and their process and database
+/// faults, or what is wrong with them.
+fn fault_specs(
+    args: &Args,
+) -> Result<(Vec<String>, Vec<hookstorm::scenario::fault_spec::FaultSpec>), String> {
+    if args.faults.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    if args.null || args.url.is_some() {
+        return Err("--fault needs the receiver's processes and its state: the built-in receiver or --target FILE, not --url or --null".into());
+    }
+    if args.shard.is_some() {
+        return Err("--fault kills the receiver every shard shares: run it without --shard".into());
+    }
+    if args.no_check {
+        return Err("--fault needs the check after the load: drop --no-check".into());
+    }
+    let dir = args.catalog.dir();
+    let (mut from, mut specs) = (Vec::new(), Vec::new());
+    for name in &args.faults {
+        let path = super::catalog::find(&dir, name)?;
+        let s = hookstorm::scenario::Scenario::from_file(&path).map_err(|e| e.to_string())?;
+        if let Some(why) = bench::faults::refuse(&s.name, &s.faults) {
+            return Err(why);
+        }
+        specs.extend(s.faults.into_iter().filter(|f| f.is_process_fault()));
+        from.push(s.name);
+    }
+    Ok((from, specs))
+}
+
 fn random_secret() -> Secret {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -227,6 +268,11 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
             "--shard needs the one receiver every shard sends to: --target FILE or --url URL",
         ));
     }
+    // The faults under load: read before anything starts.
+    let (fault_from, fault_specs) = match fault_specs(&args) {
+        Ok(f) => f,
+        Err(e) => return Ok(super::usage_error(e)),
+    };
     let mut builtin = None;
     // A target's processes: started as `run` starts them, stopped after.
     let mut started: Option<(hookstorm::lifecycle::Supervisor, tempfile::TempDir)> = None;
@@ -243,6 +289,13 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
             }
         };
         accounts = t.accounts();
+        if let Some(why) = fault_from
+            .iter()
+            .find_map(|name| hookstorm::fault::nemesis::missing_control(name, &fault_specs, &t))
+        {
+            errln!("error: --fault {}: {why}", fault_from.join(", "));
+            return Ok(exit::TARGET_UNUSABLE);
+        }
         // What `run` starts: the [lifecycle] processes (ready before the
         // load), the [database] proxy, the provider API.
         let logs = tempfile::Builder::new()
@@ -339,10 +392,13 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
     } else {
         let mut copts = hookstorm_cli::builtin::ChildOptions::new("{hookstorm} receiver");
         copts.db = args.receiver_db.clone();
-        // No fault is injected below HTTP in a bench: no proxy in the way,
-        // and the worker inside the receiver (one process, one writer).
-        copts.proxy = false;
-        copts.separate_worker = false;
+        // Without --fault nothing is injected below HTTP: no proxy in the
+        // way, and the worker inside the receiver (one process, one
+        // writer). With it, the receiver runs as `run` runs it.
+        if fault_specs.is_empty() {
+            copts.proxy = false;
+            copts.separate_worker = false;
+        }
         let prepared = hookstorm_cli::builtin::prepare(&copts)
             .context("preparing the built-in reference receiver")?;
         let t = prepared.target.clone();
@@ -432,7 +488,22 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
         opts.connections,
         hookstorm::units::format_duration(opts.warmup)
     );
-    let outcome = bench::run_until(&opts, &stop).await;
+    if !fault_specs.is_empty() {
+        info!("faults under load: {}", fault_from.join(", "));
+    }
+    let sup = match (&mut builtin, &mut started) {
+        (Some((sup, _, _)), _) | (None, Some((sup, _))) => Some(sup),
+        _ => None,
+    };
+    let faults = match sup {
+        Some(sup) if !fault_specs.is_empty() => Some(bench::faults::BenchFaults {
+            sup,
+            from: fault_from.clone(),
+            specs: fault_specs.clone(),
+        }),
+        _ => None,
+    };
+    let outcome = bench::run_under(&opts, &stop, faults).await;
     if let Some(tx) = null_stop {
         let _ = tx.send(());
     }

@@ -106,6 +106,9 @@ pub struct Item {
     pub body: Vec<u8>,
     /// Copies sent at once (2 for concurrent duplicates).
     pub copies: u32,
+    /// How many times this delivery was sent before (0: its first send; a
+    /// bench under faults resends what failed, see [`crate::bench::load`]).
+    pub resend: u32,
     /// The provider's headers beyond content type, length and signature,
     /// once the item is dressed as its profile's provider sends it; empty
     /// as generated (the answerline delivery).
@@ -115,6 +118,10 @@ pub struct Item {
 impl Item {
     /// The fault tags the history records for copy `copy` (1-based).
     pub fn faults(&self, copy: u32) -> Vec<FaultTag> {
+        if self.resend > 0 {
+            // A provider's retry of a failed send: no fault of the harness.
+            return vec![];
+        }
         match self.kind {
             Kind::Fresh => vec![],
             Kind::Duplicate { .. } => vec![FaultTag::Replay],
@@ -226,6 +233,7 @@ impl Generator {
             created_at: String::new(),
             body: Vec::new(),
             copies: 1,
+            resend: 0,
             headers: Vec::new(),
         };
         self.fill(slot, &mut it);
@@ -295,6 +303,7 @@ impl Generator {
         it.kind = kind;
         it.account = (pair % self.accounts as u64) as usize;
         it.copies = if kind == Kind::Concurrent { 2 } else { 1 };
+        it.resend = 0;
     }
 }
 

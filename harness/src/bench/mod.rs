@@ -22,6 +22,7 @@
 //! - [`progress`]: the live progress line.
 //! - [`null`]: the null receiver (verify, answer 204, store nothing).
 
+pub mod faults;
 pub mod latency;
 pub mod load;
 pub mod mix;
@@ -34,6 +35,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::check::{check_files, CheckOptions, InvariantId};
@@ -274,7 +276,23 @@ pub async fn run(opts: &BenchOptions) -> Result<BenchOutcome, BenchError> {
 /// stopped bench skips the check and writes `bench.json` for what ran,
 /// marked `interrupted`.
 pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome, BenchError> {
+    run_under(opts, stop, None).await
+}
+
+/// [`run_until`] with process and database faults carried out under the
+/// load ([`faults`]).
+pub async fn run_under(
+    opts: &BenchOptions,
+    stop: &Stop,
+    mut faults: Option<faults::BenchFaults<'_>>,
+) -> Result<BenchOutcome, BenchError> {
     validate(opts)?;
+    if faults.is_some() && opts.probe.is_none() {
+        return Err(BenchError::Config(format!(
+            "--fault needs the check after the load, and this bench has none ({})",
+            opts.no_check_reason
+        )));
+    }
     let started_at = crate::history::now_rfc3339();
     let mut run_id = format!(
         "{}-bench-{:08x}",
@@ -379,7 +397,184 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
     let refusals = load::Refusals::default();
 
     let mut short = Vec::new();
-    let (mode, tally, measured, ramp, target_rate, counted_out) = match opts.rate {
+    let under = faults.as_ref().map(|_| {
+        Arc::new(load::UnderFaults::new(Arc::new(
+            crate::fault::gauge::TrafficGauge::new(),
+        )))
+    });
+    let (done_tx, done_rx) = tokio::sync::watch::channel(false);
+    // What the nemesis expects the measured time to carry, from the rate
+    // it saw: the count asked, else the rate over the duration.
+    let expect = |rate: f64| match requests {
+        Some(n) => n.min(usize::MAX as u64) as usize,
+        None => (rate * opts.duration.as_secs_f64()).min(1e12) as usize,
+    };
+    let nemesis = async {
+        match (faults.as_mut(), &under, &opts.probe) {
+            (Some(f), Some(u), Some(probe)) => Some(
+                faults::carry_out(
+                    f,
+                    u,
+                    &sink,
+                    &dir,
+                    opts.seed,
+                    probe,
+                    expect,
+                    opts.warmup,
+                    done_rx,
+                )
+                .await,
+            ),
+            _ => None,
+        }
+    };
+    let load = async {
+        let loaded = load_phases(
+            opts,
+            &target,
+            &gen,
+            &sink,
+            &refusals,
+            under.as_ref(),
+            stop,
+            &progress,
+            &mut short,
+            requests,
+            share,
+        )
+        .await;
+        let _ = done_tx.send(true);
+        loaded
+    };
+    let ((mode, tally, measured, ramp, target_rate, counted_out), acted) =
+        tokio::join!(load, nemesis);
+    let faults_result = match (&faults, &acted, &under) {
+        (Some(f), Some(a), Some(u)) => Some(faults::result(f, a, u)),
+        _ => None,
+    };
+    progress.stop();
+    sink.finish().map_err(|e| BenchError::Io(e.to_string()))?;
+    crate::memory::give_back_freed();
+
+    let interrupted = stop.requested();
+    let (check, check_skipped) = match &opts.probe {
+        _ if interrupted => (None, Some("interrupted (Ctrl-C or SIGTERM)".to_string())),
+        _ if opts.shard.is_some() => (
+            None,
+            Some("a shard: `hookstorm merge` checks the union of the shards' histories against the state read once after all of them finished".to_string()),
+        ),
+        None => (None, Some(opts.no_check_reason.clone())),
+        Some(probe) => match check(probe, opts, &dir, &history_path, refusals.first()).await {
+            Ok(mut v) => {
+                // A fault that met nothing proves nothing: its passes are unknown.
+                if let Some(why) = faults_result.as_ref().and_then(|f| f.not_exercised.as_ref()) {
+                    v.check.not_exercised(why);
+                    v.verdict = v.check.verdict();
+                }
+                (Some(v), None)
+            }
+            Err(why) => (None, Some(why)),
+        },
+    };
+    let check_skipped = match (check_skipped, notes.is_empty()) {
+        (Some(s), false) => Some(format!("{s}; {}", notes.join("; "))),
+        (s, _) => s,
+    };
+
+    let (latency, latency_uncorrected, error_rate) = summarize(&tally);
+    let result = BenchResult {
+        run_id: run_id.clone(),
+        started_at,
+        mode: mode.into(),
+        target: opts.target_desc.clone(),
+        profile: opts.profile.name.clone(),
+        seed: opts.seed,
+        connections: opts.connections,
+        duration_s: measured.as_secs_f64(),
+        warmup_s: opts.warmup.as_secs_f64(),
+        requests_asked: requests,
+        requests_reached: requests.map(|_| counted_out),
+        target_rate,
+        requests: tally.requests,
+        warmup_requests: tally.warmup_requests,
+        achieved_rate: tally.requests as f64 / measured.as_secs_f64().max(1e-3),
+        latency,
+        latency_uncorrected,
+        statuses: tally.statuses.clone(),
+        errors: tally.errors.clone(),
+        error_rate,
+        throughput: tally.per_second.clone(),
+        errors_per_second: tally.failed_per_second.clone(),
+        latency_curve: result::latency_curve(&tally.latency),
+        thresholds: Vec::new(),
+        ramp,
+        mix: opts.mix,
+        refused: tally.refused,
+        first_refusal: refusals.first().cloned(),
+        processes: opts.processes.clone(),
+        faults: faults_result,
+        check,
+        check_skipped,
+        machine: Machine::detect(),
+        peak_rss_mib: result::peak_rss_mib(),
+        history: Some("history.jsonl".into()),
+        rate_unreachable: (!short.is_empty()).then(|| short.join("; ")),
+        interrupted,
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    let json = serde_json::to_vec_pretty(&result).map_err(|e| BenchError::Io(e.to_string()))?;
+    let path = dir.join("bench.json");
+    std::fs::write(&path, json).map_err(|e| BenchError::Io(format!("{}: {e}", path.display())))?;
+    result::write_html(&dir, &result).map_err(BenchError::Io)?;
+    if let Some(m) = &mut manifest {
+        let hdr = serde_json::to_vec(&latency::RecorderData::encode(&tally.latency))
+            .map_err(|e| BenchError::Io(e.to_string()))?;
+        let path = dir.join(crate::shard::LATENCY_FILE);
+        std::fs::write(&path, hdr)
+            .map_err(|e| BenchError::Io(format!("{}: {e}", path.display())))?;
+        m.phase_start_ms = Some(phase_start_ms);
+        m.planned = tally.requests + tally.warmup_requests;
+        m.status = if interrupted {
+            crate::shard::ShardStatus::Interrupted
+        } else {
+            crate::shard::ShardStatus::Finished
+        };
+        write_manifest(m)?;
+    }
+    let latest = opts.out_dir.join("latest");
+    let _ = std::fs::remove_file(&latest);
+    #[cfg(unix)]
+    let _ = std::os::unix::fs::symlink(&run_id, &latest);
+    Ok(BenchOutcome { result, dir })
+}
+
+/// What the load of a bench measured: its mode, its tally, the measured
+/// time, the ramp, the rate asked, and whether its count was sent.
+type Loaded = (
+    &'static str,
+    WorkerStats,
+    Duration,
+    Option<Ramp>,
+    Option<f64>,
+    bool,
+);
+
+/// The load of a bench: one phase, or a ramp's steps.
+#[allow(clippy::too_many_arguments)]
+async fn load_phases(
+    opts: &BenchOptions,
+    target: &LoadTarget,
+    gen: &Generator,
+    sink: &LineSink,
+    refusals: &load::Refusals,
+    under: Option<&Arc<load::UnderFaults>>,
+    stop: &Stop,
+    progress: &progress::Progress,
+    short: &mut Vec<String>,
+    requests: Option<u64>,
+    share: impl Fn(f64) -> f64,
+) -> Loaded {
+    match opts.rate {
         Some(Rate::Ramp { from, to }) => {
             let steps = opts.ramp_steps.max(2);
             let step_len = opts.duration / steps as u32;
@@ -405,12 +600,13 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
                         .map(|n| crate::shard::count_share(n, steps as u64, i as u64)),
                 };
                 let r = load::run_phase(
-                    &target,
-                    &gen,
+                    target,
+                    gen,
                     phase,
                     slot,
                     Some(sink.clone()),
-                    &refusals,
+                    refusals,
+                    under,
                     stop,
                     |l| progress.attach(l),
                 )
@@ -469,12 +665,13 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
                 requests,
             };
             let r = load::run_phase(
-                &target,
-                &gen,
+                target,
+                gen,
                 phase,
                 0,
                 Some(sink.clone()),
-                &refusals,
+                refusals,
+                under,
                 stop,
                 |l| progress.attach(l),
             )
@@ -484,93 +681,7 @@ pub async fn run_until(opts: &BenchOptions, stop: &Stop) -> Result<BenchOutcome,
             }
             (mode, r.tally, r.measured, None, rate, r.counted_out)
         }
-    };
-    progress.stop();
-    sink.finish().map_err(|e| BenchError::Io(e.to_string()))?;
-    crate::memory::give_back_freed();
-
-    let interrupted = stop.requested();
-    let (check, check_skipped) = match &opts.probe {
-        _ if interrupted => (None, Some("interrupted (Ctrl-C or SIGTERM)".to_string())),
-        _ if opts.shard.is_some() => (
-            None,
-            Some("a shard: `hookstorm merge` checks the union of the shards' histories against the state read once after all of them finished".to_string()),
-        ),
-        None => (None, Some(opts.no_check_reason.clone())),
-        Some(probe) => match check(probe, opts, &dir, &history_path, refusals.first()).await {
-            Ok(v) => (Some(v), None),
-            Err(why) => (None, Some(why)),
-        },
-    };
-    let check_skipped = match (check_skipped, notes.is_empty()) {
-        (Some(s), false) => Some(format!("{s}; {}", notes.join("; "))),
-        (s, _) => s,
-    };
-
-    let (latency, latency_uncorrected, error_rate) = summarize(&tally);
-    let result = BenchResult {
-        run_id: run_id.clone(),
-        started_at,
-        mode: mode.into(),
-        target: opts.target_desc.clone(),
-        profile: opts.profile.name.clone(),
-        seed: opts.seed,
-        connections: opts.connections,
-        duration_s: measured.as_secs_f64(),
-        warmup_s: opts.warmup.as_secs_f64(),
-        requests_asked: requests,
-        requests_reached: requests.map(|_| counted_out),
-        target_rate,
-        requests: tally.requests,
-        warmup_requests: tally.warmup_requests,
-        achieved_rate: tally.requests as f64 / measured.as_secs_f64().max(1e-3),
-        latency,
-        latency_uncorrected,
-        statuses: tally.statuses.clone(),
-        errors: tally.errors.clone(),
-        error_rate,
-        throughput: tally.per_second.clone(),
-        errors_per_second: tally.failed_per_second.clone(),
-        latency_curve: result::latency_curve(&tally.latency),
-        thresholds: Vec::new(),
-        ramp,
-        mix: opts.mix,
-        refused: tally.refused,
-        first_refusal: refusals.first().cloned(),
-        processes: opts.processes.clone(),
-        check,
-        check_skipped,
-        machine: Machine::detect(),
-        peak_rss_mib: result::peak_rss_mib(),
-        history: Some("history.jsonl".into()),
-        rate_unreachable: (!short.is_empty()).then(|| short.join("; ")),
-        interrupted,
-        version: env!("CARGO_PKG_VERSION").to_string(),
-    };
-    let json = serde_json::to_vec_pretty(&result).map_err(|e| BenchError::Io(e.to_string()))?;
-    let path = dir.join("bench.json");
-    std::fs::write(&path, json).map_err(|e| BenchError::Io(format!("{}: {e}", path.display())))?;
-    result::write_html(&dir, &result).map_err(BenchError::Io)?;
-    if let Some(m) = &mut manifest {
-        let hdr = serde_json::to_vec(&latency::RecorderData::encode(&tally.latency))
-            .map_err(|e| BenchError::Io(e.to_string()))?;
-        let path = dir.join(crate::shard::LATENCY_FILE);
-        std::fs::write(&path, hdr)
-            .map_err(|e| BenchError::Io(format!("{}: {e}", path.display())))?;
-        m.phase_start_ms = Some(phase_start_ms);
-        m.planned = tally.requests + tally.warmup_requests;
-        m.status = if interrupted {
-            crate::shard::ShardStatus::Interrupted
-        } else {
-            crate::shard::ShardStatus::Finished
-        };
-        write_manifest(m)?;
     }
-    let latest = opts.out_dir.join("latest");
-    let _ = std::fs::remove_file(&latest);
-    #[cfg(unix)]
-    let _ = std::os::unix::fs::symlink(&run_id, &latest);
-    Ok(BenchOutcome { result, dir })
 }
 
 /// Drains, reads the state, saves it, and checks the history against it.

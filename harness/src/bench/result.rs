@@ -297,6 +297,10 @@ pub struct BenchResult {
     /// `[lifecycle]`, its `[database]` proxy, the built-in receiver).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub processes: Vec<String>,
+    /// The process and database faults carried out under the load, and
+    /// what they did (`--fault`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub faults: Option<super::faults::FaultsResult>,
     /// The checker's verdict, unless checking was off.
     pub check: Option<Correctness>,
     /// Why there is no verdict.
@@ -400,6 +404,12 @@ impl BenchResult {
         }
         for p in &self.processes {
             let _ = writeln!(s, "  ran       {p}");
+        }
+        if let Some(f) = &self.faults {
+            let _ = writeln!(s, "  {}", f.line());
+            if let Some(why) = &f.not_exercised {
+                let _ = writeln!(s, "  not exercised: {why}");
+            }
         }
         if let Some(r) = &self.ramp {
             for (i, st) in r.steps.iter().enumerate() {

@@ -130,6 +130,11 @@ impl TrafficGauge {
         self.held.store(held, Ordering::SeqCst);
     }
 
+    /// Whether the stream of first attempts is held.
+    pub fn held(&self) -> bool {
+        self.held.load(Ordering::SeqCst)
+    }
+
     /// Paces the stream of first attempts: the next waits while `max`
     /// exchanges are in flight. Kills set it, so that a receiver slower
     /// than the stream (a loaded machine, a pre-forking server) does not

@@ -220,6 +220,20 @@ pub fn fold(path: &Path, folds: &mut [&mut dyn Fold]) -> Result<u64, HistoryErro
     Ok(n)
 }
 
+/// Where whole history events go besides the sender's attempts: a run's
+/// [`HistorySink`], or a bench's line sink. The lifecycle supervisor writes
+/// its fault lines (kills, restarts, cuts) through it.
+pub trait EventSink: Send + Sync {
+    /// Appends one event; a write error is kept by the sink for its end.
+    fn event(&self, event: Event);
+}
+
+impl EventSink for HistorySink {
+    fn event(&self, event: Event) {
+        let _ = self.write(event);
+    }
+}
+
 /// A cloneable handle many tasks write events through, concurrently.
 ///
 /// Backed by one [`HistoryWriter`] behind a mutex: a line is serialized and

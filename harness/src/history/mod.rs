@@ -35,7 +35,9 @@ pub fn fuzz_scan(line: &str) {
 }
 
 pub(crate) use codec::{encode_attempt, push_dec, AttemptLine};
-pub use codec::{fold, read, read_numbered, Fold, HistoryError, HistorySink, HistoryWriter};
+pub use codec::{
+    fold, read, read_numbered, EventSink, Fold, HistoryError, HistorySink, HistoryWriter,
+};
 pub use event::{
     now_rfc3339, Attempt, Emitted, Event, FaultEvent, Intent, Outcome, ProviderTask, Received,
     RunHeader,

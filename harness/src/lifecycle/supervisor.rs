@@ -18,7 +18,7 @@ use super::config::{
 };
 use super::process::Process;
 use super::signal::Signal;
-use crate::history::{now_rfc3339, Event, FaultEvent, HistorySink};
+use crate::history::{now_rfc3339, Event, EventSink, FaultEvent};
 use crate::tag::FaultName;
 use crate::tcpproxy::{Mode, Proxy};
 
@@ -75,7 +75,7 @@ pub struct Supervisor {
     log_dir: PathBuf,
     env: BTreeMap<String, String>,
     worker_env: BTreeMap<String, String>,
-    sink: Option<(HistorySink, String)>,
+    sink: Option<(std::sync::Arc<dyn EventSink>, String)>,
     lock: Option<SqliteLock>,
     actions: Vec<SupervisorEvent>,
 }
@@ -178,7 +178,7 @@ impl Supervisor {
     }
 
     /// Sends later actions to `sink` under `scenario`, and later logs to `log_dir`.
-    pub fn attach(&mut self, sink: HistorySink, scenario: &str, log_dir: &Path) {
+    pub fn attach(&mut self, sink: std::sync::Arc<dyn EventSink>, scenario: &str, log_dir: &Path) {
         self.sink = Some((sink, scenario.to_string()));
         self.log_dir = log_dir.to_path_buf();
         self.actions.clear();
@@ -244,7 +244,7 @@ impl Supervisor {
     /// Writes one action to the history (when attached) and remembers it.
     pub fn record(&mut self, fault: FaultName, action: String, detail: Option<String>) {
         if let Some((sink, scenario)) = &self.sink {
-            let _ = sink.write(Event::Fault(FaultEvent {
+            sink.event(Event::Fault(FaultEvent {
                 scenario: scenario.clone(),
                 at: now_rfc3339(),
                 fault: fault.clone(),

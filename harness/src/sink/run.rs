@@ -237,7 +237,7 @@ async fn run_scenario(
         version: env!("CARGO_PKG_VERSION").to_string(),
     }))?;
     if let Some(sup) = supervisor.as_deref_mut() {
-        sup.attach(history.clone(), &s.name, &dir);
+        sup.attach(std::sync::Arc::new(history.clone()), &s.name, &dir);
         sup.ensure_up().await.map_err(TargetError::from)?;
         crash::arm(sup, s.crash, plan.seed)
             .await

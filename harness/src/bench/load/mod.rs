@@ -39,6 +39,7 @@ use crate::run::interrupt::Stop;
 mod encode;
 mod lane;
 mod record;
+mod resend;
 mod tally;
 mod target;
 mod wire;
@@ -46,6 +47,7 @@ mod worker;
 
 pub use lane::CUT_AT_END;
 pub use record::{refuses, LineSink, SCENARIO};
+pub use resend::{ResendCounts, UnderFaults, MAX_RESENDS, RESEND_AFTER};
 pub use tally::{Live, Refusal, Refusals, WorkerStats};
 pub use target::{LoadError, LoadTarget};
 
@@ -129,6 +131,7 @@ pub async fn run_phase(
     first: u64,
     sink: Option<LineSink>,
     refusals: &Refusals,
+    faults: Option<&Arc<UnderFaults>>,
     stop: &Stop,
     on_start: impl FnOnce(Live),
 ) -> PhaseResult {
@@ -158,6 +161,7 @@ pub async fn run_phase(
             claimed: AtomicU64::new(0),
             reached: AtomicBool::new(false),
         }),
+        faults: faults.cloned(),
     });
     let tallies: Arc<Vec<Mutex<WorkerStats>>> =
         Arc::new((0..connections).map(|_| Mutex::default()).collect());

@@ -68,6 +68,17 @@ impl LineSink {
     }
 }
 
+/// The supervisor's fault lines (kills, restarts, cuts under load) go
+/// into the bench's history between the workers' batches.
+impl crate::history::EventSink for LineSink {
+    fn event(&self, event: crate::history::Event) {
+        if let Ok(mut line) = serde_json::to_vec(&event) {
+            line.push(b'\n');
+            self.append(&line);
+        }
+    }
+}
+
 /// Whether `a` refuses a genuine delivery for good under `profile`: an
 /// answer the receiver gave (not a transport error) that is no success
 /// and that a provider does not retry as a passing condition: a 4xx other

@@ -12,11 +12,13 @@ use std::time::{Duration, Instant};
 use super::encode::{dress, encode_request};
 use super::lane::{exchange, Lane};
 use super::record::{attempt_line, ends_refused, refuses, LineSink};
+use super::resend::UnderFaults;
 use super::tally::{count_status, error_kind, Refusal, Refusals, WorkerStats};
 use super::target::LoadTarget;
 use super::Pace;
 use crate::bench::latency::MAX_MICROS;
-use crate::bench::mix::{wall_clock_into, Generator, Kind};
+use crate::bench::mix::{wall_clock_into, Generator, Item, Kind};
+use crate::fault::gauge::TrafficGauge;
 use crate::history::{Failure, Intent, TransportFailure};
 use crate::sender::exchange::{classify, Answer};
 
@@ -50,6 +52,8 @@ pub(super) struct Shared {
     pub(super) refusals: Refusals,
     /// The phase's count of measured requests, if it has one.
     pub(super) limit: Option<Limit>,
+    /// Under faults: the gauge to report to and the resends.
+    pub(super) faults: Option<Arc<UnderFaults>>,
 }
 
 /// A count of requests that ends a phase (`--requests`).
@@ -78,25 +82,67 @@ impl Limit {
     }
 }
 
+/// What a worker reuses from one request to the next: its connections,
+/// its batch of history lines, the send time, the signed header values,
+/// the encoded request and the answers.
+struct Kit {
+    lane: Lane,
+    lane2: Lane,
+    lines: Vec<u8>,
+    sent_at: String,
+    values: Vec<String>,
+    request: Vec<u8>,
+    answers: Vec<Answer>,
+}
+
 /// Worker `me`: sends slots until the phase ends or is stopped, counting
 /// into `tally[me]`, then appends what is left of its batch.
 pub(super) async fn run(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>, me: usize) {
     let t = &shared.target;
-    let mut lane = Lane::new();
-    let mut lane2 = Lane::new();
-    let mut lines: Vec<u8> = Vec::with_capacity(FLUSH_AT + 4096);
-    // Reused from one request to the next: the delivery, its send time,
-    // the signed header values, the encoded request and the answers.
+    let mut kit = Kit {
+        lane: Lane::new(),
+        lane2: Lane::new(),
+        lines: Vec::with_capacity(FLUSH_AT + 4096),
+        sent_at: String::with_capacity(24),
+        values: Vec::new(),
+        request: Vec::with_capacity(1024),
+        answers: Vec::with_capacity(2),
+    };
+    // Reused from one request to the next: the delivery.
     let mut item = shared.gen.item(shared.first);
-    let mut sent_at = String::with_capacity(24);
-    let mut values: Vec<String> = Vec::new();
-    let mut request: Vec<u8> = Vec::with_capacity(1024);
-    let mut answers: Vec<Answer> = Vec::with_capacity(2);
-    let timeout = t.profile.timeout;
     loop {
         if shared.stop.load(Ordering::Relaxed) || shared.limit.as_ref().is_some_and(Limit::reached)
         {
             break;
+        }
+        // Under faults: nothing goes out while the nemesis holds the
+        // stream (a killed receiver restarting), and a failed delivery due
+        // to be sent again goes before the next slot.
+        if let Some(f) = &shared.faults {
+            f.gauge.wait_while_held(SLEEP_SLICE).await;
+            if Instant::now() >= shared.end {
+                break;
+            }
+            if f.gauge.held() {
+                continue;
+            }
+            if let Some((slot, sends)) = f.due(Instant::now()) {
+                shared.gen.fill(slot, &mut item);
+                dress(t, &mut item);
+                item.resend = sends;
+                item.copies = 1;
+                let now = Instant::now();
+                send(
+                    &shared,
+                    &tally[me],
+                    &mut kit,
+                    &item,
+                    now,
+                    now >= shared.measure_from,
+                )
+                .await;
+                continue;
+            }
         }
         let slot = shared.next.fetch_add(1, Ordering::Relaxed);
         let intended = match shared.pace {
@@ -146,150 +192,211 @@ pub(super) async fn run(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>
         shared.sent.fetch_add(1, Ordering::Relaxed);
         shared.gen.fill(slot, &mut item);
         dress(t, &mut item);
-        let now_unix = wall_clock_into(&mut sent_at);
-        let sent = Instant::now();
-        answers.clear();
-        // Until a refusal is kept, a failed answer's body is read: what the
-        // receiver said is the first thing to know of a refused delivery.
-        let keep = shared.refusals.wants_body().then_some(&t.profile);
-        match encode_request(t, &item, now_unix, &mut values, &mut request) {
-            Err(e) => answers.push(Answer::failed(
-                Failure::new(TransportFailure::Request, e),
-                0.0,
-            )),
-            // Both copies of a concurrent duplicate carry the same bytes:
-            // one delivery, signed once at its send time.
-            Ok(()) if item.copies > 1 => {
-                let (a, b) = tokio::join!(
-                    exchange(
-                        &mut lane,
-                        t.addr,
-                        &request,
-                        timeout,
-                        sent,
-                        shared.hard_end,
-                        keep
-                    ),
-                    exchange(
-                        &mut lane2,
-                        t.addr,
-                        &request,
-                        timeout,
-                        sent,
-                        shared.hard_end,
-                        keep
-                    )
-                );
-                answers.push(a);
-                answers.push(b);
-            }
-            Ok(()) => answers.push(
-                exchange(
-                    &mut lane,
-                    t.addr,
-                    &request,
-                    timeout,
+        send(&shared, &tally[me], &mut kit, &item, intended, measured).await;
+    }
+    if let Some(sink) = &shared.sink {
+        sink.append(&kit.lines);
+    }
+}
+
+/// One exchange, told to the gauge under faults: begun before the request
+/// goes out, answered (a 2xx or not) the moment its answer is in.
+#[allow(clippy::too_many_arguments)]
+async fn gauged(
+    gauge: Option<&TrafficGauge>,
+    lane: &mut Lane,
+    t: &LoadTarget,
+    request: &[u8],
+    sent: Instant,
+    hard_end: Instant,
+    keep: Option<&crate::profile::Profile>,
+) -> Answer {
+    let ticket = gauge.map(TrafficGauge::begin);
+    let a = exchange(
+        lane,
+        t.addr,
+        request,
+        t.profile.timeout,
+        sent,
+        hard_end,
+        keep,
+    )
+    .await;
+    if let (Some(ticket), Some(s)) = (ticket, a.status) {
+        ticket.answered(
+            t.profile.is_success(s),
+            Duration::from_secs_f64(a.latency_ms / 1000.0),
+        );
+    }
+    a
+}
+
+/// Signs and sends `item` (both copies of a concurrent duplicate at once,
+/// on the worker's two connections), counts the answers into `tally`,
+/// appends their attempt lines to the worker's batch, and under faults
+/// queues the delivery to be sent again when it failed.
+async fn send(
+    shared: &Shared,
+    tally: &Mutex<WorkerStats>,
+    kit: &mut Kit,
+    item: &Item,
+    intended: Instant,
+    measured: bool,
+) {
+    let t = &shared.target;
+    let gauge = shared.faults.as_deref().map(|f| f.gauge.as_ref());
+    let now_unix = wall_clock_into(&mut kit.sent_at);
+    let sent = Instant::now();
+    kit.answers.clear();
+    // Until a refusal is kept, a failed answer's body is read: what the
+    // receiver said is the first thing to know of a refused delivery.
+    let keep = shared.refusals.wants_body().then_some(&t.profile);
+    match encode_request(t, item, now_unix, &mut kit.values, &mut kit.request) {
+        Err(e) => kit.answers.push(Answer::failed(
+            Failure::new(TransportFailure::Request, e),
+            0.0,
+        )),
+        // Both copies of a concurrent duplicate carry the same bytes:
+        // one delivery, signed once at its send time.
+        Ok(()) if item.copies > 1 => {
+            let (a, b) = tokio::join!(
+                gauged(
+                    gauge,
+                    &mut kit.lane,
+                    t,
+                    &kit.request,
                     sent,
                     shared.hard_end,
-                    keep,
-                )
-                .await,
-            ),
-        }
-        for a in &answers {
-            if let (true, Some(status)) = (keep.is_some() && refuses(&t.profile, a), a.status) {
-                shared.refusals.keep(|| Refusal {
-                    status,
-                    body: String::from_utf8_lossy(&a.body).into_owned(),
-                    delivery: item.id.clone(),
-                    key: item.key.clone(),
-                    account: t.accounts[item.account].clone(),
-                });
-            }
-        }
-        let done = Instant::now();
-        {
-            let mut tl = tally[me].lock().unwrap_or_else(|p| p.into_inner());
-            let sec = done.saturating_duration_since(shared.start).as_secs() as usize;
-            if tl.per_second.len() <= sec {
-                tl.per_second.resize(sec + 1, 0);
-            }
-            if tl.failed_per_second.len() <= sec {
-                tl.failed_per_second.resize(sec + 1, 0);
-            }
-            // Refusals are counted by delivery, resends of one aside: a
-            // delivery is refused when no copy was acknowledged and one was
-            // refused (a 409 to a duplicate is no refused delivery).
-            if !matches!(item.kind, Kind::Duplicate { .. }) {
-                tl.answered += 1;
-                let acked = answers
-                    .iter()
-                    .any(|a| a.status.is_some_and(|s| t.profile.is_success(s)));
-                if !acked && answers.iter().any(|a| refuses(&t.profile, a)) {
-                    tl.refused += 1;
-                }
-            }
-            for a in &answers {
-                let ok = a.status.is_some_and(|s| t.profile.is_success(s));
-                tl.per_second[sec] += 1;
-                tl.recent_requests += 1;
-                if !ok {
-                    tl.recent_errors += 1;
-                    tl.failed_per_second[sec] += 1;
-                }
-                let lat = Duration::from_secs_f64(a.latency_ms / 1000.0);
-                let corrected = lat + sent.saturating_duration_since(intended);
-                if shared.live {
-                    let _ = tl
-                        .recent
-                        .corrected
-                        .record((corrected.as_micros() as u64).clamp(1, MAX_MICROS));
-                }
-                if !measured {
-                    tl.warmup_requests += 1;
-                    continue;
-                }
-                match shared.pace {
-                    Pace::Open(_) => tl.latency.record_durations(corrected, lat),
-                    // Closed loop sends when it claims: both views are one.
-                    Pace::Closed => {
-                        let _ = tl
-                            .latency
-                            .corrected
-                            .record((lat.as_micros() as u64).clamp(1, MAX_MICROS));
-                    }
-                }
-                tl.requests += 1;
-                if ok {
-                    tl.ok += 1;
-                }
-                count_status(&mut tl.statuses, a.status);
-                if let Some(f) = &a.failure {
-                    *tl.errors.entry(error_kind(f)).or_default() += 1;
-                }
-            }
-        }
-        if let Some(sink) = &shared.sink {
-            for (i, a) in answers.iter().enumerate() {
-                let grade = classify(&t.profile, Intent::Genuine, a);
-                attempt_line(
-                    &mut lines,
+                    keep
+                ),
+                gauged(
+                    gauge,
+                    &mut kit.lane2,
                     t,
-                    &item,
-                    i as u32 + 1,
-                    &sent_at,
-                    a,
-                    grade.outcome,
-                    ends_refused(t, &item, a, &answers),
-                );
+                    &kit.request,
+                    sent,
+                    shared.hard_end,
+                    keep
+                )
+            );
+            kit.answers.push(a);
+            kit.answers.push(b);
+        }
+        Ok(()) => kit.answers.push(
+            gauged(
+                gauge,
+                &mut kit.lane,
+                t,
+                &kit.request,
+                sent,
+                shared.hard_end,
+                keep,
+            )
+            .await,
+        ),
+    }
+    let answers = &kit.answers;
+    for a in answers {
+        if let (true, Some(status)) = (keep.is_some() && refuses(&t.profile, a), a.status) {
+            shared.refusals.keep(|| Refusal {
+                status,
+                body: String::from_utf8_lossy(&a.body).into_owned(),
+                delivery: item.id.clone(),
+                key: item.key.clone(),
+                account: t.accounts[item.account].clone(),
+            });
+        }
+    }
+    let acked = answers
+        .iter()
+        .any(|a| a.status.is_some_and(|s| t.profile.is_success(s)));
+    let refused = !acked && answers.iter().any(|a| refuses(&t.profile, a));
+    let done = Instant::now();
+    {
+        let mut tl = tally.lock().unwrap_or_else(|p| p.into_inner());
+        let sec = done.saturating_duration_since(shared.start).as_secs() as usize;
+        if tl.per_second.len() <= sec {
+            tl.per_second.resize(sec + 1, 0);
+        }
+        if tl.failed_per_second.len() <= sec {
+            tl.failed_per_second.resize(sec + 1, 0);
+        }
+        // Refusals are counted by delivery, resends of one aside: a
+        // delivery is refused when no copy was acknowledged and one was
+        // refused (a 409 to a duplicate is no refused delivery).
+        if !matches!(item.kind, Kind::Duplicate { .. }) {
+            if item.resend == 0 {
+                tl.answered += 1;
             }
-            if lines.len() >= FLUSH_AT {
-                sink.append(&lines);
-                lines.clear();
+            if refused {
+                tl.refused += 1;
+            }
+        }
+        for a in answers {
+            let ok = a.status.is_some_and(|s| t.profile.is_success(s));
+            tl.per_second[sec] += 1;
+            tl.recent_requests += 1;
+            if !ok {
+                tl.recent_errors += 1;
+                tl.failed_per_second[sec] += 1;
+            }
+            let lat = Duration::from_secs_f64(a.latency_ms / 1000.0);
+            let corrected = lat + sent.saturating_duration_since(intended);
+            if shared.live {
+                let _ = tl
+                    .recent
+                    .corrected
+                    .record((corrected.as_micros() as u64).clamp(1, MAX_MICROS));
+            }
+            if !measured {
+                tl.warmup_requests += 1;
+                continue;
+            }
+            match shared.pace {
+                Pace::Open(_) => tl.latency.record_durations(corrected, lat),
+                // Closed loop sends when it claims: both views are one.
+                Pace::Closed => {
+                    let _ = tl
+                        .latency
+                        .corrected
+                        .record((lat.as_micros() as u64).clamp(1, MAX_MICROS));
+                }
+            }
+            tl.requests += 1;
+            if ok {
+                tl.ok += 1;
+            }
+            count_status(&mut tl.statuses, a.status);
+            if let Some(f) = &a.failure {
+                *tl.errors.entry(error_kind(f)).or_default() += 1;
             }
         }
     }
+    // Under faults, what failed and was not refused comes back, as a
+    // provider's retry would (a resend of a duplicate is the duplicate's
+    // original's business).
+    if let Some(f) = &shared.faults {
+        if !acked && !refused && !matches!(item.kind, Kind::Duplicate { .. }) {
+            f.failed(item.slot, item.resend + 1);
+        }
+    }
     if let Some(sink) = &shared.sink {
-        sink.append(&lines);
+        for (i, a) in answers.iter().enumerate() {
+            let grade = classify(&t.profile, Intent::Genuine, a);
+            attempt_line(
+                &mut kit.lines,
+                t,
+                item,
+                i as u32 + 1,
+                &kit.sent_at,
+                a,
+                grade.outcome,
+                ends_refused(t, item, a, answers),
+            );
+        }
+        if kit.lines.len() >= FLUSH_AT {
+            sink.append(&kit.lines);
+            kit.lines.clear();
+        }
     }
 }

@@ -48,8 +48,11 @@ impl Fault for Nemesis<'_> {
         send: &'s mut SendConfig,
     ) -> BoxFuture<'s, Result<(), SetupError>> {
         Box::pin(async move {
-            self.sup
-                .attach(scene.sink.clone(), &scene.plan.scenario, scene.dir);
+            self.sup.attach(
+                Arc::new(scene.sink.clone()),
+                &scene.plan.scenario,
+                scene.dir,
+            );
             if let Err(e) = nemesis::prepare(self.sup, scene.plan).await {
                 self.acts.errors.push(e.to_string());
             }
@@ -65,8 +68,14 @@ impl Fault for Nemesis<'_> {
         done: watch::Receiver<bool>,
     ) -> BoxFuture<'s, ()> {
         Box::pin(async move {
-            let acted =
-                nemesis::nemesis(self.sup, scene.plan, &self.gauge, scene.probe, done).await;
+            let acted = nemesis::nemesis(
+                self.sup,
+                nemesis::Stream::of(scene.plan),
+                &self.gauge,
+                scene.probe,
+                done,
+            )
+            .await;
             self.acts.merge(acted);
         })
     }
@@ -121,8 +130,8 @@ impl Fault for Nemesis<'_> {
         let tally = state.map(|s| std::mem::take(&mut self.kills).finish(s));
         let acts = &self.acts;
         Findings {
-            not_exercised: nemesis::not_exercised(plan, acts, tally.as_ref()),
-            observations: nemesis::observations(plan, acts, tally.as_ref()),
+            not_exercised: nemesis::not_exercised(&plan.faults, acts, tally.as_ref()),
+            observations: nemesis::observations(&plan.faults, acts, tally.as_ref()),
             notes: vec![Note::Process {
                 actions: acts.clone(),
                 tally,

@@ -222,11 +222,11 @@ struct CrashPoints {
 }
 
 impl CrashPoints {
-    fn of(plan: &Plan, sup: &Supervisor) -> CrashPoints {
-        let seed = plan.seed;
+    fn of(stream: Stream<'_>, sup: &Supervisor) -> CrashPoints {
+        let seed = stream.seed;
         let mut points = Vec::new();
         if sup.supports_failpoints() {
-            for f in &plan.faults {
+            for f in stream.faults {
                 match f {
                     FaultSpec::Kill(KillSpec {
                         failpoint: Some(fp),
@@ -264,7 +264,38 @@ impl CrashPoints {
     }
 }
 
-/// Runs the scenario's process faults until `done` turns true (the sender
+/// What the nemesis places its faults in: the faults, the seed of their
+/// placement, and how many deliveries the stream carries (a scenario's
+/// plan, or what a bench expects to send while it measures).
+#[derive(Debug, Clone, Copy)]
+pub struct Stream<'a> {
+    /// The scenario (or the bench's name for its load), for the seeds.
+    pub scenario: &'a str,
+    /// The run's seed.
+    pub seed: u64,
+    /// The faults to carry out, in order.
+    pub faults: &'a [FaultSpec],
+    /// Deliveries in the stream: the kills fall within its first half.
+    pub deliveries: usize,
+}
+
+impl<'a> Stream<'a> {
+    /// The stream of a scenario's plan.
+    pub fn of(plan: &'a Plan) -> Stream<'a> {
+        Stream {
+            scenario: &plan.scenario,
+            seed: plan.seed,
+            faults: &plan.faults,
+            deliveries: plan.deliveries.len(),
+        }
+    }
+
+    fn rng(&self, purpose: &str, index: u64) -> rand_chacha::ChaCha8Rng {
+        crate::plan::rng_for(self.seed, self.scenario, purpose, index)
+    }
+}
+
+/// Runs the stream's process faults until `done` turns true (the sender
 /// finished), placing them by what `gauge` shows of the sender's traffic;
 /// a database cut in progress is always restored first.
 ///
@@ -272,22 +303,22 @@ impl CrashPoints {
 /// process is restarted without them, so a scenario always ends.
 pub async fn nemesis(
     sup: &mut Supervisor,
-    plan: &Plan,
+    stream: Stream<'_>,
     gauge: &TrafficGauge,
     probe: &Probe,
     mut done: watch::Receiver<bool>,
 ) -> Actions {
     let mut acts = Actions::default();
-    let mut cps = CrashPoints::of(plan, sup);
+    let mut cps = CrashPoints::of(stream, sup);
     let start = Instant::now();
-    let mut rng = plan.rng("nemesis", 0);
-    for f in &plan.faults {
+    let mut rng = stream.rng("nemesis", 0);
+    for f in stream.faults {
         let r = match f {
             // Crash points fire in the process itself: revived below.
             _ if crash_points(f, sup) => Ok(()),
             FaultSpec::Kill(k) => {
-                let gaps = gaps(&mut rng, k.count, plan.deliveries.len());
-                let mut place = plan.rng("kill-placement", 0);
+                let gaps = gaps(&mut rng, k.count, stream.deliveries);
+                let mut place = stream.rng("kill-placement", 0);
                 receiver::kills(
                     sup, k, &gaps, gauge, &mut place, &mut done, &mut acts, &mut cps,
                 )
@@ -295,7 +326,7 @@ pub async fn nemesis(
             }
             FaultSpec::KillWorker(w) => {
                 let k = w.as_kill();
-                let gaps = gaps(&mut rng, k.count, plan.deliveries.len());
+                let gaps = gaps(&mut rng, k.count, stream.deliveries);
                 worker::kills(sup, &k, &gaps, gauge, probe, &mut done, &mut acts, &mut cps).await
             }
             FaultSpec::CutDatabase(c) => {
@@ -570,14 +601,17 @@ mod tests {
             cut_seen: vec![seen(0)],
             ..Actions::default()
         };
-        let why = not_exercised(&s, &acts, Some(&KillTally::default())).unwrap();
+        let why = not_exercised(&s.faults, &acts, Some(&KillTally::default())).unwrap();
         assert!(
             why.contains("no attempt was answered while the database was cut"),
             "{why}"
         );
         acts.cut_seen = vec![seen(0), seen(4)];
-        assert_eq!(not_exercised(&s, &acts, Some(&KillTally::default())), None);
-        let why = not_exercised(&s, &Actions::default(), None).unwrap();
+        assert_eq!(
+            not_exercised(&s.faults, &acts, Some(&KillTally::default())),
+            None
+        );
+        let why = not_exercised(&s.faults, &Actions::default(), None).unwrap();
         assert!(why.contains("never cut"), "{why}");
     }
 
@@ -593,12 +627,12 @@ mod tests {
             cut_unanswered: 43,
             ..KillTally::default()
         };
-        assert_eq!(not_exercised(&s, &acts, Some(&hung)), None);
-        let obs = observations(&s, &acts, Some(&hung));
+        assert_eq!(not_exercised(&s.faults, &acts, Some(&hung)), None);
+        let obs = observations(&s.faults, &acts, Some(&hung));
         assert_eq!(obs.len(), 1, "{obs:?}");
         assert!(obs[0].contains("43 attempts"), "{obs:?}");
         assert!(obs[0].contains("statement timeout"), "{obs:?}");
-        assert!(observations(&s, &acts, Some(&KillTally::default())).is_empty());
+        assert!(observations(&s.faults, &acts, Some(&KillTally::default())).is_empty());
     }
 
     #[test]
@@ -612,13 +646,13 @@ mod tests {
             missed: 7,
             ..Actions::default()
         };
-        let why = not_exercised(&s, &acts, Some(&quiet)).unwrap();
+        let why = not_exercised(&s.faults, &acts, Some(&quiet)).unwrap();
         assert!(
             why.contains("2 of 3 kills of the receiver interrupted work"),
             "{why}"
         );
         assert_eq!(
-            not_exercised(&s, &acts, None),
+            not_exercised(&s.faults, &acts, None),
             None,
             "no state: unknown anyway"
         );
@@ -628,14 +662,14 @@ mod tests {
             interrupted: 2,
             ..KillTally::default()
         };
-        assert!(not_exercised(&s, &acts, Some(&hit)).is_some());
+        assert!(not_exercised(&s.faults, &acts, Some(&hit)).is_some());
         acts.kills_exercised = 3;
-        assert_eq!(not_exercised(&s, &acts, Some(&quiet)), None);
+        assert_eq!(not_exercised(&s.faults, &acts, Some(&quiet)), None);
         let crash_points = Actions {
             receiver_crashes: 1,
             ..Actions::default()
         };
-        assert_eq!(not_exercised(&s, &crash_points, Some(&quiet)), None);
+        assert_eq!(not_exercised(&s.faults, &crash_points, Some(&quiet)), None);
     }
 
     #[test]
@@ -647,7 +681,7 @@ mod tests {
             kills_wanted: 2,
             ..Actions::default()
         };
-        let why = not_exercised(&pause, &paused, Some(&quiet)).unwrap();
+        let why = not_exercised(&pause.faults, &paused, Some(&quiet)).unwrap();
         assert!(why.contains("0 of 2 kills"), "{why}");
         let worker = scenario_with("kind = \"kill-worker\"\ncount = 4");
         let booting = Actions {
@@ -658,7 +692,7 @@ mod tests {
             worker_unready: 1,
             ..Actions::default()
         };
-        let why = not_exercised(&worker, &booting, Some(&quiet)).unwrap();
+        let why = not_exercised(&worker.faults, &booting, Some(&quiet)).unwrap();
         assert!(
             why.contains("1 of 4 kills of the worker met it ready and holding work"),
             "{why}"
@@ -668,12 +702,12 @@ mod tests {
             worker_kills_exercised: 4,
             ..booting.clone()
         };
-        assert_eq!(not_exercised(&worker, &held, Some(&quiet)), None);
+        assert_eq!(not_exercised(&worker.faults, &held, Some(&quiet)), None);
         let crashed = Actions {
             crashes: 1,
             ..Actions::default()
         };
-        assert_eq!(not_exercised(&worker, &crashed, None), None);
+        assert_eq!(not_exercised(&worker.faults, &crashed, None), None);
     }
 
     #[test]

@@ -9,7 +9,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use super::actions::Actions;
 use crate::excuse::{Exercised, Met};
 use crate::history::{Event, Fold, Intent, Outcome};
-use crate::plan::Plan;
 use crate::scenario::fault_spec::FaultSpec;
 use crate::state::State;
 use crate::tag::FaultTag;
@@ -19,9 +18,13 @@ use crate::tag::FaultTag;
 /// (a database cut must have met an attempt; every kill must have
 /// interrupted work). `tally` is `None` when the state could not be read
 /// (the checker is then unknown anyway).
-pub fn not_exercised(plan: &Plan, acts: &Actions, tally: Option<&KillTally>) -> Option<String> {
+pub fn not_exercised(
+    faults: &[FaultSpec],
+    acts: &Actions,
+    tally: Option<&KillTally>,
+) -> Option<String> {
     let mut why: Vec<String> = Vec::new();
-    for f in &plan.faults {
+    for f in faults {
         let Some(row) = Exercised::of(f) else {
             continue;
         };
@@ -100,9 +103,12 @@ pub fn kills_met(acts: &Actions, tally: &KillTally) -> bool {
 /// What the scenario's faults showed that is worth reporting but is not a
 /// failure ([`crate::excuse::Effect::Informational`]): a receiver that gave
 /// no answer at all while its database was cut.
-pub fn observations(plan: &Plan, acts: &Actions, tally: Option<&KillTally>) -> Vec<String> {
-    let cut = plan
-        .faults
+pub fn observations(
+    faults: &[FaultSpec],
+    acts: &Actions,
+    tally: Option<&KillTally>,
+) -> Vec<String> {
+    let cut = faults
         .iter()
         .any(|f| matches!(f, FaultSpec::CutDatabase(_)));
     let Some(t) = tally.filter(|t| cut && t.cut_unanswered > 0) else {
