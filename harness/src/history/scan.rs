@@ -11,7 +11,7 @@
 //! [`crate::history::Event`].
 //!
 //! Kept hand-written for that measured reason: checking a million attempts
-//! took 1.77 s before it and 1.24 s with it (README's performance table),
+//! took 1.77 s before it and 1.24 s with it (docs/performance.md),
 //! and serde stays the parser of record for anything it does not recognise.
 //! It expects the fields in the order the writers put them (one compare of
 //! two words per name instead of reading and matching the name), scans

@@ -20,8 +20,8 @@
 //! [`Signer`](crate::profile::signature::Signer) (keyed once) into reused
 //! header values, encodes the request into one reused buffer written with
 //! one `write`, and appends the attempt line to its batch. Measured
-//! against `oha` and `wrk` on the same null receiver in the README
-//! ("Performance", `harness/scripts/compare.sh`).
+//! against `oha` and `wrk` on the same null receiver in docs/performance.md
+//! (`harness/scripts/compare.sh`).
 //!
 //! Here: one phase ([`run_phase`]: its workers on their runtime, its end
 //! and its result). [`target`] is where and how to send, [`worker`] one
