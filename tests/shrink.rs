@@ -94,7 +94,30 @@ fn in_process_defects() -> Vec<(Defect, hookstorm_receiver::defect::Exposure)> {
 async fn every_in_process_defect_shrinks_to_a_handful_of_deliveries_failing_its_invariant() {
     let list = in_process_defects();
     assert!(list.len() >= 10, "{list:?}");
+    // Each shrink has a receiver of its own and mostly waits (scaled
+    // delays, drains): two at a time.
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(2));
+    let mut set = tokio::task::JoinSet::new();
     for (d, e) in list {
+        let slots = slots.clone();
+        set.spawn(async move {
+            let _slot = slots
+                .acquire_owned()
+                .await
+                .expect("the semaphore stays open");
+            shrinks_to_a_handful(d, e).await;
+        });
+    }
+    while let Some(done) = set.join_next().await {
+        if let Err(e) = done {
+            std::panic::resume_unwind(e.into_panic());
+        }
+    }
+}
+
+/// One defect of [`every_in_process_defect_shrinks_to_a_handful_of_deliveries_failing_its_invariant`].
+async fn shrinks_to_a_handful(d: Defect, e: hookstorm_receiver::defect::Exposure) {
+    {
         let out = tempfile::tempdir().expect("tempdir");
         // Two tries per candidate: some of these are races (the order two
         // deliveries of one wave arrive in), which a single try can miss.

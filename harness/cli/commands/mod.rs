@@ -30,7 +30,7 @@ use crate::ui::{ColorChoice, Verbosity};
 
 /// hookstorm: chaos and conformance runs against webhook receivers (and, with `sink`, senders).
 #[derive(Debug, Parser)]
-#[command(name = "hookstorm", version, about, long_about = None, after_help = EXIT_CODES)]
+#[command(name = "hookstorm", version, about, long_about = None, after_help = hookstorm::exit::help())]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -44,10 +44,6 @@ pub struct Cli {
     #[arg(short, long, global = true)]
     verbose: bool,
 }
-
-const EXIT_CODES: &str =
-    "Exit codes: 0 all pass, 1 some invariant failed, 2 unknown (could not decide), \
-3 the target was unusable (unreachable, bad config), 254 usage error.";
 
 #[derive(Debug, Subcommand)]
 enum Command {
