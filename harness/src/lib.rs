@@ -39,7 +39,10 @@
 //!   the one table of what each fault excuses, when a fault counts as
 //!   exercised, and what each provider does after a failure; [`outcome`]
 //!   says what each attempt came to (accepted, rejected as required, dead
-//!   by design, …), once for every reporter.
+//!   by design, …), once for every reporter; [`coverage`] says what
+//!   scenarios need, why one was skipped and what ran, and [`gaps`] measures
+//!   retry gaps against the scaled schedule, both read by the run and the
+//!   reporters.
 //! - [`report`]: report.json, junit.xml, summary.md, report.html and the
 //!   console table, each opening with the conformance statement
 //!   ([`report::conformance`]: the levels a run establishes), sealed with
@@ -47,12 +50,11 @@
 //!   ([`report::verify`]).
 //! - [`run`]: the pipeline of `hookstorm run`, scenario by scenario, with
 //!   [`run::preflight`] (a target's configuration checked in seconds),
-//!   [`run::estimate`] (how long a run will take), [`run::coverage`] (what
-//!   scenarios need, skips, what ran), [`run::gaps`] (retry gaps against
-//!   the scaled schedule) and [`run::interrupt`] (stopping cleanly on a signal).
+//!   [`run::estimate`] (how long a run will take) and [`run::interrupt`]
+//!   (stopping cleanly on a signal).
 //!   [`note`] types what a run says beyond its verdicts; reporters word it.
-//! - [`shard`]: one process of N (`--shard I/N`), and [`shard::merge`]:
-//!   the shards' folders into one verdict.
+//! - [`shard`]: one process of N (`--shard I/N`): which shard, its seed,
+//!   its share and the manifest it leaves.
 //! - [`sink`]: the other direction, `hookstorm sink`: a chaos receiver
 //!   for a webhook *sender* under test, the sender scenarios'
 //!   pipeline, and its reports; [`check::sender`] grades the sender
@@ -65,6 +67,8 @@
 //!   space the target can run, every failure shrunk and kept in a
 //!   regression folder that `run` replays first.
 //! - [`bench`]: `hookstorm bench`, load and correctness at once.
+//! - [`merge`]: `hookstorm merge`, the shards' folders (of a bench or a
+//!   run) into one verdict.
 //! - [`lifecycle`]: starting, signalling and restarting the receiver's
 //!   processes; [`tcpproxy`]: a TCP fault proxy before its database.
 //! - [`provider`]: the provider API receivers reconcile against; [`httpd`]:
@@ -83,6 +87,7 @@
 pub mod bench;
 pub mod budget;
 pub mod check;
+pub mod coverage;
 mod decimal;
 #[cfg(test)]
 mod docs_table;
@@ -91,12 +96,14 @@ pub mod excuse;
 pub mod exit;
 pub mod explore;
 pub mod fault;
+pub mod gaps;
 pub mod history;
 pub mod httpd;
 mod httpwire;
 pub mod invariant;
 pub mod lifecycle;
 pub mod memory;
+pub mod merge;
 pub mod note;
 pub mod outcome;
 pub mod plan;

@@ -401,7 +401,7 @@ mod tests {
         let plan = crate::plan::workload::plan(&s, 4);
         let (back, _) = round_trip(&s, &plan);
         assert!(back.workload.sequenced.is_none());
-        assert!(crate::run::coverage::needs(&back).contains(&crate::run::coverage::Need::Resources));
+        assert!(crate::coverage::needs(&back).contains(&crate::coverage::Need::Resources));
     }
 
     fn explicit_file(rest: &str) -> String {

@@ -30,7 +30,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::run::coverage::TargetFacts;
+use crate::coverage::TargetFacts;
 use crate::state::probe::{Probe, ProbeError, DRAIN_POLL};
 use crate::target::Target;
 
