@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::process::{Command, Output};
 
+use hookstorm::delivery::{task_body, TaskStatus};
 use hookstorm::history::Intent;
-use hookstorm::plan::delivery::{task_body, TaskStatus};
 use hookstorm::plan::{Plan, Redelivery};
 use hookstorm::scenario::fault_spec::{Forgery, Signing};
 use hookstorm::shrink::replay::replay_script;

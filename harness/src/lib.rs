@@ -20,7 +20,7 @@
 //!   are) and [`scenario::fault_spec`] (each fault's settings, a leaf).
 //! - [`plan`]: the plan, every delivery of a scenario and its directives,
 //!   made once per scenario run by [`plan::workload`] from a scenario and a
-//!   seed; [`plan::delivery`] is the body it carries.
+//!   seed; the body it carries is the leaf [`delivery`].
 //! - [`fault`]: every fault kind: duplicate, reorder, drop_ack, tamper (plan
 //!   time); front, redeliver, nemesis (kill, kill-worker, cut-database) and
 //!   reconcile (run time); [`fault::actor`] puts the run-time ones behind
@@ -79,7 +79,8 @@
 //!   errors that name file and line), [`exit`] (the documented exit codes),
 //!   [`words`] (counts in words, with plural agreement),
 //!   [`memory`] (how the process asks the allocator for large buffers),
-//!   [`invariant`] (the ids I1–I9 and S1–S9), [`suggest`] ("did you mean
+//!   [`invariant`] (the ids I1–I9 and S1–S9), [`delivery`] (a
+//!   delivery's body, task and status as the contract defines them), [`suggest`] ("did you mean
 //!   …?" for a mistyped name), `httpwire` (HTTP/1.1 answers read off
 //!   any stream: the one reader of the concurrent copies and the bench).
 #![warn(missing_docs)]
@@ -89,6 +90,7 @@ pub mod budget;
 pub mod check;
 pub mod coverage;
 mod decimal;
+pub mod delivery;
 #[cfg(test)]
 mod docs_table;
 pub mod error;

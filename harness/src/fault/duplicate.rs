@@ -15,8 +15,8 @@
 
 use rand::Rng;
 
+use crate::delivery::random_id;
 use crate::history::Intent;
-use crate::plan::delivery::random_id;
 use crate::plan::{Plan, Redelivery};
 use crate::scenario::fault_spec::{DuplicateMode, DuplicateSpec};
 use crate::tag::FaultName;

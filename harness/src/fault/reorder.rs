@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use rand::seq::SliceRandom;
 use rand::Rng;
 
+use crate::delivery::TaskStatus;
 use crate::history::Intent;
-use crate::plan::delivery::TaskStatus;
 use crate::plan::Plan;
 use crate::scenario::fault_spec::{ReorderMode, ReorderSpec};
 use crate::tag::FaultName;

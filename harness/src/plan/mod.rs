@@ -9,14 +9,13 @@
 //! the provider book can never disagree about what was planned. The random
 //! streams every stage draws from are derived here, per purpose and index.
 
-pub mod delivery;
 pub mod workload;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::delivery::{random_id, Body};
 use crate::history::Intent;
-use crate::plan::delivery::{random_id, Body};
 use crate::scenario::fault_spec::{
     self, FaultSpec, Forgery, FrontSpec, ReconcileSpec, RedeliverSpec, Signing,
 };
@@ -155,7 +154,7 @@ impl PlannedDelivery {
             .task
             .idempotency_key
             .as_deref()
-            .map(|k| crate::plan::delivery::job_key(k).to_string())
+            .map(|k| crate::delivery::job_key(k).to_string())
     }
 
     /// The fault tags that apply to this delivery's attempts as a whole.

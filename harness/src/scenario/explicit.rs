@@ -19,8 +19,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::delivery::Body;
 use crate::history::Intent;
-use crate::plan::delivery::Body;
 use crate::plan::{PlannedDelivery, Redelivery};
 use crate::scenario::fault_spec::{FaultSpec, Forgery, Signing};
 

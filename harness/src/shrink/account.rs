@@ -24,8 +24,8 @@ use std::fmt::Write as _;
 use chrono::{DateTime, FixedOffset};
 
 use crate::check::{Evidence, InvariantId, InvariantResult, ScenarioCheck, Verdict};
+use crate::delivery::TaskStatus;
 use crate::history::{Attempt, Event, FaultEvent, Intent};
-use crate::plan::delivery::TaskStatus;
 use crate::plan::Plan;
 use crate::profile::vocabulary::Vocabulary;
 use crate::tag::{FaultName, FaultTag};
@@ -497,7 +497,7 @@ fn answer(a: &Attempt) -> String {
 mod tests {
     use super::*;
     use crate::check::{Counts, Evidence, InvariantResult};
-    use crate::plan::delivery::{Body, Task};
+    use crate::delivery::{Body, Task};
     use crate::plan::PlannedDelivery;
 
     const SCENARIO: &str = "s";

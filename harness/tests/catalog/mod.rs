@@ -231,7 +231,7 @@ async fn a_provider_lifecycle_goes_back_to_queued_and_ends_final() {
         assert!(!t.status_at(end.0 - 1).is_final());
         assert_eq!(
             t.status_at(i64::MIN),
-            hookstorm::plan::delivery::TaskStatus::Queued
+            hookstorm::delivery::TaskStatus::Queued
         );
         if t.stages.len() > 3 {
             requeued += 1;

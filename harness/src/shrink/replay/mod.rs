@@ -235,8 +235,8 @@ struct Writer<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::delivery::{task_body, TaskStatus};
     use crate::history::Intent;
-    use crate::plan::delivery::{task_body, TaskStatus};
 
     pub(super) fn envs() -> Vec<(String, String)> {
         vec![
