@@ -23,9 +23,7 @@
 //!   seed; the body it carries is the leaf [`delivery`].
 //! - [`fault`]: every fault kind: duplicate, reorder, drop_ack, tamper (plan
 //!   time); front, redeliver, nemesis (kill, kill-worker, cut-database) and
-//!   reconcile (run time); [`fault::actor`] puts the run-time ones behind
-//!   one trait (set up, act while sending, tear down, findings) that the run
-//!   composes without naming any; [`fault::gauge`] is the live traffic the
+//!   reconcile (run time); [`fault::gauge`] is the live traffic the
 //!   nemesis places its faults by.
 //! - [`sender`]: delivers a plan over real HTTP the way a profile says.
 //! - [`history`]: the JSON Lines history of attempts: its types, its codec
@@ -49,6 +47,10 @@
 //!   SHA-256 digests ([`report::seal`]) that `hookstorm verify` checks
 //!   ([`report::verify`]).
 //! - [`run`]: the pipeline of `hookstorm run`, scenario by scenario, with
+//!   [`run::actor`] (the run-time faults behind one trait: set up, act
+//!   while sending, tear down, findings; the run composes them without
+//!   naming any, and they call the sender and word notes, so they live
+//!   here and not in [`fault`]),
 //!   [`run::preflight`] (a target's configuration checked in seconds),
 //!   [`run::estimate`] (how long a run will take) and [`run::interrupt`]
 //!   (stopping cleanly on a signal).

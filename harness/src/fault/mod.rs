@@ -25,7 +25,6 @@ use rand_chacha::ChaCha8Rng;
 use crate::plan::Plan;
 use crate::scenario::fault_spec::FaultSpec;
 
-pub mod actor;
 pub mod drop_ack;
 pub mod duplicate;
 pub mod front;

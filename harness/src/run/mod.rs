@@ -11,6 +11,7 @@
 //! nothing (the reporters do); it sequences them and emits [`RunEvent`]s so
 //! the CLI can show progress.
 
+pub mod actor;
 pub mod estimate;
 pub mod interrupt;
 mod notes;
@@ -139,7 +140,7 @@ pub enum TargetError {
     Send(SendError),
     /// A scenario's fault could not be set up.
     #[error(transparent)]
-    Fault(#[from] crate::fault::actor::SetupError),
+    Fault(#[from] crate::run::actor::SetupError),
     /// The run was stopped while the receiver started.
     #[error("interrupted while starting the receiver")]
     Interrupted,

@@ -13,12 +13,12 @@ use super::{
 };
 use crate::check::{self, CheckOptions, ScenarioCheck};
 use crate::coverage;
-use crate::fault::actor::{self, Scene};
 use crate::history::{self, Event, HistorySink, RunHeader};
 use crate::lifecycle::Supervisor;
 use crate::note::Note;
 use crate::plan::Plan;
 use crate::report::{GradedWith, ScenarioReport};
+use crate::run::actor::{self, Scene};
 use crate::scenario::Scenario;
 use crate::sender::SendConfig;
 use crate::state::late::Owners;
