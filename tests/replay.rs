@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::process::{Command, Output};
 
 use hookstorm::delivery::{task_body, TaskStatus};
+use hookstorm::fault_spec::{Forgery, Signing};
 use hookstorm::history::Intent;
 use hookstorm::plan::{Plan, Redelivery};
-use hookstorm::scenario::fault_spec::{Forgery, Signing};
 use hookstorm::shrink::replay::replay_script;
 use hookstorm::state::probe::Probe;
 use hookstorm::state::State;

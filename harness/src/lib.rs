@@ -17,7 +17,8 @@
 //!   [`profile::vocabulary`] (a profile's words for identity, object and order).
 //! - [`scenario`]: scenario files (workload and faults as data), with
 //!   [`scenario::explicit`] (the form that lists a plan's deliveries as they
-//!   are) and [`scenario::fault_spec`] (each fault's settings, a leaf).
+//!   are); each fault's settings are the leaf [`fault_spec`], which the
+//!   plan holds too.
 //! - [`plan`]: the plan, every delivery of a scenario and its directives,
 //!   made once per scenario run by [`plan::workload`] from a scenario and a
 //!   seed; the body it carries is the leaf [`delivery`].
@@ -100,6 +101,7 @@ pub mod excuse;
 pub mod exit;
 pub mod explore;
 pub mod fault;
+pub mod fault_spec;
 pub mod gaps;
 pub mod history;
 pub mod httpd;

@@ -15,7 +15,7 @@
 use serde::Serialize;
 
 use crate::coverage::{self, Need, TargetFacts};
-use crate::scenario::fault_spec::{CutMode, FaultSpec};
+use crate::fault_spec::{CutMode, FaultSpec};
 use crate::scenario::{Scenario, Sequenced, Workload};
 use crate::state::probe::Probe;
 use crate::target::Target;

@@ -26,7 +26,7 @@ use proptest::strategy::{BoxedStrategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 use super::space::Space;
-use crate::scenario::fault_spec::{
+use crate::fault_spec::{
     CutDatabaseSpec, CutMode, CutVia, DropAckSpec, DuplicateMode, DuplicateSpec, FaultSpec,
     Forgery, FrontSpec, KillSignal, KillSpec, KillTrigger, KillWorkerSpec, ReconcileSpec,
     RedeliverSpec, ReorderMode, ReorderSpec, Signing, TamperSpec,

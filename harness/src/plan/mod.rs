@@ -15,10 +15,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::delivery::{random_id, Body};
-use crate::history::Intent;
-use crate::scenario::fault_spec::{
+use crate::fault_spec::{
     self, FaultSpec, Forgery, FrontSpec, ReconcileSpec, RedeliverSpec, Signing,
 };
+use crate::history::Intent;
 use crate::tag::{FaultName, FaultTag};
 
 /// Everything one scenario sends for one seed.

@@ -7,9 +7,9 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::delivery::{random_id, Body, Task, TaskStatus};
+use crate::fault_spec::ReconcileSpec;
 use crate::history::{Intent, ProviderTask};
 use crate::plan::Plan;
-use crate::scenario::fault_spec::ReconcileSpec;
 
 /// One task the provider knows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -20,9 +20,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::delivery::Body;
+use crate::fault_spec::{FaultSpec, Forgery, Signing};
 use crate::history::Intent;
 use crate::plan::{PlannedDelivery, Redelivery};
-use crate::scenario::fault_spec::{FaultSpec, Forgery, Signing};
 
 /// Most copies of one first attempt an explicit delivery may ask for.
 pub const MAX_COPIES: u32 = 100;

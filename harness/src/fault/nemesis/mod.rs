@@ -37,11 +37,11 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::fault::gauge::TrafficGauge;
-use crate::lifecycle::{Cut, LifecycleError, Role, Signal, Supervisor};
-use crate::plan::Plan;
-use crate::scenario::fault_spec::{
+use crate::fault_spec::{
     CutDatabaseSpec, CutMode, CutVia, FaultSpec, KillSignal, KillSpec, KillWorkerSpec,
 };
+use crate::lifecycle::{Cut, LifecycleError, Role, Signal, Supervisor};
+use crate::plan::Plan;
 use crate::state::probe::Probe;
 use crate::target::Target;
 use crate::tcpproxy::Mode;

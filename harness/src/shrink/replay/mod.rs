@@ -32,9 +32,9 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::fault_spec::Forgery;
 use crate::plan::{Plan, PlannedDelivery};
 use crate::profile::Profile;
-use crate::scenario::fault_spec::Forgery;
 
 mod comment;
 mod preamble;
