@@ -20,7 +20,7 @@
 //!   are); each fault's settings are the leaf [`fault_spec`], which the
 //!   plan holds too.
 //! - [`plan`]: the plan, every delivery of a scenario and its directives,
-//!   made once per scenario run by [`plan::workload`] from a scenario and a
+//!   made once per scenario run by [`workload`] from a scenario and a
 //!   seed; the body it carries is the leaf [`delivery`].
 //! - [`fault`]: every fault kind: duplicate, reorder, drop_ack, tamper (plan
 //!   time); front, redeliver, nemesis (kill, kill-worker, cut-database) and
@@ -130,3 +130,4 @@ pub mod tcpproxy;
 pub mod tls;
 pub mod units;
 pub mod words;
+pub mod workload;

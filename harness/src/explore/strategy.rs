@@ -5,7 +5,7 @@
 //! A draw is a generative scenario (accounts, `[workload]` and `[[fault]]`
 //! tables, every invariant checked), so what explore runs is exactly what
 //! a scenario file could say, and the plan it sends is
-//! [`crate::plan::workload::plan`] of it: the shrinker and `run` take it
+//! [`crate::workload::plan`] of it: the shrinker and `run` take it
 //! as they take any scenario. Plan `n` of a seed is drawn by its own
 //! proptest runner, seeded from the seed and `n` (ChaCha), so it depends on
 //! nothing drawn before it: the same seed and target give the same plans,

@@ -1,15 +1,13 @@
 //! The plan: every delivery one scenario sends for one seed, and the
 //! faults attached to them.
 //!
-//! [`crate::plan::workload`] makes it from a scenario, the plan-time faults in
+//! [`crate::workload`] makes it from a scenario, the plan-time faults in
 //! [`crate::fault`] rewrite it, and from then on it is all the later stages
 //! see: the sender delivers it, the provider book and the run-time faults
 //! (front, redelivery desk, reconciliation, kills and database cuts) read
 //! their specs from it. It is made once per scenario run, so the sender and
 //! the provider book can never disagree about what was planned. The random
 //! streams every stage draws from are derived here, per purpose and index.
-
-pub mod workload;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -64,8 +64,7 @@ pub(super) async fn run_scenario(
     // Planned once: the sender, the provider book and the faults all read
     // this plan. An explicit scenario brings its own seed, which then
     // drives everything below instead of the run's.
-    let plan: Plan =
-        crate::plan::workload::plan(scenario, scenario_seed(opts.seed, &scenario.name));
+    let plan: Plan = crate::workload::plan(scenario, scenario_seed(opts.seed, &scenario.name));
     let sink = HistorySink::create(&history_path)?;
     let header = Event::Run(RunHeader {
         run_id: run_id.to_string(),

@@ -3,7 +3,7 @@
 //! A scenario names the invariants it checks, says what a passing receiver
 //! does and what a failure usually means, and describes its workload and
 //! faults as data. Everything random in it is drawn later from the run's
-//! seed ([`crate::plan::workload::plan`]), so a scenario file plus a seed is a
+//! seed ([`crate::workload::plan`]), so a scenario file plus a seed is a
 //! complete, repeatable description of what was sent. Files are parsed with
 //! `deny_unknown_fields`, so a typo is an error naming file and line rather
 //! than a silently ignored key. Each fault kind's spec and bounds live in
@@ -71,7 +71,7 @@ pub struct Scenario {
 }
 
 /// What to generate: every count here is turned into deliveries by
-/// [`crate::plan::workload::plan`] with the run's seed.
+/// [`crate::workload::plan`] with the run's seed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Workload {

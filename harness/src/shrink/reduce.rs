@@ -297,7 +297,7 @@ mod tests {
         )
         .unwrap();
         let s = Scenario::from_file(&path).unwrap();
-        crate::plan::workload::plan(&s, 11)
+        crate::workload::plan(&s, 11)
     }
 
     #[test]

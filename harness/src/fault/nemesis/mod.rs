@@ -582,7 +582,7 @@ mod tests {
             format!("name = \"s\"\ndescription = \"d\"\nexpect = \"e\"\nwhen_it_fails = \"w\"\ncheck = [\"I1\"]\n[[fault]]\n{fault}\n"),
         )
         .unwrap();
-        crate::plan::workload::plan(&crate::scenario::Scenario::from_file(&path).unwrap(), 0)
+        crate::workload::plan(&crate::scenario::Scenario::from_file(&path).unwrap(), 0)
     }
 
     fn seen(answered: u64) -> CutSeen {

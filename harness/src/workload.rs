@@ -9,6 +9,11 @@
 //! are derived per purpose and per delivery index ([`crate::plan::rng_for`]),
 //! so adding a fault or changing the concurrency never shifts another
 //! delivery's ids or jitter.
+//!
+//! It is a stage of its own, after [`crate::fault`], not part of
+//! [`crate::plan`]: the plan's types are read by the scenario's explicit
+//! form and by the faults, while making a plan needs the scenario and the
+//! faults.
 
 use chrono::{DateTime, Duration as ChronoDuration, SecondsFormat, Utc};
 use rand::Rng;
