@@ -245,7 +245,7 @@ fn no_catalog_scenario_repeats_a_delivery_during_a_database_cut() {
             .faults
             .iter()
             .any(|f| matches!(f, hookstorm::scenario::FaultSpec::CutDatabase(_)));
-        let plan = hookstorm::plan::workload::plan(s, 5);
+        let plan = hookstorm::workload::plan(s, 5);
         let repeats = plan
             .deliveries
             .iter()

@@ -11,6 +11,14 @@
 //! [`KNOWN`] may list a cycle allowed for a while (it is empty): a new
 //! cycle fails, and so does a listed one that is gone, so the list only
 //! shrinks.
+//!
+//! Between the top-level modules of the harness library the rule is
+//! stronger: no cycle at all, and every import follows the order that the
+//! `# Layout` section of `harness/src/lib.rs` states (each of its lines
+//! starts with its modules, before the first colon; a module may import
+//! those of its own line and of the lines before). [`ALLOWED`] lists the
+//! imports that still run backwards (none is left); a new one fails, and
+//! so does a listed one that is gone.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -413,4 +421,213 @@ fn the_cycle_finder_sees_a_parent_that_re_exports_a_child_that_names_it() {
     let e = edges(&mods);
     assert_eq!(cycles(&e), vec![vec!["a", "a::kid"]]);
     assert!(e["b"].contains("a") && !e["a"].contains("b"));
+}
+
+/// Imports between top-level modules of the harness library that still
+/// run against the order `harness/src/lib.rs` states, as (importer,
+/// imported): none is left.
+const ALLOWED: &[(&str, &str)] = &[];
+
+/// The `# Layout` lines of a crate root's doc comment: each line's
+/// modules (the names in backticks before its first colon), in order.
+fn stated_order(lib: &str) -> Vec<Vec<String>> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut inside = false;
+    for l in lib.lines() {
+        let Some(doc) = l.strip_prefix("//!") else {
+            if inside {
+                break;
+            }
+            continue;
+        };
+        let doc = doc.strip_prefix(' ').unwrap_or(doc);
+        if doc.starts_with('#') {
+            inside = doc.trim() == "# Layout";
+            continue;
+        }
+        if !inside {
+            continue;
+        }
+        if let Some(item) = doc.strip_prefix("- ") {
+            lines.push(item.to_string());
+        } else if doc.starts_with("  ") {
+            if let Some(last) = lines.last_mut() {
+                last.push(' ');
+                last.push_str(doc.trim());
+            }
+        }
+    }
+    lines
+        .iter()
+        .map(|line| {
+            // The head: up to the first colon that is not part of `::`.
+            let b = line.as_bytes();
+            let end = (0..b.len())
+                .find(|&i| {
+                    b[i] == b':' && b.get(i + 1) != Some(&b':') && (i == 0 || b[i - 1] != b':')
+                })
+                .unwrap_or(b.len());
+            line[..end]
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_string)
+                .collect()
+        })
+        .collect()
+}
+
+/// The imports between the top-level modules of the crate in `src`
+/// (a file's edges, each end taken to its top-level module).
+fn top_level_edges(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mods = modules(src);
+    let top = |m: &str| m.split("::").next().unwrap_or_default().to_string();
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for m in mods.keys().filter(|m| !m.is_empty()) {
+        out.entry(top(m)).or_default();
+    }
+    for (from, tos) in edges(&mods) {
+        if from.is_empty() {
+            continue;
+        }
+        for to in tos {
+            let (a, b) = (top(from), top(to));
+            if a != b {
+                out.entry(a).or_default().insert(b);
+            }
+        }
+    }
+    out
+}
+
+/// What is wrong with the top-level imports of the crate in `src` against
+/// the order its `lib.rs` states and the backward imports `allowed`: one
+/// message per fault, none when all is well.
+fn stage_faults(src: &Path, allowed: &[(&str, &str)]) -> Vec<String> {
+    let mut faults = Vec::new();
+    let edges = top_level_edges(src);
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    let order = stated_order(&lib);
+    let mut rank: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, line) in order.iter().enumerate() {
+        for m in line {
+            if !edges.contains_key(m) {
+                faults.push(format!(
+                    "lib.rs's layout names `{m}`, which is no top-level module"
+                ));
+            } else if rank.insert(m, i).is_some() {
+                faults.push(format!("lib.rs's layout places `{m}` twice"));
+            }
+        }
+    }
+    for m in edges.keys() {
+        if !rank.contains_key(m.as_str()) {
+            faults.push(format!(
+                "lib.rs's layout does not place `{m}` (start a line with it)"
+            ));
+        }
+    }
+    let borrowed: BTreeMap<&str, BTreeSet<&str>> = edges
+        .iter()
+        .map(|(a, bs)| (a.as_str(), bs.iter().map(String::as_str).collect()))
+        .collect();
+    for c in cycles(&borrowed) {
+        faults.push(format!(
+            "import cycle between top-level modules: {}",
+            c.join(" ")
+        ));
+    }
+    let mut backwards: BTreeSet<(&str, &str)> = BTreeSet::new();
+    for (a, bs) in &borrowed {
+        for b in bs {
+            if let (Some(ra), Some(rb)) = (rank.get(a), rank.get(b)) {
+                if rb > ra {
+                    backwards.insert((a, b));
+                }
+            }
+        }
+    }
+    let allowed: BTreeSet<(&str, &str)> = allowed.iter().copied().collect();
+    for (a, b) in backwards.difference(&allowed) {
+        faults.push(format!(
+            "`{a}` imports `{b}`, which lib.rs's layout places after it (move what it needs down, or pass it in)"
+        ));
+    }
+    for (a, b) in allowed.difference(&backwards) {
+        faults.push(format!(
+            "`{a}` -> `{b}` is on ALLOWED but no longer runs backwards: take it off"
+        ));
+    }
+    faults
+}
+
+#[test]
+fn the_harness_top_level_modules_import_only_the_stages_lib_rs_places_before_them() {
+    let src = root().join("harness/src");
+    let faults = stage_faults(&src, ALLOWED);
+    eprintln!(
+        "top-level modules: {}; imports between them: {}; allowed backwards: {}",
+        top_level_edges(&src).len(),
+        top_level_edges(&src)
+            .values()
+            .map(BTreeSet::len)
+            .sum::<usize>(),
+        ALLOWED.len()
+    );
+    assert!(faults.is_empty(), "{}", faults.join("\n"));
+}
+
+#[test]
+fn the_stage_check_sees_a_backward_import_a_cycle_and_an_unplaced_module() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    let lib = "//! Crate.\n//!\n//! # Layout\n//! Bottom up.\n//!\n//! - [`leaf`], `quiet`: leaves.\n//! - [`early`]: uses\n//!   [`leaf`]: and more.\n//! - [`late`]: uses [`early`].\n\npub mod early;\npub mod late;\npub mod leaf;\nmod quiet;\n";
+    std::fs::write(src.join("lib.rs"), lib).unwrap();
+    std::fs::write(src.join("leaf.rs"), "pub struct L;\n").unwrap();
+    std::fs::write(src.join("quiet.rs"), "pub struct Q(pub crate::leaf::L);\n").unwrap();
+    std::fs::create_dir_all(src.join("early")).unwrap();
+    std::fs::write(src.join("early/mod.rs"), "mod kid;\npub use kid::E;\n").unwrap();
+    std::fs::write(
+        src.join("early/kid.rs"),
+        "pub struct E(pub crate::leaf::L);\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("late.rs"),
+        "use crate::early::E;\npub struct T(pub E);\n#[cfg(test)]\nmod t { use crate::leaf; }\n",
+    )
+    .unwrap();
+    let line = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        stated_order(lib),
+        vec![line(&["leaf", "quiet"]), line(&["early"]), line(&["late"])]
+    );
+    assert!(
+        stage_faults(src, &[]).is_empty(),
+        "{:?}",
+        stage_faults(src, &[])
+    );
+    // A listed backward import that is not there fails.
+    assert_eq!(stage_faults(src, &[("early", "late")]).len(), 1);
+    // A new backward import fails, through `super::` at the top level too.
+    std::fs::write(
+        src.join("early/mod.rs"),
+        "mod kid;\npub use kid::E;\npub fn f() -> Option<super::late::T> { None }\n",
+    )
+    .unwrap();
+    let faults = stage_faults(src, &[]);
+    assert!(
+        faults.iter().any(|f| f.contains("`early` imports `late`")),
+        "{faults:?}"
+    );
+    assert!(faults.iter().any(|f| f.contains("cycle")), "{faults:?}");
+    assert!(stage_faults(src, &[("early", "late")])
+        .iter()
+        .all(|f| f.contains("cycle")));
+    // A module the layout does not place fails.
+    std::fs::write(src.join("early/mod.rs"), "mod kid;\npub use kid::E;\n").unwrap();
+    std::fs::write(src.join("stray.rs"), "pub struct S;\n").unwrap();
+    let faults = stage_faults(src, &[]);
+    assert_eq!(faults.len(), 1, "{faults:?}");
+    assert!(faults[0].contains("`stray`"));
 }

@@ -6,10 +6,10 @@
 use std::collections::BTreeMap;
 use std::process::{Command, Output};
 
+use hookstorm::delivery::{task_body, TaskStatus};
+use hookstorm::fault_spec::{Forgery, Signing};
 use hookstorm::history::Intent;
-use hookstorm::plan::delivery::{task_body, TaskStatus};
 use hookstorm::plan::{Plan, Redelivery};
-use hookstorm::scenario::fault_spec::{Forgery, Signing};
 use hookstorm::shrink::replay::replay_script;
 use hookstorm::state::probe::Probe;
 use hookstorm::state::State;
@@ -354,7 +354,7 @@ async fn a_failing_run_is_told_from_its_history_and_its_replay_fails_the_same_wa
     assert_eq!(i4.verdict, Verdict::Fail, "{}", i4.summary);
     let events: Vec<Event> =
         hookstorm::history::read(&outcome.dir.join(&s.history))?.collect::<Result<_, _>>()?;
-    let plan = hookstorm::plan::workload::plan(
+    let plan = hookstorm::workload::plan(
         &scenarios(&[name])[0],
         hookstorm::run::scenario_seed(seed, name),
     );

@@ -193,7 +193,7 @@ async fn the_written_minimal_scenario_replays_as_it_is_and_fails_the_same_invari
     // Loaded from the file, run by `run` like any scenario, under another seed.
     let s = hookstorm::scenario::Scenario::from_file(&r.files.scenario).expect("minimal parses");
     assert_eq!(
-        hookstorm::plan::workload::plan(&s, 123).deliveries,
+        hookstorm::workload::plan(&s, 123).deliveries,
         r.minimal.deliveries
     );
     let (receiver, target) = hookstorm_cli::builtin::start(Some(d), None)

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use hookstorm::bench::load::LineSink;
+use hookstorm::delivery::TaskStatus;
 use hookstorm::history::{Attempt, Event, HistorySink, RunHeader};
-use hookstorm::plan::delivery::TaskStatus;
 
 const BATCH: u64 = 10_000;
 

@@ -121,8 +121,8 @@ pub const MISSED_KILL_RETRIES: u32 = 2;
 
 impl Exercised {
     /// The row that says when `fault` counts as exercised, if it needs to.
-    pub fn of(fault: &crate::scenario::fault_spec::FaultSpec) -> Option<&'static Exercised> {
-        use crate::scenario::fault_spec::{FaultSpec, KillSignal};
+    pub fn of(fault: &crate::fault_spec::FaultSpec) -> Option<&'static Exercised> {
+        use crate::fault_spec::{FaultSpec, KillSignal};
         let met = match fault {
             FaultSpec::CutDatabase(_) => Met::CutAttempt,
             FaultSpec::Kill(k) if k.signal == KillSignal::Stop => Met::EveryPauseHeldRequest,
@@ -406,8 +406,8 @@ pub fn why_unacknowledged(tag: &str) -> Option<&'static str> {
 
 /// The attempt tags a scenario fault may put on attempts (as
 /// [`FaultTag::pattern`] writes them); reconcile and kill-worker tag none.
-pub fn tags_of(fault: &crate::scenario::fault_spec::FaultSpec) -> &'static [&'static str] {
-    use crate::scenario::fault_spec::FaultSpec;
+pub fn tags_of(fault: &crate::fault_spec::FaultSpec) -> &'static [&'static str] {
+    use crate::fault_spec::FaultSpec;
     match fault {
         FaultSpec::Duplicate(_) => &[
             "duplicate-concurrent:<k>/<n>",
@@ -433,7 +433,7 @@ pub fn tags_of(fault: &crate::scenario::fault_spec::FaultSpec) -> &'static [&'st
 
 /// The rules that bear on a scenario with these faults, one line each
 /// (for `hookstorm list`).
-pub fn rules_for(faults: &[crate::scenario::fault_spec::FaultSpec]) -> Vec<String> {
+pub fn rules_for(faults: &[crate::fault_spec::FaultSpec]) -> Vec<String> {
     let patterns: Vec<&str> = faults
         .iter()
         .flat_map(|f| tags_of(f).iter().copied())
@@ -547,8 +547,8 @@ mod tests {
 
     #[test]
     fn a_kill_scenario_lists_what_its_kills_excuse() {
-        let kill = crate::scenario::fault_spec::FaultSpec::Kill(
-            crate::scenario::fault_spec::KillWorkerSpec {
+        let kill = crate::fault_spec::FaultSpec::Kill(
+            crate::fault_spec::KillWorkerSpec {
                 count: 1,
                 over: crate::units::HumanDuration(std::time::Duration::from_secs(1)),
                 failpoint: None,

@@ -8,82 +8,103 @@
 //! once and that the right result won for every job.
 //!
 //! # Layout
-//! A folder per stage of the pipeline, in the order data flows through it
-//! (each stage imports only the stages before it):
+//! The top-level modules from the bottom up: each imports only the modules
+//! of the lines before its own (and, within its line, none that imports it
+//! back). The pipeline's stages keep the order data flows through them
+//! (profile, scenario, plan, fault, sender, check, report, run); what
+//! every stage names, such as the history's types, the receiver's state
+//! and a delivery's body, sits below the stages that fill it in. Each line
+//! starts with its modules, before the first colon; `tests/layout.rs`
+//! holds the code to this order.
+//!
+//! - [`budget`], [`units`], [`error`], [`exit`], [`words`], [`memory`],
+//!   [`suggest`], [`invariant`], [`tag`], [`delivery`], [`fault_spec`],
+//!   [`tls`], [`tcpproxy`], [`httpd`], `decimal`, `httpwire`, `docs_table`:
+//!   the leaves every stage may use: [`budget`] (the byte budget of every
+//!   read from outside), [`units`] (human durations), [`error`]
+//!   (configuration errors that name file and line), [`exit`] (the
+//!   documented exit codes), [`words`] (counts in words, with plural
+//!   agreement), [`memory`] (how the process asks the allocator for large
+//!   buffers), [`suggest`] ("did you mean …?" for a mistyped name),
+//!   [`invariant`] (the ids I1–I9 and S1–S9), [`tag`] (the faults each
+//!   attempt carries), [`delivery`] (a delivery's body, task and status as
+//!   the contract defines them), [`fault_spec`] (each fault's settings as a
+//!   scenario writes them), [`tls`] (https for the sender and the probe),
+//!   [`tcpproxy`] (a TCP fault proxy before the receiver's database),
+//!   [`httpd`] (the small HTTP server loop the provider API and the front
+//!   share), `httpwire` (HTTP/1.1 answers read off any stream: the one
+//!   reader of the concurrent copies and the bench).
+//! - [`history`]: the JSON Lines history of attempts: its types, its codec
+//!   and the one streaming fold every consumer shares.
 //! - [`profile`]: sender profiles (built-in and TOML), with
 //!   [`profile::schedule`] (retry schedules as pure, seeded functions),
 //!   [`profile::signature`] (schemes that sign and verify),
 //!   [`profile::envelope`] (each provider's body and headers) and
 //!   [`profile::vocabulary`] (a profile's words for identity, object and order).
-//! - [`scenario`]: scenario files (workload and faults as data), with
-//!   [`scenario::explicit`] (the form that lists a plan's deliveries as they
-//!   are) and [`scenario::fault_spec`] (each fault's settings, a leaf).
-//! - [`plan`]: the plan, every delivery of a scenario and its directives,
-//!   made once per scenario run by [`plan::workload`] from a scenario and a
-//!   seed; [`plan::delivery`] is the body it carries.
-//! - [`fault`]: every fault kind: duplicate, reorder, drop_ack, tamper (plan
-//!   time); front, redeliver, nemesis (kill, kill-worker, cut-database) and
-//!   reconcile (run time); [`fault::actor`] puts the run-time ones behind
-//!   one trait (set up, act while sending, tear down, findings) that the run
-//!   composes without naming any; [`fault::gauge`] is the live traffic the
-//!   nemesis places its faults by.
-//! - [`sender`]: delivers a plan over real HTTP the way a profile says.
-//! - [`history`]: the JSON Lines history of attempts: its types, its codec
-//!   and the one streaming fold every consumer shares; [`tag`] types the
-//!   faults each attempt carries.
+//! - [`lifecycle`]: starting, signalling and restarting the receiver's
+//!   processes.
 //! - [`state`]: the receiver's state, read by [`state::probe`] over HTTP,
 //!   SQL or a command; [`state::late`] keeps the rows that land after
-//!   their scenario's state was read.
+//!   their scenario's state was read, and [`state::outbox`] reads a
+//!   sender's own outbox listing.
+//! - [`plan`]: the plan, every delivery of a scenario and its directives,
+//!   and the random streams every stage draws from.
+//! - [`scenario`]: scenario files (workload and faults as data), with
+//!   [`scenario::explicit`] (the form that lists a plan's deliveries as they
+//!   are) and [`scenario::sender`] (sender scenarios).
+//! - [`provider`]: the provider API receivers reconcile against.
+//! - [`target`]: the target file.
+//! - [`excuse`], [`outcome`], [`gaps`]: [`excuse`] is the one table of
+//!   what each fault excuses, when a fault counts as exercised, and what
+//!   each provider does after a failure; [`outcome`] says what each attempt
+//!   came to (accepted, rejected as required, dead by design, …), once for
+//!   every reporter; [`gaps`] measures retry gaps against the scaled
+//!   schedule.
+//! - [`fault`]: every fault kind: duplicate, reorder, drop_ack, tamper (plan
+//!   time); front, redeliver, nemesis (kill, kill-worker, cut-database) and
+//!   reconcile (run time); [`fault::gauge`] is the live traffic the
+//!   nemesis places its faults by.
+//! - [`workload`]: a scenario and a seed made into a plan, once per
+//!   scenario run, its plan-time faults applied.
+//! - [`sender`]: delivers a plan over real HTTP the way a profile says.
 //! - [`check`]: the invariants I1–I9 over history and state (and the
-//!   sender invariants S1–S9 in [`check::sender`]); [`excuse`] is
-//!   the one table of what each fault excuses, when a fault counts as
-//!   exercised, and what each provider does after a failure; [`outcome`]
-//!   says what each attempt came to (accepted, rejected as required, dead
-//!   by design, …), once for every reporter.
+//!   sender invariants S1–S9 in [`check::sender`]).
+//! - [`coverage`], [`note`]: [`coverage`] says what scenarios need, why
+//!   one was skipped and what ran; [`note`] types what a run says beyond
+//!   its verdicts, which reporters word.
 //! - [`report`]: report.json, junit.xml, summary.md, report.html and the
 //!   console table, each opening with the conformance statement
 //!   ([`report::conformance`]: the levels a run establishes), sealed with
 //!   SHA-256 digests ([`report::seal`]) that `hookstorm verify` checks
 //!   ([`report::verify`]).
 //! - [`run`]: the pipeline of `hookstorm run`, scenario by scenario, with
+//!   [`run::actor`] (the run-time faults behind one trait: set up, act
+//!   while sending, tear down, findings; the run composes them without
+//!   naming any, and they call the sender and word notes, so they live
+//!   here and not in [`fault`]),
 //!   [`run::preflight`] (a target's configuration checked in seconds),
-//!   [`run::estimate`] (how long a run will take), [`run::coverage`] (what
-//!   scenarios need, skips, what ran), [`run::gaps`] (retry gaps against
-//!   the scaled schedule) and [`run::interrupt`] (stopping cleanly on a signal).
-//!   [`note`] types what a run says beyond its verdicts; reporters word it.
-//! - [`shard`]: one process of N (`--shard I/N`), and [`shard::merge`]:
-//!   the shards' folders into one verdict.
+//!   [`run::estimate`] (how long a run will take) and [`run::interrupt`]
+//!   (stopping cleanly on a signal).
+//! - [`shard`]: one process of N (`--shard I/N`): which shard, its seed,
+//!   its share and the manifest it leaves.
 //! - [`sink`]: the other direction, `hookstorm sink`: a chaos receiver
 //!   for a webhook *sender* under test, the sender scenarios'
-//!   pipeline, and its reports; [`check::sender`] grades the sender
-//!   invariants S1–S9, [`scenario::sender`] reads sender scenarios and
-//!   [`state::outbox`] a sender's own outbox listing.
-//!
-//! Beside the pipeline:
+//!   pipeline, and its reports.
 //! - [`shrink`]: cuts a failing scenario's plan down to a minimal one.
 //! - [`explore`]: `hookstorm explore`, random fault plans drawn from the
 //!   space the target can run, every failure shrunk and kept in a
 //!   regression folder that `run` replays first.
 //! - [`bench`]: `hookstorm bench`, load and correctness at once.
-//! - [`lifecycle`]: starting, signalling and restarting the receiver's
-//!   processes; [`tcpproxy`]: a TCP fault proxy before its database.
-//! - [`provider`]: the provider API receivers reconcile against; [`httpd`]:
-//!   the small HTTP server loop it and the front share.
-//! - [`target`]: the target file; [`tls`]: https for the sender and the probe.
-//! - Leaves every stage may use: [`budget`] (the byte budget of every read
-//!   from outside), [`units`] (human durations), [`error`] (configuration
-//!   errors that name file and line), [`exit`] (the documented exit codes),
-//!   [`words`] (counts in words, with plural agreement),
-//!   [`memory`] (how the process asks the allocator for large buffers),
-//!   [`invariant`] (the ids I1–I9 and S1–S9), [`suggest`] ("did you mean
-//!   …?" for a mistyped name), `httpwire` (HTTP/1.1 answers read off
-//!   any stream: the one reader of the concurrent copies and the bench).
+//! - [`merge`]: `hookstorm merge`, the shards' folders (of a bench or a
+//!   run) into one verdict.
 #![warn(missing_docs)]
 
 pub mod bench;
 pub mod budget;
 pub mod check;
+pub mod coverage;
 mod decimal;
+pub mod delivery;
 #[cfg(test)]
 mod docs_table;
 pub mod error;
@@ -91,12 +112,15 @@ pub mod excuse;
 pub mod exit;
 pub mod explore;
 pub mod fault;
+pub mod fault_spec;
+pub mod gaps;
 pub mod history;
 pub mod httpd;
 mod httpwire;
 pub mod invariant;
 pub mod lifecycle;
 pub mod memory;
+pub mod merge;
 pub mod note;
 pub mod outcome;
 pub mod plan;
@@ -117,3 +141,4 @@ pub mod tcpproxy;
 pub mod tls;
 pub mod units;
 pub mod words;
+pub mod workload;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use hookstorm::plan::delivery::Body;
+use hookstorm::delivery::Body;
 use hookstorm::profile::signature::Secret;
 use http::{header, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};

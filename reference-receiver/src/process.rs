@@ -5,7 +5,7 @@
 //! place and are unit-tested without a database.
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use hookstorm::plan::delivery::{job_key, Body};
+use hookstorm::delivery::{job_key, Body};
 
 /// The results of processing one delivery.
 #[derive(Debug, Clone, PartialEq)]

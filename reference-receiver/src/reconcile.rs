@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use hookstorm::plan::delivery::Body;
+use hookstorm::delivery::Body;
 use http::{header, Request, StatusCode};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;

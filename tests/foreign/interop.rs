@@ -46,7 +46,7 @@ fn keys(current: &str, other: &str) -> Keys {
 /// Every genuine signing and every forgery of one delivery under `profile`,
 /// with what the provider's verifier must say about it.
 pub fn cases(profile: &Profile, current: &str, other: &str) -> Vec<Case> {
-    let body: hookstorm::plan::delivery::Body = serde_json::from_value(serde_json::json!({
+    let body: hookstorm::delivery::Body = serde_json::from_value(serde_json::json!({
         "task": {"id": "tsk_0123456789abcdef", "idempotencyKey": "job-1-r1",
                  "status": "COMPLETED", "createdAt": "2026-11-29T10:00:00Z"},
         "credits": 4,

@@ -87,7 +87,7 @@ fn answerline(
     }
     let completed = body["task"]["status"] == "COMPLETED";
     let key = body["task"]["idempotencyKey"].as_str().map(|k| {
-        let job = hookstorm::plan::delivery::job_key(k);
+        let job = hookstorm::delivery::job_key(k);
         job.to_string()
     });
     store.accept(

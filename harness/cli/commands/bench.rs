@@ -211,7 +211,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 /// faults, or what is wrong with them.
 fn fault_specs(
     args: &Args,
-) -> Result<(Vec<String>, Vec<hookstorm::scenario::fault_spec::FaultSpec>), String> {
+) -> Result<(Vec<String>, Vec<hookstorm::fault_spec::FaultSpec>), String> {
     if args.faults.is_empty() {
         return Ok((Vec::new(), Vec::new()));
     }

@@ -81,7 +81,7 @@ fn histories(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, bool), String> {
             out.push(p.join("history.jsonl"));
             continue;
         }
-        let found = hookstorm::shard::merge::shard_histories(std::slice::from_ref(p))
+        let found = hookstorm::merge::shard_histories(std::slice::from_ref(p))
             .map_err(|e| e.to_string())?;
         for (history, m) in found {
             shards += 1;

@@ -4,7 +4,7 @@
 //! scenarios (`hookstorm run`) come first, then the sender scenarios
 //! (tagged `sender`, run by `hookstorm sink`).
 
-use hookstorm::run::coverage::{self, Need};
+use hookstorm::coverage::{self, Need};
 use hookstorm::scenario::sender::SenderScenario;
 use hookstorm::scenario::Scenario;
 use serde_json::json;

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use hookstorm::exit;
-use hookstorm::shard::merge::{MergeError, MergeOptions};
+use hookstorm::merge::{MergeError, MergeOptions};
 use hookstorm::units::HumanDuration;
 
 /// Arguments of `hookstorm merge`.
@@ -86,7 +86,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let outcome = match rt.block_on(hookstorm::shard::merge::merge(&opts)) {
+    let outcome = match rt.block_on(hookstorm::merge::merge(&opts)) {
         Ok(o) => o,
         Err(e @ MergeError::Inconsistent(_)) => return Ok(super::usage_error(e)),
         Err(e) => return Err(e.into()),

@@ -117,6 +117,6 @@ fn load_book(args: &Args) -> anyhow::Result<TaskBook> {
     let path = super::catalog::find(&args.catalog.dir(), name).map_err(anyhow::Error::msg)?;
     let scenario = Scenario::from_file(&path)?;
     let seed = hookstorm::run::scenario_seed(args.seed, &scenario.name);
-    let plan = hookstorm::plan::workload::plan(&scenario, seed);
+    let plan = hookstorm::workload::plan(&scenario, seed);
     Ok(book::from_plan(&plan, args.time_scale, false))
 }

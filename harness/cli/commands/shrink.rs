@@ -89,7 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Err(e) => return Ok(super::usage_error(e)),
     };
     if let Some(id) = args.invariant {
-        let checked = hookstorm::run::coverage::invariants(&scenario);
+        let checked = hookstorm::coverage::invariants(&scenario);
         if !checked.contains(&id) {
             let list: Vec<&str> = checked.iter().map(|i| i.code()).collect();
             return Ok(super::usage_error(format!(

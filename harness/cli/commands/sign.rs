@@ -9,9 +9,9 @@
 use std::io::Read;
 
 use hookstorm::fault::tamper::{self, Keys, SignRequest};
+use hookstorm::fault_spec::{Forgery, Signing};
 use hookstorm::profile::signature::{Secret, SignInput};
 use hookstorm::profile::Profile;
-use hookstorm::scenario::fault_spec::{Forgery, Signing};
 
 /// Arguments of `hookstorm sign`.
 #[derive(Debug, clap::Args)]

@@ -12,8 +12,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use hookstorm::delivery::TaskStatus;
 use hookstorm::history::{Attempt, Event, Outcome};
-use hookstorm::plan::delivery::TaskStatus;
 use hookstorm::state::stream::{JsonWriter, Row, Section, StateSink};
 use hookstorm::state::{InboxRow, Winner};
 

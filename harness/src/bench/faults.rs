@@ -19,8 +19,8 @@ use tokio::sync::watch;
 
 use super::load::{self, LineSink, ResendCounts, UnderFaults};
 use crate::fault::nemesis::{self, Actions, KillTally, Stream};
+use crate::fault_spec::FaultSpec;
 use crate::lifecycle::Supervisor;
-use crate::scenario::fault_spec::FaultSpec;
 use crate::state::probe::Probe;
 
 /// Faults to carry out under a bench's load, and the processes they act on.

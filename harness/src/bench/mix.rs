@@ -15,7 +15,7 @@ use crate::history::push_dec;
 use crate::tag::FaultTag;
 
 #[cfg(test)]
-use crate::plan::delivery::{Body, Task, TaskStatus};
+use crate::delivery::{Body, Task, TaskStatus};
 
 /// Shares of the special deliveries, each 0..=1.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -494,7 +494,7 @@ mod tests {
             assert_eq!(body, expect);
             assert_eq!(serde_json::to_vec(&body).unwrap(), it.body);
             let idem = body.task.idempotency_key.unwrap();
-            assert_eq!(crate::plan::delivery::job_key(&idem), it.job);
+            assert_eq!(crate::delivery::job_key(&idem), it.job);
         }
     }
 

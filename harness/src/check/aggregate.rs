@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use rustc_hash::FxHashSet;
 
+use crate::delivery::{job_key, TaskStatus};
 use crate::history::{Attempt, Event, Intent, Outcome, ProviderTask, TransportFailure};
-use crate::plan::delivery::{job_key, TaskStatus};
 use crate::tag::FaultTag;
 
 use super::found::Found;

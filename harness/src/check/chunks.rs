@@ -593,8 +593,8 @@ mod tests {
     use crate::check::files::check_in_parts as check_histories_in;
     use crate::check::Partitioning;
     use crate::check::{check, CheckOptions, FileCheck, MultiCheck, ScenarioCheck};
+    use crate::delivery::TaskStatus;
     use crate::history::{Attempt, Event, Intent, Outcome, ProviderTask};
-    use crate::plan::delivery::TaskStatus;
     use crate::state::State;
     use crate::tag::FaultTag;
 

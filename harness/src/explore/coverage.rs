@@ -18,9 +18,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::fault::nemesis;
+use crate::fault_spec::{FaultSpec, KillSignal, ReorderMode};
 use crate::history::Attempt;
 use crate::note::Note;
-use crate::scenario::fault_spec::{FaultSpec, KillSignal, ReorderMode};
 
 /// How often one kind (or pair) was drawn and met traffic.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

@@ -29,8 +29,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::check::{InvariantId, Verdict};
+use crate::coverage::TargetFacts;
 use crate::report::{RunReport, ScenarioReport};
-use crate::run::coverage::TargetFacts;
 use crate::run::interrupt::Stop;
 use crate::run::preflight::Preflight;
 use crate::run::{RunError, RunOptions};

@@ -20,8 +20,8 @@ use serde::Serialize;
 use super::coverage::Count;
 use super::strategy::Draw;
 use super::{io, Ended, ExploreError, Explored, Failure};
+use crate::fault_spec::{DuplicateMode, FaultSpec, KillSignal, ReorderMode};
 use crate::plan::Plan;
-use crate::scenario::fault_spec::{DuplicateMode, FaultSpec, KillSignal, ReorderMode};
 use crate::shrink::FailureRate;
 
 /// The version of `explore.json`; bumped on incompatible changes.

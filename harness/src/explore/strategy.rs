@@ -5,7 +5,7 @@
 //! A draw is a generative scenario (accounts, `[workload]` and `[[fault]]`
 //! tables, every invariant checked), so what explore runs is exactly what
 //! a scenario file could say, and the plan it sends is
-//! [`crate::plan::workload::plan`] of it: the shrinker and `run` take it
+//! [`crate::workload::plan`] of it: the shrinker and `run` take it
 //! as they take any scenario. Plan `n` of a seed is drawn by its own
 //! proptest runner, seeded from the seed and `n` (ChaCha), so it depends on
 //! nothing drawn before it: the same seed and target give the same plans,
@@ -26,7 +26,7 @@ use proptest::strategy::{BoxedStrategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 use super::space::Space;
-use crate::scenario::fault_spec::{
+use crate::fault_spec::{
     CutDatabaseSpec, CutMode, CutVia, DropAckSpec, DuplicateMode, DuplicateSpec, FaultSpec,
     Forgery, FrontSpec, KillSignal, KillSpec, KillTrigger, KillWorkerSpec, ReconcileSpec,
     RedeliverSpec, ReorderMode, ReorderSpec, Signing, TamperSpec,

@@ -6,9 +6,9 @@
 
 use rand::Rng;
 
+use crate::fault_spec::DropAckSpec;
 use crate::history::Intent;
 use crate::plan::Plan;
-use crate::scenario::fault_spec::DropAckSpec;
 use crate::tag::FaultName;
 
 /// Marks a share of genuine deliveries to lose their first `times` acks.

@@ -15,10 +15,10 @@
 
 use rand::Rng;
 
+use crate::delivery::random_id;
+use crate::fault_spec::{DuplicateMode, DuplicateSpec};
 use crate::history::Intent;
-use crate::plan::delivery::random_id;
 use crate::plan::{Plan, Redelivery};
-use crate::scenario::fault_spec::{DuplicateMode, DuplicateSpec};
 use crate::tag::FaultName;
 
 /// Adds copies or redeliveries to a share of the genuine deliveries.

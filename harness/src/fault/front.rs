@@ -30,9 +30,9 @@ use hyper_util::client::legacy::Client;
 use sha2::{Digest, Sha256};
 
 use crate::budget;
+use crate::fault_spec::FrontSpec;
 use crate::history::{now_rfc3339, Event, FaultEvent, HistorySink};
 use crate::httpd::{self, AnyBody, Hangup, Server};
-use crate::scenario::fault_spec::FrontSpec;
 use crate::tag::{FaultName, FaultTag};
 
 /// The front could not start.

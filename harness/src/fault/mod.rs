@@ -14,7 +14,7 @@
 //! lines.
 //!
 //! What a scenario file says about each fault (its spec, defaults and
-//! bounds) lives in the leaf modules under [`crate::scenario::fault_spec`].
+//! bounds) lives in the leaf modules under [`crate::fault_spec`].
 //! The rule that keeps the module graph acyclic: the specs import nothing
 //! from [`crate::plan`],
 //! the sender or the actors here, so the plan and the scenario may import
@@ -22,10 +22,9 @@
 
 use rand_chacha::ChaCha8Rng;
 
+use crate::fault_spec::FaultSpec;
 use crate::plan::Plan;
-use crate::scenario::fault_spec::FaultSpec;
 
-pub mod actor;
 pub mod drop_ack;
 pub mod duplicate;
 pub mod front;

@@ -12,10 +12,10 @@ use std::collections::BTreeMap;
 use rand::seq::SliceRandom;
 use rand::Rng;
 
+use crate::delivery::TaskStatus;
+use crate::fault_spec::{ReorderMode, ReorderSpec};
 use crate::history::Intent;
-use crate::plan::delivery::TaskStatus;
 use crate::plan::Plan;
-use crate::scenario::fault_spec::{ReorderMode, ReorderSpec};
 use crate::tag::FaultName;
 
 /// Reorders the plan.

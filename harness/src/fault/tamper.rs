@@ -11,11 +11,11 @@ use base64::Engine as _;
 use rand::Rng;
 use serde_json::json;
 
+use crate::delivery::{task_body, TaskStatus, EPOCH};
+use crate::fault_spec::{Forgery, Signing, TamperSpec};
 use crate::history::Intent;
-use crate::plan::delivery::{task_body, TaskStatus, EPOCH};
 use crate::plan::{signing_name, Plan, Redelivery};
 use crate::profile::signature::{Scheme, Secret, SignInput};
-use crate::scenario::fault_spec::{Forgery, Signing, TamperSpec};
 use crate::tag::FaultName;
 
 /// Adds the forged deliveries and rotation signings of `spec`.

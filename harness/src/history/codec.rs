@@ -447,8 +447,8 @@ pub(crate) fn push_dec(out: &mut String, v: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::delivery::TaskStatus;
     use crate::history::Attempt;
-    use crate::plan::delivery::TaskStatus;
 
     fn attempt(n: u32, outcome: Outcome) -> Event {
         Event::Attempt(Attempt {

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::failure::TransportFailure;
-use crate::plan::delivery::TaskStatus;
+use crate::delivery::TaskStatus;
 use crate::tag::{FaultName, FaultTag};
 
 /// What became of one attempt.

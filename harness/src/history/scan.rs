@@ -25,7 +25,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 
 use super::event::{Intent, Outcome};
-use crate::plan::delivery::TaskStatus;
+use crate::delivery::TaskStatus;
 
 /// One history line, flat and borrowed: the union of the attempt and provider
 /// fields the checker reads. Parsing this instead of the tagged [`Event`]

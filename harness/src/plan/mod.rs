@@ -1,7 +1,7 @@
 //! The plan: every delivery one scenario sends for one seed, and the
 //! faults attached to them.
 //!
-//! [`crate::plan::workload`] makes it from a scenario, the plan-time faults in
+//! [`crate::workload`] makes it from a scenario, the plan-time faults in
 //! [`crate::fault`] rewrite it, and from then on it is all the later stages
 //! see: the sender delivers it, the provider book and the run-time faults
 //! (front, redelivery desk, reconciliation, kills and database cuts) read
@@ -9,17 +9,14 @@
 //! the provider book can never disagree about what was planned. The random
 //! streams every stage draws from are derived here, per purpose and index.
 
-pub mod delivery;
-pub mod workload;
-
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::history::Intent;
-use crate::plan::delivery::{random_id, Body};
-use crate::scenario::fault_spec::{
+use crate::delivery::{random_id, Body};
+use crate::fault_spec::{
     self, FaultSpec, Forgery, FrontSpec, ReconcileSpec, RedeliverSpec, Signing,
 };
+use crate::history::Intent;
 use crate::tag::{FaultName, FaultTag};
 
 /// Everything one scenario sends for one seed.
@@ -155,7 +152,7 @@ impl PlannedDelivery {
             .task
             .idempotency_key
             .as_deref()
-            .map(|k| crate::plan::delivery::job_key(k).to_string())
+            .map(|k| crate::delivery::job_key(k).to_string())
     }
 
     /// The fault tags that apply to this delivery's attempts as a whole.

@@ -27,7 +27,7 @@ use chrono::DateTime;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::plan::delivery::{job_key, Body, TaskStatus};
+use crate::delivery::{job_key, Body, TaskStatus};
 
 /// The body a profile sends: which provider's envelope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -566,7 +566,7 @@ pub fn check_template(template: &str) -> Result<(), String> {
     }
     let sample: Body = serde_json::from_value(json!({
         "task": {"id": "tsk_0000000000000000", "idempotencyKey": "job-1",
-                 "status": "COMPLETED", "createdAt": crate::plan::delivery::EPOCH},
+                 "status": "COMPLETED", "createdAt": crate::delivery::EPOCH},
         "credits": 1,
     }))
     .expect("the sample body parses");
@@ -657,11 +657,11 @@ mod tests {
         let poison = body(
             TaskStatus::Completed,
             "job-1",
-            crate::plan::delivery::POISON_CREATED_AT,
+            crate::delivery::POISON_CREATED_AT,
         );
         let v: Value =
             serde_json::from_slice(&fill_template(t, BodyShape::Stripe, &poison)).unwrap();
-        assert_eq!(v["at"], crate::plan::delivery::POISON_CREATED_AT);
+        assert_eq!(v["at"], crate::delivery::POISON_CREATED_AT);
         assert!(check_template(r#"{"a": "{{nope}}"}"#)
             .unwrap_err()
             .contains("unknown placeholder"));

@@ -224,8 +224,8 @@ pub fn semantics_table() -> String {
 }
 
 /// A delivery body for the table: genuine or test, COMPLETED or FAILED.
-fn sample(test: bool, failed: bool) -> crate::plan::delivery::Body {
-    use crate::plan::delivery::{Body, Task, TaskStatus};
+fn sample(test: bool, failed: bool) -> crate::delivery::Body {
+    use crate::delivery::{Body, Task, TaskStatus};
     Body {
         task: Task {
             id: "tsk_0".into(),

@@ -6,10 +6,10 @@
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::delivery::{random_id, Body, Task, TaskStatus};
+use crate::fault_spec::ReconcileSpec;
 use crate::history::{Intent, ProviderTask};
-use crate::plan::delivery::{random_id, Body, Task, TaskStatus};
 use crate::plan::Plan;
-use crate::scenario::fault_spec::ReconcileSpec;
 
 /// One task the provider knows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -178,7 +178,7 @@ impl TaskBook {
                         .task
                         .idempotency_key
                         .as_deref()
-                        .map(|k| crate::plan::delivery::job_key(k).to_string()),
+                        .map(|k| crate::delivery::job_key(k).to_string()),
                     task_status: last.1,
                     created_at: body.task.created_at,
                 })

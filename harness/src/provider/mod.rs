@@ -26,8 +26,8 @@ use hyper::body::Incoming;
 use hyper::{Method, Request, Response};
 use sha2::{Digest, Sha256};
 
+use crate::delivery::Body;
 use crate::httpd::{self, AnyBody, Hangup, Server};
-use crate::plan::delivery::Body;
 use crate::profile::signature::Secret;
 
 pub use book::{BookTask, TaskBook};
@@ -178,8 +178,7 @@ impl Provider {
                     .tasks
                     .iter()
                     .filter(|t| {
-                        !t.expired
-                            && t.status_at(elapsed) == crate::plan::delivery::TaskStatus::Queued
+                        !t.expired && t.status_at(elapsed) == crate::delivery::TaskStatus::Queued
                     })
                     .filter_map(BookTask::id)
                     .filter(|id| !st.removed.contains(id))
@@ -204,8 +203,8 @@ fn status(st: &Loaded, elapsed: i64) -> QueueStatus {
             continue;
         }
         match t.status_at(elapsed) {
-            crate::plan::delivery::TaskStatus::Queued => s.queued += 1,
-            crate::plan::delivery::TaskStatus::Processing => s.processing += 1,
+            crate::delivery::TaskStatus::Queued => s.queued += 1,
+            crate::delivery::TaskStatus::Processing => s.processing += 1,
             _ => {}
         }
     }

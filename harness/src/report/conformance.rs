@@ -341,7 +341,7 @@ pub fn markdown() -> String {
 mod tests {
     use super::*;
     use crate::check::{Counts, InvariantId, InvariantResult, ScenarioCheck};
-    use crate::run::coverage::{Need, Skip};
+    use crate::coverage::{Need, Skip};
 
     fn scenario(name: &str, verdict: Verdict, skip: Option<Need>) -> ScenarioReport {
         ScenarioReport {

@@ -11,7 +11,7 @@
 //! Rows whose key a failing invariant cites come first, in the order the
 //! evidence names them, each with the invariants that cite it; the page
 //! marks them. A retry's window is measured as the run's gap note measures
-//! it ([`crate::run::gaps::window`]): from the previous attempt's send,
+//! it ([`crate::gaps::window`]): from the previous attempt's send,
 //! the schedule's range widened by the attempt's own time.
 
 use std::collections::HashMap;
@@ -21,10 +21,10 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::{RunReport, ScenarioReport};
+use crate::gaps;
 use crate::history::{self, Attempt, Event, Intent};
 use crate::outcome::{self, Facts, Judged};
 use crate::profile::Profile;
-use crate::run::gaps;
 use crate::state::probe::redact_text;
 
 /// The most attempt marks one scenario's timeline carries.

@@ -15,8 +15,8 @@
 
 use std::time::Duration;
 
+use crate::fault_spec::FaultSpec;
 use crate::profile::Profile;
-use crate::scenario::fault_spec::FaultSpec;
 use crate::scenario::Scenario;
 use crate::units::format_duration;
 

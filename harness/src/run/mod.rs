@@ -4,16 +4,15 @@
 //!
 //! Before the first scenario the [`crate::run::preflight`] checks the target
 //! (exit 3 on a configuration mistake); a scenario whose needs the target
-//! does not meet is skipped ([`crate::run::coverage`]); `max_fail` and `timeout`
+//! does not meet is skipped ([`crate::coverage`]); `max_fail` and `timeout`
 //! stop a run early, and the scenarios it did not reach are listed as not run.
 //!
 //! This module decides nothing about verdicts (the checker does) and renders
 //! nothing (the reporters do); it sequences them and emits [`RunEvent`]s so
 //! the CLI can show progress.
 
-pub mod coverage;
+pub mod actor;
 pub mod estimate;
-pub mod gaps;
 pub mod interrupt;
 mod notes;
 pub mod preflight;
@@ -23,11 +22,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::check::{self, ScenarioCheck};
+use crate::coverage::{self, Skip, TargetFacts};
 use crate::history;
 use crate::lifecycle::Supervisor;
 use crate::note::Note;
 use crate::report::{self, RunReport, ScenarioReport};
-use crate::run::coverage::{Skip, TargetFacts};
 use crate::run::interrupt::Stop;
 use crate::run::preflight::Preflight;
 use crate::scenario::Scenario;
@@ -141,7 +140,7 @@ pub enum TargetError {
     Send(SendError),
     /// A scenario's fault could not be set up.
     #[error(transparent)]
-    Fault(#[from] crate::fault::actor::SetupError),
+    Fault(#[from] crate::run::actor::SetupError),
     /// The run was stopped while the receiver started.
     #[error("interrupted while starting the receiver")]
     Interrupted,

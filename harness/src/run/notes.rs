@@ -4,9 +4,9 @@
 //! return typed [`Note`]s that the reporters put into words.
 
 use crate::check::ScenarioCheck;
+use crate::gaps::Gaps;
 use crate::note::Note;
 use crate::plan::Plan;
-use crate::run::gaps::Gaps;
 
 use crate::sender::SendSummary;
 use crate::target::Target;
@@ -55,7 +55,7 @@ pub(crate) fn send_notes(
             let g = gaps.report(
                 &target.profile.schedule,
                 time_scale,
-                crate::run::gaps::slack(Some(f)),
+                crate::gaps::slack(Some(f)),
             );
             if g.measured > 0 {
                 notes.push(Note::RetryGaps {

@@ -12,13 +12,13 @@ use super::{
     notes, reproduce_command, scenario_seed, write_error, RunError, RunOptions, TargetError,
 };
 use crate::check::{self, CheckOptions, ScenarioCheck};
-use crate::fault::actor::{self, Scene};
+use crate::coverage;
 use crate::history::{self, Event, HistorySink, RunHeader};
 use crate::lifecycle::Supervisor;
 use crate::note::Note;
 use crate::plan::Plan;
 use crate::report::{GradedWith, ScenarioReport};
-use crate::run::coverage;
+use crate::run::actor::{self, Scene};
 use crate::scenario::Scenario;
 use crate::sender::SendConfig;
 use crate::state::late::Owners;
@@ -64,8 +64,7 @@ pub(super) async fn run_scenario(
     // Planned once: the sender, the provider book and the faults all read
     // this plan. An explicit scenario brings its own seed, which then
     // drives everything below instead of the run's.
-    let plan: Plan =
-        crate::plan::workload::plan(scenario, scenario_seed(opts.seed, &scenario.name));
+    let plan: Plan = crate::workload::plan(scenario, scenario_seed(opts.seed, &scenario.name));
     let sink = HistorySink::create(&history_path)?;
     let header = Event::Run(RunHeader {
         run_id: run_id.to_string(),
@@ -102,7 +101,7 @@ pub(super) async fn run_scenario(
     // this scenario owns, the checker's fold (which also says which keys
     // the state must hold), the retry gaps and what the faults measure.
     let mut agg = check::Aggregator::new(target.profile.timeout);
-    let mut gaps = crate::run::gaps::Gaps::default();
+    let mut gaps = crate::gaps::Gaps::default();
     {
         let mut claimer = owners.claimer(index);
         let mut folds: Vec<&mut dyn history::Fold> = vec![&mut claimer, &mut agg, &mut gaps];
@@ -202,7 +201,7 @@ pub(super) async fn run_scenario(
             notes,
             skipped: None,
             graded_with: Some(graded_with),
-            gap_slack_ms: Some(crate::run::gaps::slack(plan.front()).as_secs_f64() * 1000.0),
+            gap_slack_ms: Some(crate::gaps::slack(plan.front()).as_secs_f64() * 1000.0),
         },
         recheck,
     ))

@@ -19,10 +19,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::delivery::Body;
+use crate::fault_spec::{FaultSpec, Forgery, Signing};
 use crate::history::Intent;
-use crate::plan::delivery::Body;
 use crate::plan::{PlannedDelivery, Redelivery};
-use crate::scenario::fault_spec::{FaultSpec, Forgery, Signing};
 
 /// Most copies of one first attempt an explicit delivery may ask for.
 pub const MAX_COPIES: u32 = 100;
@@ -318,7 +318,7 @@ mod tests {
         let path = dir.path().join("g-min.toml");
         std::fs::write(&path, &text).unwrap();
         let back = Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}\n{text}"));
-        let replayed = crate::plan::workload::plan(&back, 999);
+        let replayed = crate::workload::plan(&back, 999);
         (back, replayed)
     }
 
@@ -334,7 +334,7 @@ mod tests {
             "[workload]\njobs = 4\ntasks_per_job = 2\nfailed_share = 0.5\ntest_deliveries = 1\npoison = 1\n",
             "[\"acct_a\", \"acct_b\"]",
         );
-        let mut plan = crate::plan::workload::plan(&s, 42);
+        let mut plan = crate::workload::plan(&s, 42);
         plan.notes.clear();
         let (back, replayed) = round_trip(&s, &plan);
         // Only the run-time fault stays a [[fault]]; the rest is in the deliveries.
@@ -365,15 +365,12 @@ mod tests {
     #[test]
     fn an_explicit_plan_keeps_its_seed_whatever_the_run_seed() {
         let (_d, s) = generative("", "[workload]\njobs = 2\n", "[\"acct_a\"]");
-        let plan = crate::plan::workload::plan(&s, 7);
+        let plan = crate::workload::plan(&s, 7);
         let (back, _) = round_trip(&s, &plan);
-        assert_eq!(crate::plan::workload::plan(&back, 1).seed, 7);
-        assert_eq!(
-            crate::plan::workload::plan(&back, 2).deliveries,
-            plan.deliveries
-        );
+        assert_eq!(crate::workload::plan(&back, 1).seed, 7);
+        assert_eq!(crate::workload::plan(&back, 2).deliveries, plan.deliveries);
         // Above TOML's largest integer the seed is written as a string.
-        let big = crate::plan::workload::plan(&s, u64::MAX - 1);
+        let big = crate::workload::plan(&s, u64::MAX - 1);
         let (back, replayed) = round_trip(&s, &big);
         assert_eq!(replayed.seed, u64::MAX - 1);
         assert_eq!(replayed.deliveries, big.deliveries);
@@ -398,10 +395,10 @@ mod tests {
             check: [crate::invariant::InvariantId::I6].into(),
             ..s
         };
-        let plan = crate::plan::workload::plan(&s, 4);
+        let plan = crate::workload::plan(&s, 4);
         let (back, _) = round_trip(&s, &plan);
         assert!(back.workload.sequenced.is_none());
-        assert!(crate::run::coverage::needs(&back).contains(&crate::run::coverage::Need::Resources));
+        assert!(crate::coverage::needs(&back).contains(&crate::coverage::Need::Resources));
     }
 
     fn explicit_file(rest: &str) -> String {

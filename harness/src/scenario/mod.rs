@@ -3,17 +3,16 @@
 //! A scenario names the invariants it checks, says what a passing receiver
 //! does and what a failure usually means, and describes its workload and
 //! faults as data. Everything random in it is drawn later from the run's
-//! seed ([`crate::plan::workload::plan`]), so a scenario file plus a seed is a
+//! seed ([`crate::workload::plan`]), so a scenario file plus a seed is a
 //! complete, repeatable description of what was sent. Files are parsed with
 //! `deny_unknown_fields`, so a typo is an error naming file and line rather
 //! than a silently ignored key. Each fault kind's spec and bounds live in
-//! [`crate::scenario::fault_spec`]; this module composes them. A scenario may
+//! [`crate::fault_spec`]; this module composes them. A scenario may
 //! instead list its deliveries one by one (`[[delivery]]`, the form
 //! `hookstorm shrink` writes; see [`crate::scenario::explicit`]).
 
 pub mod answer;
 pub mod explicit;
-pub mod fault_spec;
 mod names;
 pub mod sender;
 pub mod side;
@@ -26,15 +25,16 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{read_toml, ConfigError};
+use crate::fault_spec;
 use crate::scenario::explicit::{DeliveryEntry, Explicit};
 use crate::units::HumanDuration;
 
-use crate::invariant::InvariantId;
-pub use crate::scenario::fault_spec::{
+pub use crate::fault_spec::{
     CutDatabaseSpec, CutMode, CutVia, DropAckSpec, DuplicateMode, DuplicateSpec, FaultSpec,
     Forgery, FrontSpec, KillSignal, KillSpec, KillWorkerSpec, ReconcileSpec, RedeliverSpec,
     ReorderMode, ReorderSpec, Signing, TamperSpec,
 };
+use crate::invariant::InvariantId;
 use names::key_line;
 pub use names::{check_name, MAX_NAME};
 
@@ -71,7 +71,7 @@ pub struct Scenario {
 }
 
 /// What to generate: every count here is turned into deliveries by
-/// [`crate::plan::workload::plan`] with the run's seed.
+/// [`crate::workload::plan`] with the run's seed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Workload {

@@ -4,9 +4,9 @@
 
 use serde::Serialize;
 
+use crate::fault_spec::FaultSpec;
 use crate::plan::Plan;
 use crate::scenario::explicit::{is_run_time, DeliveryEntry, PlanSeed};
-use crate::scenario::fault_spec::FaultSpec;
 use crate::scenario::Scenario;
 use crate::units::HumanDuration;
 

@@ -357,7 +357,7 @@ impl Ctx {
         let (key, job) = self.identity(r.d, r.id);
         // Which updates can win is the profile's rule (Profile::failed_can_win).
         let task_status = if self.cfg.profile.failed_can_win() {
-            crate::plan::delivery::TaskStatus::Completed
+            crate::delivery::TaskStatus::Completed
         } else {
             body.task.status
         };

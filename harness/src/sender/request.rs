@@ -102,7 +102,7 @@ pub(super) fn with_ticket(headers: &[(String, String)], ticket: u64) -> Vec<(Str
 /// type, delivery id and event type, then the scheme's `signed` headers.
 pub fn request_headers(
     profile: &Profile,
-    body: &crate::plan::delivery::Body,
+    body: &crate::delivery::Body,
     id: &str,
     attempt: u32,
     signed: &[(String, String)],
@@ -132,7 +132,7 @@ pub fn request_headers(
 /// profile's event identity) for a body planned as `body` under `id`.
 pub fn provider_request(
     profile: &Profile,
-    body: &crate::plan::delivery::Body,
+    body: &crate::delivery::Body,
     id: &str,
 ) -> (String, Vec<u8>, String) {
     let d = provider_delivery(profile, body, id, None);
@@ -160,7 +160,7 @@ pub struct ProviderDelivery {
 /// deliveries.
 pub fn provider_delivery(
     profile: &Profile,
-    body: &crate::plan::delivery::Body,
+    body: &crate::delivery::Body,
     id: &str,
     job: Option<String>,
 ) -> ProviderDelivery {
@@ -188,7 +188,7 @@ pub fn provider_delivery(
 /// the object its update is about (answerline: the task id and the job key).
 pub(super) fn identity_of(
     p: &Profile,
-    body: &crate::plan::delivery::Body,
+    body: &crate::delivery::Body,
     bytes: &[u8],
     id: &str,
     job: Option<String>,
@@ -217,8 +217,8 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
+    use crate::delivery::{task_body, TaskStatus};
     use crate::history::Intent;
-    use crate::plan::delivery::{task_body, TaskStatus};
 
     fn profile(name: &str) -> Profile {
         Profile::builtin(name).expect("a built-in profile")

@@ -5,7 +5,7 @@
 //! process. Instead of a cluster of its own, hookstorm runs as N ordinary
 //! processes under an engine teams already operate (a Kubernetes Indexed
 //! Job, a CI matrix), each told `--shard I/N`, and `hookstorm merge`
-//! turns their folders into one verdict.
+//! ([`crate::merge`]) turns their folders into one verdict.
 //!
 //! This module holds what every shard agrees on without talking to the
 //! others: which shard it is ([`Shard`], from the flag or the
@@ -15,10 +15,6 @@
 //! it leaves for the merge ([`ShardManifest`], `shard.json`), written
 //! `running` before the first delivery and `finished` after the last, so a
 //! shard that died is told from one that finished.
-
-pub mod merge;
-mod merged;
-mod partitions;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -24,8 +24,8 @@ use std::fmt::Write as _;
 use chrono::{DateTime, FixedOffset};
 
 use crate::check::{Evidence, InvariantId, InvariantResult, ScenarioCheck, Verdict};
+use crate::delivery::TaskStatus;
 use crate::history::{Attempt, Event, FaultEvent, Intent};
-use crate::plan::delivery::TaskStatus;
 use crate::plan::Plan;
 use crate::profile::vocabulary::Vocabulary;
 use crate::tag::{FaultName, FaultTag};
@@ -497,7 +497,7 @@ fn answer(a: &Attempt) -> String {
 mod tests {
     use super::*;
     use crate::check::{Counts, Evidence, InvariantResult};
-    use crate::plan::delivery::{Body, Task};
+    use crate::delivery::{Body, Task};
     use crate::plan::PlannedDelivery;
 
     const SCENARIO: &str = "s";
@@ -676,7 +676,7 @@ mod tests {
             "2026-11-29T10:00:01Z",
         );
         let mut p = plan(vec![planned(0, "whd_1", b.clone(), Intent::Genuine)]);
-        p.faults = vec![crate::scenario::fault_spec::FaultSpec::Kill(
+        p.faults = vec![crate::fault_spec::FaultSpec::Kill(
             toml::from_str("").expect("every kill field has a default"),
         )];
         let events = vec![
@@ -728,7 +728,7 @@ mod tests {
             "2026-11-29T00:00:00Z",
         );
         let mut d = planned(0, "whd_x", b.clone(), Intent::Forged);
-        d.forgery = Some(crate::scenario::fault_spec::Forgery::WrongSecret);
+        d.forgery = Some(crate::fault_spec::Forgery::WrongSecret);
         let mut a = attempt("whd_x", &b, 2, Some(204));
         a.intent = Intent::Forged;
         a.detail = Some("wrong-secret".into());

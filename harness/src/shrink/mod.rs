@@ -322,8 +322,7 @@ pub fn failure_of(trial: &Trial, wanted: Option<InvariantId>) -> Option<search::
 /// plan-time faults already in the deliveries (so only run-time faults are
 /// listed) and its stream notes dropped, as an explicit file carries it.
 pub fn original_plan(scenario: &Scenario, seed: u64) -> Plan {
-    let mut plan =
-        crate::plan::workload::plan(scenario, crate::run::scenario_seed(seed, &scenario.name));
+    let mut plan = crate::workload::plan(scenario, crate::run::scenario_seed(seed, &scenario.name));
     plan.faults.retain(explicit::is_run_time);
     plan.notes.clear();
     plan
@@ -575,6 +574,6 @@ mod tests {
         assert!(p.deliveries.iter().all(|d| d.copies >= 2));
         // As an explicit scenario it plans the same deliveries under any run seed.
         let e = explicit_scenario(&s, &p);
-        assert_eq!(crate::plan::workload::plan(&e, 77).deliveries, p.deliveries);
+        assert_eq!(crate::workload::plan(&e, 77).deliveries, p.deliveries);
     }
 }

@@ -357,7 +357,7 @@ mod tests {
         assert!(text.contains("# I2 exactly-once fail: the minimal plan fails 7 of 10 runs"));
         assert!(text.contains("Cut from 6 deliveries to 1 in 12 runs"));
         let back = Scenario::from_file(&files.scenario).unwrap();
-        assert_eq!(crate::plan::workload::plan(&back, 99), r.minimal);
+        assert_eq!(crate::workload::plan(&back, 99), r.minimal);
         assert_eq!(
             back.faults.len(),
             1,

@@ -36,7 +36,7 @@ pub fn size(plan: &Plan) -> (usize, usize, usize, u64, usize) {
                 + u64::from(d.drop_acks)
                 + u64::from(d.hold_attempts)
                 + u64::from(!d.single_attempt)
-                + u64::from(d.signing != crate::scenario::fault_spec::Signing::Current)
+                + u64::from(d.signing != crate::fault_spec::Signing::Current)
                 + u64::from(d.wave)
         })
         .sum();
@@ -253,10 +253,10 @@ pub fn simplifications(plan: &Plan, i: usize) -> Vec<Candidate> {
             &|d| d.single_attempt = true,
         );
     }
-    if d.signing != crate::scenario::fault_spec::Signing::Current {
+    if d.signing != crate::fault_spec::Signing::Current {
         with(
             format!("delivery {n}: signed with the current secrets"),
-            &|d| d.signing = crate::scenario::fault_spec::Signing::Current,
+            &|d| d.signing = crate::fault_spec::Signing::Current,
         );
     }
     if d.wave > 0 {
@@ -297,7 +297,7 @@ mod tests {
         )
         .unwrap();
         let s = Scenario::from_file(&path).unwrap();
-        crate::plan::workload::plan(&s, 11)
+        crate::workload::plan(&s, 11)
     }
 
     #[test]
@@ -365,7 +365,7 @@ mod tests {
             d.redeliveries = vec![Redelivery::Replay, Redelivery::Redeliver];
             d.drop_acks = 2;
             d.hold_attempts = 3;
-            d.signing = crate::scenario::fault_spec::Signing::NewOnly;
+            d.signing = crate::fault_spec::Signing::NewOnly;
         }
         let c = simplifications(&p, 0);
         let steps: Vec<&str> = c.iter().map(|c| c.step.as_str()).collect();

@@ -493,7 +493,7 @@ mod tests {
         )
         .unwrap();
         let s = Scenario::from_file(&path).unwrap();
-        let mut p = crate::plan::workload::plan(&s, 3);
+        let mut p = crate::workload::plan(&s, 3);
         p.faults.clear();
         p
     }

@@ -12,7 +12,7 @@
 use rand::seq::SliceRandom;
 use rand::Rng;
 
-use crate::plan::delivery::{task_body, TaskStatus, EPOCH};
+use crate::delivery::{task_body, TaskStatus, EPOCH};
 use crate::plan::rng_for;
 use crate::profile::envelope::{self, delivery_id, extra_headers};
 use crate::profile::{Identity, Profile};

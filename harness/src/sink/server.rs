@@ -28,8 +28,8 @@ use tokio::task::JoinHandle;
 use super::plan::{PlannedEvent, SinkPlan};
 use super::wire::{self, ReadError, Request};
 use crate::check::sender::{exchange_end, SenderRules, HANG_LIMIT, SINK_STALL, SLOW_AT};
+use crate::delivery::TaskStatus;
 use crate::history::{Attempt, Event, HistorySink, Intent, Outcome, Received};
-use crate::plan::delivery::TaskStatus;
 use crate::profile::signature::Secret;
 use crate::scenario::answer::{self, Answer};
 

@@ -37,7 +37,7 @@ async fn through_front(
     let mut cfg = config(server, profile, &["acct_a"], time_scale, 3);
     cfg.url = front.url();
     cfg.front = Some(front.tags());
-    let sum = send(&hookstorm::plan::workload::plan(s, cfg.seed), &cfg, &sink)
+    let sum = send(&hookstorm::workload::plan(s, cfg.seed), &cfg, &sink)
         .await
         .unwrap();
     let counts = front.stop().await;
@@ -175,7 +175,7 @@ async fn the_provider_api_serves_final_tasks_throttles_forgets_and_requires_its_
     );
     let provider = Provider::bind("127.0.0.1:0", Secret::new("k-test")).unwrap();
     provider.serve().unwrap();
-    let b = book::from_plan(&hookstorm::plan::workload::plan(&s, 9), 1.0, true);
+    let b = book::from_plan(&hookstorm::workload::plan(&s, 9), 1.0, true);
     let finals = b.final_tasks();
     assert_eq!(
         finals.len(),
@@ -223,7 +223,7 @@ async fn the_provider_api_serves_final_tasks_throttles_forgets_and_requires_its_
 async fn a_provider_lifecycle_goes_back_to_queued_and_ends_final() {
     let dir = tempfile::tempdir().unwrap();
     let s = scenario(dir.path(), "[workload]\njobs = 20\n");
-    let b = book::from_plan(&hookstorm::plan::workload::plan(&s, 4), 1.0, false);
+    let b = book::from_plan(&hookstorm::workload::plan(&s, 4), 1.0, false);
     let mut requeued = 0;
     for t in &b.tasks {
         let end = t.stages.last().unwrap();
@@ -231,7 +231,7 @@ async fn a_provider_lifecycle_goes_back_to_queued_and_ends_final() {
         assert!(!t.status_at(end.0 - 1).is_final());
         assert_eq!(
             t.status_at(i64::MIN),
-            hookstorm::plan::delivery::TaskStatus::Queued
+            hookstorm::delivery::TaskStatus::Queued
         );
         if t.stages.len() > 3 {
             requeued += 1;

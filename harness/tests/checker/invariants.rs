@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use hookstorm::check::{check, CheckOptions, InvariantId, ScenarioCheck, Verdict};
+use hookstorm::delivery::TaskStatus;
 use hookstorm::history::{Attempt, Event, Intent, Outcome, ProviderTask};
-use hookstorm::plan::delivery::TaskStatus;
 use hookstorm::profile::vocabulary::Vocabulary;
 use hookstorm::state::{Effect, InboxRow, ResourceRow, ResultRow, State, Winner};
 

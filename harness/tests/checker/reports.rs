@@ -356,7 +356,7 @@ fn no_report_contains_a_token_or_password() -> Result<(), Box<dyn std::error::Er
 
 /// The fixture with two scenarios skipped for unmet needs.
 fn with_skips() -> RunReport {
-    use hookstorm::run::coverage::{Need, Skip};
+    use hookstorm::coverage::{Need, Skip};
     let mut r = fixture();
     r.scenarios.remove(1);
     r.scenarios[0].check.results.remove(2);

@@ -22,7 +22,7 @@ async fn send(
     cfg: &SendConfig,
     sink: &HistorySink,
 ) -> Result<SendSummary, SendError> {
-    hookstorm::sender::send(&hookstorm::plan::workload::plan(s, cfg.seed), cfg, sink).await
+    hookstorm::sender::send(&hookstorm::workload::plan(s, cfg.seed), cfg, sink).await
 }
 
 fn short(mut p: Profile, attempts: u32) -> Profile {

@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use hookstorm::plan::rng_for;
-use hookstorm::plan::workload::plan;
 use hookstorm::scenario::Scenario;
+use hookstorm::workload::plan;
 
 fn shipped() -> Vec<Scenario> {
     Scenario::load_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios"))

@@ -16,7 +16,7 @@
 
 use super::target::LoadTarget;
 use crate::bench::mix::Item;
-use crate::plan::delivery::Body;
+use crate::delivery::Body;
 use crate::profile::signature::SignInput;
 
 /// Dresses `item` (as generated: the answerline delivery) as the profile's

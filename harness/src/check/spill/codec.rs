@@ -18,8 +18,8 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::Path;
 
+use crate::delivery::TaskStatus;
 use crate::history::{Intent, Outcome};
-use crate::plan::delivery::TaskStatus;
 
 use crate::check::aggregate::{AttemptView, ProviderView, TagFacts, KEY_LINES};
 use crate::check::order::{Cand, EvLines, Seq, TaskInfo};

@@ -11,8 +11,8 @@ use proptest::prelude::*;
 
 use crate::check::files::check_in_parts;
 use crate::check::{CheckOptions, FileCheck, Partitioning};
+use crate::delivery::TaskStatus;
 use crate::history::{Attempt, Event, Intent, Outcome, ProviderTask};
-use crate::plan::delivery::TaskStatus;
 use crate::tag::FaultTag;
 
 const FAULTS: &[&str] = &[

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use crate::fault::gauge::WindowCount;
+use crate::fault_spec::CutDatabaseSpec;
 use crate::lifecycle::Role;
-use crate::scenario::fault_spec::CutDatabaseSpec;
 
 /// What the nemesis did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -6,7 +6,6 @@
 
 use crate::excuse::Recovery;
 use crate::plan::{FaultNote, Plan};
-use crate::sender::SendSummary;
 use crate::tag::FaultName;
 
 /// Share of the events acknowledged before the last restart that are
@@ -32,13 +31,13 @@ pub const MAX_REDELIVERED_AFTER_KILLS: usize = 12;
 /// then be stored once (I1, I9).
 pub fn redeliveries(
     plan: &Plan,
-    sent: &SendSummary,
+    acked: &[(usize, std::time::Instant)],
+    died: &[usize],
     last_restart: Option<std::time::Instant>,
     recovery: Recovery,
 ) -> Option<Plan> {
     let restart = last_restart?;
-    let mut before: Vec<usize> = sent
-        .acked
+    let mut before: Vec<usize> = acked
         .iter()
         .filter(|(_, at)| *at < restart)
         .map(|(i, _)| *i)
@@ -54,7 +53,7 @@ pub fn redeliveries(
             .map(|k| before[k])
             .collect();
     let dead: Vec<usize> = if recovery == Recovery::Redelivery {
-        sent.died.clone()
+        died.to_vec()
     } else {
         Vec::new()
     };

@@ -37,11 +37,11 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::fault::gauge::TrafficGauge;
-use crate::lifecycle::{Cut, LifecycleError, Role, Signal, Supervisor};
-use crate::plan::Plan;
-use crate::scenario::fault_spec::{
+use crate::fault_spec::{
     CutDatabaseSpec, CutMode, CutVia, FaultSpec, KillSignal, KillSpec, KillWorkerSpec,
 };
+use crate::lifecycle::{Cut, LifecycleError, Role, Signal, Supervisor};
+use crate::plan::Plan;
 use crate::state::probe::Probe;
 use crate::target::Target;
 use crate::tcpproxy::Mode;
@@ -582,7 +582,7 @@ mod tests {
             format!("name = \"s\"\ndescription = \"d\"\nexpect = \"e\"\nwhen_it_fails = \"w\"\ncheck = [\"I1\"]\n[[fault]]\n{fault}\n"),
         )
         .unwrap();
-        crate::plan::workload::plan(&crate::scenario::Scenario::from_file(&path).unwrap(), 0)
+        crate::workload::plan(&crate::scenario::Scenario::from_file(&path).unwrap(), 0)
     }
 
     fn seen(answered: u64) -> CutSeen {

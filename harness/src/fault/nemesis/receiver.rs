@@ -31,8 +31,8 @@ use super::{
 };
 use crate::excuse::JUST_ANSWERED;
 use crate::fault::gauge::TrafficGauge;
+use crate::fault_spec::{KillSignal, KillSpec, KillTrigger};
 use crate::lifecycle::{LifecycleError, Role, Supervisor};
-use crate::scenario::fault_spec::{KillSignal, KillSpec, KillTrigger};
 
 /// What the harness saw when a kill's trigger fired.
 #[derive(Debug, Clone, Copy)]

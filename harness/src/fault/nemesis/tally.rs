@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::actions::Actions;
 use crate::excuse::{Exercised, Met};
+use crate::fault_spec::FaultSpec;
 use crate::history::{Event, Fold, Intent, Outcome};
-use crate::scenario::fault_spec::FaultSpec;
 use crate::state::State;
 use crate::tag::FaultTag;
 

@@ -26,8 +26,8 @@ use tokio::time::Instant;
 
 use super::{gap, revive_all, Actions, CrashPoints, MISSED_KILL_RETRIES};
 use crate::fault::gauge::TrafficGauge;
+use crate::fault_spec::KillSpec;
 use crate::lifecycle::{LifecycleError, Role, Supervisor, DEFAULT_READY_TIMEOUT};
-use crate::scenario::fault_spec::KillSpec;
 use crate::state::probe::Probe;
 use crate::state::stream::{Discard, Settling};
 

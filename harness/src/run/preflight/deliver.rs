@@ -9,9 +9,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use rand::Rng;
 
+use crate::delivery::{Body, Task, TaskStatus};
 use crate::fault::tamper;
 use crate::history::TransportFailure;
-use crate::plan::delivery::{Body, Task, TaskStatus};
 use crate::scenario::Signing;
 use crate::sender::exchange::{self, Answer, HttpClient};
 use crate::target::{redact_url, Target};

@@ -30,7 +30,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::run::coverage::TargetFacts;
+use crate::coverage::TargetFacts;
 use crate::state::probe::{Probe, ProbeError, DRAIN_POLL};
 use crate::target::Target;
 
@@ -504,7 +504,7 @@ mod tests {
     fn preflight_keys_can_never_be_a_scenarios_task_id() {
         // Scenario task ids are `tsk_` and 16 hex digits (workload::random_id).
         let mut rng = rand::thread_rng();
-        let scenario_key = crate::plan::delivery::random_id("tsk_", &mut rng);
+        let scenario_key = crate::delivery::random_id("tsk_", &mut rng);
         assert!(scenario_key[4..].bytes().all(|b| b.is_ascii_hexdigit()));
         assert!(!KEY_PREFIX[4..].bytes().all(|b| b.is_ascii_hexdigit()));
     }

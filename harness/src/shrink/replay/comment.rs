@@ -4,9 +4,9 @@
 
 use std::fmt::Write as _;
 
+use crate::fault_spec::Signing;
 use crate::history::Intent;
 use crate::plan::{signing_name, PlannedDelivery};
-use crate::scenario::fault_spec::Signing;
 
 /// One line about a delivery for the script's comments.
 pub(super) fn describe(d: &PlannedDelivery) -> String {

@@ -32,9 +32,9 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::fault_spec::Forgery;
 use crate::plan::{Plan, PlannedDelivery};
 use crate::profile::Profile;
-use crate::scenario::fault_spec::Forgery;
 
 mod comment;
 mod preamble;
@@ -235,8 +235,8 @@ struct Writer<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::delivery::{task_body, TaskStatus};
     use crate::history::Intent;
-    use crate::plan::delivery::{task_body, TaskStatus};
 
     pub(super) fn envs() -> Vec<(String, String)> {
         vec![

@@ -10,12 +10,12 @@ use std::path::PathBuf;
 
 use super::{Writer, BODY_DIR};
 use crate::fault::tamper::{self, Keys, SignRequest};
+use crate::fault_spec::{Forgery, Signing};
 use crate::lifecycle::shell_quote;
 use crate::plan::{signing_name, PlannedDelivery};
 use crate::profile::envelope;
 use crate::profile::signature::{Scheme, Secret};
 use crate::profile::{BodyShape, Freshness};
-use crate::scenario::fault_spec::{Forgery, Signing};
 
 /// How one request is signed at run time.
 pub(super) struct Signer<'a> {
@@ -173,8 +173,8 @@ fn probe_signature(scheme: &Scheme, id: &str) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::super::tests::{add, plan, script};
+    use crate::fault_spec::Forgery;
     use crate::history::Intent;
-    use crate::scenario::fault_spec::Forgery;
 
     #[test]
     fn forgeries_the_run_would_skip_under_the_profile_are_left_out_with_the_reason() {

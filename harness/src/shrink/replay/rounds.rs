@@ -10,11 +10,11 @@ use super::comment::{describe, one_line};
 use super::request::{probe_keys, Signer};
 use super::{Writer, BODY_DIR};
 use crate::fault::tamper::{self, SignRequest};
+use crate::fault_spec::{Forgery, Signing};
 use crate::history::Intent;
 use crate::plan::{PlannedDelivery, Redelivery};
 use crate::profile::envelope;
 use crate::profile::signature::Scheme;
-use crate::scenario::fault_spec::{Forgery, Signing};
 
 impl Writer<'_> {
     /// The delivery's first send (its concurrent copies included); false
@@ -262,9 +262,9 @@ mod tests {
     use std::path::Path;
 
     use super::super::tests::{add, plan, script};
+    use crate::fault_spec::Forgery;
     use crate::history::Intent;
     use crate::plan::Redelivery;
-    use crate::scenario::fault_spec::Forgery;
 
     #[test]
     fn concurrent_copies_go_out_as_background_jobs_released_together_then_waited_for() {

@@ -12,6 +12,10 @@
 //! the process faults are over before the front stops, and the front is
 //! gone before the receiver is asked to reconcile.
 //!
+//! The faults themselves are in [`crate::fault`]; this composition lives in
+//! the run because it calls the sender and words [`Note`]s, both stages
+//! after the faults.
+//!
 //! Plan-time faults (duplicate, reorder, drop-ack, tamper) are not here:
 //! they rewrote the plan before anything was sent ([`crate::fault::apply`]).
 

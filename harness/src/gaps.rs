@@ -11,9 +11,9 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use crate::fault_spec::FrontSpec;
 use crate::history::{Event, Fold};
 use crate::profile::schedule::Schedule;
-use crate::scenario::fault_spec::FrontSpec;
 use crate::tag::FaultTag;
 
 /// What every gap may exceed its scheduled wait by without a front that

@@ -92,9 +92,13 @@ impl Fault for Nemesis<'_> {
             }
             if let Some(summary) = sent {
                 let recovery = Recovery::of(&scene.target.profile);
-                if let Some(again) =
-                    nemesis::redeliveries(scene.plan, summary, self.gauge.last_restart(), recovery)
-                {
+                if let Some(again) = nemesis::redeliveries(
+                    scene.plan,
+                    &summary.acked,
+                    &summary.died,
+                    self.gauge.last_restart(),
+                    recovery,
+                ) {
                     let redo = SendConfig {
                         gauge: None,
                         spread: None,

@@ -40,8 +40,10 @@ use crate::shard::{
 };
 use crate::state::probe::Probe;
 
-pub use super::merged::{BenchTotals, Finding, MergeError, MergeOutcome, MergeReport, ShardEntry};
-use super::partitions;
+mod merged;
+mod partitions;
+
+pub use merged::{BenchTotals, Finding, MergeError, MergeOutcome, MergeReport, ShardEntry};
 
 /// How to merge.
 #[derive(Debug)]

@@ -9,13 +9,18 @@
 //! are derived per purpose and per delivery index ([`crate::plan::rng_for`]),
 //! so adding a fault or changing the concurrency never shifts another
 //! delivery's ids or jitter.
+//!
+//! It is a stage of its own, after [`crate::fault`], not part of
+//! [`crate::plan`]: the plan's types are read by the scenario's explicit
+//! form and by the faults, while making a plan needs the scenario and the
+//! faults.
 
 use chrono::{DateTime, Duration as ChronoDuration, SecondsFormat, Utc};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
+use crate::delivery::{random_id, task_body, Body, TaskStatus, EPOCH, POISON_CREATED_AT};
 use crate::history::Intent;
-use crate::plan::delivery::{random_id, task_body, Body, TaskStatus, EPOCH, POISON_CREATED_AT};
 use crate::plan::{rng_for, Plan, PlannedDelivery};
 use crate::scenario::Scenario;
 
@@ -296,7 +301,7 @@ mod tests {
             assert!(d.raw_note);
             let text = std::str::from_utf8(&d.bytes).unwrap();
             assert!(text.contains(crate::profile::envelope::RAW_NOTE) && text.ends_with('\n'));
-            let parsed: crate::plan::delivery::Body = serde_json::from_slice(&d.bytes).unwrap();
+            let parsed: crate::delivery::Body = serde_json::from_slice(&d.bytes).unwrap();
             assert_eq!(parsed.task, d.body.task);
         }
         let plain = plan(&scenario(Workload::default(), &["acct_a"]), 4);

@@ -144,7 +144,7 @@ mod tests {
     /// modules name no crate module but [`crate::units`].
     #[test]
     fn spec_modules_import_nothing_but_units_so_the_plan_can_hold_them_without_a_cycle() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/scenario/fault_spec");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/fault_spec");
         let mut read = 0;
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();

@@ -15,7 +15,7 @@ use crate::check::spill::export::{self, JoinError, PARTITION_FILE};
 use crate::check::MultiCheck;
 
 use super::merged::{Finding, MergeError, MergeReport};
-use super::{marked_folders, SEARCH_DEPTH};
+use crate::shard::{marked_folders, SEARCH_DEPTH};
 
 /// The partition folders at or below `dirs`, sorted.
 pub(super) fn find(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, MergeError> {

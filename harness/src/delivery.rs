@@ -2,7 +2,9 @@
 //!
 //! The sender builds these bodies, the reference receiver and the SQL probe
 //! read them, and the checker reasons about their fields; keeping the shape
-//! in one module keeps all of them in agreement.
+//! in one module keeps all of them in agreement. A leaf: it imports none of
+//! the stages, so the profiles, the history and the provider can name a
+//! body or a task status without reaching into the plan.
 
 use rand::Rng;
 use serde::{Deserialize, Serialize};
