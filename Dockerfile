@@ -9,7 +9,7 @@
 #     hookstorm run --target hookstorm.toml --out reports
 #
 # --user: the container writes the reports as you, into your folder (as
-# uid 10001 it could not write to a folder you own). docs/ci/docker.md
+# uid 10001 it could not write to a folder you own). docs/docker.md
 # shows how to reach a receiver on the host or in a compose network.
 # tests/paths/image.rs builds this runtime stage's filesystem (debootstrap
 # of the same Debian release and packages) and runs the entrypoint in it,

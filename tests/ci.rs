@@ -101,7 +101,7 @@ fn the_action_runs_the_script_uploads_the_report_and_the_example_workflow_uses_i
     ] {
         assert!(action.contains(needed), "action.yml lacks {needed:?}");
     }
-    let workflow = std::fs::read_to_string(repo().join("docs/ci/github-actions.yml"))?;
+    let workflow = std::fs::read_to_string(repo().join("deploy/ci/github-actions.yml"))?;
     for needed in ["services:", "uses: ", "args:", "hookstorm.toml"] {
         assert!(
             workflow.contains(needed),

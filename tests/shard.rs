@@ -718,7 +718,7 @@ fn the_kubernetes_manifests_carry_what_an_indexed_job_needs() {
 
 #[test]
 fn the_ci_matrix_example_shards_and_merges() {
-    let wf = &yaml_docs(&repo("deploy/ci/github-actions.yml"))[0];
+    let wf = &yaml_docs(&repo("deploy/ci/github-actions-sharded.yml"))[0];
     let jobs = wf["jobs"].as_mapping().expect("jobs");
     let (shard_name, shard) = jobs
         .iter()

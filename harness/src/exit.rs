@@ -95,7 +95,7 @@ mod tests {
     }
 
     /// `docs/invariants.md` carries [`markdown`] between its markers; the
-    /// README's and the command guide's sentences name every code with its
+    /// README's, docs/README.md's and docs/commands.md's sentences name every code with its
     /// short meaning.
     #[test]
     fn the_docs_state_the_exit_codes_of_the_code() {

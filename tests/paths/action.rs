@@ -4,7 +4,7 @@
 //! GitHub release) and then from the cache, never from a build; a green
 //! run, a red one and a usage error give the documented outputs; a quoted
 //! multi-word argument reaches hookstorm as one word; and
-//! `docs/ci/github-actions.yml` is green on its first run against a
+//! `deploy/ci/github-actions.yml` is green on its first run against a
 //! receiver shaped like a service container (ports on the runner's
 //! loopback, no `[lifecycle]`).
 
@@ -252,7 +252,7 @@ fn the_example_workflow_is_green_on_its_first_run_against_a_service_receiver() -
     ) {
         return Ok(());
     }
-    let text = read("docs/ci/github-actions.yml");
+    let text = read("deploy/ci/github-actions.yml");
     let workflow: serde_yaml::Value = serde_yaml::from_str(&text)?;
     let (job_name, job) = workflow["jobs"]
         .as_mapping()

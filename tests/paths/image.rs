@@ -459,11 +459,11 @@ fn documented_run() -> Vec<String> {
     documented("Dockerfile", "--target")
 }
 
-/// Runs docs/ci/docker.md's `--entrypoint hookstorm-receiver` example in
+/// Runs docs/docker.md's `--entrypoint hookstorm-receiver` example in
 /// the image (on free ports instead of 8080 and 8081) and reads its state
 /// with the token it names.
 fn the_documented_receiver_serves_in_the_image(image: &Image, stage: &Stage) -> Result<(), String> {
-    let words = documented("docs/ci/docker.md", "--entrypoint hookstorm-receiver");
+    let words = documented("docs/docker.md", "--entrypoint hookstorm-receiver");
     let image_at = words
         .iter()
         .position(|w| w == "hookstorm")
@@ -676,7 +676,7 @@ fn the_image_runs_its_entrypoint_as_the_users_uid_into_a_host_owned_folder(
         let o = c.output()?;
         assert!(o.status.success(), "{tool:?}: {o:?}");
     }
-    // docs/ci/docker.md's standalone receiver, as it is written there.
+    // docs/docker.md's standalone receiver, as it is written there.
     the_documented_receiver_serves_in_the_image(&image, &stage)?;
     rt.block_on(receiver.shutdown());
     eprintln!(
