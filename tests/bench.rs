@@ -473,26 +473,10 @@ fn bench_zoo(
         .arg(&file)
         .args(["--rate", "150/s", "--duration", "2s", "--warmup", "0s"])
         .args(["--connections", "8", "--drain", "20s", "--seed", "3"])
-        .arg("--out")
-        .arg(work.path().join("reports"))
         .env("ZOO_SECRET_ACCT_A", a)
-        .env("ZOO_SECRET_ACCT_B", b)
-        .env("NO_COLOR", "1");
-    // Held until hookstorm ends: the port is never released and guessed free.
+        .env("ZOO_SECRET_ACCT_B", b);
     let sockets = hookstorm::lifecycle::Sockets::new(vec![listener]);
-    hookstorm::lifecycle::inherit_sockets(&mut cmd, &sockets).unwrap();
-    let o = cmd.output().unwrap();
-    drop(sockets);
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let v = std::fs::read(work.path().join("reports/latest/bench.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(serde_json::Value::Null);
-    (o.status.code().unwrap_or(-1), text, v)
+    crate::zoo::bench_holding(cmd, &sockets, work.path())
 }
 
 /// A receiver written elsewhere of every built-in profile (the Node zoo,

@@ -587,22 +587,8 @@ fn bench_kill(
     cmd.args(["--rate", "150/s", "--duration", "10s", "--warmup", "1s"])
         .args(["--connections", "8", "--drain", "20s"])
         .args(["--seed", &seed.to_string()])
-        .arg("--out")
-        .arg(work.path().join("reports"))
-        .envs(KILL_ENV)
-        .env("NO_COLOR", "1");
-    hookstorm::lifecycle::inherit_sockets(&mut cmd, &t.sockets).expect("hand over the socket");
-    let o = cmd.output().expect("run hookstorm bench");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let v = std::fs::read(work.path().join("reports/latest/bench.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(serde_json::Value::Null);
-    (o.status.code().unwrap_or(-1), text, v)
+        .envs(KILL_ENV);
+    super::bench_holding(cmd, &t.sockets, work.path())
 }
 
 /// The verdict of invariant `id` in a bench's check.

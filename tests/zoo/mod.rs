@@ -334,6 +334,32 @@ impl Store {
     }
 }
 
+/// Runs `cmd`, a `hookstorm bench` whose reports go to `<dir>/reports`,
+/// holding `sockets` (the receiver's port, never released and guessed
+/// free) until it ends: its exit code, its output, and its `bench.json`
+/// (null when none was written).
+pub fn bench_holding(
+    mut cmd: Command,
+    sockets: &Sockets,
+    dir: &Path,
+) -> (i32, String, serde_json::Value) {
+    cmd.arg("--out")
+        .arg(dir.join("reports"))
+        .env("NO_COLOR", "1");
+    hookstorm::lifecycle::inherit_sockets(&mut cmd, sockets).expect("hand over the socket");
+    let o = cmd.output().expect("run hookstorm bench");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v = std::fs::read(dir.join("reports/latest/bench.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (o.status.code().unwrap_or(-1), text, v)
+}
+
 /// The target file a zoo team writes: its own tables read through
 /// `[state.sql]`, hookstorm owning the server (`start`, ready on
 /// `/healthz` of `port`) and the worker (`worker`, plus `worker_extra`

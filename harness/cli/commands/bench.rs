@@ -247,32 +247,67 @@ fn random_secret() -> Secret {
     hookstorm::fault::tamper::derived_secret(seed, "null-receiver")
 }
 
-async fn run_async(args: Args) -> anyhow::Result<i32> {
-    // Before anything starts: a signal from now on ends the bench in order
-    // (bench.json for what ran, the built-in receiver and its folder removed).
-    let stop = hookstorm::run::interrupt::on_signals().context("installing the Ctrl-C handler")?;
-    let seed = args.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos() as u64
-            % 1_000_000_000
-    });
-    let mix = Mix {
-        duplicates: args.duplicates,
-        concurrent_duplicates: args.concurrent_duplicates,
-        reorder: args.reorder,
-    };
-    if args.shard.is_some() && args.target.is_none() && args.url.is_none() {
-        return Ok(super::usage_error(
-            "--shard needs the one receiver every shard sends to: --target FILE or --url URL",
-        ));
+/// What a bench sends to, and what was started for it (stopped after).
+struct Receiver {
+    url: String,
+    profile: Profile,
+    secrets: BTreeMap<String, Vec<Secret>>,
+    accounts: Vec<String>,
+    probe: Option<hookstorm::state::probe::Probe>,
+    desc: String,
+    no_check_reason: String,
+    processes: Vec<String>,
+    held: Held,
+}
+
+/// What a bench started and stops once it is over.
+#[derive(Default)]
+struct Held {
+    /// The built-in reference receiver, its prepared target and its logs.
+    builtin: Option<(
+        hookstorm::lifecycle::Supervisor,
+        hookstorm_cli::builtin::ChildTarget,
+        tempfile::TempDir,
+    )>,
+    /// A target's processes (its `[lifecycle]`, its database proxy).
+    started: Option<(hookstorm::lifecycle::Supervisor, tempfile::TempDir)>,
+    /// The built-in null receiver's stop.
+    null_stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Held {
+    /// The supervisor of what was started, if anything was.
+    fn supervisor(&mut self) -> Option<&mut hookstorm::lifecycle::Supervisor> {
+        match (&mut self.builtin, &mut self.started) {
+            (Some((sup, _, _)), _) | (None, Some((sup, _))) => Some(sup),
+            _ => None,
+        }
     }
-    // The faults under load: read before anything starts.
-    let (fault_from, fault_specs) = match fault_specs(&args) {
-        Ok(f) => f,
-        Err(e) => return Ok(super::usage_error(e)),
-    };
+
+    /// Stops everything.
+    async fn stop(self) {
+        if let Some(tx) = self.null_stop {
+            let _ = tx.send(());
+        }
+        if let Some((supervisor, prepared, logs)) = self.builtin {
+            supervisor.shutdown().await;
+            drop((prepared, logs));
+        }
+        if let Some((supervisor, logs)) = self.started {
+            supervisor.shutdown().await;
+            drop(logs);
+        }
+    }
+}
+
+/// The receiver the flags name (a target file, a URL or the null
+/// receiver, else the built-in reference receiver), started as `run`
+/// starts it; `Err(code)` is an error already printed.
+async fn receiver(
+    args: &Args,
+    fault_from: &[String],
+    fault_specs: &[hookstorm::fault_spec::FaultSpec],
+) -> anyhow::Result<Result<Receiver, i32>> {
     let mut builtin = None;
     // A target's processes: started as `run` starts them, stopped after.
     let mut started: Option<(hookstorm::lifecycle::Supervisor, tempfile::TempDir)> = None;
@@ -285,16 +320,16 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
             Ok(t) => t,
             Err(e) => {
                 errln!("error: {e}");
-                return Ok(exit::TARGET_UNUSABLE);
+                return Ok(Err(exit::TARGET_UNUSABLE));
             }
         };
         accounts = t.accounts();
         if let Some(why) = fault_from
             .iter()
-            .find_map(|name| hookstorm::fault::nemesis::missing_control(name, &fault_specs, &t))
+            .find_map(|name| hookstorm::fault::nemesis::missing_control(name, fault_specs, &t))
         {
             errln!("error: --fault {}: {why}", fault_from.join(", "));
-            return Ok(exit::TARGET_UNUSABLE);
+            return Ok(Err(exit::TARGET_UNUSABLE));
         }
         // What `run` starts: the [lifecycle] processes (ready before the
         // load), the [database] proxy, the provider API.
@@ -330,7 +365,7 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
             }
             Err(e) => {
                 errln!("error: {e}");
-                return Ok(exit::TARGET_UNUSABLE);
+                return Ok(Err(exit::TARGET_UNUSABLE));
             }
         };
         probe = (!(args.no_check || args.null)).then_some(target_probe);
@@ -340,25 +375,25 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
     } else if args.url.is_some() || args.null {
         let p = match Profile::resolve(&args.profile) {
             Ok(p) => p,
-            Err(e) => return Ok(super::usage_error(e)),
+            Err(e) => return Ok(Err(super::usage_error(e))),
         };
         let list = match (&args.secret_env, &args.url) {
             (Some(var), _) => match secrets_from_env(var) {
                 Ok(s) => s,
-                Err(e) => return Ok(super::usage_error(e)),
+                Err(e) => return Ok(Err(super::usage_error(e))),
             },
             (None, None) => vec![random_secret()],
             (None, Some(_)) => {
-                return Ok(super::usage_error(
+                return Ok(Err(super::usage_error(
                     "--url needs --secret-env VAR (the secret the receiver verifies)",
-                ))
+                )))
             }
         };
         accounts = vec!["acct_a".to_string()];
         let u = match &args.url {
             Some(u) => {
                 if let Err(e) = super::target_flags::url_flag(u) {
-                    return Ok(super::usage_error(e));
+                    return Ok(Err(super::usage_error(e)));
                 }
                 u.clone()
             }
@@ -442,6 +477,63 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
         (url, profile, secrets) = (t.url, t.profile, t.secrets);
         no_check_reason = "--no-check".to_string();
     }
+    Ok(Ok(Receiver {
+        url,
+        profile,
+        secrets,
+        accounts,
+        probe,
+        desc,
+        no_check_reason,
+        processes,
+        held: Held {
+            builtin,
+            started,
+            null_stop,
+        },
+    }))
+}
+
+async fn run_async(args: Args) -> anyhow::Result<i32> {
+    // Before anything starts: a signal from now on ends the bench in order
+    // (bench.json for what ran, the built-in receiver and its folder removed).
+    let stop = hookstorm::run::interrupt::on_signals().context("installing the Ctrl-C handler")?;
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos() as u64
+            % 1_000_000_000
+    });
+    let mix = Mix {
+        duplicates: args.duplicates,
+        concurrent_duplicates: args.concurrent_duplicates,
+        reorder: args.reorder,
+    };
+    if args.shard.is_some() && args.target.is_none() && args.url.is_none() {
+        return Ok(super::usage_error(
+            "--shard needs the one receiver every shard sends to: --target FILE or --url URL",
+        ));
+    }
+    // The faults under load: read before anything starts.
+    let (fault_from, fault_specs) = match fault_specs(&args) {
+        Ok(f) => f,
+        Err(e) => return Ok(super::usage_error(e)),
+    };
+    let Receiver {
+        url,
+        profile,
+        secrets,
+        accounts,
+        probe,
+        desc,
+        no_check_reason,
+        processes,
+        mut held,
+    } = match receiver(&args, &fault_from, &fault_specs).await? {
+        Ok(r) => r,
+        Err(code) => return Ok(code),
+    };
     let opts = BenchOptions {
         url,
         profile,
@@ -491,11 +583,7 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
     if !fault_specs.is_empty() {
         info!("faults under load: {}", fault_from.join(", "));
     }
-    let sup = match (&mut builtin, &mut started) {
-        (Some((sup, _, _)), _) | (None, Some((sup, _))) => Some(sup),
-        _ => None,
-    };
-    let faults = match sup {
+    let faults = match held.supervisor() {
         Some(sup) if !fault_specs.is_empty() => Some(bench::faults::BenchFaults {
             sup,
             from: fault_from.clone(),
@@ -504,17 +592,7 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
         _ => None,
     };
     let outcome = bench::run_under(&opts, &stop, faults).await;
-    if let Some(tx) = null_stop {
-        let _ = tx.send(());
-    }
-    if let Some((supervisor, prepared, logs)) = builtin {
-        supervisor.shutdown().await;
-        drop((prepared, logs));
-    }
-    if let Some((supervisor, logs)) = started {
-        supervisor.shutdown().await;
-        drop(logs);
-    }
+    held.stop().await;
     let mut outcome = match outcome {
         Ok(o) => o,
         Err(e @ bench::BenchError::Config(_)) => return Ok(super::usage_error(e)),

@@ -316,38 +316,8 @@ pub async fn run_under(
     )
     .await
     .map_err(|e| BenchError::Target(e.to_string()))?;
-    if let Err(e) = tokio::time::timeout(
-        Duration::from_secs(2),
-        tokio::net::TcpStream::connect(target.addr),
-    )
-    .await
-    .map_err(|_| "no connection within 2s".to_string())
-    .and_then(|r| r.map_err(|e| e.to_string()))
-    {
-        return Err(BenchError::Target(format!(
-            "{} is unreachable: {e} (hint: is the receiver running and listening there?)",
-            target.addr
-        )));
-    }
-    let mut notes = Vec::new();
-    // Shards share one store: only shard 0 empties it, and only while the
-    // common start is still ahead; the others, or shard 0 once the start
-    // passed, would wipe rows another shard already sent.
-    let resets = match opts.shard {
-        None => true,
-        Some(s) if s.count == 1 => true,
-        Some(s) => s.index == 0 && opts.start_at.is_some_and(|a| !a.remaining().is_zero()),
-    };
-    if opts.shard.is_some_and(|s| s.index == 0) && !resets {
-        notes.push(
-            "the state was not reset: shard 0 resets only before a --start-at still ahead".into(),
-        );
-    }
-    if let (Some(p), true) = (&opts.probe, resets) {
-        if let Err(e) = p.reset().await {
-            notes.push(format!("reset failed: {e}"));
-        }
-    }
+    reachable(&target).await?;
+    let notes = reset(opts).await;
     let history_path = dir.join("history.jsonl");
     let header = Event::Run(RunHeader {
         run_id: run_id.clone(),
@@ -363,28 +333,12 @@ pub async fn run_under(
         Some(s) => Generator::for_shard(opts.seed, opts.mix, opts.accounts.len(), s),
         None => Generator::new(opts.seed, opts.mix, opts.accounts.len()),
     };
-    let mut manifest = opts.shard.map(|shard| crate::shard::ShardManifest {
-        kind: "bench".into(),
-        shard,
-        run_seed: opts.seed,
-        seed: shard.seed(opts.seed),
-        status: crate::shard::ShardStatus::Running,
-        profile: opts.profile.name.clone(),
-        target: opts.target_desc.clone(),
-        started_at: started_at.clone(),
-        phase_start_ms: None,
-        scenarios: vec![load::SCENARIO.to_string()],
-        planned: 0,
-        history: "history.jsonl".into(),
-        unchecked: opts.probe.is_none().then(|| opts.no_check_reason.clone()),
-        version: env!("CARGO_PKG_VERSION").to_string(),
-    });
-    let write_manifest = |m: &crate::shard::ShardManifest| {
-        m.write(&dir)
-            .map_err(|e| BenchError::Io(format!("{}: {e}", dir.display())))
-    };
+    let mut manifest = opts
+        .shard
+        .map(|shard| shard_manifest(opts, shard, &started_at));
     if let Some(m) = &manifest {
-        write_manifest(m)?;
+        m.write(&dir)
+            .map_err(|e| BenchError::Io(format!("{}: {e}", dir.display())))?;
     }
     if let Some(at) = opts.start_at {
         tokio::select! {
@@ -457,25 +411,18 @@ pub async fn run_under(
     crate::memory::give_back_freed();
 
     let interrupted = stop.requested();
-    let (check, check_skipped) = match &opts.probe {
-        _ if interrupted => (None, Some("interrupted (Ctrl-C or SIGTERM)".to_string())),
-        _ if opts.shard.is_some() => (
-            None,
-            Some("a shard: `hookstorm merge` checks the union of the shards' histories against the state read once after all of them finished".to_string()),
-        ),
-        None => (None, Some(opts.no_check_reason.clone())),
-        Some(probe) => match check(probe, opts, &dir, &history_path, refusals.first()).await {
-            Ok(mut v) => {
-                // A fault that met nothing proves nothing: its passes are unknown.
-                if let Some(why) = faults_result.as_ref().and_then(|f| f.not_exercised.as_ref()) {
-                    v.check.not_exercised(why);
-                    v.verdict = v.check.verdict();
-                }
-                (Some(v), None)
-            }
-            Err(why) => (None, Some(why)),
-        },
-    };
+    let not_exercised = faults_result
+        .as_ref()
+        .and_then(|f| f.not_exercised.as_deref());
+    let (check, check_skipped) = judge(
+        opts,
+        &dir,
+        &history_path,
+        refusals.first(),
+        not_exercised,
+        interrupted,
+    )
+    .await;
     let check_skipped = match (check_skipped, notes.is_empty()) {
         (Some(s), false) => Some(format!("{s}; {}", notes.join("; "))),
         (s, _) => s,
@@ -522,11 +469,133 @@ pub async fn run_under(
         interrupted,
         version: env!("CARGO_PKG_VERSION").to_string(),
     };
-    let json = serde_json::to_vec_pretty(&result).map_err(|e| BenchError::Io(e.to_string()))?;
+    write_results(
+        opts,
+        &dir,
+        &run_id,
+        &result,
+        &tally,
+        manifest.as_mut(),
+        phase_start_ms,
+    )?;
+    Ok(BenchOutcome { result, dir })
+}
+
+/// A shard's manifest as it starts: what `hookstorm merge` needs of it.
+fn shard_manifest(
+    opts: &BenchOptions,
+    shard: crate::shard::Shard,
+    started_at: &str,
+) -> crate::shard::ShardManifest {
+    crate::shard::ShardManifest {
+        kind: "bench".into(),
+        shard,
+        run_seed: opts.seed,
+        seed: shard.seed(opts.seed),
+        status: crate::shard::ShardStatus::Running,
+        profile: opts.profile.name.clone(),
+        target: opts.target_desc.clone(),
+        started_at: started_at.to_string(),
+        phase_start_ms: None,
+        scenarios: vec![load::SCENARIO.to_string()],
+        planned: 0,
+        history: "history.jsonl".into(),
+        unchecked: opts.probe.is_none().then(|| opts.no_check_reason.clone()),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    }
+}
+
+/// The bench's check, or why there is none: skipped when interrupted, for
+/// a shard (the merge checks), or without a probe. A fault that met
+/// nothing (`not_exercised`) turns the passes unknown: it proves nothing.
+async fn judge(
+    opts: &BenchOptions,
+    dir: &std::path::Path,
+    history: &std::path::Path,
+    first_refusal: Option<&load::Refusal>,
+    not_exercised: Option<&str>,
+    interrupted: bool,
+) -> (Option<result::Correctness>, Option<String>) {
+    match &opts.probe {
+        _ if interrupted => (None, Some("interrupted (Ctrl-C or SIGTERM)".to_string())),
+        _ if opts.shard.is_some() => (
+            None,
+            Some("a shard: `hookstorm merge` checks the union of the shards' histories against the state read once after all of them finished".to_string()),
+        ),
+        None => (None, Some(opts.no_check_reason.clone())),
+        Some(probe) => match check(probe, opts, dir, history, first_refusal).await {
+            Ok(mut v) => {
+                if let Some(why) = not_exercised {
+                    v.check.not_exercised(why);
+                    v.verdict = v.check.verdict();
+                }
+                (Some(v), None)
+            }
+            Err(why) => (None, Some(why)),
+        },
+    }
+}
+
+/// Whether the receiver takes a connection within 2 s: a bench of a
+/// receiver that is not there ends before it starts, saying so.
+async fn reachable(target: &LoadTarget) -> Result<(), BenchError> {
+    match tokio::time::timeout(
+        Duration::from_secs(2),
+        tokio::net::TcpStream::connect(target.addr),
+    )
+    .await
+    .map_err(|_| "no connection within 2s".to_string())
+    .and_then(|r| r.map_err(|e| e.to_string()))
+    {
+        Ok(_) => Ok(()),
+        Err(e) => Err(BenchError::Target(format!(
+            "{} is unreachable: {e} (hint: is the receiver running and listening there?)",
+            target.addr
+        ))),
+    }
+}
+
+/// Empties the receiver's state before the load, when this bench is the
+/// one to do it; what went wrong or was left undone, as notes.
+async fn reset(opts: &BenchOptions) -> Vec<String> {
+    let mut notes = Vec::new();
+    // Shards share one store: only shard 0 empties it, and only while the
+    // common start is still ahead; the others, or shard 0 once the start
+    // passed, would wipe rows another shard already sent.
+    let resets = match opts.shard {
+        None => true,
+        Some(s) if s.count == 1 => true,
+        Some(s) => s.index == 0 && opts.start_at.is_some_and(|a| !a.remaining().is_zero()),
+    };
+    if opts.shard.is_some_and(|s| s.index == 0) && !resets {
+        notes.push(
+            "the state was not reset: shard 0 resets only before a --start-at still ahead".into(),
+        );
+    }
+    if let (Some(p), true) = (&opts.probe, resets) {
+        if let Err(e) = p.reset().await {
+            notes.push(format!("reset failed: {e}"));
+        }
+    }
+    notes
+}
+
+/// Writes `bench.json` and `report.html` into `dir`, a shard's latency
+/// file and finished manifest, and points `<out>/latest` at the run.
+fn write_results(
+    opts: &BenchOptions,
+    dir: &std::path::Path,
+    run_id: &str,
+    result: &BenchResult,
+    tally: &WorkerStats,
+    manifest: Option<&mut crate::shard::ShardManifest>,
+    phase_start_ms: i64,
+) -> Result<(), BenchError> {
+    let json = serde_json::to_vec_pretty(result).map_err(|e| BenchError::Io(e.to_string()))?;
     let path = dir.join("bench.json");
     std::fs::write(&path, json).map_err(|e| BenchError::Io(format!("{}: {e}", path.display())))?;
-    result::write_html(&dir, &result).map_err(BenchError::Io)?;
-    if let Some(m) = &mut manifest {
+    result::write_html(dir, result).map_err(BenchError::Io)?;
+    if let Some(m) = manifest {
         let hdr = serde_json::to_vec(&latency::RecorderData::encode(&tally.latency))
             .map_err(|e| BenchError::Io(e.to_string()))?;
         let path = dir.join(crate::shard::LATENCY_FILE);
@@ -534,18 +603,19 @@ pub async fn run_under(
             .map_err(|e| BenchError::Io(format!("{}: {e}", path.display())))?;
         m.phase_start_ms = Some(phase_start_ms);
         m.planned = tally.requests + tally.warmup_requests;
-        m.status = if interrupted {
+        m.status = if result.interrupted {
             crate::shard::ShardStatus::Interrupted
         } else {
             crate::shard::ShardStatus::Finished
         };
-        write_manifest(m)?;
+        m.write(dir)
+            .map_err(|e| BenchError::Io(format!("{}: {e}", dir.display())))?;
     }
     let latest = opts.out_dir.join("latest");
     let _ = std::fs::remove_file(&latest);
     #[cfg(unix)]
-    let _ = std::os::unix::fs::symlink(&run_id, &latest);
-    Ok(BenchOutcome { result, dir })
+    let _ = std::os::unix::fs::symlink(run_id, &latest);
+    Ok(())
 }
 
 /// What the load of a bench measured: its mode, its tally, the measured

@@ -199,36 +199,41 @@ pub(super) async fn run(shared: Arc<Shared>, tally: Arc<Vec<Mutex<WorkerStats>>>
     }
 }
 
-/// One exchange, told to the gauge under faults: begun before the request
-/// goes out, answered (a 2xx or not) the moment its answer is in.
-#[allow(clippy::too_many_arguments)]
-async fn gauged(
-    gauge: Option<&TrafficGauge>,
-    lane: &mut Lane,
-    t: &LoadTarget,
-    request: &[u8],
+/// One request's exchange, as every copy of it is sent: told to the gauge
+/// under faults (begun before the request goes out, answered, a 2xx or
+/// not, the moment its answer is in).
+struct Exchange<'a> {
+    gauge: Option<&'a TrafficGauge>,
+    t: &'a LoadTarget,
+    request: &'a [u8],
     sent: Instant,
     hard_end: Instant,
-    keep: Option<&crate::profile::Profile>,
-) -> Answer {
-    let ticket = gauge.map(TrafficGauge::begin);
-    let a = exchange(
-        lane,
-        t.addr,
-        request,
-        t.profile.timeout,
-        sent,
-        hard_end,
-        keep,
-    )
-    .await;
-    if let (Some(ticket), Some(s)) = (ticket, a.status) {
-        ticket.answered(
-            t.profile.is_success(s),
-            Duration::from_secs_f64(a.latency_ms / 1000.0),
-        );
+    keep: Option<&'a crate::profile::Profile>,
+}
+
+impl Exchange<'_> {
+    /// The exchange on `lane`.
+    async fn on(&self, lane: &mut Lane) -> Answer {
+        let t = self.t;
+        let ticket = self.gauge.map(TrafficGauge::begin);
+        let a = exchange(
+            lane,
+            t.addr,
+            self.request,
+            t.profile.timeout,
+            self.sent,
+            self.hard_end,
+            self.keep,
+        )
+        .await;
+        if let (Some(ticket), Some(s)) = (ticket, a.status) {
+            ticket.answered(
+                t.profile.is_success(s),
+                Duration::from_secs_f64(a.latency_ms / 1000.0),
+            );
+        }
+        a
     }
-    a
 }
 
 /// Signs and sends `item` (both copies of a concurrent duplicate at once,
@@ -258,42 +263,24 @@ async fn send(
         )),
         // Both copies of a concurrent duplicate carry the same bytes:
         // one delivery, signed once at its send time.
-        Ok(()) if item.copies > 1 => {
-            let (a, b) = tokio::join!(
-                gauged(
-                    gauge,
-                    &mut kit.lane,
-                    t,
-                    &kit.request,
-                    sent,
-                    shared.hard_end,
-                    keep
-                ),
-                gauged(
-                    gauge,
-                    &mut kit.lane2,
-                    t,
-                    &kit.request,
-                    sent,
-                    shared.hard_end,
-                    keep
-                )
-            );
-            kit.answers.push(a);
-            kit.answers.push(b);
-        }
-        Ok(()) => kit.answers.push(
-            gauged(
+        Ok(()) => {
+            let x = Exchange {
                 gauge,
-                &mut kit.lane,
                 t,
-                &kit.request,
+                request: &kit.request,
                 sent,
-                shared.hard_end,
+                hard_end: shared.hard_end,
                 keep,
-            )
-            .await,
-        ),
+            };
+            if item.copies > 1 {
+                let (a, b) = tokio::join!(x.on(&mut kit.lane), x.on(&mut kit.lane2));
+                kit.answers.push(a);
+                kit.answers.push(b);
+            } else {
+                let a = x.on(&mut kit.lane).await;
+                kit.answers.push(a);
+            }
+        }
     }
     let answers = &kit.answers;
     for a in answers {
