@@ -364,8 +364,8 @@ async fn a_receiver_that_never_answers_times_out_every_request_at_the_profile_li
 /// A receiver that verifies nothing and refuses every delivery with a 400
 /// and a JSON reason, as a receiver fed the wrong envelope does; its state
 /// (`GET /state`) is an empty inbox, its reset a 204.
-async fn refusing_receiver() -> hookstorm::httpd::Server {
-    use hookstorm::httpd::{json, text, Server};
+async fn refusing_receiver() -> hookstorm::net::httpd::Server {
+    use hookstorm::net::httpd::{json, text, Server};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     Server::spawn(
         listener,

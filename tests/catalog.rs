@@ -107,7 +107,10 @@ async fn a_target_without_a_provider_api_skips_reconciliation_naming_the_need() 
     receiver.shutdown().await;
     let s = &outcome.report.scenarios[0];
     let skip = s.skipped.as_ref().expect("skipped, not run");
-    assert_eq!(skip.need, Some(hookstorm::coverage::Need::Provider));
+    assert_eq!(
+        skip.need,
+        Some(hookstorm::findings::coverage::Need::Provider)
+    );
     assert!(skip.reason.contains("[provider] listen"), "{skip:?}");
     assert!(s.check.results.is_empty());
     assert_eq!(s.verdict(false), None);

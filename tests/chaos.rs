@@ -384,7 +384,10 @@ fn a_process_scenario_against_a_target_without_lifecycle_is_skipped_with_a_hint(
         receiver.shutdown().await;
         let s = &outcome.report.scenarios[0];
         let skip = s.skipped.as_ref().expect("skipped, not run");
-        assert_eq!(skip.need, Some(hookstorm::coverage::Need::Lifecycle));
+        assert_eq!(
+            skip.need,
+            Some(hookstorm::findings::coverage::Need::Lifecycle)
+        );
         assert!(skip.reason.contains("[lifecycle]"), "{skip:?}");
         assert_eq!(s.verdict(false), None);
     });

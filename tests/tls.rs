@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use hookstorm::history::{self, Event};
-use hookstorm::tls::TrustedRoots;
+use hookstorm::net::tls::TrustedRoots;
 use tokio::net::TcpListener;
 
 use crate::common::*;

@@ -8,7 +8,7 @@ mod commands;
 use clap::Parser;
 
 fn main() {
-    hookstorm::memory::map_large_allocations();
+    hookstorm::limits::memory::map_large_allocations();
     ui::install_pipe_guard();
     let cli = match commands::Cli::try_parse() {
         Ok(cli) => cli,

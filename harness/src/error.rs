@@ -72,7 +72,7 @@ pub fn parse_toml<T: serde::de::DeserializeOwned>(
 
 /// Reads and parses a TOML file.
 pub fn read_toml<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Result<T, ConfigError> {
-    let text = crate::budget::read_text(path, crate::budget::CONFIG_FILE)
+    let text = crate::limits::budget::read_text(path, crate::limits::budget::CONFIG_FILE)
         .map_err(|e| ConfigError::new(path, std::io::Error::from(e).into()))?;
     parse_toml(path, &text)
 }

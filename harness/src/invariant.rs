@@ -147,7 +147,7 @@ fn near(given: &str) -> String {
         .iter()
         .chain(&InvariantId::SENDER)
         .flat_map(|id| [id.code(), id.name()]);
-    crate::suggest::closest(given, known)
+    crate::text::suggest::closest(given, known)
         .map(|n| format!(" (hint: did you mean {n}?)"))
         .unwrap_or_default()
 }

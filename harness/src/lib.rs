@@ -17,23 +17,18 @@
 //! starts with its modules, before the first colon; `tests/layout.rs`
 //! holds the code to this order.
 //!
-//! - [`budget`], [`units`], [`error`], [`exit`], [`words`], [`memory`],
-//!   [`suggest`], [`invariant`], [`tag`], [`delivery`], [`fault_spec`],
-//!   [`tls`], [`tcpproxy`], [`httpd`], `decimal`, `httpwire`, `docs_table`:
-//!   the leaves every stage may use: [`budget`] (the byte budget of every
-//!   read from outside), [`units`] (human durations), [`error`]
-//!   (configuration errors that name file and line), [`exit`] (the
-//!   documented exit codes), [`words`] (counts in words, with plural
-//!   agreement), [`memory`] (how the process asks the allocator for large
-//!   buffers), [`suggest`] ("did you mean …?" for a mistyped name),
-//!   [`invariant`] (the ids I1–I9 and S1–S9), [`tag`] (the faults each
-//!   attempt carries), [`delivery`] (a delivery's body, task and status as
-//!   the contract defines them), [`fault_spec`] (each fault's settings as a
-//!   scenario writes them), [`tls`] (https for the sender and the probe),
-//!   [`tcpproxy`] (a TCP fault proxy before the receiver's database),
-//!   [`httpd`] (the small HTTP server loop the provider API and the front
-//!   share), `httpwire` (HTTP/1.1 answers read off any stream: the one
-//!   reader of the concurrent copies and the bench).
+//! - [`limits`], [`text`], [`error`], [`exit`], [`invariant`], [`tag`],
+//!   [`delivery`], [`fault_spec`], [`net`], `docs_table`: the leaves every
+//!   stage may use: [`limits`] (the byte budget of every read from
+//!   outside, and how the process asks the allocator for large buffers),
+//!   [`text`] (human durations, counts in words, "did you mean …?"),
+//!   [`error`] (configuration errors that name file and line), [`exit`]
+//!   (the documented exit codes), [`invariant`] (the ids I1–I9 and S1–S9),
+//!   [`tag`] (the faults each attempt carries), [`delivery`] (a delivery's
+//!   body, task and status as the contract defines them), [`fault_spec`]
+//!   (each fault's settings as a scenario writes them), [`net`] (https,
+//!   the TCP fault proxy, the small HTTP server loop, HTTP/1.1 answers
+//!   read off any stream).
 //! - [`history`]: the JSON Lines history of attempts: its types, its codec
 //!   and the one streaming fold every consumer shares.
 //! - [`profile`]: sender profiles (built-in and TOML), with
@@ -54,12 +49,12 @@
 //!   are) and [`scenario::sender`] (sender scenarios).
 //! - [`provider`]: the provider API receivers reconcile against.
 //! - [`target`]: the target file.
-//! - [`excuse`], [`outcome`], [`gaps`]: [`excuse`] is the one table of
-//!   what each fault excuses, when a fault counts as exercised, and what
-//!   each provider does after a failure; [`outcome`] says what each attempt
-//!   came to (accepted, rejected as required, dead by design, …), once for
-//!   every reporter; [`gaps`] measures retry gaps against the scaled
-//!   schedule.
+//! - [`grading`]: the rules every grader shares, each written once:
+//!   [`grading::excuse`] (what each fault excuses, when a fault counts as
+//!   exercised, what each provider does after a failure),
+//!   [`grading::outcome`] (what each attempt came to: accepted, rejected as
+//!   required, dead by design, …) and [`grading::gaps`] (retry gaps
+//!   against the scaled schedule).
 //! - [`fault`]: every fault kind: duplicate, reorder, drop_ack, tamper (plan
 //!   time); front, redeliver, nemesis (kill, kill-worker, cut-database) and
 //!   reconcile (run time); [`fault::gauge`] is the live traffic the
@@ -69,9 +64,10 @@
 //! - [`sender`]: delivers a plan over real HTTP the way a profile says.
 //! - [`check`]: the invariants I1–I9 over history and state (and the
 //!   sender invariants S1–S9 in [`check::sender`]).
-//! - [`coverage`], [`note`]: [`coverage`] says what scenarios need, why
-//!   one was skipped and what ran; [`note`] types what a run says beyond
-//!   its verdicts, which reporters word.
+//! - [`findings`]: what a run found beside its verdicts:
+//!   [`findings::coverage`] (what scenarios need, why one was skipped and
+//!   what ran) and [`findings::note`] (what a run says beyond its
+//!   verdicts, typed, which reporters word).
 //! - [`report`]: report.json, junit.xml, summary.md, report.html and the
 //!   console table, each opening with the conformance statement
 //!   ([`report::conformance`]: the levels a run establishes), sealed with
@@ -100,29 +96,23 @@
 #![warn(missing_docs)]
 
 pub mod bench;
-pub mod budget;
 pub mod check;
-pub mod coverage;
-mod decimal;
 pub mod delivery;
 #[cfg(test)]
 mod docs_table;
 pub mod error;
-pub mod excuse;
 pub mod exit;
 pub mod explore;
 pub mod fault;
 pub mod fault_spec;
-pub mod gaps;
+pub mod findings;
+pub mod grading;
 pub mod history;
-pub mod httpd;
-mod httpwire;
 pub mod invariant;
 pub mod lifecycle;
-pub mod memory;
+pub mod limits;
 pub mod merge;
-pub mod note;
-pub mod outcome;
+pub mod net;
 pub mod plan;
 pub mod profile;
 pub mod provider;
@@ -134,11 +124,7 @@ pub mod shard;
 pub mod shrink;
 pub mod sink;
 pub mod state;
-pub mod suggest;
 pub mod tag;
 pub mod target;
-pub mod tcpproxy;
-pub mod tls;
-pub mod units;
-pub mod words;
+pub mod text;
 pub mod workload;

@@ -5,7 +5,7 @@
 //! change; [`FaultTag::parse`] reads them back and the checker asks a tag
 //! what it means instead of matching substrings. Two questions matter to
 //! verdicts, and both are answered by the one table of what a fault
-//! excuses ([`crate::excuse::RULES`]):
+//! excuses ([`crate::grading::excuse::RULES`]):
 //!
 //! - [`FaultTag::excuses_slowness`]: the harness answering the request
 //!   itself (its front), holding or stalling it, its database cut or its
@@ -127,7 +127,7 @@ impl FaultTag {
     }
 
     /// The tag as the history writes it, its variable parts named
-    /// (`front:<status>`): how [`crate::excuse::RULES`] refers to it.
+    /// (`front:<status>`): how [`crate::grading::excuse::RULES`] refers to it.
     pub fn pattern(&self) -> &'static str {
         match self {
             FaultTag::ConcurrentCopy { .. } => "duplicate-concurrent:<k>/<n>",
@@ -365,22 +365,25 @@ mod tests {
             "duplicate-concurrent:1/3",
             "drop-ack",
         ] {
-            assert!(!crate::excuse::excuses_slowness(&FaultTag::parse(s)), "{s}");
+            assert!(
+                !crate::grading::excuse::excuses_slowness(&FaultTag::parse(s)),
+                "{s}"
+            );
         }
         // The harness's front answering itself: whatever it took is not the receiver's.
-        assert!(crate::excuse::excuses_slowness(&FaultTag::parse(
+        assert!(crate::grading::excuse::excuses_slowness(&FaultTag::parse(
             "front:503"
         )));
-        assert!(crate::excuse::excuses_slowness(&FaultTag::parse(
+        assert!(crate::grading::excuse::excuses_slowness(&FaultTag::parse(
             FRONT_DELAY
         )));
-        assert!(crate::excuse::excuses_slowness(&FaultTag::parse(
+        assert!(crate::grading::excuse::excuses_slowness(&FaultTag::parse(
             FRONT_STALL
         )));
-        assert!(crate::excuse::excuses_slowness(&FaultTag::parse(
+        assert!(crate::grading::excuse::excuses_slowness(&FaultTag::parse(
             DATABASE_CUT
         )));
-        assert!(crate::excuse::excuses_slowness(&FaultTag::parse(
+        assert!(crate::grading::excuse::excuses_slowness(&FaultTag::parse(
             RECEIVER_DOWN
         )));
     }
@@ -395,19 +398,19 @@ mod tests {
             "receiver-down",
         ] {
             assert!(
-                crate::excuse::explains_missing_ack(&FaultTag::parse(s)),
+                crate::grading::excuse::explains_missing_ack(&FaultTag::parse(s)),
                 "{s}"
             );
         }
-        assert!(!crate::excuse::explains_missing_ack(&FaultTag::parse(
-            FRONT_UNREACHABLE
-        )));
-        assert!(!crate::excuse::explains_missing_ack(&FaultTag::parse(
-            FRONT_DELAY
-        )));
-        assert!(!crate::excuse::explains_missing_ack(&FaultTag::parse(
-            "duplicate-replay"
-        )));
+        assert!(!crate::grading::excuse::explains_missing_ack(
+            &FaultTag::parse(FRONT_UNREACHABLE)
+        ));
+        assert!(!crate::grading::excuse::explains_missing_ack(
+            &FaultTag::parse(FRONT_DELAY)
+        ));
+        assert!(!crate::grading::excuse::explains_missing_ack(
+            &FaultTag::parse("duplicate-replay")
+        ));
     }
 
     #[test]

@@ -123,7 +123,7 @@ pub struct Target {
     /// The probe configuration.
     pub state: ProbeConfig,
     /// Extra trusted CA certificates for https.
-    pub roots: crate::tls::TrustedRoots,
+    pub roots: crate::net::tls::TrustedRoots,
     /// Lifecycle control, when the harness owns the receiver's processes.
     pub lifecycle: Option<LifecycleConfig>,
     /// Database control (empty when none).
@@ -187,7 +187,7 @@ impl Target {
                     .parent()
                     .map(|d| d.join(p))
                     .unwrap_or_else(|| p.clone());
-                crate::tls::TrustedRoots::load_pem(&p)
+                crate::net::tls::TrustedRoots::load_pem(&p)
                     .map_err(|e| ConfigError::invalid(path, e.to_string()))?
             }
             None => Default::default(),

@@ -631,7 +631,10 @@ fn a_state_without_sequenced_resources_skips_that_scenario_and_runs_the_rest() {
     assert_eq!(r.verdict("sequenced-resources", InvariantId::I6), None);
     let report = r.report.as_ref().expect("report.json");
     let skip = report.scenarios[1].skipped.as_ref().expect("skipped");
-    assert_eq!(skip.need, Some(hookstorm::coverage::Need::Resources));
+    assert_eq!(
+        skip.need,
+        Some(hookstorm::findings::coverage::Need::Resources)
+    );
     assert!(
         r.output
             .contains("1 of 2 scenarios ran; 1 skipped: need resources in the state (1)"),

@@ -32,7 +32,7 @@ use hookstorm::profile::Profile;
 use hookstorm::provider::Provider;
 use hookstorm::state::probe::ProbeConfig;
 use hookstorm::target::{Target, DEFAULT_MAX_BODY};
-use hookstorm::units::HumanDuration;
+use hookstorm::text::units::HumanDuration;
 use hookstorm_receiver::config::random_token;
 use hookstorm_receiver::Defect;
 

@@ -17,7 +17,7 @@ use hookstorm::lifecycle::{shell_quote, LifecycleConfig, Ready};
 use hookstorm::profile::signature::Secret;
 use hookstorm::sink::target::SenderTarget;
 use hookstorm::state::probe::Hook;
-use hookstorm::units::HumanDuration;
+use hookstorm::text::units::HumanDuration;
 use hookstorm_receiver::config::random_token;
 use hookstorm_receiver::sender::SenderDefect;
 

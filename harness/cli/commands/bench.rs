@@ -26,7 +26,7 @@ use hookstorm::bench::{self, mix::Mix, BenchOptions, Rate};
 use hookstorm::exit;
 use hookstorm::profile::signature::Secret;
 use hookstorm::profile::Profile;
-use hookstorm::units::HumanDuration;
+use hookstorm::text::units::HumanDuration;
 
 /// Arguments of `hookstorm bench`.
 #[derive(Debug, clap::Args)]
@@ -568,9 +568,12 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
         info!("shard {s}: 1/{} of the rate, keys of its own", s.count);
     }
     let bound = match (opts.requests, args.duration) {
-        (Some(n), Some(d)) => format!("{n} requests or {}", hookstorm::units::format_duration(d.0)),
+        (Some(n), Some(d)) => format!(
+            "{n} requests or {}",
+            hookstorm::text::units::format_duration(d.0)
+        ),
         (Some(n), None) => format!("{n} requests"),
-        (None, _) => hookstorm::units::format_duration(opts.duration),
+        (None, _) => hookstorm::text::units::format_duration(opts.duration),
     };
     info!(
         "seed {seed} · {} · {} connections · {bound} (+{} warmup)",
@@ -578,7 +581,7 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
             .map(|r| format!("open loop {r}"))
             .unwrap_or_else(|| "closed loop".into()),
         opts.connections,
-        hookstorm::units::format_duration(opts.warmup)
+        hookstorm::text::units::format_duration(opts.warmup)
     );
     if !fault_specs.is_empty() {
         info!("faults under load: {}", fault_from.join(", "));

@@ -107,7 +107,7 @@ pub(crate) fn find(dir: &Path, name: &str) -> Result<PathBuf, String> {
     }
     Err(format!(
         "no scenario {name:?} (hint: {})",
-        hookstorm::suggest::hint(name, names(dir).iter().map(String::as_str))
+        hookstorm::text::suggest::hint(name, names(dir).iter().map(String::as_str))
     ))
 }
 

@@ -20,7 +20,7 @@ use hookstorm::check::{
 use hookstorm::history::Event;
 use hookstorm::profile::vocabulary::Vocabulary;
 use hookstorm::report::console::paint;
-use hookstorm::units::HumanDuration;
+use hookstorm::text::units::HumanDuration;
 
 /// Arguments of `hookstorm check`.
 #[derive(Debug, clap::Args)]

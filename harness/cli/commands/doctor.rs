@@ -112,7 +112,8 @@ fn report(d: &hookstorm::run::Doctor, words: &Words, require_all: bool) -> i32 {
         outln!("target unusable: fix what the FAIL line says");
         return exit::TARGET_UNUSABLE;
     }
-    let coverage = hookstorm::coverage::Coverage::of(d.skips.iter().map(|(_, s)| s.as_ref()));
+    let coverage =
+        hookstorm::findings::coverage::Coverage::of(d.skips.iter().map(|(_, s)| s.as_ref()));
     for (name, skip) in &d.skips {
         if let Some(s) = skip {
             outln!("would skip {name}: {}", s.reason);

@@ -15,7 +15,7 @@ use hookstorm::exit;
 use hookstorm::explore::{self, ExploreError, ExploreEvent, ExploreOptions, Explored};
 use hookstorm::run::RunOptions;
 use hookstorm::shrink::{self, ShrinkOptions};
-use hookstorm::units::HumanDuration;
+use hookstorm::text::units::HumanDuration;
 
 use super::resolve::Built;
 
@@ -133,9 +133,9 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
         (Some(n), _) => format!("plan {n} alone"),
         (None, Some(r)) => format!(
             "{r} plan(s) or {}",
-            hookstorm::units::format_duration(opts.budget)
+            hookstorm::text::units::format_duration(opts.budget)
         ),
-        (None, None) => hookstorm::units::format_duration(opts.budget),
+        (None, None) => hookstorm::text::units::format_duration(opts.budget),
     };
     info!(
         "explore: seed {seed} · profile {} · target {} · {bound}",

@@ -4,7 +4,7 @@
 //! scenarios (`hookstorm run`) come first, then the sender scenarios
 //! (tagged `sender`, run by `hookstorm sink`).
 
-use hookstorm::coverage::{self, Need};
+use hookstorm::findings::coverage::{self, Need};
 use hookstorm::scenario::sender::SenderScenario;
 use hookstorm::scenario::Scenario;
 use serde_json::json;
@@ -50,7 +50,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         let codes: Vec<&str> = s.check.iter().map(|id| id.code()).collect();
         outln!("    checks: {}", codes.join(" "));
         outln!("    needs: {needs}");
-        for rule in hookstorm::excuse::rules_for(&s.faults) {
+        for rule in hookstorm::grading::excuse::rules_for(&s.faults) {
             outln!("    excuses: {rule}");
         }
     }
@@ -127,6 +127,6 @@ fn entry(s: &Scenario) -> serde_json::Value {
         "needs": needs,
         "invariants": invariants,
         "accounts": s.accounts,
-        "excuses": hookstorm::excuse::rules_for(&s.faults),
+        "excuses": hookstorm::grading::excuse::rules_for(&s.faults),
     })
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use hookstorm::exit;
 use hookstorm::merge::{MergeError, MergeOptions};
-use hookstorm::units::HumanDuration;
+use hookstorm::text::units::HumanDuration;
 
 /// Arguments of `hookstorm merge`.
 #[derive(Debug, clap::Args)]

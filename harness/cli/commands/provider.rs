@@ -14,7 +14,7 @@ use anyhow::Context;
 use hookstorm::profile::signature::Secret;
 use hookstorm::provider::{book, Provider, TaskBook};
 use hookstorm::scenario::Scenario;
-use hookstorm::units::HumanDuration;
+use hookstorm::text::units::HumanDuration;
 
 /// Arguments of `hookstorm provider`.
 #[derive(Debug, clap::Args)]

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use hookstorm::tcpproxy::{control, Proxy};
+use hookstorm::net::tcpproxy::{control, Proxy};
 
 /// Arguments of `hookstorm proxy`.
 #[derive(Debug, clap::Args)]

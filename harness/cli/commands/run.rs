@@ -26,7 +26,7 @@ use hookstorm::scenario::Scenario;
 use super::resolve::{build_target, Built, BuiltinFlags, DEFAULT_TIME_SCALE};
 use super::select::Selection;
 use super::target_flags::TargetFlags;
-use hookstorm::units::HumanDuration;
+use hookstorm::text::units::HumanDuration;
 
 /// Arguments of `hookstorm run`: its own, then the groups it shares with
 /// `doctor` (target, scenarios, built-in receiver).

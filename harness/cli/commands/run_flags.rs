@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use hookstorm::run::RunOptions;
-use hookstorm::units::HumanDuration;
+use hookstorm::text::units::HumanDuration;
 
 use super::resolve::DEFAULT_TIME_SCALE;
 

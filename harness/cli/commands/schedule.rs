@@ -1,7 +1,7 @@
 //! `hookstorm schedule`: the table people look for when they size an outage.
 
 use hookstorm::profile::Profile;
-use hookstorm::units::format_duration;
+use hookstorm::text::units::format_duration;
 
 /// Arguments of `hookstorm schedule`.
 #[derive(Debug, clap::Args)]

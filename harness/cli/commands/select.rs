@@ -6,8 +6,8 @@
 //! one, or the whole list.
 
 use hookstorm::scenario::Scenario;
-use hookstorm::suggest::hint;
 use hookstorm::target::SelectionFile;
+use hookstorm::text::suggest::hint;
 
 use super::catalog::{self, CatalogFlags};
 use super::target_flags::TargetFlags;

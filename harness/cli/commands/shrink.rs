@@ -19,7 +19,7 @@ use hookstorm::run::RunOptions;
 use hookstorm::scenario::Scenario;
 use hookstorm::shrink::{self, Outcome, Report, SearchEvent, ShrinkEvent, ShrinkOptions};
 use hookstorm::target::Target;
-use hookstorm::units::HumanDuration;
+use hookstorm::text::units::HumanDuration;
 
 use super::resolve::{build_target, Built};
 
@@ -89,7 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Err(e) => return Ok(super::usage_error(e)),
     };
     if let Some(id) = args.invariant {
-        let checked = hookstorm::coverage::invariants(&scenario);
+        let checked = hookstorm::findings::coverage::invariants(&scenario);
         if !checked.contains(&id) {
             let list: Vec<&str> = checked.iter().map(|i| i.code()).collect();
             return Ok(super::usage_error(format!(
@@ -137,7 +137,7 @@ async fn run_async(args: Args, scenario: Scenario) -> anyhow::Result<i32> {
         args.seed,
         target.describe(),
         opts.max_runs,
-        hookstorm::units::format_duration(opts.budget),
+        hookstorm::text::units::format_duration(opts.budget),
         opts.tries
     );
     let result = shrink_one(&target, &scenario, &run, &opts, &stop).await;

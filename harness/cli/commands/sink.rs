@@ -17,7 +17,7 @@ use hookstorm::scenario::sender::SenderScenario;
 use hookstorm::sink::run::{SinkEvent, SinkOptions, DEFAULT_DRAIN, DEFAULT_TIME_SCALE};
 use hookstorm::sink::shrink::{self, Limits};
 use hookstorm::sink::target::SenderTarget;
-use hookstorm::units::HumanDuration;
+use hookstorm::text::units::HumanDuration;
 use hookstorm_receiver::sender::SenderDefect;
 
 use super::catalog::CatalogFlags;
@@ -144,7 +144,7 @@ async fn run_async(
     info!(
         "the sender keeps a time scale of {} (waits divided by it) and a timeout of {}{}",
         opts.time_scale,
-        hookstorm::units::format_duration(opts.timeout(&target)),
+        hookstorm::text::units::format_duration(opts.timeout(&target)),
         if target.lifecycle.is_some() {
             " (HOOKSTORM_TIME_SCALE, HOOKSTORM_TIMEOUT_MS in its environment)"
         } else {
@@ -228,7 +228,7 @@ fn select(args: &Args) -> anyhow::Result<Vec<SenderScenario>> {
                 Some(x) => picked.push(x.clone()),
                 None => anyhow::bail!(
                     "no sender scenario {s:?} (hint: {})",
-                    hookstorm::suggest::closest(s, all.iter().map(|x| x.name.as_str()))
+                    hookstorm::text::suggest::closest(s, all.iter().map(|x| x.name.as_str()))
                         .map(|n| format!("did you mean {n}?"))
                         .unwrap_or_else(|| format!("one of {}", names()))
                 ),

@@ -44,14 +44,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         outln!(
             "{}: {} intact, {} graded again with the recorded verdicts; report.json SHA-256 {sha}",
             paint("verified", Verdict::Pass, color),
-            hookstorm::words::count(v.files_ok.len(), "file"),
-            hookstorm::words::count(v.regraded.len(), "scenario")
+            hookstorm::text::words::count(v.files_ok.len(), "file"),
+            hookstorm::text::words::count(v.regraded.len(), "scenario")
         );
     } else {
         outln!(
             "{}: {} in {}; report.json SHA-256 {sha}",
             paint("not verified", Verdict::Fail, color),
-            hookstorm::words::count(v.mismatches.len(), "mismatch"),
+            hookstorm::text::words::count(v.mismatches.len(), "mismatch"),
             args.report_dir.display()
         );
     }

@@ -85,7 +85,10 @@ impl FaultsResult {
             ));
         }
         if self.cuts > 0 {
-            parts.push(crate::words::count(u64::from(self.cuts), "database cut"));
+            parts.push(crate::text::words::count(
+                u64::from(self.cuts),
+                "database cut",
+            ));
         }
         parts.push(format!(
             "{} resent ({} left when the bench ended, {} ran out)",

@@ -408,7 +408,7 @@ pub async fn run_under(
     };
     progress.stop();
     sink.finish().map_err(|e| BenchError::Io(e.to_string()))?;
-    crate::memory::give_back_freed();
+    crate::limits::memory::give_back_freed();
 
     let interrupted = stop.requested();
     let not_exercised = faults_result

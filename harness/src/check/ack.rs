@@ -20,7 +20,7 @@ use super::partial::Partial;
 use super::store::{evidence, key_rank, result};
 use super::verdict::{InvariantResult, Verdict};
 use crate::invariant::InvariantId;
-use crate::words::{agree, count};
+use crate::text::words::{agree, count};
 
 /// I9 from the history. Counts: genuine deliveries, those excused.
 pub(crate) fn acknowledged(agg: &Aggregator) -> Partial {

@@ -21,7 +21,7 @@ use crate::tag::FaultTag;
 use super::found::Found;
 pub(crate) use super::intern::Interner;
 use super::verdict::{Counts, DeadLetter, Evidence, MAX_DEAD_LETTERS};
-use crate::outcome::{self, AttemptOutcome, Facts, Judged};
+use crate::grading::outcome::{self, AttemptOutcome, Facts, Judged};
 
 pub(crate) use super::intern::NONE;
 /// History lines kept per key for evidence.
@@ -69,7 +69,7 @@ pub(crate) mod flag {
 }
 
 /// What the checker reads of an attempt's fault tags, decided once per
-/// attempt from the excuse table ([`crate::excuse`]).
+/// attempt from the excuse table ([`crate::grading::excuse`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct TagFacts {
     /// The harness's own front answered with a redirect.
@@ -111,12 +111,13 @@ impl TagFacts {
 
     fn add(&mut self, t: &FaultTag) {
         self.front_redirect |= *t == FaultTag::FrontRedirect;
-        self.excuses_slowness |= crate::excuse::excuses_slowness(t);
+        self.excuses_slowness |= crate::grading::excuse::excuses_slowness(t);
         self.drop_ack |= *t == FaultTag::DropAck;
-        self.explains_missing_ack |= crate::excuse::explains_missing_ack(t);
+        self.explains_missing_ack |= crate::grading::excuse::explains_missing_ack(t);
         self.duplicate |= t.is_duplicate();
         self.front_status |= matches!(t, FaultTag::FrontStatus(_));
-        self.excuses_poison_error |= crate::excuse::excused(t, crate::invariant::InvariantId::I8);
+        self.excuses_poison_error |=
+            crate::grading::excuse::excused(t, crate::invariant::InvariantId::I8);
     }
 }
 

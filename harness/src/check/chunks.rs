@@ -412,17 +412,20 @@ fn read_lines<S: LineSink>(
                 if filled == buf.len() {
                     // A line past the budget is no line the harness wrote;
                     // its end is never looked for.
-                    if filled >= crate::budget::HISTORY_LINE {
+                    if filled >= crate::limits::budget::HISTORY_LINE {
                         part.end = PartEnd::Bad {
                             line: part.lines + 1,
                             message: format!(
                                 "longer than {} without a newline (a history line of hookstorm's is far shorter)",
-                                crate::budget::show(crate::budget::HISTORY_LINE)
+                                crate::limits::budget::show(crate::limits::budget::HISTORY_LINE)
                             ),
                         };
                         return part;
                     }
-                    buf.resize((buf.len() * 2).min(crate::budget::HISTORY_LINE + 1), 0);
+                    buf.resize(
+                        (buf.len() * 2).min(crate::limits::budget::HISTORY_LINE + 1),
+                        0,
+                    );
                 }
                 match read_some(&mut reader, &mut buf[filled..]) {
                     Ok(0) => eof = true,
@@ -959,7 +962,10 @@ mod tests {
     fn a_line_without_an_end_stops_at_the_line_budget_with_its_number() {
         let good = ok_line("k1", 204, Outcome::Ok);
         let mut history = format!("{good}\n").into_bytes();
-        history.resize(history.len() + crate::budget::HISTORY_LINE + 10, b'x');
+        history.resize(
+            history.len() + crate::limits::budget::HISTORY_LINE + 10,
+            b'x',
+        );
         let f = files(&history, &State::default());
         let e = check_in_parts(&f, None, 1).unwrap_err();
         assert!(

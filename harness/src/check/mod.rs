@@ -2,7 +2,7 @@
 //! invariant (I1–I9, see `docs/invariants.md`) as pass, fail, non-strict or
 //! unknown; a pass that came with an observation reads as informational
 //! ([`Grade`]), and every attempt is counted by what it came to
-//! ([`crate::outcome`]).
+//! ([`crate::grading::outcome`]).
 //!
 //! It streams. The [`Aggregator`] folds each attempt into one compact record per
 //! (account, key) while the history is read, so a million-attempt history

@@ -25,7 +25,7 @@ use super::store::result;
 use super::verdict::{CheckOptions, Evidence, InvariantResult, Verdict};
 use super::view::{account_matches, SeqRow, StateView, WinRow};
 use crate::invariant::InvariantId;
-use crate::words::count;
+use crate::text::words::count;
 
 /// A key's evidence lines ([`KeyAgg::evidence_lines`]) in a fixed space.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

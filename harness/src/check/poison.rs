@@ -11,7 +11,7 @@ use super::store::{aggs_for_row, evidence, key_rank, result, row_evidence};
 use super::verdict::{InvariantResult, Verdict};
 use super::view::StateView;
 use crate::invariant::InvariantId;
-use crate::words::count;
+use crate::text::words::count;
 
 /// I8 against the state. Counts: poison deliveries, rows they blocked.
 /// The rows are judged even when this share has no poison key: the

@@ -15,7 +15,7 @@ use super::store::{evidence, key_rank, result};
 use super::verdict::{CheckOptions, InvariantResult, Verdict, MAX_EVIDENCE};
 use super::view::StateView;
 use crate::invariant::InvariantId;
-use crate::words::count;
+use crate::text::words::count;
 
 /// The verdict from the history alone, when the state could not be read:
 /// the answers' own findings (`status`).

@@ -16,14 +16,14 @@ use super::verdict::{CheckOptions, Evidence, InvariantResult, Verdict};
 use super::view::{account_matches, account_name, StateView};
 use crate::invariant::InvariantId;
 use crate::profile::vocabulary::Vocabulary;
-use crate::words::{agree, count};
+use crate::text::words::{agree, count};
 
 /// `all 3 inbox rows`, `the 1 inbox row`, `no inbox row`.
 pub(crate) fn all_rows(n: u64, noun: &str) -> String {
     match n {
         0 => format!("no {noun}"),
         1 => format!("the 1 {noun}"),
-        n => format!("all {n} {}", crate::words::plural(noun)),
+        n => format!("all {n} {}", crate::text::words::plural(noun)),
     }
 }
 

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::grading::outcome::AttemptOutcome;
 use crate::invariant::InvariantId;
-use crate::outcome::AttemptOutcome;
 use crate::profile::vocabulary::Vocabulary;
 
 /// The summary of every invariant of a history with nothing to check.
@@ -223,7 +223,7 @@ pub struct Counts {
     pub info: usize,
     /// Deliveries that died (ran out of attempts).
     pub dead: usize,
-    /// Attempts by what they came to ([`crate::outcome`]); outcomes no
+    /// Attempts by what they came to ([`crate::grading::outcome`]); outcomes no
     /// attempt had are left out.
     #[serde(default)]
     pub outcomes: BTreeMap<AttemptOutcome, usize>,
@@ -260,7 +260,7 @@ pub struct DeadLetter {
     pub last_error: Option<String>,
     /// The key is in the inbox anyway (stored by a later redelivery or reconciliation).
     pub recovered: bool,
-    /// The scenario killed it on purpose ([`crate::outcome`]: the
+    /// The scenario killed it on purpose ([`crate::grading::outcome`]: the
     /// harness's faults explain every attempt of its key the receiver did
     /// not acknowledge, or it had to be refused); `false` for a real dead
     /// letter, which counts against the receiver.
@@ -354,7 +354,7 @@ impl ScenarioCheck {
     /// for that invariant.
     pub fn grade_of(&self, r: &InvariantResult) -> Grade {
         let informational =
-            !self.observations.is_empty() && crate::excuse::graded_informational(r.id);
+            !self.observations.is_empty() && crate::grading::excuse::graded_informational(r.id);
         Grade::of(r.verdict, informational)
     }
 

@@ -6,9 +6,9 @@
 //! stream ended, or a reorder of one delivery, met nothing. A kind counts
 //! as having met traffic in a plan by the rule of [`met`]: the process and
 //! database faults by the rules the run already grades them by
-//! ([`crate::excuse::EXERCISED`], measured by the nemesis), every other
+//! ([`crate::grading::excuse::EXERCISED`], measured by the nemesis), every other
 //! kind when an attempt in the plan's history carries one of its tags
-//! ([`crate::excuse::tags_of`]); reorder by shuffle or reversal, which
+//! ([`crate::grading::excuse::tags_of`]); reorder by shuffle or reversal, which
 //! tags no attempt, when the receiver answered two deliveries or more;
 //! reconcile when the reconciliation ran. A pair met traffic when both of
 //! its kinds did in the same plan.
@@ -19,8 +19,8 @@ use serde::Serialize;
 
 use crate::fault::nemesis;
 use crate::fault_spec::{FaultSpec, KillSignal, ReorderMode};
+use crate::findings::note::Note;
 use crate::history::Attempt;
-use crate::note::Note;
 
 /// How often one kind (or pair) was drawn and met traffic.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -135,7 +135,7 @@ pub fn met(f: &FaultSpec, e: &Evidence<'_>) -> bool {
 
 /// Whether an attempt carries one of `f`'s tags.
 fn tagged(f: &FaultSpec, attempts: &[Attempt]) -> bool {
-    let tags = crate::excuse::tags_of(f);
+    let tags = crate::grading::excuse::tags_of(f);
     attempts
         .iter()
         .any(|a| a.faults.iter().any(|t| tags.contains(&t.pattern())))

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::check::{InvariantId, Verdict};
-use crate::coverage::TargetFacts;
+use crate::findings::coverage::TargetFacts;
 use crate::report::{RunReport, ScenarioReport};
 use crate::run::interrupt::Stop;
 use crate::run::preflight::Preflight;

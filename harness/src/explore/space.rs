@@ -6,7 +6,7 @@
 //! account, test deliveries, sequenced resources) and each way of cutting
 //! the database. Whether the target takes one is decided the way `run`
 //! decides whether it can run a scenario: a probe scenario that uses just
-//! that dimension is put to [`crate::coverage::unmet`], so a kill
+//! that dimension is put to [`crate::findings::coverage::unmet`], so a kill
 //! without `[lifecycle]`, a cut without `[database]` or a reconciliation
 //! without `[provider]` is left out for the same reason, in the same
 //! words, as `run` skips a catalog scenario. What is left out is listed,
@@ -14,8 +14,8 @@
 
 use serde::Serialize;
 
-use crate::coverage::{self, Need, TargetFacts};
 use crate::fault_spec::{CutMode, FaultSpec};
+use crate::findings::coverage::{self, Need, TargetFacts};
 use crate::scenario::{Scenario, Sequenced, Workload};
 use crate::state::probe::Probe;
 use crate::target::Target;
@@ -234,7 +234,7 @@ fn cut_spec(mode: CutMode) -> FaultSpec {
 }
 
 /// A scenario that uses only what is asked about, for
-/// [`crate::coverage::unmet`].
+/// [`crate::findings::coverage::unmet`].
 fn probe_scenario(
     name: &str,
     accounts: &[String],

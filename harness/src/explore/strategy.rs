@@ -32,7 +32,7 @@ use crate::fault_spec::{
     RedeliverSpec, ReorderMode, ReorderSpec, Signing, TamperSpec,
 };
 use crate::scenario::{Sequenced, Workload};
-use crate::units::HumanDuration;
+use crate::text::units::HumanDuration;
 
 /// How many fault kinds a plan holds, and how often: most plans hold two
 /// or three, so pairs of kinds are drawn often.

@@ -24,8 +24,8 @@ pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &DropAckSpec, rng: &mut R) 
         FaultName::DropAck,
         format!(
             "discard the first {} of {}",
-            crate::words::count(spec.times, "ack"),
-            crate::words::count(n, "delivery")
+            crate::text::words::count(spec.times, "ack"),
+            crate::text::words::count(n, "delivery")
         ),
         None,
     );

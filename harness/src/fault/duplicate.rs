@@ -50,16 +50,16 @@ pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &DuplicateSpec, rng: &mut R
     let action = match spec.mode {
         DuplicateMode::Concurrent => format!(
             "send {} as {}-{} concurrent copies",
-            crate::words::count(n, "delivery"),
+            crate::text::words::count(n, "delivery"),
             spec.copies[0],
             spec.copies[1]
         ),
         DuplicateMode::Sequential => format!(
             "re-send {} after their ack: {}, {}, {} each",
-            crate::words::count(n, "delivery"),
-            crate::words::count(spec.replay, "replay"),
-            crate::words::count(spec.fresh_id, "fresh-id replay"),
-            crate::words::count(spec.redeliver, "redelivery")
+            crate::text::words::count(n, "delivery"),
+            crate::text::words::count(spec.replay, "replay"),
+            crate::text::words::count(spec.fresh_id, "fresh-id replay"),
+            crate::text::words::count(spec.redeliver, "redelivery")
         ),
     };
     plan.note(FaultName::Duplicate, action, None);

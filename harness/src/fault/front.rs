@@ -29,10 +29,10 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use sha2::{Digest, Sha256};
 
-use crate::budget;
 use crate::fault_spec::FrontSpec;
 use crate::history::{now_rfc3339, Event, FaultEvent, HistorySink};
-use crate::httpd::{self, AnyBody, Hangup, Server};
+use crate::limits::budget;
+use crate::net::httpd::{self, AnyBody, Hangup, Server};
 use crate::tag::{FaultName, FaultTag};
 
 /// The front could not start.

@@ -97,8 +97,8 @@ pub(crate) async fn reconcile(
         record(
             format!(
                 "told the receiver {} of {account} {} submitted",
-                crate::words::count(n, "task"),
-                crate::words::agree(n, "was")
+                crate::text::words::count(n, "task"),
+                crate::text::words::agree(n, "was")
             ),
             None,
         );

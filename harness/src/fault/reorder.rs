@@ -66,13 +66,13 @@ pub fn apply<R: Rng + ?Sized>(plan: &mut Plan, spec: &ReorderSpec, rng: &mut R) 
             let action = if spec.mode == ReorderMode::Reverse {
                 format!(
                     "send jobs newest first, FAILED after COMPLETED ({} moved later)",
-                    crate::words::count(moved, "delivery")
+                    crate::text::words::count(moved, "delivery")
                 )
             } else {
                 format!(
                     "hold back {} until the newer are acknowledged; their first {} {}",
-                    crate::words::count(moved, "older delivery"),
-                    crate::words::count(spec.hold_attempts, "attempt"),
+                    crate::text::words::count(moved, "older delivery"),
+                    crate::text::words::count(spec.hold_attempts, "attempt"),
                     if spec.hold_attempts == 1 {
                         "fails"
                     } else {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::share::check_share;
-use crate::units::HumanDuration;
+use crate::text::units::HumanDuration;
 
 /// `kind = "front"`: the fault front answers, delays or stalls attempts
 /// before they reach the receiver; everything else is forwarded verbatim.

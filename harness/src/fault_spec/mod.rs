@@ -2,7 +2,7 @@
 //! per kind, each owning its struct, its defaults and its validation.
 //!
 //! These modules are leaves: they import nothing but serde and
-//! [`crate::units`] (never [`crate::plan`], [`crate::sender`] or the fault
+//! [`crate::text::units`] (never [`crate::plan`], [`crate::sender`] or the fault
 //! actors), so [`crate::plan`] and [`crate::scenario`] can hold specs while
 //! the actors in [`crate::fault`] import the plan, without a module cycle.
 
@@ -141,7 +141,7 @@ mod tests {
     use super::*;
 
     /// The leaf rule of this module's header: outside their tests, the spec
-    /// modules name no crate module but [`crate::units`].
+    /// modules name no crate module but [`crate::text::units`].
     #[test]
     fn spec_modules_import_nothing_but_units_so_the_plan_can_hold_them_without_a_cycle() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/fault_spec");
@@ -153,7 +153,7 @@ mod tests {
             for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
                 for (i, _) in line.match_indices("crate::") {
                     assert!(
-                        line[i..].starts_with("crate::units"),
+                        line[i..].starts_with("crate::text::units"),
                         "{} names {}",
                         path.display(),
                         line.trim()
@@ -186,7 +186,7 @@ mod tests {
         assert_eq!(FaultSpec::Tamper(tamper).validate(2), Ok(()));
         let kill = KillWorkerSpec {
             count: 1001,
-            over: crate::units::HumanDuration(Duration::from_secs(1)),
+            over: crate::text::units::HumanDuration(Duration::from_secs(1)),
             failpoint: None,
         };
         assert_eq!(

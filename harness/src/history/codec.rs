@@ -147,7 +147,7 @@ enum LineError {
     Bad(String),
 }
 
-/// The lines of a history, each at most [`crate::budget::HISTORY_LINE`]
+/// The lines of a history, each at most [`crate::limits::budget::HISTORY_LINE`]
 /// bytes of UTF-8: a longer one or one that is not text is an error of
 /// its line, never a buffer that grows with the file. After an error the
 /// lines end.
@@ -162,7 +162,7 @@ impl<R: BufRead> Iterator for BoundedLines<R> {
 
     fn next(&mut self) -> Option<Self::Item> {
         use std::io::Read;
-        let cap = crate::budget::HISTORY_LINE;
+        let cap = crate::limits::budget::HISTORY_LINE;
         if self.done {
             return None;
         }
@@ -179,7 +179,7 @@ impl<R: BufRead> Iterator for BoundedLines<R> {
             self.done = true;
             return Some(Err(LineError::Bad(format!(
                 "longer than {} without a newline",
-                crate::budget::show(cap)
+                crate::limits::budget::show(cap)
             ))));
         }
         if self.buf.last() == Some(&b'\n') {
@@ -434,13 +434,13 @@ pub(crate) fn encode_attempt(out: &mut Vec<u8>, a: &AttemptLine<'_>) {
 
 /// Appends `v` in decimal to a byte buffer.
 fn push_dec_bytes(out: &mut Vec<u8>, v: u64) {
-    out.extend_from_slice(crate::decimal::digits(v, &mut [0u8; 20]));
+    out.extend_from_slice(crate::text::decimal::digits(v, &mut [0u8; 20]));
 }
 
 /// Appends `v` in decimal without going through `fmt`.
 pub(crate) fn push_dec(out: &mut String, v: u64) {
     let mut buf = [0u8; 20];
-    let digits = crate::decimal::digits(v, &mut buf);
+    let digits = crate::text::decimal::digits(v, &mut buf);
     out.push_str(std::str::from_utf8(digits).expect("ascii digits"));
 }
 

@@ -16,7 +16,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::units::format_duration;
+use crate::text::units::format_duration;
 
 /// The kind of transport failure an attempt's `error` records: the
 /// history keeps the text, this is what the checker asks of it.

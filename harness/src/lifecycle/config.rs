@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::units::HumanDuration;
+use crate::text::units::HumanDuration;
 
 /// How long a process may take to become ready when the file says nothing.
 pub const DEFAULT_READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);

@@ -5,7 +5,7 @@
 //! the harness ([`super::os::die_with_parent`]); when it ends, times out or
 //! is dropped, the whole group is SIGKILLed, so a `sleep` it started in
 //! the background or a command that never ends is not left behind. Its
-//! standard output is read up to a cap ([`crate::budget::COMMAND_OUTPUT`]
+//! standard output is read up to a cap ([`crate::limits::budget::COMMAND_OUTPUT`]
 //! for answers) and only the end of its standard error is kept.
 
 use std::process::{ExitStatus, Stdio};
@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
-use crate::budget;
+use crate::limits::budget;
 
 /// `sh -c cmd` in a process group of its own that dies with the harness;
 /// no stdin, stdout and stderr piped.

@@ -19,8 +19,8 @@ use super::config::{
 use super::process::Process;
 use super::signal::Signal;
 use crate::history::{now_rfc3339, Event, EventSink, FaultEvent};
+use crate::net::tcpproxy::{Mode, Proxy};
 use crate::tag::FaultName;
-use crate::tcpproxy::{Mode, Proxy};
 
 /// Which of the receiver's processes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -528,7 +528,7 @@ async fn run_command(cmd: &str) -> Result<(), LifecycleError> {
     let out = super::shell::run(
         super::shell::command(&super::config::expand(cmd)),
         Duration::from_secs(60),
-        crate::budget::COMMAND_OUTPUT,
+        crate::limits::budget::COMMAND_OUTPUT,
     )
     .await;
     let fail = |reason: String| LifecycleError::Command {
@@ -539,7 +539,7 @@ async fn run_command(cmd: &str) -> Result<(), LifecycleError> {
         Err(super::shell::ShellError::Timeout) => Err(fail("no exit within 60s".into())),
         Err(super::shell::ShellError::TooMuchOutput(n)) => Err(fail(format!(
             "more than {} of output",
-            crate::budget::show(n)
+            crate::limits::budget::show(n)
         ))),
         Err(super::shell::ShellError::Io(e)) => Err(fail(e.to_string())),
         Ok(o) if !o.status.success() => Err(fail(format!(
@@ -592,7 +592,7 @@ async fn wait_ready(
             return Err(LifecycleError::NotReady {
                 name: p.name().to_string(),
                 ready: ready.to_string(),
-                timeout: crate::units::format_duration(timeout),
+                timeout: crate::text::units::format_duration(timeout),
                 log,
             });
         }
@@ -626,7 +626,7 @@ async fn command_ok(cmd: &str) -> bool {
         super::shell::run(
             super::shell::command(&super::config::expand(cmd)),
             CHECK_COMMAND_LIMIT,
-            crate::budget::COMMAND_OUTPUT,
+            crate::limits::budget::COMMAND_OUTPUT,
         )
         .await,
         Ok(o) if o.status.success()

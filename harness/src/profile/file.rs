@@ -13,7 +13,7 @@ use super::{
 use crate::error::ConfigError;
 use crate::profile::schedule::{Jitter, Waits};
 use crate::profile::signature::Scheme;
-use crate::units::HumanDuration;
+use crate::text::units::HumanDuration;
 
 /// The `[schedule]` table of a custom profile.
 #[derive(Debug, Deserialize)]
@@ -96,7 +96,7 @@ impl ProfileFile {
                 path,
                 format!(
                     "extends = {base_name:?} is not a built-in profile (hint: {})",
-                    crate::suggest::hint(base_name, BUILTIN_NAMES)
+                    crate::text::suggest::hint(base_name, BUILTIN_NAMES)
                 ),
             )
         })?;
@@ -131,8 +131,8 @@ impl ProfileFile {
         }
         if let Some(t) = self.body_template {
             let file = path.parent().unwrap_or(Path::new(".")).join(&t);
-            let text =
-                crate::budget::read_text(&file, crate::budget::CONFIG_FILE).map_err(|e| {
+            let text = crate::limits::budget::read_text(&file, crate::limits::budget::CONFIG_FILE)
+                .map_err(|e| {
                     ConfigError::invalid(path, format!("body_template {}: {e}", file.display()))
                 })?;
             crate::profile::envelope::check_template(&text).map_err(|e| {

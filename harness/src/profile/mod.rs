@@ -517,7 +517,7 @@ impl Profile {
         if path.extension().is_some_and(|e| e == "toml") || path.exists() {
             return Self::from_file(path);
         }
-        let hint = match crate::suggest::closest(name_or_path, BUILTIN_NAMES) {
+        let hint = match crate::text::suggest::closest(name_or_path, BUILTIN_NAMES) {
             Some(near) => format!("did you mean {near}?"),
             None => format!(
                 "use one of {} or the path of a .toml profile",

@@ -641,7 +641,7 @@ fn sign_into(
 /// `t` in decimal, as `i64::to_string` writes it, without allocating.
 fn format_unix(t: i64, buf: &mut [u8; 20]) -> &str {
     // |i64::MIN| has 19 digits, so there is always room for the sign.
-    let mut i = buf.len() - crate::decimal::digits(t.unsigned_abs(), buf).len();
+    let mut i = buf.len() - crate::text::decimal::digits(t.unsigned_abs(), buf).len();
     if t < 0 {
         i -= 1;
         buf[i] = b'-';

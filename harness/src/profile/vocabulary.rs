@@ -143,7 +143,7 @@ impl Vocabulary {
 
     /// The plural of a noun (`job` → `jobs`, `object (data.id)` → `objects (data.id)`).
     pub fn plural(noun: &str) -> String {
-        crate::words::plural(noun)
+        crate::text::words::plural(noun)
     }
 
     /// The rule I5 holds a receiver to, in these words.

@@ -27,7 +27,7 @@ use hyper::{Method, Request, Response};
 use sha2::{Digest, Sha256};
 
 use crate::delivery::Body;
-use crate::httpd::{self, AnyBody, Hangup, Server};
+use crate::net::httpd::{self, AnyBody, Hangup, Server};
 use crate::profile::signature::Secret;
 
 pub use book::{BookTask, TaskBook};

@@ -20,7 +20,7 @@ use serde::Serialize;
 use super::seal::FileDigest;
 use super::{RunReport, ScenarioReport};
 use crate::check::Verdict;
-use crate::words::count;
+use crate::text::words::count;
 
 /// One level of conformance.
 #[derive(Debug, Clone, Copy)]
@@ -341,7 +341,7 @@ pub fn markdown() -> String {
 mod tests {
     use super::*;
     use crate::check::{Counts, InvariantId, InvariantResult, ScenarioCheck};
-    use crate::coverage::{Need, Skip};
+    use crate::findings::coverage::{Need, Skip};
 
     fn scenario(name: &str, verdict: Verdict, skip: Option<Need>) -> ScenarioReport {
         ScenarioReport {

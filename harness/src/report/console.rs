@@ -9,7 +9,7 @@ use std::fmt::Write;
 use super::conformance::{self, LevelStatus};
 use super::{evidence_label, lines_label, more_label, scenario_word, verdict_word, RunReport};
 use crate::check::{Grade, Verdict};
-use crate::words::count;
+use crate::text::words::count;
 
 const RED: &str = "\x1b[31m";
 const GREEN: &str = "\x1b[32m";

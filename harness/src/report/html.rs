@@ -14,7 +14,7 @@
 //! evidence links to them and to the history lines it cites.
 //!
 //! Like every renderer it decides nothing: verdicts and grades come from
-//! the report, outcomes from [`crate::outcome`], times from the history. A
+//! the report, outcomes from [`crate::grading::outcome`], times from the history. A
 //! history that is missing or unreadable leaves its timeline out with the
 //! reason, never the report. Large scenarios keep at most
 //! [`MAX_ATTEMPTS`] attempt marks (the page says how many it left out) and
@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 
 use super::html_timeline::timeline;
 use super::{json as report_json, scenario_word, RunReport};
-use crate::outcome;
+use crate::grading::outcome;
 
 pub use super::html_timeline::{MAX_ATTEMPTS, MAX_FAULTS};
 

@@ -1,6 +1,6 @@
 //! One scenario's timeline for `report.html`, built from its history: a
 //! row per delivery (key, account, intent), a mark per attempt with what it
-//! came to ([`crate::outcome`]), its answer time and the window its retry
+//! came to ([`crate::grading::outcome`]), its answer time and the window its retry
 //! schedule gave it, and the fault events the harness wrote.
 //!
 //! In a sink's history (`hookstorm sink`) a row is an event the sender was
@@ -11,7 +11,7 @@
 //! Rows whose key a failing invariant cites come first, in the order the
 //! evidence names them, each with the invariants that cite it; the page
 //! marks them. A retry's window is measured as the run's gap note measures
-//! it ([`crate::gaps::window`]): from the previous attempt's send,
+//! it ([`crate::grading::gaps::window`]): from the previous attempt's send,
 //! the schedule's range widened by the attempt's own time.
 
 use std::collections::HashMap;
@@ -21,9 +21,9 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::{RunReport, ScenarioReport};
-use crate::gaps;
+use crate::grading::gaps;
+use crate::grading::outcome::{self, Facts, Judged};
 use crate::history::{self, Attempt, Event, Intent};
-use crate::outcome::{self, Facts, Judged};
 use crate::profile::Profile;
 use crate::state::probe::redact_text;
 
@@ -472,7 +472,7 @@ mod tests {
         assert!(w0 <= 1_100.0 && 1_100.0 <= w1, "{w0}..{w1}");
         // Its answer is a bar of 40 ms; the stall is no answer, a fault by design.
         assert_eq!(k1[1][6], json!(40.0));
-        let by_design = crate::outcome::AttemptOutcome::FailedByDesign.index();
+        let by_design = crate::grading::outcome::AttemptOutcome::FailedByDesign.index();
         assert_eq!(k1[0][1], json!(by_design));
     }
 }

@@ -12,7 +12,7 @@
 //!
 //! Reporters never decide a verdict: the checker did, and every renderer
 //! shows the same [`ScenarioCheck`]s, their [`Grade`]s and the outcome of
-//! every attempt ([`crate::outcome`]). Every text that comes from outside
+//! every attempt ([`crate::grading::outcome`]). Every text that comes from outside
 //! (target, reproduce command, notes) passes through the probe redaction
 //! before it is rendered, so no report carries a token or a password even
 //! if a caller forgot to redact it.
@@ -32,9 +32,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::check::{CheckOptions, Grade, InvariantId, ScenarioCheck, Verdict};
-use crate::coverage::{Coverage, Skip};
 use crate::exit;
-use crate::note::Note;
+use crate::findings::coverage::{Coverage, Skip};
+use crate::findings::note::Note;
 use crate::state::probe::redact_text;
 
 /// One run, as every report shows it.
@@ -106,7 +106,7 @@ pub struct ScenarioReport {
     #[serde(default)]
     pub graded_with: Option<GradedWith>,
     /// How far past its scheduled wait a retry may come, in milliseconds
-    /// (the attempt's own time, [`crate::gaps::slack`]): the timeline
+    /// (the attempt's own time, [`crate::grading::gaps::slack`]): the timeline
     /// draws each retry's window with it. `None` when nothing was sent.
     #[serde(default)]
     pub gap_slack_ms: Option<f64>,

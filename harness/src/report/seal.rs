@@ -159,7 +159,7 @@ pub fn read_sums(path: &Path) -> Result<Vec<FileDigest>, SealError> {
     };
     let mut out = Vec::new();
     // A sums file is a few lines a scenario; the budget keeps a hostile one small.
-    let reader = std::io::BufReader::new(file.take(crate::budget::REPORT_FILE as u64));
+    let reader = std::io::BufReader::new(file.take(crate::limits::budget::REPORT_FILE as u64));
     for (n, line) in reader.lines().enumerate() {
         let line = line.map_err(|source| SealError::Io {
             path: path.into(),

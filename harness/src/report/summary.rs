@@ -12,7 +12,7 @@ use super::{
     evidence_label, lines_label, more_label, scenario_word, verdict_word, RunReport, ScenarioReport,
 };
 use crate::check::{Grade, InvariantResult, Verdict};
-use crate::words::count;
+use crate::text::words::count;
 
 /// How many dead letters the summary lists (report.json has them all).
 pub const MAX_DEAD_ROWS: usize = 20;

@@ -246,7 +246,7 @@ fn read_report(path: &Path) -> Result<(RunReport, Vec<FileDigest>), String> {
     let mut text = String::new();
     std::fs::File::open(path)
         .and_then(|f| {
-            f.take(crate::budget::REPORT_FILE as u64)
+            f.take(crate::limits::budget::REPORT_FILE as u64)
                 .read_to_string(&mut text)
         })
         .map_err(|e| e.to_string())?;

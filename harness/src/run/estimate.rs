@@ -18,7 +18,7 @@ use std::time::Duration;
 use crate::fault_spec::FaultSpec;
 use crate::profile::Profile;
 use crate::scenario::Scenario;
-use crate::units::format_duration;
+use crate::text::units::format_duration;
 
 /// What every scenario costs besides its waits: reset, state reads, check.
 pub const OVERHEAD: Duration = Duration::from_secs(1);
@@ -71,7 +71,7 @@ impl Estimate {
         format!(
             "estimated run time: about {} for {} at {scale}, against a receiver that answers at once; --scenario, --tag, --skip or a higher --time-scale shorten it",
             format_duration(round_to_seconds(self.total)),
-            crate::words::count(self.scenarios, "scenario")
+            crate::text::words::count(self.scenarios, "scenario")
         )
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! Before the first scenario the [`crate::run::preflight`] checks the target
 //! (exit 3 on a configuration mistake); a scenario whose needs the target
-//! does not meet is skipped ([`crate::coverage`]); `max_fail` and `timeout`
+//! does not meet is skipped ([`crate::findings::coverage`]); `max_fail` and `timeout`
 //! stop a run early, and the scenarios it did not reach are listed as not run.
 //!
 //! This module decides nothing about verdicts (the checker does) and renders
@@ -22,10 +22,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::check::{self, ScenarioCheck};
-use crate::coverage::{self, Skip, TargetFacts};
+use crate::findings::coverage::{self, Skip, TargetFacts};
+use crate::findings::note::Note;
 use crate::history;
 use crate::lifecycle::Supervisor;
-use crate::note::Note;
 use crate::report::{self, RunReport, ScenarioReport};
 use crate::run::interrupt::Stop;
 use crate::run::preflight::Preflight;
@@ -475,7 +475,7 @@ fn fail_stop(opts: &RunOptions, failures: usize, last: &str) -> (String, String)
 fn timeout_stop(opts: &RunOptions) -> (String, String) {
     let t = opts
         .timeout
-        .map(crate::units::format_duration)
+        .map(crate::text::units::format_duration)
         .unwrap_or_default();
     (
         "--timeout".into(),

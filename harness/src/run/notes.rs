@@ -4,8 +4,8 @@
 //! return typed [`Note`]s that the reporters put into words.
 
 use crate::check::ScenarioCheck;
-use crate::gaps::Gaps;
-use crate::note::Note;
+use crate::findings::note::Note;
+use crate::grading::gaps::Gaps;
 use crate::plan::Plan;
 
 use crate::sender::SendSummary;
@@ -55,7 +55,7 @@ pub(crate) fn send_notes(
             let g = gaps.report(
                 &target.profile.schedule,
                 time_scale,
-                crate::gaps::slack(Some(f)),
+                crate::grading::gaps::slack(Some(f)),
             );
             if g.measured > 0 {
                 notes.push(Note::RetryGaps {

@@ -12,10 +12,10 @@ use super::{
     notes, reproduce_command, scenario_seed, write_error, RunError, RunOptions, TargetError,
 };
 use crate::check::{self, CheckOptions, ScenarioCheck};
-use crate::coverage;
+use crate::findings::coverage;
+use crate::findings::note::Note;
 use crate::history::{self, Event, HistorySink, RunHeader};
 use crate::lifecycle::Supervisor;
-use crate::note::Note;
 use crate::plan::Plan;
 use crate::report::{GradedWith, ScenarioReport};
 use crate::run::actor::{self, Scene};
@@ -101,7 +101,7 @@ pub(super) async fn run_scenario(
     // this scenario owns, the checker's fold (which also says which keys
     // the state must hold), the retry gaps and what the faults measure.
     let mut agg = check::Aggregator::new(target.profile.timeout);
-    let mut gaps = crate::gaps::Gaps::default();
+    let mut gaps = crate::grading::gaps::Gaps::default();
     {
         let mut claimer = owners.claimer(index);
         let mut folds: Vec<&mut dyn history::Fold> = vec![&mut claimer, &mut agg, &mut gaps];
@@ -201,7 +201,7 @@ pub(super) async fn run_scenario(
             notes,
             skipped: None,
             graded_with: Some(graded_with),
-            gap_slack_ms: Some(crate::gaps::slack(plan.front()).as_secs_f64() * 1000.0),
+            gap_slack_ms: Some(crate::grading::gaps::slack(plan.front()).as_secs_f64() * 1000.0),
         },
         recheck,
     ))

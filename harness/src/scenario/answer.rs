@@ -87,7 +87,7 @@ impl FromStr for Answer {
                 if c != 429 && c != 503 {
                     return Err(err("Retry-After goes with 429 or 503".into()));
                 }
-                let d: crate::units::HumanDuration =
+                let d: crate::text::units::HumanDuration =
                     after.parse().map_err(|e| err(format!("{e}")))?;
                 let d: Duration = d.0;
                 if d.subsec_nanos() != 0 || d.is_zero() {

@@ -398,7 +398,8 @@ mod tests {
         let plan = crate::workload::plan(&s, 4);
         let (back, _) = round_trip(&s, &plan);
         assert!(back.workload.sequenced.is_none());
-        assert!(crate::coverage::needs(&back).contains(&crate::coverage::Need::Resources));
+        assert!(crate::findings::coverage::needs(&back)
+            .contains(&crate::findings::coverage::Need::Resources));
     }
 
     fn explicit_file(rest: &str) -> String {

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{read_toml, ConfigError};
 use crate::fault_spec;
 use crate::scenario::explicit::{DeliveryEntry, Explicit};
-use crate::units::HumanDuration;
+use crate::text::units::HumanDuration;
 
 pub use crate::fault_spec::{
     CutDatabaseSpec, CutMode, CutVia, DropAckSpec, DuplicateMode, DuplicateSpec, FaultSpec,
@@ -352,7 +352,7 @@ pub fn check_time_scale(t: f64) -> Result<(), String> {
     } else {
         Err(format!(
             "{}: expected a number from {} to {}, like 100",
-            crate::budget::quote(&t.to_string()),
+            crate::limits::budget::quote(&t.to_string()),
             TIME_SCALE.start(),
             TIME_SCALE.end()
         ))
@@ -392,14 +392,15 @@ pub fn planned_deliveries(w: &Workload) -> Result<usize, String> {
         t => Err(format!(
             "workload plans {} deliveries: at most {MAX_DELIVERIES} (a run holds about {} per planned delivery; the cap keeps a plan within {})",
             t.map_or_else(|| "more than 2^64".to_string(), |t| t.to_string()),
-            crate::budget::show(crate::budget::DELIVERY_COST),
-            crate::budget::show(crate::budget::PLAN_MEMORY),
+            crate::limits::budget::show(crate::limits::budget::DELIVERY_COST),
+            crate::limits::budget::show(crate::limits::budget::PLAN_MEMORY),
         )),
     }
 }
 
-/// The most deliveries one scenario plans; see [`crate::budget::PLAN_MEMORY`].
-pub const MAX_DELIVERIES: usize = crate::budget::PLAN_MEMORY / crate::budget::DELIVERY_COST;
+/// The most deliveries one scenario plans; see [`crate::limits::budget::PLAN_MEMORY`].
+pub const MAX_DELIVERIES: usize =
+    crate::limits::budget::PLAN_MEMORY / crate::limits::budget::DELIVERY_COST;
 
 #[cfg(test)]
 mod tests {

@@ -23,7 +23,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
     } else {
         Err(format!(
             "name {:?}: expected 1 to {MAX_NAME} letters, digits, '-', '_' or '.', not starting with '.' (a scenario name names report folders, never a path)",
-            crate::budget::quote(name)
+            crate::limits::budget::quote(name)
         ))
     }
 }
@@ -72,7 +72,7 @@ pub(crate) fn check_accounts(accounts: &[String]) -> Result<(), String> {
 
 /// The 1-based line where top-level `key = …` is set in a TOML file.
 pub(crate) fn key_line(path: &Path, key: &str) -> Option<usize> {
-    let text = crate::budget::read_text(path, crate::budget::CONFIG_FILE).ok()?;
+    let text = crate::limits::budget::read_text(path, crate::limits::budget::CONFIG_FILE).ok()?;
     text.lines()
         .position(|l| {
             l.trim_start()

@@ -23,7 +23,7 @@ use super::names::{check_accounts, check_name, check_tags};
 use super::side::{self, Side, SENDER_TAG};
 use crate::error::{read_toml, ConfigError};
 use crate::invariant::InvariantId;
-use crate::units::HumanDuration;
+use crate::text::units::HumanDuration;
 
 /// The most events one sender scenario emits.
 pub const MAX_EVENTS: usize = 200;

@@ -32,7 +32,7 @@ impl Side {
 /// The side of the scenario in `path`: sender when its `tags` list
 /// [`SENDER_TAG`]. A file that is not TOML is an error naming its line.
 pub fn side_of(path: &Path) -> Result<Side, ConfigError> {
-    let text = crate::budget::read_text(path, crate::budget::CONFIG_FILE)
+    let text = crate::limits::budget::read_text(path, crate::limits::budget::CONFIG_FILE)
         .map_err(|e| ConfigError::new(path, std::io::Error::from(e).into()))?;
     let v: toml::Value = parse_toml(path, &text)?;
     let sender = v

@@ -8,7 +8,7 @@ use crate::fault_spec::FaultSpec;
 use crate::plan::Plan;
 use crate::scenario::explicit::{is_run_time, DeliveryEntry, PlanSeed};
 use crate::scenario::Scenario;
-use crate::units::HumanDuration;
+use crate::text::units::HumanDuration;
 
 /// The file shape written for a plan.
 #[derive(Serialize)]

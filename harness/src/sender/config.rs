@@ -38,7 +38,7 @@ pub struct SendConfig {
     /// How long the reachability probe may take per host.
     pub probe_timeout: Duration,
     /// CA certificates trusted beyond the web roots (https targets).
-    pub roots: crate::tls::TrustedRoots,
+    pub roots: crate::net::tls::TrustedRoots,
     /// Spread the deliveries' starts evenly over this (a steady stream for
     /// process faults to act on); `None` starts them all at once.
     pub spread: Option<Duration>,

@@ -16,7 +16,7 @@
 //! preemption on a busy 2-core machine).
 //!
 //! Each answer is then read as HTTP/1.1 by the reader the bench shares
-//! (`crate::httpwire`: status line, headers, a body by `Content-Length`,
+//! (`crate::net::httpwire`: status line, headers, a body by `Content-Length`,
 //! chunked or up to the close, interim 1xx answers skipped), its body kept
 //! up to [`ANSWER_LIMIT`] bytes and cut there. A connection closed before
 //! the head is complete, or an answer that is not HTTP, is a transport
@@ -40,8 +40,8 @@ use tokio::net::TcpStream;
 
 use super::exchange::{Answer, ANSWER_LIMIT};
 use crate::history::{Failure, TransportFailure};
-use crate::httpwire::Reader;
-use crate::units::format_duration;
+use crate::net::httpwire::Reader;
+use crate::text::units::format_duration;
 
 /// One group of copies to release.
 #[derive(Clone)]
@@ -313,7 +313,7 @@ async fn answer(
         {
             body.clear();
         }
-        Ok::<_, crate::httpwire::WireError>((head, at, body))
+        Ok::<_, crate::net::httpwire::WireError>((head, at, body))
     };
     match tokio::time::timeout(timeout, read).await {
         Ok(Ok((head, at, body))) => Answer {

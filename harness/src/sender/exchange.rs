@@ -16,8 +16,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 
 use crate::history::{Failure, Intent, Outcome, TransportFailure};
+use crate::net::tls::TrustedRoots;
 use crate::profile::Profile;
-use crate::tls::TrustedRoots;
 
 /// The HTTP client the sender uses (http and https).
 pub type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
@@ -75,7 +75,7 @@ pub fn client(profile: &Profile, pooled: bool, roots: &TrustedRoots) -> HttpClie
     if !pooled {
         b.pool_max_idle_per_host(0);
     }
-    b.build(crate::tls::connector(conn, roots))
+    b.build(crate::net::tls::connector(conn, roots))
 }
 
 /// Sends one POST and waits for its answer, up to `timeout`.
@@ -145,7 +145,7 @@ fn failure_of(e: &hyper_util::client::legacy::Error, elapsed: Duration) -> Failu
     while let Some(s) = source {
         if let Some(io) = s.downcast_ref::<std::io::Error>() {
             if io.kind() == std::io::ErrorKind::TimedOut {
-                let after = crate::units::format_duration(elapsed);
+                let after = crate::text::units::format_duration(elapsed);
                 return Failure::new(TransportFailure::Timeout, format!("{after} ({})", chain(e)));
             }
         }

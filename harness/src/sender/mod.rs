@@ -240,7 +240,7 @@ fn prepare(plan: &Plan, cfg: &SendConfig, sink: &HistorySink) -> Result<Ctx, Sen
         tls: uris
             .values()
             .any(|u| u.scheme_str() == Some("https"))
-            .then(|| Arc::new(crate::tls::client_config(&cfg.roots))),
+            .then(|| Arc::new(crate::net::tls::client_config(&cfg.roots))),
         uris,
         keys,
         sink: sink.clone(),
@@ -286,7 +286,7 @@ async fn probe(ctx: &Ctx) -> Result<(), SendError> {
             Ok(Err(e)) => e.to_string(),
             Err(_) => format!(
                 "no connection within {}",
-                crate::units::format_duration(ctx.cfg.probe_timeout)
+                crate::text::units::format_duration(ctx.cfg.probe_timeout)
             ),
         };
         return Err(SendError::Unreachable {

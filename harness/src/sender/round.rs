@@ -134,7 +134,7 @@ pub(super) async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
                                     "hourly limit of {limit} redeliveries reached for account {}; delivery {} waits {}",
                                     d.account,
                                     d.id,
-                                    crate::units::format_duration(retry_in)
+                                    crate::text::units::format_duration(retry_in)
                                 ),
                                 None,
                             );

@@ -186,7 +186,7 @@ impl FromStr for StartAt {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let t = s.trim();
         if let Some(rel) = t.strip_prefix('+') {
-            let d: crate::units::HumanDuration =
+            let d: crate::text::units::HumanDuration =
                 rel.parse().map_err(|_| ShardError::StartAt(s.into()))?;
             return Ok(StartAt(SystemTime::now() + d.0));
         }

@@ -23,9 +23,9 @@ use super::server::{SinkServer, SinkSetup};
 use super::target::SenderTarget;
 use crate::check::sender::{compressed_timeout, judge, SenderRules};
 use crate::check::ScenarioCheck;
+use crate::findings::note::Note;
 use crate::history::{self, Emitted, Event, HistorySink, RunHeader};
 use crate::lifecycle::{LifecycleError, Supervisor};
-use crate::note::Note;
 use crate::report::{self, RunReport, ScenarioReport};
 use crate::run::interrupt::Stop;
 use crate::run::{scenario_seed, write_error, RunError, TargetError};
@@ -452,7 +452,7 @@ async fn emit(
 async fn read_outbox(target: &SenderTarget) -> Result<Outbox, String> {
     let bytes = target
         .outbox
-        .read(crate::budget::OUTBOX_LISTING)
+        .read(crate::limits::budget::OUTBOX_LISTING)
         .await
         .map_err(|e: ProbeError| e.to_string())?;
     Outbox::parse(&bytes).map_err(|e| format!("{}: {e}", target.outbox.describe()))
@@ -478,14 +478,14 @@ fn scenario_notes(
         c.ok,
         c.fail,
         c.info,
-        crate::units::format_duration(d.took)
+        crate::text::units::format_duration(d.took)
     )));
     notes.push(Note::Said(format!(
         "the sender was held to the {} profile at 1/{} time: waits divided by {}, a timeout of {}",
         rules.profile.name,
         rules.time_scale,
         rules.time_scale,
-        crate::units::format_duration(rules.timeout)
+        crate::text::units::format_duration(rules.timeout)
     )));
     for e in &d.emit_errors {
         notes.push(Note::Said(format!("an emit call failed: {e}")));
@@ -497,7 +497,7 @@ fn scenario_notes(
         };
         notes.push(Note::Said(format!(
             "the outbox did not settle within the drain of {} ({why})",
-            crate::units::format_duration(drain)
+            crate::text::units::format_duration(drain)
         )));
     }
     if let Some(cr) = s.crash {

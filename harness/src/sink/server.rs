@@ -239,7 +239,7 @@ fn route(path: &str) -> Route {
 
 /// One connection: one request, one answer.
 async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
-    let req = match wire::read_request(&mut stream, crate::budget::SINK_REQUEST).await {
+    let req = match wire::read_request(&mut stream, crate::limits::budget::SINK_REQUEST).await {
         Ok(r) => r,
         Err(ReadError::TooLarge(at, unix)) => {
             let _ = wire::answer(&mut stream, 413, &[]).await;
@@ -477,12 +477,12 @@ async fn play(
             let error = if closed {
                 format!(
                     "held without an answer; the sender closed it after {}",
-                    crate::units::format_duration(held)
+                    crate::text::units::format_duration(held)
                 )
             } else {
                 format!(
                     "held without an answer for {}; the sender never closed it",
-                    crate::units::format_duration(held)
+                    crate::text::units::format_duration(held)
                 )
             };
             (None, closed, Some(error), end)
@@ -499,14 +499,14 @@ async fn play(
                 let error = if sink_late {
                     format!(
                         "the sink ran late: its answer was due at {}, it looked at {} and the sender had closed the connection",
-                        crate::units::format_duration(due),
-                        crate::units::format_duration(took)
+                        crate::text::units::format_duration(due),
+                        crate::text::units::format_duration(took)
                     )
                 } else {
                     format!(
                         "the sender closed the connection after {}, before the answer due at {}",
-                        crate::units::format_duration(took),
-                        crate::units::format_duration(due)
+                        crate::text::units::format_duration(took),
+                        crate::text::units::format_duration(due)
                     )
                 };
                 return (None, !sink_late, Some(error), end);

@@ -17,7 +17,7 @@ use crate::profile::signature::Secret;
 use crate::profile::Profile;
 use crate::state::probe::{Hook, DEFAULT_TIMEOUT};
 use crate::target::{resolve_accounts, AccountFile, Accounts};
-use crate::units::HumanDuration;
+use crate::text::units::HumanDuration;
 
 /// `[hooks]` of a sender target file.
 #[derive(Debug, Clone, Deserialize)]

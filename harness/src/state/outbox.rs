@@ -71,7 +71,7 @@ impl Outbox {
             Ok(Form::Doc(d)) => Ok(d),
             Err(_) => {
                 // Name the first bad row when the shape is right.
-                let shown = crate::budget::quote(&String::from_utf8_lossy(bytes));
+                let shown = crate::limits::budget::quote(&String::from_utf8_lossy(bytes));
                 let detail = serde_json::from_slice::<serde_json::Value>(bytes)
                     .map(|v| {
                         let rows = v.get("outbox").unwrap_or(&v).clone();

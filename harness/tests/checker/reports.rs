@@ -10,7 +10,7 @@ use hookstorm::check::{
     CheckOptions, Counts, DeadLetter, Evidence, InvariantId, InvariantResult, ScenarioCheck,
     Verdict,
 };
-use hookstorm::outcome::AttemptOutcome;
+use hookstorm::grading::outcome::AttemptOutcome;
 use hookstorm::report::console::console_table;
 use hookstorm::report::{write_reports, RunReport, ScenarioReport};
 use hookstorm::state::probe::{Probe, ProbeConfig, SqlProbeConfig};
@@ -322,7 +322,7 @@ fn no_report_contains_a_token_or_password() -> Result<(), Box<dyn std::error::Er
     );
     r.scenarios[0].reproduce =
         "HOOKSTORM_TOKEN=env-tok3n hookstorm run --token flag-tok3n --seed 7".into();
-    r.scenarios[0].notes = vec![hookstorm::note::Note::Said(
+    r.scenarios[0].notes = vec![hookstorm::findings::note::Note::Said(
         "probe: postgres://app:note-passw0rd@db/app".into(),
     )];
     let dir = tempfile::tempdir()?;
@@ -356,7 +356,7 @@ fn no_report_contains_a_token_or_password() -> Result<(), Box<dyn std::error::Er
 
 /// The fixture with two scenarios skipped for unmet needs.
 fn with_skips() -> RunReport {
-    use hookstorm::coverage::{Need, Skip};
+    use hookstorm::findings::coverage::{Need, Skip};
     let mut r = fixture();
     r.scenarios.remove(1);
     r.scenarios[0].check.results.remove(2);

@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use hookstorm::check::{CheckOptions, Verdict};
+use hookstorm::grading::outcome::AttemptOutcome;
 use hookstorm::history::{Attempt, Event, Intent, Outcome};
-use hookstorm::outcome::AttemptOutcome;
 use hookstorm::report::seal::{self, FileDigest};
 use hookstorm::report::verify::{verify, Mismatch};
 use hookstorm::report::{write_reports, GradedWith, RunReport, ScenarioReport};

@@ -314,9 +314,9 @@ async fn https_copies_are_released_over_tls_with_the_trusted_roots() {
         .parse()
         .unwrap();
     let headers = headers();
-    let roots = hookstorm::tls::TrustedRoots(Arc::new(vec![der]));
+    let roots = hookstorm::net::tls::TrustedRoots(Arc::new(vec![der]));
     let mut c = copies(&uri, &headers, 3);
-    c.tls = Some(Arc::new(hookstorm::tls::client_config(&roots)));
+    c.tls = Some(Arc::new(hookstorm::net::tls::client_config(&roots)));
     let ready = copies::prepare(&c).await;
     assert_eq!(ready.ready(), 3);
     wait_for("every copy one byte short", || {
@@ -333,7 +333,9 @@ async fn https_copies_are_released_over_tls_with_the_trusted_roots() {
     assert!(server.conns().iter().all(Conn::complete));
 
     // Without the CA the handshake fails: nothing was sent.
-    c.tls = Some(Arc::new(hookstorm::tls::client_config(&Default::default())));
+    c.tls = Some(Arc::new(hookstorm::net::tls::client_config(
+        &Default::default(),
+    )));
     let refused = copies::release(&c).await;
     assert!(
         refused.answers.iter().all(|a| a.status.is_none()

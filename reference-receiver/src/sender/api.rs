@@ -17,7 +17,7 @@ use http_body_util::BodyExt;
 use hyper::Method;
 use tokio::sync::Notify;
 
-use hookstorm::httpd::{self, Handler};
+use hookstorm::net::httpd::{self, Handler};
 use hookstorm::profile::signature::bearer_matches;
 
 use super::outbox::{NewEvent, Outbox};

@@ -106,7 +106,7 @@ async fn serve(args: SenderArgs) -> Result<()> {
     if let Some(d) = args.defect {
         println!("defect: {} ({})", d.name(), d.description());
     }
-    let server = hookstorm::httpd::Server::spawn(
+    let server = hookstorm::net::httpd::Server::spawn(
         listener,
         api::handler(outbox.clone(), wake.clone(), args.admin_token.clone()),
     )?;

@@ -153,7 +153,7 @@ pub async fn send(
         Some(t) => tokio::time::timeout(t, work).await.unwrap_or_else(|_| {
             Sent::Failed(format!(
                 "timeout after {}",
-                hookstorm::units::format_duration(t)
+                hookstorm::text::units::format_duration(t)
             ))
         }),
         None => work.await,

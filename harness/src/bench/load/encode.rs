@@ -108,7 +108,7 @@ pub(super) fn encode_request(
     let mut digits = [0u8; 20];
     header(
         "content-length",
-        crate::decimal::digits(item.body.len() as u64, &mut digits),
+        crate::text::decimal::digits(item.body.len() as u64, &mut digits),
     )?;
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(&item.body);

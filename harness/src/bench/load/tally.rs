@@ -187,9 +187,8 @@ pub(super) fn error_kind(f: &Failure) -> String {
 pub(super) fn count_status(statuses: &mut BTreeMap<String, u64>, status: Option<u16>) {
     let mut buf = [0u8; 20];
     let key = match status {
-        Some(s) => {
-            std::str::from_utf8(crate::decimal::digits(s.into(), &mut buf)).expect("ascii digits")
-        }
+        Some(s) => std::str::from_utf8(crate::text::decimal::digits(s.into(), &mut buf))
+            .expect("ascii digits"),
         None => "error",
     };
     match statuses.get_mut(key) {

@@ -6,7 +6,7 @@
 //! sender's own CPU once signing was keyed once. A bench worker sends one
 //! request at a time on a connection it owns, so it needs none of it: the
 //! request arrives encoded in one buffer (one `write`), and the answer is
-//! read by the reader the concurrent copies share (`crate::httpwire`): the
+//! read by the reader the concurrent copies share (`crate::net::httpwire`): the
 //! head parsed with `httparse` from a read buffer the connection keeps,
 //! the body read and dropped, framed as RFC 9112 says, with nothing
 //! allocated per answer. A connection the peer closed while idle is
@@ -22,7 +22,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use crate::history::{Failure, TransportFailure};
-use crate::httpwire::{Head, Reader, WireError};
+use crate::net::httpwire::{Head, Reader, WireError};
 
 /// A client connection: the socket and its answer reader.
 pub(crate) struct Wire {

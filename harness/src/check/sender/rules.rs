@@ -157,7 +157,7 @@ pub fn timeout_late_ms(timeout_ms: f64) -> f64 {
 }
 
 fn ms(d: Duration) -> String {
-    crate::units::format_duration(d)
+    crate::text::units::format_duration(d)
 }
 
 /// The tables `docs/invariants.md` carries between its `senders` markers.

@@ -180,7 +180,7 @@ fn jitter_finding(samples: &[f64], jitter: Jitter) -> Option<String> {
         return Some(format!(
             "no jitter: all {} waits wider than {} lie in the top {:.0}% of their range (the lowest at {:.0}%)",
             samples.len(),
-            crate::units::format_duration(JITTER_RANGE),
+            crate::text::units::format_duration(JITTER_RANGE),
             (1.0 - JITTER_TOP) * 100.0,
             lo * 100.0
         ));
@@ -189,7 +189,7 @@ fn jitter_finding(samples: &[f64], jitter: Jitter) -> Option<String> {
         return Some(format!(
             "no jitter: all {} waits wider than {} lie at one point of their range ({:.0}%–{:.0}%)",
             samples.len(),
-            crate::units::format_duration(JITTER_RANGE),
+            crate::text::units::format_duration(JITTER_RANGE),
             lo * 100.0,
             hi * 100.0
         ));

@@ -139,7 +139,7 @@ pub struct Joined {
 /// Reads `dir`'s `partition.json`.
 pub fn read_report(dir: &Path) -> Result<PartitionReport, JoinError> {
     let path = dir.join(PARTITION_FILE);
-    let text = crate::budget::read_file(&path, crate::budget::PARTITION_REPORT)
+    let text = crate::limits::budget::read_file(&path, crate::limits::budget::PARTITION_REPORT)
         .map_err(|e| JoinError::Unreadable(format!("{}: {e}", path.display())))?;
     serde_json::from_slice(&text).map_err(|e| {
         JoinError::Unreadable(format!(

@@ -98,7 +98,7 @@ impl Actions {
         format!(
             "{} of {} interrupted work",
             self.kills_exercised,
-            crate::words::count(u64::from(self.kills_wanted), "kill of the receiver")
+            crate::text::words::count(u64::from(self.kills_wanted), "kill of the receiver")
         )
     }
 
@@ -107,7 +107,7 @@ impl Actions {
         format!(
             "{} of {} met it ready and holding work",
             self.worker_kills_exercised,
-            crate::words::count(u64::from(self.worker_kills_wanted), "kill of the worker")
+            crate::text::words::count(u64::from(self.worker_kills_wanted), "kill of the worker")
         )
     }
 
@@ -130,9 +130,9 @@ impl CutSeen {
         };
         format!(
             "{} answered while the database was cut ({} acknowledged); held {} {why} (at least {}, at most {}, until {} answered)",
-            crate::words::count(self.answered.answered, "attempt"),
+            crate::text::words::count(self.answered.answered, "attempt"),
             self.answered.acks,
-            crate::units::format_duration(self.held),
+            crate::text::units::format_duration(self.held),
             c.duration,
             c.max,
             c.seen

@@ -4,7 +4,7 @@
 //! forgotten after a crash, and, under a provider that makes one attempt,
 //! what the kills left dead, as a team's redelivery script sends it.
 
-use crate::excuse::Recovery;
+use crate::grading::excuse::Recovery;
 use crate::plan::{FaultNote, Plan};
 use crate::tag::FaultName;
 
@@ -25,7 +25,7 @@ pub const MAX_REDELIVERED_AFTER_KILLS: usize = 12;
 /// queue), and a crash is when a dedupe kept in process memory forgets:
 /// so a seeded share of the deliveries acknowledged before the last
 /// restart is redelivered after it, and must be a no-op (I2). Under a
-/// profile that makes one attempt ([`crate::excuse::Recovery::Redelivery`],
+/// profile that makes one attempt ([`crate::grading::excuse::Recovery::Redelivery`],
 /// GitHub), the deliveries the kills left dead are redelivered too, as a
 /// team's redelivery script does through the provider's API: each must
 /// then be stored once (I1, I9).
@@ -79,7 +79,7 @@ pub fn redeliveries(
         .collect();
     let mut action = format!(
         "redeliver {} acknowledged before the last restart",
-        crate::words::count(acked.len(), "event")
+        crate::text::words::count(acked.len(), "event")
     );
     if !dead.is_empty() {
         action.push_str(&format!(

@@ -41,10 +41,10 @@ use crate::fault_spec::{
     CutDatabaseSpec, CutMode, CutVia, FaultSpec, KillSignal, KillSpec, KillWorkerSpec,
 };
 use crate::lifecycle::{Cut, LifecycleError, Role, Signal, Supervisor};
+use crate::net::tcpproxy::Mode;
 use crate::plan::Plan;
 use crate::state::probe::Probe;
 use crate::target::Target;
-use crate::tcpproxy::Mode;
 
 mod actions;
 mod again;
@@ -65,7 +65,7 @@ pub const MAX_CRASH_RESTARTS: u32 = 200;
 /// just become ready with nothing in flight.
 pub const KILL_AFTER_ACKS: u64 = 2;
 
-pub use crate::excuse::{JUST_ANSWERED, MISSED_KILL_RETRIES};
+pub use crate::grading::excuse::{JUST_ANSWERED, MISSED_KILL_RETRIES};
 
 /// Exchanges in flight at most before the stream of first attempts waits,
 /// in a scenario that kills: the stream keeps pace with the receiver, so

@@ -29,9 +29,9 @@ use tokio::time::Instant;
 use super::{
     gap, revive_all, signal, Actions, CrashPoints, CUT_OFF_GRACE, MISSED_KILL_RETRIES, POLL,
 };
-use crate::excuse::JUST_ANSWERED;
 use crate::fault::gauge::TrafficGauge;
 use crate::fault_spec::{KillSignal, KillSpec, KillTrigger};
+use crate::grading::excuse::JUST_ANSWERED;
 use crate::lifecycle::{LifecycleError, Role, Supervisor};
 
 /// What the harness saw when a kill's trigger fired.
@@ -69,8 +69,8 @@ impl Seen {
         format!(
             "on {}: {} in flight, {ack}, {} since the last restart",
             self.trigger.name(),
-            crate::words::count(self.in_flight, "request"),
-            crate::words::count(self.acks, "acknowledgement")
+            crate::text::words::count(self.in_flight, "request"),
+            crate::text::words::count(self.acks, "acknowledgement")
         )
     }
 }

@@ -7,14 +7,14 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::actions::Actions;
-use crate::excuse::{Exercised, Met};
 use crate::fault_spec::FaultSpec;
+use crate::grading::excuse::{Exercised, Met};
 use crate::history::{Event, Fold, Intent, Outcome};
 use crate::state::State;
 use crate::tag::FaultTag;
 
 /// Why the scenario's faults tested less than they were asked to, if they
-/// did: each fault is measured by its row of [`crate::excuse::EXERCISED`]
+/// did: each fault is measured by its row of [`crate::grading::excuse::EXERCISED`]
 /// (a database cut must have met an attempt; every kill must have
 /// interrupted work). `tally` is `None` when the state could not be read
 /// (the checker is then unknown anyway).
@@ -39,14 +39,14 @@ pub fn not_exercised(
 
 /// Why `met` was not reached, if it was not.
 fn unmet(met: Met, acts: &Actions, tally: Option<&KillTally>) -> Option<String> {
-    let show = |n: u32, what: &str| crate::words::count(u64::from(n), what);
+    let show = |n: u32, what: &str| crate::text::words::count(u64::from(n), what);
     match met {
         Met::CutAttempt if !cut_met(acts, tally) => {
             Some(match acts.cut_seen.iter().map(|s| s.held).max() {
                 None => "the database was never cut (the stream ended before the cut was due, or the cut failed)".to_string(),
                 Some(held) => format!(
                     "no attempt was answered while the database was cut ({} at most), so the receiver's answer to a missing database was never seen (hint: its connection pool may wait longer than the cut; raise the cut's max)",
-                    crate::units::format_duration(held)
+                    crate::text::units::format_duration(held)
                 ),
             })
         }
@@ -60,7 +60,7 @@ fn unmet(met: Met, acts: &Actions, tally: Option<&KillTally>) -> Option<String> 
             Some(format!(
                 "{} (a request in flight cut off, or an answer read at most {} ms before) in {} sent before the stream ended, so nothing was in flight to lose",
                 acts.receiver_kills_met(),
-                crate::excuse::JUST_ANSWERED.as_millis(),
+                crate::grading::excuse::JUST_ANSWERED.as_millis(),
                 show(acts.signals.saturating_sub(acts.worker_signals), "signal")
             ))
         }
@@ -84,7 +84,7 @@ fn unmet(met: Met, acts: &Actions, tally: Option<&KillTally>) -> Option<String> 
 }
 
 /// Whether the database cuts met an attempt (the `cut-database` row of
-/// [`crate::excuse::EXERCISED`]): one sent during a cut was answered while
+/// [`crate::grading::excuse::EXERCISED`]): one sent during a cut was answered while
 /// it held, or got no answer in time (a receiver that hangs on a silent
 /// database met it too; that is an observation, not a pass by default).
 /// `tally` is `None` when the state could not be read.
@@ -101,7 +101,7 @@ pub fn kills_met(acts: &Actions, tally: &KillTally) -> bool {
 }
 
 /// What the scenario's faults showed that is worth reporting but is not a
-/// failure ([`crate::excuse::Effect::Informational`]): a receiver that gave
+/// failure ([`crate::grading::excuse::Effect::Informational`]): a receiver that gave
 /// no answer at all while its database was cut.
 pub fn observations(
     faults: &[FaultSpec],
@@ -120,7 +120,7 @@ pub fn observations(
         .map(|s| s.held)
         .max()
         .unwrap_or_default();
-    let rule = crate::excuse::EXERCISED
+    let rule = crate::grading::excuse::EXERCISED
         .iter()
         .find(|e| e.fault == "cut-database")
         .map(|e| e.informational)
@@ -128,13 +128,13 @@ pub fn observations(
     if acts.cut_seen.iter().all(|s| s.answered.answered == 0) {
         vec![format!(
             "{rule}: no answer for {} while the database was silent ({} sent during the cut got none in time); a statement timeout would answer 503 within the limit",
-            crate::units::format_duration(held),
-            crate::words::count(t.cut_unanswered, "attempt")
+            crate::text::units::format_duration(held),
+            crate::text::words::count(t.cut_unanswered, "attempt")
         )]
     } else {
         vec![format!(
             "{} sent while the database was cut got no answer in time; the others were answered: some of the receiver's waits on its database have no timeout",
-            crate::words::count(t.cut_unanswered, "attempt")
+            crate::text::words::count(t.cut_unanswered, "attempt")
         )]
     }
 }

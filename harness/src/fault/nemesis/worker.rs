@@ -59,7 +59,7 @@ impl Held {
         }
         format!(
             "on answer: a 2xx read, the worker working ({} settled since its start)",
-            crate::words::count(self.since_start as u64, "row")
+            crate::text::words::count(self.since_start as u64, "row")
         )
     }
 }
@@ -135,7 +135,7 @@ pub(super) async fn kills(
                 "worker not ready".to_string(),
                 Some(format!(
                     "it settled no row of those waiting within {}: no further kills of it",
-                    crate::units::format_duration(ready_limit(sup))
+                    crate::text::units::format_duration(ready_limit(sup))
                 )),
             );
             break;
@@ -163,7 +163,7 @@ async fn kill_and_measure(
             held.settled = settled;
             why = format!(
                 "after SIGKILL, which left {} unfinished",
-                crate::words::count(waiting as u64, "row")
+                crate::text::words::count(waiting as u64, "row")
             );
         }
     }

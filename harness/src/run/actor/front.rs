@@ -7,7 +7,7 @@ use futures_util::future::BoxFuture;
 use super::{Fault, Findings, Scene, SetupError};
 use crate::fault::front::{self, FrontConfig, FrontCounts};
 use crate::fault_spec::FrontSpec;
-use crate::note::Note;
+use crate::findings::note::Note;
 use crate::plan::Plan;
 use crate::sender::{SendConfig, SendSummary};
 use crate::state::State;

@@ -29,9 +29,9 @@ use futures_util::future::BoxFuture;
 use tokio::sync::watch;
 
 use crate::fault::front::FrontError;
+use crate::findings::note::Note;
 use crate::history::{Fold, HistorySink};
 use crate::lifecycle::Supervisor;
-use crate::note::Note;
 use crate::plan::Plan;
 use crate::sender::{self, SendConfig, SendError, SendSummary};
 use crate::state::probe::Probe;

@@ -11,12 +11,12 @@ use futures_util::future::BoxFuture;
 use tokio::sync::watch;
 
 use super::{Fault, Findings, Scene, SetupError};
-use crate::excuse::Recovery;
 use crate::fault::gauge::TrafficGauge;
 use crate::fault::nemesis::{self, Actions, KillFold};
+use crate::findings::note::Note;
+use crate::grading::excuse::Recovery;
 use crate::history::Fold;
 use crate::lifecycle::Supervisor;
-use crate::note::Note;
 use crate::plan::Plan;
 use crate::sender::{self, SendConfig, SendSummary};
 use crate::state::State;

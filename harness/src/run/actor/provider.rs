@@ -8,7 +8,7 @@ use futures_util::future::BoxFuture;
 
 use super::{Fault, Findings, Scene, SetupError};
 use crate::fault::reconcile::{self, Reconciliation};
-use crate::note::Note;
+use crate::findings::note::Note;
 use crate::plan::Plan;
 use crate::provider::book::TaskBook;
 use crate::sender::{SendConfig, SendSummary};

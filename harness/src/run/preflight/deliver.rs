@@ -15,7 +15,7 @@ use crate::history::TransportFailure;
 use crate::scenario::Signing;
 use crate::sender::exchange::{self, Answer, HttpClient};
 use crate::target::{redact_url, Target};
-use crate::units::format_duration;
+use crate::text::units::format_duration;
 
 use super::finding::{Finding, Outcome, Problem, Step};
 use super::limits::{KEY_PREFIX, TRIES, TRY_PAUSE};

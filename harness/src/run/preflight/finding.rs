@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::limits::APPEAR_LIMIT;
 use crate::target::Target;
-use crate::units::format_duration;
+use crate::text::units::format_duration;
 
 /// How the target was given, for the hints: each field names the flag, the
 /// file key or the environment variable a user would change.

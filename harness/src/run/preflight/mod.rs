@@ -30,7 +30,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::coverage::TargetFacts;
+use crate::findings::coverage::TargetFacts;
 use crate::state::probe::{Probe, ProbeError, DRAIN_POLL};
 use crate::target::Target;
 
@@ -179,8 +179,8 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
     let mut timed_out = false;
     // A provider with no test deliveries (Stripe) is not sent one.
     let has_test = target.profile.body_template.is_some()
-        || crate::excuse::TestDelivery::of(target.profile.body)
-            != crate::excuse::TestDelivery::None;
+        || crate::grading::excuse::TestDelivery::of(target.profile.body)
+            != crate::grading::excuse::TestDelivery::None;
     for account in target.secrets.keys() {
         let account = account.as_str();
         let mut test_redirect = None;

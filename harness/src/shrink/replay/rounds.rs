@@ -88,8 +88,8 @@ impl Writer<'_> {
             let _ = writeln!(
                 self.out,
                 "# its first {} {} held back (not sent) in the run",
-                crate::words::count(d.hold_attempts, "attempt"),
-                crate::words::agree(d.hold_attempts, "was")
+                crate::text::words::count(d.hold_attempts, "attempt"),
+                crate::text::words::agree(d.hold_attempts, "was")
             );
         }
         self.sign_line(

@@ -12,8 +12,8 @@ use tokio::process::Command;
 
 use super::error::ProbeError;
 use super::redact::redact_text;
-use crate::budget;
 use crate::lifecycle::shell::{self, ShellError};
+use crate::limits::budget;
 use crate::state::stream::StateSink;
 
 fn tail(bytes: &[u8]) -> String {

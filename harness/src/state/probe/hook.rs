@@ -9,8 +9,8 @@ use std::time::Duration;
 use super::action::Action;
 use super::error::ProbeError;
 use super::{command, http};
+use crate::net::tls::TrustedRoots;
 use crate::profile::signature::Secret;
-use crate::tls::TrustedRoots;
 
 /// One hook: where it is and how it is called.
 #[derive(Clone)]
@@ -98,7 +98,7 @@ impl Hook {
                         return Err(ProbeError::Invalid(format!(
                             "{}: its output exceeded {}",
                             self.describe(),
-                            crate::budget::show(cap)
+                            crate::limits::budget::show(cap)
                         )));
                     }
                     Ok(out)

@@ -15,8 +15,8 @@ use hyper::Request;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 
-use crate::budget;
-use crate::tls::TrustedRoots;
+use crate::limits::budget;
+use crate::net::tls::TrustedRoots;
 use hyper_util::rt::TokioExecutor;
 
 use super::error::ProbeError;
@@ -53,7 +53,7 @@ async fn send(
     check_url(url)?;
     let shown = redact_url(url);
     let client = Client::builder(TokioExecutor::new())
-        .build::<_, Full<Bytes>>(crate::tls::connector(HttpConnector::new(), roots));
+        .build::<_, Full<Bytes>>(crate::net::tls::connector(HttpConnector::new(), roots));
     let mut req = Request::builder().method(method.clone()).uri(url);
     if let Some(t) = token {
         req = req.header(hyper::header::AUTHORIZATION, format!("Bearer {t}"));
@@ -286,7 +286,7 @@ mod tests {
     use hyper::body::Frame;
 
     use super::*;
-    use crate::httpd::{self, AnyBody, Hangup, Server};
+    use crate::net::httpd::{self, AnyBody, Hangup, Server};
     use crate::state::State;
 
     const DOC: &str =

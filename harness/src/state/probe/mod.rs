@@ -32,7 +32,7 @@ use serde::Deserialize;
 use crate::profile::signature::Secret;
 use crate::state::stream::{JsonWriter, Settling, StateSink};
 use crate::state::State;
-use crate::units::HumanDuration;
+use crate::text::units::HumanDuration;
 
 use action::Action;
 pub use error::ProbeError;
@@ -121,7 +121,7 @@ pub struct Probe {
     setup: Option<Action>,
     reconcile: Option<Action>,
     timeout: Duration,
-    roots: crate::tls::TrustedRoots,
+    roots: crate::net::tls::TrustedRoots,
 }
 
 impl fmt::Debug for Probe {
@@ -161,7 +161,7 @@ impl Probe {
     }
 
     /// Trusts these CA certificates too for https state URLs.
-    pub fn with_roots(mut self, roots: crate::tls::TrustedRoots) -> Probe {
+    pub fn with_roots(mut self, roots: crate::net::tls::TrustedRoots) -> Probe {
         self.roots = roots;
         self
     }

@@ -18,7 +18,7 @@ pub(super) struct Contract<S> {
 }
 
 /// Counts the bytes the document parser takes since the last row and
-/// fails past [`crate::budget::STATE_ROW`]: the document is streamed, and
+/// fails past [`crate::limits::budget::STATE_ROW`]: the document is streamed, and
 /// no one row of it (a 2 GB string, an endless number) is held whole.
 pub(super) struct Metered<R> {
     pub(super) inner: R,
@@ -29,7 +29,7 @@ impl<R: Read> Read for Metered<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         let total = self.since_row.get() + n;
-        if total > crate::budget::STATE_ROW {
+        if total > crate::limits::budget::STATE_ROW {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
                 row_too_long(),
@@ -43,7 +43,7 @@ impl<R: Read> Read for Metered<R> {
 pub(super) fn row_too_long() -> String {
     format!(
         "a state row longer than {} (the state is streamed row by row, and no row is that large)",
-        crate::budget::show(crate::budget::STATE_ROW)
+        crate::limits::budget::show(crate::limits::budget::STATE_ROW)
     )
 }
 

@@ -82,7 +82,7 @@ pub fn read_lines<S: StateSink, R: BufRead>(mut r: R, sink: S) -> Result<S, Read
     let mut n = 0u64;
     loop {
         buf.clear();
-        let cap = crate::budget::STATE_ROW;
+        let cap = crate::limits::budget::STATE_ROW;
         let read = (&mut r)
             .take(cap as u64 + 1)
             .read_line(&mut buf)

@@ -550,7 +550,7 @@ mod tests {
         let kill = crate::fault_spec::FaultSpec::Kill(
             crate::fault_spec::KillWorkerSpec {
                 count: 1,
-                over: crate::units::HumanDuration(std::time::Duration::from_secs(1)),
+                over: crate::text::units::HumanDuration(std::time::Duration::from_secs(1)),
                 failpoint: None,
             }
             .as_kill(),

@@ -16,8 +16,8 @@ use crate::check::Verdict;
 use crate::fault::front::FrontCounts;
 use crate::fault::nemesis::{Actions, KillTally};
 use crate::fault::reconcile::Reconciliation;
-use crate::units::format_duration;
-use crate::words::{agree, count};
+use crate::text::units::format_duration;
+use crate::text::words::{agree, count};
 
 /// One thing a scenario's run says beyond its verdicts.
 #[derive(Debug, Clone)]

@@ -8,7 +8,7 @@
 //! and is exactly right; a 503 the harness's own front gave was no answer
 //! of the receiver's at all. This module decides that once, from the
 //! attempt's intent, status and fault tags and from the one table of what
-//! a fault excuses ([`crate::excuse`]): the checker counts with it, the
+//! a fault excuses ([`crate::grading::excuse`]): the checker counts with it, the
 //! timeline colours with it, and every reporter prints the words of
 //! [`TABLE`]. Only the outcomes marked [`Drawn::Wrong`] are drawn red.
 //!
@@ -197,7 +197,10 @@ impl From<&Attempt> for Facts {
             intent: a.intent,
             status: a.status,
             outcome: a.outcome,
-            excused: a.faults.iter().any(crate::excuse::explains_missing_ack),
+            excused: a
+                .faults
+                .iter()
+                .any(crate::grading::excuse::explains_missing_ack),
             drop_ack: a.faults.contains(&FaultTag::DropAck),
             dead: a.dead,
         }

@@ -36,7 +36,7 @@ impl TrustedRoots {
         };
         // A regular file within the budget: `/dev/zero` or a pipe would
         // never end or never answer.
-        let pem = crate::budget::read_file(path, crate::budget::CONFIG_FILE)
+        let pem = crate::limits::budget::read_file(path, crate::limits::budget::CONFIG_FILE)
             .map_err(|e| err(format!("cannot read PEM certificates: {e}")))?;
         let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem)
             .map(|c| c.map(|c| c.into_owned()))

@@ -262,11 +262,12 @@ pub fn unmet(
 }
 
 /// Why the target's provider has no such thing as what `scenario` sends,
-/// if it has none ([`crate::excuse::TestDelivery`] decides).
+/// if it has none ([`crate::grading::excuse::TestDelivery`] decides).
 fn profile_unmet(scenario: &Scenario, target: &Target) -> Option<String> {
     let p = &target.profile;
     let none = p.body_template.is_none()
-        && crate::excuse::TestDelivery::of(p.body) == crate::excuse::TestDelivery::None;
+        && crate::grading::excuse::TestDelivery::of(p.body)
+            == crate::grading::excuse::TestDelivery::None;
     (none && scenario.workload.test_deliveries > 0).then(|| {
         format!(
             "the {} profile's provider sends no test deliveries (its test-mode events are ordinary events, processed like any other), so there is nothing to judge (hint: --skip test-delivery, or a custom profile with a body_template)",

@@ -272,7 +272,7 @@ mod tests {
 
     #[test]
     fn the_docs_table_is_the_code_table() {
-        let doc = include_str!("../../docs/budgets.md");
+        let doc = include_str!("../../../docs/budgets.md");
         let start =
             doc.find("<!-- budgets -->").expect("start marker") + "<!-- budgets -->\n".len();
         let end = doc.find("<!-- /budgets -->").expect("end marker");
