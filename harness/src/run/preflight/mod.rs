@@ -83,11 +83,6 @@ pub async fn check(target: &Target, probe: &Probe) -> Preflight {
 async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
     let limit = target.state.timeout.map_or(CALL_LIMIT, |t| t.0);
     let probe = probe.clone().with_timeout(limit);
-    let push = |out: &mut Preflight, f: Finding| {
-        let stop = f.is_problem();
-        out.findings.push(f);
-        stop
-    };
 
     // 1. The state source answers and parses.
     match probe.read_state().await {
@@ -117,6 +112,54 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
         }
     }
 
+    let Some(can_reset) = reset_step(target, &probe, out).await else {
+        return;
+    };
+    let Some((keys, timed_out)) = delivery_steps(target, out).await else {
+        return;
+    };
+    if !stored_steps(target, &probe, out, &keys).await {
+        return;
+    }
+
+    // 6. Clean the preflight's rows away.
+    let cleanup = if !can_reset {
+        Finding::new(
+            Step::Cleanup,
+            None,
+            format!("the preflight's rows stay; scenarios exclude them by key ({KEY_PREFIX}…)"),
+            Outcome::Passed,
+        )
+    } else {
+        match reset_away(&probe, &out.keys, timed_out).await {
+            Ok(()) => Finding::new(
+                Step::Cleanup,
+                None,
+                "the preflight's rows were reset away".into(),
+                Outcome::Passed,
+            ),
+            Err(e) => Finding::new(
+                Step::Cleanup,
+                None,
+                format!(
+                    "reset after the preflight failed ({e}); scenarios exclude its rows by key"
+                ),
+                Outcome::Warning,
+            ),
+        }
+    };
+    push(out, cleanup);
+}
+
+/// Adds `f` to the findings; whether it is a problem that ends the preflight.
+fn push(out: &mut Preflight, f: Finding) -> bool {
+    let stop = f.is_problem();
+    out.findings.push(f);
+    stop
+}
+
+/// Step 2; `None` ends the preflight, else whether the state can be reset.
+async fn reset_step(target: &Target, probe: &Probe, out: &mut Preflight) -> Option<bool> {
     // 2. Reset works (a configured hook must; an implied one may be absent).
     let explicit_reset = target.state.reset.is_some()
         || target.state.sql.as_ref().is_some_and(|s| s.reset.is_some());
@@ -145,7 +188,7 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
                         Outcome::Problem(Problem::ResetFailed),
                     ),
                 );
-                return;
+                return None;
             }
             Err(e) => {
                 push(
@@ -170,7 +213,15 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
             ),
         );
     }
+    Some(can_reset)
+}
 
+/// Steps 3 and 4; `None` ends the preflight, else each account's genuine
+/// delivery key and whether an attempt was left unanswered.
+async fn delivery_steps(
+    target: &Target,
+    out: &mut Preflight,
+) -> Option<(Vec<(String, String)>, bool)> {
     // 3. and 4. Per account: a test delivery, then a genuine one.
     let sender = deliver::Sender::new(target);
     let mut keys = Vec::new();
@@ -201,7 +252,7 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
                             Outcome::Problem(p),
                         ),
                     );
-                    return;
+                    return None;
                 }
             } else {
                 push(
@@ -234,7 +285,7 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
                     Outcome::Problem(p),
                 ),
             );
-            return;
+            return None;
         }
         if let Some(p) = test_redirect {
             push(
@@ -246,7 +297,7 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
                     Outcome::Problem(p),
                 ),
             );
-            return;
+            return None;
         }
         push(
             out,
@@ -264,10 +315,19 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
         out.keys.push((account.to_string(), real.key.clone()));
         keys.push((account.to_string(), real.key));
     }
+    Some((keys, timed_out))
+}
 
+/// Step 5; `false` ends the preflight.
+async fn stored_steps(
+    target: &Target,
+    probe: &Probe,
+    out: &mut Preflight,
+    keys: &[(String, String)],
+) -> bool {
     // 5. The genuine deliveries show up in the state.
     let event = crate::profile::vocabulary::Vocabulary::of(&target.profile).event;
-    for (account, key) in &keys {
+    for (account, key) in keys {
         let account = account.as_str();
         let start = Instant::now();
         let seen = loop {
@@ -317,37 +377,10 @@ async fn run_steps(target: &Target, probe: &Probe, out: &mut Preflight) {
             ),
         };
         if push(out, finding) {
-            return;
+            return false;
         }
     }
-
-    // 6. Clean the preflight's rows away.
-    let cleanup = if !can_reset {
-        Finding::new(
-            Step::Cleanup,
-            None,
-            format!("the preflight's rows stay; scenarios exclude them by key ({KEY_PREFIX}…)"),
-            Outcome::Passed,
-        )
-    } else {
-        match reset_away(&probe, &out.keys, timed_out).await {
-            Ok(()) => Finding::new(
-                Step::Cleanup,
-                None,
-                "the preflight's rows were reset away".into(),
-                Outcome::Passed,
-            ),
-            Err(e) => Finding::new(
-                Step::Cleanup,
-                None,
-                format!(
-                    "reset after the preflight failed ({e}); scenarios exclude its rows by key"
-                ),
-                Outcome::Warning,
-            ),
-        }
-    };
-    push(out, cleanup);
+    true
 }
 
 /// The cleanup's reset. When an attempt was left unanswered, the receiver
