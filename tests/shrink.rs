@@ -117,63 +117,61 @@ async fn every_in_process_defect_shrinks_to_a_handful_of_deliveries_failing_its_
 
 /// One defect of [`every_in_process_defect_shrinks_to_a_handful_of_deliveries_failing_its_invariant`].
 async fn shrinks_to_a_handful(d: Defect, e: hookstorm_receiver::defect::Exposure) {
-    {
-        let out = tempfile::tempdir().expect("tempdir");
-        // Two tries per candidate: some of these are races (the order two
-        // deliveries of one wave arrive in), which a single try can miss.
-        let opts = ShrinkOptions {
-            invariant: Some(e.invariant),
-            tries: 2,
-            ..shrink_options(out.path())
-        };
-        let r = counterexample(
-            shrink_embedded(Some(d), e.scenario().expect("in process"), 5, &opts).await,
-            d.name(),
-        );
-        eprintln!(
-            "defect {d}: {} ({} runs, {:.1}s, {:?})",
-            hookstorm::shrink::output::headline(&r),
-            r.runs,
-            r.elapsed.as_secs_f64(),
-            r.steps.last()
-        );
-        assert_eq!(
-            (r.failure.invariant, r.failure.verdict),
-            (e.invariant, e.verdict),
-            "defect {d}: the kept failure is the defect's"
-        );
-        // A race is cut only as far as its plans fail as often as the
-        // original did: it may keep more than a handful.
-        assert!(
-            r.minimal.deliveries.len() <= HANDFUL || RACES.contains(&d.name()),
-            "defect {d}: {} deliveries left: {:#?}",
-            r.minimal.deliveries.len(),
-            r.minimal.deliveries
-        );
-        assert!(
-            RACES.contains(&d.name()) || !r.rate.below(&r.original_rate),
-            "defect {d}: the minimal plan {} less often than the original ({})",
-            r.rate,
-            r.original_rate
-        );
-        assert!(r.minimal.deliveries.len() < r.original.deliveries.len());
-        assert_eq!(
-            r.check.result(e.invariant).map(|x| x.verdict),
-            Some(e.verdict),
-            "defect {d}: the kept run fails there"
-        );
-        assert_eq!(
-            r.rate.runs, 2,
-            "defect {d}: every confirmation run was made"
-        );
-        let text = std::fs::read_to_string(&r.files.scenario).expect("minimal scenario written");
-        assert!(text.contains("[[delivery]]"), "{text}");
-        assert!(r.files.history.as_ref().is_some_and(|h| h.exists()));
-        assert!(
-            !out.path().join("runs").exists(),
-            "trial runs are cleaned up"
-        );
-    }
+    let out = tempfile::tempdir().expect("tempdir");
+    // Two tries per candidate: some of these are races (the order two
+    // deliveries of one wave arrive in), which a single try can miss.
+    let opts = ShrinkOptions {
+        invariant: Some(e.invariant),
+        tries: 2,
+        ..shrink_options(out.path())
+    };
+    let r = counterexample(
+        shrink_embedded(Some(d), e.scenario().expect("in process"), 5, &opts).await,
+        d.name(),
+    );
+    eprintln!(
+        "defect {d}: {} ({} runs, {:.1}s, {:?})",
+        hookstorm::shrink::output::headline(&r),
+        r.runs,
+        r.elapsed.as_secs_f64(),
+        r.steps.last()
+    );
+    assert_eq!(
+        (r.failure.invariant, r.failure.verdict),
+        (e.invariant, e.verdict),
+        "defect {d}: the kept failure is the defect's"
+    );
+    // A race is cut only as far as its plans fail as often as the
+    // original did: it may keep more than a handful.
+    assert!(
+        r.minimal.deliveries.len() <= HANDFUL || RACES.contains(&d.name()),
+        "defect {d}: {} deliveries left: {:#?}",
+        r.minimal.deliveries.len(),
+        r.minimal.deliveries
+    );
+    assert!(
+        RACES.contains(&d.name()) || !r.rate.below(&r.original_rate),
+        "defect {d}: the minimal plan {} less often than the original ({})",
+        r.rate,
+        r.original_rate
+    );
+    assert!(r.minimal.deliveries.len() < r.original.deliveries.len());
+    assert_eq!(
+        r.check.result(e.invariant).map(|x| x.verdict),
+        Some(e.verdict),
+        "defect {d}: the kept run fails there"
+    );
+    assert_eq!(
+        r.rate.runs, 2,
+        "defect {d}: every confirmation run was made"
+    );
+    let text = std::fs::read_to_string(&r.files.scenario).expect("minimal scenario written");
+    assert!(text.contains("[[delivery]]"), "{text}");
+    assert!(r.files.history.as_ref().is_some_and(|h| h.exists()));
+    assert!(
+        !out.path().join("runs").exists(),
+        "trial runs are cleaned up"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
