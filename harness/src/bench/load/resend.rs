@@ -31,6 +31,9 @@ pub struct UnderFaults {
     pub gauge: Arc<TrafficGauge>,
     /// Deliveries to send again: (slot, sends so far, due), in due order.
     queue: Mutex<VecDeque<(u64, u32, Instant)>>,
+    /// How many wait in `queue`: a worker looks here, not at the lock,
+    /// before every send while nothing waits.
+    waiting: AtomicU64,
     /// Resends sent.
     resent: AtomicU64,
     /// Deliveries whose resends ran out unacknowledged.
@@ -43,6 +46,7 @@ impl UnderFaults {
         UnderFaults {
             gauge,
             queue: Mutex::default(),
+            waiting: AtomicU64::new(0),
             resent: AtomicU64::new(0),
             exhausted: AtomicU64::new(0),
         }
@@ -51,10 +55,14 @@ impl UnderFaults {
     /// The next delivery due to be sent again at `now`, with the sends it
     /// had before: taken off the queue.
     pub(super) fn due(&self, now: Instant) -> Option<(u64, u32)> {
+        if self.waiting.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
         let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         match q.front() {
             Some(&(slot, sends, due)) if due <= now => {
                 q.pop_front();
+                self.waiting.fetch_sub(1, Ordering::Relaxed);
                 self.resent.fetch_add(1, Ordering::Relaxed);
                 Some((slot, sends))
             }
@@ -72,6 +80,7 @@ impl UnderFaults {
         let due = Instant::now() + RESEND_AFTER;
         let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         q.push_back((slot, sends, due));
+        self.waiting.fetch_add(1, Ordering::Relaxed);
     }
 
     /// What the resends did: sent, still waiting when the bench ended, and
@@ -79,7 +88,7 @@ impl UnderFaults {
     pub fn counts(&self) -> ResendCounts {
         ResendCounts {
             resent: self.resent.load(Ordering::Relaxed),
-            left: self.queue.lock().unwrap_or_else(|p| p.into_inner()).len() as u64,
+            left: self.waiting.load(Ordering::Relaxed),
             exhausted: self.exhausted.load(Ordering::Relaxed),
         }
     }
