@@ -335,7 +335,7 @@ struct Case {
     expect: Expect,
 }
 
-/// Runs `cases` (`HOOKSTORM_ZOO_JOBS` at a time), prints the table of
+/// Runs `cases` (in the zoo's pool of runs), prints the table of
 /// seeds caught or passed per receiver, variant and scenario, and asserts
 /// every case's expectation.
 fn assert_cases(cases: Vec<Case>, test: &str) {
@@ -564,7 +564,7 @@ fn every_kill_mutant_names_kill_scenarios_and_its_receiver_has_its_folder() {
     }
 }
 
-/// Benches `rx` carrying `mutant` (none when empty) for 10 s at 150/s with
+/// Benches `rx` carrying `mutant` (none when empty) for 20 s at 150/s with
 /// the faults of the catalog scenarios `faults` under the load, on
 /// `seed`: the exit code, the output, and `bench.json`.
 fn bench_kill(
@@ -583,8 +583,9 @@ fn bench_kill(
         cmd.args(["--fault", f]);
     }
     // Long enough for every kill: each restart of the app holds the
-    // stream for about a second.
-    cmd.args(["--rate", "150/s", "--duration", "10s", "--warmup", "1s"])
+    // stream for about a second, and for two or three on a busy machine
+    // (six kills in the first half of 10 s missed their last one there).
+    cmd.args(["--rate", "150/s", "--duration", "20s", "--warmup", "1s"])
         .args(["--connections", "8", "--drain", "20s"])
         .args(["--seed", &seed.to_string()])
         .envs(KILL_ENV);
@@ -611,7 +612,7 @@ fn a_bench_under_kills_catches_the_fastapi_background_write_on_every_seed_and_pa
         .into_iter()
         .flat_map(|m| kill_seeds().into_iter().map(move |s| (m, s)))
         .collect();
-    let outcomes = parallel(&cases, |(mutant, seed)| {
+    let outcomes = super::parallel_heavy(&cases, |(mutant, seed)| {
         bench_kill(KillRx::Background, mutant, &fault, *seed)
     });
     let mut wrong = Vec::new();

@@ -262,22 +262,85 @@ pub fn selected(family: Family) -> impl Iterator<Item = &'static Receiver> {
     })
 }
 
-/// `f` over `items`, `HOOKSTORM_ZOO_JOBS` (2) at a time, results in order:
-/// most of a run is waiting out scaled retry delays, not computing.
-pub fn parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let jobs = std::env::var("HOOKSTORM_ZOO_JOBS")
+/// How many zoo runs the whole test binary keeps going at once
+/// (`HOOKSTORM_ZOO_JOBS`, 4 by default): one pool shared by every test
+/// that calls [`parallel`], so running more tests at a time
+/// (`RUST_TEST_THREADS`) adds tests beside the zoo, not zoo runs on top of
+/// each other. Most of a run is waiting out scaled retry delays, but the
+/// receivers' restarts are CPU-bound, and a kill that is late because the
+/// machine is busy misses what it was placed on.
+fn pool_size() -> usize {
+    std::env::var("HOOKSTORM_ZOO_JOBS")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or(2)
-        .max(1);
+        .unwrap_or(4)
+        .max(1)
+}
+
+/// The process-wide pool of zoo run slots.
+struct Pool {
+    free: std::sync::Mutex<usize>,
+    freed: std::sync::Condvar,
+}
+
+static POOL: std::sync::OnceLock<Pool> = std::sync::OnceLock::new();
+
+/// Slots of the pool, given back when dropped.
+struct Slots(&'static Pool, usize);
+
+impl Slots {
+    fn take(n: usize) -> Slots {
+        let pool = POOL.get_or_init(|| Pool {
+            free: std::sync::Mutex::new(pool_size()),
+            freed: std::sync::Condvar::new(),
+        });
+        let mut free = pool.free.lock().unwrap_or_else(|e| e.into_inner());
+        while *free < n {
+            free = pool.freed.wait(free).unwrap_or_else(|e| e.into_inner());
+        }
+        *free -= n;
+        Slots(pool, n)
+    }
+}
+
+impl Drop for Slots {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(|e| e.into_inner()) += self.1;
+        self.0.freed.notify_all();
+    }
+}
+
+/// `f` over `items`, each call holding a slot of the binary's zoo pool
+/// ([`pool_size`] calls at once across all tests), results in order.
+pub fn parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    parallel_weighing(items, 1, f)
+}
+
+/// [`parallel`] for runs that need the machine's attention: each call
+/// holds half the pool, so at most two run at once and beside them at
+/// most half the usual zoo. A bench of six kills of a Python app, each
+/// restart holding its stream, missed its last kill when six other zoo
+/// runs restarted their receivers at the same time.
+pub fn parallel_heavy<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    parallel_weighing(items, pool_size().div_ceil(2), f)
+}
+
+/// `f` over `items`, each call holding `weight` slots of the pool.
+fn parallel_weighing<T: Sync, R: Send>(
+    items: &[T],
+    weight: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let weight = weight.clamp(1, pool_size());
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<std::sync::Mutex<Option<R>>> =
         items.iter().map(|_| std::sync::Mutex::new(None)).collect();
     std::thread::scope(|s| {
-        for _ in 0..jobs.min(items.len()) {
+        for _ in 0..(pool_size() / weight).max(1).min(items.len()) {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let Some(item) = items.get(i) else { break };
+                let _slots = Slots::take(weight);
                 *results[i].lock().unwrap() = Some(f(item));
             });
         }
