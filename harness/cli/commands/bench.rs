@@ -18,7 +18,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -260,6 +260,31 @@ struct Receiver {
     held: Held,
 }
 
+impl Receiver {
+    /// The receiver target `t` describes (a target file's, or the
+    /// built-in one's), checked through `probe` unless that is `None`
+    /// (`--no-check`).
+    fn of_target(
+        t: hookstorm::target::Target,
+        probe: Option<hookstorm::state::probe::Probe>,
+        desc: String,
+        processes: Vec<String>,
+        held: Held,
+    ) -> Receiver {
+        Receiver {
+            accounts: t.accounts(),
+            url: t.url,
+            profile: t.profile,
+            secrets: t.secrets,
+            probe,
+            desc,
+            no_check_reason: "--no-check".into(),
+            processes,
+            held,
+        }
+    }
+}
+
 /// What a bench started and stops once it is over.
 #[derive(Default)]
 struct Held {
@@ -308,175 +333,136 @@ async fn receiver(
     fault_from: &[String],
     fault_specs: &[hookstorm::fault_spec::FaultSpec],
 ) -> anyhow::Result<Result<Receiver, i32>> {
-    let mut builtin = None;
-    // A target's processes: started as `run` starts them, stopped after.
-    let mut started: Option<(hookstorm::lifecycle::Supervisor, tempfile::TempDir)> = None;
-    let mut processes = Vec::new();
-    let mut null_stop: Option<tokio::sync::oneshot::Sender<()>> = None;
-    let accounts: Vec<String>;
-    let (url, profile, secrets, probe, desc, no_check_reason);
     if let Some(path) = &args.target {
-        let t = match hookstorm::target::Target::from_file(path) {
-            Ok(t) => t,
-            Err(e) => {
-                errln!("error: {e}");
-                return Ok(Err(exit::TARGET_UNUSABLE));
-            }
-        };
-        accounts = t.accounts();
-        if let Some(why) = fault_from
-            .iter()
-            .find_map(|name| hookstorm::fault::nemesis::missing_control(name, fault_specs, &t))
-        {
-            errln!("error: --fault {}: {why}", fault_from.join(", "));
+        target_receiver(args, path, fault_from, fault_specs).await
+    } else if args.url.is_some() || args.null {
+        url_receiver(args).await
+    } else {
+        builtin_receiver(args, fault_specs).await
+    }
+}
+
+/// The receiver of a target file: its `[lifecycle]`, `[database]` proxy
+/// and provider API started as `run` starts them (none for a shard).
+async fn target_receiver(
+    args: &Args,
+    path: &Path,
+    fault_from: &[String],
+    fault_specs: &[hookstorm::fault_spec::FaultSpec],
+) -> anyhow::Result<Result<Receiver, i32>> {
+    let t = match hookstorm::target::Target::from_file(path) {
+        Ok(t) => t,
+        Err(e) => {
+            errln!("error: {e}");
             return Ok(Err(exit::TARGET_UNUSABLE));
         }
-        // What `run` starts: the [lifecycle] processes (ready before the
-        // load), the [database] proxy, the provider API.
-        let logs = tempfile::Builder::new()
-            .prefix("hookstorm-bench-")
-            .tempdir()
-            .context("a folder for the receiver's logs")?;
-        let start = async {
-            if args.shard.is_some() {
-                // Shards share one receiver: none of them starts it.
-                if t.lifecycle.is_some() {
-                    info!("a shard does not start the target's [lifecycle]: start the receiver the shards share once, outside them");
-                }
-                return t
-                    .probe()
-                    .map(|p| (p, None))
-                    .map_err(|e| anyhow::anyhow!("{e}"));
-            }
-            hookstorm::run::start(&t, logs.path())
-                .await
-                .map_err(|e| anyhow::anyhow!("{e}"))
-        };
-        let target_probe = match start.await {
-            Ok((p, sup)) => {
-                if let Some(sup) = sup {
-                    processes = bench::processes(&t, &sup);
-                    for p in &processes {
-                        info!("started {p}");
-                    }
-                    started = Some((sup, logs));
-                }
-                p
-            }
-            Err(e) => {
-                errln!("error: {e}");
-                return Ok(Err(exit::TARGET_UNUSABLE));
-            }
-        };
-        probe = (!(args.no_check || args.null)).then_some(target_probe);
-        desc = t.describe();
-        (url, profile, secrets) = (t.url, t.profile, t.secrets);
-        no_check_reason = "--no-check".to_string();
-    } else if args.url.is_some() || args.null {
-        let p = match Profile::resolve(&args.profile) {
-            Ok(p) => p,
-            Err(e) => return Ok(Err(super::usage_error(e))),
-        };
-        let list = match (&args.secret_env, &args.url) {
-            (Some(var), _) => match secrets_from_env(var) {
-                Ok(s) => s,
-                Err(e) => return Ok(Err(super::usage_error(e))),
-            },
-            (None, None) => vec![random_secret()],
-            (None, Some(_)) => {
-                return Ok(Err(super::usage_error(
-                    "--url needs --secret-env VAR (the secret the receiver verifies)",
-                )))
-            }
-        };
-        accounts = vec!["acct_a".to_string()];
-        let u = match &args.url {
-            Some(u) => {
-                if let Err(e) = super::target_flags::url_flag(u) {
-                    return Ok(Err(super::usage_error(e)));
-                }
-                u.clone()
-            }
-            None => {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-                let addr = listener.local_addr()?;
-                let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-                null_stop = Some(tx);
-                tokio::spawn(bench::null::serve(
-                    listener,
-                    p.clone(),
-                    list.clone(),
-                    async {
-                        let _ = rx.await;
-                    },
-                ));
-                info!("built-in null receiver on {addr}");
-                format!("http://{addr}/webhooks/{{account}}")
-            }
-        };
-        desc = hookstorm::target::redact_url(&u);
-        url = u;
-        profile = p;
-        secrets = BTreeMap::from([(accounts[0].clone(), list)]);
-        probe = None;
-        no_check_reason = if args.null {
-            "null receiver: it stores nothing".into()
-        } else {
-            "no state probe for a plain --url (hint: use --target FILE)".into()
-        };
-    } else {
-        let mut copts = hookstorm_cli::builtin::ChildOptions::new("{hookstorm} receiver");
-        copts.db = args.receiver_db.clone();
-        // Without --fault nothing is injected below HTTP: no proxy in the
-        // way, and the worker inside the receiver (one process, one
-        // writer). With it, the receiver runs as `run` runs it.
-        if fault_specs.is_empty() {
-            copts.proxy = false;
-            copts.separate_worker = false;
-        }
-        let prepared = hookstorm_cli::builtin::prepare(&copts)
-            .context("preparing the built-in reference receiver")?;
-        let t = prepared.target.clone();
-        let logs = tempfile::tempdir().context("a folder for the receiver's logs")?;
-        let life = t
-            .lifecycle
-            .clone()
-            .expect("the built-in child target has a lifecycle");
-        let supervisor =
-            hookstorm::lifecycle::Supervisor::start(life, t.database.clone(), logs.path())
-                .await
-                .context("starting the built-in reference receiver")?;
-        info!(
-            "built-in reference receiver as a child process on {} ({})",
-            hookstorm::target::redact_url(&t.url),
-            if args.receiver_db.is_some() {
-                "the given database"
-            } else {
-                "SQLite in a temp folder"
-            }
-        );
-        processes = vec![format!(
-            "built-in reference receiver{}",
-            supervisor
-                .pid(hookstorm::lifecycle::Role::Receiver)
-                .map_or_else(String::new, |p| format!(" (pid {p})"))
-        )];
-        builtin = Some((supervisor, prepared, logs));
-        accounts = t.accounts();
-        // A big state takes longer to serve than a scenario's: the probe
-        // gets the drain window, not the default 10 s.
-        probe = if args.no_check {
-            None
-        } else {
-            Some(
-                t.probe()?
-                    .with_timeout(args.drain.0.max(hookstorm::state::probe::DEFAULT_TIMEOUT)),
-            )
-        };
-        desc = "built-in reference receiver".to_string();
-        (url, profile, secrets) = (t.url, t.profile, t.secrets);
-        no_check_reason = "--no-check".to_string();
+    };
+    if let Some(why) = fault_from
+        .iter()
+        .find_map(|name| hookstorm::fault::nemesis::missing_control(name, fault_specs, &t))
+    {
+        errln!("error: --fault {}: {why}", fault_from.join(", "));
+        return Ok(Err(exit::TARGET_UNUSABLE));
     }
+    // What `run` starts: the [lifecycle] processes (ready before the
+    // load), the [database] proxy, the provider API.
+    let logs = tempfile::Builder::new()
+        .prefix("hookstorm-bench-")
+        .tempdir()
+        .context("a folder for the receiver's logs")?;
+    let start = async {
+        if args.shard.is_some() {
+            // Shards share one receiver: none of them starts it.
+            if t.lifecycle.is_some() {
+                info!("a shard does not start the target's [lifecycle]: start the receiver the shards share once, outside them");
+            }
+            return t
+                .probe()
+                .map(|p| (p, None))
+                .map_err(|e| anyhow::anyhow!("{e}"));
+        }
+        hookstorm::run::start(&t, logs.path())
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))
+    };
+    let mut processes = Vec::new();
+    let mut held = Held::default();
+    let target_probe = match start.await {
+        Ok((p, sup)) => {
+            if let Some(sup) = sup {
+                processes = bench::processes(&t, &sup);
+                for p in &processes {
+                    info!("started {p}");
+                }
+                held.started = Some((sup, logs));
+            }
+            p
+        }
+        Err(e) => {
+            errln!("error: {e}");
+            return Ok(Err(exit::TARGET_UNUSABLE));
+        }
+    };
+    let probe = (!(args.no_check || args.null)).then_some(target_probe);
+    let desc = t.describe();
+    Ok(Ok(Receiver::of_target(t, probe, desc, processes, held)))
+}
+
+/// A receiver at `--url` (with `--secret-env`), or the built-in null
+/// receiver (`--null`), started here: no state to check either way.
+async fn url_receiver(args: &Args) -> anyhow::Result<Result<Receiver, i32>> {
+    let p = match Profile::resolve(&args.profile) {
+        Ok(p) => p,
+        Err(e) => return Ok(Err(super::usage_error(e))),
+    };
+    let list = match (&args.secret_env, &args.url) {
+        (Some(var), _) => match secrets_from_env(var) {
+            Ok(s) => s,
+            Err(e) => return Ok(Err(super::usage_error(e))),
+        },
+        (None, None) => vec![random_secret()],
+        (None, Some(_)) => {
+            return Ok(Err(super::usage_error(
+                "--url needs --secret-env VAR (the secret the receiver verifies)",
+            )))
+        }
+    };
+    let accounts = vec!["acct_a".to_string()];
+    let mut held = Held::default();
+    let u = match &args.url {
+        Some(u) => {
+            if let Err(e) = super::target_flags::url_flag(u) {
+                return Ok(Err(super::usage_error(e)));
+            }
+            u.clone()
+        }
+        None => {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+            let addr = listener.local_addr()?;
+            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+            held.null_stop = Some(tx);
+            tokio::spawn(bench::null::serve(
+                listener,
+                p.clone(),
+                list.clone(),
+                async {
+                    let _ = rx.await;
+                },
+            ));
+            info!("built-in null receiver on {addr}");
+            format!("http://{addr}/webhooks/{{account}}")
+        }
+    };
+    let desc = hookstorm::target::redact_url(&u);
+    let (url, profile) = (u, p);
+    let secrets = BTreeMap::from([(accounts[0].clone(), list)]);
+    let probe = None;
+    let processes = Vec::new();
+    let no_check_reason = if args.null {
+        "null receiver: it stores nothing".into()
+    } else {
+        "no state probe for a plain --url (hint: use --target FILE)".into()
+    };
     Ok(Ok(Receiver {
         url,
         profile,
@@ -486,12 +472,67 @@ async fn receiver(
         desc,
         no_check_reason,
         processes,
-        held: Held {
-            builtin,
-            started,
-            null_stop,
-        },
+        held,
     }))
+}
+
+/// The built-in reference receiver as a child process (with a proxy and
+/// a worker of its own under `--fault`, as `run` runs it).
+async fn builtin_receiver(
+    args: &Args,
+    fault_specs: &[hookstorm::fault_spec::FaultSpec],
+) -> anyhow::Result<Result<Receiver, i32>> {
+    let mut copts = hookstorm_cli::builtin::ChildOptions::new("{hookstorm} receiver");
+    copts.db = args.receiver_db.clone();
+    // Without --fault nothing is injected below HTTP: no proxy in the
+    // way, and the worker inside the receiver (one process, one
+    // writer). With it, the receiver runs as `run` runs it.
+    if fault_specs.is_empty() {
+        copts.proxy = false;
+        copts.separate_worker = false;
+    }
+    let prepared = hookstorm_cli::builtin::prepare(&copts)
+        .context("preparing the built-in reference receiver")?;
+    let t = prepared.target.clone();
+    let logs = tempfile::tempdir().context("a folder for the receiver's logs")?;
+    let life = t
+        .lifecycle
+        .clone()
+        .expect("the built-in child target has a lifecycle");
+    let supervisor = hookstorm::lifecycle::Supervisor::start(life, t.database.clone(), logs.path())
+        .await
+        .context("starting the built-in reference receiver")?;
+    info!(
+        "built-in reference receiver as a child process on {} ({})",
+        hookstorm::target::redact_url(&t.url),
+        if args.receiver_db.is_some() {
+            "the given database"
+        } else {
+            "SQLite in a temp folder"
+        }
+    );
+    let processes = vec![format!(
+        "built-in reference receiver{}",
+        supervisor
+            .pid(hookstorm::lifecycle::Role::Receiver)
+            .map_or_else(String::new, |p| format!(" (pid {p})"))
+    )];
+    let held = Held {
+        builtin: Some((supervisor, prepared, logs)),
+        ..Held::default()
+    };
+    // A big state takes longer to serve than a scenario's: the probe
+    // gets the drain window, not the default 10 s.
+    let probe = if args.no_check {
+        None
+    } else {
+        Some(
+            t.probe()?
+                .with_timeout(args.drain.0.max(hookstorm::state::probe::DEFAULT_TIMEOUT)),
+        )
+    };
+    let desc = "built-in reference receiver".to_string();
+    Ok(Ok(Receiver::of_target(t, probe, desc, processes, held)))
 }
 
 async fn run_async(args: Args) -> anyhow::Result<i32> {
@@ -505,11 +546,6 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
             .as_nanos() as u64
             % 1_000_000_000
     });
-    let mix = Mix {
-        duplicates: args.duplicates,
-        concurrent_duplicates: args.concurrent_duplicates,
-        reorder: args.reorder,
-    };
     if args.shard.is_some() && args.target.is_none() && args.url.is_none() {
         return Ok(super::usage_error(
             "--shard needs the one receiver every shard sends to: --target FILE or --url URL",
@@ -520,50 +556,11 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
         Ok(f) => f,
         Err(e) => return Ok(super::usage_error(e)),
     };
-    let Receiver {
-        url,
-        profile,
-        secrets,
-        accounts,
-        probe,
-        desc,
-        no_check_reason,
-        processes,
-        mut held,
-    } = match receiver(&args, &fault_from, &fault_specs).await? {
+    let r = match receiver(&args, &fault_from, &fault_specs).await? {
         Ok(r) => r,
         Err(code) => return Ok(code),
     };
-    let opts = BenchOptions {
-        url,
-        profile,
-        accounts,
-        secrets,
-        rate: args.rate,
-        connections: args.connections,
-        threads: args.threads.unwrap_or_else(bench::default_threads),
-        duration: match (args.duration, args.requests) {
-            (Some(d), _) => d.0,
-            (None, None) => bench::DEFAULT_DURATION,
-            (None, Some(_)) => bench::COUNTED_DURATION,
-        },
-        requests: args.requests,
-        warmup: args.warmup.0,
-        ramp_steps: args.steps,
-        p99_limit: args.break_p99.0,
-        error_limit: args.break_errors,
-        mix,
-        seed,
-        probe,
-        no_check_reason,
-        drain: args.drain.0.max(Duration::from_millis(100)),
-        out_dir: args.out.clone(),
-        progress: is_tty() && crate::ui::verbosity() > crate::ui::Verbosity::Quiet,
-        target_desc: desc,
-        shard: args.shard,
-        start_at: args.start_at,
-        processes,
-    };
+    let (opts, mut held) = bench_options(&args, seed, r);
     if let Some(s) = args.shard {
         info!("shard {s}: 1/{} of the rate, keys of its own", s.count);
     }
@@ -638,6 +635,58 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
     } else {
         code
     })
+}
+
+/// The bench's options: the flags, the seed, and the receiver `r` found
+/// (whose processes, when hookstorm started them, are held apart).
+fn bench_options(args: &Args, seed: u64, r: Receiver) -> (BenchOptions, Held) {
+    let Receiver {
+        url,
+        profile,
+        secrets,
+        accounts,
+        probe,
+        desc,
+        no_check_reason,
+        processes,
+        held,
+    } = r;
+    let mix = Mix {
+        duplicates: args.duplicates,
+        concurrent_duplicates: args.concurrent_duplicates,
+        reorder: args.reorder,
+    };
+    let opts = BenchOptions {
+        url,
+        profile,
+        accounts,
+        secrets,
+        rate: args.rate,
+        connections: args.connections,
+        threads: args.threads.unwrap_or_else(bench::default_threads),
+        duration: match (&args.duration, args.requests) {
+            (Some(d), _) => d.0,
+            (None, None) => bench::DEFAULT_DURATION,
+            (None, Some(_)) => bench::COUNTED_DURATION,
+        },
+        requests: args.requests,
+        warmup: args.warmup.0,
+        ramp_steps: args.steps,
+        p99_limit: args.break_p99.0,
+        error_limit: args.break_errors,
+        mix,
+        seed,
+        probe,
+        no_check_reason,
+        drain: args.drain.0.max(Duration::from_millis(100)),
+        out_dir: args.out.clone(),
+        progress: is_tty() && crate::ui::verbosity() > crate::ui::Verbosity::Quiet,
+        target_desc: desc,
+        shard: args.shard,
+        start_at: args.start_at,
+        processes,
+    };
+    (opts, held)
 }
 
 fn is_tty() -> bool {

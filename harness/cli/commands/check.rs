@@ -14,8 +14,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use hookstorm::check::spill::export::PartitionReport;
 use hookstorm::check::{
-    check_partitioned, check_share, CheckOptions, InvariantId, Partition, Partitioning, Verdict,
+    check_partitioned, check_share, CheckOptions, InvariantId, Partition, Partitioning,
+    ScenarioCheck, Verdict,
 };
 use hookstorm::history::Event;
 use hookstorm::profile::vocabulary::Vocabulary;
@@ -207,28 +209,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             &out,
         ) {
             Ok(report) => {
-                let lines: u64 = report.sources.iter().map(|s| s.lines).sum();
-                outln!(
-                    "partition {share}: {} history file(s), {lines} lines read; the verdict is the merge's",
-                    report.sources.len()
-                );
-                for (name, f) in &report.findings {
-                    let found: Vec<String> = f
-                        .partials
-                        .iter()
-                        .map(|(id, p)| format!("{} {}", id.code(), p.found.total))
-                        .collect();
-                    outln!(
-                        "  {name}: {} attempts of this partition's keys; findings so far: {}",
-                        f.counts.attempts,
-                        found.join(", ")
-                    );
-                }
-                outln!(
-                    "wrote {} (join the {} partitions: hookstorm merge FOLDERS...)",
-                    out.display(),
-                    share.count
-                );
+                print_share(share, &report, &out);
                 Ok(hookstorm::exit::PASS)
             }
             Err(e) => Ok(check_error(e)),
@@ -242,9 +223,43 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         errln!("warning: {w}");
         outln!("warning: {w}");
     }
+    let worst = print_checks(&found.checks);
+    Ok(worst.exit_code(args.strict))
+}
+
+/// What a partition of a check wrote to `out`: the lines it read, what
+/// its keys found so far, and how to join the partitions.
+fn print_share(share: Partition, report: &PartitionReport, out: &Path) {
+    let lines: u64 = report.sources.iter().map(|s| s.lines).sum();
+    outln!(
+        "partition {share}: {} history file(s), {lines} lines read; the verdict is the merge's",
+        report.sources.len()
+    );
+    for (name, f) in &report.findings {
+        let found: Vec<String> = f
+            .partials
+            .iter()
+            .map(|(id, p)| format!("{} {}", id.code(), p.found.total))
+            .collect();
+        outln!(
+            "  {name}: {} attempts of this partition's keys; findings so far: {}",
+            f.counts.attempts,
+            found.join(", ")
+        );
+    }
+    outln!(
+        "wrote {} (join the {} partitions: hookstorm merge FOLDERS...)",
+        out.display(),
+        share.count
+    );
+}
+
+/// One line per invariant of every scenario checked, with its evidence:
+/// the worst verdict.
+fn print_checks(checks: &[ScenarioCheck]) -> Verdict {
     let color = crate::ui::color_stdout();
     let mut worst = Verdict::Pass;
-    for c in &found.checks {
+    for c in checks {
         detail!(
             "{}: {} deliveries, {} attempts ({} ok, {} fail, {} info, {} dead)",
             c.scenario,
@@ -277,7 +292,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
         worst = worst.worst(c.verdict());
     }
-    Ok(worst.exit_code(args.strict))
+    worst
 }
 
 /// `--partition I/N`, or `N` with the index from the environment (as

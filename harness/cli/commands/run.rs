@@ -20,6 +20,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use hookstorm::exit;
+use hookstorm::run::preflight::{Preflight, Words};
 use hookstorm::run::{RunEvent, RunOptions};
 use hookstorm::scenario::Scenario;
 
@@ -247,26 +248,7 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
     let started_at = chrono::Utc::now().to_rfc3339();
     let outcome = hookstorm::run::run_until(&target, &scenarios, &opts, &mut progress, &stop).await;
     if let (Some(shard), Ok(o)) = (args.shard, &outcome) {
-        let manifest = hookstorm::shard::ShardManifest {
-            kind: "run".into(),
-            shard,
-            run_seed: seed,
-            seed,
-            status: if o.report.interrupted {
-                hookstorm::shard::ShardStatus::Interrupted
-            } else {
-                hookstorm::shard::ShardStatus::Finished
-            },
-            profile: target.profile.name.clone(),
-            target: target.describe(),
-            started_at,
-            phase_start_ms: None,
-            scenarios: scenarios.iter().map(|s| s.name.clone()).collect(),
-            planned: scenarios.len() as u64,
-            history: "history.jsonl".into(),
-            unchecked: None,
-            version: env!("CARGO_PKG_VERSION").to_string(),
-        };
+        let manifest = shard_manifest(shard, seed, &target, &scenarios, started_at, o);
         manifest
             .write(&o.dir)
             .with_context(|| format!("writing {}", o.dir.display()))?;
@@ -298,17 +280,53 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
             Ok(exit::TARGET_UNUSABLE)
         }
         Err(hookstorm::run::RunError::Preflight(pf)) => {
-            match pf.problem() {
-                // The preflight's lines (shown unless -q) hold the FAIL line: once is enough.
-                Some(_) if crate::ui::verbosity() >= crate::ui::Verbosity::Normal => {
-                    errln!("error: target unusable: fix what the preflight's FAIL line says")
-                }
-                Some(f) => errln!("error: target unusable: {}", f.render(&words)),
-                None => errln!("error: target unusable"),
-            }
+            preflight_failed(&pf, &words);
             Ok(exit::TARGET_UNUSABLE)
         }
         Err(e) => Err(e.into()),
+    }
+}
+
+/// What a shard of a run leaves beside its report for `hookstorm merge`.
+fn shard_manifest(
+    shard: hookstorm::shard::Shard,
+    seed: u64,
+    target: &hookstorm::target::Target,
+    scenarios: &[Scenario],
+    started_at: String,
+    o: &hookstorm::run::RunOutcome,
+) -> hookstorm::shard::ShardManifest {
+    hookstorm::shard::ShardManifest {
+        kind: "run".into(),
+        shard,
+        run_seed: seed,
+        seed,
+        status: if o.report.interrupted {
+            hookstorm::shard::ShardStatus::Interrupted
+        } else {
+            hookstorm::shard::ShardStatus::Finished
+        },
+        profile: target.profile.name.clone(),
+        target: target.describe(),
+        started_at,
+        phase_start_ms: None,
+        scenarios: scenarios.iter().map(|s| s.name.clone()).collect(),
+        planned: scenarios.len() as u64,
+        history: "history.jsonl".into(),
+        unchecked: None,
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    }
+}
+
+/// Says why the preflight found the target unusable (the preflight's own
+/// lines, shown unless `-q`, already hold its FAIL line: once is enough).
+fn preflight_failed(pf: &Preflight, words: &Words) {
+    match pf.problem() {
+        Some(_) if crate::ui::verbosity() >= crate::ui::Verbosity::Normal => {
+            errln!("error: target unusable: fix what the preflight's FAIL line says")
+        }
+        Some(f) => errln!("error: target unusable: {}", f.render(words)),
+        None => errln!("error: target unusable"),
     }
 }
 

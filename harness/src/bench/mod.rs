@@ -383,20 +383,16 @@ pub async fn run_under(
         }
     };
     let load = async {
-        let loaded = load_phases(
-            opts,
-            &target,
-            &gen,
-            &sink,
-            &refusals,
-            under.as_ref(),
+        let kit = PhaseKit {
+            target: &target,
+            gen: &gen,
+            sink: &sink,
+            refusals: &refusals,
+            under: under.as_ref(),
             stop,
-            &progress,
-            &mut short,
-            requests,
-            share,
-        )
-        .await;
+            progress: &progress,
+        };
+        let loaded = load_phases(opts, &kit, &mut short, requests, share).await;
         let _ = done_tx.send(true);
         loaded
     };
@@ -629,96 +625,47 @@ type Loaded = (
     bool,
 );
 
+/// What every load phase of one bench shares: where it sends, what, where
+/// the lines go, the faults' bookkeeping, the stop and the live progress.
+struct PhaseKit<'a> {
+    target: &'a LoadTarget,
+    gen: &'a Generator,
+    sink: &'a LineSink,
+    refusals: &'a load::Refusals,
+    under: Option<&'a Arc<load::UnderFaults>>,
+    stop: &'a Stop,
+    progress: &'a progress::Progress,
+}
+
+impl PhaseKit<'_> {
+    /// Runs one phase from schedule slot `slot`.
+    async fn run(&self, phase: Phase, slot: u64) -> load::PhaseResult {
+        load::run_phase(
+            self.target,
+            self.gen,
+            phase,
+            slot,
+            Some(self.sink.clone()),
+            self.refusals,
+            self.under,
+            self.stop,
+            |l| self.progress.attach(l),
+        )
+        .await
+    }
+}
+
 /// The load of a bench: one phase, or a ramp's steps.
-#[allow(clippy::too_many_arguments)]
 async fn load_phases(
     opts: &BenchOptions,
-    target: &LoadTarget,
-    gen: &Generator,
-    sink: &LineSink,
-    refusals: &load::Refusals,
-    under: Option<&Arc<load::UnderFaults>>,
-    stop: &Stop,
-    progress: &progress::Progress,
+    kit: &PhaseKit<'_>,
     short: &mut Vec<String>,
     requests: Option<u64>,
     share: impl Fn(f64) -> f64,
 ) -> Loaded {
     match opts.rate {
         Some(Rate::Ramp { from, to }) => {
-            let steps = opts.ramp_steps.max(2);
-            let step_len = opts.duration / steps as u32;
-            let mut all = WorkerStats::default();
-            let mut out = Vec::new();
-            let mut slot = 0;
-            let mut measured = Duration::ZERO;
-            let mut counted_out = true;
-            for i in 0..steps {
-                if stop.requested() {
-                    break;
-                }
-                let rate = share(from + (to - from) * i as f64 / (steps - 1) as f64);
-                let phase = Phase {
-                    pace: Pace::Open(rate),
-                    connections: opts.connections,
-                    duration: step_len,
-                    warmup: if i == 0 { opts.warmup } else { Duration::ZERO },
-                    threads: opts.threads,
-                    live: opts.progress,
-                    // The steps share the count as they share the duration.
-                    requests: requests
-                        .map(|n| crate::shard::count_share(n, steps as u64, i as u64)),
-                };
-                let r = load::run_phase(
-                    target,
-                    gen,
-                    phase,
-                    slot,
-                    Some(sink.clone()),
-                    refusals,
-                    under,
-                    stop,
-                    |l| progress.attach(l),
-                )
-                .await;
-                slot = r.next_slot;
-                counted_out &= r.counted_out;
-                if let Some(why) = shortfall(rate, &r, opts.connections) {
-                    short.push(format!("step {}: {why}", i + 1));
-                }
-                let (lat, _, err) = summarize(&r.tally);
-                out.push(RampStep {
-                    rate,
-                    achieved: r.tally.requests as f64 / r.measured.as_secs_f64(),
-                    requests: r.tally.requests,
-                    p99_ms: lat.p99_ms,
-                    error_rate: err,
-                });
-                measured += r.measured;
-                // The series of a ramp runs on: append this step's seconds.
-                let mut t = r.tally;
-                let series = std::mem::take(&mut t.per_second);
-                let failed = std::mem::take(&mut t.failed_per_second);
-                all.merge(&t);
-                all.failed_per_second.resize(all.per_second.len(), 0);
-                all.per_second.extend(series);
-                all.failed_per_second.extend(failed);
-            }
-            let p99_limit_ms = opts.p99_limit.as_secs_f64() * 1000.0;
-            let ramp = Ramp {
-                broke_at: result::find_break(&out, p99_limit_ms, opts.error_limit),
-                steps: out,
-                p99_limit_ms,
-                error_limit: opts.error_limit,
-            };
-            (
-                "ramp",
-                all,
-                measured,
-                Some(ramp),
-                Some(share(to)),
-                counted_out,
-            )
+            ramp_phases(opts, kit, (from, to), short, requests, &share).await
         }
         other => {
             let (pace, mode, rate) = match other {
@@ -734,24 +681,87 @@ async fn load_phases(
                 live: opts.progress,
                 requests,
             };
-            let r = load::run_phase(
-                target,
-                gen,
-                phase,
-                0,
-                Some(sink.clone()),
-                refusals,
-                under,
-                stop,
-                |l| progress.attach(l),
-            )
-            .await;
+            let r = kit.run(phase, 0).await;
             if let Some(why) = rate.and_then(|rate| shortfall(rate, &r, opts.connections)) {
                 short.push(why);
             }
             (mode, r.tally, r.measured, None, rate, r.counted_out)
         }
     }
+}
+
+/// A ramp from `from` to `to` requests a second (this process's `share`
+/// of each): `--ramp-steps` open phases sharing the duration and the
+/// count, one series of seconds, and the step where the receiver broke.
+async fn ramp_phases(
+    opts: &BenchOptions,
+    kit: &PhaseKit<'_>,
+    (from, to): (f64, f64),
+    short: &mut Vec<String>,
+    requests: Option<u64>,
+    share: &impl Fn(f64) -> f64,
+) -> Loaded {
+    let steps = opts.ramp_steps.max(2);
+    let step_len = opts.duration / steps as u32;
+    let mut all = WorkerStats::default();
+    let mut out = Vec::new();
+    let mut slot = 0;
+    let mut measured = Duration::ZERO;
+    let mut counted_out = true;
+    for i in 0..steps {
+        if kit.stop.requested() {
+            break;
+        }
+        let rate = share(from + (to - from) * i as f64 / (steps - 1) as f64);
+        let phase = Phase {
+            pace: Pace::Open(rate),
+            connections: opts.connections,
+            duration: step_len,
+            warmup: if i == 0 { opts.warmup } else { Duration::ZERO },
+            threads: opts.threads,
+            live: opts.progress,
+            // The steps share the count as they share the duration.
+            requests: requests.map(|n| crate::shard::count_share(n, steps as u64, i as u64)),
+        };
+        let r = kit.run(phase, slot).await;
+        slot = r.next_slot;
+        counted_out &= r.counted_out;
+        if let Some(why) = shortfall(rate, &r, opts.connections) {
+            short.push(format!("step {}: {why}", i + 1));
+        }
+        let (lat, _, err) = summarize(&r.tally);
+        out.push(RampStep {
+            rate,
+            achieved: r.tally.requests as f64 / r.measured.as_secs_f64(),
+            requests: r.tally.requests,
+            p99_ms: lat.p99_ms,
+            error_rate: err,
+        });
+        measured += r.measured;
+        // The series of a ramp runs on: append this step's seconds.
+        let mut t = r.tally;
+        let series = std::mem::take(&mut t.per_second);
+        let failed = std::mem::take(&mut t.failed_per_second);
+        all.merge(&t);
+        all.failed_per_second.resize(all.per_second.len(), 0);
+        all.per_second.extend(series);
+        all.failed_per_second.extend(failed);
+    }
+    let p99_limit_ms = opts.p99_limit.as_secs_f64() * 1000.0;
+    let ramp = Ramp {
+        broke_at: result::find_break(&out, p99_limit_ms, opts.error_limit),
+        steps: out,
+        p99_limit_ms,
+        error_limit: opts.error_limit,
+    };
+    (
+        "ramp",
+        all,
+        measured,
+        Some(ramp),
+        Some(share(to)),
+        counted_out,
+    )
 }
 
 /// Drains, reads the state, saves it, and checks the history against it.

@@ -412,36 +412,7 @@ impl BenchResult {
             }
         }
         if let Some(r) = &self.ramp {
-            for (i, st) in r.steps.iter().enumerate() {
-                let mark = if r.broke_at == Some(i) {
-                    "  <- breaks"
-                } else {
-                    ""
-                };
-                let _ = writeln!(
-                    s,
-                    "  step {:>2}  {:>8.0}/s → {:>8.0}/s  p99 {:>8.2} ms  errors {:>6.2}%{mark}",
-                    i + 1,
-                    st.rate,
-                    st.achieved,
-                    st.p99_ms,
-                    st.error_rate * 100.0
-                );
-            }
-            match r.broke_at {
-                Some(i) => {
-                    let _ = writeln!(
-                        s,
-                        "  breaks at {:.0}/s (p99 > {} ms or errors > {}%)",
-                        r.steps[i].rate,
-                        r.p99_limit_ms,
-                        r.error_limit * 100.0
-                    );
-                }
-                None => {
-                    let _ = writeln!(s, "  no break within the ramp");
-                }
-            }
+            r.console(&mut s);
         }
         for t in &self.thresholds {
             let _ = writeln!(
@@ -452,25 +423,7 @@ impl BenchResult {
                 if t.passed { "ok" } else { "BROKEN" }
             );
         }
-        match (&self.check, &self.check_skipped) {
-            (Some(v), _) => {
-                let _ = writeln!(
-                    s,
-                    "  check     {} ({} deliveries, {} attempts{})",
-                    v.verdict,
-                    v.check.counts.deliveries,
-                    v.check.counts.attempts,
-                    if v.drained { "" } else { ", inbox not drained" }
-                );
-                for r in &v.check.results {
-                    let _ = writeln!(s, "    {} {}: {}", r.id, r.verdict, r.summary);
-                }
-            }
-            (None, Some(why)) => {
-                let _ = writeln!(s, "  check     skipped ({why})");
-            }
-            _ => {}
-        }
+        self.check_lines(&mut s);
         let _ = writeln!(
             s,
             "  machine   {}{}",
@@ -480,6 +433,67 @@ impl BenchResult {
                 .unwrap_or_default()
         );
         s
+    }
+
+    /// The check's lines: its verdict and one line per invariant, or why
+    /// it was skipped.
+    fn check_lines(&self, out: &mut String) {
+        match (&self.check, &self.check_skipped) {
+            (Some(v), _) => {
+                let _ = writeln!(
+                    out,
+                    "  check     {} ({} deliveries, {} attempts{})",
+                    v.verdict,
+                    v.check.counts.deliveries,
+                    v.check.counts.attempts,
+                    if v.drained { "" } else { ", inbox not drained" }
+                );
+                for r in &v.check.results {
+                    let _ = writeln!(out, "    {} {}: {}", r.id, r.verdict, r.summary);
+                }
+            }
+            (None, Some(why)) => {
+                let _ = writeln!(out, "  check     skipped ({why})");
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Ramp {
+    /// A ramp's lines: one per step, then where it broke.
+    fn console(&self, out: &mut String) {
+        let r = self;
+        for (i, st) in r.steps.iter().enumerate() {
+            let mark = if r.broke_at == Some(i) {
+                "  <- breaks"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                out,
+                "  step {:>2}  {:>8.0}/s → {:>8.0}/s  p99 {:>8.2} ms  errors {:>6.2}%{mark}",
+                i + 1,
+                st.rate,
+                st.achieved,
+                st.p99_ms,
+                st.error_rate * 100.0
+            );
+        }
+        match r.broke_at {
+            Some(i) => {
+                let _ = writeln!(
+                    out,
+                    "  breaks at {:.0}/s (p99 > {} ms or errors > {}%)",
+                    r.steps[i].rate,
+                    r.p99_limit_ms,
+                    r.error_limit * 100.0
+                );
+            }
+            None => {
+                let _ = writeln!(out, "  no break within the ramp");
+            }
+        }
     }
 }
 

@@ -313,6 +313,27 @@ fn kept_of(r: &ScenarioReport) -> Option<shrink::search::Target> {
     shrink::failure_of(&trial, None)
 }
 
+/// The preflight before exploring `target`: its event, and the facts it
+/// found (an unusable target ends the exploration with the preflight).
+async fn preflight(
+    target: &Target,
+    dir: &Path,
+    stop: &Stop,
+    on_event: &mut (dyn FnMut(ExploreEvent<'_>) + Send),
+) -> Result<TargetFacts, ExploreError> {
+    let log_dir = dir.join("runs");
+    let d = tokio::select! {
+        d = crate::run::doctor(target, &[], &log_dir) => d?,
+        _ = stop.wait() => return Err(ExploreError::Interrupted),
+    };
+    let _ = std::fs::remove_dir_all(dir.join("runs"));
+    on_event(ExploreEvent::Preflight(&d.preflight));
+    if !d.preflight.usable() {
+        return Err(RunError::Preflight(Box::new(d.preflight)).into());
+    }
+    Ok(d.preflight.facts)
+}
+
 /// One session's state.
 struct Session<'a> {
     target: &'a Target,
@@ -387,6 +408,47 @@ impl Session<'_> {
             .iter()
             .find(|(i, w, _)| *i == id && *w == v)
             .map(|(_, _, n)| n.as_str())
+    }
+
+    /// Explores plan after plan (or `--plan` alone) until the run count,
+    /// the failure count, the budget or a stop ends it: why it ended, and
+    /// how many plans ran.
+    async fn plans(
+        &mut self,
+        space: &Space,
+        on_event: &mut (dyn FnMut(ExploreEvent<'_>) + Send),
+    ) -> Result<(Ended, u64), ExploreError> {
+        let mut plans = 0;
+        let ended = match self.opts.plan {
+            Some(n) => {
+                if !self.stop.requested() {
+                    self.plan(space, n, on_event).await?;
+                    plans = 1;
+                }
+                Ended::Plan
+            }
+            None => loop {
+                if self.opts.runs.is_some_and(|r| plans >= r) {
+                    break Ended::Runs;
+                }
+                if self
+                    .opts
+                    .max_failures
+                    .is_some_and(|m| self.failures.len() >= m)
+                {
+                    break Ended::Failures;
+                }
+                if self.started.elapsed() >= self.opts.budget {
+                    break Ended::Budget;
+                }
+                if self.stop.requested() {
+                    break Ended::Interrupted;
+                }
+                plans += 1;
+                self.plan(space, plans, on_event).await?;
+            },
+        };
+        Ok((ended, plans))
     }
 
     /// Draws, runs and checks plan `n`; shrinks it if it fails anew.
@@ -595,20 +657,11 @@ pub async fn explore(
         require_all: false,
         ..run.clone()
     };
-    let mut facts = TargetFacts::default();
-    if opts.preflight {
-        let log_dir = dir.join("runs");
-        let d = tokio::select! {
-            d = crate::run::doctor(target, &[], &log_dir) => d?,
-            _ = stop.wait() => return Err(ExploreError::Interrupted),
-        };
-        let _ = std::fs::remove_dir_all(dir.join("runs"));
-        on_event(ExploreEvent::Preflight(&d.preflight));
-        if !d.preflight.usable() {
-            return Err(RunError::Preflight(Box::new(d.preflight)).into());
-        }
-        facts = d.preflight.facts;
-    }
+    let facts = if opts.preflight {
+        preflight(target, &dir, stop, on_event).await?
+    } else {
+        TargetFacts::default()
+    };
     let space = Space::of(target, &facts)?;
     on_event(ExploreEvent::Space(&space));
     let mut s = Session {
@@ -629,32 +682,7 @@ pub async fn explore(
         let n = s.replay(rdir, on_event).await?;
         replayed = Some((rdir.clone(), n));
     }
-    let mut plans = 0;
-    let ended = match opts.plan {
-        Some(n) => {
-            if !stop.requested() {
-                s.plan(&space, n, on_event).await?;
-                plans = 1;
-            }
-            Ended::Plan
-        }
-        None => loop {
-            if opts.runs.is_some_and(|r| plans >= r) {
-                break Ended::Runs;
-            }
-            if opts.max_failures.is_some_and(|m| s.failures.len() >= m) {
-                break Ended::Failures;
-            }
-            if started.elapsed() >= opts.budget {
-                break Ended::Budget;
-            }
-            if stop.requested() {
-                break Ended::Interrupted;
-            }
-            plans += 1;
-            s.plan(&space, plans, on_event).await?;
-        },
-    };
+    let (ended, plans) = s.plans(&space, on_event).await?;
     let ended = if stop.requested() {
         Ended::Interrupted
     } else {

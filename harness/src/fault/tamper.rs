@@ -169,6 +169,43 @@ fn single_signature(scheme: &Scheme) -> bool {
     matches!(scheme, Scheme::BodyHmac { .. } | Scheme::Slack { .. })
 }
 
+/// The keys a genuine signature is made with: the current ones, or the
+/// retired and the current during a rotation, or only the newest (and
+/// only the newest where the scheme carries a single signature).
+fn genuine_keys(scheme: &Scheme, keys: &Keys, signing: Signing) -> Vec<Secret> {
+    let last = || keys.current.last().cloned().into_iter().collect::<Vec<_>>();
+    match signing {
+        Signing::Current if single_signature(scheme) => last(),
+        Signing::Current => keys.current.clone(),
+        Signing::OldAndNew if single_signature(scheme) => last(),
+        Signing::OldAndNew => keys.retired.iter().chain(&keys.current).cloned().collect(),
+        Signing::NewOnly => last(),
+    }
+}
+
+/// A signature header value of the scheme's shape that does not parse.
+fn garbage_signature(scheme: &Scheme) -> String {
+    match scheme {
+        Scheme::TimestampedHex { .. } => "t=not-a-time,v1=zz-not-hex".to_string(),
+        Scheme::StandardWebhooks { .. } => "v1,***not-base64***".to_string(),
+        Scheme::BodyHmac { prefix, .. } => format!("{prefix}not-an-hmac!"),
+        Scheme::Slack { .. } => "v0=zz-not-hex".to_string(),
+    }
+}
+
+/// The genuine signature header value `v` with its scheme version
+/// replaced by one the receiver must not know.
+fn unknown_scheme_only(scheme: &Scheme, v: &str) -> String {
+    match scheme {
+        Scheme::TimestampedHex { .. } => v.replace(",v1=", ",v2="),
+        Scheme::StandardWebhooks { .. } => v.replace("v1,", "v2,"),
+        Scheme::BodyHmac { prefix, .. } => {
+            format!("v2={}", v.strip_prefix(prefix.as_str()).unwrap_or(v))
+        }
+        Scheme::Slack { .. } => v.replacen("v0=", "v1=", 1),
+    }
+}
+
 /// Signs one attempt: genuinely, or broken the way its forgery says.
 /// `Err` names why the forgery cannot be expressed with this scheme or
 /// these keys; the sender then skips the delivery and says so.
@@ -186,14 +223,7 @@ pub fn sign(scheme: &Scheme, keys: &Keys, req: SignRequest<'_>) -> Result<Signed
                 )
                 .map_err(|e| format!("cannot sign: {e}"))
         };
-    let last = || keys.current.last().cloned().into_iter().collect::<Vec<_>>();
-    let genuine_keys: Vec<Secret> = match req.signing {
-        Signing::Current if single_signature(scheme) => last(),
-        Signing::Current => keys.current.clone(),
-        Signing::OldAndNew if single_signature(scheme) => last(),
-        Signing::OldAndNew => keys.retired.iter().chain(&keys.current).cloned().collect(),
-        Signing::NewOnly => last(),
-    };
+    let genuine_keys = genuine_keys(scheme, keys, req.signing);
     let sig_header = signature_header(scheme).to_string();
     let replace = |headers: &mut Vec<(String, String)>, f: &dyn Fn(&str) -> String| {
         for (k, v) in headers.iter_mut() {
@@ -224,26 +254,13 @@ pub fn sign(scheme: &Scheme, keys: &Keys, req: SignRequest<'_>) -> Result<Signed
         }
         Forgery::MalformedHeader => {
             let mut h = do_sign(&genuine_keys, req.now, req.body)?;
-            let garbage = match scheme {
-                Scheme::TimestampedHex { .. } => "t=not-a-time,v1=zz-not-hex".to_string(),
-                Scheme::StandardWebhooks { .. } => "v1,***not-base64***".to_string(),
-                Scheme::BodyHmac { prefix, .. } => format!("{prefix}not-an-hmac!"),
-                Scheme::Slack { .. } => "v0=zz-not-hex".to_string(),
-            };
+            let garbage = garbage_signature(scheme);
             replace(&mut h, &|_| garbage.clone());
             h
         }
         Forgery::UnknownSchemeOnly => {
             let mut h = do_sign(&genuine_keys, req.now, req.body)?;
-            let s = scheme.clone();
-            replace(&mut h, &|v| match &s {
-                Scheme::TimestampedHex { .. } => v.replace(",v1=", ",v2="),
-                Scheme::StandardWebhooks { .. } => v.replace("v1,", "v2,"),
-                Scheme::BodyHmac { prefix, .. } => {
-                    format!("v2={}", v.strip_prefix(prefix.as_str()).unwrap_or(v))
-                }
-                Scheme::Slack { .. } => v.replacen("v0=", "v1=", 1),
-            });
+            replace(&mut h, &|v| unknown_scheme_only(scheme, v));
             h
         }
         Forgery::StaleTimestamp | Forgery::ExpiredReplay | Forgery::FutureTimestamp => {

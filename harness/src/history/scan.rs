@@ -31,7 +31,7 @@ use crate::delivery::TaskStatus;
 /// fields the checker reads. Parsing this instead of the tagged [`Event`]
 /// avoids serde's buffering of internally tagged enums and one allocation per
 /// string, which makes checking a large history several times faster.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 pub(crate) struct RawLine<'a> {
     #[serde(rename = "type", borrow)]
     pub kind: Cow<'a, str>,
@@ -441,100 +441,14 @@ pub(crate) fn parse(line: &str) -> Option<RawLine<'_>> {
     };
     sc.eat(b'{')?;
     let mut kind = None;
-    let mut raw = RawLine {
-        kind: Cow::Borrowed(""),
-        scenario: None,
-        delivery: None,
-        key: None,
-        job: None,
-        account: None,
-        attempt: None,
-        faults: Vec::new(),
-        status: None,
-        latency_ms: None,
-        error: None,
-        outcome: None,
-        intent: None,
-        detail: None,
-        task_status: None,
-        created_at: None,
-        resource: None,
-        sequence: None,
-        poison: false,
-        dead: false,
-    };
+    let mut raw = RawLine::default();
     let mut seen = 0u32;
     let mut guess = 0;
     if sc.eat(b'}').is_none() {
         loop {
             let f = sc.field(guess)?;
             let v = sc.value()?;
-            match f {
-                field::TYPE => {
-                    let Value::Str(s) = v else { return None };
-                    kind = Some(s);
-                }
-                field::SCENARIO => {
-                    raw.scenario = opt_str(v)?;
-                }
-                field::DELIVERY => {
-                    raw.delivery = opt_str(v)?;
-                }
-                field::KEY => {
-                    raw.key = opt_str(v)?;
-                }
-                field::JOB => {
-                    raw.job = opt_str(v)?;
-                }
-                field::ACCOUNT => {
-                    raw.account = opt_str(v)?;
-                }
-                field::ATTEMPT => {
-                    raw.attempt = opt_num(v)?;
-                }
-                field::FAULTS => {
-                    let Value::Strs(list) = v else { return None };
-                    raw.faults = list;
-                }
-                field::STATUS => {
-                    raw.status = opt_num(v)?;
-                }
-                field::LATENCY_MS => {
-                    raw.latency_ms = opt_f64(v)?;
-                }
-                field::ERROR => {
-                    raw.error = opt_str(v)?;
-                }
-                field::OUTCOME => {
-                    raw.outcome = enum_field(v, outcome)?;
-                }
-                field::INTENT => {
-                    raw.intent = enum_field(v, intent)?;
-                }
-                field::DETAIL => {
-                    raw.detail = opt_str(v)?;
-                }
-                field::TASK_STATUS => {
-                    raw.task_status = enum_field(v, task_status)?;
-                }
-                field::CREATED_AT => {
-                    raw.created_at = opt_str(v)?;
-                }
-                field::RESOURCE => {
-                    raw.resource = opt_str(v)?;
-                }
-                field::SEQUENCE => {
-                    raw.sequence = opt_num(v)?;
-                }
-                field::POISON => {
-                    raw.poison = boolean(v)?;
-                }
-                field::DEAD => {
-                    raw.dead = boolean(v)?;
-                }
-                // Fields the checker does not read (sent_at, round, …).
-                _ => {}
-            }
+            assign(&mut raw, &mut kind, f, v)?;
             if f < FIELDS.len() && f != field::ROUND && f != field::SENT_AT {
                 if seen & (1 << f) != 0 {
                     return None;
@@ -555,6 +469,84 @@ pub(crate) fn parse(line: &str) -> Option<RawLine<'_>> {
     }
     raw.kind = Cow::Borrowed(kind?);
     Some(raw)
+}
+
+/// Puts value `v` of field number `f` into `raw` (the line's type into
+/// `kind`); `None` when the value has the wrong shape for its field.
+#[inline]
+fn assign<'a>(
+    raw: &mut RawLine<'a>,
+    kind: &mut Option<&'a str>,
+    f: usize,
+    v: Value<'a>,
+) -> Option<()> {
+    match f {
+        field::TYPE => {
+            let Value::Str(s) = v else { return None };
+            *kind = Some(s);
+        }
+        field::SCENARIO => {
+            raw.scenario = opt_str(v)?;
+        }
+        field::DELIVERY => {
+            raw.delivery = opt_str(v)?;
+        }
+        field::KEY => {
+            raw.key = opt_str(v)?;
+        }
+        field::JOB => {
+            raw.job = opt_str(v)?;
+        }
+        field::ACCOUNT => {
+            raw.account = opt_str(v)?;
+        }
+        field::ATTEMPT => {
+            raw.attempt = opt_num(v)?;
+        }
+        field::FAULTS => {
+            let Value::Strs(list) = v else { return None };
+            raw.faults = list;
+        }
+        field::STATUS => {
+            raw.status = opt_num(v)?;
+        }
+        field::LATENCY_MS => {
+            raw.latency_ms = opt_f64(v)?;
+        }
+        field::ERROR => {
+            raw.error = opt_str(v)?;
+        }
+        field::OUTCOME => {
+            raw.outcome = enum_field(v, outcome)?;
+        }
+        field::INTENT => {
+            raw.intent = enum_field(v, intent)?;
+        }
+        field::DETAIL => {
+            raw.detail = opt_str(v)?;
+        }
+        field::TASK_STATUS => {
+            raw.task_status = enum_field(v, task_status)?;
+        }
+        field::CREATED_AT => {
+            raw.created_at = opt_str(v)?;
+        }
+        field::RESOURCE => {
+            raw.resource = opt_str(v)?;
+        }
+        field::SEQUENCE => {
+            raw.sequence = opt_num(v)?;
+        }
+        field::POISON => {
+            raw.poison = boolean(v)?;
+        }
+        field::DEAD => {
+            raw.dead = boolean(v)?;
+        }
+        // Fields the checker does not read (sent_at, round, …).
+        _ => {}
+    }
+    Some(())
 }
 
 #[cfg(test)]

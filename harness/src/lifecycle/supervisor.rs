@@ -489,6 +489,17 @@ impl Supervisor {
         Ok(())
     }
 
+    /// Ends a run's processes: at once when the user stopped the run
+    /// (every group is killed as the supervisor drops), else as
+    /// [`Supervisor::shutdown`] does.
+    pub async fn end(self, interrupted: bool) {
+        if interrupted {
+            drop(self);
+        } else {
+            self.shutdown().await;
+        }
+    }
+
     /// Stops everything: SIGTERM, then SIGKILL after a grace period.
     pub async fn shutdown(mut self) {
         if let Some(SqliteLock(conn)) = self.lock.take() {

@@ -173,8 +173,56 @@ pub async fn merge(opts: &MergeOptions) -> Result<MergeOutcome, MergeError> {
         )));
     };
     let expected = opts.expect.unwrap_or(first.shard.count);
+    let shards = shard_entries(
+        &found,
+        expected.max(first.shard.count),
+        expected,
+        &mut unknown,
+    );
+    let mut report = MergeReport::new(&first.kind, first.run_seed, expected, shards, unknown);
+    let merge_id = format!(
+        "{}-merge-{}-{:08x}",
+        chrono::Utc::now().format("%Y%m%d-%H%M%S"),
+        first.kind,
+        first.run_seed as u32
+    );
+    let dir = opts.out_dir.join(&merge_id);
+    std::fs::create_dir_all(&dir).map_err(|e| MergeError::Io(format!("{}: {e}", dir.display())))?;
+    match first.kind.as_str() {
+        "bench" => merge_bench(opts, &found, &dir, &mut report).await?,
+        _ => merge_runs(&found, &dir, &mut report)?,
+    }
+    // A bench shard that did not finish leaves rows in the state its history
+    // does not explain (and keys it acknowledged unrecorded), so nothing
+    // the checker says about the union holds: unknown, even over a fail. A
+    // run shard's scenarios were checked on their own, so a fail stays one.
+    let self_contained = report.kind == "run" && report.verdict == Verdict::Fail;
+    if !report.unknown_because.is_empty() && !self_contained {
+        report.verdict = Verdict::Unknown;
+    }
+    // As in one bench: a broken threshold fails a verdict that passed.
+    if report.thresholds.iter().any(|t| !t.passed)
+        && matches!(report.verdict, Verdict::Pass | Verdict::NonStrict)
+    {
+        report.verdict = Verdict::Fail;
+    }
+    let json = serde_json::to_vec_pretty(&report).map_err(|e| MergeError::Io(e.to_string()))?;
+    let path = dir.join("merge.json");
+    std::fs::write(&path, json).map_err(|e| MergeError::Io(format!("{}: {e}", path.display())))?;
+    Ok(MergeOutcome { report, dir })
+}
+
+/// One entry per shard index below `slots`, as its manifest says it
+/// ended; a shard missing, still running or interrupted adds why to
+/// `unknown`.
+fn shard_entries(
+    found: &BTreeMap<u32, (PathBuf, ShardManifest)>,
+    slots: u32,
+    expected: u32,
+    unknown: &mut Vec<String>,
+) -> Vec<ShardEntry> {
     let mut shards = Vec::new();
-    for index in 0..expected.max(first.shard.count) {
+    for index in 0..slots {
         let entry = match found.get(&index) {
             None => {
                 unknown.push(format!("shard {index} of {expected} is missing"));
@@ -210,37 +258,7 @@ pub async fn merge(opts: &MergeOptions) -> Result<MergeOutcome, MergeError> {
         };
         shards.push(entry);
     }
-    let mut report = MergeReport::new(&first.kind, first.run_seed, expected, shards, unknown);
-    let merge_id = format!(
-        "{}-merge-{}-{:08x}",
-        chrono::Utc::now().format("%Y%m%d-%H%M%S"),
-        first.kind,
-        first.run_seed as u32
-    );
-    let dir = opts.out_dir.join(&merge_id);
-    std::fs::create_dir_all(&dir).map_err(|e| MergeError::Io(format!("{}: {e}", dir.display())))?;
-    match first.kind.as_str() {
-        "bench" => merge_bench(opts, &found, &dir, &mut report).await?,
-        _ => merge_runs(&found, &dir, &mut report)?,
-    }
-    // A bench shard that did not finish leaves rows in the state its history
-    // does not explain (and keys it acknowledged unrecorded), so nothing
-    // the checker says about the union holds: unknown, even over a fail. A
-    // run shard's scenarios were checked on their own, so a fail stays one.
-    let self_contained = report.kind == "run" && report.verdict == Verdict::Fail;
-    if !report.unknown_because.is_empty() && !self_contained {
-        report.verdict = Verdict::Unknown;
-    }
-    // As in one bench: a broken threshold fails a verdict that passed.
-    if report.thresholds.iter().any(|t| !t.passed)
-        && matches!(report.verdict, Verdict::Pass | Verdict::NonStrict)
-    {
-        report.verdict = Verdict::Fail;
-    }
-    let json = serde_json::to_vec_pretty(&report).map_err(|e| MergeError::Io(e.to_string()))?;
-    let path = dir.join("merge.json");
-    std::fs::write(&path, json).map_err(|e| MergeError::Io(format!("{}: {e}", path.display())))?;
-    Ok(MergeOutcome { report, dir })
+    shards
 }
 
 /// The merge of partitions of a check without shards (`check --partition`
@@ -262,12 +280,41 @@ fn merge_partitions(opts: &MergeOptions, parts: &[PathBuf]) -> Result<MergeOutco
 
 type Found = BTreeMap<u32, (PathBuf, ShardManifest)>;
 
+/// Merges bench shards: their totals, the thresholds held over them,
+/// and the check of the union of their histories.
 async fn merge_bench(
     opts: &MergeOptions,
     found: &Found,
     dir: &Path,
     report: &mut MergeReport,
 ) -> Result<(), MergeError> {
+    let (totals, p95_ms, error_rate) = add_up(found, report);
+    report.thresholds = opts
+        .thresholds
+        .iter()
+        .map(|t| {
+            t.hold(&Measured {
+                latency: &totals.latency,
+                p95_ms,
+                error_rate,
+                achieved_rate: totals.achieved_rate,
+                requests: totals.requests,
+            })
+        })
+        .collect();
+    report.bench = Some(totals);
+    report
+        .coverage
+        .insert(crate::bench::load::SCENARIO.to_string(), found.len() as u32);
+
+    check_union(opts, found, dir, report).await
+}
+
+/// The finished shards' figures added up: requests, rates, statuses, the
+/// series lined up on each shard's start, and latency from the merged
+/// recorders; with the 95th percentile (ms) and the error rate. A shard
+/// whose figures cannot be read makes the merge unknown.
+fn add_up(found: &Found, report: &mut MergeReport) -> (BenchTotals, f64, f64) {
     let mut latency = Recorder::default();
     let mut totals = BenchTotals {
         requests: 0,
@@ -355,24 +402,18 @@ async fn merge_bench(
         latency.corrected.value_at_quantile(0.95) as f64 / 1000.0
     };
     let error_rate = failed / (totals.requests.max(1) as f64);
-    report.thresholds = opts
-        .thresholds
-        .iter()
-        .map(|t| {
-            t.hold(&Measured {
-                latency: &totals.latency,
-                p95_ms,
-                error_rate,
-                achieved_rate: totals.achieved_rate,
-                requests: totals.requests,
-            })
-        })
-        .collect();
-    report.bench = Some(totals);
-    report
-        .coverage
-        .insert(crate::bench::load::SCENARIO.to_string(), found.len() as u32);
+    (totals, p95_ms, error_rate)
+}
 
+/// Checks the union of the shards' histories: the partitions' join when
+/// other processes checked it, else the receiver's state read once every
+/// shard finished (unknown without a target to read it from).
+async fn check_union(
+    opts: &MergeOptions,
+    found: &Found,
+    dir: &Path,
+    report: &mut MergeReport,
+) -> Result<(), MergeError> {
     // Partitions of the check, done by other processes: the verdict is
     // their join, and the state is not read here.
     let parts = partitions::find(&opts.dirs)?;

@@ -345,28 +345,7 @@ pub fn render(shape: BodyShape, body: &Body, raw_note: bool) -> Vec<u8> {
                 "data": data,
             })
         }
-        BodyShape::Stripe => {
-            let failed = body.task.status == TaskStatus::Failed;
-            json!({
-                "id": event_id(shape, body),
-                "object": "event",
-                "api_version": "2024-06-20",
-                "created": unix_or_text(&body.task.created_at),
-                "data": {"object": {
-                    "id": object_value(shape, body),
-                    "object": "invoice",
-                    "amount_paid": if failed { 0 } else { amount(body) },
-                    "amount_due": amount(body),
-                    "currency": "usd",
-                    "status": if failed { "open" } else { "paid" },
-                    "metadata": {"task_id": body.task.id, "result": result_text(body)},
-                }},
-                "livemode": false,
-                "pending_webhooks": 1,
-                "request": {"id": null, "idempotency_key": null},
-                "type": event_type(shape, body),
-            })
-        }
+        BodyShape::Stripe => stripe_body(shape, body),
         BodyShape::Github if body.test => {
             let hook = numeric("github-hook", "hookstorm");
             json!({
@@ -377,63 +356,14 @@ pub fn render(shape: BodyShape, body: &Body, raw_note: bool) -> Vec<u8> {
                 "sender": github_sender(),
             })
         }
-        BodyShape::Github => {
-            let failed = body.task.status == TaskStatus::Failed;
-            json!({
-                "action": if failed { "closed" } else { "edited" },
-                "issue": {
-                    "id": object_value(shape, body),
-                    "number": numeric("github-number", &object_seed(body)) % 10_000,
-                    "title": format!("task {} — résumé prêt ✅", body.task.id),
-                    "state": if failed { "closed" } else { "open" },
-                    "body": result_text(body),
-                    "created_at": body.task.created_at,
-                    "updated_at": body.task.created_at,
-                },
-                "repository": github_repository(),
-                "sender": github_sender(),
-            })
-        }
-        BodyShape::Shopify => {
-            let failed = body.task.status == TaskStatus::Failed;
-            let id = object_value(shape, body);
-            json!({
-                "id": id,
-                "admin_graphql_api_id": format!("gid://shopify/Order/{id}"),
-                "name": format!("#{}", 1000 + numeric("shopify-name", &object_seed(body)) % 9000),
-                "updated_at": body.task.created_at,
-                "financial_status": if failed { "voided" } else { "paid" },
-                "total_price": format!("{}.00", body.credits),
-                "currency": "USD",
-                "note": result_text(body),
-                "test": body.test,
-            })
-        }
+        BodyShape::Github => github_body(shape, body),
+        BodyShape::Shopify => shopify_body(shape, body),
         BodyShape::Slack if body.test => json!({
             "token": "hookstorm-verification-token",
             "challenge": slack_challenge(body),
             "type": "url_verification",
         }),
-        BodyShape::Slack => {
-            let t = unix_or_text(&body.task.created_at);
-            json!({
-                "token": "hookstorm-verification-token",
-                "team_id": "T0HOOKSTRM",
-                "api_app_id": "A0HOOKSTRM",
-                "event": {
-                    "type": "message",
-                    "channel": object_value(shape, body),
-                    "user": "U0HOOKSTRM",
-                    "text": result_text(body),
-                    "ts": format!("{}.000100", unix(&body.task.created_at).unwrap_or(0)),
-                },
-                "type": "event_callback",
-                "event_id": event_id(shape, body),
-                "event_time": t,
-                "authorizations": [{"team_id": "T0HOOKSTRM", "user_id": "U0HOOKSTRM", "is_bot": true}],
-                "is_ext_shared_channel": false,
-            })
-        }
+        BodyShape::Slack => slack_body(shape, body),
         BodyShape::GenericHex => json!({
             "event": event_type(shape, body),
             "data": {
@@ -462,6 +392,88 @@ pub fn render(shape: BodyShape, body: &Body, raw_note: bool) -> Vec<u8> {
         Format::Pretty => write(shape, &IdFirst(&v), noted),
         Format::Compact | Format::EscapedSlashes => write(shape, &v, noted),
     }
+}
+
+/// Stripe's event around an invoice: paid, or open when the task failed.
+fn stripe_body(shape: BodyShape, body: &Body) -> Value {
+    let failed = body.task.status == TaskStatus::Failed;
+    json!({
+        "id": event_id(shape, body),
+        "object": "event",
+        "api_version": "2024-06-20",
+        "created": unix_or_text(&body.task.created_at),
+        "data": {"object": {
+            "id": object_value(shape, body),
+            "object": "invoice",
+            "amount_paid": if failed { 0 } else { amount(body) },
+            "amount_due": amount(body),
+            "currency": "usd",
+            "status": if failed { "open" } else { "paid" },
+            "metadata": {"task_id": body.task.id, "result": result_text(body)},
+        }},
+        "livemode": false,
+        "pending_webhooks": 1,
+        "request": {"id": null, "idempotency_key": null},
+        "type": event_type(shape, body),
+    })
+}
+
+/// GitHub's `issues` event: edited, or closed when the task failed.
+fn github_body(shape: BodyShape, body: &Body) -> Value {
+    let failed = body.task.status == TaskStatus::Failed;
+    json!({
+        "action": if failed { "closed" } else { "edited" },
+        "issue": {
+            "id": object_value(shape, body),
+            "number": numeric("github-number", &object_seed(body)) % 10_000,
+            "title": format!("task {} — résumé prêt ✅", body.task.id),
+            "state": if failed { "closed" } else { "open" },
+            "body": result_text(body),
+            "created_at": body.task.created_at,
+            "updated_at": body.task.created_at,
+        },
+        "repository": github_repository(),
+        "sender": github_sender(),
+    })
+}
+
+/// Shopify's order: paid, or voided when the task failed.
+fn shopify_body(shape: BodyShape, body: &Body) -> Value {
+    let failed = body.task.status == TaskStatus::Failed;
+    let id = object_value(shape, body);
+    json!({
+        "id": id,
+        "admin_graphql_api_id": format!("gid://shopify/Order/{id}"),
+        "name": format!("#{}", 1000 + numeric("shopify-name", &object_seed(body)) % 9000),
+        "updated_at": body.task.created_at,
+        "financial_status": if failed { "voided" } else { "paid" },
+        "total_price": format!("{}.00", body.credits),
+        "currency": "USD",
+        "note": result_text(body),
+        "test": body.test,
+    })
+}
+
+/// Slack's Events API callback: a message event.
+fn slack_body(shape: BodyShape, body: &Body) -> Value {
+    let t = unix_or_text(&body.task.created_at);
+    json!({
+        "token": "hookstorm-verification-token",
+        "team_id": "T0HOOKSTRM",
+        "api_app_id": "A0HOOKSTRM",
+        "event": {
+            "type": "message",
+            "channel": object_value(shape, body),
+            "user": "U0HOOKSTRM",
+            "text": result_text(body),
+            "ts": format!("{}.000100", unix(&body.task.created_at).unwrap_or(0)),
+        },
+        "type": "event_callback",
+        "event_id": event_id(shape, body),
+        "event_time": t,
+        "authorizations": [{"team_id": "T0HOOKSTRM", "user_id": "U0HOOKSTRM", "is_bot": true}],
+        "is_ext_shared_channel": false,
+    })
 }
 
 /// A JSON value written with each object's `id` and `object` keys first

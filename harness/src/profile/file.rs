@@ -141,71 +141,10 @@ impl ProfileFile {
             p.body_template = Some(text);
         }
         if let Some(sem) = self.semantics {
-            if let Some(id) = sem.identity {
-                p.semantics.identity = parse_identity(&id).ok_or_else(|| {
-                    ConfigError::invalid(
-                        path,
-                        format!("[semantics] identity = {id:?}: expected task-id, delivery-id, header:<name> or body:<json pointer>"),
-                    )
-                })?;
-            }
-            if let Some(f) = sem.freshness {
-                p.semantics.freshness = f;
-            }
-            for (name, value, slot) in [
-                ("object", sem.object, &mut p.semantics.object),
-                ("order", sem.order, &mut p.semantics.order),
-            ] {
-                if let Some(v) = value {
-                    if !v.starts_with('/') {
-                        return Err(ConfigError::invalid(
-                            path,
-                            format!("[semantics] {name} = {v:?}: expected a JSON pointer such as \"/data/id\""),
-                        ));
-                    }
-                    *slot = Some(v);
-                }
-            }
+            apply_semantics(&mut p, sem, path)?;
         }
         if let Some(s) = self.schedule {
-            if s.waits.is_some() && (s.base.is_some() || s.factor.is_some()) {
-                return Err(ConfigError::invalid(
-                    path,
-                    "[schedule] takes either `waits` or `base`/`factor`/`cap`, not both",
-                ));
-            }
-            if let Some(waits) = s.waits {
-                let waits: Vec<Duration> = waits.into_iter().map(|w| w.0).collect();
-                p.schedule.max_attempts = s.max_attempts.unwrap_or(waits.len() as u32 + 1);
-                p.schedule.waits = Waits::List(waits);
-            } else if s.base.is_some() || s.factor.is_some() || s.cap.is_some() {
-                let (b0, f0, c0) = match &p.schedule.waits {
-                    Waits::Exponential { base, factor, cap } => (*base, *factor, *cap),
-                    Waits::List(_) => (Duration::from_secs(5), 2.0, None),
-                };
-                p.schedule.waits = Waits::Exponential {
-                    base: s.base.map(|b| b.0).unwrap_or(b0),
-                    factor: s.factor.unwrap_or(f0),
-                    cap: s.cap.map(|c| c.0).or(c0),
-                };
-            }
-            if let Some(n) = s.max_attempts {
-                p.schedule.max_attempts = n;
-            }
-            if let Some(j) = s.jitter {
-                p.schedule.jitter = match j.as_str() {
-                    "none" => Jitter::None,
-                    "shorten-up-to-half" => Jitter::ShortenUpToHalf,
-                    "full" => Jitter::Full,
-                    "plus-minus" => Jitter::PlusMinus(s.jitter_fraction.unwrap_or(0.1)),
-                    other => {
-                        return Err(ConfigError::invalid(
-                            path,
-                            format!("jitter = {other:?}: expected none, shorten-up-to-half, full or plus-minus"),
-                        ))
-                    }
-                };
-            }
+            apply_schedule(&mut p, s, path)?;
         }
         if p.schedule.max_attempts == 0 || p.schedule.max_attempts > 1000 {
             return Err(ConfigError::invalid(
@@ -218,4 +157,81 @@ impl ProfileFile {
         }
         Ok(p)
     }
+}
+
+/// A profile file's `[semantics]` over its base's.
+fn apply_semantics(p: &mut Profile, sem: SemanticsFile, path: &Path) -> Result<(), ConfigError> {
+    if let Some(id) = sem.identity {
+        p.semantics.identity = parse_identity(&id).ok_or_else(|| {
+            ConfigError::invalid(
+                path,
+                format!("[semantics] identity = {id:?}: expected task-id, delivery-id, header:<name> or body:<json pointer>"),
+            )
+        })?;
+    }
+    if let Some(f) = sem.freshness {
+        p.semantics.freshness = f;
+    }
+    for (name, value, slot) in [
+        ("object", sem.object, &mut p.semantics.object),
+        ("order", sem.order, &mut p.semantics.order),
+    ] {
+        if let Some(v) = value {
+            if !v.starts_with('/') {
+                return Err(ConfigError::invalid(
+                    path,
+                    format!(
+                        "[semantics] {name} = {v:?}: expected a JSON pointer such as \"/data/id\""
+                    ),
+                ));
+            }
+            *slot = Some(v);
+        }
+    }
+    Ok(())
+}
+
+/// A profile file's `[schedule]` over its base's.
+fn apply_schedule(p: &mut Profile, s: ScheduleFile, path: &Path) -> Result<(), ConfigError> {
+    if s.waits.is_some() && (s.base.is_some() || s.factor.is_some()) {
+        return Err(ConfigError::invalid(
+            path,
+            "[schedule] takes either `waits` or `base`/`factor`/`cap`, not both",
+        ));
+    }
+    if let Some(waits) = s.waits {
+        let waits: Vec<Duration> = waits.into_iter().map(|w| w.0).collect();
+        p.schedule.max_attempts = s.max_attempts.unwrap_or(waits.len() as u32 + 1);
+        p.schedule.waits = Waits::List(waits);
+    } else if s.base.is_some() || s.factor.is_some() || s.cap.is_some() {
+        let (b0, f0, c0) = match &p.schedule.waits {
+            Waits::Exponential { base, factor, cap } => (*base, *factor, *cap),
+            Waits::List(_) => (Duration::from_secs(5), 2.0, None),
+        };
+        p.schedule.waits = Waits::Exponential {
+            base: s.base.map(|b| b.0).unwrap_or(b0),
+            factor: s.factor.unwrap_or(f0),
+            cap: s.cap.map(|c| c.0).or(c0),
+        };
+    }
+    if let Some(n) = s.max_attempts {
+        p.schedule.max_attempts = n;
+    }
+    if let Some(j) = s.jitter {
+        p.schedule.jitter = match j.as_str() {
+            "none" => Jitter::None,
+            "shorten-up-to-half" => Jitter::ShortenUpToHalf,
+            "full" => Jitter::Full,
+            "plus-minus" => Jitter::PlusMinus(s.jitter_fraction.unwrap_or(0.1)),
+            other => {
+                return Err(ConfigError::invalid(
+                    path,
+                    format!(
+                        "jitter = {other:?}: expected none, shorten-up-to-half, full or plus-minus"
+                    ),
+                ))
+            }
+        };
+    }
+    Ok(())
 }

@@ -305,202 +305,16 @@ pub struct Profile {
 impl Profile {
     /// A built-in profile by name.
     pub fn builtin(name: &str) -> Option<Profile> {
-        let secs = Duration::from_secs;
-        let p = match name {
-            "answerline" => Profile {
-                name: name.into(),
-                schedule: Schedule {
-                    max_attempts: 10,
-                    waits: Waits::Exponential {
-                        base: secs(5),
-                        factor: 2.0,
-                        cap: None,
-                    },
-                    jitter: Jitter::ShortenUpToHalf,
-                },
-                timeout: secs(15),
-                connect_timeout: None,
-                success: vec![StatusRange(200, 299)],
-                give_up_on: vec![],
-                id_header: Some("Webhook-Id".into()),
-                event_header: None,
-                scheme: Scheme::TimestampedHex {
-                    header: "Webhook-Signature".into(),
-                },
-                tolerance: Some(secs(300)),
-                body: BodyShape::Answerline,
-                semantics: Semantics::of(BodyShape::Answerline),
-                body_template: None,
-            },
-            "standard-webhooks" | "svix" => {
-                let (id, ts, sig) = if name == "svix" {
-                    ("svix-id", "svix-timestamp", "svix-signature")
-                } else {
-                    ("webhook-id", "webhook-timestamp", "webhook-signature")
-                };
-                Profile {
-                    name: name.into(),
-                    schedule: Schedule {
-                        max_attempts: 8,
-                        waits: Waits::List(vec![
-                            secs(5),
-                            secs(5 * 60),
-                            secs(30 * 60),
-                            secs(2 * 3600),
-                            secs(5 * 3600),
-                            secs(10 * 3600),
-                            secs(10 * 3600),
-                        ]),
-                        jitter: Jitter::None,
-                    },
-                    timeout: secs(15),
-                    connect_timeout: None,
-                    success: vec![StatusRange(200, 299)],
-                    give_up_on: vec![StatusRange(410, 410)],
-                    id_header: None,
-                    event_header: None,
-                    scheme: Scheme::StandardWebhooks {
-                        id_header: id.into(),
-                        timestamp_header: ts.into(),
-                        signature_header: sig.into(),
-                    },
-                    tolerance: Some(secs(300)),
-                    body: BodyShape::StandardWebhooks,
-                    semantics: Semantics::of(BodyShape::StandardWebhooks),
-                    body_template: None,
-                }
-            }
-            // Stripe does not publish its intervals: modelled as 1 h doubling,
-            // capped at 24 h, 7 attempts (55 h, inside the documented 3 days).
-            "stripe" => Profile {
-                name: name.into(),
-                schedule: Schedule {
-                    max_attempts: 7,
-                    waits: Waits::Exponential {
-                        base: secs(3600),
-                        factor: 2.0,
-                        cap: Some(secs(24 * 3600)),
-                    },
-                    jitter: Jitter::None,
-                },
-                timeout: secs(15),
-                connect_timeout: None,
-                success: vec![StatusRange(200, 299)],
-                give_up_on: vec![],
-                id_header: None,
-                event_header: None,
-                scheme: Scheme::TimestampedHex {
-                    header: "Stripe-Signature".into(),
-                },
-                tolerance: Some(secs(300)),
-                body: BodyShape::Stripe,
-                semantics: Semantics::of(BodyShape::Stripe),
-                body_template: None,
-            },
-            "github" => Profile {
-                name: name.into(),
-                schedule: Schedule {
-                    max_attempts: 1,
-                    waits: Waits::List(vec![]),
-                    jitter: Jitter::None,
-                },
-                timeout: secs(10),
-                connect_timeout: None,
-                success: vec![StatusRange(200, 299)],
-                give_up_on: vec![],
-                id_header: Some("X-GitHub-Delivery".into()),
-                event_header: Some("X-GitHub-Event".into()),
-                scheme: Scheme::BodyHmac {
-                    header: "X-Hub-Signature-256".into(),
-                    prefix: "sha256=".into(),
-                    encoding: Encoding::Hex,
-                },
-                tolerance: None,
-                body: BodyShape::Github,
-                semantics: Semantics::of(BodyShape::Github),
-                body_template: None,
-            },
-            // 8 retries over about 4 h: 1 min doubling (255 min in all).
-            "shopify" => Profile {
-                name: name.into(),
-                schedule: Schedule {
-                    max_attempts: 9,
-                    waits: Waits::Exponential {
-                        base: secs(60),
-                        factor: 2.0,
-                        cap: None,
-                    },
-                    jitter: Jitter::None,
-                },
-                timeout: secs(5),
-                connect_timeout: Some(secs(1)),
-                success: vec![StatusRange(200, 299)],
-                give_up_on: vec![],
-                id_header: Some("X-Shopify-Webhook-Id".into()),
-                event_header: Some("X-Shopify-Topic".into()),
-                scheme: Scheme::BodyHmac {
-                    header: "X-Shopify-Hmac-Sha256".into(),
-                    prefix: String::new(),
-                    encoding: Encoding::Base64,
-                },
-                tolerance: None,
-                body: BodyShape::Shopify,
-                semantics: Semantics::of(BodyShape::Shopify),
-                body_template: None,
-            },
-            // Three retries: at once, after 1 min, after 5 min; 3 s timeout.
-            "slack" => Profile {
-                name: name.into(),
-                schedule: Schedule {
-                    max_attempts: 4,
-                    waits: Waits::List(vec![Duration::ZERO, secs(60), secs(300)]),
-                    jitter: Jitter::None,
-                },
-                timeout: secs(3),
-                connect_timeout: None,
-                success: vec![StatusRange(200, 299)],
-                give_up_on: vec![],
-                id_header: None,
-                event_header: None,
-                scheme: Scheme::Slack {
-                    signature_header: "X-Slack-Signature".into(),
-                    timestamp_header: "X-Slack-Request-Timestamp".into(),
-                },
-                tolerance: Some(secs(300)),
-                body: BodyShape::Slack,
-                semantics: Semantics::of(BodyShape::Slack),
-                body_template: None,
-            },
-            "generic-hex" => Profile {
-                name: name.into(),
-                schedule: Schedule {
-                    max_attempts: 5,
-                    waits: Waits::Exponential {
-                        base: secs(10),
-                        factor: 4.0,
-                        cap: None,
-                    },
-                    jitter: Jitter::None,
-                },
-                timeout: secs(10),
-                connect_timeout: None,
-                success: vec![StatusRange(200, 299)],
-                give_up_on: vec![],
-                id_header: Some("X-Idempotency-Key".into()),
-                event_header: Some("X-Webhook-Event".into()),
-                scheme: Scheme::BodyHmac {
-                    header: "X-Webhook-Signature".into(),
-                    prefix: String::new(),
-                    encoding: Encoding::Hex,
-                },
-                tolerance: None,
-                body: BodyShape::GenericHex,
-                semantics: Semantics::of(BodyShape::GenericHex),
-                body_template: None,
-            },
+        Some(match name {
+            "answerline" => answerline(name),
+            "standard-webhooks" | "svix" => standard_webhooks(name),
+            "stripe" => stripe(name),
+            "github" => github(name),
+            "shopify" => shopify(name),
+            "slack" => slack(name),
+            "generic-hex" => generic_hex(name),
             _ => return None,
-        };
-        Some(p)
+        })
     }
 
     /// The default profile (`answerline`).
@@ -596,6 +410,233 @@ impl Profile {
     /// none) times [`Profile::time_scale_factor`].
     pub fn time_scale(&self, flag: Option<f64>, scenario: Option<f64>, default: f64) -> f64 {
         flag.unwrap_or_else(|| scenario.unwrap_or(default) * self.time_scale_factor())
+    }
+}
+
+/// The answerline provider the contract describes.
+fn answerline(name: &str) -> Profile {
+    let secs = Duration::from_secs;
+    Profile {
+        name: name.into(),
+        schedule: Schedule {
+            max_attempts: 10,
+            waits: Waits::Exponential {
+                base: secs(5),
+                factor: 2.0,
+                cap: None,
+            },
+            jitter: Jitter::ShortenUpToHalf,
+        },
+        timeout: secs(15),
+        connect_timeout: None,
+        success: vec![StatusRange(200, 299)],
+        give_up_on: vec![],
+        id_header: Some("Webhook-Id".into()),
+        event_header: None,
+        scheme: Scheme::TimestampedHex {
+            header: "Webhook-Signature".into(),
+        },
+        tolerance: Some(secs(300)),
+        body: BodyShape::Answerline,
+        semantics: Semantics::of(BodyShape::Answerline),
+        body_template: None,
+    }
+}
+
+/// Standard Webhooks, under its own header names or Svix's (`name`).
+fn standard_webhooks(name: &str) -> Profile {
+    let secs = Duration::from_secs;
+    let (id, ts, sig) = if name == "svix" {
+        ("svix-id", "svix-timestamp", "svix-signature")
+    } else {
+        ("webhook-id", "webhook-timestamp", "webhook-signature")
+    };
+    Profile {
+        name: name.into(),
+        schedule: Schedule {
+            max_attempts: 8,
+            waits: Waits::List(vec![
+                secs(5),
+                secs(5 * 60),
+                secs(30 * 60),
+                secs(2 * 3600),
+                secs(5 * 3600),
+                secs(10 * 3600),
+                secs(10 * 3600),
+            ]),
+            jitter: Jitter::None,
+        },
+        timeout: secs(15),
+        connect_timeout: None,
+        success: vec![StatusRange(200, 299)],
+        give_up_on: vec![StatusRange(410, 410)],
+        id_header: None,
+        event_header: None,
+        scheme: Scheme::StandardWebhooks {
+            id_header: id.into(),
+            timestamp_header: ts.into(),
+            signature_header: sig.into(),
+        },
+        tolerance: Some(secs(300)),
+        body: BodyShape::StandardWebhooks,
+        semantics: Semantics::of(BodyShape::StandardWebhooks),
+        body_template: None,
+    }
+}
+
+/// Stripe's webhooks.
+///
+/// Stripe does not publish its intervals: modelled as 1 h doubling,
+/// capped at 24 h, 7 attempts (55 h, inside the documented 3 days).
+fn stripe(name: &str) -> Profile {
+    let secs = Duration::from_secs;
+    Profile {
+        name: name.into(),
+        schedule: Schedule {
+            max_attempts: 7,
+            waits: Waits::Exponential {
+                base: secs(3600),
+                factor: 2.0,
+                cap: Some(secs(24 * 3600)),
+            },
+            jitter: Jitter::None,
+        },
+        timeout: secs(15),
+        connect_timeout: None,
+        success: vec![StatusRange(200, 299)],
+        give_up_on: vec![],
+        id_header: None,
+        event_header: None,
+        scheme: Scheme::TimestampedHex {
+            header: "Stripe-Signature".into(),
+        },
+        tolerance: Some(secs(300)),
+        body: BodyShape::Stripe,
+        semantics: Semantics::of(BodyShape::Stripe),
+        body_template: None,
+    }
+}
+
+/// GitHub's webhooks.
+fn github(name: &str) -> Profile {
+    let secs = Duration::from_secs;
+    Profile {
+        name: name.into(),
+        schedule: Schedule {
+            max_attempts: 1,
+            waits: Waits::List(vec![]),
+            jitter: Jitter::None,
+        },
+        timeout: secs(10),
+        connect_timeout: None,
+        success: vec![StatusRange(200, 299)],
+        give_up_on: vec![],
+        id_header: Some("X-GitHub-Delivery".into()),
+        event_header: Some("X-GitHub-Event".into()),
+        scheme: Scheme::BodyHmac {
+            header: "X-Hub-Signature-256".into(),
+            prefix: "sha256=".into(),
+            encoding: Encoding::Hex,
+        },
+        tolerance: None,
+        body: BodyShape::Github,
+        semantics: Semantics::of(BodyShape::Github),
+        body_template: None,
+    }
+}
+
+/// Shopify's webhooks.
+///
+/// 8 retries over about 4 h: 1 min doubling (255 min in all).
+fn shopify(name: &str) -> Profile {
+    let secs = Duration::from_secs;
+    Profile {
+        name: name.into(),
+        schedule: Schedule {
+            max_attempts: 9,
+            waits: Waits::Exponential {
+                base: secs(60),
+                factor: 2.0,
+                cap: None,
+            },
+            jitter: Jitter::None,
+        },
+        timeout: secs(5),
+        connect_timeout: Some(secs(1)),
+        success: vec![StatusRange(200, 299)],
+        give_up_on: vec![],
+        id_header: Some("X-Shopify-Webhook-Id".into()),
+        event_header: Some("X-Shopify-Topic".into()),
+        scheme: Scheme::BodyHmac {
+            header: "X-Shopify-Hmac-Sha256".into(),
+            prefix: String::new(),
+            encoding: Encoding::Base64,
+        },
+        tolerance: None,
+        body: BodyShape::Shopify,
+        semantics: Semantics::of(BodyShape::Shopify),
+        body_template: None,
+    }
+}
+
+/// Slack's Events API.
+///
+/// Three retries: at once, after 1 min, after 5 min; 3 s timeout.
+fn slack(name: &str) -> Profile {
+    let secs = Duration::from_secs;
+    Profile {
+        name: name.into(),
+        schedule: Schedule {
+            max_attempts: 4,
+            waits: Waits::List(vec![Duration::ZERO, secs(60), secs(300)]),
+            jitter: Jitter::None,
+        },
+        timeout: secs(3),
+        connect_timeout: None,
+        success: vec![StatusRange(200, 299)],
+        give_up_on: vec![],
+        id_header: None,
+        event_header: None,
+        scheme: Scheme::Slack {
+            signature_header: "X-Slack-Signature".into(),
+            timestamp_header: "X-Slack-Request-Timestamp".into(),
+        },
+        tolerance: Some(secs(300)),
+        body: BodyShape::Slack,
+        semantics: Semantics::of(BodyShape::Slack),
+        body_template: None,
+    }
+}
+
+/// A generic provider: an HMAC-SHA256 of the body in hex.
+fn generic_hex(name: &str) -> Profile {
+    let secs = Duration::from_secs;
+    Profile {
+        name: name.into(),
+        schedule: Schedule {
+            max_attempts: 5,
+            waits: Waits::Exponential {
+                base: secs(10),
+                factor: 4.0,
+                cap: None,
+            },
+            jitter: Jitter::None,
+        },
+        timeout: secs(10),
+        connect_timeout: None,
+        success: vec![StatusRange(200, 299)],
+        give_up_on: vec![],
+        id_header: Some("X-Idempotency-Key".into()),
+        event_header: Some("X-Webhook-Event".into()),
+        scheme: Scheme::BodyHmac {
+            header: "X-Webhook-Signature".into(),
+            prefix: String::new(),
+            encoding: Encoding::Hex,
+        },
+        tolerance: None,
+        body: BodyShape::GenericHex,
+        semantics: Semantics::of(BodyShape::GenericHex),
+        body_template: None,
     }
 }
 

@@ -80,6 +80,41 @@ pub fn console_table(report: &RunReport, color: bool) -> String {
         let _ = writeln!(out, "  {}  {:>7.1}s", paint(&word, v, color), s.duration_s);
     }
 
+    dead_letters(&mut out, &report, color);
+    for s in &report.scenarios {
+        for n in s.notes.iter().filter(|n| n.asks_for_final_url()) {
+            let _ = writeln!(out, "{}: {n}", s.name);
+        }
+    }
+    findings(&mut out, &report, color);
+    let v = report.verdict();
+    let code = report.exit_code();
+    if report.interrupted {
+        let _ = writeln!(
+            out,
+            "\ninterrupted: only the {} above finished",
+            count(report.scenarios.len(), "scenario")
+        );
+    }
+    let line = format!("verdict: {} (exit {code})", verdict_word(v, report.strict));
+    out.push('\n');
+    for s in &report.scenarios {
+        if let Some(skip) = s.skipped.as_ref().filter(|k| k.need.is_some()) {
+            let _ = writeln!(out, "skipped {}: {}", s.name, skip.reason);
+        }
+    }
+    statement(&mut out, &report, color);
+    let _ = writeln!(out, "{}", report.coverage_line());
+    if color {
+        let _ = writeln!(out, "{BOLD}{}{RESET}", paint(&line, v, color));
+    } else {
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}
+
+/// The dead letters, real ones apart from those the scenarios intend.
+fn dead_letters(out: &mut String, report: &RunReport, color: bool) {
     let (mut real, mut designed) = (Vec::new(), Vec::new());
     for s in report.scenarios.iter().filter(|s| s.check.counts.dead > 0) {
         let listed = &s.check.dead_letters;
@@ -116,11 +151,11 @@ pub fn console_table(report: &RunReport, color: bool) -> String {
             designed.join(", ")
         );
     }
-    for s in &report.scenarios {
-        for n in s.notes.iter().filter(|n| n.asks_for_final_url()) {
-            let _ = writeln!(out, "{}: {n}", s.name);
-        }
-    }
+}
+
+/// Every invariant that did not pass, worst first, with its evidence and
+/// how to reproduce it.
+fn findings(out: &mut String, report: &RunReport, color: bool) {
     let mut any = false;
     let order = [Verdict::Fail, Verdict::NonStrict, Verdict::Unknown];
     for which in order {
@@ -156,30 +191,6 @@ pub fn console_table(report: &RunReport, color: bool) -> String {
             }
         }
     }
-    let v = report.verdict();
-    let code = report.exit_code();
-    if report.interrupted {
-        let _ = writeln!(
-            out,
-            "\ninterrupted: only the {} above finished",
-            count(report.scenarios.len(), "scenario")
-        );
-    }
-    let line = format!("verdict: {} (exit {code})", verdict_word(v, report.strict));
-    out.push('\n');
-    for s in &report.scenarios {
-        if let Some(skip) = s.skipped.as_ref().filter(|k| k.need.is_some()) {
-            let _ = writeln!(out, "skipped {}: {}", s.name, skip.reason);
-        }
-    }
-    statement(&mut out, &report, color);
-    let _ = writeln!(out, "{}", report.coverage_line());
-    if color {
-        let _ = writeln!(out, "{BOLD}{}{RESET}", paint(&line, v, color));
-    } else {
-        let _ = writeln!(out, "{line}");
-    }
-    out
 }
 
 /// The conformance statement: a line per level, then the digests.

@@ -23,7 +23,8 @@ use serde_json::{json, Value};
 use super::{RunReport, ScenarioReport};
 use crate::grading::gaps;
 use crate::grading::outcome::{self, Facts, Judged};
-use crate::history::{self, Attempt, Event, Intent};
+use crate::history::{self, Attempt, Emitted, Event, FaultEvent, Intent, RunHeader};
+use crate::profile::schedule::Schedule;
 use crate::profile::Profile;
 use crate::state::probe::redact_text;
 
@@ -86,174 +87,235 @@ pub(crate) fn timeline(s: &ScenarioReport, dir: &Path, report: &RunReport) -> Va
         Ok(ev) => ev,
         Err(e) => return json!({ "error": redact_text(&e.to_string()) }),
     };
-    let mut t0: Option<f64> = None;
-    let mut scale = report.time_scale;
-    let mut profile = report.profile.clone();
     let slack = Duration::from_secs_f64(
         s.gap_slack_ms
             .unwrap_or(gaps::BASE_SLACK.as_secs_f64() * 1000.0)
             / 1000.0,
     );
-    let mut rows: Vec<Row> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    // The last send of each delivery and round, for its next retry's window.
-    let mut last_send: HashMap<(usize, u32), (u32, f64)> = HashMap::new();
-    // Keys the receiver itself missed an attempt of, for their deaths.
-    let mut missed: HashMap<(String, String), bool> = HashMap::new();
-    let mut fault_names: Vec<String> = Vec::new();
-    let mut faults: Vec<Value> = Vec::new();
-    let (mut kept, mut left_out, mut faults_left_out) = (0usize, 0usize, 0usize);
-    let mut last = 0.0f64;
-    let mut bad_lines = 0usize;
-    let mut schedule = Profile::builtin(&profile).map(|p| p.schedule);
+    let mut b = Builder::new(report, slack);
     for item in events {
-        let Ok((line, event)) = item else {
-            bad_lines += 1;
-            continue;
-        };
-        match event {
-            Event::Run(h) => {
-                scale = h.time_scale;
-                schedule = Profile::builtin(&h.profile).map(|p| p.schedule);
-                profile = h.profile;
-                t0 = t0.or_else(|| epoch_ms(&h.started_at));
-            }
-            Event::Emit(e) => {
-                // A sink's history: one row per event, even one never sent.
-                let id = format!("{}/{}", e.account, e.key);
-                index.entry(id).or_insert_with(|| {
-                    rows.push(Row {
-                        value: json!({ "id": e.key, "key": e.key, "account": e.account }),
-                        names: vec![e.key.clone()],
-                        account: e.account.clone(),
-                        key: e.key.clone(),
-                        attempts: Vec::new(),
-                        deaths: Vec::new(),
-                    });
-                    rows.len() - 1
-                });
-            }
-            Event::Attempt(a) => {
-                // A sink's attempts carry their own clock (from the
-                // scenario's start) and the window the sender's schedule
-                // gives them.
-                let at = match &a.sink {
-                    Some(got) => Some(t0.unwrap_or(0.0) + got.at_ms),
-                    None => epoch_ms(&a.sent_at),
-                };
-                let Some(at) = at else {
-                    bad_lines += 1;
-                    continue;
-                };
-                let facts = Facts::from(&a);
-                if a.intent == Intent::Genuine {
-                    *missed
-                        .entry((a.account.clone(), a.key.clone()))
-                        .or_default() |= outcome::receiver_missed(&facts);
-                }
-                let base = *t0.get_or_insert(at);
-                let t = at - base;
-                last = last.max(t + a.latency_ms.unwrap_or(0.0));
-                if kept >= MAX_ATTEMPTS {
-                    left_out += 1;
-                    continue;
-                }
-                kept += 1;
-                let row_id = match &a.sink {
-                    Some(_) => format!("{}/{}", a.account, a.key),
-                    None => a.delivery.clone(),
-                };
-                let r = *index
-                    .entry(row_id)
-                    .or_insert_with(|| new_row(&mut rows, &a));
-                let row = &mut rows[r];
-                for name in [&a.job, &a.resource].into_iter().flatten() {
-                    if !row.names.contains(name) {
-                        row.names.push(name.clone());
-                    }
-                }
-                let judged = outcome::judge(&facts);
-                let (o, died) = match judged {
-                    Judged::Now(o) => (Value::from(o.index()), false),
-                    Judged::Died => (Value::Null, true),
-                };
-                let sink_window = a.sink.as_ref().and_then(|g| g.window_ms);
-                let window = match (&schedule, last_send.get(&(r, a.round))) {
-                    _ if sink_window.is_some() => sink_window
-                        .map(|[lo, hi]| json!([lo.round(), hi.round()]))
-                        .unwrap_or(Value::Null),
-                    (Some(sch), Some(&(n, prev))) if n + 1 == a.attempt => {
-                        gaps::window(sch, a.attempt, scale, slack)
-                            .map(|(lo, hi)| {
-                                json!([(prev + lo * 1000.0).round(), (prev + hi * 1000.0).round()])
-                            })
-                            .unwrap_or(Value::Null)
-                    }
-                    _ => Value::Null,
-                };
-                // A held-back attempt was never sent: no gap starts there.
-                if !a.faults.contains(&crate::tag::FaultTag::HoldBack) {
-                    last_send.insert((r, a.round), (a.attempt, t));
-                }
-                if died {
-                    row.deaths.push(row.attempts.len());
-                }
-                let fault = fault_index(&a, &mut fault_names);
-                let error = a
-                    .error
-                    .as_deref()
-                    .map(|e| redact_text(&e.chars().take(160).collect::<String>()));
-                row.attempts.push(json!([
-                    t.round(),
-                    o,
-                    a.attempt,
-                    a.round,
-                    a.status,
-                    line,
-                    a.latency_ms.map(|l| (l * 10.0).round() / 10.0),
-                    fault,
-                    error,
-                    window,
-                ]));
-            }
-            Event::Fault(f) => {
-                let Some(at) = epoch_ms(&f.at) else {
-                    bad_lines += 1;
-                    continue;
-                };
-                let base = *t0.get_or_insert(at);
-                let t = at - base;
-                last = last.max(t);
-                if faults.len() >= MAX_FAULTS {
-                    faults_left_out += 1;
-                    continue;
-                }
-                faults.push(json!({
-                    "t": t.round(),
-                    "fault": f.fault,
-                    "action": redact_text(&f.action),
-                    "detail": f.detail.as_deref().map(redact_text),
-                    "line": line,
-                }));
-            }
-            Event::Provider(_) => {}
+        match item {
+            Ok((_, Event::Run(h))) => b.run(h),
+            Ok((_, Event::Emit(e))) => b.emit(&e),
+            Ok((line, Event::Attempt(a))) => b.attempt(line, &a),
+            Ok((line, Event::Fault(f))) => b.fault(line, &f),
+            Ok((_, Event::Provider(_))) => {}
+            Err(_) => b.bad_lines += 1,
         }
     }
-    let deliveries = order_rows(rows, &cited(s, report.strict), &missed);
+    let deliveries = order_rows(b.rows, &cited(s, report.strict), &b.missed);
     json!({
         "history": s.history,
-        "span_ms": last.ceil(),
-        "time_scale": scale,
-        "profile": profile,
+        "span_ms": b.last.ceil(),
+        "time_scale": b.scale,
+        "profile": b.profile,
         "slack_ms": slack.as_secs_f64() * 1000.0,
         "deliveries": deliveries,
-        "fault_names": fault_names,
-        "faults": faults,
-        "attempts": kept,
-        "attempts_left_out": left_out,
-        "faults_left_out": faults_left_out,
-        "bad_lines": bad_lines,
+        "fault_names": b.fault_names,
+        "faults": b.faults,
+        "attempts": b.kept,
+        "attempts_left_out": b.left_out,
+        "faults_left_out": b.faults_left_out,
+        "bad_lines": b.bad_lines,
     })
+}
+
+/// A timeline while its history is read.
+struct Builder {
+    /// The first time seen (ms since the epoch): the timeline's zero.
+    t0: Option<f64>,
+    scale: f64,
+    profile: String,
+    schedule: Option<Schedule>,
+    slack: Duration,
+    rows: Vec<Row>,
+    index: HashMap<String, usize>,
+    /// The last send of each delivery and round, for its next retry's window.
+    last_send: HashMap<(usize, u32), (u32, f64)>,
+    /// Keys the receiver itself missed an attempt of, for their deaths.
+    missed: HashMap<(String, String), bool>,
+    fault_names: Vec<String>,
+    faults: Vec<Value>,
+    kept: usize,
+    left_out: usize,
+    faults_left_out: usize,
+    /// The latest time seen, from the zero.
+    last: f64,
+    bad_lines: usize,
+}
+
+impl Builder {
+    fn new(report: &RunReport, slack: Duration) -> Builder {
+        Builder {
+            t0: None,
+            scale: report.time_scale,
+            profile: report.profile.clone(),
+            schedule: Profile::builtin(&report.profile).map(|p| p.schedule),
+            slack,
+            rows: Vec::new(),
+            index: HashMap::new(),
+            last_send: HashMap::new(),
+            missed: HashMap::new(),
+            fault_names: Vec::new(),
+            faults: Vec::new(),
+            kept: 0,
+            left_out: 0,
+            faults_left_out: 0,
+            last: 0.0,
+            bad_lines: 0,
+        }
+    }
+
+    /// The run's header: its scale, profile (and schedule) and start.
+    fn run(&mut self, h: RunHeader) {
+        self.scale = h.time_scale;
+        self.schedule = Profile::builtin(&h.profile).map(|p| p.schedule);
+        self.profile = h.profile;
+        self.t0 = self.t0.or_else(|| epoch_ms(&h.started_at));
+    }
+
+    /// A sink's history: one row per event, even one never sent.
+    fn emit(&mut self, e: &Emitted) {
+        let id = format!("{}/{}", e.account, e.key);
+        let rows = &mut self.rows;
+        self.index.entry(id).or_insert_with(|| {
+            rows.push(event_row(&e.account, &e.key));
+            rows.len() - 1
+        });
+    }
+
+    /// An attempt, on line `line`: a mark on its delivery's row (up to
+    /// [`MAX_ATTEMPTS`] of them).
+    fn attempt(&mut self, line: u64, a: &Attempt) {
+        // A sink's attempts carry their own clock (from the scenario's
+        // start) and the window the sender's schedule gives them.
+        let at = match &a.sink {
+            Some(got) => Some(self.t0.unwrap_or(0.0) + got.at_ms),
+            None => epoch_ms(&a.sent_at),
+        };
+        let Some(at) = at else {
+            self.bad_lines += 1;
+            return;
+        };
+        let facts = Facts::from(a);
+        if a.intent == Intent::Genuine {
+            *self
+                .missed
+                .entry((a.account.clone(), a.key.clone()))
+                .or_default() |= outcome::receiver_missed(&facts);
+        }
+        let t = at - *self.t0.get_or_insert(at);
+        self.last = self.last.max(t + a.latency_ms.unwrap_or(0.0));
+        if self.kept >= MAX_ATTEMPTS {
+            self.left_out += 1;
+            return;
+        }
+        self.kept += 1;
+        let row_id = match &a.sink {
+            Some(_) => format!("{}/{}", a.account, a.key),
+            None => a.delivery.clone(),
+        };
+        let rows = &mut self.rows;
+        let r = *self.index.entry(row_id).or_insert_with(|| new_row(rows, a));
+        let row = &mut rows[r];
+        for name in [&a.job, &a.resource].into_iter().flatten() {
+            if !row.names.contains(name) {
+                row.names.push(name.clone());
+            }
+        }
+        let (o, died) = match outcome::judge(&facts) {
+            Judged::Now(o) => (Value::from(o.index()), false),
+            Judged::Died => (Value::Null, true),
+        };
+        let previous = self.last_send.get(&(r, a.round)).copied();
+        let window = retry_window(a, self.schedule.as_ref(), previous, self.scale, self.slack);
+        // A held-back attempt was never sent: no gap starts there.
+        if !a.faults.contains(&crate::tag::FaultTag::HoldBack) {
+            self.last_send.insert((r, a.round), (a.attempt, t));
+        }
+        if died {
+            row.deaths.push(row.attempts.len());
+        }
+        let fault = fault_index(a, &mut self.fault_names);
+        row.attempts
+            .push(attempt_cell(a, t, o, line, fault, window));
+    }
+
+    /// A fault event, on line `line` (up to [`MAX_FAULTS`] of them).
+    fn fault(&mut self, line: u64, f: &FaultEvent) {
+        let Some(at) = epoch_ms(&f.at) else {
+            self.bad_lines += 1;
+            return;
+        };
+        let t = at - *self.t0.get_or_insert(at);
+        self.last = self.last.max(t);
+        if self.faults.len() >= MAX_FAULTS {
+            self.faults_left_out += 1;
+            return;
+        }
+        self.faults.push(json!({
+            "t": t.round(),
+            "fault": f.fault,
+            "action": redact_text(&f.action),
+            "detail": f.detail.as_deref().map(redact_text),
+            "line": line,
+        }));
+    }
+}
+
+/// A sink's row for an event (one even when it was never sent).
+fn event_row(account: &str, key: &str) -> Row {
+    Row {
+        value: json!({ "id": key, "key": key, "account": account }),
+        names: vec![key.to_string()],
+        account: account.to_string(),
+        key: key.to_string(),
+        attempts: Vec::new(),
+        deaths: Vec::new(),
+    }
+}
+
+/// The window attempt `a` was due in: the sink's own, or the schedule's
+/// after the `previous` send of its round (attempt number, ms), else null.
+fn retry_window(
+    a: &Attempt,
+    schedule: Option<&Schedule>,
+    previous: Option<(u32, f64)>,
+    scale: f64,
+    slack: Duration,
+) -> Value {
+    if let Some([lo, hi]) = a.sink.as_ref().and_then(|g| g.window_ms) {
+        return json!([lo.round(), hi.round()]);
+    }
+    match (schedule, previous) {
+        (Some(sch), Some((n, prev))) if n + 1 == a.attempt => {
+            gaps::window(sch, a.attempt, scale, slack)
+                .map(|(lo, hi)| json!([(prev + lo * 1000.0).round(), (prev + hi * 1000.0).round()]))
+                .unwrap_or(Value::Null)
+        }
+        _ => Value::Null,
+    }
+}
+
+/// One attempt's cell: when (ms from the start), its outcome, numbers,
+/// status, history line, latency, fault, error (redacted, cut) and window.
+fn attempt_cell(a: &Attempt, t: f64, o: Value, line: u64, fault: Value, window: Value) -> Value {
+    let error = a
+        .error
+        .as_deref()
+        .map(|e| redact_text(&e.chars().take(160).collect::<String>()));
+    json!([
+        t.round(),
+        o,
+        a.attempt,
+        a.round,
+        a.status,
+        line,
+        a.latency_ms.map(|l| (l * 10.0).round() / 10.0),
+        fault,
+        error,
+        window,
+    ])
 }
 
 /// A new row for the delivery of `a`: only what differs from the common

@@ -101,6 +101,40 @@ pub fn render(report: &RunReport) -> String {
     }
     statement(&mut out, report);
     let _ = writeln!(out, "**{}**\n", md(&report.coverage_line()));
+    verdict_table(&mut out, report);
+
+    let sections = [
+        ("Failures", Verdict::Fail),
+        ("Non-strict deviations", Verdict::NonStrict),
+        ("Not decided", Verdict::Unknown),
+    ];
+    for (title, which) in sections {
+        let items: Vec<(&ScenarioReport, &InvariantResult)> = report
+            .scenarios
+            .iter()
+            .flat_map(|s| s.check.results.iter().map(move |r| (s, r)))
+            .filter(|(_, r)| r.verdict == which)
+            .collect();
+        if items.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "## {title}\n");
+        for (s, r) in items {
+            result_block(&mut out, report, s, r);
+        }
+    }
+
+    dead_letters(&mut out, report);
+
+    informational(&mut out, report);
+
+    designed_deaths(&mut out, report);
+    notes(&mut out, report);
+    out
+}
+
+/// The table of scenarios by invariant, with its legend.
+fn verdict_table(out: &mut String, report: &RunReport) {
     let ids = report.invariants();
     out.push_str("| scenario |");
     for id in &ids {
@@ -126,30 +160,10 @@ pub fn render(report: &RunReport) -> String {
     let names: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
     let _ = writeln!(out, "{}\n", names.join(" · "));
     out.push_str("✅ pass · ℹ️ informational (a pass with something worth knowing) · ⚠️ non-strict (fails only with `--strict`) · ❔ unknown (not decided) · ❌ fail · – not checked\n\n");
+}
 
-    let sections = [
-        ("Failures", Verdict::Fail),
-        ("Non-strict deviations", Verdict::NonStrict),
-        ("Not decided", Verdict::Unknown),
-    ];
-    for (title, which) in sections {
-        let items: Vec<(&ScenarioReport, &InvariantResult)> = report
-            .scenarios
-            .iter()
-            .flat_map(|s| s.check.results.iter().map(move |r| (s, r)))
-            .filter(|(_, r)| r.verdict == which)
-            .collect();
-        if items.is_empty() {
-            continue;
-        }
-        let _ = writeln!(out, "## {title}\n");
-        for (s, r) in items {
-            result_block(&mut out, report, s, r);
-        }
-    }
-
-    dead_letters(&mut out, report);
-
+/// The observations that change no verdict, when any.
+fn informational(out: &mut String, report: &RunReport) {
     let observed: Vec<_> = report
         .scenarios
         .iter()
@@ -171,9 +185,10 @@ pub fn render(report: &RunReport) -> String {
         }
         out.push('\n');
     }
+}
 
-    designed_deaths(&mut out, report);
-
+/// The notes of the scenarios that ran, when any.
+fn notes(out: &mut String, report: &RunReport) {
     if report
         .scenarios
         .iter()
@@ -187,7 +202,6 @@ pub fn render(report: &RunReport) -> String {
         }
         out.push('\n');
     }
-    out
 }
 
 /// The conformance statement: levels, skips, profile, seed, version, and

@@ -336,14 +336,50 @@ pub async fn run_until(
         reports.push(report);
         rechecks.push(recheck);
     }
-    // Rows no scenario's read saw yet, then every scenario that got late
-    // rows is judged again with them. (Not after Ctrl-C: the user asked to
-    // stop, not for one more read.)
-    if !interrupt.requested() && rechecks.iter().any(Option::is_some) {
+    // Not after Ctrl-C: the user asked to stop, not for one more read.
+    if !interrupt.requested() {
+        read_late_rows(&probe, &mut owners, &rechecks).await;
+    }
+    judge_late_rows(&owners, &mut reports, &rechecks);
+    let interrupted = interrupt.requested();
+    if let Some(sup) = supervisor.take() {
+        sup.end(interrupted).await;
+    }
+
+    let report = RunReport {
+        run_id: run_id.clone(),
+        started_at,
+        duration_s: started.elapsed().as_secs_f64(),
+        scenarios: reports,
+        interrupted,
+        ..empty_report(target, opts)
+    };
+    let report = report::write_reports(&dir, &report)?.report;
+    point_latest(&opts.out_dir, &run_id);
+    Ok(RunOutcome { report, dir })
+}
+
+/// Rows no scenario's read saw yet, read once after the last scenario
+/// when some scenario asked to be judged again with late rows.
+async fn read_late_rows(
+    probe: &Probe,
+    owners: &mut Owners,
+    rechecks: &[Option<scenario::Recheck>],
+) {
+    if rechecks.iter().any(Option::is_some) {
         if let Ok(state) = probe.read_state().await {
             owners.take_final(&state);
         }
     }
+}
+
+/// Judges again every scenario that got late rows, and notes the rows a
+/// scenario's reset found written again.
+fn judge_late_rows(
+    owners: &Owners,
+    reports: &mut [ScenarioReport],
+    rechecks: &[Option<scenario::Recheck>],
+) {
     for (&i, rows) in owners.late() {
         if let (Some(report), Some(Some(r))) = (reports.get_mut(i), rechecks.get(i)) {
             scenario::judge_late_rows(report, r, rows);
@@ -354,38 +390,28 @@ pub async fn run_until(
             report.notes.push(Note::WrittenAgain { rows: n });
         }
     }
-    let interrupted = interrupt.requested();
-    if let Some(sup) = supervisor.take() {
-        if interrupted {
-            // Stopped by the user: no graceful shutdown, every group is killed now.
-            drop(sup);
-        } else {
-            sup.shutdown().await;
-        }
-    }
+}
 
-    let time_scale = target
-        .profile
-        .time_scale(opts.time_scale, None, opts.default_time_scale);
-    let report = RunReport {
-        run_id: run_id.clone(),
+/// The report of a run of `target` under `opts` before its first scenario.
+fn empty_report(target: &Target, opts: &RunOptions) -> RunReport {
+    RunReport {
+        run_id: String::new(),
         seed: opts.seed,
         profile: target.profile.name.clone(),
-        time_scale,
+        time_scale: target
+            .profile
+            .time_scale(opts.time_scale, None, opts.default_time_scale),
         target: target.describe(),
-        started_at,
-        duration_s: started.elapsed().as_secs_f64(),
+        started_at: String::new(),
+        duration_s: 0.0,
         strict: opts.strict,
         require_all: opts.require_all,
         hookstorm_version: env!("CARGO_PKG_VERSION").to_string(),
-        scenarios: reports,
+        scenarios: Vec::new(),
         machine: Some(machine()),
-        interrupted,
+        interrupted: false,
         seal: None,
-    };
-    let report = report::write_reports(&dir, &report)?.report;
-    point_latest(&opts.out_dir, &run_id);
-    Ok(RunOutcome { report, dir })
+    }
 }
 
 /// Starts what the target needs for a run (lifecycle, database proxy,

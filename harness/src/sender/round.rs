@@ -6,7 +6,8 @@
 use rand_chacha::ChaCha8Rng;
 
 use super::exchange::classify;
-use super::{request, Ctx, Record};
+use super::exchange::Answer;
+use super::{request, Ctx, Met, Record};
 use crate::fault::redeliver::{Refusal, Standing};
 use crate::history::{now_rfc3339, Event, FaultEvent, Intent, Outcome};
 use crate::plan::{PlannedDelivery, Redelivery};
@@ -56,66 +57,7 @@ pub(super) async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
         let round = r as u32 + 1;
         match redelivery {
             Redelivery::Replay | Redelivery::FreshId(_) => {
-                let Some(got) = delivered.as_ref() else {
-                    ctx.write(Event::Fault(FaultEvent {
-                        scenario: ctx.scenario.clone(),
-                        at: now_rfc3339(),
-                        fault: FaultName::Duplicate,
-                        action: format!("skip replay of {}", d.id),
-                        detail: Some(
-                            "the delivery was never acknowledged, so there is no request to replay"
-                                .into(),
-                        ),
-                    }));
-                    continue;
-                };
-                let (id, name, headers, detail) = match redelivery {
-                    Redelivery::FreshId(new_id) => {
-                        let headers =
-                            if matches!(ctx.cfg.profile.scheme, Scheme::StandardWebhooks { .. }) {
-                                // The id is signed under this scheme: sign again with the new id.
-                                match ctx.sign(d, new_id, None) {
-                                    Ok(s) => ctx.headers(d, new_id, 1, &s.headers),
-                                    Err(why) => {
-                                        ctx.skip(d, why);
-                                        continue;
-                                    }
-                                }
-                            } else {
-                                let idh =
-                                    ctx.cfg.profile.delivery_id_header().unwrap_or("Webhook-Id");
-                                request::with_fresh_id(&got.headers, idh, new_id)
-                            };
-                        (
-                            new_id.as_str(),
-                            FaultTag::FreshId,
-                            headers,
-                            Some(format!("fresh id for {}", d.id)),
-                        )
-                    }
-                    _ => (d.id.as_str(), FaultTag::Replay, got.headers.clone(), None),
-                };
-                let sent_at = now_rfc3339();
-                let ticket = ctx.ticket();
-                let (answer, met) = ctx.exchange(d, &headers, &got.body, ticket).await;
-                let grade = classify(&ctx.cfg.profile, Intent::Genuine, &answer);
-                let mut faults = vec![name];
-                met.tag(&mut faults);
-                ctx.claim(d, ticket, &answer, &mut faults);
-                ctx.record(Record {
-                    d,
-                    id,
-                    attempt: 1,
-                    round,
-                    faults,
-                    sent_at,
-                    answer: Some(&answer),
-                    error: None,
-                    outcome: grade.outcome,
-                    intent: Intent::Genuine,
-                    detail,
-                    dead: false,
-                });
+                replay(ctx, d, redelivery, delivered.as_ref(), round).await;
             }
             Redelivery::Redeliver => {
                 let standing = if delivered.is_some() {
@@ -123,26 +65,7 @@ pub(super) async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
                 } else {
                     Standing::Dead
                 };
-                loop {
-                    match ctx.desk.request(&d.account, standing) {
-                        Ok(()) => break,
-                        Err(Refusal::HourlyLimit { limit, retry_in }) => {
-                            ctx.tally(|s| s.throttled += 1);
-                            ctx.note(
-                                FaultName::Redeliver,
-                                format!(
-                                    "hourly limit of {limit} redeliveries reached for account {}; delivery {} waits {}",
-                                    d.account,
-                                    d.id,
-                                    crate::text::units::format_duration(retry_in)
-                                ),
-                                None,
-                            );
-                            tokio::time::sleep(retry_in.max(Duration::from_millis(1))).await;
-                        }
-                        Err(Refusal::Pending) => break,
-                    }
-                }
+                wait_for_desk(ctx, d, standing).await;
                 ctx.tally(|s| s.redelivered += 1);
                 let mut rd = d.clone();
                 rd.hold_attempts = 0;
@@ -161,6 +84,100 @@ pub(super) async fn run_delivery(ctx: &Ctx, d: &PlannedDelivery) {
                 rd.signing = Signing::Current;
                 run_round(ctx, &rd, &mut rng, round, 0).await;
             }
+        }
+    }
+}
+
+/// Replays the request a round ended with (`Replay`), or sends it again
+/// under a fresh delivery id (`FreshId`, signed again where the scheme
+/// signs the id), as redelivery round `round`.
+async fn replay(
+    ctx: &Ctx,
+    d: &PlannedDelivery,
+    redelivery: &Redelivery,
+    delivered: Option<&Delivered>,
+    round: u32,
+) {
+    let Some(got) = delivered else {
+        ctx.write(Event::Fault(FaultEvent {
+            scenario: ctx.scenario.clone(),
+            at: now_rfc3339(),
+            fault: FaultName::Duplicate,
+            action: format!("skip replay of {}", d.id),
+            detail: Some(
+                "the delivery was never acknowledged, so there is no request to replay".into(),
+            ),
+        }));
+        return;
+    };
+    let (id, name, headers, detail) = match redelivery {
+        Redelivery::FreshId(new_id) => {
+            let headers = if matches!(ctx.cfg.profile.scheme, Scheme::StandardWebhooks { .. }) {
+                // The id is signed under this scheme: sign again with the new id.
+                match ctx.sign(d, new_id, None) {
+                    Ok(s) => ctx.headers(d, new_id, 1, &s.headers),
+                    Err(why) => {
+                        ctx.skip(d, why);
+                        return;
+                    }
+                }
+            } else {
+                let idh = ctx.cfg.profile.delivery_id_header().unwrap_or("Webhook-Id");
+                request::with_fresh_id(&got.headers, idh, new_id)
+            };
+            (
+                new_id.as_str(),
+                FaultTag::FreshId,
+                headers,
+                Some(format!("fresh id for {}", d.id)),
+            )
+        }
+        _ => (d.id.as_str(), FaultTag::Replay, got.headers.clone(), None),
+    };
+    let sent_at = now_rfc3339();
+    let ticket = ctx.ticket();
+    let (answer, met) = ctx.exchange(d, &headers, &got.body, ticket).await;
+    let grade = classify(&ctx.cfg.profile, Intent::Genuine, &answer);
+    let mut faults = vec![name];
+    met.tag(&mut faults);
+    ctx.claim(d, ticket, &answer, &mut faults);
+    ctx.record(Record {
+        d,
+        id,
+        attempt: 1,
+        round,
+        faults,
+        sent_at,
+        answer: Some(&answer),
+        error: None,
+        outcome: grade.outcome,
+        intent: Intent::Genuine,
+        detail,
+        dead: false,
+    });
+}
+
+/// Waits until the provider's redelivery desk takes a redelivery of `d`
+/// (an hourly limit reached makes it wait, and says so in the history).
+async fn wait_for_desk(ctx: &Ctx, d: &PlannedDelivery, standing: Standing) {
+    loop {
+        match ctx.desk.request(&d.account, standing) {
+            Ok(()) => break,
+            Err(Refusal::HourlyLimit { limit, retry_in }) => {
+                ctx.tally(|s| s.throttled += 1);
+                ctx.note(
+                    FaultName::Redeliver,
+                    format!(
+                        "hourly limit of {limit} redeliveries reached for account {}; delivery {} waits {}",
+                        d.account,
+                        d.id,
+                        crate::text::units::format_duration(retry_in)
+                    ),
+                    None,
+                );
+                tokio::time::sleep(retry_in.max(Duration::from_millis(1))).await;
+            }
+            Err(Refusal::Pending) => break,
         }
     }
 }
@@ -190,22 +207,7 @@ async fn run_round(
             ctx.sleep_scaled(wait).await;
         }
         if round == 0 && n <= d.hold_attempts && n < max {
-            let mut faults = base_faults.clone();
-            faults.push(FaultTag::HoldBack);
-            ctx.record(Record {
-                d,
-                id: &d.id,
-                attempt: n,
-                round,
-                faults,
-                sent_at: now_rfc3339(),
-                answer: None,
-                error: Some("held back: this attempt was not sent".into()),
-                outcome: Outcome::Fail,
-                intent: d.intent,
-                detail: d.detail.clone(),
-                dead: false,
-            });
+            hold_back(ctx, d, n, &base_faults);
             continue;
         }
         let signed = match ctx.sign(d, &d.id, d.forgery) {
@@ -221,28 +223,8 @@ async fn run_round(
         } else {
             1
         };
-        let tickets: Option<Vec<u64>> = ctx
-            .cfg
-            .front
-            .is_some()
-            .then(|| (0..copies).filter_map(|_| ctx.ticket()).collect());
-        let (sent_at, answers) = if copies > 1 {
-            ctx.copies(
-                d,
-                &headers,
-                &signed.body,
-                copies as usize,
-                tickets.as_deref(),
-            )
-            .await
-        } else {
-            let sent_at = now_rfc3339();
-            let ticket = tickets.as_ref().map(|t| t[0]);
-            (
-                sent_at,
-                vec![ctx.exchange(d, &headers, &signed.body, ticket).await],
-            )
-        };
+        let (sent_at, answers, tickets) =
+            send_attempt(ctx, d, &headers, &signed.body, copies).await;
         let mut main = None;
         for (k, (answer, met)) in answers.iter().enumerate() {
             let grade = classify(&ctx.cfg.profile, d.intent, answer);
@@ -315,16 +297,7 @@ async fn run_round(
             dead,
         });
         if round == 0 && n == 1 && !last && !delivered && d.intent == Intent::Genuine {
-            for _ in 0..ctx.while_pending {
-                if let Err(why) = ctx.desk.request(&d.account, Standing::Pending) {
-                    ctx.tally(|s| s.refused_pending += 1);
-                    ctx.note(
-                        FaultName::Redeliver,
-                        format!("refused a redelivery of {} ({})", d.id, d.body.task.id),
-                        Some(why.to_string()),
-                    );
-                }
-            }
+            ask_while_pending(ctx, d);
         }
         if delivered {
             return Some(Some(Delivered {
@@ -337,6 +310,67 @@ async fn run_round(
         }
     }
     Some(None)
+}
+
+/// Records attempt `n` of `d` as held back: planned, not sent.
+fn hold_back(ctx: &Ctx, d: &PlannedDelivery, n: u32, base_faults: &[FaultTag]) {
+    let mut faults = base_faults.to_vec();
+    faults.push(FaultTag::HoldBack);
+    ctx.record(Record {
+        d,
+        id: &d.id,
+        attempt: n,
+        round: 0,
+        faults,
+        sent_at: now_rfc3339(),
+        answer: None,
+        error: Some("held back: this attempt was not sent".into()),
+        outcome: Outcome::Fail,
+        intent: d.intent,
+        detail: d.detail.clone(),
+        dead: false,
+    });
+}
+
+/// One attempt's exchanges: `copies` sent at once (a concurrent
+/// duplicate's first attempt) or one; when it went out, the answers with
+/// what the fault front met, and the front's tickets.
+async fn send_attempt(
+    ctx: &Ctx,
+    d: &PlannedDelivery,
+    headers: &[(String, String)],
+    body: &[u8],
+    copies: u32,
+) -> (String, Vec<(Answer, Met)>, Option<Vec<u64>>) {
+    let tickets: Option<Vec<u64>> = ctx
+        .cfg
+        .front
+        .is_some()
+        .then(|| (0..copies).filter_map(|_| ctx.ticket()).collect());
+    let (sent_at, answers) = if copies > 1 {
+        ctx.copies(d, headers, body, copies as usize, tickets.as_deref())
+            .await
+    } else {
+        let sent_at = now_rfc3339();
+        let ticket = tickets.as_ref().map(|t| t[0]);
+        (sent_at, vec![ctx.exchange(d, headers, body, ticket).await])
+    };
+    (sent_at, answers, tickets)
+}
+
+/// Asks for the scenario's redeliveries while `d` is still pending: the
+/// provider must refuse each (counted, and noted in the history).
+fn ask_while_pending(ctx: &Ctx, d: &PlannedDelivery) {
+    for _ in 0..ctx.while_pending {
+        if let Err(why) = ctx.desk.request(&d.account, Standing::Pending) {
+            ctx.tally(|s| s.refused_pending += 1);
+            ctx.note(
+                FaultName::Redeliver,
+                format!("refused a redelivery of {} ({})", d.id, d.body.task.id),
+                Some(why.to_string()),
+            );
+        }
+    }
 }
 
 #[cfg(test)]

@@ -215,41 +215,7 @@ fn tell_evidence(
         .copied()
         .filter(|a| concerns(a, ev))
         .collect();
-    // Deliveries in the order of their first attempt; sends likewise, with
-    // concurrent copies (same round and attempt) together, copy 1 first.
-    let mut deliveries: Vec<Delivery> = Vec::new();
-    let mut sends: Vec<Send> = Vec::new();
-    for a in &mine {
-        let o = origin(a);
-        let d = match deliveries.iter().position(|d| d.id == o) {
-            Some(i) => i,
-            None => {
-                deliveries.push(Delivery {
-                    id: o.to_string(),
-                    first: a,
-                });
-                deliveries.len() - 1
-            }
-        };
-        let same = |s: &Send| {
-            s.delivery == d
-                && s.copies[0].round == a.round
-                && s.copies[0].attempt == a.attempt
-                && s.copies[0].delivery == a.delivery
-                && copy_of(a).is_some()
-        };
-        match sends.iter_mut().find(|s| same(s)) {
-            Some(s) => s.copies.push(a),
-            None => sends.push(Send {
-                delivery: d,
-                copies: vec![a],
-            }),
-        }
-    }
-    for s in &mut sends {
-        s.copies
-            .sort_by_key(|a| copy_of(a).map(|(k, _)| k).unwrap_or(1));
-    }
+    let (deliveries, sends) = group(&mine);
     let shown = deliveries.len().min(MAX_DELIVERIES);
     let start = mine.iter().filter_map(|a| instant(&a.sent_at)).min();
     // The timeline: sends by when they went out, faults after the first send.
@@ -337,6 +303,46 @@ fn tell_evidence(
         );
     }
     let _ = writeln!(out, "  found: {}", ev.what);
+}
+
+/// The deliveries of `mine` in the order of their first attempt, and
+/// their sends likewise, with concurrent copies (same round and attempt)
+/// together, copy 1 first.
+fn group<'a>(mine: &[&'a Attempt]) -> (Vec<Delivery<'a>>, Vec<Send<'a>>) {
+    let mut deliveries: Vec<Delivery> = Vec::new();
+    let mut sends: Vec<Send> = Vec::new();
+    for &a in mine {
+        let o = origin(a);
+        let d = match deliveries.iter().position(|d| d.id == o) {
+            Some(i) => i,
+            None => {
+                deliveries.push(Delivery {
+                    id: o.to_string(),
+                    first: a,
+                });
+                deliveries.len() - 1
+            }
+        };
+        let same = |s: &Send| {
+            s.delivery == d
+                && s.copies[0].round == a.round
+                && s.copies[0].attempt == a.attempt
+                && s.copies[0].delivery == a.delivery
+                && copy_of(a).is_some()
+        };
+        match sends.iter_mut().find(|s| same(s)) {
+            Some(s) => s.copies.push(a),
+            None => sends.push(Send {
+                delivery: d,
+                copies: vec![a],
+            }),
+        }
+    }
+    for s in &mut sends {
+        s.copies
+            .sort_by_key(|a| copy_of(a).map(|(k, _)| k).unwrap_or(1));
+    }
+    (deliveries, sends)
 }
 
 /// One delivery's line: its heading the first time, a short one after.

@@ -338,6 +338,65 @@ pub(crate) fn run_time_faults(plan: &Plan) -> Vec<&'static str> {
         .collect()
 }
 
+/// What trying the original plan showed.
+struct Originals {
+    /// The first failure, with its trial.
+    first: Option<(search::Target, Trial)>,
+    /// The last trial that did not fail: its verdicts say what the
+    /// original showed when it never failed.
+    last: Option<Trial>,
+    /// Trials made.
+    made: u32,
+    /// How often the original failed.
+    rate: FailureRate,
+}
+
+/// Runs the original plan `tries` times: each later failure must be the
+/// first one's (of `invariant`, when given) to count.
+async fn try_original(
+    oracle: &mut TargetOracle<'_>,
+    original: &Plan,
+    tries: u32,
+    invariant: Option<InvariantId>,
+    on_event: &mut (dyn FnMut(ShrinkEvent<'_>) + Send),
+) -> Result<Originals, ShrinkError> {
+    let mut first: Option<(search::Target, Trial)> = None;
+    let mut last = None;
+    let mut made = 0;
+    let mut rate = FailureRate { failed: 0, runs: 0 };
+    for t in 1..=tries {
+        made = t;
+        let trial = oracle.run(original).await?;
+        rate.runs += 1;
+        let failed = match &first {
+            Some((f, _)) => f.fails(&trial).then_some(*f),
+            None => failure_of(&trial, invariant),
+        };
+        on_event(ShrinkEvent::Original {
+            run: t,
+            of: tries,
+            deliveries: original.deliveries.len(),
+            failed,
+        });
+        if let Some(f) = failed {
+            rate.failed += 1;
+            if first.is_none() {
+                first = Some((f, trial));
+                continue;
+            }
+        }
+        if let Some(old) = last.replace(trial) {
+            oracle.discard(old);
+        }
+    }
+    Ok(Originals {
+        first,
+        last,
+        made,
+        rate,
+    })
+}
+
 /// Shrinks `scenario`'s failure at run seed `run.seed` on `target`.
 pub async fn shrink(
     target: &Target,
@@ -360,38 +419,12 @@ pub async fn shrink(
     // The original, `tries` times: it must fail before anything is cut, and
     // how often it fails is the rate every reduction must keep.
     let tries = opts.tries.max(1);
-    let mut first: Option<(search::Target, Trial)> = None;
-    let mut last = None;
-    let mut made = 0;
-    let mut original_rate = FailureRate { failed: 0, runs: 0 };
-    for t in 1..=tries {
-        made = t;
-        let trial = oracle.run(&original).await?;
-        original_rate.runs += 1;
-        let failed = match &first {
-            Some((f, _)) => f.fails(&trial).then_some(*f),
-            None => failure_of(&trial, opts.invariant),
-        };
-        on_event(ShrinkEvent::Original {
-            run: t,
-            of: tries,
-            deliveries: original.deliveries.len(),
-            failed,
-        });
-        if let Some(f) = failed {
-            original_rate.failed += 1;
-            if first.is_none() {
-                first = Some((f, trial));
-                continue;
-            }
-        }
-        if let Some(old) = last.replace(trial) {
-            oracle.discard(old);
-        }
-    }
-    if let Some(old) = last.take() {
-        oracle.discard(old);
-    }
+    let Originals {
+        first,
+        last,
+        made,
+        rate: original_rate,
+    } = try_original(&mut oracle, &original, tries, opts.invariant, on_event).await?;
     let Some((failure, trial)) = first else {
         let verdicts = last
             .as_ref()
@@ -410,6 +443,9 @@ pub async fn shrink(
             verdicts,
         });
     };
+    if let Some(old) = last {
+        oracle.discard(old);
+    }
     let original_failures = trial
         .check
         .results

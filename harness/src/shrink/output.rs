@@ -144,27 +144,7 @@ pub fn write(
 ) -> Result<Files, ShrinkError> {
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let scenario = dir.join(scenario_file_name(&report.scenario.name));
-    let header = vec![
-        format!(
-            "Minimal counterexample of scenario {} (run seed {}).",
-            report.scenario.name, report.seed
-        ),
-        format!(
-            "{} {}: the minimal plan {} after the search (the original {}).",
-            report.failure.invariant, report.failure.verdict, report.rate, report.original_rate
-        ),
-        format!(
-            "Cut from {} deliveries to {} in {} runs; stopped because {}.",
-            report.original.deliveries.len(),
-            report.minimal.deliveries.len(),
-            report.runs,
-            ended_words(report.ended)
-        ),
-        format!(
-            "Replay it as it is: hookstorm run --scenario {} (with the same target flags).",
-            file_name(&scenario)
-        ),
-    ];
+    let header = scenario_header(report, &scenario);
     let text = crate::scenario::write::to_toml(
         &report.scenario,
         &report.scenario.name,
@@ -184,44 +164,8 @@ pub fn write(
     };
     let history = copy(&trial.history, "history.jsonl")?;
     let state = copy(&trial.state, "state.json")?;
-    let account = dir.join("account.md");
-    let events: Vec<Event> = match &history {
-        Some(h) => crate::history::read(h)
-            .map(|it| it.filter_map(Result::ok).collect())
-            .unwrap_or_default(),
-        None => Vec::new(),
-    };
-    let story = super::account::account(
-        &report.minimal,
-        &events,
-        &report.check,
-        &Vocabulary::of(&target.profile),
-    );
-    let text = format!(
-        "# {}\n\n```text\n{}\n```\n",
-        headline(report),
-        story.trim_end()
-    );
-    std::fs::write(&account, text).map_err(io(&account))?;
-    let vars: Vec<(String, String)> = report
-        .minimal
-        .accounts
-        .iter()
-        .map(|a| (a.clone(), secret_var(target, a)))
-        .collect();
-    let (replay, replay_skipped) = match super::replay::replay_script(
-        &report.minimal,
-        &target.url,
-        &target.profile,
-        &vars,
-        target.max_body,
-    ) {
-        Ok(script) => match script.write_to(dir) {
-            Ok(path) => (Some(path), None),
-            Err(e) => (None, Some(e.to_string())),
-        },
-        Err(e) => (None, Some(e.to_string())),
-    };
+    let account = write_account(report, history.as_deref(), target, dir)?;
+    let (replay, replay_skipped) = write_replay(report, target, dir);
     let summary = dir.join("shrink.json");
     let s = Summary {
         scenario: &report.scenario.name,
@@ -265,6 +209,84 @@ pub fn write(
         replay,
         replay_skipped,
     })
+}
+
+/// The comment lines at the top of the minimal scenario's file: what
+/// failed, how far the search cut it, and how to replay it.
+fn scenario_header(report: &Report, scenario: &Path) -> Vec<String> {
+    vec![
+        format!(
+            "Minimal counterexample of scenario {} (run seed {}).",
+            report.scenario.name, report.seed
+        ),
+        format!(
+            "{} {}: the minimal plan {} after the search (the original {}).",
+            report.failure.invariant, report.failure.verdict, report.rate, report.original_rate
+        ),
+        format!(
+            "Cut from {} deliveries to {} in {} runs; stopped because {}.",
+            report.original.deliveries.len(),
+            report.minimal.deliveries.len(),
+            report.runs,
+            ended_words(report.ended)
+        ),
+        format!(
+            "Replay it as it is: hookstorm run --scenario {} (with the same target flags).",
+            file_name(scenario)
+        ),
+    ]
+}
+
+/// Writes `account.md`: the minimal plan's story told from its history.
+fn write_account(
+    report: &Report,
+    history: Option<&Path>,
+    target: &Target,
+    dir: &Path,
+) -> Result<PathBuf, ShrinkError> {
+    let account = dir.join("account.md");
+    let events: Vec<Event> = match history {
+        Some(h) => crate::history::read(h)
+            .map(|it| it.filter_map(Result::ok).collect())
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let story = super::account::account(
+        &report.minimal,
+        &events,
+        &report.check,
+        &Vocabulary::of(&target.profile),
+    );
+    let text = format!(
+        "# {}\n\n```text\n{}\n```\n",
+        headline(report),
+        story.trim_end()
+    );
+    std::fs::write(&account, text).map_err(io(&account))?;
+    Ok(account)
+}
+
+/// Writes the replay script, or says why there is none.
+fn write_replay(report: &Report, target: &Target, dir: &Path) -> (Option<PathBuf>, Option<String>) {
+    let vars: Vec<(String, String)> = report
+        .minimal
+        .accounts
+        .iter()
+        .map(|a| (a.clone(), secret_var(target, a)))
+        .collect();
+    match super::replay::replay_script(
+        &report.minimal,
+        &target.url,
+        &target.profile,
+        &vars,
+        target.max_body,
+    ) {
+        Ok(script) => match script.write_to(dir) {
+            Ok(path) => (Some(path), None),
+            Err(e) => (None, Some(e.to_string())),
+        },
+        Err(e) => (None, Some(e.to_string())),
+    }
 }
 
 #[cfg(test)]

@@ -146,11 +146,7 @@ pub async fn run(
     }
     let interrupted = stop.requested();
     if let Some(sup) = supervisor.take() {
-        if interrupted {
-            drop(sup);
-        } else {
-            sup.shutdown().await;
-        }
+        sup.end(interrupted).await;
     }
     let report = RunReport {
         run_id: run_id.clone(),
@@ -212,14 +208,7 @@ async fn run_scenario(
     std::fs::create_dir_all(&dir).map_err(write_error(&dir))?;
     let history_path = dir.join("history.jsonl");
     let outbox_path = dir.join("outbox.json");
-    let mut notes = Vec::new();
-    if let Some(r) = &target.reset {
-        if let Err(e) = r.post(&json!({})).await {
-            notes.push(Note::ResetFailed {
-                error: e.to_string(),
-            });
-        }
-    }
+    let mut notes: Vec<Note> = reset(target).await.into_iter().collect();
     let plan = plan(s, scenario_seed(opts.seed, &s.name), &target.profile);
     let rules = SenderRules {
         invariants: s.check.iter().copied().collect(),
@@ -243,15 +232,7 @@ async fn run_scenario(
             .await
             .map_err(TargetError::from)?;
     }
-    let listener = tokio::net::TcpListener::bind(&target.listen)
-        .await
-        .map_err(|e| {
-            TargetError::from(LifecycleError::Spawn {
-                name: "sink".into(),
-                command: format!("listen on {}", target.listen),
-                source: e,
-            })
-        })?;
+    let listener = listen(target).await?;
     let generation = Arc::new(AtomicU32::new(0));
     let (acks_tx, acks_rx) = mpsc::unbounded_channel();
     let (emitted_tx, emitted_rx) = mpsc::unbounded_channel();
@@ -304,14 +285,7 @@ async fn run_scenario(
     let events: Vec<(u64, Event)> = history::read_numbered(&history_path)?
         .filter_map(Result::ok)
         .collect();
-    let outbox = driven
-        .outbox
-        .clone()
-        .unwrap_or_else(|| Err("the outbox was never read".into()));
-    if let Ok(o) = &outbox {
-        let json = serde_json::to_vec_pretty(o).unwrap_or_default();
-        std::fs::write(&outbox_path, json).map_err(write_error(&outbox_path))?;
-    }
+    let outbox = save_outbox(&driven, &outbox_path)?;
     let outbox_ref = match &outbox {
         Ok(o) => Ok(o),
         Err(e) => Err(e.as_str()),
@@ -342,6 +316,41 @@ async fn run_scenario(
         graded_with: None,
         gap_slack_ms: None,
     })
+}
+
+/// Calls the target's reset hook, when it has one: a note when it failed.
+async fn reset(target: &SenderTarget) -> Option<Note> {
+    let r = target.reset.as_ref()?;
+    r.post(&json!({})).await.err().map(|e| Note::ResetFailed {
+        error: e.to_string(),
+    })
+}
+
+/// The sink's listening socket, at the target's `listen` address.
+async fn listen(target: &SenderTarget) -> Result<tokio::net::TcpListener, RunError> {
+    tokio::net::TcpListener::bind(&target.listen)
+        .await
+        .map_err(|e| {
+            TargetError::from(LifecycleError::Spawn {
+                name: "sink".into(),
+                command: format!("listen on {}", target.listen),
+                source: e,
+            })
+            .into()
+        })
+}
+
+/// The outbox the drive read last (or why there is none), saved to `path`.
+fn save_outbox(driven: &Drive, path: &Path) -> Result<Result<Outbox, String>, RunError> {
+    let outbox = driven
+        .outbox
+        .clone()
+        .unwrap_or_else(|| Err("the outbox was never read".into()));
+    if let Ok(o) = &outbox {
+        let json = serde_json::to_vec_pretty(o).unwrap_or_default();
+        std::fs::write(path, json).map_err(write_error(path))?;
+    }
+    Ok(outbox)
 }
 
 /// One event as the emit hook receives it.

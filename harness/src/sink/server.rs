@@ -237,40 +237,39 @@ fn route(path: &str) -> Route {
     Route::Unknown
 }
 
-/// One connection: one request, one answer.
-async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
-    let req = match wire::read_request(&mut stream, crate::limits::budget::SINK_REQUEST).await {
-        Ok(r) => r,
+/// Reads one request within the sink's budget; one too large or not HTTP
+/// is answered (413, 400) and recorded as unreadable, and gives `None`.
+async fn read(stream: &mut TcpStream, shared: &Shared) -> Option<Request> {
+    match wire::read_request(stream, crate::limits::budget::SINK_REQUEST).await {
+        Ok(r) => Some(r),
         Err(ReadError::TooLarge(at, unix)) => {
-            let _ = wire::answer(&mut stream, 413, &[]).await;
+            let _ = wire::answer(stream, 413, &[]).await;
             record_unreadable(
-                &shared,
+                shared,
                 at,
                 unix,
                 "the request exceeded the sink's budget (1 MiB)",
             );
-            return;
+            None
         }
         Err(ReadError::Malformed(why)) => {
-            let _ = wire::answer(&mut stream, 400, &[]).await;
+            let _ = wire::answer(stream, 400, &[]).await;
             record_unreadable(
-                &shared,
+                shared,
                 Instant::now(),
                 0.0,
                 &format!("not an HTTP request: {why}"),
             );
-            return;
+            None
         }
-        Err(ReadError::Closed) => return,
-    };
-    let generation = shared.generation.load(Ordering::SeqCst);
-    let profile = &shared.rules.profile;
-    let id_header = profile.delivery_id_header();
-    let key = profile
-        .semantics
-        .identity_of(id_header, req.headers.as_slice(), &req.body)
-        .unwrap_or_else(|| "(no identity)".into());
-    let (account, followed) = match route(&req.path) {
+        Err(ReadError::Closed) => None,
+    }
+}
+
+/// The account a request to `path` is for, and, when it follows one of
+/// the sink's redirects, the attempt it continues.
+fn addressed(shared: &Shared, path: &str) -> (String, Option<u32>) {
+    match route(path) {
         Route::Hook(a) => (a, None),
         Route::Moved(n) => {
             let r = shared
@@ -285,7 +284,42 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             }
         }
         Route::Unknown => (String::new(), None),
+    }
+}
+
+/// Why the request's signature does not verify with `account`'s secrets
+/// (`None`: it does).
+fn signature_error(shared: &Shared, account: &str, req: &Request) -> Option<String> {
+    let profile = &shared.rules.profile;
+    match shared.secrets.get(account) {
+        Some(secrets) => profile
+            .scheme
+            .verify(
+                secrets,
+                req.headers.as_slice(),
+                &req.body,
+                req.first_byte_unix as i64,
+                profile.tolerance_secs(),
+            )
+            .err()
+            .map(|e| e.to_string()),
+        None => Some(format!("no account {account:?} at this sink")),
+    }
+}
+
+/// One connection: one request, one answer.
+async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
+    let Some(req) = read(&mut stream, &shared).await else {
+        return;
     };
+    let generation = shared.generation.load(Ordering::SeqCst);
+    let profile = &shared.rules.profile;
+    let id_header = profile.delivery_id_header();
+    let key = profile
+        .semantics
+        .identity_of(id_header, req.headers.as_slice(), &req.body)
+        .unwrap_or_else(|| "(no identity)".into());
+    let (account, followed) = addressed(&shared, &req.path);
     let slot = (account.clone(), key.clone());
     let planned = shared.events.get(&slot);
     let at_ms = ms_since(shared.start, req.first_byte);
@@ -312,20 +346,7 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
         (None, None, true) => Answer::Status(404),
         (None, None, false) => Answer::Status(400),
     };
-    let verified = match shared.secrets.get(&account) {
-        Some(secrets) => profile
-            .scheme
-            .verify(
-                secrets,
-                req.headers.as_slice(),
-                &req.body,
-                req.first_byte_unix as i64,
-                profile.tolerance_secs(),
-            )
-            .err()
-            .map(|e| e.to_string()),
-        None => Some(format!("no account {account:?} at this sink")),
-    };
+    let verified = signature_error(&shared, &account, &req);
     let signed_at = profile.scheme.timestamp_of(req.headers.as_slice());
     let delivery_id = id_header.and_then(|h| {
         req.headers

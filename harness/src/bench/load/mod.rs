@@ -171,49 +171,8 @@ pub async fn run_phase(
         measure_from,
         refusals: refusals.clone(),
     });
-    // One work-stealing runtime with a worker per sender thread. Measured
-    // against one single-threaded runtime per thread (each with its share of
-    // the connections), it sends 5-10% more against the same receiver on
-    // two cores, and the receiver switches context a sixth as often.
     let threads = phase.threads.clamp(1, connections);
-    let (shared2, tallies2) = (shared.clone(), tallies.clone());
-    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
-    // A plain thread joins the senders: a runtime never waits for it, so a
-    // stopped phase can leave a sender stuck on a hung connection behind.
-    let joiner = std::thread::Builder::new()
-        .name("bench-join".into())
-        .spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(threads)
-                .thread_name("bench-send")
-                .enable_all()
-                .build()
-                .expect("the sender runtime builds");
-            rt.block_on(async move {
-                let mut set = tokio::task::JoinSet::new();
-                for me in 0..connections {
-                    set.spawn(worker::run(shared2.clone(), tallies2.clone(), me));
-                }
-                while set.join_next().await.is_some() {}
-            });
-            let _ = done_tx.send(());
-        });
-    let stopped = match joiner {
-        Err(_) => false,
-        Ok(_) => {
-            let mut done_rx = done_rx;
-            tokio::select! {
-                _ = &mut done_rx => false,
-                _ = stop.wait() => {
-                    shared.stop.store(true, Ordering::Relaxed);
-                    // Senders finish what they are doing; one stuck on a hung
-                    // connection is left behind after the grace.
-                    let _ = tokio::time::timeout(END_GRACE, done_rx).await;
-                    true
-                }
-            }
-        }
-    };
+    let stopped = send_all(&shared, &tallies, connections, threads, stop).await;
     let finished = Instant::now();
     let mut tally = WorkerStats::default();
     for t in tallies.iter() {
@@ -246,5 +205,59 @@ pub async fn run_phase(
         sent: shared.sent.load(Ordering::Relaxed),
         stopped,
         counted_out,
+    }
+}
+
+/// Runs `connections` senders on `threads` threads until they end, or
+/// until `stop` (then they get [`END_GRACE`] to finish): whether it was
+/// the stop.
+async fn send_all(
+    shared: &Arc<worker::Shared>,
+    tallies: &Arc<Vec<Mutex<WorkerStats>>>,
+    connections: usize,
+    threads: usize,
+    stop: &Stop,
+) -> bool {
+    // One work-stealing runtime with a worker per sender thread. Measured
+    // against one single-threaded runtime per thread (each with its share of
+    // the connections), it sends 5-10% more against the same receiver on
+    // two cores, and the receiver switches context a sixth as often.
+    let (shared2, tallies2) = (shared.clone(), tallies.clone());
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+    // A plain thread joins the senders: a runtime never waits for it, so a
+    // stopped phase can leave a sender stuck on a hung connection behind.
+    let joiner = std::thread::Builder::new()
+        .name("bench-join".into())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(threads)
+                .thread_name("bench-send")
+                .enable_all()
+                .build()
+                .expect("the sender runtime builds");
+            rt.block_on(async move {
+                let mut set = tokio::task::JoinSet::new();
+                for me in 0..connections {
+                    set.spawn(worker::run(shared2.clone(), tallies2.clone(), me));
+                }
+                while set.join_next().await.is_some() {}
+            });
+            let _ = done_tx.send(());
+        });
+    match joiner {
+        Err(_) => false,
+        Ok(_) => {
+            let mut done_rx = done_rx;
+            tokio::select! {
+                _ = &mut done_rx => false,
+                _ = stop.wait() => {
+                    shared.stop.store(true, Ordering::Relaxed);
+                    // Senders finish what they are doing; one stuck on a hung
+                    // connection is left behind after the grace.
+                    let _ = tokio::time::timeout(END_GRACE, done_rx).await;
+                    true
+                }
+            }
+        }
     }
 }

@@ -298,66 +298,10 @@ async fn send(
         .iter()
         .any(|a| a.status.is_some_and(|s| t.profile.is_success(s)));
     let refused = !acked && answers.iter().any(|a| refuses(&t.profile, a));
-    let done = Instant::now();
     {
         let mut tl = tally.lock().unwrap_or_else(|p| p.into_inner());
-        let sec = done.saturating_duration_since(shared.start).as_secs() as usize;
-        if tl.per_second.len() <= sec {
-            tl.per_second.resize(sec + 1, 0);
-        }
-        if tl.failed_per_second.len() <= sec {
-            tl.failed_per_second.resize(sec + 1, 0);
-        }
-        // Refusals are counted by delivery, resends of one aside: a
-        // delivery is refused when no copy was acknowledged and one was
-        // refused (a 409 to a duplicate is no refused delivery).
-        if !matches!(item.kind, Kind::Duplicate { .. }) {
-            if item.resend == 0 {
-                tl.answered += 1;
-            }
-            if refused {
-                tl.refused += 1;
-            }
-        }
-        for a in answers {
-            let ok = a.status.is_some_and(|s| t.profile.is_success(s));
-            tl.per_second[sec] += 1;
-            tl.recent_requests += 1;
-            if !ok {
-                tl.recent_errors += 1;
-                tl.failed_per_second[sec] += 1;
-            }
-            let lat = Duration::from_secs_f64(a.latency_ms / 1000.0);
-            let corrected = lat + sent.saturating_duration_since(intended);
-            if shared.live {
-                let _ = tl
-                    .recent
-                    .corrected
-                    .record((corrected.as_micros() as u64).clamp(1, MAX_MICROS));
-            }
-            if !measured {
-                tl.warmup_requests += 1;
-                continue;
-            }
-            match shared.pace {
-                Pace::Open(_) => tl.latency.record_durations(corrected, lat),
-                // Closed loop sends when it claims: both views are one.
-                Pace::Closed => {
-                    let _ = tl
-                        .latency
-                        .corrected
-                        .record((lat.as_micros() as u64).clamp(1, MAX_MICROS));
-                }
-            }
-            tl.requests += 1;
-            if ok {
-                tl.ok += 1;
-            }
-            count_status(&mut tl.statuses, a.status);
-            if let Some(f) = &a.failure {
-                *tl.errors.entry(error_kind(f)).or_default() += 1;
-            }
-        }
+        let late = sent.saturating_duration_since(intended);
+        count_answers(shared, &mut tl, item, answers, late, measured, refused);
     }
     // Under faults, what failed and was not refused comes back, as a
     // provider's retry would (a resend of a duplicate is the duplicate's
@@ -384,6 +328,81 @@ async fn send(
         if kit.lines.len() >= FLUSH_AT {
             sink.append(&kit.lines);
             kit.lines.clear();
+        }
+    }
+}
+
+/// Counts one send's answers into the worker's tally `tl`: the second
+/// they came in, the refused delivery, and, once measuring, latency
+/// (`late` is how long after its intended time the send went out),
+/// statuses and errors.
+fn count_answers(
+    shared: &Shared,
+    tl: &mut WorkerStats,
+    item: &Item,
+    answers: &[Answer],
+    late: Duration,
+    measured: bool,
+    refused: bool,
+) {
+    let t = &shared.target;
+    let sec = Instant::now()
+        .saturating_duration_since(shared.start)
+        .as_secs() as usize;
+    if tl.per_second.len() <= sec {
+        tl.per_second.resize(sec + 1, 0);
+    }
+    if tl.failed_per_second.len() <= sec {
+        tl.failed_per_second.resize(sec + 1, 0);
+    }
+    // Refusals are counted by delivery, resends of one aside: a
+    // delivery is refused when no copy was acknowledged and one was
+    // refused (a 409 to a duplicate is no refused delivery).
+    if !matches!(item.kind, Kind::Duplicate { .. }) {
+        if item.resend == 0 {
+            tl.answered += 1;
+        }
+        if refused {
+            tl.refused += 1;
+        }
+    }
+    for a in answers {
+        let ok = a.status.is_some_and(|s| t.profile.is_success(s));
+        tl.per_second[sec] += 1;
+        tl.recent_requests += 1;
+        if !ok {
+            tl.recent_errors += 1;
+            tl.failed_per_second[sec] += 1;
+        }
+        let lat = Duration::from_secs_f64(a.latency_ms / 1000.0);
+        let corrected = lat + late;
+        if shared.live {
+            let _ = tl
+                .recent
+                .corrected
+                .record((corrected.as_micros() as u64).clamp(1, MAX_MICROS));
+        }
+        if !measured {
+            tl.warmup_requests += 1;
+            continue;
+        }
+        match shared.pace {
+            Pace::Open(_) => tl.latency.record_durations(corrected, lat),
+            // Closed loop sends when it claims: both views are one.
+            Pace::Closed => {
+                let _ = tl
+                    .latency
+                    .corrected
+                    .record((lat.as_micros() as u64).clamp(1, MAX_MICROS));
+            }
+        }
+        tl.requests += 1;
+        if ok {
+            tl.ok += 1;
+        }
+        count_status(&mut tl.statuses, a.status);
+        if let Some(f) = &a.failure {
+            *tl.errors.entry(error_kind(f)).or_default() += 1;
         }
     }
 }

@@ -8,7 +8,7 @@ use super::rules::{
     late_ms, timeout_late_ms, EARLY, JITTER_RANGE, JITTER_SAMPLES, JITTER_SPREAD, JITTER_TOP,
     TIMEOUT_EARLY_SHARE,
 };
-use super::view::{show_ms, unix_end, SenderRules, SinkView};
+use super::view::{show_ms, unix_end, EventView, SenderRules, SinkView};
 use crate::check::found::EvidenceSet;
 use crate::check::verdict::{Evidence, InvariantResult, Verdict};
 use crate::invariant::InvariantId;
@@ -101,27 +101,7 @@ pub fn envelope(
                 samples.push((gap - lo) / (hi - lo));
             }
         }
-        // Dead-lettered before its attempts ran out, with no final answer.
-        if let (Ok(o), Some(_)) = (outbox, e.emitted) {
-            let dead = o
-                .row(e.account, e.key)
-                .is_some_and(|r| r.status == OutboxStatus::Dead);
-            if dead && e.first_final(profile).is_none() {
-                let m = atts.len() as u32;
-                if m < max {
-                    found.push(|| {
-                        e.evidence(format!(
-                                "dead-lettered after {m} attempt(s) (the last answered {}); the profile makes {max}",
-                                atts.last().map(|s| s.said()).unwrap_or_else(|| "nothing".into())
-                            ),
-                            e.lines(3),
-                        )
-                    });
-                } else {
-                    exhausted += 1;
-                }
-            }
-        }
+        exhausted += usize::from(dead_letter(e, outbox, rules, &mut found));
     }
     let jitter = jitter_finding(&samples, profile.schedule.jitter);
     if let Some(what) = &jitter {
@@ -166,6 +146,42 @@ pub fn envelope(
             jitter.unwrap_or_else(|| "waits outside their windows or a wrong attempt count".into())
         ),
     )
+}
+
+/// S1's look at an event dead-lettered in the outbox: evidence in `found`
+/// when it died before its attempts ran out with no final answer; true
+/// when it died after all of them.
+fn dead_letter(
+    e: &EventView<'_>,
+    outbox: Result<&Outbox, &str>,
+    rules: &SenderRules,
+    found: &mut EvidenceSet,
+) -> bool {
+    let profile = &rules.profile;
+    let max = profile.schedule.max_attempts;
+    let atts = &e.attempts;
+    // Dead-lettered before its attempts ran out, with no final answer.
+    if let (Ok(o), Some(_)) = (outbox, e.emitted) {
+        let dead = o
+            .row(e.account, e.key)
+            .is_some_and(|r| r.status == OutboxStatus::Dead);
+        if dead && e.first_final(profile).is_none() {
+            let m = atts.len() as u32;
+            if m < max {
+                found.push(|| {
+                    e.evidence(format!(
+                            "dead-lettered after {m} attempt(s) (the last answered {}); the profile makes {max}",
+                            atts.last().map(|s| s.said()).unwrap_or_else(|| "nothing".into())
+                        ),
+                        e.lines(3),
+                    )
+                });
+            } else {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 /// Whether the waits with a wide range show the profile's jitter; the

@@ -524,73 +524,145 @@ impl Reader {
     }
 }
 
+/// An attempt's record: its flags, numbers, then its texts.
+fn attempt_record<'b>(f: &mut Fields<'b>) -> io::Result<Record<'b>> {
+    let flags = f.u32()?;
+    let line = f.u64()?;
+    let status = f.u16()?;
+    let attempt = f.u32()?;
+    let task_status = f.task()?;
+    let sequence = f.u64()?;
+    let account = f.text()?;
+    let key = f.text()?;
+    let has = |b: u32| flags & b != 0;
+    let job = if has(bit::JOB) { Some(f.text()?) } else { None };
+    let created_at = if has(bit::CREATED) {
+        Some(f.text()?)
+    } else {
+        None
+    };
+    let resource = if has(bit::RESOURCE) {
+        Some(f.text()?)
+    } else {
+        None
+    };
+    let delivery = if has(bit::DEAD) { f.text()? } else { "" };
+    let error = if has(bit::ERROR) {
+        Some(f.text()?)
+    } else {
+        None
+    };
+    let intent = *INTENTS
+        .get((flags & 7) as usize)
+        .ok_or_else(|| bad("intent"))?;
+    let outcome = *OUTCOMES
+        .get((flags >> 3 & 3) as usize)
+        .ok_or_else(|| bad("outcome"))?;
+    Ok(Record::Attempt(
+        line,
+        AttemptView {
+            delivery,
+            key,
+            account,
+            job,
+            attempt,
+            tags: TagFacts {
+                drop_ack: has(bit::DROP_ACK),
+                duplicate: has(bit::DUPLICATE),
+                explains_missing_ack: has(bit::EXPLAINED),
+                front_status: has(bit::FRONT_STATUS),
+                excuses_poison_error: has(bit::POISON_EXCUSED),
+                ..TagFacts::default()
+            },
+            status: has(bit::STATUS).then_some(status),
+            latency_ms: None,
+            error,
+            outcome,
+            intent,
+            detail: None,
+            task_status,
+            created_at,
+            resource,
+            sequence: has(bit::RESOURCE).then_some(sequence),
+            poison: has(bit::POISON),
+            dead: has(bit::DEAD),
+        },
+    ))
+}
+
+/// A state row's record: where it was read, its section and fields.
+fn row_record<'b>(f: &mut Fields<'b>) -> io::Result<Record<'b>> {
+    let at = f.u32()?;
+    let section = f.u8()?;
+    let account = if f.u8()? != 0 { Some(f.text()?) } else { None };
+    let row = match section {
+        0 => {
+            let b = f.u8()?;
+            RowRef::Inbox {
+                account,
+                processed: b & 1 != 0,
+                failed: b & 2 != 0,
+                key: f.text()?,
+            }
+        }
+        1 => RowRef::Results {
+            account,
+            task: f.text()?,
+        },
+        2 => RowRef::Winners {
+            account,
+            job: f.text()?,
+            task: f.text()?,
+        },
+        3 => RowRef::Effects {
+            account,
+            count: f.u64()?,
+            key: f.text()?,
+        },
+        4 => RowRef::Resources {
+            account,
+            sequence: f.u64()?,
+            resource: f.text()?,
+        },
+        _ => return Err(bad("section")),
+    };
+    Ok(Record::Row(at, row))
+}
+
+/// A winner's record: the row and every task of its job.
+fn win_record<'b>(f: &mut Fields<'b>) -> io::Result<Record<'b>> {
+    let at = f.u32()?;
+    let account = if f.u8()? != 0 { Some(f.text()?) } else { None };
+    let (job, task) = (f.text()?, f.text()?);
+    let n = f.u32()? as usize;
+    let mut infos = Vec::with_capacity(n.min(16));
+    for _ in 0..n {
+        let failed = f.u8()? != 0;
+        let created = f.i64()?;
+        let lines = f.lines()?;
+        let a = f.text()?;
+        infos.push((
+            a,
+            TaskInfo {
+                failed,
+                created,
+                lines,
+            },
+        ));
+    }
+    Ok(Record::Join(JoinRecord::Win {
+        at,
+        account,
+        job,
+        task,
+        infos,
+    }))
+}
+
 /// The record of kind `tag` whose fields follow in `f`.
 fn record<'b>(tag: u8, f: &mut Fields<'b>) -> io::Result<Record<'b>> {
     Ok(match tag {
-        ATTEMPT => {
-            let flags = f.u32()?;
-            let line = f.u64()?;
-            let status = f.u16()?;
-            let attempt = f.u32()?;
-            let task_status = f.task()?;
-            let sequence = f.u64()?;
-            let account = f.text()?;
-            let key = f.text()?;
-            let has = |b: u32| flags & b != 0;
-            let job = if has(bit::JOB) { Some(f.text()?) } else { None };
-            let created_at = if has(bit::CREATED) {
-                Some(f.text()?)
-            } else {
-                None
-            };
-            let resource = if has(bit::RESOURCE) {
-                Some(f.text()?)
-            } else {
-                None
-            };
-            let delivery = if has(bit::DEAD) { f.text()? } else { "" };
-            let error = if has(bit::ERROR) {
-                Some(f.text()?)
-            } else {
-                None
-            };
-            let intent = *INTENTS
-                .get((flags & 7) as usize)
-                .ok_or_else(|| bad("intent"))?;
-            let outcome = *OUTCOMES
-                .get((flags >> 3 & 3) as usize)
-                .ok_or_else(|| bad("outcome"))?;
-            Record::Attempt(
-                line,
-                AttemptView {
-                    delivery,
-                    key,
-                    account,
-                    job,
-                    attempt,
-                    tags: TagFacts {
-                        drop_ack: has(bit::DROP_ACK),
-                        duplicate: has(bit::DUPLICATE),
-                        explains_missing_ack: has(bit::EXPLAINED),
-                        front_status: has(bit::FRONT_STATUS),
-                        excuses_poison_error: has(bit::POISON_EXCUSED),
-                        ..TagFacts::default()
-                    },
-                    status: has(bit::STATUS).then_some(status),
-                    latency_ms: None,
-                    error,
-                    outcome,
-                    intent,
-                    detail: None,
-                    task_status,
-                    created_at,
-                    resource,
-                    sequence: has(bit::RESOURCE).then_some(sequence),
-                    poison: has(bit::POISON),
-                    dead: has(bit::DEAD),
-                },
-            )
-        }
+        ATTEMPT => attempt_record(f)?,
         PROVIDER => {
             let line = f.u64()?;
             let task_status = f.task()?.ok_or_else(|| bad("provider task status"))?;
@@ -611,43 +683,7 @@ fn record<'b>(tag: u8, f: &mut Fields<'b>) -> io::Result<Record<'b>> {
             )
         }
         DELIVERY => Record::Delivery(f.u64()?),
-        ROW => {
-            let at = f.u32()?;
-            let section = f.u8()?;
-            let account = if f.u8()? != 0 { Some(f.text()?) } else { None };
-            let row = match section {
-                0 => {
-                    let b = f.u8()?;
-                    RowRef::Inbox {
-                        account,
-                        processed: b & 1 != 0,
-                        failed: b & 2 != 0,
-                        key: f.text()?,
-                    }
-                }
-                1 => RowRef::Results {
-                    account,
-                    task: f.text()?,
-                },
-                2 => RowRef::Winners {
-                    account,
-                    job: f.text()?,
-                    task: f.text()?,
-                },
-                3 => RowRef::Effects {
-                    account,
-                    count: f.u64()?,
-                    key: f.text()?,
-                },
-                4 => RowRef::Resources {
-                    account,
-                    sequence: f.u64()?,
-                    resource: f.text()?,
-                },
-                _ => return Err(bad("section")),
-            };
-            Record::Row(at, row)
-        }
+        ROW => row_record(f)?,
         CAND => {
             let created = f.i64()?;
             let completed = f.u8()? != 0;
@@ -669,34 +705,7 @@ fn record<'b>(tag: u8, f: &mut Fields<'b>) -> io::Result<Record<'b>> {
                 },
             })
         }
-        WIN => {
-            let at = f.u32()?;
-            let account = if f.u8()? != 0 { Some(f.text()?) } else { None };
-            let (job, task) = (f.text()?, f.text()?);
-            let n = f.u32()? as usize;
-            let mut infos = Vec::with_capacity(n.min(16));
-            for _ in 0..n {
-                let failed = f.u8()? != 0;
-                let created = f.i64()?;
-                let lines = f.lines()?;
-                let a = f.text()?;
-                infos.push((
-                    a,
-                    TaskInfo {
-                        failed,
-                        created,
-                        lines,
-                    },
-                ));
-            }
-            Record::Join(JoinRecord::Win {
-                at,
-                account,
-                job,
-                task,
-                infos,
-            })
-        }
+        WIN => win_record(f)?,
         SEQ => {
             let sequence = f.u64()?;
             let first_line = f.u32()?;

@@ -168,44 +168,7 @@ pub fn join(dirs: &[PathBuf], spill: &Path) -> Result<Joined, JoinError> {
     };
     let first = first.report.clone();
     let count = first.partition.count;
-    for s in &shares {
-        let r = &s.report;
-        let differs = |what: &str| {
-            JoinError::Inconsistent(format!(
-                "{} is partition {} of a check {what} than {}'s (hint: join the partitions of one check)",
-                s.dir.display(),
-                r.partition,
-                shares[0].dir.display()
-            ))
-        };
-        if r.partition.count != count {
-            return Err(differs("cut into another number of partitions"));
-        }
-        if r.version != first.version {
-            return Err(differs("by another version of hookstorm"));
-        }
-        let drained = |o: &CheckOptions| CheckOptions {
-            drained: true,
-            ..o.clone()
-        };
-        if drained(&r.options) != drained(&first.options) || r.scenario != first.scenario {
-            return Err(differs("with other options"));
-        }
-        let lines = |s: &[HistorySource]| s.iter().map(|h| h.lines).collect::<Vec<_>>();
-        if lines(&r.sources) != lines(&first.sources) || r.events != first.events {
-            return Err(differs("of other histories"));
-        }
-    }
-    for pair in shares.windows(2) {
-        if pair[0].report.partition.index == pair[1].report.partition.index {
-            return Err(JoinError::Inconsistent(format!(
-                "partition {} twice: {} and {}",
-                pair[0].report.partition,
-                pair[0].dir.display(),
-                pair[1].dir.display()
-            )));
-        }
-    }
+    same_check(&shares)?;
     let missing: Vec<u32> = (0..count)
         .filter(|i| !shares.iter().any(|s| s.report.partition.index == *i))
         .collect();
@@ -300,6 +263,53 @@ pub fn join(dirs: &[PathBuf], spill: &Path) -> Result<Joined, JoinError> {
         count,
         missing,
     })
+}
+
+/// Refuses shares that are not partitions of one check: cut otherwise,
+/// by another version, with other options or of other histories, or the
+/// same partition twice. `shares` is sorted by partition.
+fn same_check(shares: &[Share]) -> Result<(), JoinError> {
+    let first = &shares[0].report;
+    let count = first.partition.count;
+    for s in shares {
+        let r = &s.report;
+        let differs = |what: &str| {
+            JoinError::Inconsistent(format!(
+                "{} is partition {} of a check {what} than {}'s (hint: join the partitions of one check)",
+                s.dir.display(),
+                r.partition,
+                shares[0].dir.display()
+            ))
+        };
+        if r.partition.count != count {
+            return Err(differs("cut into another number of partitions"));
+        }
+        if r.version != first.version {
+            return Err(differs("by another version of hookstorm"));
+        }
+        let drained = |o: &CheckOptions| CheckOptions {
+            drained: true,
+            ..o.clone()
+        };
+        if drained(&r.options) != drained(&first.options) || r.scenario != first.scenario {
+            return Err(differs("with other options"));
+        }
+        let lines = |s: &[HistorySource]| s.iter().map(|h| h.lines).collect::<Vec<_>>();
+        if lines(&r.sources) != lines(&first.sources) || r.events != first.events {
+            return Err(differs("of other histories"));
+        }
+    }
+    for pair in shares.windows(2) {
+        if pair[0].report.partition.index == pair[1].report.partition.index {
+            return Err(JoinError::Inconsistent(format!(
+                "partition {} twice: {} and {}",
+                pair[0].report.partition,
+                pair[0].dir.display(),
+                pair[1].dir.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Writes a record read from a share's `join.bin` to its join partition.

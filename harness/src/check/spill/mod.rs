@@ -221,12 +221,50 @@ pub(crate) fn check(
     joins.finish().map_err(spill_error)?;
 
     // 3. Keys, a partition at a time on each of two threads.
+    let done = keys_all(dir, route, join_route, &parts, &states, opts, &ids);
+    for found in done {
+        for by_scenario in found? {
+            for (g, f) in by_scenario {
+                findings[usize::from(g)].merge(f);
+            }
+        }
+    }
+
+    // 4. Joins: here, or by the merge of the shares.
+    let keep = if share.is_some() {
+        Some(tmp)
+    } else {
+        join_all(dir, route.local, opts, &ids, &mut findings)?;
+        drop(tmp);
+        None
+    };
+    Ok(Spilled {
+        findings: names.into_iter().cloned().zip(findings).collect(),
+        events,
+        sources,
+        warnings,
+        joins: keep,
+    })
+}
+
+/// Grades the keys of the `route.local` partitions under `dir`, a
+/// partition at a time on each of [`KEY_THREADS`] threads: each thread's
+/// findings by scenario, or its error.
+fn keys_all(
+    dir: &Path,
+    route: Route,
+    join_route: Route,
+    parts: &[PartRead],
+    states: &[Result<Sections, String>],
+    opts: &CheckOptions,
+    ids: &[InvariantId],
+) -> Vec<Result<Vec<BTreeMap<u16, Findings>>, CheckError>> {
     let next = AtomicU32::new(0);
     let threads = KEY_THREADS.min(route.local as usize);
-    let done: Vec<Result<Vec<BTreeMap<u16, Findings>>, CheckError>> = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|w| {
-                let (parts, states, ids, next) = (&parts, &states, &ids, &next);
+                let next = &next;
                 s.spawn(move || {
                     let paths = (0..route.local).map(|q| join_file(dir, q, w + 1)).collect();
                     let mut joins = Writers::new(paths);
@@ -267,29 +305,6 @@ pub(crate) fn check(
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             })
             .collect()
-    });
-    for found in done {
-        for by_scenario in found? {
-            for (g, f) in by_scenario {
-                findings[usize::from(g)].merge(f);
-            }
-        }
-    }
-
-    // 4. Joins: here, or by the merge of the shares.
-    let keep = if share.is_some() {
-        Some(tmp)
-    } else {
-        join_all(dir, route.local, opts, &ids, &mut findings)?;
-        drop(tmp);
-        None
-    };
-    Ok(Spilled {
-        findings: names.into_iter().cloned().zip(findings).collect(),
-        events,
-        sources,
-        warnings,
-        joins: keep,
     })
 }
 

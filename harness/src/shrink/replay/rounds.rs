@@ -131,24 +131,7 @@ impl Writer<'_> {
             file: &body,
         };
         if d.intent == Intent::Genuine && !d.single_attempt {
-            for n in 1..=d.drop_acks {
-                let attempt = d.hold_attempts + 1 + n;
-                let _ = writeln!(
-                    self.out,
-                    "# d{}: the run discarded the 2xx and retried (attempt {attempt}), signed afresh",
-                    d.index
-                );
-                self.sign_line(&var, &genuine);
-                let headers = self.plain_headers(d, &id, attempt);
-                self.post_line(
-                    &format!("d{} {id} attempt {attempt}", d.index),
-                    d,
-                    &body,
-                    &var,
-                    &headers,
-                    false,
-                );
-            }
+            self.resends(d, &id, &genuine, &body, &var);
         }
         for (r, redelivery) in d.redeliveries.iter().enumerate() {
             let round = r + 1;
@@ -169,37 +152,7 @@ impl Writer<'_> {
                         false,
                     );
                 }
-                Redelivery::FreshId(new) => {
-                    let new = envelope::delivery_id(self.profile.body, new);
-                    let _ = writeln!(
-                        self.out,
-                        "# d{}: the acknowledged request under a fresh delivery id",
-                        d.index
-                    );
-                    let sig = if matches!(self.profile.scheme, Scheme::StandardWebhooks { .. }) {
-                        // The id is signed under this scheme: sign again with the new id.
-                        let v = format!("sig_d{}_r{round}", d.index);
-                        self.sign_line(
-                            &v,
-                            &Signer {
-                                id: &new,
-                                ..genuine
-                            },
-                        );
-                        v
-                    } else {
-                        var.clone()
-                    };
-                    let headers = self.plain_headers(d, &new, 1);
-                    self.post_line(
-                        &format!("d{} {new} fresh id", d.index),
-                        d,
-                        &body,
-                        &sig,
-                        &headers,
-                        false,
-                    );
-                }
+                Redelivery::FreshId(new) => self.fresh_id(d, new, round, &genuine, &body, &var),
                 Redelivery::Redeliver => {
                     let _ = writeln!(
                         self.out,
@@ -254,6 +207,71 @@ impl Writer<'_> {
                 }
             }
         }
+    }
+
+    /// The resends after acknowledgements the run discarded, each signed
+    /// afresh.
+    fn resends(&mut self, d: &PlannedDelivery, id: &str, genuine: &Signer, body: &str, var: &str) {
+        for n in 1..=d.drop_acks {
+            let attempt = d.hold_attempts + 1 + n;
+            let _ = writeln!(
+                self.out,
+                "# d{}: the run discarded the 2xx and retried (attempt {attempt}), signed afresh",
+                d.index
+            );
+            self.sign_line(var, genuine);
+            let headers = self.plain_headers(d, id, attempt);
+            self.post_line(
+                &format!("d{} {id} attempt {attempt}", d.index),
+                d,
+                body,
+                var,
+                &headers,
+                false,
+            );
+        }
+    }
+
+    /// Redelivery `round` of `d`: the acknowledged request under the fresh
+    /// delivery id `new` (signed again where the scheme signs the id).
+    fn fresh_id(
+        &mut self,
+        d: &PlannedDelivery,
+        new: &str,
+        round: usize,
+        genuine: &Signer,
+        body: &str,
+        var: &str,
+    ) {
+        let new = envelope::delivery_id(self.profile.body, new);
+        let _ = writeln!(
+            self.out,
+            "# d{}: the acknowledged request under a fresh delivery id",
+            d.index
+        );
+        let sig = if matches!(self.profile.scheme, Scheme::StandardWebhooks { .. }) {
+            // The id is signed under this scheme: sign again with the new id.
+            let v = format!("sig_d{}_r{round}", d.index);
+            self.sign_line(
+                &v,
+                &Signer {
+                    id: &new,
+                    ..*genuine
+                },
+            );
+            v
+        } else {
+            var.to_string()
+        };
+        let headers = self.plain_headers(d, &new, 1);
+        self.post_line(
+            &format!("d{} {new} fresh id", d.index),
+            d,
+            body,
+            &sig,
+            &headers,
+            false,
+        );
     }
 }
 
