@@ -640,27 +640,16 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
 /// The bench's options: the flags, the seed, and the receiver `r` found
 /// (whose processes, when hookstorm started them, are held apart).
 fn bench_options(args: &Args, seed: u64, r: Receiver) -> (BenchOptions, Held) {
-    let Receiver {
-        url,
-        profile,
-        secrets,
-        accounts,
-        probe,
-        desc,
-        no_check_reason,
-        processes,
-        held,
-    } = r;
     let mix = Mix {
         duplicates: args.duplicates,
         concurrent_duplicates: args.concurrent_duplicates,
         reorder: args.reorder,
     };
     let opts = BenchOptions {
-        url,
-        profile,
-        accounts,
-        secrets,
+        url: r.url,
+        profile: r.profile,
+        accounts: r.accounts,
+        secrets: r.secrets,
         rate: args.rate,
         connections: args.connections,
         threads: args.threads.unwrap_or_else(bench::default_threads),
@@ -676,17 +665,17 @@ fn bench_options(args: &Args, seed: u64, r: Receiver) -> (BenchOptions, Held) {
         error_limit: args.break_errors,
         mix,
         seed,
-        probe,
-        no_check_reason,
+        probe: r.probe,
+        no_check_reason: r.no_check_reason,
         drain: args.drain.0.max(Duration::from_millis(100)),
         out_dir: args.out.clone(),
         progress: is_tty() && crate::ui::verbosity() > crate::ui::Verbosity::Quiet,
-        target_desc: desc,
+        target_desc: r.desc,
         shard: args.shard,
         start_at: args.start_at,
-        processes,
+        processes: r.processes,
     };
-    (opts, held)
+    (opts, r.held)
 }
 
 fn is_tty() -> bool {

@@ -689,23 +689,14 @@ pub async fn explore(
         ended
     };
     let _ = std::fs::remove_dir_all(dir.join("runs"));
+    // The session's options never require every scenario.
     let report = RunReport {
         run_id: run_id.clone(),
-        seed: s.run.seed,
-        profile: target.profile.name.clone(),
-        time_scale: target
-            .profile
-            .time_scale(s.run.time_scale, None, s.run.default_time_scale),
-        target: target.describe(),
         started_at,
         duration_s: started.elapsed().as_secs_f64(),
-        strict: s.run.strict,
-        require_all: false,
-        hookstorm_version: env!("CARGO_PKG_VERSION").to_string(),
         scenarios: std::mem::take(&mut s.reports),
-        machine: Some(crate::run::machine()),
         interrupted: ended == Ended::Interrupted,
-        seal: None,
+        ..crate::run::empty_report(target, &s.run)
     };
     let explored = Explored {
         dir: dir.clone(),

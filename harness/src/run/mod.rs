@@ -392,8 +392,9 @@ fn judge_late_rows(
     }
 }
 
-/// The report of a run of `target` under `opts` before its first scenario.
-fn empty_report(target: &Target, opts: &RunOptions) -> RunReport {
+/// The report of a run (or an exploration) of `target` under `opts`
+/// before its first scenario.
+pub(crate) fn empty_report(target: &Target, opts: &RunOptions) -> RunReport {
     RunReport {
         run_id: String::new(),
         seed: opts.seed,
