@@ -64,7 +64,8 @@ pub enum Family {
 pub enum Db {
     /// A SQLite file (better-sqlite3, sqlite3).
     Sqlite,
-    /// A private Postgres server through a pool without a statement timeout.
+    /// A private Postgres server through a pool (Node's with timeouts of
+    /// [`DB_WAIT_MS`], Python's with none).
     Postgres,
 }
 
@@ -479,6 +480,17 @@ env = {env}
     )
 }
 
+/// How long a zoo receiver waits for its database (`ZOO_DB_WAIT_MS`):
+/// SQLite's busy timeout in both languages, and the Node pool's connect and
+/// query timeouts on Postgres (the Python pool keeps none, so one receiver
+/// still meets a silent database with no timeout at all). Half a second:
+/// under the shortest cut of the database (1 s), so a write that waits on a
+/// cut fails inside it (at SQLite's default of 5 s an insert made after the
+/// 2xx waited out the cut and landed, and a Node receiver, which waits on
+/// the lock inside its only thread, took 15 s to answer three requests);
+/// and far under the shortest answer limit (Slack's 3 s).
+const DB_WAIT_MS: u64 = 500;
+
 /// Runs `scenarios` (all of them when empty; an item starting with `--`
 /// is passed on as a flag) with `seed` against `rx` carrying `mutant`
 /// (none when empty), hookstorm owning its processes.
@@ -497,7 +509,7 @@ pub fn run(
     let (state_url, db, database) = (store.state_url, store.db, store.database);
     let (start, worker) = rx.commands(&db);
     let env = format!(
-        "{{ ZOO_PROVIDER = \"{}\", ZOO_MUTANT = \"{mutant}\", ZOO_SLOW_MS = \"{}\" }}",
+        "{{ ZOO_PROVIDER = \"{}\", ZOO_MUTANT = \"{mutant}\", ZOO_SLOW_MS = \"{}\", ZOO_DB_WAIT_MS = \"{DB_WAIT_MS}\" }}",
         rx.profile,
         rx.timeout_ms + 1_500
     );

@@ -15,7 +15,10 @@ use std::time::Duration;
 use rustc_hash::FxHashSet;
 
 use crate::delivery::{job_key, TaskStatus};
-use crate::history::{Attempt, Event, Intent, Outcome, ProviderTask, TransportFailure};
+use crate::history::scan::RawLine;
+use crate::history::{
+    attempt_fields, Attempt, Event, Intent, Outcome, ProviderTask, TransportFailure,
+};
 use crate::tag::FaultTag;
 
 use super::found::Found;
@@ -121,53 +124,110 @@ impl TagFacts {
     }
 }
 
-/// The fields of an attempt the checker reads, borrowed (from an [`Attempt`]
-/// or straight from a history line).
-#[derive(Debug)]
-pub(crate) struct AttemptView<'a> {
-    pub delivery: &'a str,
-    pub key: &'a str,
-    pub account: &'a str,
-    pub job: Option<&'a str>,
-    pub attempt: u32,
-    pub tags: TagFacts,
-    pub status: Option<u16>,
-    pub latency_ms: Option<f64>,
-    pub error: Option<&'a str>,
-    pub outcome: Outcome,
-    pub intent: Intent,
-    pub detail: Option<&'a str>,
-    pub task_status: Option<TaskStatus>,
-    pub created_at: Option<&'a str>,
-    pub resource: Option<&'a str>,
-    pub sequence: Option<u64>,
-    pub poison: bool,
-    pub dead: bool,
+/// Builds [`AttemptView`] and its two ways in (from an [`Attempt`], from a
+/// scanned history line) from the attempt's one field list
+/// (`history::record`): a field's kind gives its type here.
+macro_rules! attempt_view {
+    ($( $(#[doc = $doc:literal])* $(#[serde($($serde:tt)*)])? $name:ident : $kind:ident $($t:ty)? ),* $(,)?) => {
+        /// Every field of an attempt as the checker reads it, borrowed
+        /// (from an [`Attempt`] or straight from a history line); the
+        /// faults as the facts the checker draws from them. It carries
+        /// every field, so the list alone says what a view holds; the
+        /// checker reads neither the scenario (it has the name), the round
+        /// nor the send time.
+        #[derive(Debug)]
+        #[allow(dead_code)]
+        pub(crate) struct AttemptView<'a> {
+            $($(#[doc = $doc])* pub $name: view_type!('a, $kind $($t)?),)*
+        }
+
+        impl<'a> From<&'a Attempt> for AttemptView<'a> {
+            fn from(a: &'a Attempt) -> Self {
+                AttemptView {
+                    $($name: view_of!(a.$name, $kind $($t)?),)*
+                }
+            }
+        }
+
+        impl<'a> AttemptView<'a> {
+            /// The attempt on a scanned line; the error names the first
+            /// field the checker needs that the line lacks.
+            pub(crate) fn of_scanned(raw: &'a RawLine<'_>) -> Result<AttemptView<'a>, String> {
+                Ok(AttemptView {
+                    $($name: view_of_scanned!(raw.$name, stringify!($name), $kind $($t)?),)*
+                })
+            }
+        }
+    };
 }
 
-impl<'a> From<&'a Attempt> for AttemptView<'a> {
-    fn from(a: &'a Attempt) -> Self {
-        AttemptView {
-            delivery: &a.delivery,
-            key: &a.key,
-            account: &a.account,
-            job: a.job.as_deref(),
-            attempt: a.attempt,
-            tags: TagFacts::of(&a.faults),
-            status: a.status,
-            latency_ms: a.latency_ms,
-            error: a.error.as_deref(),
-            outcome: a.outcome,
-            intent: a.intent,
-            detail: a.detail.as_deref(),
-            task_status: a.task_status,
-            created_at: a.created_at.as_deref(),
-            resource: a.resource.as_deref(),
-            sequence: a.sequence,
-            poison: a.poison,
-            dead: a.dead,
-        }
-    }
+/// A field's type in [`AttemptView`], from its kind.
+macro_rules! view_type {
+    ($l:lifetime, text) => { &$l str };
+    ($l:lifetime, stamp) => { Option<&$l str> };
+    ($l:lifetime, opt_text) => { Option<&$l str> };
+    ($l:lifetime, req $t:ty) => { $t };
+    ($l:lifetime, dflt $t:ty) => { $t };
+    ($l:lifetime, opt $t:ty) => { Option<$t> };
+    ($l:lifetime, tags) => { TagFacts };
+}
+
+/// A field of an owned attempt as [`AttemptView`] holds it.
+macro_rules! view_of {
+    ($v:expr, text) => {
+        $v.as_str()
+    };
+    ($v:expr, stamp) => {
+        Some($v.as_str())
+    };
+    ($v:expr, opt_text) => {
+        $v.as_deref()
+    };
+    ($v:expr, req $t:ty) => {
+        $v
+    };
+    ($v:expr, dflt $t:ty) => {
+        $v
+    };
+    ($v:expr, opt $t:ty) => {
+        $v
+    };
+    ($v:expr, tags) => {
+        TagFacts::of(&$v)
+    };
+}
+
+/// A field of a scanned line as [`AttemptView`] holds it (`?` on a
+/// missing field the checker needs).
+macro_rules! view_of_scanned {
+    ($v:expr, $name:expr, text) => {
+        $v.as_deref().ok_or_else(|| missing_field($name))?
+    };
+    ($v:expr, $name:expr, stamp) => {
+        $v.as_deref()
+    };
+    ($v:expr, $name:expr, opt_text) => {
+        $v.as_deref()
+    };
+    ($v:expr, $name:expr, req $t:ty) => {
+        $v.ok_or_else(|| missing_field($name))?
+    };
+    ($v:expr, $name:expr, dflt $t:ty) => {
+        $v
+    };
+    ($v:expr, $name:expr, opt $t:ty) => {
+        $v
+    };
+    ($v:expr, $name:expr, tags) => {
+        TagFacts::of_names($v.iter().map(|f| f.as_ref()))
+    };
+}
+
+attempt_fields!(attempt_view);
+
+/// The error of a history line without a field the checker needs.
+pub(crate) fn missing_field(field: &str) -> String {
+    format!("missing field `{field}`")
 }
 
 /// The fields of a provider task the checker reads, borrowed.
@@ -512,7 +572,7 @@ impl Aggregator {
                 self.keys[i].sequence = s;
             }
         }
-        let tags = a.tags;
+        let tags = a.faults;
         let agg = &mut self.keys[i];
         // A 4xx the harness's front gave (`front:429`) is not the
         // receiver's answer (the excuse table's front:<status> row).
@@ -645,8 +705,8 @@ pub(crate) fn facts(a: &AttemptView) -> Facts {
         intent: a.intent,
         status: a.status,
         outcome: a.outcome,
-        excused: a.tags.explains_missing_ack,
-        drop_ack: a.tags.drop_ack,
+        excused: a.faults.explains_missing_ack,
+        drop_ack: a.faults.drop_ack,
         dead: a.dead,
     }
 }
@@ -694,7 +754,7 @@ pub(crate) fn status_findings(line: u64, a: &AttemptView, limit: Duration, out: 
     let fail = |what: String| Evidence::new(a.key, Some(a.account.to_string()), what, vec![line]);
     let rank = (0, line);
     if let Some(s @ 300..=399) = a.status {
-        if !a.tags.front_redirect {
+        if !a.faults.front_redirect {
             out.push(rank, || {
                 fail(format!(
                     "answered {s}: redirects are never followed, every 3xx is a failed attempt"
@@ -728,7 +788,7 @@ pub(crate) fn status_findings(line: u64, a: &AttemptView, limit: Duration, out: 
         });
     }
     // Only the harness holding or stalling the request excuses slowness.
-    if !a.tags.excuses_slowness {
+    if !a.faults.excuses_slowness {
         let limit_ms = limit.as_secs_f64() * 1000.0;
         if let Some(ms) = a.latency_ms.filter(|&ms| ms > limit_ms) {
             out.push(rank, || {
@@ -744,5 +804,97 @@ pub(crate) fn status_findings(line: u64, a: &AttemptView, limit: Duration, out: 
                 fail(format!("no answer within the {:.0} ms limit", limit_ms))
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod one_record {
+    //! The attempt's one field list reaches every form: an attempt with
+    //! every field set reads back the same through serde, through the
+    //! scanner, and into the checker's view from either.
+    use super::*;
+    use crate::history::scan;
+
+    /// An attempt whose every listed field differs from its default.
+    fn every_field_set() -> Attempt {
+        Attempt {
+            scenario: "baseline".into(),
+            delivery: "whd_1".into(),
+            key: "tsk_1".into(),
+            job: Some("job-1".into()),
+            account: "acct_a".into(),
+            attempt: 3,
+            round: 1,
+            faults: vec![FaultTag::DropAck, FaultTag::Replay],
+            sent_at: "2026-12-05T10:00:00.000Z".into(),
+            status: Some(503),
+            latency_ms: Some(12.5),
+            error: Some("connection reset".into()),
+            outcome: Outcome::Fail,
+            intent: Intent::Forged,
+            detail: Some("stale-timestamp".into()),
+            task_status: Some(TaskStatus::Failed),
+            created_at: Some("2026-12-05T09:59:00Z".into()),
+            resource: Some("res-1".into()),
+            sequence: Some(7),
+            poison: true,
+            dead: true,
+            sink: None,
+        }
+    }
+
+    /// Fails naming each listed field the fixture leaves at its default:
+    /// a field added to the list must be set above, and so is carried
+    /// through every form below.
+    macro_rules! assert_every_field_set {
+        ($( $(#[doc = $doc:literal])* $(#[serde($($serde:tt)*)])? $name:ident : $kind:ident $($t:ty)? ),* $(,)?) => {{
+            let (a, d) = (every_field_set(), Attempt::default());
+            let unset: Vec<&str> = [$((stringify!($name), a.$name == d.$name)),*]
+                .into_iter()
+                .filter(|(_, same)| *same)
+                .map(|(name, _)| name)
+                .collect();
+            assert!(unset.is_empty(), "fields the fixture leaves unset: {unset:?}");
+        }};
+    }
+
+    #[test]
+    fn every_listed_field_reaches_serde_the_scanner_and_the_checkers_view() {
+        attempt_fields!(assert_every_field_set);
+        let a = every_field_set();
+        let line = serde_json::to_string(&Event::Attempt(a.clone())).expect("serialize");
+        // serde, both ways.
+        let back: Event = serde_json::from_str(&line).expect("serde reads it");
+        assert_eq!(back, Event::Attempt(a.clone()));
+        // The scanner reads what serde reads into the flat line.
+        let scanned = scan::parse(&line).expect("the fast path reads a line hookstorm wrote");
+        let by_serde: RawLine<'_> = serde_json::from_str(&line).expect("serde's flat line");
+        assert_eq!(scanned, by_serde);
+        // The checker's view is the same from the attempt and from the line.
+        let from_attempt = format!("{:?}", AttemptView::from(&a));
+        let from_line = format!("{:?}", AttemptView::of_scanned(&scanned).expect("view"));
+        assert_eq!(from_attempt, from_line);
+        for value in [
+            "whd_1",
+            "job-1",
+            "503",
+            "12.5",
+            "stale-timestamp",
+            "res-1",
+            "Failed",
+        ] {
+            assert!(
+                from_line.contains(value),
+                "{value} missing from {from_line}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_line_without_a_field_the_checker_needs_names_it() {
+        let line = r#"{"type":"attempt","scenario":"s","delivery":"d","key":"k","account":"a","sent_at":"t","outcome":"ok","intent":"genuine"}"#;
+        let raw = scan::parse(line).expect("scanned");
+        let err = AttemptView::of_scanned(&raw).expect_err("no attempt number");
+        assert_eq!(err, "missing field `attempt`");
     }
 }

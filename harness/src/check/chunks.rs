@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use std::borrow::Cow;
 
+use super::aggregate::{missing_field, AttemptView, ProviderView};
 use super::aggregate::{Aggregator, MAX_LINES};
-use super::aggregate::{AttemptView, ProviderView, TagFacts};
 use super::verdict::CheckError;
 use super::verdict::HistorySource;
 use crate::history::scan::{self, RawLine};
@@ -519,10 +519,6 @@ fn fold_line<S: LineSink>(
     }
 }
 
-fn missing(field: &str) -> String {
-    format!("missing field `{field}`")
-}
-
 impl RawLine<'_> {
     /// Hands the line to `sink` as an event of `scenario`; the error names
     /// the missing field, the inner one is the sink's.
@@ -533,33 +529,11 @@ impl RawLine<'_> {
         sink: &mut impl LineSink,
     ) -> Result<std::io::Result<()>, String> {
         fn need<'s>(v: &'s Option<Cow<'_, str>>, field: &str) -> Result<&'s str, String> {
-            v.as_deref().ok_or_else(|| missing(field))
+            v.as_deref().ok_or_else(|| missing_field(field))
         }
         match self.kind.as_ref() {
             "attempt" => {
-                let delivery = need(&self.delivery, "delivery")?;
-                let key = need(&self.key, "key")?;
-                let account = need(&self.account, "account")?;
-                let view = AttemptView {
-                    delivery,
-                    key,
-                    account,
-                    job: self.job.as_deref(),
-                    attempt: self.attempt.ok_or_else(|| missing("attempt"))?,
-                    tags: TagFacts::of_names(self.faults.iter().map(|f| f.as_ref())),
-                    status: self.status,
-                    latency_ms: self.latency_ms,
-                    error: self.error.as_deref(),
-                    outcome: self.outcome.ok_or_else(|| missing("outcome"))?,
-                    intent: self.intent.ok_or_else(|| missing("intent"))?,
-                    detail: self.detail.as_deref(),
-                    task_status: self.task_status,
-                    created_at: self.created_at.as_deref(),
-                    resource: self.resource.as_deref(),
-                    sequence: self.sequence,
-                    poison: self.poison,
-                    dead: self.dead,
-                };
+                let view = AttemptView::of_scanned(self)?;
                 return Ok(sink.attempt(scenario, line, &view));
             }
             "provider" => {
@@ -570,7 +544,9 @@ impl RawLine<'_> {
                     account,
                     key,
                     job: self.job.as_deref(),
-                    task_status: self.task_status.ok_or_else(|| missing("task_status"))?,
+                    task_status: self
+                        .task_status
+                        .ok_or_else(|| missing_field("task_status"))?,
                     created_at,
                 };
                 return Ok(sink.provider(scenario, line, &view));

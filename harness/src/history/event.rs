@@ -6,26 +6,30 @@
 use serde::{Deserialize, Serialize};
 
 use super::failure::TransportFailure;
+use super::record::{attempt_fields, owned_type};
 use crate::delivery::TaskStatus;
-use crate::tag::{FaultName, FaultTag};
+use crate::tag::FaultName;
 
 /// What became of one attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// A 2xx came back and the harness accepted it.
     Ok,
     /// The attempt definitely did not land.
     Fail,
-    /// Indeterminate: may or may not have been committed.
+    /// Indeterminate: may or may not have been committed (an attempt
+    /// before its answer).
+    #[default]
     Info,
 }
 
 /// What the harness meant a delivery to be, and so what the receiver must do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Intent {
     /// A real, correctly signed result: stored exactly once.
+    #[default]
     Genuine,
     /// A verified dashboard test delivery: 2xx, nothing stored.
     Test,
@@ -54,70 +58,27 @@ impl Intent {
     }
 }
 
-/// One HTTP attempt.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Attempt {
-    /// The scenario it belongs to.
-    pub scenario: String,
-    /// The delivery id (`Webhook-Id`), stable across retries and redeliveries.
-    pub delivery: String,
-    /// The deduplication key (task id).
-    pub key: String,
-    /// The job key, when the task has an idempotency key.
-    #[serde(default)]
-    pub job: Option<String>,
-    /// The account the delivery was sent for.
-    pub account: String,
-    /// 1-based attempt number within its round.
-    pub attempt: u32,
-    /// 0 for the automatic delivery, 1.. for manual redeliveries.
-    #[serde(default)]
-    pub round: u32,
-    /// Faults applied to this attempt.
-    #[serde(default)]
-    pub faults: Vec<FaultTag>,
-    /// When it was sent (RFC 3339, wall clock).
-    pub sent_at: String,
-    /// The answer's status, if one came.
-    #[serde(default)]
-    pub status: Option<u16>,
-    /// Time to the answer's head, in milliseconds.
-    #[serde(default)]
-    pub latency_ms: Option<f64>,
-    /// Transport error text (timeout, reset, refused).
-    #[serde(default)]
-    pub error: Option<String>,
-    /// The outcome.
-    pub outcome: Outcome,
-    /// What the delivery was meant to be.
-    pub intent: Intent,
-    /// More about the intent (the forgery kind, …).
-    #[serde(default)]
-    pub detail: Option<String>,
-    /// The task's final status.
-    #[serde(default)]
-    pub task_status: Option<TaskStatus>,
-    /// The task's createdAt.
-    #[serde(default)]
-    pub created_at: Option<String>,
-    /// Sequenced workload: the resource.
-    #[serde(default)]
-    pub resource: Option<String>,
-    /// Sequenced workload: the sequence number.
-    #[serde(default)]
-    pub sequence: Option<u64>,
-    /// The delivery is a poison event.
-    #[serde(default)]
-    pub poison: bool,
-    /// This was the last attempt and it failed: the delivery is dead.
-    #[serde(default)]
-    pub dead: bool,
-    /// In a sink's history (`hookstorm sink`): what the sink saw of this
-    /// request from the sender under test and how it answered. Absent in
-    /// the harness's own sends.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sink: Option<Box<Received>>,
+/// Generates [`Attempt`] from the one list of its fields
+/// ([`super::record::attempt_fields`]), adding the sink's nested record.
+macro_rules! attempt_struct {
+    ($( $(#[doc = $doc:literal])* $(#[serde($($serde:tt)*)])? $name:ident : $kind:ident $($t:ty)? ),* $(,)?) => {
+        /// One HTTP attempt.
+        #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+        pub struct Attempt {
+            $(
+                $(#[doc = $doc])*
+                $(#[serde($($serde)*)])?
+                pub $name: owned_type!($kind $($t)?),
+            )*
+            /// In a sink's history (`hookstorm sink`): what the sink saw of this
+            /// request from the sender under test and how it answered. Absent in
+            /// the harness's own sends.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub sink: Option<Box<Received>>,
+        }
+    };
 }
+attempt_fields!(attempt_struct);
 
 /// What the sink saw of one request from a sender under test, and what it
 /// answered: the facts the sender invariants (S1–S9) are judged from.
@@ -185,25 +146,12 @@ impl Attempt {
             scenario: scenario.to_string(),
             delivery: delivery.to_string(),
             key: key.to_string(),
-            job: None,
             account: account.to_string(),
             attempt: 1,
-            round: 0,
-            faults: Vec::new(),
             sent_at: now_rfc3339(),
-            status: None,
-            latency_ms: None,
-            error: None,
             outcome: Outcome::Info,
             intent: Intent::Genuine,
-            detail: None,
-            task_status: None,
-            created_at: None,
-            resource: None,
-            sequence: None,
-            poison: false,
-            dead: false,
-            sink: None,
+            ..Attempt::default()
         }
     }
 

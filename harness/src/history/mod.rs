@@ -6,7 +6,8 @@
 //! later, with nothing else but the receiver's state, and so the checker can
 //! stream it instead of holding a million deliveries in memory.
 //!
-//! The event types live in `event`, the transport failures an attempt's
+//! An attempt's fields are listed once, in `record`; the event types live
+//! in `event`, the transport failures an attempt's
 //! `error` records (their kinds and the one writer of their text) in
 //! `failure`; `codec` reads and writes them
 //! (JSON Lines, a streaming [`fold`] every consumer shares, the checker's
@@ -20,6 +21,7 @@
 mod codec;
 mod event;
 mod failure;
+mod record;
 pub(crate) mod scan;
 
 /// Runs the checker's fast line scanner on `line` and, when it reads the
@@ -43,6 +45,7 @@ pub use event::{
     RunHeader,
 };
 pub use failure::{Failure, TransportFailure};
+pub(crate) use record::attempt_fields;
 
 #[cfg(test)]
 mod tests {

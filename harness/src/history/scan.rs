@@ -25,55 +25,52 @@ use std::borrow::Cow;
 use serde::Deserialize;
 
 use super::event::{Intent, Outcome};
+use super::record::attempt_fields;
 use crate::delivery::TaskStatus;
 
-/// One history line, flat and borrowed: the union of the attempt and provider
-/// fields the checker reads. Parsing this instead of the tagged [`Event`]
-/// avoids serde's buffering of internally tagged enums and one allocation per
-/// string, which makes checking a large history several times faster.
-#[derive(Deserialize, Default)]
-pub(crate) struct RawLine<'a> {
-    #[serde(rename = "type", borrow)]
-    pub kind: Cow<'a, str>,
-    #[serde(default, borrow)]
-    pub scenario: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    pub delivery: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    pub key: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    pub job: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    pub account: Option<Cow<'a, str>>,
-    #[serde(default)]
-    pub attempt: Option<u32>,
-    #[serde(default, borrow)]
-    pub faults: Vec<Cow<'a, str>>,
-    #[serde(default)]
-    pub status: Option<u16>,
-    #[serde(default)]
-    pub latency_ms: Option<f64>,
-    #[serde(default, borrow)]
-    pub error: Option<Cow<'a, str>>,
-    #[serde(default)]
-    pub outcome: Option<Outcome>,
-    #[serde(default)]
-    pub intent: Option<Intent>,
-    #[serde(default, borrow)]
-    pub detail: Option<Cow<'a, str>>,
-    #[serde(default)]
-    pub task_status: Option<TaskStatus>,
-    #[serde(default, borrow)]
-    pub created_at: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    pub resource: Option<Cow<'a, str>>,
-    #[serde(default)]
-    pub sequence: Option<u64>,
-    #[serde(default)]
-    pub poison: bool,
-    #[serde(default)]
-    pub dead: bool,
+/// Builds [`RawLine`] from the attempt's field list: each field in the
+/// scanned form its kind gives it (`super::record`), plus the line's type.
+macro_rules! raw_line {
+    ($( $(#[doc = $doc:literal])* $(#[serde($($serde:tt)*)])? $name:ident : $kind:ident $($t:ty)? ),* $(,)?) => {
+        raw_line!(@fields [] $( $name : $kind $($t)? ,)*);
+    };
+    (@fields [$($acc:tt)*] $name:ident : text, $($rest:tt)*) => {
+        raw_line!(@fields [$($acc)* #[serde(default, borrow)] pub $name: Option<Cow<'a, str>>,] $($rest)*);
+    };
+    (@fields [$($acc:tt)*] $name:ident : stamp, $($rest:tt)*) => {
+        raw_line!(@fields [$($acc)* #[serde(default, borrow)] pub $name: Option<Cow<'a, str>>,] $($rest)*);
+    };
+    (@fields [$($acc:tt)*] $name:ident : opt_text, $($rest:tt)*) => {
+        raw_line!(@fields [$($acc)* #[serde(default, borrow)] pub $name: Option<Cow<'a, str>>,] $($rest)*);
+    };
+    (@fields [$($acc:tt)*] $name:ident : req $t:ty, $($rest:tt)*) => {
+        raw_line!(@fields [$($acc)* #[serde(default)] pub $name: Option<$t>,] $($rest)*);
+    };
+    (@fields [$($acc:tt)*] $name:ident : dflt $t:ty, $($rest:tt)*) => {
+        raw_line!(@fields [$($acc)* #[serde(default)] pub $name: $t,] $($rest)*);
+    };
+    (@fields [$($acc:tt)*] $name:ident : opt $t:ty, $($rest:tt)*) => {
+        raw_line!(@fields [$($acc)* #[serde(default)] pub $name: Option<$t>,] $($rest)*);
+    };
+    (@fields [$($acc:tt)*] $name:ident : tags, $($rest:tt)*) => {
+        raw_line!(@fields [$($acc)* #[serde(default, borrow)] pub $name: Vec<Cow<'a, str>>,] $($rest)*);
+    };
+    (@fields [$($acc:tt)*]) => {
+        /// One history line, flat and borrowed: every attempt field (a
+        /// provider line's are among them) and the line's type. Parsing
+        /// this instead of the tagged [`crate::history::Event`] avoids
+        /// serde's buffering of internally tagged enums and one allocation
+        /// per string, which makes checking a large history several times
+        /// faster.
+        #[derive(Deserialize, Default, Debug, PartialEq)]
+        pub(crate) struct RawLine<'a> {
+            #[serde(rename = "type", borrow)]
+            pub kind: Cow<'a, str>,
+            $($acc)*
+        }
+    };
 }
+attempt_fields!(raw_line);
 
 struct Scanner<'a> {
     s: &'a str,
@@ -235,59 +232,87 @@ impl<'a> Scanner<'a> {
     }
 }
 
-/// Every field either writer puts on an attempt or provider line, in the
-/// order `Event`'s serde writes them (the bench's writer keeps that order
-/// and leaves some out); a name not here is skipped as [`OTHER`].
-const FIELDS: [&str; 22] = [
-    "type",
-    "scenario",
-    "delivery",
-    "key",
-    "job",
-    "account",
-    "attempt",
-    "round",
-    "faults",
-    "sent_at",
-    "status",
-    "latency_ms",
-    "error",
-    "outcome",
-    "intent",
-    "detail",
-    "task_status",
-    "created_at",
-    "resource",
-    "sequence",
-    "poison",
-    "dead",
-];
-/// Each field's index in [`FIELDS`] (`ROUND` and `SENT_AT` are written,
-/// not read, so never a duplicate).
-mod field {
-    pub const TYPE: usize = 0;
-    pub const SCENARIO: usize = 1;
-    pub const DELIVERY: usize = 2;
-    pub const KEY: usize = 3;
-    pub const JOB: usize = 4;
-    pub const ACCOUNT: usize = 5;
-    pub const ATTEMPT: usize = 6;
-    pub const ROUND: usize = 7;
-    pub const FAULTS: usize = 8;
-    pub const SENT_AT: usize = 9;
-    pub const STATUS: usize = 10;
-    pub const LATENCY_MS: usize = 11;
-    pub const ERROR: usize = 12;
-    pub const OUTCOME: usize = 13;
-    pub const INTENT: usize = 14;
-    pub const DETAIL: usize = 15;
-    pub const TASK_STATUS: usize = 16;
-    pub const CREATED_AT: usize = 17;
-    pub const RESOURCE: usize = 18;
-    pub const SEQUENCE: usize = 19;
-    pub const POISON: usize = 20;
-    pub const DEAD: usize = 21;
+/// Builds the scanner's field table from the attempt's field list:
+/// [`FIELDS`], each field's index in it (`field::<name>`), and [`assign`],
+/// which reads a value into its field of a [`RawLine`].
+macro_rules! field_table {
+    ($( $(#[doc = $doc:literal])* $(#[serde($($serde:tt)*)])? $name:ident : $kind:ident $($t:ty)? ),* $(,)?) => {
+        /// Every field the writers put on an attempt or provider line, in
+        /// the order `Event`'s serde writes them (the bench's writer keeps
+        /// that order and leaves some out); a name not here is skipped as
+        /// [`OTHER`].
+        const FIELDS: &[&str] = &["type", $(stringify!($name)),*];
+
+        /// Each field's place in [`FIELDS`].
+        #[allow(non_camel_case_types, dead_code)]
+        enum Place {
+            Type,
+            $($name),*
+        }
+
+        /// Each field's index in [`FIELDS`].
+        #[allow(non_upper_case_globals)]
+        mod field {
+            pub const TYPE: usize = super::Place::Type as usize;
+            $(pub const $name: usize = super::Place::$name as usize;)*
+        }
+
+        /// Puts value `v` of field number `f` into `raw` (the line's type
+        /// into `kind`); `None` when the value has the wrong shape for its
+        /// field, as serde would refuse it.
+        #[inline]
+        fn assign<'a>(
+            raw: &mut RawLine<'a>,
+            kind: &mut Option<&'a str>,
+            f: usize,
+            v: Value<'a>,
+        ) -> Option<()> {
+            match f {
+                field::TYPE => {
+                    let Value::Str(s) = v else { return None };
+                    *kind = Some(s);
+                }
+                $(field::$name => raw.$name = scanned!(v, $kind $($t)?)?,)*
+                // A field the checker does not know (a newer one).
+                _ => {}
+            }
+            Some(())
+        }
+    };
 }
+
+/// A value in the scanned form of its field's kind: `None` when serde
+/// would refuse it there.
+macro_rules! scanned {
+    ($v:expr, text) => {
+        opt_str($v)
+    };
+    ($v:expr, stamp) => {
+        opt_str($v)
+    };
+    ($v:expr, opt_text) => {
+        opt_str($v)
+    };
+    ($v:expr, req $t:ty) => {
+        <$t as Scalar>::scan($v)
+    };
+    ($v:expr, opt $t:ty) => {
+        <$t as Scalar>::scan($v)
+    };
+    // Present, it must be a value: serde refuses `null` for these.
+    ($v:expr, dflt $t:ty) => {
+        <$t as Scalar>::scan($v).flatten()
+    };
+    ($v:expr, tags) => {
+        match $v {
+            Value::Strs(list) => Some(list),
+            _ => None,
+        }
+    };
+}
+
+attempt_fields!(field_table);
+
 /// A field's name as the writers spell it, quotes and colon included
 /// (`"key":`), as two words to compare a line's next bytes with: no
 /// `memcmp` call per field.
@@ -362,7 +387,7 @@ const LITERALS: [Literal; FIELDS.len()] = {
     out
 };
 
-/// A field the checker does not read (`sent_at`, `round`, a newer one …).
+/// A field not in [`FIELDS`] (a sink's nested record, a newer one …).
 const OTHER: usize = usize::MAX;
 
 fn opt_str(v: Value<'_>) -> Option<Option<Cow<'_, str>>> {
@@ -386,10 +411,54 @@ fn opt_f64(v: Value<'_>) -> Option<Option<f64>> {
     opt_num::<f64>(v)?.map_or(Some(None), |x| x.is_finite().then_some(Some(x)))
 }
 
-fn boolean(v: Value<'_>) -> Option<bool> {
-    match v {
-        Value::Bool(b) => Some(b),
-        _ => None,
+/// A one-value field's reading: `Some(None)` for `null`, `None` for a
+/// value serde would refuse.
+trait Scalar: Sized {
+    fn scan(v: Value<'_>) -> Option<Option<Self>>;
+}
+
+macro_rules! scalar_number {
+    ($($t:ty),*) => {$(
+        impl Scalar for $t {
+            fn scan(v: Value<'_>) -> Option<Option<Self>> {
+                opt_num(v)
+            }
+        }
+    )*};
+}
+scalar_number!(u16, u32, u64);
+
+impl Scalar for f64 {
+    fn scan(v: Value<'_>) -> Option<Option<Self>> {
+        opt_f64(v)
+    }
+}
+
+impl Scalar for bool {
+    fn scan(v: Value<'_>) -> Option<Option<Self>> {
+        match v {
+            Value::Bool(b) => Some(Some(b)),
+            Value::Null => Some(None),
+            _ => None,
+        }
+    }
+}
+
+impl Scalar for Outcome {
+    fn scan(v: Value<'_>) -> Option<Option<Self>> {
+        enum_field(v, outcome)
+    }
+}
+
+impl Scalar for Intent {
+    fn scan(v: Value<'_>) -> Option<Option<Self>> {
+        enum_field(v, intent)
+    }
+}
+
+impl Scalar for TaskStatus {
+    fn scan(v: Value<'_>) -> Option<Option<Self>> {
+        enum_field(v, task_status)
     }
 }
 
@@ -449,7 +518,9 @@ pub(crate) fn parse(line: &str) -> Option<RawLine<'_>> {
             let f = sc.field(guess)?;
             let v = sc.value()?;
             assign(&mut raw, &mut kind, f, v)?;
-            if f < FIELDS.len() && f != field::ROUND && f != field::SENT_AT {
+            // One bit a field: a repeated one is serde's error to give.
+            const _: () = assert!(FIELDS.len() <= 32);
+            if f < FIELDS.len() {
                 if seen & (1 << f) != 0 {
                     return None;
                 }
@@ -471,131 +542,13 @@ pub(crate) fn parse(line: &str) -> Option<RawLine<'_>> {
     Some(raw)
 }
 
-/// Puts value `v` of field number `f` into `raw` (the line's type into
-/// `kind`); `None` when the value has the wrong shape for its field.
-#[inline]
-fn assign<'a>(
-    raw: &mut RawLine<'a>,
-    kind: &mut Option<&'a str>,
-    f: usize,
-    v: Value<'a>,
-) -> Option<()> {
-    match f {
-        field::TYPE => {
-            let Value::Str(s) = v else { return None };
-            *kind = Some(s);
-        }
-        field::SCENARIO => {
-            raw.scenario = opt_str(v)?;
-        }
-        field::DELIVERY => {
-            raw.delivery = opt_str(v)?;
-        }
-        field::KEY => {
-            raw.key = opt_str(v)?;
-        }
-        field::JOB => {
-            raw.job = opt_str(v)?;
-        }
-        field::ACCOUNT => {
-            raw.account = opt_str(v)?;
-        }
-        field::ATTEMPT => {
-            raw.attempt = opt_num(v)?;
-        }
-        field::FAULTS => {
-            let Value::Strs(list) = v else { return None };
-            raw.faults = list;
-        }
-        field::STATUS => {
-            raw.status = opt_num(v)?;
-        }
-        field::LATENCY_MS => {
-            raw.latency_ms = opt_f64(v)?;
-        }
-        field::ERROR => {
-            raw.error = opt_str(v)?;
-        }
-        field::OUTCOME => {
-            raw.outcome = enum_field(v, outcome)?;
-        }
-        field::INTENT => {
-            raw.intent = enum_field(v, intent)?;
-        }
-        field::DETAIL => {
-            raw.detail = opt_str(v)?;
-        }
-        field::TASK_STATUS => {
-            raw.task_status = enum_field(v, task_status)?;
-        }
-        field::CREATED_AT => {
-            raw.created_at = opt_str(v)?;
-        }
-        field::RESOURCE => {
-            raw.resource = opt_str(v)?;
-        }
-        field::SEQUENCE => {
-            raw.sequence = opt_num(v)?;
-        }
-        field::POISON => {
-            raw.poison = boolean(v)?;
-        }
-        field::DEAD => {
-            raw.dead = boolean(v)?;
-        }
-        // Fields the checker does not read (sent_at, round, …).
-        _ => {}
-    }
-    Some(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::history::{Attempt, Event, ProviderTask};
 
     fn same(a: &RawLine<'_>, b: &RawLine<'_>) -> bool {
-        format!("{:?}", Debuggable(a)) == format!("{:?}", Debuggable(b))
-    }
-
-    struct Debuggable<'x, 'a>(&'x RawLine<'a>);
-
-    impl std::fmt::Debug for Debuggable<'_, '_> {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            let r = self.0;
-            write!(
-                f,
-                "{:?}",
-                (
-                    &r.kind,
-                    &r.scenario,
-                    &r.delivery,
-                    &r.key,
-                    &r.job,
-                    &r.account,
-                    r.attempt,
-                    &r.faults,
-                    r.status,
-                    r.latency_ms,
-                    &r.error,
-                    r.outcome,
-                )
-            )?;
-            write!(
-                f,
-                "{:?}",
-                (
-                    r.intent,
-                    &r.detail,
-                    r.task_status,
-                    &r.created_at,
-                    &r.resource,
-                    r.sequence,
-                    r.poison,
-                    r.dead
-                )
-            )
-        }
+        a == b
     }
 
     fn attempt() -> Attempt {
@@ -777,16 +730,14 @@ mod tests {
                 lat in proptest::option::of(0.0f64..1e6),
             ) {
                 let a = Attempt { status, latency_ms: lat, ..Attempt::new("s", "whd_1", &key, "acct_a") };
-                let line = serde_json::to_string(&Event::Attempt(a)).unwrap();
+                let line = serde_json::to_string(&Event::Attempt(a.clone())).unwrap();
                 let fast = parse(&line);
                 prop_assert!(fast.is_some(), "the fast path must take {}", line);
                 let slow: RawLine = serde_json::from_str(&line).unwrap();
                 prop_assert!(same(&fast.unwrap(), &slow), "{}", line);
                 // Another writer's order (serde_json's maps sort their keys)
                 // takes the fast path too, only without its guesses.
-                let sorted = serde_json::to_string(&serde_json::to_value(Event::Attempt(
-                    Attempt { status, latency_ms: lat, ..Attempt::new("s", "whd_1", &key, "acct_a") },
-                )).unwrap()).unwrap();
+                let sorted = serde_json::to_string(&serde_json::to_value(Event::Attempt(a)).unwrap()).unwrap();
                 let fast = parse(&sorted);
                 prop_assert!(fast.is_some(), "the fast path must take {}", sorted);
                 prop_assert!(same(&fast.unwrap(), &slow), "{}", sorted);

@@ -1,12 +1,16 @@
 // The receiver's store: an inbox row per event (unique per account and
 // event identity), the winning update per object, and a count of the
 // business effect per event. SQLite through better-sqlite3, or Postgres
-// through a pg Pool (no statement timeout: a query waits as long as the
-// database makes it). ZOO_DATABASE is a file path or a postgres:// URL.
+// through a pg Pool. ZOO_DATABASE is a file path or a postgres:// URL.
+// ZOO_DB_WAIT_MS is how long a request waits for its database: SQLite's
+// busy timeout (5 s, better-sqlite3's default, without it), and on
+// Postgres the pool's connect and query timeouts (without it, none: a
+// query waits as long as a silent database makes it).
 import Database from "better-sqlite3";
 import pg from "pg";
 
 const mutant = process.env.ZOO_MUTANT ?? "";
+const wait = process.env.ZOO_DB_WAIT_MS ? Number(process.env.ZOO_DB_WAIT_MS) : null;
 
 const schema = (ts) => [
   `create table if not exists webhook_inbox (
@@ -34,7 +38,7 @@ const winnerUpsert = `insert into winners (account, object, key, rank) values ($
   ${mutant === "winner-by-arrival" ? "" : newer}`;
 
 function sqlite(path) {
-  const db = new Database(path, { timeout: 5000 });
+  const db = new Database(path, { timeout: wait ?? 5000 });
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = FULL");
   for (const s of schema("text not null default current_timestamp")) db.exec(s);
@@ -71,7 +75,8 @@ function sqlite(path) {
 }
 
 function postgres(url) {
-  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  const timeouts = wait === null ? {} : { connectionTimeoutMillis: wait, query_timeout: wait };
+  const pool = new pg.Pool({ connectionString: url, max: 10, ...timeouts });
   pool.on("error", () => {});
   // The migration, under a lock: the server and the worker may both run it.
   const ready = (async () => {
@@ -109,6 +114,9 @@ function postgres(url) {
     },
     async settle(row, rank) {
       const c = await pool.connect();
+      // A client whose query failed (a timed-out one still waits for its
+      // answer) leaves the pool instead of going back to it.
+      let broken;
       try {
         await c.query("begin");
         if (rank === null) {
@@ -126,10 +134,11 @@ function postgres(url) {
         }
         await c.query("commit");
       } catch (e) {
+        broken = e;
         await c.query("rollback").catch(() => {});
         throw e;
       } finally {
-        c.release();
+        c.release(broken);
       }
     },
   };

@@ -2,7 +2,8 @@
 event identity), the winning update per object and a count of the business
 effect per event. SQLite (a connection per request, as sqlite3 wants in a
 pre-forked server) or Postgres through a psycopg pool with no statement
-timeout. ZOO_DATABASE is a file path or a postgres:// URL."""
+timeout. ZOO_DATABASE is a file path or a postgres:// URL; ZOO_DB_WAIT_MS
+is SQLite's busy timeout (5 s without it)."""
 import json
 import os
 import sqlite3
@@ -10,6 +11,7 @@ from contextlib import contextmanager
 from datetime import datetime
 
 MUTANT = os.environ.get("ZOO_MUTANT", "")
+BUSY_TIMEOUT_S = int(os.environ.get("ZOO_DB_WAIT_MS", "5000")) / 1000
 UNIQUE = "" if MUTANT in ("unique-dropped", "memory-dedupe") else ", primary key (account, key)"
 
 SCHEMA = [
@@ -92,7 +94,7 @@ class Store:
                 with conn.transaction():
                     yield conn
             return
-        conn = sqlite3.connect(self.path, timeout=5, isolation_level=None)
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         try:
             conn.execute("pragma journal_mode=wal")
             conn.execute("begin immediate")

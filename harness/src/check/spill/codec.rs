@@ -170,69 +170,71 @@ impl Writer {
 
     /// What the key's record folds of an attempt at `line`.
     pub fn attempt(&mut self, scenario: u16, line: u64, a: &AttemptView) -> io::Result<()> {
+        // Every field by name, no `..`: a field added to the attempt does
+        // not compile here until the spill keeps it or says why not.
+        let AttemptView {
+            // The record's scenario index says it.
+            scenario: _,
+            delivery,
+            key,
+            account,
+            job,
+            attempt,
+            // Not folded into a key's record.
+            round: _,
+            faults: tags,
+            sent_at: _,
+            status,
+            // Read only by the whole-history pass (slowness, I7).
+            latency_ms: _,
+            error,
+            outcome,
+            intent,
+            detail: _,
+            task_status,
+            created_at,
+            resource,
+            sequence,
+            poison,
+            dead,
+        } = *a;
         self.begin(ATTEMPT, scenario);
-        let intent = INTENTS.iter().position(|i| *i == a.intent).unwrap_or(0) as u32;
-        let outcome = OUTCOMES.iter().position(|o| *o == a.outcome).unwrap_or(0) as u32;
-        let error = a.error.filter(|_| a.dead);
-        let flags = intent
-            | outcome << 3
-            | if a.poison { bit::POISON } else { 0 }
-            | if a.dead { bit::DEAD } else { 0 }
-            | if a.status.is_some() { bit::STATUS } else { 0 }
-            | if a.tags.drop_ack { bit::DROP_ACK } else { 0 }
-            | if a.tags.duplicate { bit::DUPLICATE } else { 0 }
-            | if a.tags.front_status {
-                bit::FRONT_STATUS
-            } else {
-                0
-            }
-            | if a.tags.excuses_poison_error {
-                bit::POISON_EXCUSED
-            } else {
-                0
-            }
-            | if a.tags.explains_missing_ack {
-                bit::EXPLAINED
-            } else {
-                0
-            }
-            | if a.job.is_some() { bit::JOB } else { 0 }
-            | if a.created_at.is_some() {
-                bit::CREATED
-            } else {
-                0
-            }
-            | if a.resource.is_some() && a.sequence.is_some() {
-                bit::RESOURCE
-            } else {
-                0
-            }
-            | if a.task_status.is_some() {
-                bit::TASK
-            } else {
-                0
-            }
-            | if error.is_some() { bit::ERROR } else { 0 };
+        let intent = INTENTS.iter().position(|i| *i == intent).unwrap_or(0) as u32;
+        let outcome = OUTCOMES.iter().position(|o| *o == outcome).unwrap_or(0) as u32;
+        let error = error.filter(|_| dead);
+        let resource = resource.filter(|_| sequence.is_some());
+        let bits = [
+            (poison, bit::POISON),
+            (dead, bit::DEAD),
+            (status.is_some(), bit::STATUS),
+            (tags.drop_ack, bit::DROP_ACK),
+            (tags.duplicate, bit::DUPLICATE),
+            (tags.front_status, bit::FRONT_STATUS),
+            (tags.excuses_poison_error, bit::POISON_EXCUSED),
+            (tags.explains_missing_ack, bit::EXPLAINED),
+            (job.is_some(), bit::JOB),
+            (created_at.is_some(), bit::CREATED),
+            (resource.is_some(), bit::RESOURCE),
+            (task_status.is_some(), bit::TASK),
+            (error.is_some(), bit::ERROR),
+        ];
+        let flags = bits
+            .into_iter()
+            .filter(|(on, _)| *on)
+            .fold(intent | outcome << 3, |f, (_, b)| f | b);
         self.num(flags.to_le_bytes());
         self.num(line.to_le_bytes());
-        self.num(a.status.unwrap_or(0).to_le_bytes());
-        self.num(a.attempt.to_le_bytes());
-        self.buf.push(task_code(a.task_status));
-        self.num(a.sequence.unwrap_or(0).to_le_bytes());
-        self.text(a.account);
-        self.text(a.key);
-        for s in [
-            a.job,
-            a.created_at,
-            a.resource.filter(|_| a.sequence.is_some()),
-        ]
-        .into_iter()
-        .flatten()
-        {
+        self.num(status.unwrap_or(0).to_le_bytes());
+        self.num(attempt.to_le_bytes());
+        self.buf.push(task_code(task_status));
+        self.num(sequence.unwrap_or(0).to_le_bytes());
+        self.text(account);
+        self.text(key);
+        for s in [job, created_at, resource].into_iter().flatten() {
             self.text(s);
         }
-        if a.dead {
-            self.text(a.delivery);
+        if dead {
+            self.text(delivery);
         }
         if let Some(e) = error {
             self.text(e);
@@ -561,12 +563,15 @@ fn attempt_record<'b>(f: &mut Fields<'b>) -> io::Result<Record<'b>> {
     Ok(Record::Attempt(
         line,
         AttemptView {
+            scenario: "",
             delivery,
             key,
             account,
             job,
             attempt,
-            tags: TagFacts {
+            round: 0,
+            sent_at: None,
+            faults: TagFacts {
                 drop_ack: has(bit::DROP_ACK),
                 duplicate: has(bit::DUPLICATE),
                 explains_missing_ack: has(bit::EXPLAINED),
