@@ -340,6 +340,17 @@ fn a_shard_that_died_or_is_missing_makes_the_merged_verdict_unknown() -> TestRes
     let (o, merged) = merge(dir.path(), &finished, &r.target);
     assert_unknown(&o, &merged, "shard 2 of 3 is missing");
     assert_eq!(merged["shards"][2]["status"], "missing", "{merged}");
+
+    // A manifest edited after its shard finished is no unfinished shard:
+    // the shard writes it whole, so the merge refuses the folder.
+    std::fs::write(finished[1].join("shard.json"), b"{\"shard\": \"edited\"")?;
+    let (o, _) = merge(dir.path(), &finished, &r.target);
+    let text = output_text(&o);
+    assert_eq!(o.status.code(), Some(254), "{text}");
+    assert!(
+        text.contains("not a shard manifest") && text.contains("changed after the shard finished"),
+        "{text}"
+    );
     Ok(())
 }
 

@@ -77,7 +77,7 @@ impl StateBody {
     }
 
     /// Encodes one item; [`Feed::End`] closes the document.
-    fn encode(&mut self, feed: Feed) -> Result<(), String> {
+    fn encode(&mut self, feed: Feed) -> Result<(), hookstorm::state::stream::SinkError> {
         let sink = self.encoder.sink();
         match feed {
             Feed::Section(s) => sink.section(s),
@@ -123,7 +123,7 @@ impl Body for StateBody {
             match ready!(this.rx.poll_recv(cx)) {
                 Some(Ok(feed)) => {
                     if let Err(e) = this.encode(feed) {
-                        return this.fail(e);
+                        return this.fail(e.to_string());
                     }
                 }
                 Some(Err(e)) => return this.fail(e.to_string()),

@@ -61,7 +61,7 @@ pub fn write_history_in(
     let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
     let state_out = std::io::BufWriter::new(std::fs::File::create(&state_path)?);
     let mut state = JsonWriter::new(state_out);
-    let to_io = |e: String| std::io::Error::other(e);
+    let to_io = std::io::Error::other;
     state.section(Section::Inbox).map_err(to_io)?;
     let order: Box<dyn Iterator<Item = (usize, u32)>> = if spread {
         Box::new((1..=attempts).flat_map(move |n| (0..keys).map(move |k| (k, n))))

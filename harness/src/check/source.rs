@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use crate::state::stream::StateSink;
+use crate::state::stream::{ReadError, SinkError, StateSink};
 use crate::state::State;
 
 use super::verdict::CheckError;
@@ -29,10 +29,21 @@ fn read_state(path: &Path, sink: &mut impl StateSink) -> Result<(), CheckError> 
     })?;
     crate::state::stream::read_any(file, sink)
         .map(|_| ())
-        .map_err(|e| CheckError::State {
-            path: path.into(),
-            message: e.to_string(),
+        .map_err(|e| match e {
+            ReadError::Keep(why) => kept_not(why),
+            e => CheckError::State {
+                path: path.into(),
+                message: e.to_string(),
+            },
         })
+}
+
+/// The check's own write of a state it read failed (a spill, a full
+/// disk): the check's failure, not the state's.
+fn kept_not(why: String) -> CheckError {
+    CheckError::Spill {
+        source: std::io::Error::other(why),
+    }
 }
 
 /// Feeds scenario `name`'s state to `sink`. `Ok(Err(reason))`: the
@@ -47,7 +58,11 @@ pub(crate) fn feed_state(
     match states {
         States::One(p) => read_state(p, sink).map(Ok),
         States::Many(m) => Ok(match m.get(name) {
-            Some(s) => s.replay(sink),
+            Some(s) => match s.replay(sink) {
+                Err(SinkError::Keep(why)) => return Err(kept_not(why)),
+                Err(SinkError::Refused(why)) => Err(why),
+                Ok(()) => Ok(()),
+            },
             None => Err(format!(
                 "{} has no state for this scenario",
                 state.display()
@@ -60,7 +75,10 @@ pub(crate) fn feed_state(
             ];
             Ok(match candidates.iter().find(|p| p.is_file()) {
                 None => Err(format!("no {name}.json in {}", dir.display())),
-                Some(p) => read_state(p, sink).map_err(|e| e.to_string()),
+                Some(p) => match read_state(p, sink) {
+                    Err(e @ CheckError::Spill { .. }) => return Err(e),
+                    r => r.map_err(|e| e.to_string()),
+                },
             })
         }
     }

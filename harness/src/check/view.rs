@@ -16,7 +16,7 @@ use rustc_hash::FxHashMap;
 
 use super::aggregate::{Aggregator, Interner, KeyAgg, NONE};
 use super::partial::Sections;
-use crate::state::stream::{Row, Section, StateSink};
+use crate::state::stream::{Row, Section, SinkError, StateSink};
 use crate::state::State;
 
 /// An inbox row.
@@ -114,7 +114,7 @@ impl<'a> Compact<'a> {
 }
 
 impl StateSink for Compact<'_> {
-    fn section(&mut self, s: Section) -> Result<(), String> {
+    fn section(&mut self, s: Section) -> Result<(), SinkError> {
         let r = &mut self.rows;
         match s {
             Section::Inbox => {}
@@ -126,7 +126,7 @@ impl StateSink for Compact<'_> {
         Ok(())
     }
 
-    fn row(&mut self, row: Row) -> Result<(), String> {
+    fn row(&mut self, row: Row) -> Result<(), SinkError> {
         let seen = &mut self.seen[row.section() as usize];
         let at = *seen;
         *seen = seen.saturating_add(1);

@@ -36,7 +36,7 @@ use crate::bench::threshold::{Measured, Threshold};
 use crate::check::{check_partitioned, CheckOptions, InvariantId, Partitioning, Verdict};
 use crate::report::RunReport;
 use crate::shard::{
-    marked_folders, ShardManifest, ShardStatus, LATENCY_FILE, MANIFEST, SEARCH_DEPTH,
+    marked_folders, ManifestError, ShardManifest, ShardStatus, LATENCY_FILE, MANIFEST, SEARCH_DEPTH,
 };
 use crate::state::probe::Probe;
 
@@ -137,12 +137,17 @@ pub async fn merge(opts: &MergeOptions) -> Result<MergeOutcome, MergeError> {
     for dir in dirs {
         let m = match ShardManifest::read(&dir) {
             Ok(m) => m,
-            Err(e) => {
+            Err(e @ ManifestError::Unreadable { .. }) => {
                 unknown.push(format!(
                     "{}: no readable {MANIFEST}, the shard did not finish ({e})",
                     dir.display()
                 ));
                 continue;
+            }
+            Err(e @ ManifestError::Malformed { .. }) => {
+                return Err(MergeError::Inconsistent(format!(
+                    "{e} (a shard writes its manifest whole: this folder was changed after the shard finished; merge the shards' own output)"
+                )));
             }
         };
         if let Some(f) = &first {

@@ -22,7 +22,7 @@ use crate::run::actor::{self, Scene};
 use crate::scenario::Scenario;
 use crate::sender::SendConfig;
 use crate::state::late::Owners;
-use crate::state::probe::{Probe, Settled};
+use crate::state::probe::{Probe, ProbeError, Settled};
 use crate::state::State;
 use crate::target::Target;
 
@@ -113,6 +113,11 @@ pub(super) async fn run_scenario(
     let drain = scenario.drain.unwrap_or(opts.drain);
     let (state, settled) = match probe.wait_settled(&expect, opts.settle, drain).await {
         Ok((s, how)) => (Ok(s), Some(how)),
+        // The harness could not keep what it read: its own failure, never
+        // graded as the receiver's state.
+        Err(ProbeError::Keep(why)) => {
+            return Err(write_error(&state_path)(std::io::Error::other(why)));
+        }
         Err(e) => (Err(e), None),
     };
     let drained = match settled {

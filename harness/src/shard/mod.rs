@@ -279,12 +279,38 @@ impl ShardManifest {
     }
 
     /// Reads `dir/shard.json`.
-    pub fn read(dir: &Path) -> Result<ShardManifest, String> {
+    pub fn read(dir: &Path) -> Result<ShardManifest, ManifestError> {
         let path = dir.join(MANIFEST);
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+        let text = std::fs::read_to_string(&path).map_err(|source| ManifestError::Unreadable {
+            path: path.clone(),
+            source,
+        })?;
+        serde_json::from_str(&text).map_err(|source| ManifestError::Malformed { path, source })
     }
+}
+
+/// Why a shard's manifest could not be read. The two tell a merge apart
+/// a shard that never finished (no manifest: its verdict is unknown) from
+/// a folder changed after it did (the manifest is written whole, by a
+/// rename, so a malformed one was never the shard's: the merge refuses).
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    /// No manifest, or one that cannot be read.
+    #[error("{}: {source}", path.display())]
+    Unreadable {
+        /// The manifest's path.
+        path: std::path::PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A manifest that is not one.
+    #[error("{}: not a shard manifest: {source}", path.display())]
+    Malformed {
+        /// The manifest's path.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        source: serde_json::Error,
+    },
 }
 
 #[cfg(test)]

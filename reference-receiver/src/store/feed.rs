@@ -65,7 +65,8 @@ pub async fn drain_feed(
     mut rx: mpsc::Receiver<Result<Feed, StoreError>>,
     sink: &mut impl StateSink,
 ) -> Result<(), StoreError> {
-    let bad = |e: String| StoreError::Database(format!("state stream: {e}"));
+    let bad =
+        |e: hookstorm::state::stream::SinkError| StoreError::Database(format!("state stream: {e}"));
     while let Some(item) = rx.recv().await {
         match item? {
             Feed::Section(s) => sink.section(s).map_err(bad)?,

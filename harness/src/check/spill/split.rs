@@ -15,7 +15,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::state::stream::{Row, Section, StateSink};
+use crate::state::stream::{Row, Section, SinkError, StateSink};
 
 use super::codec::Writer;
 use super::plan::KEY_THREADS;
@@ -225,7 +225,7 @@ impl<'a> StateSplit<'a> {
 }
 
 impl StateSink for StateSplit<'_> {
-    fn section(&mut self, s: Section) -> Result<(), String> {
+    fn section(&mut self, s: Section) -> Result<(), SinkError> {
         let f = &mut self.sections;
         match s {
             Section::Inbox => {}
@@ -237,7 +237,7 @@ impl StateSink for StateSplit<'_> {
         Ok(())
     }
 
-    fn row(&mut self, row: Row) -> Result<(), String> {
+    fn row(&mut self, row: Row) -> Result<(), SinkError> {
         let r = RowRef::of(&row);
         let seen = &mut self.seen[r.section() as usize];
         let at = *seen;
@@ -264,7 +264,7 @@ impl StateSink for StateSplit<'_> {
         writers
             .to(p)
             .and_then(|w| w.row(self.scenario, at, &r))
-            .map_err(|e| format!("cannot spill the state to disk: {e}"))
+            .map_err(|e| SinkError::keep(format!("cannot spill the state to disk: {e}")))
     }
 }
 

@@ -429,7 +429,11 @@ fn state_problem(target: &Target, e: &ProbeError, limit: Duration) -> Problem {
         },
         ProbeError::Timeout { .. } => Problem::StateTimeout(limit),
         ProbeError::Sql(_) => Problem::StateDatabase,
-        ProbeError::Config(_) | ProbeError::NotConfigured(_) => Problem::StateConfig,
+        // The preflight keeps the state it reads in memory, which cannot
+        // fail to keep it; were it to, the text names the harness.
+        ProbeError::Config(_) | ProbeError::NotConfigured(_) | ProbeError::Keep(_) => {
+            Problem::StateConfig
+        }
         ProbeError::Io(_) if target.state.sql.is_some() => Problem::StateDatabase,
         ProbeError::Io(_) if target.state.command.is_some() => Problem::StateCommand,
         ProbeError::Io(_) => Problem::StateUnreachable,

@@ -48,4 +48,17 @@ pub enum ProbeError {
     /// A SQL error.
     #[error("state probe: sql: {0}")]
     Sql(String),
+    /// The harness could not keep the state it read (writing `state.json`
+    /// or a spill failed): its own failure, not the receiver's.
+    #[error("state probe: {0}")]
+    Keep(String),
+}
+
+impl From<crate::state::stream::SinkError> for ProbeError {
+    fn from(e: crate::state::stream::SinkError) -> Self {
+        match e {
+            crate::state::stream::SinkError::Refused(why) => ProbeError::Invalid(why),
+            keep => ProbeError::Keep(keep.to_string()),
+        }
+    }
 }

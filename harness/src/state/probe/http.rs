@@ -202,6 +202,7 @@ where
     fed?;
     parsed.map_err(|e| match e {
         stream::ReadError::Shape { at, message } => ProbeError::Shape { what, at, message },
+        stream::ReadError::Keep(why) => ProbeError::Keep(why),
         stream::ReadError::Other(e) => ProbeError::Invalid(format!(
             "{what}: expected the state JSON {{\"inbox\": [...], ...}} (or its JSON Lines form) of docs/state.md: {e}"
         )),

@@ -53,7 +53,7 @@ struct Rows<S>(S);
 
 impl<S: StateSink> OnRow for Rows<S> {
     fn begin(&mut self, i: usize) -> Result<(), ProbeError> {
-        self.0.section(Section::ALL[i]).map_err(ProbeError::Invalid)
+        self.0.section(Section::ALL[i]).map_err(ProbeError::from)
     }
     fn row(&mut self, i: usize, n: usize, row: &Row) -> Result<(), ProbeError> {
         let section = Section::ALL[i];
@@ -62,9 +62,7 @@ impl<S: StateSink> OnRow for Rows<S> {
             n,
             row,
         };
-        self.0
-            .row(convert(section, &r)?)
-            .map_err(ProbeError::Invalid)
+        self.0.row(convert(section, &r)?).map_err(ProbeError::from)
     }
 }
 
@@ -308,7 +306,7 @@ impl SqlSource {
     pub async fn read_into<S: StateSink + Send + 'static>(&self, sink: S) -> Result<S, ProbeError> {
         let queries = self.queries().await?;
         let mut rows = self.run(queries, Rows(sink)).await?;
-        rows.0.finish().map_err(ProbeError::Invalid)?;
+        rows.0.finish().map_err(ProbeError::from)?;
         Ok(rows.0)
     }
 

@@ -5,7 +5,7 @@
 
 use std::io::Read;
 
-use super::row::{Row, Section, StateSink};
+use super::row::{Row, Section, SinkError, StateSink};
 
 /// Holds a sink to the contract: known sections, each once, rows together,
 /// `inbox` present at the end.
@@ -57,19 +57,19 @@ impl<S: StateSink> Contract<S> {
         }
     }
 
-    pub(super) fn begin(&mut self, s: Section) -> Result<(), String> {
+    pub(super) fn begin(&mut self, s: Section) -> Result<(), SinkError> {
         if self.seen & s.bit() != 0 {
-            return Err(format!(
+            return Err(SinkError::Refused(format!(
                 "section `{}` appears twice (its rows must come together)",
                 s.name()
-            ));
+            )));
         }
         self.seen |= s.bit();
         self.current = Some(s);
         self.sink.section(s)
     }
 
-    pub(super) fn row(&mut self, row: Row) -> Result<(), String> {
+    pub(super) fn row(&mut self, row: Row) -> Result<(), SinkError> {
         let s = row.section();
         if self.current != Some(s) {
             self.begin(s)?;
@@ -77,9 +77,9 @@ impl<S: StateSink> Contract<S> {
         self.sink.row(row)
     }
 
-    pub(super) fn finish(mut self) -> Result<S, String> {
+    pub(super) fn finish(mut self) -> Result<S, SinkError> {
         if self.seen & Section::Inbox.bit() == 0 {
-            return Err("missing field `inbox`".into());
+            return Err(SinkError::Refused("missing field `inbox`".into()));
         }
         self.sink.finish()?;
         Ok(self.sink)
@@ -133,5 +133,47 @@ mod tests {
                 .to_string();
             assert!(e.contains(want), "{text:?}: {e}");
         }
+    }
+
+    /// A writer whose disk is full.
+    struct Full;
+
+    impl std::io::Write for Full {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                "no space left on device",
+            ))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_row_the_harness_cannot_keep_is_its_own_failure_in_both_forms_not_the_states() {
+        use crate::state::stream::{JsonWriter, ReadError};
+        let doc = r#"{"inbox": [{"key": "a", "processed": true}]}"#;
+        let Err(e) = read_document(doc.as_bytes(), JsonWriter::new(Full)) else {
+            panic!("a full disk kept the state");
+        };
+        assert!(
+            matches!(&e, ReadError::Keep(why) if why.contains("no space left")),
+            "{e:?}"
+        );
+        let lines =
+            "{\"sections\": [\"inbox\"]}\n{\"inbox\": {\"key\": \"a\", \"processed\": true}}\n";
+        let Err(e) = read_lines(lines.as_bytes(), JsonWriter::new(Full)) else {
+            panic!("a full disk kept the state");
+        };
+        assert!(matches!(&e, ReadError::Keep(_)), "{e:?}");
+        // A state the contract refuses stays the state's fault.
+        let Err(e) = read_document(
+            r#"{"inbox": [], "inbox": []}"#.as_bytes(),
+            JsonWriter::new(Vec::new()),
+        ) else {
+            panic!("a section twice was read");
+        };
+        assert!(!matches!(e, ReadError::Keep(_)), "{e:?}");
     }
 }

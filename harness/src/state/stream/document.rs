@@ -8,7 +8,7 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
 use super::contract::{Contract, Metered};
 use super::path::{Cursor, ReadError, RowSeed};
-use super::row::{Row, Section, StateSink};
+use super::row::{Row, Section, SinkError, StateSink};
 
 /// Reads the document form, one row at a time.
 pub fn read_document<S: StateSink, R: Read>(r: R, sink: S) -> Result<S, ReadError> {
@@ -108,9 +108,10 @@ impl<'de, S: StateSink> Visitor<'de> for Rows<'_, S> {
     }
 
     fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        let cursor = self.cursor;
         self.contract
             .begin(self.section)
-            .map_err(de::Error::custom)?;
+            .map_err(|e| cursor.section_error(e))?;
         d.deserialize_seq(self)
     }
 
@@ -167,13 +168,13 @@ impl<W: Write> JsonWriter<W> {
         &mut self.out
     }
 
-    fn io(e: std::io::Error) -> String {
-        e.to_string()
+    fn io(e: std::io::Error) -> SinkError {
+        SinkError::keep(e)
     }
 }
 
 impl<W: Write> StateSink for JsonWriter<W> {
-    fn section(&mut self, s: Section) -> Result<(), String> {
+    fn section(&mut self, s: Section) -> Result<(), SinkError> {
         let sep = match (self.any_section, self.open) {
             (false, _) => "{",
             (true, true) => "],",
@@ -186,7 +187,7 @@ impl<W: Write> StateSink for JsonWriter<W> {
         Ok(())
     }
 
-    fn row(&mut self, row: Row) -> Result<(), String> {
+    fn row(&mut self, row: Row) -> Result<(), SinkError> {
         if !self.first_row {
             self.out.write_all(b",").map_err(Self::io)?;
         }
@@ -198,10 +199,10 @@ impl<W: Write> StateSink for JsonWriter<W> {
             Row::Effects(r) => serde_json::to_writer(&mut self.out, r),
             Row::Resources(r) => serde_json::to_writer(&mut self.out, r),
         };
-        r.map_err(|e| e.to_string())
+        r.map_err(SinkError::keep)
     }
 
-    fn finish(&mut self) -> Result<(), String> {
+    fn finish(&mut self) -> Result<(), SinkError> {
         let end: &[u8] = match (self.any_section, self.open) {
             (false, _) => b"{}",
             (true, true) => b"]}",

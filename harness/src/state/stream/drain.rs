@@ -2,7 +2,7 @@
 //! settled on their way to another sink, [`Discard`] drops every row, so
 //! together they tell whether the receiver is drained in constant memory.
 
-use super::row::{Row, Section, StateSink};
+use super::row::{Row, Section, SinkError, StateSink};
 
 /// Tells, while the rows pass on to another sink, whether every inbox row
 /// is settled and how many there are: what a drain wait needs, without
@@ -33,17 +33,17 @@ impl<S> Settling<S> {
 }
 
 impl<S: StateSink> StateSink for Settling<S> {
-    fn section(&mut self, s: Section) -> Result<(), String> {
+    fn section(&mut self, s: Section) -> Result<(), SinkError> {
         self.inner.section(s)
     }
-    fn row(&mut self, row: Row) -> Result<(), String> {
+    fn row(&mut self, row: Row) -> Result<(), SinkError> {
         if let Row::Inbox(r) = &row {
             self.rows += 1;
             self.unsettled += u64::from(!r.settled());
         }
         self.inner.row(row)
     }
-    fn finish(&mut self) -> Result<(), String> {
+    fn finish(&mut self) -> Result<(), SinkError> {
         self.inner.finish()
     }
 }
@@ -53,10 +53,10 @@ impl<S: StateSink> StateSink for Settling<S> {
 pub struct Discard;
 
 impl StateSink for Discard {
-    fn section(&mut self, _: Section) -> Result<(), String> {
+    fn section(&mut self, _: Section) -> Result<(), SinkError> {
         Ok(())
     }
-    fn row(&mut self, _: Row) -> Result<(), String> {
+    fn row(&mut self, _: Row) -> Result<(), SinkError> {
         Ok(())
     }
 }

@@ -8,7 +8,7 @@ use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
 
 use super::contract::{row_too_long, Contract};
 use super::path::{Cursor, ReadError, RowSeed};
-use super::row::{Row, Section, StateSink};
+use super::row::{Row, Section, SinkError, StateSink};
 use crate::state::State;
 
 /// A line of the JSON Lines form: the sections reported, or one row.
@@ -135,7 +135,10 @@ pub fn read_lines<S: StateSink, R: BufRead>(mut r: R, sink: S) -> Result<S, Read
                     .into());
                 }
                 counts[s as usize] += 1;
-                contract.row(row).map_err(at)?;
+                contract.row(row).map_err(|e| match e {
+                    SinkError::Refused(why) => SinkError::Refused(at(why)),
+                    keep => keep,
+                })?;
             }
         }
     }
@@ -192,15 +195,15 @@ impl<W: Write> LinesWriter<W> {
 }
 
 impl<W: Write> StateSink for LinesWriter<W> {
-    fn section(&mut self, _: Section) -> Result<(), String> {
+    fn section(&mut self, _: Section) -> Result<(), SinkError> {
         Ok(())
     }
-    fn row(&mut self, row: Row) -> Result<(), String> {
-        serde_json::to_writer(&mut self.out, &row).map_err(|e| e.to_string())?;
-        self.out.write_all(b"\n").map_err(|e| e.to_string())
+    fn row(&mut self, row: Row) -> Result<(), SinkError> {
+        serde_json::to_writer(&mut self.out, &row).map_err(SinkError::keep)?;
+        self.out.write_all(b"\n").map_err(SinkError::keep)
     }
-    fn finish(&mut self) -> Result<(), String> {
-        self.out.flush().map_err(|e| e.to_string())
+    fn finish(&mut self) -> Result<(), SinkError> {
+        self.out.flush().map_err(SinkError::keep)
     }
 }
 

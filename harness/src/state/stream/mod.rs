@@ -37,7 +37,7 @@ pub use document::{read_document, JsonWriter};
 pub use drain::{Discard, Settling};
 pub use lines::{read_lines, write_lines, LinesWriter};
 pub use path::ReadError;
-pub use row::{Row, Section, StateSink};
+pub use row::{Row, Section, SinkError, StateSink};
 
 /// The media type of the JSON Lines form.
 pub const JSON_LINES: &str = "application/x-ndjson";

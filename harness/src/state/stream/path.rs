@@ -19,7 +19,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, IntoDeserializer, MapAccess, SeqAccess};
 use serde::de::{Deserialize, Visitor};
 
-use super::row::{Row, Section};
+use super::row::{Row, Section, SinkError};
 use crate::state::{Effect, InboxRow, ResourceRow, ResultRow, Winner};
 
 /// Why a state could not be read.
@@ -36,11 +36,24 @@ pub enum ReadError {
     /// Not the state at all (not JSON, not the state object), cut off, or unreadable.
     #[error("{0}")]
     Other(String),
+    /// The harness could not keep what it read (its own write failed): no
+    /// fault of the state's.
+    #[error("{0}")]
+    Keep(String),
 }
 
 impl From<String> for ReadError {
     fn from(message: String) -> Self {
         ReadError::Other(message)
+    }
+}
+
+impl From<SinkError> for ReadError {
+    fn from(e: SinkError) -> Self {
+        match e {
+            SinkError::Refused(why) => ReadError::Other(why),
+            keep @ SinkError::Keep(_) => ReadError::Keep(keep.to_string()),
+        }
     }
 }
 
@@ -52,6 +65,9 @@ pub(super) struct Cursor {
     field: Cell<Option<&'static str>>,
     /// The sink refused a row: its error is no shape error.
     sink_failed: Cell<bool>,
+    /// The sink could not keep a row: the harness's failure, passed
+    /// through serde as text and given back as [`ReadError::Keep`].
+    kept_not: std::cell::RefCell<Option<String>>,
 }
 
 impl Cursor {
@@ -68,9 +84,18 @@ impl Cursor {
         self.field.set(None);
     }
 
-    /// The sink's error, to pass through serde as it is.
-    pub fn sink_error<E: de::Error>(&self, e: String) -> E {
+    /// The sink's error on a row, to pass through serde as it is.
+    pub fn sink_error<E: de::Error>(&self, e: SinkError) -> E {
         self.sink_failed.set(true);
+        self.section_error(e)
+    }
+
+    /// The sink's error on beginning a section, to pass through serde as
+    /// it is; one the harness could not keep is given back as such.
+    pub fn section_error<E: de::Error>(&self, e: SinkError) -> E {
+        if let SinkError::Keep(_) = &e {
+            *self.kept_not.borrow_mut() = Some(e.to_string());
+        }
         E::custom(e)
     }
 
@@ -91,6 +116,9 @@ impl Cursor {
     /// `e` as a read error: a data error inside a section is the shape's,
     /// at the cursor's path; `line` is the JSON Lines line, if any.
     pub fn error(&self, e: &serde_json::Error, line: Option<u64>) -> ReadError {
+        if let Some(why) = self.kept_not.borrow_mut().take() {
+            return ReadError::Keep(why);
+        }
         let text = e.to_string();
         let bare = match e.line() {
             0 => text.as_str(),
@@ -285,7 +313,7 @@ mod tests {
     fn shape(e: ReadError) -> (String, String) {
         match e {
             ReadError::Shape { at, message } => (at, message),
-            ReadError::Other(m) => panic!("not a shape error: {m}"),
+            ReadError::Other(m) | ReadError::Keep(m) => panic!("not a shape error: {m}"),
         }
     }
 

@@ -82,33 +82,61 @@ impl Row {
     }
 }
 
+/// Why a sink stopped taking a state: whose fault it is decides what
+/// follows. A state the contract refuses is the receiver's answer to fix
+/// (its invariants turn unknown, the reason named); a row the harness
+/// could not keep (a full disk under a spill or `state.json`) is the
+/// harness's own failure, never graded as the receiver's state.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SinkError {
+    /// The state breaks its contract (a section twice, `inbox` missing).
+    #[error("{0}")]
+    Refused(String),
+    /// The harness could not keep what it read.
+    #[error("the harness could not keep the state it read: {0}")]
+    Keep(String),
+}
+
+impl SinkError {
+    /// A write of the harness's own that failed.
+    pub fn keep(e: impl std::fmt::Display) -> SinkError {
+        SinkError::Keep(e.to_string())
+    }
+}
+
+impl From<String> for SinkError {
+    fn from(reason: String) -> Self {
+        SinkError::Refused(reason)
+    }
+}
+
 /// Consumes a state one row at a time.
 pub trait StateSink {
     /// Section `s` is reported; its rows follow (none for an empty list).
-    fn section(&mut self, s: Section) -> Result<(), String>;
+    fn section(&mut self, s: Section) -> Result<(), SinkError>;
     /// One row of the section last begun.
-    fn row(&mut self, row: Row) -> Result<(), String>;
+    fn row(&mut self, row: Row) -> Result<(), SinkError>;
     /// The state is complete.
-    fn finish(&mut self) -> Result<(), String> {
+    fn finish(&mut self) -> Result<(), SinkError> {
         Ok(())
     }
 }
 
 impl<T: StateSink + ?Sized> StateSink for &mut T {
-    fn section(&mut self, s: Section) -> Result<(), String> {
+    fn section(&mut self, s: Section) -> Result<(), SinkError> {
         (**self).section(s)
     }
-    fn row(&mut self, row: Row) -> Result<(), String> {
+    fn row(&mut self, row: Row) -> Result<(), SinkError> {
         (**self).row(row)
     }
-    fn finish(&mut self) -> Result<(), String> {
+    fn finish(&mut self) -> Result<(), SinkError> {
         (**self).finish()
     }
 }
 
 /// Collects the rows: the whole [`State`], for runs small enough to hold it.
 impl StateSink for State {
-    fn section(&mut self, s: Section) -> Result<(), String> {
+    fn section(&mut self, s: Section) -> Result<(), SinkError> {
         match s {
             Section::Inbox => {}
             Section::Results => {
@@ -127,7 +155,7 @@ impl StateSink for State {
         Ok(())
     }
 
-    fn row(&mut self, row: Row) -> Result<(), String> {
+    fn row(&mut self, row: Row) -> Result<(), SinkError> {
         match row {
             Row::Inbox(r) => self.inbox.push(r),
             Row::Results(r) => self.results.get_or_insert_with(Vec::new).push(r),
@@ -141,7 +169,7 @@ impl StateSink for State {
 
 impl State {
     /// Hands every section and row to `sink`, in the document's order.
-    pub fn replay(&self, sink: &mut impl StateSink) -> Result<(), String> {
+    pub fn replay(&self, sink: &mut impl StateSink) -> Result<(), SinkError> {
         sink.section(Section::Inbox)?;
         for r in &self.inbox {
             sink.row(Row::Inbox(r.clone()))?;
