@@ -57,3 +57,84 @@ fn one_byte_changed_in_a_history_or_in_report_json_fails_verify_naming_the_file(
     }
     Ok(())
 }
+
+#[test]
+fn two_runs_with_one_seed_into_one_out_at_once_write_two_folders_that_each_verify() -> TestResult {
+    let cwd = tempfile::tempdir()?;
+    let scenarios = crate::common::scenario_dir_arg();
+    let args = [
+        "run",
+        "--scenario-dir",
+        &scenarios,
+        "--scenario",
+        "baseline",
+        "--seed",
+        "5",
+        "--out",
+        "out",
+    ];
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| hookstorm(&args, cwd.path()));
+        let b = s.spawn(|| hookstorm(&args, cwd.path()));
+        (a.join(), b.join())
+    });
+    let (a, b) = (a.expect("first run"), b.expect("second run"));
+    assert_eq!(a.status.code(), Some(0), "{}", text(&a));
+    assert_eq!(b.status.code(), Some(0), "{}", text(&b));
+    let folders: Vec<std::path::PathBuf> = std::fs::read_dir(cwd.path().join("out"))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(folders.len(), 2, "{folders:?}");
+    for dir in &folders {
+        let o = verify(dir);
+        assert_eq!(o.status.code(), Some(hookstorm::exit::PASS), "{}", text(&o));
+        // The digest each run printed is the one of its own folder.
+        let sha = hookstorm::report::seal::sha256_file(&dir.join("report.json"))?;
+        assert!(
+            text(&a).contains(&sha) || text(&b).contains(&sha),
+            "no run printed {sha} of {}",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn a_seal_naming_files_outside_the_folder_links_or_devices_fails_verify_naming_each() -> TestResult
+{
+    let dir = copy_of(green_report(), "outside-the-folder");
+    // An outsider's file with its true digest, under four disguises.
+    let outside = dir.parent().expect("a parent").join("outside.txt");
+    std::fs::write(&outside, b"not the run's")?;
+    let sha = hookstorm::report::seal::sha256_file(&outside)?;
+    std::os::unix::fs::symlink(&outside, dir.join("linked.txt"))?;
+    let mut sums = std::fs::read_to_string(dir.join("SHA256SUMS"))?;
+    for name in [
+        "../outside.txt".to_string(),
+        outside.display().to_string(),
+        "linked.txt".into(),
+        "/dev/zero".into(),
+    ] {
+        sums.push_str(&format!("{sha}  {name}\n"));
+    }
+    std::fs::write(dir.join("SHA256SUMS"), sums)?;
+    let o = verify(&dir);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(hookstorm::exit::FAIL), "{out}");
+    assert!(
+        out.contains("../outside.txt: sealed but unreadable: outside the report folder"),
+        "{out}"
+    );
+    assert!(
+        out.contains("/dev/zero: sealed but unreadable: outside the report folder"),
+        "{out}"
+    );
+    assert!(
+        out.contains("linked.txt: sealed but unreadable: a symbolic link"),
+        "{out}"
+    );
+    assert!(out.contains("not verified: 4 mismatches"), "{out}");
+    Ok(())
+}

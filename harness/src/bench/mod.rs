@@ -306,8 +306,8 @@ pub async fn run_under(
     let requests = opts
         .requests
         .map(|n| opts.shard.map_or(n, |s| s.count_share(n)));
-    let dir = opts.out_dir.join(&run_id);
-    std::fs::create_dir_all(&dir).map_err(|e| BenchError::Io(format!("{}: {e}", dir.display())))?;
+    let (run_id, dir) = crate::report::folder::create_unique(&opts.out_dir, &run_id)
+        .map_err(|e| BenchError::Io(format!("{}: {e}", opts.out_dir.display())))?;
     let target = LoadTarget::resolve(
         &opts.url,
         opts.profile.clone(),

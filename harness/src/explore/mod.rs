@@ -583,9 +583,9 @@ impl Session<'_> {
         };
         if let Some(dir) = &self.opts.regressions {
             std::fs::create_dir_all(dir).map_err(io(dir))?;
-            let path = regressions::file(dir, &scenario.name);
-            let text = crate::scenario::write::to_toml(scenario, &scenario.name, &plan, &header);
-            std::fs::write(&path, text).map_err(io(&path))?;
+            let write =
+                |name: &str| crate::scenario::write::to_toml(scenario, name, &plan, &header);
+            let path = regressions::keep(dir, &scenario.name, write).map_err(io(dir))?;
             failure.replay = Some(format!(
                 "{} --scenario {}{}",
                 self.run.reproduce,
@@ -642,14 +642,14 @@ pub async fn explore(
 ) -> Result<Explored, ExploreError> {
     let started = Instant::now();
     let started_at = crate::history::now_rfc3339();
-    let run_id = format!(
+    let stem = format!(
         "explore-{}-{:08x}",
         chrono::Utc::now().format("%Y%m%d-%H%M%S"),
         run.seed as u32
     );
     let out_dir = run.out_dir.clone();
-    let dir = out_dir.join(&run_id);
-    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let (run_id, dir) =
+        crate::report::folder::create_unique(&out_dir, &stem).map_err(io(&out_dir))?;
     let run = RunOptions {
         preflight: false,
         max_fail: None,

@@ -185,14 +185,14 @@ pub async fn merge(opts: &MergeOptions) -> Result<MergeOutcome, MergeError> {
         &mut unknown,
     );
     let mut report = MergeReport::new(&first.kind, first.run_seed, expected, shards, unknown);
-    let merge_id = format!(
+    let stem = format!(
         "{}-merge-{}-{:08x}",
         chrono::Utc::now().format("%Y%m%d-%H%M%S"),
         first.kind,
         first.run_seed as u32
     );
-    let dir = opts.out_dir.join(&merge_id);
-    std::fs::create_dir_all(&dir).map_err(|e| MergeError::Io(format!("{}: {e}", dir.display())))?;
+    let (_, dir) = crate::report::folder::create_unique(&opts.out_dir, &stem)
+        .map_err(|e| MergeError::Io(format!("{}: {e}", opts.out_dir.display())))?;
     match first.kind.as_str() {
         "bench" => merge_bench(opts, &found, &dir, &mut report).await?,
         _ => merge_runs(&found, &dir, &mut report)?,
@@ -270,9 +270,9 @@ fn shard_entries(
 /// over any histories): `merge.json` with the joined check's verdict.
 fn merge_partitions(opts: &MergeOptions, parts: &[PathBuf]) -> Result<MergeOutcome, MergeError> {
     let mut report = MergeReport::new("check", 0, 0, Vec::new(), Vec::new());
-    let merge_id = format!("{}-merge-check", chrono::Utc::now().format("%Y%m%d-%H%M%S"));
-    let dir = opts.out_dir.join(merge_id);
-    std::fs::create_dir_all(&dir).map_err(|e| MergeError::Io(format!("{}: {e}", dir.display())))?;
+    let stem = format!("{}-merge-check", chrono::Utc::now().format("%Y%m%d-%H%M%S"));
+    let (_, dir) = crate::report::folder::create_unique(&opts.out_dir, &stem)
+        .map_err(|e| MergeError::Io(format!("{}: {e}", opts.out_dir.display())))?;
     partitions::join_into(&mut report, parts, &[], &[], &dir)?;
     if !report.unknown_because.is_empty() {
         report.verdict = Verdict::Unknown;

@@ -19,6 +19,7 @@
 
 pub mod conformance;
 pub mod console;
+pub mod folder;
 pub mod html;
 mod html_timeline;
 pub mod json;

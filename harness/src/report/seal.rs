@@ -66,6 +66,31 @@ pub fn resolve(dir: &Path, path: &str) -> PathBuf {
     dir.join(path)
 }
 
+/// The digest of the file a seal names `name` in `dir`, as `verify` reads
+/// it: only a regular file of the folder's own counts. A name that climbs
+/// out (`../x`) or starts at the root (`/etc/hostname`), a symbolic link
+/// (it may point anywhere) and a device or a pipe (`/dev/zero` never
+/// ends) are refused, with why, before a byte is read.
+pub fn sealed_file_digest(dir: &Path, name: &str) -> Result<String, String> {
+    use std::path::Component;
+    let inside = !name.is_empty()
+        && Path::new(name)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)));
+    if !inside {
+        return Err("outside the report folder: a seal names only the folder's own files".into());
+    }
+    let path = resolve(dir, name);
+    let meta = std::fs::symlink_metadata(&path).map_err(|e| e.to_string())?;
+    if meta.file_type().is_symlink() {
+        return Err("a symbolic link: a sealed file is the folder's own, not a pointer".into());
+    }
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    sha256_file(&path).map_err(|e| e.to_string())
+}
+
 /// The history and state files of `report`'s scenarios that exist in
 /// `dir`, each with its digest, in run order.
 pub fn data_files(report: &RunReport, dir: &Path) -> Vec<FileDigest> {

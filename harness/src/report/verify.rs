@@ -194,7 +194,7 @@ pub fn verify(dir: &Path) -> Result<Verification, VerifyError> {
     };
     let mut intact = BTreeMap::new();
     for d in &sums {
-        match seal::sha256_file(&seal::resolve(dir, &d.path)) {
+        match seal::sealed_file_digest(dir, &d.path) {
             Ok(found) if found == d.sha256 => {
                 v.files_ok.push(d.path.clone());
                 intact.insert(d.path.clone(), d.sha256.clone());
@@ -204,9 +204,9 @@ pub fn verify(dir: &Path) -> Result<Verification, VerifyError> {
                 sealed: d.sha256.clone(),
                 found,
             }),
-            Err(e) => v.mismatches.push(Mismatch::Missing {
+            Err(why) => v.mismatches.push(Mismatch::Missing {
                 file: d.path.clone(),
-                why: e.to_string(),
+                why,
             }),
         }
     }

@@ -160,16 +160,15 @@ impl From<SendError> for RunError {
     }
 }
 
-/// A new run's id (time and seed) and its folder `<out>/<run-id>`, created.
+/// A new run's id (time and seed, and `-2`, … when another run took
+/// it) and its folder `<out>/<run-id>`, created new.
 pub(crate) fn new_run_dir(out: &Path, seed: u64) -> Result<(String, PathBuf), RunError> {
-    let run_id = format!(
+    let stem = format!(
         "{}-{:08x}",
         chrono::Utc::now().format("%Y%m%d-%H%M%S"),
         seed as u32
     );
-    let dir = out.join(&run_id);
-    std::fs::create_dir_all(&dir).map_err(write_error(&dir))?;
-    Ok((run_id, dir))
+    crate::report::folder::create_unique(out, &stem).map_err(write_error(out))
 }
 
 /// A folder or file could not be written.
