@@ -138,3 +138,55 @@ fn a_seal_naming_files_outside_the_folder_links_or_devices_fails_verify_naming_e
     assert!(out.contains("not verified: 4 mismatches"), "{out}");
     Ok(())
 }
+
+/// Rebuilds `SHA256SUMS` over the files it lists, as anyone can with
+/// `sha256sum`.
+fn reseal_by_hand(dir: &Path) -> TestResult {
+    let sums = std::fs::read_to_string(dir.join("SHA256SUMS"))?;
+    let mut out = String::new();
+    for line in sums.lines().filter(|l| !l.is_empty()) {
+        let (_, name) = line.split_once("  ").ok_or("a sums line")?;
+        let sha = hookstorm::report::seal::sha256_file(&dir.join(name))?;
+        out.push_str(&format!("{sha}  {name}\n"));
+    }
+    std::fs::write(dir.join("SHA256SUMS"), out)?;
+    Ok(())
+}
+
+#[test]
+fn a_forged_verdict_or_an_edited_report_fails_verify_even_with_the_seal_rebuilt() -> TestResult {
+    // The failing run's verdict and exit code turned to a pass.
+    let dir = copy_of(faulted_report(), "forged-verdict");
+    let path = dir.join("report.json");
+    let mut report: serde_json::Value = serde_json::from_slice(&std::fs::read(&path)?)?;
+    assert_eq!(report["verdict"], "fail");
+    report["verdict"] = "pass".into();
+    report["exit_code"] = 0.into();
+    for s in report["scenarios"].as_array_mut().ok_or("scenarios")? {
+        s["verdict"] = "pass".into();
+    }
+    std::fs::write(&path, serde_json::to_vec_pretty(&report)?)?;
+    reseal_by_hand(&dir)?;
+    assert_not_verified(
+        &dir,
+        "report.json: at /exit_code it says 0; its own results give 1",
+    );
+    // A summary handed over with another verdict in it.
+    let dir = copy_of(faulted_report(), "forged-summary");
+    let summary = std::fs::read_to_string(dir.join("summary.md"))?;
+    std::fs::write(
+        dir.join("summary.md"),
+        format!("{summary}\nEvery scenario passed.\n"),
+    )?;
+    reseal_by_hand(&dir)?;
+    assert_not_verified(&dir, "summary.md: not the report report.json renders");
+    Ok(())
+}
+
+/// `verify` of `dir` fails, saying `says`.
+fn assert_not_verified(dir: &Path, says: &str) {
+    let o = verify(dir);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(hookstorm::exit::FAIL), "{out}");
+    assert!(out.contains(says), "{out}");
+}

@@ -8,7 +8,13 @@
 //!    `SHA256SUMS`, and names every history and state its scenarios cite;
 //! 3. each scenario that was graded from its files is graded again with
 //!    the checker, with what `report.json` recorded it was graded with,
-//!    and every invariant's verdict must be the recorded one.
+//!    and every invariant's verdict must be the recorded one;
+//! 4. every report is rendered again from `report.json`'s own data, byte
+//!    for byte: a value derived from the results (the run's verdict and
+//!    exit code, a scenario's verdict, a grade, the coverage, the
+//!    conformance levels) that the results do not give, or a `junit.xml`,
+//!    `summary.md` or `report.html` saying anything else, is a mismatch,
+//!    named by its place (`report.json` at `/verdict`).
 //!
 //! The seal is no signature: whoever can rewrite the folder can rewrite
 //! `SHA256SUMS` too. What it gives a reader is this: the digest of
@@ -27,8 +33,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::seal::{self, FileDigest, SealError, REPORT_JSON, SUMS};
-use super::{RunReport, ScenarioReport};
+use super::seal::{self, FileDigest, Seal, SealError, REPORT_JSON, SUMS};
+use super::{html, json, junit, summary, RunReport, ScenarioReport};
 use crate::check::{self, CheckOptions, Verdict};
 use crate::history;
 use crate::profile::vocabulary::Vocabulary;
@@ -59,6 +65,14 @@ pub enum Mismatch {
         /// The file.
         file: String,
         /// What disagrees.
+        why: String,
+    },
+    /// A report says what its own data does not give: a derived value
+    /// of `report.json` edited, or another report changed after the run.
+    Derived {
+        /// The file.
+        file: String,
+        /// What differs, and where.
         why: String,
     },
     /// `SHA256SUMS` itself is not readable as digests, or `report.json`
@@ -99,6 +113,7 @@ impl std::fmt::Display for Mismatch {
             Mismatch::Missing { file, why } => write!(f, "{file}: sealed but unreadable: {why}"),
             Mismatch::Unsealed { file, why } => write!(f, "{file}: {why}"),
             Mismatch::Malformed { file, why } => write!(f, "{file}: {why}"),
+            Mismatch::Derived { file, why } => write!(f, "{file}: {why}"),
             Mismatch::Verdict {
                 scenario,
                 invariant,
@@ -235,6 +250,21 @@ pub fn verify(dir: &Path) -> Result<Verification, VerifyError> {
         }
     };
     cross_check(&report, &files, &sums, &mut v);
+    // Another version renders its reports otherwise: only the version
+    // that wrote them can render them again byte for byte.
+    if report.hookstorm_version == env!("CARGO_PKG_VERSION") {
+        let sha = v.report_sha256.clone().unwrap_or_default();
+        rerender(dir, &report, &files, &sha, &mut v);
+    } else {
+        v.not_regraded.push((
+            "(the reports)".into(),
+            format!(
+                "not rendered again: written by hookstorm {}, this is {}",
+                report.hookstorm_version,
+                env!("CARGO_PKG_VERSION")
+            ),
+        ));
+    }
     for s in &report.scenarios {
         regrade(dir, &report, s, &intact, &mut v);
     }
@@ -260,6 +290,126 @@ fn read_report(path: &Path) -> Result<(RunReport, Vec<FileDigest>), String> {
         .ok_or("no conformance.files: not a sealed report")?;
     let report: RunReport = serde_json::from_value(value).map_err(|e| e.to_string())?;
     Ok((report, files))
+}
+
+/// Renders every report again from `report`, sealed with `files` (and,
+/// for the reports that name it, `report.json`'s digest `sha`), and
+/// compares each with the file: the first value of `report.json` that
+/// differs is named by its JSON pointer.
+fn rerender(dir: &Path, report: &RunReport, files: &[FileDigest], sha: &str, v: &mut Verification) {
+    let mut r = report.clone();
+    r.seal = Some(Seal {
+        files: files.to_vec(),
+        report_json: None,
+    });
+    let read = |name: &str| {
+        crate::limits::budget::read_file(&dir.join(name), crate::limits::budget::REPORT_FILE)
+    };
+    let again = json::to_value(&r);
+    match read(REPORT_JSON)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+    {
+        Some(there) => {
+            if let Some((at, was, is)) = first_difference(&there, &again, String::new()) {
+                v.mismatches.push(Mismatch::Derived {
+                    file: REPORT_JSON.into(),
+                    why: format!("at {at} it says {was}; its own results give {is}"),
+                });
+            }
+        }
+        None => v.mismatches.push(Mismatch::Derived {
+            file: REPORT_JSON.into(),
+            why: "not readable as JSON".into(),
+        }),
+    }
+    r.seal = Some(Seal {
+        files: files.to_vec(),
+        report_json: Some(sha.to_string()),
+    });
+    // An exploration writes its own summary, from `explore.json`, over
+    // the run's: sealed, it is checked by its digest alone.
+    let explored = v.files_ok.iter().any(|f| f == EXPLORE_JSON);
+    if explored {
+        v.not_regraded.push((
+            "(summary.md)".into(),
+            format!("an exploration's own summary, from {EXPLORE_JSON}: checked by its digest, not rendered again"),
+        ));
+    }
+    // The page draws the histories: one that changed is named already,
+    // and the page cannot be drawn again as the run drew it.
+    let drawn_from_intact = !v.mismatches.iter().any(|m| {
+        matches!(m, Mismatch::Digest { file, .. } | Mismatch::Missing { file, .. }
+            if file.ends_with(".jsonl"))
+    });
+    if !drawn_from_intact {
+        v.not_regraded.push((
+            "(report.html)".into(),
+            "not drawn again: a history it draws changed".into(),
+        ));
+    }
+    let reports = [
+        ("junit.xml", Some(junit::render(&r))),
+        ("summary.md", (!explored).then(|| summary::render(&r))),
+        (
+            "report.html",
+            drawn_from_intact.then(|| html::render(&r, dir)),
+        ),
+    ];
+    for (name, text) in reports {
+        let Some(text) = text else { continue };
+        match read(name) {
+            Ok(bytes) if bytes == text.as_bytes() => {}
+            Ok(_) => v.mismatches.push(Mismatch::Derived {
+                file: name.into(),
+                why: format!("not the report {REPORT_JSON} renders (edited after the run)"),
+            }),
+            Err(e) => v.mismatches.push(Mismatch::Derived {
+                file: name.into(),
+                why: format!("unreadable: {e}"),
+            }),
+        }
+    }
+}
+
+/// The file an exploration seals beside the run's reports.
+const EXPLORE_JSON: &str = "explore.json";
+
+/// The first place (a JSON pointer) where `there` and `again` differ, with
+/// both values there, in short.
+fn first_difference(
+    there: &serde_json::Value,
+    again: &serde_json::Value,
+    at: String,
+) -> Option<(String, String, String)> {
+    use serde_json::Value;
+    let short = |v: Option<&Value>| {
+        let t = v.map_or("nothing".to_string(), Value::to_string);
+        crate::limits::budget::quote(&t)
+    };
+    match (there, again) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            keys.into_iter().find_map(|k| {
+                let here = format!("{at}/{k}");
+                match (a.get(k), b.get(k)) {
+                    (Some(x), Some(y)) => first_difference(x, y, here),
+                    (x, y) => Some((here, short(x), short(y))),
+                }
+            })
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => a
+            .iter()
+            .zip(b)
+            .enumerate()
+            .find_map(|(i, (x, y))| first_difference(x, y, format!("{at}/{i}"))),
+        (x, y) if x == y => None,
+        (x, y) => Some((
+            if at.is_empty() { "/".into() } else { at },
+            short(Some(x)),
+            short(Some(y)),
+        )),
+    }
 }
 
 /// `report.json`'s digests against `SHA256SUMS`, and every history and
