@@ -176,6 +176,25 @@ impl Target {
         )
         .map_err(|e| ConfigError::invalid(path, e.to_string()))?;
         check_url(&file.url, file.allow_insecure).map_err(|m| ConfigError::invalid(path, m))?;
+        if let Some(db) = &file.database {
+            // One command alone would stop a database nothing starts again,
+            // or start one nothing stopped.
+            match (&db.stop, &db.start) {
+                (Some(_), None) => {
+                    return Err(ConfigError::invalid(
+                        path,
+                        "[database] stop without start: the harness restores what it cuts (hint: add start = \"…\")",
+                    ))
+                }
+                (None, Some(_)) => {
+                    return Err(ConfigError::invalid(
+                        path,
+                        "[database] start without stop (hint: add stop = \"…\", or use proxy or sqlite)",
+                    ))
+                }
+                _ => {}
+            }
+        }
         let Accounts {
             secrets,
             retired,
@@ -225,7 +244,16 @@ impl Target {
             secrets,
             retired,
             secret_vars,
-            max_body: file.max_body.unwrap_or(DEFAULT_MAX_BODY),
+            max_body: match file.max_body {
+                Some(0) => {
+                    return Err(ConfigError::invalid(
+                        path,
+                        "max_body = 0: no delivery fits (hint: the receiver's body limit in bytes, or leave it out)",
+                    ))
+                }
+                Some(n) => n,
+                None => DEFAULT_MAX_BODY,
+            },
             state: file.state,
             lifecycle: file.lifecycle,
             database: file.database.unwrap_or_default(),
@@ -291,6 +319,15 @@ pub fn resolve_accounts(
             return Err(ConfigError::invalid(
                 path,
                 format!("accounts.{name}: no secret (hint: secrets_env = \"VAR\")"),
+            ));
+        }
+        // An empty key signs anything anyone can sign: never a secret.
+        if list.iter().any(|s| s.expose().is_empty()) {
+            return Err(ConfigError::invalid(
+                path,
+                format!(
+                    "accounts.{name}: an empty secret (every secret has at least one character)"
+                ),
             ));
         }
         if let Some(r) = acct.retired {
@@ -397,6 +434,44 @@ mod tests {
         let t = Target::resolve(file, Path::new("t.toml")).unwrap();
         assert_eq!(t.lifecycle.unwrap().worker.unwrap().start, "./w");
         assert_eq!(t.database.proxy.unwrap().upstream, "127.0.0.1:5432");
+    }
+
+    #[test]
+    fn an_empty_secret_a_zero_body_limit_and_a_lone_database_command_are_refused() {
+        let secret = "[accounts.acct_a]\nsecrets = [\"s\"]\n";
+        // (top-level keys, tables, what the error says)
+        for (top, tables, says) in [
+            (
+                "",
+                "[accounts.acct_a]\nsecrets = [\"\"]\n",
+                "accounts.acct_a: an empty secret",
+            ),
+            (
+                "",
+                "[accounts.acct_a]\nsecrets = [\"s\", \"\"]\n",
+                "an empty secret",
+            ),
+            ("max_body = 0\n", secret, "max_body = 0"),
+            (
+                "",
+                &format!("{secret}[database]\nstop = \"pg_ctl stop\"\n"),
+                "stop without start",
+            ),
+            (
+                "",
+                &format!("{secret}[database]\nstart = \"pg_ctl start\"\n"),
+                "start without stop",
+            ),
+        ] {
+            let text = format!(
+                "url = \"http://127.0.0.1:1/w\"\n{top}[state]\nhttp = \"http://127.0.0.1:2/state\"\n{tables}"
+            );
+            let file: TargetFile = crate::error::parse_toml(Path::new("t.toml"), &text).unwrap();
+            let e = Target::resolve(file, Path::new("t.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says) && e.contains("t.toml"), "{text}: {e}");
+        }
     }
 
     #[test]

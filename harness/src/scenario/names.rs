@@ -7,11 +7,41 @@ use std::path::Path;
 /// The longest scenario name.
 pub const MAX_NAME: usize = 64;
 
+/// The files and folders a report folder holds beside its scenarios'
+/// folders: no scenario may take their names.
+const REPORT_FOLDER_FILES: &[&str] = &[
+    "report.json",
+    "junit.xml",
+    "summary.md",
+    "report.html",
+    "report.png",
+    "SHA256SUMS",
+    "receiver.log",
+    "worker.log",
+    "sender.log",
+    "explore.json",
+    "merge.json",
+    "bench.json",
+    "history.jsonl",
+    "shard.json",
+    "latency.hdr.json",
+    "shrink",
+    "latest",
+];
+
 /// Checks a scenario name: it names files and folders of the report
 /// (`<out>/<name>/history.jsonl`), so it is a name and never a path:
 /// letters, digits, `-`, `_` and `.`, not starting with `.`, at most
-/// [`MAX_NAME`] characters.
+/// [`MAX_NAME`] characters, and none of [`REPORT_FOLDER_FILES`].
 pub fn check_name(name: &str) -> Result<(), String> {
+    if let Some(file) = REPORT_FOLDER_FILES
+        .iter()
+        .find(|f| f.eq_ignore_ascii_case(name))
+    {
+        return Err(format!(
+            "name {name:?}: the report folder's own {file} has that name (a scenario's name is its folder in the reports)"
+        ));
+    }
     let ok = !name.is_empty()
         && name.len() <= MAX_NAME
         && !name.starts_with('.')
@@ -80,4 +110,25 @@ pub(crate) fn key_line(path: &Path, key: &str) -> Option<usize> {
                 .is_some_and(|rest| rest.trim_start().starts_with('='))
         })
         .map(|i| i + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scenario_cannot_take_the_name_of_a_report_folders_own_file() {
+        for name in [
+            "report.json",
+            "SHA256SUMS",
+            "receiver.log",
+            "sha256sums",
+            "latest",
+        ] {
+            let e = check_name(name).unwrap_err();
+            assert!(e.contains("the report folder's own"), "{name}: {e}");
+        }
+        assert!(check_name("report-json").is_ok());
+        assert!(check_name("baseline").is_ok());
+    }
 }
