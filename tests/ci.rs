@@ -14,13 +14,13 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Runs ci/action.sh in `dir` as Actions would; returns the exit code, the
+/// Runs deploy/ci/action.sh in `dir` as Actions would; returns the exit code, the
 /// job summary and the step outputs.
 fn action(dir: &Path, args: &str) -> (Option<i32>, String, String, String) {
     let summary = dir.join("step-summary.md");
     let outputs = dir.join("step-outputs");
     let o = Command::new("bash")
-        .arg(repo().join("ci/action.sh"))
+        .arg(repo().join("deploy/ci/action.sh"))
         .env("HOOKSTORM_BIN", env!("CARGO_BIN_EXE_hookstorm"))
         .env("INPUT_ARGS", args)
         .env("INPUT_OUT", "reports")
@@ -93,7 +93,7 @@ fn the_action_runs_the_script_uploads_the_report_and_the_example_workflow_uses_i
     let action = std::fs::read_to_string(repo().join("action.yml"))?;
     for needed in [
         "using: composite",
-        "ci/action.sh",
+        "deploy/ci/action.sh",
         "actions/upload-artifact",
         "if: always()",
         "/latest/",

@@ -10,6 +10,7 @@
 
 use std::path::Path;
 use std::process::Output;
+use std::time::Duration;
 
 use hookstorm::check::Verdict;
 use hookstorm_receiver::sender::SenderDefect;
@@ -307,5 +308,117 @@ fn sink_usage_mistakes_exit_254_and_an_unusable_sender_exits_3() -> TestResult {
     let o = sink(dir.path(), &["--target", "bad.toml"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     assert!(text(&o).contains("bad.toml"), "{}", text(&o));
+    Ok(())
+}
+
+/// A stranger on the sink's port, until `stop`: idle connections (more
+/// than the sink keeps reading at once), garbage, a 2 MiB body, a header
+/// flood, unsigned requests with identities never emitted, another path.
+fn flood(port: u16, stop: &std::sync::atomic::AtomicBool) -> usize {
+    use std::io::Write;
+    use std::sync::atomic::Ordering;
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let headers: String = (0..200).map(|i| format!("x-flood-{i}: {i}\r\n")).collect();
+    let big = format!(
+        "POST /hooks/acct_a HTTP/1.1\r\nhost: x\r\ncontent-length: {}\r\n\r\n",
+        2 << 20
+    );
+    let mut idle = Vec::new();
+    let mut sent = 0;
+    let mut round = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        round += 1;
+        let forged = format!(
+            "POST /hooks/acct_a HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nwebhook-id: msg_forged{round}\r\ncontent-length: 27\r\n\r\n{{\"id\":\"evt_forged{round:05}\"}}"
+        );
+        let requests: Vec<Vec<u8>> = vec![
+            b"GARBAGE \x00\x01\x02\r\n\r\n".to_vec(),
+            format!("GET / HTTP/1.1\r\n{headers}\r\n").into_bytes(),
+            forged.into_bytes(),
+            b"GET /admin HTTP/1.1\r\nhost: x\r\n\r\n".to_vec(),
+            big.clone().into_bytes(),
+        ];
+        for r in requests {
+            let Ok(mut s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200))
+            else {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            };
+            let _ = s.set_write_timeout(Some(Duration::from_millis(200)));
+            let _ = s.write_all(&r);
+            if r.len() == big.len() {
+                let _ = s.write_all(&vec![b'x'; 2 << 20]);
+            }
+            sent += 1;
+        }
+        if idle.len() < 400 {
+            for _ in 0..100 {
+                if let Ok(s) =
+                    std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200))
+                {
+                    idle.push(s);
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    sent
+}
+
+#[test]
+fn a_stranger_flooding_the_sinks_port_is_foreign_traffic_and_a_correct_sender_passes() -> TestResult
+{
+    let dir = tempfile::tempdir()?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flooder = {
+        let stop = stop.clone();
+        std::thread::spawn(move || flood(port, &stop))
+    };
+    let listen = format!("127.0.0.1:{port}");
+    let o = sink(
+        dir.path(),
+        &[
+            "--listen",
+            &listen,
+            "--scenario",
+            "sender-baseline",
+            "--scenario",
+            "sender-retries",
+        ],
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let sent = flooder.join().expect("the flood ends");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v = report(dir.path());
+    assert_eq!(not_passing(&v), Vec::new());
+    let observed: Vec<String> = v["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| {
+            s["check"]["observations"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|o| o.as_str().map(String::from))
+        .collect();
+    assert!(
+        observed.iter().any(|o| o.starts_with("foreign traffic: ")),
+        "{sent} stranger's requests, observations: {observed:?}"
+    );
+    // The receiver's conformance levels are not a sender's.
+    assert_eq!(v["conformance"]["levels"], serde_json::json!([]));
+    let summary = std::fs::read_to_string(dir.path().join("out/latest/summary.md"))?;
+    assert!(
+        summary.contains("A sender's run: the receiver's conformance levels do not apply")
+            && !summary.contains("| level |"),
+        "{summary}"
+    );
+    let again = v["scenarios"][0]["reproduce"].as_str().unwrap_or_default();
+    assert!(again.contains(&format!("--listen {listen}")), "{again}");
     Ok(())
 }

@@ -23,6 +23,17 @@ pub const MAX_WEBHOOK_CONNECTIONS: usize = 512;
 /// Admin connections served at once; more are answered 503 and closed.
 pub const MAX_ADMIN_CONNECTIONS: usize = 64;
 
+/// The share of a listener's connections one client (one peer address)
+/// may hold, in quarters: three quarters of the slots, so one client that
+/// floods or keeps reconnecting gets 503 while the others are still
+/// served (384 of the 512 webhook slots, 48 of the 64 admin ones).
+pub const CLIENT_QUARTERS: usize = 3;
+
+/// The most connections one client may hold of a listener's `limit`.
+pub fn per_client(limit: usize) -> usize {
+    (limit * CLIENT_QUARTERS / 4).max(1)
+}
+
 /// What every request handler shares.
 pub struct App {
     /// The configuration.

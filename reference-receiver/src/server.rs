@@ -11,8 +11,10 @@
 //! [`crate::app::HEADER_TIMEOUT`]; a body that stalls gets 408 after
 //! [`crate::app::BODY_TIMEOUT`] (in the handler); each listener serves at
 //! most its connection limit at once ([`crate::app::MAX_WEBHOOK_CONNECTIONS`],
-//! [`crate::app::MAX_ADMIN_CONNECTIONS`]) and answers 503
-//! and closes past it, so slow or idle clients cannot hold the port down;
+//! [`crate::app::MAX_ADMIN_CONNECTIONS`]), one client (a peer address) at
+//! most three quarters of it ([`crate::app::per_client`]), and answers 503
+//! and closes past either, so slow, idle or greedy clients cannot hold the
+//! port down for the others;
 //! and the admin listener is never the webhook address.
 
 use std::convert::Infallible;
@@ -60,17 +62,21 @@ async fn serve<B>(
 {
     let mut conns = JoinSet::new();
     let slots = Arc::new(tokio::sync::Semaphore::new(limit));
+    let clients = Clients::new(crate::app::per_client(limit));
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let mut stream = match accepted {
-                    Ok((s, _)) => s,
+                let (mut stream, peer) = match accepted {
+                    Ok(s) => s,
                     Err(_) => {
                         tokio::time::sleep(Duration::from_millis(10)).await;
                         continue;
                     }
                 };
-                let Ok(slot) = slots.clone().try_acquire_owned() else {
+                let slot = clients.take(peer.ip()).and_then(|mine| {
+                    slots.clone().try_acquire_owned().ok().map(|s| (mine, s))
+                });
+                let Some(slot) = slot else {
                     // Full: say so and close, off the accept loop.
                     tokio::spawn(async move {
                         use tokio::io::AsyncWriteExt;
@@ -115,6 +121,54 @@ async fn serve<B>(
         while conns.join_next().await.is_some() {}
     })
     .await;
+}
+
+/// How many connections each client (peer address) holds on a listener.
+#[derive(Clone)]
+struct Clients {
+    held: Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
+    cap: usize,
+}
+
+/// One client's hold on a connection; given back when dropped.
+struct ClientSlot {
+    clients: Clients,
+    ip: std::net::IpAddr,
+}
+
+impl Clients {
+    fn new(cap: usize) -> Clients {
+        Clients {
+            held: Arc::default(),
+            cap,
+        }
+    }
+
+    /// A slot for `ip`, unless it holds its share already.
+    fn take(&self, ip: std::net::IpAddr) -> Option<ClientSlot> {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let n = held.entry(ip).or_default();
+        if *n >= self.cap {
+            return None;
+        }
+        *n += 1;
+        Some(ClientSlot {
+            clients: self.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        let mut held = self.clients.held.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = held.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                held.remove(&self.ip);
+            }
+        }
+    }
 }
 
 /// Serves webhooks on `listener` and the admin API on `admin_listener` until

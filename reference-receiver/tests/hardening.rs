@@ -93,6 +93,56 @@ async fn connections_past_the_limit_get_503_not_a_dead_port() -> Result<()> {
     Ok(())
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_holding_2000_connections_leaves_room_for_another() -> Result<()> {
+    let Some(t) = start(StoreKind::Sqlite, config()).await? else {
+        return Ok(());
+    };
+    let addr = t.rx.webhook_addr;
+    // The greedy client, from 127.0.0.1, tries to hold 2,000 connections.
+    let greedy = tokio::task::spawn_blocking(move || -> Result<Vec<TcpStream>> {
+        let mut conns = Vec::new();
+        for _ in 0..2000 {
+            let mut s = TcpStream::connect(addr)?;
+            let _ = s.write_all(b"P");
+            conns.push(s);
+        }
+        Ok(conns)
+    })
+    .await??;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Still open: a read without waiting finds nothing yet (the others
+    // were answered 503 and closed).
+    let open = |s: &mut TcpStream| -> bool {
+        let _ = s.set_nonblocking(true);
+        let mut buf = [0u8; 256];
+        matches!(s.read(&mut buf), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+    };
+    let mut greedy = greedy;
+    let held = greedy.iter_mut().map(open).filter(|o| *o).count();
+    ensure!(
+        held <= hookstorm_receiver::app::per_client(MAX_WEBHOOK_CONNECTIONS),
+        "one client holds {held} connections"
+    );
+    // A well-behaved client, from 127.0.0.2, is answered, not turned away.
+    for _ in 0..4 {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.bind("127.0.0.2:0".parse()?)?;
+        let mut s = socket.connect(addr).await?.into_std()?;
+        s.set_nonblocking(false)?;
+        s.set_read_timeout(Some(Duration::from_secs(5)))?;
+        s.write_all(b"POST /webhooks/acct_a HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}")?;
+        let mut answer = String::new();
+        let _ = s.read_to_string(&mut answer);
+        ensure!(
+            answer.starts_with("HTTP/1.1 4"),
+            "the other client got {:?}",
+            answer.lines().next()
+        );
+    }
+    Ok(())
+}
+
 async fn serve_fails(args: &[&str]) -> Result<String> {
     let out = tokio::time::timeout(
         Duration::from_secs(20),

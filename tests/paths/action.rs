@@ -1,6 +1,6 @@
 //! The GitHub Action and the example workflow, executed step by step as a
 //! runner does ([`super::runner`]): the binary comes from a release
-//! tarball (`ci/package.sh`, served as a `file://` URL in place of the
+//! tarball (`deploy/ci/package.sh`, served as a `file://` URL in place of the
 //! GitHub release) and then from the cache, never from a build; a green
 //! run, a red one and a usage error give the documented outputs; a quoted
 //! multi-word argument reaches hookstorm as one word; and
@@ -20,7 +20,7 @@ use crate::common::{scenario_dir_arg, TestResult};
 /// Packs the release tarball from the test's binaries; its `file://` URL.
 fn release_artifact(dir: &Path) -> String {
     let o = Command::new("bash")
-        .arg(repo().join("ci/package.sh"))
+        .arg(repo().join("deploy/ci/package.sh"))
         .args(["v0.0.0-test", "x86_64-unknown-linux-gnu"])
         .arg(dir)
         .arg(bin_dir())

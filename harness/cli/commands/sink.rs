@@ -61,6 +61,10 @@ pub struct Args {
     /// settle (every event delivered or dead-lettered).
     #[arg(long, default_value_t = HumanDuration(DEFAULT_DRAIN))]
     drain: HumanDuration,
+    /// Where the sink listens, e.g. 127.0.0.1:9000 (replaces the target
+    /// file's `listen`; default: any free port on 127.0.0.1).
+    #[arg(long)]
+    listen: Option<String>,
     /// After the run, cut each failing scenario down to the fewest events
     /// that still fail the same invariant, into <run>/shrink/<scenario>/.
     #[arg(long)]
@@ -107,7 +111,7 @@ async fn run_async(
     let stop = hookstorm::run::interrupt::on_signals().context("installing the Ctrl-C handler")?;
     let seed = args.seed.unwrap_or_else(super::run::rand_seed);
     let mut reproduce = String::from("hookstorm sink");
-    let (target, child) = match &args.target {
+    let (mut target, child) = match &args.target {
         Some(path) => {
             reproduce.push_str(&format!(" --target {}", path.display()));
             match SenderTarget::from_file(path) {
@@ -127,6 +131,15 @@ async fn run_async(
             (c.target.clone(), Some(c))
         }
     };
+    if let Some(listen) = &args.listen {
+        target.listen = listen.clone();
+        reproduce.push_str(&format!(" --listen {listen}"));
+    }
+    if args.drain.0 != DEFAULT_DRAIN {
+        let d = args.drain.to_string();
+        let d = if d.contains(' ') { format!("'{d}'") } else { d };
+        reproduce.push_str(&format!(" --drain {d}"));
+    }
     let opts = SinkOptions {
         seed,
         time_scale: args.time_scale,

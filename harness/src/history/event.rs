@@ -130,6 +130,13 @@ pub struct Received {
     /// absent for a first attempt, after a final answer or a restart.
     #[serde(default)]
     pub window_ms: Option<[f64; 2]>,
+    /// The sink could not tie the request to an emitted event and it
+    /// carried no valid signature of any account (unreadable, another
+    /// path, an identity never emitted): a stranger's, not the sender's.
+    /// Such lines are reported as foreign traffic and judged by no
+    /// sender invariant.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub foreign: bool,
 }
 
 impl Attempt {

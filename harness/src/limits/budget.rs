@@ -101,7 +101,7 @@ pub const TABLE: &[Budget] = &[
     Budget {
         what: "a sender's request to the sink (head and body)",
         bytes: SINK_REQUEST,
-        past: "the sink answers 413 and records the attempt as one that could not be read",
+        past: "the sink answers 413 and records it as foreign traffic, not charged to the sender",
     },
     Budget {
         what: "a sender's outbox listing (URL answer or command output)",

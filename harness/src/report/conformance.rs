@@ -159,6 +159,10 @@ pub struct Statement {
     pub strict: bool,
     /// The SHA-256 of every history and state file.
     pub files: Vec<FileDigest>,
+    /// The run judged a sender (`hookstorm sink`): the levels are the
+    /// receiver's, so none applies and none is listed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sender: bool,
 }
 
 impl Statement {
@@ -172,6 +176,9 @@ impl Statement {
 
     /// `met 3 of 5 levels`.
     pub fn headline(&self) -> String {
+        if self.sender {
+            return "a sender's run: the receiver's conformance levels do not apply".into();
+        }
         format!(
             "met {} of {}",
             self.met(),
@@ -182,7 +189,12 @@ impl Statement {
 
 /// The statement of `report`.
 pub fn statement(report: &RunReport) -> Statement {
-    let levels = LEVELS.iter().map(|l| level(report, l)).collect();
+    let sender = report.command() == "sink";
+    let levels = if sender {
+        Vec::new()
+    } else {
+        LEVELS.iter().map(|l| level(report, l)).collect()
+    };
     let skipped = report
         .scenarios
         .iter()
@@ -197,9 +209,10 @@ pub fn statement(report: &RunReport) -> Statement {
         .scenarios
         .iter()
         .filter(|s| {
-            !LEVELS
-                .iter()
-                .any(|l| l.scenarios.contains(&s.name.as_str()))
+            !sender
+                && !LEVELS
+                    .iter()
+                    .any(|l| l.scenarios.contains(&s.name.as_str()))
         })
         .map(|s| s.name.clone())
         .collect();
@@ -216,6 +229,7 @@ pub fn statement(report: &RunReport) -> Statement {
             .as_ref()
             .map(|s| s.files.clone())
             .unwrap_or_default(),
+        sender,
     }
 }
 

@@ -218,7 +218,9 @@ fn statement(out: &mut String, report: &RunReport) {
         md(&st.hookstorm_version),
         if st.strict { " · strict" } else { "" }
     );
-    out.push_str("| level | status | why |\n|---|---|---|\n");
+    if !st.levels.is_empty() {
+        out.push_str("| level | status | why |\n|---|---|---|\n");
+    }
     for l in &st.levels {
         let m = match l.status {
             LevelStatus::Met => "✅",

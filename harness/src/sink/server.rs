@@ -13,10 +13,20 @@
 //! a request there is a followed redirect, recorded as such and answered
 //! 503. A request for an identity the harness never emitted is answered
 //! 400 (a final answer) and recorded.
+//!
+//! The port is open to anyone, so the sink tells its sender from
+//! strangers: a request tied to no emitted event that no account's secret
+//! signed (unreadable, another path, an unknown identity) is recorded as
+//! foreign traffic (at most [`FOREIGN_RECORDED`] a scenario) and judged by
+//! no invariant; a request must arrive whole within
+//! [`SINK_READ_DEADLINE`], and at most [`SINK_READING`] connections may be
+//! reading one at once (the oldest is closed past it), so idle
+//! connections cannot take the sink's descriptors.
 
+use std::collections::VecDeque;
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -27,7 +37,10 @@ use tokio::task::JoinHandle;
 
 use super::plan::{PlannedEvent, SinkPlan};
 use super::wire::{self, ReadError, Request};
-use crate::check::sender::{exchange_end, SenderRules, HANG_LIMIT, SINK_STALL, SLOW_AT};
+use crate::check::sender::{
+    exchange_end, SenderRules, FOREIGN_RECORDED, HANG_LIMIT, SINK_READING, SINK_READ_DEADLINE,
+    SINK_STALL, SLOW_AT,
+};
 use crate::delivery::TaskStatus;
 use crate::history::{Attempt, Event, HistorySink, Intent, Outcome, Received};
 use crate::profile::signature::Secret;
@@ -65,6 +78,8 @@ struct Shared {
     history: HistorySink,
     generation: Arc<AtomicU32>,
     acks: mpsc::UnboundedSender<()>,
+    /// Foreign requests recorded so far (at most [`FOREIGN_RECORDED`]).
+    foreign: AtomicUsize,
 }
 
 /// A running sink; [`SinkServer::stop`] ends it.
@@ -124,6 +139,7 @@ impl SinkServer {
             history: setup.history,
             generation: setup.generation,
             acks: setup.acks,
+            foreign: AtomicUsize::new(0),
         });
         let (stop, stopped) = watch::channel(false);
         let stalls = tokio::spawn(watch_stalls(shared.clone(), stopped.clone()));
@@ -153,6 +169,8 @@ impl SinkServer {
 
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     let mut conns = tokio::task::JoinSet::new();
+    // Connections still reading their request, oldest first.
+    let mut reading: VecDeque<(Arc<AtomicBool>, tokio::task::AbortHandle)> = VecDeque::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -161,13 +179,32 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stop: watch
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
-                conns.spawn(serve(stream, shared.clone()));
+                make_room(&mut reading);
+                let read = Arc::new(AtomicBool::new(false));
+                let handle = conns.spawn(serve(stream, shared.clone(), read.clone()));
+                reading.push_back((read, handle));
             }
             _ = stop.changed() => break,
         }
         while conns.try_join_next().is_some() {}
     }
     conns.abort_all();
+}
+
+/// Keeps the connections still reading a request under [`SINK_READING`]:
+/// forgets those that finished reading, and closes the oldest reader when
+/// the sink is full. A sender writes its request as soon as it connects,
+/// so the oldest reader is a stranger's idle connection.
+fn make_room(reading: &mut VecDeque<(Arc<AtomicBool>, tokio::task::AbortHandle)>) {
+    if reading.len() < SINK_READING {
+        return;
+    }
+    reading.retain(|(read, handle)| !read.load(Ordering::Relaxed) && !handle.is_finished());
+    while reading.len() >= SINK_READING {
+        if let Some((_, oldest)) = reading.pop_front() {
+            oldest.abort();
+        }
+    }
 }
 
 /// How often the sink looks at its own clock.
@@ -240,7 +277,12 @@ fn route(path: &str) -> Route {
 /// Reads one request within the sink's budget; one too large or not HTTP
 /// is answered (413, 400) and recorded as unreadable, and gives `None`.
 async fn read(stream: &mut TcpStream, shared: &Shared) -> Option<Request> {
-    match wire::read_request(stream, crate::limits::budget::SINK_REQUEST).await {
+    let limit = crate::limits::budget::SINK_REQUEST;
+    let read = tokio::time::timeout(SINK_READ_DEADLINE, wire::read_request(stream, limit));
+    let Ok(got) = read.await else {
+        return None;
+    };
+    match got {
         Ok(r) => Some(r),
         Err(ReadError::TooLarge(at, unix)) => {
             let _ = wire::answer(stream, 413, &[]).await;
@@ -308,8 +350,10 @@ fn signature_error(shared: &Shared, account: &str, req: &Request) -> Option<Stri
 }
 
 /// One connection: one request, one answer.
-async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
-    let Some(req) = read(&mut stream, &shared).await else {
+async fn serve(mut stream: TcpStream, shared: Arc<Shared>, read_done: Arc<AtomicBool>) {
+    let req = read(&mut stream, &shared).await;
+    read_done.store(true, Ordering::Relaxed);
+    let Some(req) = req else {
         return;
     };
     let generation = shared.generation.load(Ordering::SeqCst);
@@ -347,6 +391,13 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
         (None, None, false) => Answer::Status(400),
     };
     let verified = signature_error(&shared, &account, &req);
+    // Tied to no emitted event and signed by no account: a stranger's.
+    let foreign =
+        planned.is_none() && (account.is_empty() || (followed.is_none() && verified.is_some()));
+    if foreign && !record_foreign(&shared) {
+        let _ = play(stream, script_answer, &shared, &account, &key, n, &req).await;
+        return;
+    }
     let signed_at = profile.scheme.timestamp_of(req.headers.as_slice());
     let delivery_id = id_header.and_then(|h| {
         req.headers
@@ -408,6 +459,7 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
         closed_early,
         generation,
         window_ms: window,
+        foreign,
     }));
     if let Some(got) = &a.sink {
         let end = exchange_end(Some(script_answer), got, shared.rules.timeout_ms());
@@ -539,8 +591,18 @@ async fn play(
     }
 }
 
-/// Records a request the sink could not read.
+/// Whether one more request of foreign traffic is recorded (at most
+/// [`FOREIGN_RECORDED`] per scenario; past it they are only answered).
+fn record_foreign(shared: &Shared) -> bool {
+    shared.foreign.fetch_add(1, Ordering::Relaxed) < FOREIGN_RECORDED
+}
+
+/// Records a request the sink could not read: foreign traffic (a sender
+/// that sent it instead of an event is caught by what then never arrived).
 fn record_unreadable(shared: &Shared, at: Instant, unix: f64, why: &str) {
+    if !record_foreign(shared) {
+        return;
+    }
     let at_ms = ms_since(shared.start, at);
     let mut a = Attempt::new(&shared.scenario, "(unreadable)", "(unreadable)", "(none)");
     a.sent_at = rfc3339_of(unix);
@@ -561,6 +623,7 @@ fn record_unreadable(shared: &Shared, at: Instant, unix: f64, why: &str) {
         closed_early: false,
         generation: shared.generation.load(Ordering::SeqCst),
         window_ms: None,
+        foreign: true,
     }));
     let _ = shared.history.write(Event::Attempt(a));
 }

@@ -57,6 +57,7 @@ fn attempt(key: &str, answer: &str, at_ms: f64, took_ms: f64) -> Received {
         closed_early: false,
         generation: 0,
         window_ms: None,
+        foreign: false,
     }
 }
 

@@ -25,8 +25,8 @@ use crate::invariant::InvariantId;
 use crate::state::outbox::{Outbox, OutboxStatus};
 
 pub use rules::{
-    compressed_timeout, late_ms, markdown, rule, Rule, EARLY, HANG_LIMIT, RULES, SINK_STALL,
-    SLOW_AT, TIMEOUT_FLOOR,
+    compressed_timeout, late_ms, markdown, rule, Rule, EARLY, FOREIGN_RECORDED, HANG_LIMIT, RULES,
+    SINK_READING, SINK_READ_DEADLINE, SINK_STALL, SLOW_AT, TIMEOUT_FLOOR,
 };
 pub use view::{exchange_end, EventView, SenderRules, SinkView};
 
@@ -72,12 +72,32 @@ pub fn judge(
         results,
         counts: counts(&view, outbox),
         dead_letters: dead_letters(&view, outbox),
-        observations: Vec::new(),
+        observations: foreign_traffic(&view).into_iter().collect(),
     };
     if view.attempts == 0 {
         check.nothing_sent();
     }
     check
+}
+
+/// What the sink saw of strangers, when it saw any: how many requests
+/// and where the first are, said so that nobody takes them for the
+/// sender's.
+fn foreign_traffic(view: &SinkView<'_>) -> Option<String> {
+    if view.foreign.is_empty() {
+        return None;
+    }
+    let lines: Vec<String> = view.foreign.iter().take(3).map(u64::to_string).collect();
+    let capped = if view.foreign.len() >= FOREIGN_RECORDED {
+        " (the sink records no more than that per scenario)"
+    } else {
+        ""
+    };
+    Some(format!(
+        "foreign traffic: {} request(s){capped} the sink could tie to no emitted event and that no account's secret signed (unreadable, another path, an identity never emitted): a stranger's, not charged to the sender (history line(s) {})",
+        view.foreign.len(),
+        lines.join(", ")
+    ))
 }
 
 fn counts(view: &SinkView<'_>, outbox: Result<&Outbox, &str>) -> Counts {

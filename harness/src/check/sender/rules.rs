@@ -140,6 +140,23 @@ pub const SINK_STALL: Duration = Duration::from_millis(30);
 /// suspect (the stall's line is written when the sink runs again).
 pub const STALL_MARGIN_S: f64 = 0.02;
 
+/// The most requests of foreign traffic the sink records per scenario
+/// (each a history line); past it, it answers them and records nothing,
+/// so a stranger's flood cannot grow the history it is judged by.
+pub const FOREIGN_RECORDED: usize = 1000;
+
+/// The most connections the sink holds that have not yet sent a whole
+/// request; past it, the oldest of them is closed. A sender writes its
+/// request as soon as it connects, so this only ever closes a stranger's
+/// idle or dribbling connection, and a flood of them cannot take the
+/// sink's descriptors.
+pub const SINK_READING: usize = 256;
+
+/// How long the sink waits for a whole request after a connection opens;
+/// a sender writes its request at once, so only a stranger's connection
+/// waits this long, and is then closed without an answer.
+pub const SINK_READ_DEADLINE: Duration = Duration::from_secs(10);
+
 /// The compressed timeout of a profile's `timeout` at `time_scale`.
 pub fn compressed_timeout(timeout: Duration, time_scale: f64) -> Duration {
     let scale = if time_scale > 0.0 { time_scale } else { 1.0 };

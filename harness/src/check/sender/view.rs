@@ -188,6 +188,10 @@ pub struct SinkView<'a> {
     pub events: Vec<EventView<'a>>,
     /// Attempt lines.
     pub attempts: usize,
+    /// The lines of foreign traffic ([`Received::foreign`]): requests
+    /// tied to no emitted event and signed with no account's secret,
+    /// which no invariant charges to the sender.
+    pub foreign: Vec<u64>,
 }
 
 impl<'a> SinkView<'a> {
@@ -223,6 +227,10 @@ impl<'a> SinkView<'a> {
                     let Some(got) = a.sink.as_deref() else {
                         continue;
                     };
+                    if got.foreign {
+                        view.foreign.push(*line);
+                        continue;
+                    }
                     view.attempts += 1;
                     let k = (a.account.as_str(), a.key.as_str());
                     let i = *index.entry(k).or_insert_with(|| {

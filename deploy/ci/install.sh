@@ -3,7 +3,7 @@
 # seconds when it can: a hookstorm already on PATH is used as it is; else
 # the one in HOOKSTORM_DIR (restored there by actions/cache, keyed by
 # version and runner); else the release tarball for this runner is
-# downloaded (ci/package.sh makes it) and its SHA-256 checked; else, when
+# downloaded (deploy/ci/package.sh makes it) and its SHA-256 checked; else, when
 # that fails and cargo is there, `cargo install` from the action's source
 # into HOOKSTORM_DIR (minutes, once: the cache keeps the result).
 #
@@ -20,7 +20,7 @@ set -euo pipefail
 mode="${INPUT_INSTALL:-auto}"
 case "$mode" in true) mode=auto ;; false) mode=none ;; esac
 dir="${HOOKSTORM_DIR:?HOOKSTORM_DIR is not set}"
-action="${ACTION_PATH:-$(cd "$(dirname "$0")/.." && pwd)}"
+action="${ACTION_PATH:-$(cd "$(dirname "$0")/../.." && pwd)}"
 out() { [ -n "${GITHUB_OUTPUT:-}" ] && echo "$1" >> "$GITHUB_OUTPUT"; return 0; }
 publish() {
   # $1 how it was found. The job's later steps see bin/ on PATH and the

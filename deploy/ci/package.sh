@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Packs a release artifact of hookstorm: the tarball the GitHub Action
-# (action.yml, ci/install.sh) downloads, and its SHA-256.
+# (action.yml, deploy/ci/install.sh) downloads, and its SHA-256.
 #
-#   ci/package.sh VERSION TARGET OUTDIR [BIN_DIR]
-#   ci/package.sh v0.1.0 x86_64-unknown-linux-gnu dist target/release
+#   deploy/ci/package.sh VERSION TARGET OUTDIR [BIN_DIR]
+#   deploy/ci/package.sh v0.1.0 x86_64-unknown-linux-gnu dist target/release
 #
 # writes OUTDIR/hookstorm-TARGET.tar.gz (hookstorm, hookstorm-receiver when
 # built, the scenarios, VERSION) and OUTDIR/hookstorm-TARGET.tar.gz.sha256.
@@ -13,7 +13,7 @@ set -euo pipefail
 version="${1:?usage: package.sh VERSION TARGET OUTDIR [BIN_DIR]}"
 target="${2:?usage: package.sh VERSION TARGET OUTDIR [BIN_DIR]}"
 outdir="${3:?usage: package.sh VERSION TARGET OUTDIR [BIN_DIR]}"
-here="$(cd "$(dirname "$0")/.." && pwd)"
+here="$(cd "$(dirname "$0")/../.." && pwd)"
 bindir="${4:-$here/target/release}"
 
 [ -x "$bindir/hookstorm" ] || { echo "error: no $bindir/hookstorm (hint: cargo build --release --bin hookstorm)" >&2; exit 1; }
