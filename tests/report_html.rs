@@ -413,6 +413,15 @@ fn a_failing_run_marks_the_keys_its_failures_cite_first_and_names_the_level_it_d
         .as_str()
         .unwrap()
         .starts_with("failed: concurrent-duplicates (I2"));
+    // summary.md opens on its failures too.
+    let summary = std::fs::read_to_string(latest.join("summary.md"))?;
+    let (failures, statement) = (
+        summary.find("## Failures").expect("a failures section"),
+        summary
+            .find("## Conformance")
+            .expect("a conformance section"),
+    );
+    assert!(failures < statement, "{summary}");
     let Some(browser) = browser_or_skip() else {
         return Ok(());
     };
@@ -425,6 +434,23 @@ fn a_failing_run_marks_the_keys_its_failures_cite_first_and_names_the_level_it_d
     );
     assert!(seen.contains("exactly once under duplicates and reordering"));
     assert!(body_attr(&dom, "data-cited") >= cited.len() as i64);
+    // The page opens on what is red: the first failure's finding, its
+    // evidence and its reproduce command end within the first screen
+    // (900 px), before the statement and the matrix.
+    let bottom = body_attr(&dom, "data-first-failure-bottom");
+    assert!(
+        (1..900).contains(&bottom),
+        "the first failure ends at {bottom} px"
+    );
+    let (failures, statement) = (
+        dom.find("id=\"failures\"").expect("a failures section"),
+        dom.find("id=\"conformance\"")
+            .expect("a conformance section"),
+    );
+    assert!(
+        failures < statement,
+        "the failures come after the statement"
+    );
     for key in &cited {
         assert!(
             seen.contains(&format!("✗ {key} · acct_a")),

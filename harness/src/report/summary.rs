@@ -1,8 +1,8 @@
 //! `summary.md`: the run in Markdown for a CI step summary or a PR comment.
-//! A verdict line first, then the conformance statement (levels, skips,
-//! digests), one row per scenario with a mark per invariant, then what
-//! someone must act on: each failure with its evidence and the command
-//! that reproduces it, undecided checks, and real dead letters; what the
+//! A verdict line first, then what someone must act on: each failure with
+//! its evidence and the command that reproduces it, and undecided checks;
+//! then the conformance statement (levels, skips, digests), one row per
+//! scenario with a mark per invariant, and real dead letters; what the
 //! scenarios killed on purpose is listed apart, calmly.
 
 use std::fmt::Write;
@@ -99,10 +99,8 @@ pub fn render(report: &RunReport) -> String {
             count(report.scenarios.len(), "scenario")
         );
     }
-    statement(&mut out, report);
-    let _ = writeln!(out, "**{}**\n", md(&report.coverage_line()));
-    verdict_table(&mut out, report);
-
+    // What someone must act on comes first, with its evidence and the
+    // command that reproduces it; the statement and the matrix follow.
     let sections = [
         ("Failures", Verdict::Fail),
         ("Non-strict deviations", Verdict::NonStrict),
@@ -123,6 +121,10 @@ pub fn render(report: &RunReport) -> String {
             result_block(&mut out, report, s, r);
         }
     }
+
+    statement(&mut out, report);
+    let _ = writeln!(out, "**{}**\n", md(&report.coverage_line()));
+    verdict_table(&mut out, report);
 
     dead_letters(&mut out, report);
 

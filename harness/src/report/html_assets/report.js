@@ -96,6 +96,7 @@
       el("b", { text: String(kv[1]) }, s);
       s.appendChild(document.createTextNode(" · "));
     });
+    failures(r);
     statement(r);
     el("p", { text: r.coverage_line }, app);
 
@@ -157,6 +158,54 @@
     fS.appendChild(document.createTextNode("injected fault"));
 
     r.scenarios.forEach(function (s) { renderScenario(r, s); });
+  }
+
+  // What is red, first: each failing (or undecided) invariant's finding,
+  // its evidence and the command that reproduces it, before the statement
+  // and the matrix.
+  function failures(r) {
+    var items = [];
+    r.scenarios.forEach(function (s) {
+      if (s.skipped) return;
+      s.check.results.forEach(function (res) {
+        var bad = res.grade === "fail" || (res.grade === "non-strict" && r.strict);
+        if (bad || res.grade === "unknown") items.push([s, res, bad]);
+      });
+    });
+    if (!items.length) return;
+    items.sort(function (a, b) { return (b[2] ? 1 : 0) - (a[2] ? 1 : 0); });
+    var sec = el("section", { id: "failures" }, app);
+    var bad = items.filter(function (x) { return x[2]; }).length;
+    el("h2", { text: bad ? count(bad, "failure", "failures") + (items.length > bad ? ", " + (items.length - bad) + " not decided" : "")
+      : count(items.length, "check", "checks") + " not decided" }, sec);
+    items.forEach(function (x) {
+      var s = x[0], res = x[1];
+      var box = el("div", { id: "f-" + slug(s.name) + "-" + slug(res.name), "class": x[2] ? "fail-block" : "unknown-block" }, sec);
+      var h3 = el("h3", {}, box);
+      el("a", { href: "#r-" + slug(s.name) + "-" + slug(res.name), text: s.name + " · " + res.id + " " + res.name + " " }, h3);
+      badge(res.grade, h3);
+      el("div", { text: res.summary }, box);
+      if (res.evidence.length) {
+        var ul = el("ul", { "class": "evidence" }, box);
+        res.evidence.slice(0, 5).forEach(function (e) {
+          var li = el("li", { text: e.key + (e.account ? " (" + e.account + ")" : "") + ": " + e.what + " " }, ul);
+          e.lines.forEach(function (n) {
+            el("a", { href: s.history, "class": "line", title: s.history + " line " + n, text: "L" + n }, li);
+            li.appendChild(document.createTextNode(" "));
+          });
+        });
+        if (res.evidence_total > Math.min(res.evidence.length, 5))
+          el("li", { text: "… and " + (res.evidence_total - Math.min(res.evidence.length, 5)) + " more (in " + s.name + " below)" }, ul);
+      }
+      el("pre", { text: s.reproduce }, box);
+      if (x[2] && s.when_it_fails)
+        el("p", { "class": "note", text: "When it fails: " + s.when_it_fails }, box);
+    });
+    // Where the first finding's evidence ends on the page, for the tests
+    // that hold it to the first screen.
+    var first = sec.querySelector("div");
+    if (first) document.body.setAttribute("data-first-failure-bottom",
+      String(Math.round(first.getBoundingClientRect().bottom + window.scrollY)));
   }
 
   // The conformance statement: levels, skips, digests.
