@@ -35,6 +35,7 @@ use std::time::Instant;
 
 use hookstorm::check::Verdict;
 use hookstorm::lifecycle::Sockets;
+use hookstorm::report::conformance::{self, LevelStatus};
 use hookstorm_receiver::pgtest::PgServer;
 
 use crate::foreign::{run_hookstorm_holding, ForeignRun, SECRET_A, SECRET_B};
@@ -656,8 +657,23 @@ fn assert_family_passes_its_catalog(family: Family, test: &str) {
                 .map(|s| s.name.clone())
                 .collect()
         });
+        // Every level that applies to the profile is met: a level whose
+        // scenarios the provider has no notion of is not applicable, never
+        // "not established" for want of a section the profile has no use
+        // for. Answerline's own receivers here keep no sequenced resources
+        // and no reconciliation (those levels are proven by the reference
+        // receiver and tests/foreign/guide.rs).
+        let statement = run.report.as_ref().map(conformance::statement);
+        let unmet_levels: Vec<String> = statement
+            .iter()
+            .flat_map(|st| &st.levels)
+            .filter(|l| !matches!(l.status, LevelStatus::Met | LevelStatus::NotApplicable))
+            .map(|l| format!("{} {}: {}", l.id, l.status.word(), l.why))
+            .collect();
+        let levels_owed = only.is_empty() && rx.profile != "answerline" && run.code == 0;
+        let headline = statement.as_ref().map_or(String::new(), |st| st.headline());
         let line = format!(
-            "{:<24} seed {seed}: exit {} ({ran} scenarios run, {:.0}s; skipped by hookstorm: {}){}",
+            "{:<24} seed {seed}: exit {} ({ran} scenarios run, {:.0}s; skipped by hookstorm: {}; {headline}){}",
             rx.name,
             run.code,
             started.elapsed().as_secs_f64(),
@@ -690,12 +706,18 @@ fn assert_family_passes_its_catalog(family: Family, test: &str) {
             .map(|(s, r)| format!("{}:{}", s.name, r.id))
             .collect();
         let exit_ok = run.code == 0 || (run.code != 3 && unlisted.is_empty() && !found.is_empty());
-        let wrong = (!exit_ok || !unlisted.is_empty() || ran == 0).then(|| {
+        let levels_wrong = levels_owed && !unmet_levels.is_empty();
+        let wrong = (!exit_ok || !unlisted.is_empty() || ran == 0 || levels_wrong).then(|| {
             keep(&run, &format!("{}-seed{seed}", rx.name));
             format!(
-                "{} seed {seed}: exit {}\n{}",
+                "{} seed {seed}: exit {}{}\n{}",
                 rx.name,
                 run.code,
+                if levels_wrong {
+                    format!("; levels that apply and are not met: {unmet_levels:?}")
+                } else {
+                    String::new()
+                },
                 run.explain()
             )
         });

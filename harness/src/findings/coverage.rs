@@ -32,9 +32,11 @@ pub enum Need {
     Provider,
     /// `setup` and `reconcile` hooks in `[state]`.
     Hooks,
-    /// A provider that has the kind of delivery the scenario sends (test
-    /// deliveries under a profile whose provider sends none). No target can
-    /// meet it, so `--require-all` does not count it.
+    /// A provider that has what the scenario is about (test deliveries,
+    /// sequenced resources, a reconciliation API) where the profile's
+    /// provider has none. No target can meet it, so `--require-all` does
+    /// not count it, and a level made only of such scenarios does not
+    /// apply to the profile.
     Profile,
     /// A state that reports sequenced resources.
     Resources,
@@ -62,7 +64,7 @@ impl Need {
             Need::Database => "[database]",
             Need::Provider => "[provider]",
             Need::Hooks => "setup and reconcile hooks",
-            Need::Profile => "a provider with test deliveries",
+            Need::Profile => "what the profile's provider does not have (not applicable)",
             Need::Resources => "resources in the state",
         }
     }
@@ -268,12 +270,25 @@ fn profile_unmet(scenario: &Scenario, target: &Target) -> Option<String> {
     let none = p.body_template.is_none()
         && crate::grading::excuse::TestDelivery::of(p.body)
             == crate::grading::excuse::TestDelivery::None;
-    (none && scenario.workload.test_deliveries > 0).then(|| {
-        format!(
+    if none && scenario.workload.test_deliveries > 0 {
+        return Some(format!(
             "the {} profile's provider sends no test deliveries (its test-mode events are ordinary events, processed like any other), so there is nothing to judge (hint: --skip test-delivery, or a custom profile with a body_template)",
             p.name
-        )
-    })
+        ));
+    }
+    if scenario.reconcile().is_some() && !p.has_reconciliation_api() {
+        return Some(format!(
+            "the {} profile's provider has no reconciliation API that hookstorm serves (only answerline's), so its receivers have nothing to reconcile against: does not apply",
+            p.name
+        ));
+    }
+    if needs_resources(scenario) && !p.sequences_resources() {
+        return Some(format!(
+            "the {} profile's provider numbers no resources (sequences per resource are answerline's), so there is no order to keep: does not apply",
+            p.name
+        ));
+    }
+    None
 }
 
 /// What ran in a run, for the coverage line.

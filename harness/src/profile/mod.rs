@@ -303,6 +303,20 @@ pub struct Profile {
 }
 
 impl Profile {
+    /// Whether the provider numbers its updates per resource (answerline's
+    /// `resource` and `sequence`): the scenarios about sequenced resources
+    /// apply to its receivers, and to no other provider's.
+    pub fn sequences_resources(&self) -> bool {
+        self.body == BodyShape::Answerline
+    }
+
+    /// Whether the provider has the API hookstorm serves for a receiver to
+    /// reconcile against (answerline's task listing): the reconciliation
+    /// scenarios apply to its receivers, and to no other provider's.
+    pub fn has_reconciliation_api(&self) -> bool {
+        self.body == BodyShape::Answerline
+    }
+
     /// A built-in profile by name.
     pub fn builtin(name: &str) -> Option<Profile> {
         Some(match name {

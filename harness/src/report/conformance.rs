@@ -9,9 +9,11 @@
 //! needs ran and none failed (non-strict and informational passes count,
 //! unless `--strict`); **not met** when one failed; **not established**
 //! when none failed but one was skipped, not run, not selected or
-//! unknown. A scenario skipped because the provider has no such delivery
-//! (a need no target can meet, which `--require-all` does not count
-//! either) is not needed. Levels name scenarios by name: a run that
+//! unknown. A scenario skipped because the provider has no such thing
+//! (test deliveries, sequenced resources, a reconciliation API: a need no
+//! target can meet, which `--require-all` does not count either) is not
+//! needed, and a level none of whose scenarios is needed is **not
+//! applicable** to the profile and not counted. Levels name scenarios by name: a run that
 //! replaces a shipped scenario with a file of the same name claims the
 //! level for that file.
 
@@ -101,6 +103,9 @@ pub enum LevelStatus {
     NotMet,
     /// None failed, but one did not run or was not decided.
     NotEstablished,
+    /// The profile's provider has nothing its scenarios test (no
+    /// sequenced resources, no reconciliation API): not counted.
+    NotApplicable,
 }
 
 impl LevelStatus {
@@ -110,6 +115,7 @@ impl LevelStatus {
             LevelStatus::Met => "met",
             LevelStatus::NotMet => "not met",
             LevelStatus::NotEstablished => "not established",
+            LevelStatus::NotApplicable => "not applicable",
         }
     }
 }
@@ -179,10 +185,24 @@ impl Statement {
         if self.sender {
             return "a sender's run: the receiver's conformance levels do not apply".into();
         }
+        let apply = self
+            .levels
+            .iter()
+            .filter(|l| l.status != LevelStatus::NotApplicable)
+            .count();
+        if apply == self.levels.len() {
+            return format!(
+                "met {} of {}",
+                self.met(),
+                count(self.levels.len(), "conformance level")
+            );
+        }
         format!(
-            "met {} of {}",
+            "met {} of {} that apply to the {} profile ({} not applicable)",
             self.met(),
-            count(self.levels.len(), "conformance level")
+            count(apply, "conformance level"),
+            self.profile,
+            self.levels.len() - apply
         )
     }
 }
@@ -272,7 +292,7 @@ fn part(report: &RunReport, s: Option<&ScenarioReport>, name: &str) -> Part {
 
 fn level(report: &RunReport, l: &Level) -> LevelResult {
     let (mut failed, mut missing, mut passed) = (Vec::new(), Vec::new(), 0usize);
-    let mut unselected = 0usize;
+    let (mut unselected, mut not_needed) = (0usize, 0usize);
     for name in l.scenarios {
         let s = report.scenarios.iter().find(|s| s.name == *name);
         match part(report, s, name) {
@@ -283,10 +303,23 @@ fn level(report: &RunReport, l: &Level) -> LevelResult {
                 unselected += 1;
                 missing.push(format!("{name} (not in this run)"));
             }
-            Part::NotNeeded => {}
+            Part::NotNeeded => not_needed += 1,
         }
     }
-    let (status, why) = if !failed.is_empty() {
+    let (status, why) = if not_needed == l.scenarios.len() {
+        (
+            LevelStatus::NotApplicable,
+            format!(
+                "does not apply to the {} profile: its provider has nothing its {} test",
+                report.profile,
+                if not_needed == 1 {
+                    "scenario".to_string()
+                } else {
+                    format!("{not_needed} scenarios")
+                }
+            ),
+        )
+    } else if !failed.is_empty() {
         (
             LevelStatus::NotMet,
             format!("failed: {}", failed.join(", ")),
@@ -465,6 +498,48 @@ mod tests {
         assert_eq!(partial.why, "5 of 6 scenarios not in this run");
         let none = signatures(&report(vec![]));
         assert_eq!(none.why, "none of its 6 scenarios was in this run");
+    }
+
+    #[test]
+    fn a_level_the_profile_has_no_use_for_is_not_applicable_and_not_counted() {
+        // A Standard Webhooks receiver: no sequenced resources, no
+        // reconciliation API; every other scenario passes.
+        let mut all: Vec<ScenarioReport> = LEVELS
+            .iter()
+            .flat_map(|l| l.scenarios.iter())
+            .map(|n| match *n {
+                "sequenced-resources" | "long-outage-reconcile" => {
+                    scenario(n, Verdict::Pass, Some(Need::Profile))
+                }
+                _ => scenario(n, Verdict::Pass, None),
+            })
+            .collect();
+        let mut r = report(all.clone());
+        r.profile = "standard-webhooks".into();
+        let st = statement(&r);
+        let status = |id: &str| st.levels.iter().find(|l| l.id == id).unwrap().status;
+        assert_eq!(status("exactly-once"), LevelStatus::Met);
+        assert_eq!(status("reconciliation"), LevelStatus::NotApplicable);
+        assert_eq!(
+            st.headline(),
+            "met 4 of 4 conformance levels that apply to the standard-webhooks profile (1 not applicable)"
+        );
+        let why = &st
+            .levels
+            .iter()
+            .find(|l| l.id == "reconciliation")
+            .unwrap()
+            .why;
+        assert!(
+            why.starts_with("does not apply to the standard-webhooks profile"),
+            "{why}"
+        );
+        // The same run with the reconciliation skipped for a missing
+        // [provider] is a level not established, and counted.
+        let last = all.len() - 1;
+        all[last] = scenario("long-outage-reconcile", Verdict::Pass, Some(Need::Provider));
+        let st = statement(&report(all));
+        assert_eq!(st.headline(), "met 4 of 5 conformance levels");
     }
 
     #[test]

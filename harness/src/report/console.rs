@@ -207,18 +207,21 @@ fn statement(out: &mut String, report: &RunReport, color: bool) {
     );
     for l in &st.levels {
         let v = match l.status {
-            LevelStatus::Met => Verdict::Pass,
-            LevelStatus::NotMet => Verdict::Fail,
-            LevelStatus::NotEstablished => Verdict::Unknown,
+            LevelStatus::Met => Some(Verdict::Pass),
+            LevelStatus::NotMet => Some(Verdict::Fail),
+            LevelStatus::NotEstablished => Some(Verdict::Unknown),
+            // Calm: nothing to do about a level the provider has no use for.
+            LevelStatus::NotApplicable => None,
         };
         let word = match l.status {
             LevelStatus::NotMet => "NOT MET".to_string(),
             s => s.word().to_string(),
         };
+        let word = format!("{word:<15}");
         let _ = writeln!(
             out,
             "  {} {}: {}",
-            paint(&format!("{word:<15}"), v, color),
+            v.map_or(word.clone(), |v| paint(&word, v, color)),
             l.name,
             l.why
         );

@@ -228,6 +228,7 @@ fn statement(out: &mut String, report: &RunReport) {
             LevelStatus::Met => "✅",
             LevelStatus::NotMet => "❌",
             LevelStatus::NotEstablished => "❔",
+            LevelStatus::NotApplicable => "➖",
         };
         let _ = writeln!(
             out,
