@@ -352,6 +352,7 @@ async fn kills_that_interrupt_nothing_leave_kill_under_load_unknown() -> TestRes
         .replace("/state", "/healthz");
     target.lifecycle = Some(hookstorm::lifecycle::LifecycleConfig {
         start: "exec sleep 600".into(),
+        dir: None,
         env: Default::default(),
         ready: hookstorm::lifecycle::Ready::Http { http: ready },
         ready_timeout: None,

@@ -31,6 +31,10 @@ pub struct AccountFile {
     /// A secret the receiver no longer accepts (for the key-rotation scenario).
     #[serde(default)]
     pub retired: Option<Secret>,
+    /// An environment variable holding the retired secret, so that it is
+    /// never written in the target file.
+    #[serde(default)]
+    pub retired_env: Option<String>,
 }
 
 /// The `hookstorm.toml` file (or the same built from command-line flags).
@@ -150,6 +154,15 @@ pub fn default_secrets_var(account: &str) -> String {
     format!("HOOKSTORM_SECRETS_{name}")
 }
 
+/// The folder a file named by `path` is in, absolute (where its commands
+/// run and its relative paths are read from); `None` when it cannot be
+/// found.
+pub fn folder_of(path: &Path) -> Option<std::path::PathBuf> {
+    std::fs::canonicalize(path)
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+}
+
 /// The default body limit assumed for a receiver (1 MiB).
 pub const DEFAULT_MAX_BODY: usize = 1 << 20;
 
@@ -162,9 +175,28 @@ impl Target {
     }
 
     /// Loads and resolves a target file (secrets from the environment).
+    /// Its commands (`[lifecycle]`, `[database]`, `[state]`) run in its
+    /// folder, as its relative paths are read from there.
     pub fn from_file(path: &Path) -> Result<Target, ConfigError> {
         let file: TargetFile = read_toml(path)?;
-        Self::resolve(file, path)
+        let mut t = Self::resolve(file, path)?;
+        t.run_commands_in(folder_of(path));
+        Ok(t)
+    }
+
+    /// Runs every command of the target in `dir`, and reads its relative
+    /// `[database] sqlite` path from there.
+    pub fn run_commands_in(&mut self, dir: Option<std::path::PathBuf>) {
+        self.state.dir = dir.clone();
+        if let (Some(d), Some(f)) = (&dir, &self.database.sqlite) {
+            if f.is_relative() {
+                self.database.sqlite = Some(d.join(f));
+            }
+        }
+        self.database.dir = dir.clone();
+        if let Some(l) = &mut self.lifecycle {
+            l.dir = dir;
+        }
     }
 
     /// Resolves a parsed target file.
@@ -330,6 +362,28 @@ pub fn resolve_accounts(
                 ),
             ));
         }
+        if acct.retired.is_some() && acct.retired_env.is_some() {
+            return Err(ConfigError::invalid(
+                path,
+                format!("accounts.{name}: both retired and retired_env (hint: keep retired_env, so the secret stays out of the file)"),
+            ));
+        }
+        if let Some(var) = &acct.retired_env {
+            let value = std::env::var(var).map_err(|_| {
+                ConfigError::invalid(
+                    path,
+                    format!("accounts.{name}: environment variable {var} (retired_env) is not set"),
+                )
+            })?;
+            let value = value.trim();
+            if value.is_empty() {
+                return Err(ConfigError::invalid(
+                    path,
+                    format!("accounts.{name}: environment variable {var} (retired_env) is empty"),
+                ));
+            }
+            retired.insert(name.clone(), Secret::new(value));
+        }
         if let Some(r) = acct.retired {
             retired.insert(name.clone(), r);
         }
@@ -434,6 +488,64 @@ mod tests {
         let t = Target::resolve(file, Path::new("t.toml")).unwrap();
         assert_eq!(t.lifecycle.unwrap().worker.unwrap().start, "./w");
         assert_eq!(t.database.proxy.unwrap().upstream, "127.0.0.1:5432");
+    }
+
+    #[test]
+    fn a_retired_secret_comes_from_the_environment_when_the_file_names_a_variable() {
+        let base = "url = \"http://127.0.0.1:1/w\"\n[state]\nhttp = \"http://127.0.0.1:2/state\"\n[accounts.acct_a]\nsecrets = [\"s\"]\n";
+        let load = |extra: &str| {
+            let file: TargetFile =
+                crate::error::parse_toml(Path::new("t.toml"), &format!("{base}{extra}")).unwrap();
+            Target::resolve(file, Path::new("t.toml"))
+        };
+        std::env::set_var("HOOKSTORM_TEST_RETIRED_A", "whsec_2019");
+        let t = load("retired_env = \"HOOKSTORM_TEST_RETIRED_A\"\n").unwrap();
+        assert_eq!(t.retired["acct_a"].expose(), "whsec_2019");
+        let e = load("retired_env = \"HOOKSTORM_TEST_RETIRED_UNSET\"\n").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("HOOKSTORM_TEST_RETIRED_UNSET (retired_env) is not set"),
+            "{e}"
+        );
+        let e = load("retired = \"x\"\nretired_env = \"HOOKSTORM_TEST_RETIRED_A\"\n").unwrap_err();
+        assert!(
+            e.to_string().contains("both retired and retired_env"),
+            "{e}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_target_files_commands_and_paths_are_taken_from_its_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("receiver");
+        std::fs::create_dir(&folder).unwrap();
+        std::fs::write(
+            folder.join("state.json"),
+            r#"{"inbox": [{"key": "k1", "account": "acct_a", "processed": true}]}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            folder.join("t.toml"),
+            "url = \"http://127.0.0.1:1/w\"\n[accounts.acct_a]\nsecrets = [\"s\"]\n[state]\ncommand = \"cat state.json\"\n[database]\nsqlite = \"r.db\"\n[lifecycle]\nstart = \"pwd > started-in.txt; exec sleep 30\"\nready = { command = \"test -f started-in.txt\" }\n",
+        )
+        .unwrap();
+        // hookstorm's working directory is elsewhere (the crate's folder).
+        let t = Target::from_file(&folder.join("t.toml")).unwrap();
+        let state = t.probe().unwrap().read_state().await.unwrap();
+        assert_eq!(state.inbox.len(), 1);
+        let canonical = std::fs::canonicalize(&folder).unwrap();
+        assert_eq!(t.database.sqlite, Some(canonical.join("r.db")));
+        let log = dir.path().join("logs");
+        let sup = crate::lifecycle::Supervisor::start(
+            t.lifecycle.clone().unwrap(),
+            t.database.clone(),
+            &log,
+        )
+        .await
+        .unwrap();
+        let started = std::fs::read_to_string(folder.join("started-in.txt")).unwrap();
+        assert_eq!(started.trim(), canonical.display().to_string());
+        drop(sup);
     }
 
     #[test]

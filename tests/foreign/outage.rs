@@ -549,7 +549,7 @@ fn a_pool_that_waits_longer_than_the_cut_leaves_db_outage_unknown_not_passed() {
 }
 
 #[test]
-fn a_receiver_without_a_statement_timeout_is_judged_on_db_blackhole_and_its_hang_reported() {
+fn a_receiver_without_a_client_timeout_is_judged_on_db_blackhole_and_its_hang_reported() {
     let Some(s) = setup() else { return };
     // No statement timeout and a pool that waits a minute: every request
     // hangs while the database is silent, and none is answered in time.
@@ -570,7 +570,7 @@ fn a_receiver_without_a_statement_timeout_is_judged_on_db_blackhole_and_its_hang
         .map(|r| r.scenarios[0].check.observations.join(" | "))
         .unwrap_or_default();
     assert!(
-        observed.contains("no answer for") && observed.contains("statement timeout"),
+        observed.contains("no answer for") && observed.contains("give the client a timeout of its own"),
         "the hang is reported as an observation: {observed}"
     );
     let summary = std::fs::read_to_string(run.reports().join("summary.md")).expect("summary");

@@ -195,6 +195,7 @@ pub fn prepare(opts: &ChildOptions) -> Result<ChildTarget, BuiltinError> {
     ]);
     let lifecycle = LifecycleConfig {
         start,
+        dir: None,
         env: env.clone(),
         ready: Ready::Http {
             http: format!("http://{admin_addr}/healthz"),

@@ -64,6 +64,7 @@ pub fn prepare_sender(
     );
     let lifecycle = LifecycleConfig {
         start,
+        dir: None,
         env: BTreeMap::from([
             ("HOOKSTORM_SENDER_ACCOUNTS".to_string(), accounts),
             ("HOOKSTORM_ADMIN_TOKEN".to_string(), token.clone()),

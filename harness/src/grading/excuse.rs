@@ -229,7 +229,7 @@ pub const RULES: &[Rule] = &[
         invariant: I7,
         profiles: All,
         effect: Informational,
-        why: "an answer past the limit, or none, while the database was silent is observed and reported (a statement timeout would answer 503 in time), not failed",
+        why: "an answer past the limit, or none, while the database was silent is observed and reported (a client-side timeout would answer 503 in time; a server-side statement_timeout never fires while the network is silent), not failed",
     },
     Rule {
         tag: "receiver-down",

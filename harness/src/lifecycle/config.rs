@@ -21,6 +21,10 @@ pub const DEFAULT_READY_TIMEOUT: std::time::Duration = std::time::Duration::from
 pub struct LifecycleConfig {
     /// The command that starts the receiver (run with `sh -c`).
     pub start: String,
+    /// Where its commands run: the folder of the target file (set when
+    /// the file is read; hookstorm's working directory without one).
+    #[serde(skip)]
+    pub dir: Option<PathBuf>,
     /// Extra environment for it.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
@@ -182,6 +186,10 @@ pub struct DatabaseConfig {
     /// A SQLite file: the outage holds an exclusive lock on it.
     #[serde(default)]
     pub sqlite: Option<PathBuf>,
+    /// Where its commands run: the folder of the target file (set when
+    /// the file is read; hookstorm's working directory without one).
+    #[serde(skip)]
+    pub dir: Option<PathBuf>,
 }
 
 impl DatabaseConfig {

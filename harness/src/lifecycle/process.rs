@@ -60,6 +60,8 @@ pub const LOG_SCAN: u64 = 8 * 1024 * 1024;
 pub struct Process {
     name: String,
     command: String,
+    /// Where it runs (`None`: hookstorm's working directory).
+    dir: Option<PathBuf>,
     env: BTreeMap<String, String>,
     child: Option<Child>,
     pgid: Option<i32>,
@@ -76,6 +78,7 @@ impl Process {
         Process {
             name: name.to_string(),
             command: command.to_string(),
+            dir: None,
             env,
             child: None,
             pgid: None,
@@ -83,6 +86,17 @@ impl Process {
             log_start: 0,
             starts: 0,
         }
+    }
+
+    /// Runs it in `dir` (the folder of the target file that names it).
+    pub fn in_dir(mut self, dir: Option<PathBuf>) -> Process {
+        self.dir = dir;
+        self
+    }
+
+    /// Where it runs (`None`: hookstorm's working directory).
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
     }
 
     /// Its name (`receiver`, `worker`).
@@ -148,6 +162,9 @@ impl Process {
         self.log_start = out.metadata().map(|m| m.len()).unwrap_or(0);
         let errf = out.try_clone().map_err(err)?;
         let mut cmd = Command::new("sh");
+        if let Some(dir) = &self.dir {
+            cmd.current_dir(dir);
+        }
         cmd.arg("-c")
             .arg(expand(&self.command))
             .envs(&self.env)

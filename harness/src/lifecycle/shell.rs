@@ -16,10 +16,15 @@ use tokio::process::Command;
 
 use crate::limits::budget;
 
-/// `sh -c cmd` in a process group of its own that dies with the harness;
-/// no stdin, stdout and stderr piped.
-pub(crate) fn command(cmd: &str) -> Command {
+/// `sh -c cmd` in a process group of its own that dies with the harness,
+/// run in `dir` (the folder of the file that names the command) when
+/// given, else in hookstorm's working directory; no stdin, stdout and
+/// stderr piped.
+pub(crate) fn command_in(cmd: &str, dir: Option<&std::path::Path>) -> Command {
     let mut c = Command::new("sh");
+    if let Some(dir) = dir {
+        c.current_dir(dir);
+    }
     c.arg("-c")
         .arg(cmd)
         .stdin(Stdio::null())
@@ -160,7 +165,7 @@ mod tests {
     #[tokio::test]
     async fn a_timed_out_command_is_killed_with_its_group() {
         // A distinct duration names this test's sleeps in the process list.
-        let cmd = command("sleep 31.7 & sleep 31.7 & sleep 31.7");
+        let cmd = command_in("sleep 31.7 & sleep 31.7 & sleep 31.7", None);
         let r = run(cmd, Duration::from_millis(300), 1024).await;
         assert!(matches!(r, Err(ShellError::Timeout)));
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -169,7 +174,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_background_child_does_not_outlive_a_finished_command() {
-        let cmd = command("sleep 32.3 >/dev/null 2>&1 & echo done");
+        let cmd = command_in("sleep 32.3 >/dev/null 2>&1 & echo done", None);
         let out = run(cmd, Duration::from_secs(5), 1024).await.unwrap();
         assert_eq!(out.stdout, b"done\n");
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -178,7 +183,7 @@ mod tests {
 
     #[tokio::test]
     async fn input_reaches_the_command_on_its_standard_input() {
-        let cmd = command("tr a-z A-Z");
+        let cmd = command_in("tr a-z A-Z", None);
         let out = run_with_input(cmd, Some(b"events".to_vec()), Duration::from_secs(5), 1024)
             .await
             .unwrap();
@@ -187,14 +192,14 @@ mod tests {
 
     #[tokio::test]
     async fn endless_output_stops_at_the_cap() {
-        let cmd = command("cat /dev/zero");
+        let cmd = command_in("cat /dev/zero", None);
         let r = run(cmd, Duration::from_secs(10), 1 << 20).await;
         assert!(matches!(r, Err(ShellError::TooMuchOutput(_))));
     }
 
     #[tokio::test]
     async fn only_the_end_of_stderr_is_kept() {
-        let cmd = command("head -c 1000000 /dev/zero >&2; echo last >&2; exit 2");
+        let cmd = command_in("head -c 1000000 /dev/zero >&2; echo last >&2; exit 2", None);
         let out = run(cmd, Duration::from_secs(10), 1024).await.unwrap();
         assert_eq!(out.stderr.len(), budget::COMMAND_STDERR);
         assert!(out.stderr.ends_with(b"last\n"));

@@ -126,15 +126,14 @@ impl Supervisor {
                 .map(|(k, v)| (k.clone(), expand_proxy(v, proxy)))
                 .collect()
         };
-        sup.receiver = Some(Process::new(
-            main,
-            &expand_proxy(&cfg.start, proxy),
-            env(&cfg.env),
-        ));
-        sup.worker = cfg
-            .worker
-            .as_ref()
-            .map(|w| Process::new("worker", &expand_proxy(&w.start, proxy), env(&w.env)));
+        sup.receiver = Some(
+            Process::new(main, &expand_proxy(&cfg.start, proxy), env(&cfg.env))
+                .in_dir(cfg.dir.clone()),
+        );
+        sup.worker = cfg.worker.as_ref().map(|w| {
+            Process::new("worker", &expand_proxy(&w.start, proxy), env(&w.env))
+                .in_dir(cfg.dir.clone())
+        });
         sup.cfg = Some(cfg);
         sup.spawn(Role::Receiver).await?;
         if sup.worker.is_some() {
@@ -317,8 +316,9 @@ impl Supervisor {
     /// Whether the worker's `busy` command says it holds work now (false
     /// when it fails, times out or there is none).
     pub async fn worker_busy(&mut self) -> bool {
+        let dir = self.cfg.as_ref().and_then(|c| c.dir.clone());
         match self.busy_command().map(str::to_string) {
-            Some(cmd) => command_ok(&cmd).await,
+            Some(cmd) => command_ok(&cmd, dir.as_deref()).await,
             None => false,
         }
     }
@@ -441,7 +441,7 @@ impl Supervisor {
             }
             Cut::Commands => {
                 let cmd = self.db.stop.clone().unwrap_or_default();
-                run_command(&cmd).await?;
+                run_command(&cmd, self.db.dir.as_deref()).await?;
                 "stop command".to_string()
             }
             Cut::SqliteLock => {
@@ -475,7 +475,7 @@ impl Supervisor {
             }
             Cut::Commands => {
                 let cmd = self.db.start.clone().unwrap_or_default();
-                run_command(&cmd).await?;
+                run_command(&cmd, self.db.dir.as_deref()).await?;
                 "start command".to_string()
             }
             Cut::SqliteLock => {
@@ -535,9 +535,9 @@ async fn start_proxy(p: &ProxyConfig) -> std::io::Result<Proxy> {
     ))
 }
 
-async fn run_command(cmd: &str) -> Result<(), LifecycleError> {
+async fn run_command(cmd: &str, dir: Option<&Path>) -> Result<(), LifecycleError> {
     let out = super::shell::run(
-        super::shell::command(&super::config::expand(cmd)),
+        super::shell::command_in(&super::config::expand(cmd), dir),
         Duration::from_secs(60),
         crate::limits::budget::COMMAND_OUTPUT,
     )
@@ -592,7 +592,7 @@ async fn wait_ready(
             Ready::Log { log } => p.logged_since_start(log),
             // The state is read by whoever waits on it (the nemesis).
             Ready::State { .. } => true,
-            other => is_ready(other).await,
+            other => is_ready(other, p.dir()).await,
         };
         if ok {
             return Ok(());
@@ -612,12 +612,12 @@ async fn wait_ready(
 }
 
 /// One readiness check.
-pub(crate) async fn is_ready(ready: &Ready) -> bool {
+pub(crate) async fn is_ready(ready: &Ready, dir: Option<&Path>) -> bool {
     let check = async {
         match ready {
             Ready::Tcp { tcp } => TcpStream::connect(tcp.as_str()).await.is_ok(),
             Ready::Http { http } => http_ok(http).await.unwrap_or(false),
-            Ready::Command { command } => command_ok(command).await,
+            Ready::Command { command } => command_ok(command, dir).await,
             Ready::Log { .. } | Ready::State { .. } => false,
         }
     };
@@ -632,10 +632,10 @@ pub(crate) async fn is_ready(ready: &Ready) -> bool {
 const CHECK_COMMAND_LIMIT: Duration = Duration::from_secs(5);
 
 /// Whether `cmd` (with `sh -c`) exits 0 within [`CHECK_COMMAND_LIMIT`].
-async fn command_ok(cmd: &str) -> bool {
+async fn command_ok(cmd: &str, dir: Option<&Path>) -> bool {
     matches!(
         super::shell::run(
-            super::shell::command(&super::config::expand(cmd)),
+            super::shell::command_in(&super::config::expand(cmd), dir),
             CHECK_COMMAND_LIMIT,
             crate::limits::budget::COMMAND_OUTPUT,
         )

@@ -118,8 +118,12 @@ impl SenderTarget {
             (None, None) => None,
         };
         let timeout = h.timeout.map(|t| t.0).unwrap_or(DEFAULT_TIMEOUT);
+        // Its commands run in its folder, as its relative paths are read from there.
+        let dir = crate::target::folder_of(path);
         let hook = |name: &str, text: &str| {
-            Hook::parse(text, token.clone(), timeout).map_err(|e| bad(format!("hooks.{name}: {e}")))
+            Hook::parse(text, token.clone(), timeout)
+                .map(|h| h.in_dir(dir.clone()))
+                .map_err(|e| bad(format!("hooks.{name}: {e}")))
         };
         let emit = hook("emit", &h.emit)?;
         Ok(SenderTarget {
@@ -130,7 +134,10 @@ impl SenderTarget {
             profile,
             listen: file.listen.unwrap_or_else(|| "127.0.0.1:0".into()),
             secrets,
-            lifecycle: file.lifecycle,
+            lifecycle: file.lifecycle.map(|mut l| {
+                l.dir = dir.clone();
+                l
+            }),
         })
     }
 

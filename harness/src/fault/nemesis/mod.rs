@@ -631,7 +631,7 @@ mod tests {
         let obs = observations(&s.faults, &acts, Some(&hung));
         assert_eq!(obs.len(), 1, "{obs:?}");
         assert!(obs[0].contains("43 attempts"), "{obs:?}");
-        assert!(obs[0].contains("statement timeout"), "{obs:?}");
+        assert!(obs[0].contains("node-postgres query_timeout"), "{obs:?}");
         assert!(observations(&s.faults, &acts, Some(&KillTally::default())).is_empty());
     }
 

@@ -13,6 +13,12 @@ use crate::history::{Event, Fold, Intent, Outcome};
 use crate::state::State;
 use crate::tag::FaultTag;
 
+/// What helps a receiver that hangs on a silent database: a wait the
+/// client itself ends. A server-side `statement_timeout` never fires when
+/// the network to the database is silent (the server never sees the
+/// query), so it is not advised.
+pub const SILENT_DATABASE_ADVICE: &str = "a server-side statement_timeout never fires while the network is silent: give the client a timeout of its own, under the provider's (asyncpg command_timeout and the pool's acquire timeout, node-postgres query_timeout and connectionTimeoutMillis, pgjdbc socketTimeout, libpq's tcp_user_timeout for psycopg, a SQLite busy timeout shorter than the cut), and answer 503 when it fires";
+
 /// Why the scenario's faults tested less than they were asked to, if they
 /// did: each fault is measured by its row of [`crate::grading::excuse::EXERCISED`]
 /// (a database cut must have met an attempt; every kill must have
@@ -127,14 +133,16 @@ pub fn observations(
         .unwrap_or_default();
     if acts.cut_seen.iter().all(|s| s.answered.answered == 0) {
         vec![format!(
-            "{rule}: no answer for {} while the database was silent ({} sent during the cut got none in time); a statement timeout would answer 503 within the limit",
+            "{rule}: no answer for {} while the database was silent ({} sent during the cut got none in time); {}",
             crate::text::units::format_duration(held),
-            crate::text::words::count(t.cut_unanswered, "attempt")
+            crate::text::words::count(t.cut_unanswered, "attempt"),
+            SILENT_DATABASE_ADVICE
         )]
     } else {
         vec![format!(
-            "{} sent while the database was cut got no answer in time; the others were answered: some of the receiver's waits on its database have no timeout",
-            crate::text::words::count(t.cut_unanswered, "attempt")
+            "{} sent while the database was cut got no answer in time; the others were answered: some of the receiver's waits on its database have no timeout; {}",
+            crate::text::words::count(t.cut_unanswered, "attempt"),
+            SILENT_DATABASE_ADVICE
         )]
     }
 }

@@ -5,6 +5,7 @@
 //! Its output may be either form of the state (the document or JSON
 //! Lines); it is parsed as it is printed, never held whole.
 
+use std::path::Path;
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
@@ -23,15 +24,20 @@ fn tail(bytes: &[u8]) -> String {
 }
 
 /// `sh -c cmd` in a group of its own that dies with the harness.
-fn shell(cmd: &str) -> Command {
-    crate::lifecycle::shell::command(cmd)
+fn shell(cmd: &str, dir: Option<&Path>) -> Command {
+    crate::lifecycle::shell::command_in(cmd, dir)
 }
 
 /// Runs a command with a time limit; returns its stdout (at most
 /// [`budget::COMMAND_OUTPUT`]) or an error with the stderr tail. However
 /// it ends, its process group is killed.
-async fn run(cmd: &str, env: &[(&str, String)], timeout: Duration) -> Result<Vec<u8>, ProbeError> {
-    output(cmd, env, None, timeout).await
+async fn run(
+    cmd: &str,
+    dir: Option<&Path>,
+    env: &[(&str, String)],
+    timeout: Duration,
+) -> Result<Vec<u8>, ProbeError> {
+    output(cmd, dir, env, None, timeout).await
 }
 
 /// Runs a command with `input` on its standard input and a time limit;
@@ -39,12 +45,13 @@ async fn run(cmd: &str, env: &[(&str, String)], timeout: Duration) -> Result<Vec
 /// with the stderr tail.
 pub(crate) async fn output(
     cmd: &str,
+    dir: Option<&Path>,
     env: &[(&str, String)],
     input: Option<Vec<u8>>,
     timeout: Duration,
 ) -> Result<Vec<u8>, ProbeError> {
     let shown = redact_text(cmd);
-    let mut c = shell(cmd);
+    let mut c = shell(cmd, dir);
     for (k, v) in env {
         c.env(k, v);
     }
@@ -74,11 +81,12 @@ pub(crate) async fn output(
 /// Runs the command and streams its standard output, as the state, into `sink`.
 pub(crate) async fn read_into<S: StateSink + Send + 'static>(
     cmd: &str,
+    dir: Option<&Path>,
     timeout: Duration,
     sink: S,
 ) -> Result<S, ProbeError> {
     let shown = redact_text(cmd);
-    let mut child = shell(cmd)
+    let mut child = shell(cmd, dir)
         .spawn()
         .map_err(|e| ProbeError::Io(format!("command `{shown}`: {e}")))?;
     // However the read ends (done, timed out, the parser gave up), the
@@ -129,16 +137,17 @@ pub(crate) async fn read_into<S: StateSink + Send + 'static>(
 
 #[cfg(test)]
 async fn read_state(cmd: &str, timeout: Duration) -> Result<crate::state::State, ProbeError> {
-    read_into(cmd, timeout, crate::state::State::default()).await
+    read_into(cmd, None, timeout, crate::state::State::default()).await
 }
 
 /// Runs an action command; its stdout as JSON when it is JSON, else as text.
 pub(crate) async fn run_action(
     cmd: &str,
+    dir: Option<&Path>,
     env: &[(&str, String)],
     timeout: Duration,
 ) -> Result<serde_json::Value, ProbeError> {
-    let out = run(cmd, env, timeout).await?;
+    let out = run(cmd, dir, env, timeout).await?;
     if out.iter().all(u8::is_ascii_whitespace) {
         return Ok(serde_json::Value::Null);
     }
@@ -204,11 +213,32 @@ mod tests {
     async fn action_commands_see_the_setup_state() {
         let v = run_action(
             "echo $HOOKSTORM_SETUP_STATE",
+            None,
             &[("HOOKSTORM_SETUP_STATE", "kill-after-commit".into())],
             Duration::from_secs(5),
         )
         .await
         .unwrap();
         assert_eq!(v, serde_json::json!("kill-after-commit"));
+    }
+
+    #[tokio::test]
+    async fn a_command_runs_in_the_folder_it_is_given() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("state.json"), r#"{"inbox": []}"#).unwrap();
+        let v = run_action(
+            "cat state.json",
+            Some(dir.path()),
+            &[],
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        assert_eq!(v, serde_json::json!({"inbox": []}));
+        assert!(
+            run_action("cat state.json", None, &[], Duration::from_secs(5))
+                .await
+                .is_err()
+        );
     }
 }

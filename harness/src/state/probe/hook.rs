@@ -19,6 +19,7 @@ pub struct Hook {
     token: Option<Secret>,
     timeout: Duration,
     roots: TrustedRoots,
+    dir: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Hook {
@@ -45,7 +46,14 @@ impl Hook {
             token,
             timeout,
             roots: TrustedRoots::default(),
+            dir: None,
         })
+    }
+
+    /// Runs a command hook in `dir` (the folder of the file that names it).
+    pub fn in_dir(mut self, dir: Option<std::path::PathBuf>) -> Hook {
+        self.dir = dir;
+        self
     }
 
     /// Trusts these CA certificates too for an https hook.
@@ -67,9 +75,14 @@ impl Hook {
             match &self.action {
                 Action::Http(url) => http::post(url, token, body.clone(), &self.roots).await,
                 Action::Command(c) => {
-                    let out =
-                        command::output(c, &[], Some(body.to_string().into_bytes()), self.timeout)
-                            .await?;
+                    let out = command::output(
+                        c,
+                        self.dir.as_deref(),
+                        &[],
+                        Some(body.to_string().into_bytes()),
+                        self.timeout,
+                    )
+                    .await?;
                     if out.iter().all(u8::is_ascii_whitespace) {
                         return Ok(serde_json::Value::Null);
                     }
@@ -93,7 +106,8 @@ impl Hook {
                     .await
                     .map(|b| b.to_vec()),
                 Action::Command(c) => {
-                    let out = command::output(c, &[], None, self.timeout).await?;
+                    let out =
+                        command::output(c, self.dir.as_deref(), &[], None, self.timeout).await?;
                     if out.len() > cap {
                         return Err(ProbeError::Invalid(format!(
                             "{}: its output exceeded {}",

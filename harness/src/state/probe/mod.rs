@@ -86,6 +86,10 @@ pub struct ProbeConfig {
     pub command: Option<String>,
     /// Time limit of one probe call.
     pub timeout: Option<HumanDuration>,
+    /// Where its commands run: the folder of the target file (set when
+    /// the file is read; hookstorm's working directory without one).
+    #[serde(skip)]
+    pub dir: Option<std::path::PathBuf>,
 }
 
 impl fmt::Debug for ProbeConfig {
@@ -122,6 +126,7 @@ pub struct Probe {
     reconcile: Option<Action>,
     timeout: Duration,
     roots: crate::net::tls::TrustedRoots,
+    dir: Option<std::path::PathBuf>,
 }
 
 impl fmt::Debug for Probe {
@@ -157,6 +162,7 @@ impl Probe {
             reconcile: Some(Action::Http(sibling_url(url, "reconcile"))),
             timeout: DEFAULT_TIMEOUT,
             roots: Default::default(),
+            dir: None,
         }
     }
 
@@ -240,6 +246,7 @@ impl Probe {
             reconcile,
             timeout,
             roots: Default::default(),
+            dir: cfg.dir.clone(),
         })
     }
 
@@ -297,7 +304,9 @@ impl Probe {
                     .await
             }
             Source::Sql(s) => self.limit("reading the state", s.read_into(sink)).await,
-            Source::Command(c) => command::read_into(c, self.timeout, sink).await,
+            Source::Command(c) => {
+                command::read_into(c, self.dir.as_deref(), self.timeout, sink).await
+            }
         }
     }
 
@@ -339,7 +348,9 @@ impl Probe {
                 self.limit(name, http::post(url, token, body, &self.roots))
                     .await
             }
-            Action::Command(c) => command::run_action(c, env, self.timeout).await,
+            Action::Command(c) => {
+                command::run_action(c, self.dir.as_deref(), env, self.timeout).await
+            }
             Action::Sql(statements) => match &self.source {
                 Source::Sql(s) => {
                     let state = env
