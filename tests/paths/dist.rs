@@ -10,7 +10,7 @@
 //! Python 3 with `venv` and pip, Node and npm: without them a test is
 //! skipped, unless `HOOKSTORM_REQUIRE_PATHS=1`.
 
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -319,6 +319,15 @@ fn an_npm_package_installs_offline_into_a_fresh_project_and_runs() -> TestResult
 
     signals_come_through_the_launcher(root.path(), &project)?;
 
+    // Installed without its optional dependency: the launcher says so.
+    std::fs::rename(&platform, root.path().join("set-aside"))?;
+    let o = expect(&mut npx(&["--version"]), 254);
+    assert!(
+        output_text(&o).contains(&format!("@hookstorm/linux-{cpu} is not installed")),
+        "{}",
+        output_text(&o)
+    );
+
     eprintln!(
         "npm: {} MB platform tarball packed in {:.1}s; npm install --offline {:.1}s",
         std::fs::metadata(&tarballs[1])?.len() / 1_000_000,
@@ -328,35 +337,45 @@ fn an_npm_package_installs_offline_into_a_fresh_project_and_runs() -> TestResult
     Ok(())
 }
 
-/// SIGTERM to the launcher reaches the binary once: the run stops in
-/// order (its report written) and the launcher exits as it did, 130. A
-/// binary killed by a signal: the launcher dies of the same one.
+/// SIGTERM to the launcher, and SIGINT when it has no terminal (its own
+/// session here), reach the binary once: the run stops in order (its
+/// report written) and the launcher exits as it did, 130. A binary killed
+/// by a signal: the launcher dies of the same one.
 fn signals_come_through_the_launcher(root: &Path, project: &Path) -> TestResult {
     let launcher = project.join("node_modules/.bin/hookstorm");
     let latest = project.join("reports/latest/report.json");
-    std::fs::remove_file(&latest)?;
     let log = root.join("launcher.log");
     let spawn = || {
         let err = std::fs::File::create(&log).expect("the log opens");
-        npm(root, &[launcher.to_str().unwrap()])
-            .args(["run", "--seed", "1"])
+        let mut cmd = npm(root, &[launcher.to_str().unwrap()]);
+        cmd.args(["run", "--seed", "1"])
             .current_dir(project)
             .env_remove("HOOKSTORM_SCENARIO_DIR")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(err)
-            .spawn()
-            .expect("the launcher starts")
+            .stderr(err);
+        // SAFETY: setsid is async-signal-safe and touches no memory.
+        unsafe {
+            cmd.pre_exec(|| match libc::setsid() {
+                -1 => Err(std::io::Error::last_os_error()),
+                _ => Ok(()),
+            })
+        }
+        .spawn()
+        .expect("the launcher starts")
     };
-    let mut run = spawn();
-    only_child(run.id());
-    std::thread::sleep(Duration::from_millis(1500));
-    // SAFETY: kill has no memory preconditions; the pid is our child's.
-    unsafe { libc::kill(run.id() as i32, libc::SIGTERM) };
-    let status = wait_for(&mut run, Duration::from_secs(30));
-    let err = std::fs::read_to_string(&log)?;
-    assert_eq!(status.code(), Some(130), "{err}");
-    assert!(latest.is_file(), "an interrupted run still reports\n{err}");
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        let _ = std::fs::remove_file(&latest);
+        let mut run = spawn();
+        only_child(run.id());
+        std::thread::sleep(Duration::from_millis(1000));
+        // SAFETY: kill has no memory preconditions; the pid is our child's.
+        unsafe { libc::kill(run.id() as i32, signal) };
+        let status = wait_for(&mut run, Duration::from_secs(30));
+        let err = std::fs::read_to_string(&log)?;
+        assert_eq!(status.code(), Some(130), "signal {signal}: {err}");
+        assert!(latest.is_file(), "an interrupted run still reports\n{err}");
+    }
 
     let mut run = spawn();
     let binary_pid = only_child(run.id());
