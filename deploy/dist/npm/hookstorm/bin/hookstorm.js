@@ -28,7 +28,7 @@ function binary() {
     process.stderr.write(
       `error: ${platformPackage} is not installed, so there is no hookstorm binary for ${process.platform}-${process.arch} ` +
         "(hint: install without --omit=optional / --no-optional; on another platform, " +
-        "cargo install hookstorm-cli or the release archive: docs/install.md)\n",
+        "build hookstorm with cargo: docs/install.md in its repository)\n",
     );
     process.exit(254);
   }
