@@ -5,8 +5,8 @@
 //! runs are reproducible from their seed, and the SQL probe reads a receiver
 //! that knows nothing of hookstorm; report.html draws in a real browser, and
 //! the CI action, container image, `init` and thresholds work as documented,
-//! and the paths into production (image, Action, workflow, Kubernetes Job)
-//! run end to end; `hookstorm verify` checks a report folder.
+//! and the paths into production (image, Action, workflow, Kubernetes Job,
+//! the wheel and the npm packages) run end to end; `hookstorm verify` checks a report folder.
 
 mod bench;
 mod catalog;

@@ -1,17 +1,21 @@
 //! The paths into production, executed: the container image (its
 //! filesystem built as the Dockerfile says, the entrypoint run in it with
 //! `chroot` as the image's user), the GitHub Action and the example
-//! workflow (each step's `run:` as a runner runs it), and the Kubernetes
+//! workflow (each step's `run:` as a runner runs it), the Kubernetes
 //! manifests (validated against the Kubernetes schemas, then run as a Job
 //! would be: one process per index, each in a network namespace of its
-//! own). What a user copies is what runs here, so the two cannot drift.
+//! own), and the wheel and the npm packages (installed offline into a fresh
+//! venv and a fresh Node project, then run). What a user copies is what
+//! runs here, so the two cannot drift.
 //!
 //! Building an image root needs root and `debootstrap`, the Job needs root
-//! and `ip netns`, the schemas need `kubernetes-validate`: without one, the
+//! and `ip netns`, the schemas need `kubernetes-validate`, the packages
+//! Python's venv and pip, Node and npm: without one, the
 //! test that needs it is skipped with a line on stderr, unless
 //! `HOOKSTORM_REQUIRE_PATHS=1` (set by `.ci/run`), which makes it a failure.
 
 mod action;
+mod dist;
 mod image;
 mod k8s;
 mod netns;
