@@ -570,7 +570,8 @@ fn a_receiver_without_a_client_timeout_is_judged_on_db_blackhole_and_its_hang_re
         .map(|r| r.scenarios[0].check.observations.join(" | "))
         .unwrap_or_default();
     assert!(
-        observed.contains("no answer for") && observed.contains("give the client a timeout of its own"),
+        observed.contains("no answer for")
+            && observed.contains("give the client a timeout of its own"),
         "the hang is reported as an observation: {observed}"
     );
     let summary = std::fs::read_to_string(run.reports().join("summary.md")).expect("summary");

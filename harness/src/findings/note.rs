@@ -371,9 +371,16 @@ fn process(f: &mut fmt::Formatter<'_>, acts: &Actions, tally: Option<&KillTally>
         )?;
     }
     if let Some(t) = tally {
+        // A kill cuts an attempt off between its commit and its answer; a
+        // database that went silent leaves it waiting past the limit.
+        let how = if acts.kills() > 0 {
+            "landed between commit and answer or by a retry"
+        } else {
+            "written before the database went silent, or by a retry"
+        };
         write!(
             f,
-            "; {} interrupted, {} of them stored (landed between commit and answer or by a retry); {} lost; {} stored twice",
+            "; {} interrupted, {} of them stored ({how}); {} lost; {} stored twice",
             count(t.interrupted, "attempt"),
             t.stored_after_interruption,
             count(t.lost, "acknowledged delivery"),

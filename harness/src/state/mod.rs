@@ -52,7 +52,8 @@ pub struct ResultRow {
     /// The job key (idempotency key without `-rN`).
     #[serde(default)]
     pub job_key: Option<String>,
-    /// COMPLETED or FAILED.
+    /// COMPLETED or FAILED, as the receiver stores it (for people: the
+    /// checker takes who may win from the history, per the profile).
     pub status: String,
     /// The task's createdAt.
     #[serde(default)]

@@ -249,3 +249,24 @@ impl KillTally {
         f.finish(state)
     }
 }
+
+#[cfg(test)]
+mod advice {
+    #[test]
+    fn the_silent_database_advice_and_the_target_docs_name_the_same_client_timeouts() {
+        let docs = include_str!("../../../../docs/target.md");
+        for knob in [
+            "command_timeout",
+            "query_timeout",
+            "connectionTimeoutMillis",
+            "socketTimeout",
+            "tcp_user_timeout",
+        ] {
+            assert!(super::SILENT_DATABASE_ADVICE.contains(knob), "{knob}");
+            assert!(
+                docs.contains(&format!("`{knob}`")),
+                "docs/target.md lacks {knob}"
+            );
+        }
+    }
+}
