@@ -137,6 +137,52 @@ pub struct Received {
     /// sender invariant.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub foreign: bool,
+    /// How the body differs from the bytes the sender was asked to send,
+    /// when it does (absent: byte for byte, or no emitted event).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_change: Option<BodyChange>,
+}
+
+/// How a body a sender sent differs from the bytes it was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BodyChange {
+    /// Only whitespace at the end (a trailing newline added or dropped).
+    TrailingWhitespace,
+    /// Only whitespace between the JSON's tokens (re-indented, minified).
+    Whitespace,
+    /// The same members in another order (parsed and written again).
+    KeyOrder,
+    /// The same strings written with other escapes (`\/`, `\u00e9`, …).
+    Escapes,
+    /// The same numbers written another way (`1.0` for `1`, `1e3`).
+    NumberFormat,
+    /// Other JSON: a value added, dropped or changed.
+    Content,
+    /// Other bytes, not both JSON.
+    Bytes,
+}
+
+impl BodyChange {
+    /// Whether the body is still the same JSON value.
+    pub fn json_equivalent(self) -> bool {
+        !matches!(self, BodyChange::Content | BodyChange::Bytes)
+    }
+
+    /// What changed, in words for a finding.
+    pub fn words(self) -> &'static str {
+        match self {
+            BodyChange::TrailingWhitespace => {
+                "whitespace at the end (a trailing newline added or dropped)"
+            }
+            BodyChange::Whitespace => "the whitespace between tokens (parsed and written again)",
+            BodyChange::KeyOrder => "the order of object members (parsed and written again)",
+            BodyChange::Escapes => "the escapes in strings (parsed and written again)",
+            BodyChange::NumberFormat => "how numbers are written (parsed and written again)",
+            BodyChange::Content => "the JSON itself: a value added, dropped or changed",
+            BodyChange::Bytes => "the bytes (not the same JSON)",
+        }
+    }
 }
 
 impl Attempt {

@@ -41,8 +41,8 @@ pub use codec::{
     fold, read, read_numbered, EventSink, Fold, HistoryError, HistorySink, HistoryWriter,
 };
 pub use event::{
-    now_rfc3339, Attempt, Emitted, Event, FaultEvent, Intent, Outcome, ProviderTask, Received,
-    RunHeader,
+    now_rfc3339, Attempt, BodyChange, Emitted, Event, FaultEvent, Intent, Outcome, ProviderTask,
+    Received, RunHeader,
 };
 pub use failure::{Failure, TransportFailure};
 pub(crate) use record::attempt_fields;

@@ -53,6 +53,8 @@ pub(super) struct ProfileFile {
     body_template: Option<std::path::PathBuf>,
     /// What an event is, where it differs from the body shape's rules.
     semantics: Option<SemanticsFile>,
+    /// `bytes` (default) or `json`: what a sender keeps of each body.
+    body_fidelity: Option<super::BodyFidelity>,
 }
 
 /// The `[semantics]` table of a custom profile: where identity, object
@@ -124,6 +126,9 @@ impl ProfileFile {
         }
         if let Some(s) = self.signature {
             p.scheme = s;
+        }
+        if let Some(f) = self.body_fidelity {
+            p.body_fidelity = f;
         }
         if let Some(b) = self.body {
             p.body = b;

@@ -300,6 +300,22 @@ pub struct Profile {
     /// see [`crate::profile::envelope::fill_template`]); it replaces the body shape's
     /// envelope, whose ids it still uses.
     pub body_template: Option<String>,
+    /// What a sender under this profile promises of the bodies it sends
+    /// (`hookstorm sink`, S6): the bytes it was given, or only the same
+    /// JSON.
+    pub body_fidelity: BodyFidelity,
+}
+
+/// What a sender promises of each body it sends.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BodyFidelity {
+    /// The bytes it was given, byte for byte (every built-in profile).
+    #[default]
+    Bytes,
+    /// The same JSON: whitespace, key order, escapes and number
+    /// formatting may change (its signature still covers what it sends).
+    Json,
 }
 
 impl Profile {
@@ -454,6 +470,7 @@ fn answerline(name: &str) -> Profile {
         body: BodyShape::Answerline,
         semantics: Semantics::of(BodyShape::Answerline),
         body_template: None,
+        body_fidelity: BodyFidelity::Bytes,
     }
 }
 
@@ -495,6 +512,7 @@ fn standard_webhooks(name: &str) -> Profile {
         body: BodyShape::StandardWebhooks,
         semantics: Semantics::of(BodyShape::StandardWebhooks),
         body_template: None,
+        body_fidelity: BodyFidelity::Bytes,
     }
 }
 
@@ -528,6 +546,7 @@ fn stripe(name: &str) -> Profile {
         body: BodyShape::Stripe,
         semantics: Semantics::of(BodyShape::Stripe),
         body_template: None,
+        body_fidelity: BodyFidelity::Bytes,
     }
 }
 
@@ -556,6 +575,7 @@ fn github(name: &str) -> Profile {
         body: BodyShape::Github,
         semantics: Semantics::of(BodyShape::Github),
         body_template: None,
+        body_fidelity: BodyFidelity::Bytes,
     }
 }
 
@@ -590,6 +610,7 @@ fn shopify(name: &str) -> Profile {
         body: BodyShape::Shopify,
         semantics: Semantics::of(BodyShape::Shopify),
         body_template: None,
+        body_fidelity: BodyFidelity::Bytes,
     }
 }
 
@@ -619,6 +640,7 @@ fn slack(name: &str) -> Profile {
         body: BodyShape::Slack,
         semantics: Semantics::of(BodyShape::Slack),
         body_template: None,
+        body_fidelity: BodyFidelity::Bytes,
     }
 }
 
@@ -651,6 +673,7 @@ fn generic_hex(name: &str) -> Profile {
         body: BodyShape::GenericHex,
         semantics: Semantics::of(BodyShape::GenericHex),
         body_template: None,
+        body_fidelity: BodyFidelity::Bytes,
     }
 }
 

@@ -460,6 +460,7 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>, read_done: Arc<Atomic
         generation,
         window_ms: window,
         foreign,
+        body_change: planned.and_then(|p| crate::check::sender::body_change(&req.body, &p.body)),
     }));
     if let Some(got) = &a.sink {
         let end = exchange_end(Some(script_answer), got, shared.rules.timeout_ms());
@@ -624,6 +625,7 @@ fn record_unreadable(shared: &Shared, at: Instant, unix: f64, why: &str) {
         generation: shared.generation.load(Ordering::SeqCst),
         window_ms: None,
         foreign: true,
+        body_change: None,
     }));
     let _ = shared.history.write(Event::Attempt(a));
 }

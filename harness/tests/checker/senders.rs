@@ -58,6 +58,7 @@ fn attempt(key: &str, answer: &str, at_ms: f64, took_ms: f64) -> Received {
         generation: 0,
         window_ms: None,
         foreign: false,
+        body_change: None,
     }
 }
 
@@ -295,6 +296,58 @@ fn a_new_delivery_id_or_an_unknown_identity_fails_s5() {
     let h = vec![emit("k1"), line("k2", 1, attempt("k2", "400", 0.0, 1.0))];
     let c = check(h, Ok(&outbox(&[("k1", "pending")])), &[S5]);
     assert!(what(&c, S5).contains("never emitted"), "{}", what(&c, S5));
+}
+
+#[test]
+fn a_body_rewritten_on_its_way_fails_s6_naming_what_changed_unless_the_profile_promises_only_json()
+{
+    use hookstorm::history::BodyChange;
+    use hookstorm::profile::BodyFidelity;
+    let rewritten = |c: BodyChange| {
+        let mut a = attempt("k1", "200", 0.0, 1.0);
+        a.body_change = Some(c);
+        vec![emit("k1"), line("k1", 1, a)]
+    };
+    let delivered = outbox(&[("k1", "delivered")]);
+    let c = check(rewritten(BodyChange::KeyOrder), Ok(&delivered), &[S6]);
+    assert_eq!(verdict(&c, S6), Verdict::Fail);
+    assert!(
+        what(&c, S6).contains("not the one emitted byte for byte: the order of object members"),
+        "{}",
+        what(&c, S6)
+    );
+    let c = check(
+        vec![emit("k1"), line("k1", 1, attempt("k1", "200", 0.0, 1.0))],
+        Ok(&delivered),
+        &[S6],
+    );
+    assert_eq!(verdict(&c, S6), Verdict::Pass, "{}", what(&c, S6));
+    // A profile that promises only the same JSON lets a rewrite pass, and
+    // still fails other content.
+    let mut json = rules(&[S6]);
+    json.profile.body_fidelity = BodyFidelity::Json;
+    let judged = |events: Vec<Event>| {
+        let numbered: Vec<(u64, Event)> = events
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| (i as u64 + 1, e))
+            .collect();
+        judge(&numbered, S, Ok(&delivered), &json)
+    };
+    let c = judged(rewritten(BodyChange::Whitespace));
+    assert_eq!(verdict(&c, S6), Verdict::Pass, "{}", what(&c, S6));
+    assert!(
+        what(&c, S6).contains("the same JSON as emitted"),
+        "{}",
+        what(&c, S6)
+    );
+    let c = judged(rewritten(BodyChange::Content));
+    assert_eq!(verdict(&c, S6), Verdict::Fail);
+    assert!(
+        what(&c, S6).contains("not even the same JSON"),
+        "{}",
+        what(&c, S6)
+    );
 }
 
 #[test]

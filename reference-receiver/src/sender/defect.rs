@@ -52,11 +52,13 @@ pub enum SenderDefect {
     NoTimeout,
     /// Sends newest first, with no order per resource.
     Unordered,
+    /// Sends (and signs) the body parsed and written again.
+    SendsReserialisedBody,
 }
 
 impl SenderDefect {
     /// Every variant, in documentation order.
-    pub const ALL: [SenderDefect; 11] = [
+    pub const ALL: [SenderDefect; 12] = [
         SenderDefect::RetriesOn4xx,
         SenderDefect::NoJitter,
         SenderDefect::NewIdPerRetry,
@@ -68,6 +70,7 @@ impl SenderDefect {
         SenderDefect::IgnoresRetryAfter,
         SenderDefect::NoTimeout,
         SenderDefect::Unordered,
+        SenderDefect::SendsReserialisedBody,
     ];
 
     /// The `--defect` name.
@@ -84,6 +87,7 @@ impl SenderDefect {
             SenderDefect::IgnoresRetryAfter => "ignores-retry-after",
             SenderDefect::NoTimeout => "no-timeout",
             SenderDefect::Unordered => "unordered",
+            SenderDefect::SendsReserialisedBody => "sends-reserialised-body",
         }
     }
 
@@ -101,6 +105,7 @@ impl SenderDefect {
             SenderDefect::IgnoresRetryAfter => "retries on its own schedule even when the receiver asked for more time with Retry-After",
             SenderDefect::NoTimeout => "waits for an answer however long the receiver takes",
             SenderDefect::Unordered => "sends the newest events first, with no order per resource",
+            SenderDefect::SendsReserialisedBody => "sends (and signs) each body parsed and written again: the signature verifies, but the bytes are not the ones emitted (keys sorted, escapes rewritten)",
         }
     }
 
@@ -119,6 +124,7 @@ impl SenderDefect {
             SenderDefect::IgnoresRetryAfter => caught!("sender-retry-after", S3),
             SenderDefect::NoTimeout => caught!("sender-timeouts", S7),
             SenderDefect::Unordered => caught!("sender-ordering", S9),
+            SenderDefect::SendsReserialisedBody => caught!("sender-baseline", S6),
         }
     }
 

@@ -138,8 +138,15 @@ impl Worker {
     }
 
     /// One attempt of `row`, and what it leaves in the outbox.
-    async fn deliver(&self, client: &HttpClient, row: Row) {
+    async fn deliver(&self, client: &HttpClient, mut row: Row) {
         let n = row.attempts + 1;
+        if self.defect == Some(SenderDefect::SendsReserialisedBody) {
+            // Broken: the body parsed and written again, signed and sent
+            // as written (other key order and escapes than emitted).
+            if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&row.body) {
+                row.body = serde_json::to_vec(&v).unwrap_or(row.body);
+            }
+        }
         let now_s = chrono::Utc::now().timestamp();
         let timestamp = match (self.defect, row.signed_at) {
             (Some(SenderDefect::ReusesTimestamp), Some(t)) => t,

@@ -1,6 +1,7 @@
 //! What each attempt says it is: S5 (the same identity and body on every
 //! attempt of an event) and S6 (a valid signature over the raw body, made
-//! afresh for each attempt).
+//! afresh for each attempt, over the body emitted: byte for byte, or the
+//! same JSON where the profile promises only that).
 
 use std::collections::HashMap;
 
@@ -9,6 +10,7 @@ use super::view::{SenderRules, SinkView};
 use crate::check::found::EvidenceSet;
 use crate::check::verdict::{InvariantResult, Verdict};
 use crate::invariant::InvariantId;
+use crate::profile::BodyFidelity;
 
 /// S5 stable-identity.
 pub fn identity(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult {
@@ -110,10 +112,37 @@ fn show_id(id: &Option<String>) -> String {
 /// S6 fresh-signature.
 pub fn signature(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult {
     let timestamped = rules.profile.scheme.has_timestamp();
+    let json_only = rules.profile.body_fidelity == BodyFidelity::Json;
     let mut found = EvidenceSet::default();
-    let (mut verified, mut judged_fresh) = (0usize, 0usize);
+    let (mut verified, mut judged_fresh, mut as_emitted) = (0usize, 0usize, 0usize);
     for e in &view.events {
         let all: Vec<_> = e.attempts.iter().chain(&e.followed).collect();
+        // Body fidelity: the bytes emitted (or, where the profile promises
+        // only that, the same JSON), named by what changed; once an event.
+        if e.emitted.is_some() {
+            let broken = all.iter().find_map(|s| {
+                let c = s.got.body_change?;
+                (!(json_only && c.json_equivalent())).then_some((s, c))
+            });
+            match broken {
+                Some((s, c)) => found.push(|| {
+                    e.evidence(
+                        format!(
+                            "attempt {}: the body is not the one emitted{}: {} changed",
+                            s.attempt.attempt,
+                            if json_only {
+                                " (not even the same JSON)"
+                            } else {
+                                " byte for byte"
+                            },
+                            c.words()
+                        ),
+                        vec![s.line],
+                    )
+                }),
+                None => as_emitted += 1,
+            }
+        }
         for s in &all {
             match &s.got.signature_error {
                 None => verified += 1,
@@ -173,10 +202,15 @@ pub fn signature(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult {
     } else {
         format!("{judged_fresh} retries more than a second after their first attempt were signed at their own time")
     };
+    let kept = if json_only {
+        "the same JSON as emitted"
+    } else {
+        "the bytes emitted"
+    };
     found.into_result(
         InvariantId::S6,
         Verdict::Fail,
-        format!("{verified} signatures verified over the raw body; {fresh}"),
-        "signatures that do not verify, or are not made afresh per attempt".into(),
+        format!("{verified} signatures verified over the raw body; {fresh}; {as_emitted} events' bodies were {kept}"),
+        "signatures that do not verify, are not made afresh per attempt, or bodies other than the ones emitted".into(),
     )
 }

@@ -13,6 +13,7 @@
 //! redirect, no held request) is "not exercised", and S8 without an outbox
 //! listing is not checked.
 
+mod fidelity;
 mod identity;
 mod outcome;
 mod rules;
@@ -24,6 +25,7 @@ use crate::history::Event;
 use crate::invariant::InvariantId;
 use crate::state::outbox::{Outbox, OutboxStatus};
 
+pub use fidelity::body_change;
 pub use rules::{
     compressed_timeout, late_ms, markdown, rule, Rule, EARLY, FOREIGN_RECORDED, HANG_LIMIT, RULES,
     SINK_READING, SINK_READ_DEADLINE, SINK_STALL, SLOW_AT, TIMEOUT_FLOOR,
