@@ -67,12 +67,18 @@ pub struct Args {
     /// Where the partitions are spilled (default: the first history's folder).
     #[arg(long, value_name = "DIR")]
     spill_dir: Option<PathBuf>,
+    /// The public key (PEM) every shard folder read must be signed with.
+    #[arg(long, value_name = "PUB")]
+    key: Option<PathBuf>,
 }
 
 /// The histories the paths name: files as they are, shard folders (or
 /// folders holding them) in shard order; and whether they are all bench
 /// shards.
-fn histories(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, bool), String> {
+fn histories(
+    paths: &[PathBuf],
+    key: Option<&hookstorm::report::dsse::PublicKey>,
+) -> Result<(Vec<PathBuf>, bool), hookstorm::merge::MergeError> {
     let (mut out, mut benches, mut shards) = (Vec::new(), 0usize, 0usize);
     for p in paths {
         if !p.is_dir() {
@@ -83,8 +89,7 @@ fn histories(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, bool), String> {
             out.push(p.join("history.jsonl"));
             continue;
         }
-        let found = hookstorm::merge::shard_histories(std::slice::from_ref(p))
-            .map_err(|e| e.to_string())?;
+        let found = hookstorm::merge::shard_histories(std::slice::from_ref(p), key)?;
         for (history, m) in found {
             shards += 1;
             benches += usize::from(m.kind == "bench");
@@ -123,8 +128,25 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             (h, Some(state.clone()))
         }
     };
-    let (histories, benches) = match histories(history_paths) {
+    let key = match args
+        .key
+        .as_deref()
+        .map(hookstorm::report::attest::read_public_key)
+        .transpose()
+    {
+        Ok(k) => k,
+        Err(e) => return Ok(super::usage_error(format!("--key {e}"))),
+    };
+    let signing = match partition.map(|_| super::keys::signing_key()).transpose() {
+        Ok(k) => k.flatten(),
+        Err(code) => return Ok(code),
+    };
+    let (histories, benches) = match histories(history_paths, key.as_ref()) {
         Ok(h) => h,
+        Err(e @ hookstorm::merge::MergeError::Refused(_)) => {
+            errln!("error: {e}");
+            return Ok(hookstorm::exit::FAIL);
+        }
         Err(e) => return Ok(super::usage_error(e)),
     };
     let scenario = args
@@ -210,6 +232,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         ) {
             Ok(report) => {
                 print_share(share, &report, &out);
+                super::keys::sign(&out, signing.as_ref(), "check-partition", None, None)?;
                 Ok(hookstorm::exit::PASS)
             }
             Err(e) => Ok(check_error(e)),

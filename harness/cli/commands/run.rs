@@ -160,13 +160,22 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Some(s) => s.take(scenarios),
         None => scenarios,
     };
+    let key = match super::keys::signing_key() {
+        Ok(k) => k,
+        Err(code) => return Ok(code),
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(run_async(args, scenarios, require_all))
+    rt.block_on(run_async(args, scenarios, require_all, key))
 }
 
-async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> anyhow::Result<i32> {
+async fn run_async(
+    args: Args,
+    scenarios: Vec<Scenario>,
+    require_all: bool,
+    key: Option<hookstorm::report::dsse::SigningKey>,
+) -> anyhow::Result<i32> {
     // Before anything starts: a signal from now on ends the run in order.
     let stop = hookstorm::run::interrupt::on_signals().context("installing the Ctrl-C handler")?;
     let seed = args.seed.unwrap_or_else(rand_seed);
@@ -252,6 +261,11 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
         manifest
             .write(&o.dir)
             .with_context(|| format!("writing {}", o.dir.display()))?;
+    }
+    if let Ok(o) = &outcome {
+        let verdict = Some(o.report.verdict().to_string());
+        let code = Some(o.report.exit_code());
+        super::keys::sign(&o.dir, key.as_ref(), "run", verdict, code)?;
     }
     // `--shrink`: each failing scenario cut down, against the same target.
     let mut shrunk = Vec::new();

@@ -40,6 +40,7 @@ use crate::shard::{
 };
 use crate::state::probe::Probe;
 
+pub mod admit;
 mod merged;
 mod partitions;
 
@@ -63,6 +64,8 @@ pub struct MergeOptions {
     /// Limits the merged bench must keep (`p99<100ms`, `rate>5000/s`);
     /// one that does not hold fails a verdict that would pass.
     pub thresholds: Vec<Threshold>,
+    /// The key every shard and partition must be signed with (`--key`).
+    pub key: Option<crate::report::dsse::PublicKey>,
 }
 
 /// Finds the shard folders under the given ones. A given folder with a
@@ -97,13 +100,18 @@ fn shard_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, MergeError> {
 /// The history files of the shards at or below `dirs`, in the order a
 /// merge reads them (by shard index), with each shard's manifest: what
 /// `hookstorm check` over shard folders checks, so its line numbers are
-/// the merge's.
-pub fn shard_histories(dirs: &[PathBuf]) -> Result<Vec<(PathBuf, ShardManifest)>, MergeError> {
+/// the merge's. Each shard is admitted first ([`admit::shard`]: its seal,
+/// and with `key` its signature).
+pub fn shard_histories(
+    dirs: &[PathBuf],
+    key: Option<&crate::report::dsse::PublicKey>,
+) -> Result<Vec<(PathBuf, ShardManifest)>, MergeError> {
     let mut found: BTreeMap<u32, (PathBuf, ShardManifest)> = BTreeMap::new();
     for dir in shard_dirs(dirs)? {
         let m = ShardManifest::read(&dir).map_err(|e| {
             MergeError::Inconsistent(format!("{}: no readable {MANIFEST} ({e})", dir.display()))
         })?;
+        admit::shard(&dir, Some(&m), key)?;
         if let Some((other, _)) = found.get(&m.shard.index) {
             return Err(MergeError::Inconsistent(format!(
                 "shard {} twice: {} and {}",
@@ -138,6 +146,7 @@ pub async fn merge(opts: &MergeOptions) -> Result<MergeOutcome, MergeError> {
         let m = match ShardManifest::read(&dir) {
             Ok(m) => m,
             Err(e @ ManifestError::Unreadable { .. }) => {
+                admit::shard(&dir, None, opts.key.as_ref())?;
                 unknown.push(format!(
                     "{}: no readable {MANIFEST}, the shard did not finish ({e})",
                     dir.display()
@@ -150,6 +159,7 @@ pub async fn merge(opts: &MergeOptions) -> Result<MergeOutcome, MergeError> {
                 )));
             }
         };
+        admit::shard(&dir, Some(&m), opts.key.as_ref())?;
         if let Some(f) = &first {
             if (f.kind.as_str(), f.shard.count, f.run_seed)
                 != (m.kind.as_str(), m.shard.count, m.run_seed)
@@ -273,7 +283,7 @@ fn merge_partitions(opts: &MergeOptions, parts: &[PathBuf]) -> Result<MergeOutco
     let stem = format!("{}-merge-check", chrono::Utc::now().format("%Y%m%d-%H%M%S"));
     let (_, dir) = crate::report::folder::create_unique(&opts.out_dir, &stem)
         .map_err(|e| MergeError::Io(format!("{}: {e}", opts.out_dir.display())))?;
-    partitions::join_into(&mut report, parts, &[], &[], &dir)?;
+    partitions::join_into(&mut report, parts, &[], &[], &dir, opts.key.as_ref())?;
     if !report.unknown_because.is_empty() {
         report.verdict = Verdict::Unknown;
     }
@@ -425,7 +435,7 @@ async fn check_union(
     if !parts.is_empty() {
         let histories: Vec<PathBuf> = found.values().map(|(d, m)| d.join(&m.history)).collect();
         let indices: Vec<u32> = found.keys().copied().collect();
-        return partitions::join_into(report, &parts, &histories, &indices, dir);
+        return partitions::join_into(report, &parts, &histories, &indices, dir, opts.key.as_ref());
     }
     let Some(probe) = &opts.probe else {
         // Shards that check nothing even alone: as one such bench, the
@@ -630,6 +640,7 @@ mod tests {
             answer_limit: Duration::from_secs(15),
             out_dir: out.to_path_buf(),
             thresholds: Vec::new(),
+            key: None,
         }
     }
 

@@ -91,6 +91,24 @@ pub fn sealed_file_digest(dir: &Path, name: &str) -> Result<String, String> {
     sha256_file(&path).map_err(|e| e.to_string())
 }
 
+/// The bytes of `name` in `dir` when it is there (`None`: absent), read
+/// as [`sealed_file_digest`] reads: only a regular file of the folder's
+/// own, refused past `cap` bytes.
+pub fn read_own_file(dir: &Path, name: &str, cap: usize) -> Result<Option<Vec<u8>>, String> {
+    let path = resolve(dir, name);
+    let meta = match std::fs::symlink_metadata(&path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    if meta.file_type().is_symlink() {
+        return Err("a symbolic link: a folder's file is its own, not a pointer".into());
+    }
+    crate::limits::budget::read_file(&path, cap)
+        .map(Some)
+        .map_err(|e| e.to_string())
+}
+
 /// The history and state files of `report`'s scenarios that exist in
 /// `dir`, each with its digest, in run order.
 pub fn data_files(report: &RunReport, dir: &Path) -> Vec<FileDigest> {
