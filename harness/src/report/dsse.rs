@@ -85,6 +85,14 @@ pub enum KeyError {
         /// What is wrong.
         why: String,
     },
+    /// The key file could not be read.
+    #[error("{what}: {why}")]
+    Unreadable {
+        /// The file.
+        what: String,
+        /// Why.
+        why: String,
+    },
     /// Making a key failed.
     #[error("could not make a key: {0}")]
     Generate(String),
