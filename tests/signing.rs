@@ -224,9 +224,7 @@ fn a_signed_folder_verifies_with_its_key_and_fails_with_another() {
     let (code, out) = verify(dir, Some(&public("other")));
     assert_eq!(code, Some(hookstorm::exit::FAIL), "{out}");
     assert!(
-        out.contains(
-            "MISMATCH report.dsse.json: signature: no signature holds for the key given"
-        ),
+        out.contains("MISMATCH report.dsse.json: signature: no signature holds for the key given"),
         "{out}"
     );
 
