@@ -128,17 +128,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             (h, Some(state.clone()))
         }
     };
-    let key = match args
-        .key
-        .as_deref()
-        .map(hookstorm::report::attest::read_public_key)
-        .transpose()
-    {
+    let (key, signing) = match keys_of(&args, partition.is_some()) {
         Ok(k) => k,
-        Err(e) => return Ok(super::usage_error(format!("--key {e}"))),
-    };
-    let signing = match partition.map(|_| super::keys::signing_key()).transpose() {
-        Ok(k) => k.flatten(),
         Err(code) => return Ok(code),
     };
     let (histories, benches) = match histories(history_paths, key.as_ref()) {
@@ -160,42 +151,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let _read; // the state read from the receiver, removed when the check is done
     let state = match (state_arg, &args.target) {
         (Some(s), _) => s,
-        (None, Some(target)) => {
-            let t = match hookstorm::target::Target::from_file(target) {
-                Ok(t) => t,
-                Err(e) => {
-                    errln!("error: {e}");
-                    return Ok(hookstorm::exit::TARGET_UNUSABLE);
-                }
-            };
-            profile_limit = Some(t.profile.timeout);
-            let probe = match t.probe() {
-                Ok(p) => p,
-                Err(e) => {
-                    errln!("error: {e}");
-                    return Ok(hookstorm::exit::TARGET_UNUSABLE);
-                }
-            };
-            std::fs::create_dir_all(&args.out)?;
-            let file = tempfile::Builder::new()
-                .prefix(".hookstorm-state-")
-                .suffix(".json")
-                .tempfile_in(&args.out)?;
-            let path = file.path().to_path_buf();
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()?;
-            let drain = args.drain.0.max(Duration::from_millis(100));
-            match rt.block_on(probe.wait_drained_to(drain, &path)) {
-                Ok((d, _rows)) => drained = d,
-                Err(e) => {
-                    errln!("unknown: cannot read the receiver's state: {e}");
-                    return Ok(hookstorm::exit::UNKNOWN);
-                }
+        (None, Some(target)) => match state_of_target(target, &args.out, args.drain.0)? {
+            Ok(read) => {
+                profile_limit = Some(read.answer_limit);
+                drained = read.drained;
+                let path = read.file.path().to_path_buf();
+                _read = read.file;
+                path
             }
-            _read = file;
-            path
-        }
+            Err(code) => return Ok(code),
+        },
         (None, None) => unreachable!("the state is a path or read from the target"),
     };
     let answer_limit = args
@@ -248,6 +213,85 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let worst = print_checks(&found.checks);
     Ok(worst.exit_code(args.strict))
+}
+
+/// `--key`'s public key, and the signing key in the environment when a
+/// partition is written (it signs its folder); or the usage error's code.
+fn keys_of(
+    args: &Args,
+    partition: bool,
+) -> Result<
+    (
+        Option<hookstorm::report::dsse::PublicKey>,
+        Option<hookstorm::report::dsse::SigningKey>,
+    ),
+    i32,
+> {
+    let key = args
+        .key
+        .as_deref()
+        .map(hookstorm::report::attest::read_public_key)
+        .transpose()
+        .map_err(|e| super::usage_error(format!("--key {e}")))?;
+    let signing = match partition {
+        true => super::keys::signing_key()?,
+        false => None,
+    };
+    Ok((key, signing))
+}
+
+/// The receiver's state, read once its inbox drained.
+struct TargetState {
+    /// The file it was read into (removed when dropped).
+    file: tempfile::NamedTempFile,
+    /// The target's profile's answer limit.
+    answer_limit: Duration,
+    /// Whether the inbox drained before the read.
+    drained: bool,
+}
+
+/// Reads the state of the receiver `target` names into a file under
+/// `out`, waiting up to `drain` for its inbox; or the exit code (3 an
+/// unusable target, 2 a state that could not be read).
+fn state_of_target(
+    target: &Path,
+    out: &Path,
+    drain: Duration,
+) -> anyhow::Result<Result<TargetState, i32>> {
+    let t = match hookstorm::target::Target::from_file(target) {
+        Ok(t) => t,
+        Err(e) => {
+            errln!("error: {e}");
+            return Ok(Err(hookstorm::exit::TARGET_UNUSABLE));
+        }
+    };
+    let probe = match t.probe() {
+        Ok(p) => p,
+        Err(e) => {
+            errln!("error: {e}");
+            return Ok(Err(hookstorm::exit::TARGET_UNUSABLE));
+        }
+    };
+    std::fs::create_dir_all(out)?;
+    let file = tempfile::Builder::new()
+        .prefix(".hookstorm-state-")
+        .suffix(".json")
+        .tempfile_in(out)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let drain = drain.max(Duration::from_millis(100));
+    match rt.block_on(probe.wait_drained_to(drain, file.path())) {
+        Ok((drained, _rows)) => Ok(Ok(TargetState {
+            file,
+            answer_limit: t.profile.timeout,
+            drained,
+        })),
+        Err(e) => {
+            errln!("unknown: cannot read the receiver's state: {e}");
+            Ok(Err(hookstorm::exit::UNKNOWN))
+        }
+    }
 }
 
 /// What a partition of a check wrote to `out`: the lines it read, what
