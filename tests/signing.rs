@@ -491,3 +491,46 @@ fn a_truncated_join_file_is_named_truncated_not_a_full_disk() -> TestResult {
     assert!(!out.contains("free space"), "{out}");
     Ok(())
 }
+
+#[test]
+fn keygen_writes_a_private_key_for_its_owner_alone_and_never_overwrites_one() -> TestResult {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(private("vendor"))?.permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    let before = std::fs::read(private("vendor"))?;
+    let o = hookstorm(&["keygen", "--out", "vendor.key"], keys(), None);
+    assert_eq!(
+        o.status.code(),
+        Some(hookstorm::exit::USAGE),
+        "{}",
+        text(&o)
+    );
+    assert!(text(&o).contains("already exists"), "{}", text(&o));
+    assert_eq!(std::fs::read(private("vendor"))?, before);
+    Ok(())
+}
+
+#[test]
+fn a_sink_run_signs_its_folder_and_verify_holds_it_to_the_key() {
+    let dir = scratch("signed-sink");
+    let scenarios = scenario_dir_arg();
+    let args = [
+        "sink",
+        "--scenario-dir",
+        &scenarios,
+        "--scenario",
+        "sender-baseline",
+        "--seed",
+        "7",
+        "--out",
+        "out",
+    ];
+    let o = hookstorm(&args, &dir, Some(&private("vendor")));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let folder = folders(&dir.join("out")).remove(0);
+    let (code, out) = verify(&folder, Some(&public("vendor")));
+    assert_eq!(code, Some(hookstorm::exit::PASS), "{out}");
+    assert!(out.contains("signature holds"), "{out}");
+    let (code, out) = verify(&folder, Some(&public("other")));
+    assert_eq!(code, Some(hookstorm::exit::FAIL), "{out}");
+}

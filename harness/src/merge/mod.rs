@@ -707,6 +707,33 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn with_a_key_an_unsealed_bench_shard_is_refused_by_its_folder() {
+        let root = tempfile::tempdir().unwrap();
+        let a = shard_dir(
+            root.path(),
+            &manifest(0, 1, 7, ShardStatus::Finished),
+            &[100],
+        );
+        let mut o = opts(vec![a.clone()], &root.path().join("out"));
+        o.key = Some(
+            crate::report::dsse::SigningKey::generate()
+                .unwrap()
+                .0
+                .public(),
+        );
+        let err = merge(&o).await.unwrap_err();
+        let said = err.to_string();
+        assert!(matches!(err, MergeError::Refused(_)), "{said}");
+        assert!(
+            said.contains(&format!("{}: cannot be checked against --key", a.display())),
+            "{said}"
+        );
+        // Without a key it merges as before.
+        o.key = None;
+        assert!(merge(&o).await.is_ok());
+    }
+
+    #[tokio::test]
     async fn missing_and_dead_shards_are_named_and_shards_of_other_runs_refused() {
         let root = tempfile::tempdir().unwrap();
         let a = shard_dir(

@@ -28,6 +28,12 @@ const SPKI_PREFIX: [u8; 12] = [
     0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
 ];
 
+/// The DER of an Ed25519 private key in PKCS#8 v1 (RFC 8410) before its
+/// 32-byte seed.
+const PKCS8_V1_PREFIX: [u8; 16] = [
+    0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20,
+];
+
 /// DSSE's pre-authentication encoding: `DSSEv1 LEN(type) type LEN(body)
 /// body`, lengths in ASCII decimal, one space between. The signature is
 /// over these bytes, so a payload cannot be passed off as another type.
@@ -245,12 +251,18 @@ impl std::fmt::Debug for SigningKey {
 }
 
 impl SigningKey {
-    /// A new key, and its PKCS#8 document in PEM (for the key file).
+    /// A new key, and its PKCS#8 document in PEM (for the key file): the
+    /// RFC 8410 form (v1, the seed alone) that `openssl` and other tools
+    /// read, not ring's v2 with the public key, which OpenSSL 3.0 refuses.
     pub fn generate() -> Result<(SigningKey, String), KeyError> {
-        let rng = ring::rand::SystemRandom::new();
-        let doc =
-            Ed25519KeyPair::generate_pkcs8(&rng).map_err(|e| KeyError::Generate(e.to_string()))?;
-        let pem = armour(doc.as_ref(), "PRIVATE KEY");
+        use ring::rand::SecureRandom as _;
+        let mut doc = PKCS8_V1_PREFIX.to_vec();
+        let mut seed = [0u8; 32];
+        ring::rand::SystemRandom::new()
+            .fill(&mut seed)
+            .map_err(|e| KeyError::Generate(e.to_string()))?;
+        doc.extend_from_slice(&seed);
+        let pem = armour(&doc, "PRIVATE KEY");
         let key = SigningKey::from_pem(&pem, "the new key")?;
         Ok((key, pem))
     }
@@ -338,6 +350,9 @@ mod tests {
     fn keys_read_as_pem_or_bare_base64_and_a_private_key_never_shows_in_debug() {
         let (key, pem) = SigningKey::generate().unwrap();
         let bare: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+        // The form `openssl genpkey -algorithm ed25519` writes.
+        assert!(bare.starts_with("MC4CAQAwBQYDK2VwBCIEI"), "not PKCS#8 v1");
+        assert_ne!(SigningKey::generate().unwrap().1, pem, "two keys alike");
         let again = SigningKey::from_pem(&bare, "HOOKSTORM_SIGNING_KEY").unwrap();
         assert_eq!(again.public(), key.public());
         let one_line = pem.replace('\n', " ");
