@@ -470,7 +470,12 @@ fn a_copied_partition_with_an_edited_index_is_refused_naming_the_file() -> TestR
     std::fs::write(&path, serde_json::to_vec_pretty(&p)?)?;
     let (code, out) = merge(&[&parts], None, &parts);
     assert_eq!(code, Some(hookstorm::exit::FAIL), "{out}");
-    assert!(out.contains("check-part1of2: does not verify: partition.json: changed since the partition sealed it"), "{out}");
+    assert!(
+        out.contains(
+            "check-part1of2: does not verify: partition.json: changed since the folder was sealed"
+        ),
+        "{out}"
+    );
     assert!(!out.contains("I5"), "{out}");
     Ok(())
 }
@@ -485,7 +490,7 @@ fn a_truncated_join_file_is_named_truncated_not_a_full_disk() -> TestResult {
     let (code, out) = merge(&[&parts], None, &parts);
     assert_eq!(code, Some(hookstorm::exit::FAIL), "{out}");
     assert!(
-        out.contains("join.bin: changed since the partition sealed it (truncated"),
+        out.contains("join.bin: changed since the folder was sealed (truncated"),
         "{out}"
     );
     assert!(!out.contains("free space"), "{out}");
@@ -533,4 +538,61 @@ fn a_sink_run_signs_its_folder_and_verify_holds_it_to_the_key() {
     assert!(out.contains("signature holds"), "{out}");
     let (code, out) = verify(&folder, Some(&public("other")));
     assert_eq!(code, Some(hookstorm::exit::FAIL), "{out}");
+}
+
+#[test]
+fn bench_shards_are_sealed_and_signed_and_merge_refuses_one_with_its_history_deleted() -> TestResult
+{
+    let dir = scratch("bench-shards");
+    let r = crate::shard::start_receiver(&dir)?;
+    for i in 0..2 {
+        let mut args = crate::shard::bench_args(&r.target, "100", "shards");
+        args.extend(["--shard".into(), format!("{i}/2")]);
+        let o = crate::shard::hookstorm(&args, &dir)
+            .env("HOOKSTORM_SIGNING_KEY_FILE", private("vendor"))
+            .env_remove("HOOKSTORM_SIGNING_KEY")
+            .output()?;
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    }
+    // A bench shard's folder is `<out>/<run id>-shardIof2`.
+    let shards = folders(&dir.join("shards"));
+    assert_eq!(shards.len(), 2, "{shards:?}");
+    for s in &shards {
+        let sums = std::fs::read_to_string(s.join("SHA256SUMS"))?;
+        assert!(
+            sums.contains("  bench.json\n") && sums.contains("  history.jsonl\n"),
+            "{sums}"
+        );
+        assert!(s.join("report.dsse.json").is_file());
+    }
+    let target = r.target.display().to_string();
+    let merge_with = |key: &str| {
+        let mut args = vec![
+            "merge", "--target", &target, "--drain", "20s", "--out", "merged",
+        ];
+        args.extend(["--key", key]);
+        let d: Vec<String> = shards.iter().map(|s| s.display().to_string()).collect();
+        args.extend(d.iter().map(String::as_str));
+        let o = hookstorm(&args, &dir, None);
+        (o.status.code(), text(&o))
+    };
+    let (code, out) = merge_with(&public("vendor"));
+    assert_eq!(code, Some(hookstorm::exit::PASS), "{out}");
+    let (code, out) = merge_with(&public("other"));
+    assert_eq!(code, Some(hookstorm::exit::FAIL), "{out}");
+    assert!(
+        out.contains("report.dsse.json: signature: no signature holds"),
+        "{out}"
+    );
+    std::fs::remove_file(shards[1].join("history.jsonl"))?;
+    let (code, out) = merge_with(&public("vendor"));
+    assert_eq!(code, Some(hookstorm::exit::FAIL), "{out}");
+    assert!(
+        out.contains(&format!(
+            "{}: does not verify: history.jsonl: sealed but unreadable",
+            shards[1].display()
+        )),
+        "{out}"
+    );
+    Ok(())
 }

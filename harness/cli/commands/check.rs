@@ -196,6 +196,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             &out,
         ) {
             Ok(report) => {
+                hookstorm::merge::admit::seal_partition(&out)
+                    .map_err(|e| anyhow::anyhow!("sealing {}: {e}", out.display()))?;
                 print_share(share, &report, &out);
                 super::keys::sign(&out, signing.as_ref(), "check-partition", None, None)?;
                 Ok(hookstorm::exit::PASS)

@@ -4,7 +4,7 @@
 //! `keygen` writes the private key (PKCS#8 PEM, readable by its owner
 //! only, never printed) for the pipeline's secret `HOOKSTORM_SIGNING_KEY`,
 //! and the public key (PEM) a recipient gives to `verify --key`. `run`,
-//! `sink`, `merge` and `check --partition` read the key from the
+//! `sink`, `merge`, `bench` and `check --partition` read the key from the
 //! environment before they start ([`signing_key`]: a key that is no key is
 //! a usage error then, not after the run) and sign their folder at the end
 //! ([`sign`]).

@@ -734,6 +734,39 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_sealed_bench_shard_with_its_history_deleted_or_its_figures_edited_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let mut dirs = Vec::new();
+        for i in 0..2 {
+            let mut m = manifest(i, 2, 7, ShardStatus::Finished);
+            m.unchecked = Some("null receiver: it stores nothing".into());
+            let d = shard_dir(root.path(), &m, &[100, 200]);
+            std::fs::write(d.join("history.jsonl"), b"").unwrap();
+            crate::bench::result::seal(&d).unwrap();
+            dirs.push(d);
+        }
+        let o = opts(dirs.clone(), &root.path().join("out"));
+        assert_eq!(merge(&o).await.unwrap().report.verdict, Verdict::Pass);
+        let bench = dirs[0].join("bench.json");
+        let mut v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&bench).unwrap()).unwrap();
+        v["requests"] = 9_000.into();
+        std::fs::write(&bench, v.to_string()).unwrap();
+        let said = merge(&o).await.unwrap_err().to_string();
+        assert!(
+            said.contains("bench.json: changed since the folder was sealed"),
+            "{said}"
+        );
+        std::fs::remove_file(dirs[1].join("history.jsonl")).unwrap();
+        let o = opts(vec![dirs[1].clone()], &root.path().join("out"));
+        let said = merge(&o).await.unwrap_err().to_string();
+        assert!(
+            said.contains("history.jsonl: sealed but unreadable"),
+            "{said}"
+        );
+    }
+
+    #[tokio::test]
     async fn missing_and_dead_shards_are_named_and_shards_of_other_runs_refused() {
         let root = tempfile::tempdir().unwrap();
         let a = shard_dir(

@@ -6,8 +6,8 @@
 //! code, the run id and the hookstorm version.
 //!
 //! Why: the seal shows a folder is consistent, the signature shows who
-//! made it. `run`, `sink`, `merge` and `check --partition` sign when a key
-//! is in the environment ([`KEY_ENV`], [`KEY_FILE_ENV`]); `verify --key`,
+//! made it. `run`, `sink`, `merge`, `bench` and `check --partition` sign
+//! when a key is in the environment ([`KEY_ENV`], [`KEY_FILE_ENV`]); `verify --key`,
 //! `merge --key` and `check --key` check it ([`check_folder`]). The
 //! envelope is not in `SHA256SUMS` (it signs the seal) and is read like a
 //! sealed file: a regular file of the folder's own, within a byte budget.
@@ -32,8 +32,10 @@ pub const PREDICATE_TYPE: &str = "https://hookstorm.dev/attestation/report/v1";
 pub const KEY_ENV: &str = "HOOKSTORM_SIGNING_KEY";
 /// The variable naming a file holding the private key instead.
 pub const KEY_FILE_ENV: &str = "HOOKSTORM_SIGNING_KEY_FILE";
-/// Files outside `SHA256SUMS` a signature also covers when they are there.
-const ALSO_SIGNED: [&str; 1] = [crate::shard::MANIFEST];
+/// Files outside `SHA256SUMS` a signature also covers when they are there:
+/// a shard's manifest (`shard::MANIFEST`, named here because the shard
+/// stage comes after the reports; a test of `merge` holds them equal).
+pub const ALSO_SIGNED: [&str; 1] = ["shard.json"];
 
 /// One subject of the statement.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,7 +49,7 @@ pub struct Subject {
 /// What was signed, beyond the files.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Predicate {
-    /// `run`, `sink`, `merge` or `check-partition`.
+    /// `run`, `sink`, `merge`, `bench` or `check-partition`.
     pub kind: String,
     /// The run id (the folder's name when it was written).
     pub run_id: String,

@@ -139,6 +139,26 @@ pub fn write_sums(path: &Path, digests: &[FileDigest]) -> std::io::Result<()> {
     out.flush()
 }
 
+/// Seals `dir` with a new `SHA256SUMS` of those of `names` that are
+/// regular files there, as they are now: for a folder without a
+/// `report.json` (a bench's, a partition's of a check).
+pub fn seal_files(dir: &Path, names: &[&str]) -> Result<(), SealError> {
+    let mut digests = Vec::new();
+    for name in names {
+        let file = dir.join(name);
+        if !std::fs::symlink_metadata(&file).is_ok_and(|m| m.is_file()) {
+            continue;
+        }
+        let sha256 = sha256_file(&file).map_err(|source| SealError::Io { path: file, source })?;
+        digests.push(FileDigest {
+            path: name.to_string(),
+            sha256,
+        });
+    }
+    let path = dir.join(SUMS);
+    write_sums(&path, &digests).map_err(|source| SealError::Io { path, source })
+}
+
 /// Records in `dir`'s `SHA256SUMS` the digests of `names` as they are now
 /// (replacing their lines, or adding them): for a command that adds to a
 /// sealed folder, as `explore` adds `explore.json` and its own summary.

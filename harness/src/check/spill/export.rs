@@ -99,33 +99,7 @@ pub(crate) fn write(
         source: std::io::Error::other(e),
     })?;
     std::fs::write(&path, json).map_err(io_error(&path))?;
-    seal_share(dir)?;
     Ok(report)
-}
-
-/// Seals a share's folder: `SHA256SUMS` with the digests of its two
-/// files, so the merge tells a file changed after the check (a copied
-/// partition with another index, a truncated `join.bin`) from a finding.
-/// A signature of an earlier check in the folder is removed: it signed
-/// other files.
-fn seal_share(dir: &Path) -> Result<(), CheckError> {
-    use crate::report::seal;
-    let mut digests = Vec::new();
-    for name in [PARTITION_FILE, JOIN_FILE] {
-        let path = dir.join(name);
-        let sha256 = seal::sha256_file(&path).map_err(io_error(&path))?;
-        digests.push(seal::FileDigest {
-            path: name.to_string(),
-            sha256,
-        });
-    }
-    let sums = dir.join(seal::SUMS);
-    seal::write_sums(&sums, &digests).map_err(io_error(&sums))?;
-    let old = dir.join(crate::report::attest::ENVELOPE_FILE);
-    match std::fs::remove_file(&old) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_error(&old)(e)),
-        _ => Ok(()),
-    }
 }
 
 /// A share's folder, read.
