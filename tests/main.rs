@@ -29,6 +29,7 @@ mod report_html;
 mod robust;
 mod shard;
 mod shrink;
+mod signing;
 mod sink;
 mod sql_probe;
 mod tls;

@@ -72,7 +72,8 @@
 //!   console table, each opening with the conformance statement
 //!   ([`report::conformance`]: the levels a run establishes), sealed with
 //!   SHA-256 digests ([`report::seal`]) that `hookstorm verify` checks
-//!   ([`report::verify`]).
+//!   ([`report::verify`]), and signed with a key in the environment
+//!   ([`report::attest`], DSSE envelopes in [`report::dsse`]).
 //! - [`run`]: the pipeline of `hookstorm run`, scenario by scenario, with
 //!   [`run::actor`] (the run-time faults behind one trait: set up, act
 //!   while sending, tear down, findings; the run composes them without
@@ -92,7 +93,8 @@
 //!   regression folder that `run` replays first.
 //! - [`bench`]: `hookstorm bench`, load and correctness at once.
 //! - [`merge`]: `hookstorm merge`, the shards' folders (of a bench or a
-//!   run) into one verdict.
+//!   run) into one verdict, each admitted first ([`merge::admit`]: its
+//!   seal, and with a key its signature).
 #![warn(missing_docs)]
 
 pub mod bench;

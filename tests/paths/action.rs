@@ -266,6 +266,8 @@ fn the_example_workflow_is_green_on_its_first_run_against_a_service_receiver() -
         ("HOOKSTORM_SECRETS_ACCT_A", "whsec_example_a"),
         ("HOOKSTORM_SECRETS_ACCT_B", "whsec_example_b"),
         ("HOOKSTORM_ADMIN_TOKEN", "example-admin-token"),
+        // Absent, as GitHub gives an undefined secret: the run is unsigned.
+        ("HOOKSTORM_SIGNING_KEY", ""),
     ]);
     let service = job["services"]
         .as_mapping()

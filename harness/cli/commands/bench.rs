@@ -539,6 +539,10 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
     // Before anything starts: a signal from now on ends the bench in order
     // (bench.json for what ran, the built-in receiver and its folder removed).
     let stop = hookstorm::run::interrupt::on_signals().context("installing the Ctrl-C handler")?;
+    let key = match super::keys::signing_key() {
+        Ok(k) => k,
+        Err(code) => return Ok(code),
+    };
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -610,6 +614,7 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
             .collect();
         bench::result::rewrite(&outcome.dir, &outcome.result).map_err(anyhow::Error::msg)?;
     }
+    seal_and_sign(&outcome, key.as_ref())?;
     let thresholds_broken = outcome.result.thresholds.iter().any(|t| !t.passed);
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&outcome.result)?);
@@ -635,6 +640,18 @@ async fn run_async(args: Args) -> anyhow::Result<i32> {
     } else {
         code
     })
+}
+
+/// Seals the bench's folder (`SHA256SUMS`) and, with a key in the
+/// environment, signs it.
+fn seal_and_sign(
+    outcome: &bench::BenchOutcome,
+    key: Option<&hookstorm::report::dsse::SigningKey>,
+) -> anyhow::Result<()> {
+    bench::result::seal(&outcome.dir)
+        .map_err(|e| anyhow::anyhow!("sealing {}: {e}", outcome.dir.display()))?;
+    let verdict = outcome.result.check.as_ref().map(|c| c.verdict.to_string());
+    super::keys::sign(&outcome.dir, key, "bench", verdict, None)
 }
 
 /// The bench's options: the flags, the seed, and the receiver `r` found

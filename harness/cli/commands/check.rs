@@ -67,12 +67,18 @@ pub struct Args {
     /// Where the partitions are spilled (default: the first history's folder).
     #[arg(long, value_name = "DIR")]
     spill_dir: Option<PathBuf>,
+    /// The public key (PEM) every shard folder read must be signed with.
+    #[arg(long, value_name = "PUB")]
+    key: Option<PathBuf>,
 }
 
 /// The histories the paths name: files as they are, shard folders (or
 /// folders holding them) in shard order; and whether they are all bench
 /// shards.
-fn histories(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, bool), String> {
+fn histories(
+    paths: &[PathBuf],
+    key: Option<&hookstorm::report::dsse::PublicKey>,
+) -> Result<(Vec<PathBuf>, bool), hookstorm::merge::MergeError> {
     let (mut out, mut benches, mut shards) = (Vec::new(), 0usize, 0usize);
     for p in paths {
         if !p.is_dir() {
@@ -83,8 +89,7 @@ fn histories(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, bool), String> {
             out.push(p.join("history.jsonl"));
             continue;
         }
-        let found = hookstorm::merge::shard_histories(std::slice::from_ref(p))
-            .map_err(|e| e.to_string())?;
+        let found = hookstorm::merge::shard_histories(std::slice::from_ref(p), key)?;
         for (history, m) in found {
             shards += 1;
             benches += usize::from(m.kind == "bench");
@@ -123,8 +128,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             (h, Some(state.clone()))
         }
     };
-    let (histories, benches) = match histories(history_paths) {
+    let (key, signing) = match keys_of(&args, partition.is_some()) {
+        Ok(k) => k,
+        Err(code) => return Ok(code),
+    };
+    let (histories, benches) = match histories(history_paths, key.as_ref()) {
         Ok(h) => h,
+        Err(e @ hookstorm::merge::MergeError::Refused(_)) => {
+            errln!("error: {e}");
+            return Ok(hookstorm::exit::FAIL);
+        }
         Err(e) => return Ok(super::usage_error(e)),
     };
     let scenario = args
@@ -138,42 +151,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let _read; // the state read from the receiver, removed when the check is done
     let state = match (state_arg, &args.target) {
         (Some(s), _) => s,
-        (None, Some(target)) => {
-            let t = match hookstorm::target::Target::from_file(target) {
-                Ok(t) => t,
-                Err(e) => {
-                    errln!("error: {e}");
-                    return Ok(hookstorm::exit::TARGET_UNUSABLE);
-                }
-            };
-            profile_limit = Some(t.profile.timeout);
-            let probe = match t.probe() {
-                Ok(p) => p,
-                Err(e) => {
-                    errln!("error: {e}");
-                    return Ok(hookstorm::exit::TARGET_UNUSABLE);
-                }
-            };
-            std::fs::create_dir_all(&args.out)?;
-            let file = tempfile::Builder::new()
-                .prefix(".hookstorm-state-")
-                .suffix(".json")
-                .tempfile_in(&args.out)?;
-            let path = file.path().to_path_buf();
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()?;
-            let drain = args.drain.0.max(Duration::from_millis(100));
-            match rt.block_on(probe.wait_drained_to(drain, &path)) {
-                Ok((d, _rows)) => drained = d,
-                Err(e) => {
-                    errln!("unknown: cannot read the receiver's state: {e}");
-                    return Ok(hookstorm::exit::UNKNOWN);
-                }
+        (None, Some(target)) => match state_of_target(target, &args.out, args.drain.0)? {
+            Ok(read) => {
+                profile_limit = Some(read.answer_limit);
+                drained = read.drained;
+                let path = read.file.path().to_path_buf();
+                _read = read.file;
+                path
             }
-            _read = file;
-            path
-        }
+            Err(code) => return Ok(code),
+        },
         (None, None) => unreachable!("the state is a path or read from the target"),
     };
     let answer_limit = args
@@ -209,7 +196,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             &out,
         ) {
             Ok(report) => {
+                hookstorm::merge::admit::seal_partition(&out)
+                    .map_err(|e| anyhow::anyhow!("sealing {}: {e}", out.display()))?;
                 print_share(share, &report, &out);
+                super::keys::sign(&out, signing.as_ref(), "check-partition", None, None)?;
                 Ok(hookstorm::exit::PASS)
             }
             Err(e) => Ok(check_error(e)),
@@ -225,6 +215,85 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let worst = print_checks(&found.checks);
     Ok(worst.exit_code(args.strict))
+}
+
+/// `--key`'s public key, and the signing key in the environment when a
+/// partition is written (it signs its folder); or the usage error's code.
+fn keys_of(
+    args: &Args,
+    partition: bool,
+) -> Result<
+    (
+        Option<hookstorm::report::dsse::PublicKey>,
+        Option<hookstorm::report::dsse::SigningKey>,
+    ),
+    i32,
+> {
+    let key = args
+        .key
+        .as_deref()
+        .map(hookstorm::report::attest::read_public_key)
+        .transpose()
+        .map_err(|e| super::usage_error(format!("--key {e}")))?;
+    let signing = match partition {
+        true => super::keys::signing_key()?,
+        false => None,
+    };
+    Ok((key, signing))
+}
+
+/// The receiver's state, read once its inbox drained.
+struct TargetState {
+    /// The file it was read into (removed when dropped).
+    file: tempfile::NamedTempFile,
+    /// The target's profile's answer limit.
+    answer_limit: Duration,
+    /// Whether the inbox drained before the read.
+    drained: bool,
+}
+
+/// Reads the state of the receiver `target` names into a file under
+/// `out`, waiting up to `drain` for its inbox; or the exit code (3 an
+/// unusable target, 2 a state that could not be read).
+fn state_of_target(
+    target: &Path,
+    out: &Path,
+    drain: Duration,
+) -> anyhow::Result<Result<TargetState, i32>> {
+    let t = match hookstorm::target::Target::from_file(target) {
+        Ok(t) => t,
+        Err(e) => {
+            errln!("error: {e}");
+            return Ok(Err(hookstorm::exit::TARGET_UNUSABLE));
+        }
+    };
+    let probe = match t.probe() {
+        Ok(p) => p,
+        Err(e) => {
+            errln!("error: {e}");
+            return Ok(Err(hookstorm::exit::TARGET_UNUSABLE));
+        }
+    };
+    std::fs::create_dir_all(out)?;
+    let file = tempfile::Builder::new()
+        .prefix(".hookstorm-state-")
+        .suffix(".json")
+        .tempfile_in(out)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let drain = drain.max(Duration::from_millis(100));
+    match rt.block_on(probe.wait_drained_to(drain, file.path())) {
+        Ok((drained, _rows)) => Ok(Ok(TargetState {
+            file,
+            answer_limit: t.profile.timeout,
+            drained,
+        })),
+        Err(e) => {
+            errln!("unknown: cannot read the receiver's state: {e}");
+            Ok(Err(hookstorm::exit::UNKNOWN))
+        }
+    }
 }
 
 /// What a partition of a check wrote to `out`: the lines it read, what

@@ -11,6 +11,12 @@
 //! even alone (`bench --null`): then, as for one such bench, the check is
 //! skipped and only `--threshold` can fail the exit code. Partitions alone,
 //! without shards, merge into the verdict of the check they cut up.
+//!
+//! Every run shard is verified and every partition's seal checked before
+//! it is read (with `--key`, their signatures too); a mismatch refuses the
+//! merge, naming the folder and the file (exit 1, as `verify`'s
+//! mismatch). With `$HOOKSTORM_SIGNING_KEY` set, a merged report folder is
+//! signed as a run's is.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -48,10 +54,27 @@ pub struct Args {
     /// repeatable. One that does not hold fails the exit code (1).
     #[arg(long = "threshold", value_name = "EXPR")]
     thresholds: Vec<hookstorm::bench::threshold::Threshold>,
+    /// The public key (PEM) every shard and partition must be signed
+    /// with; a folder unsigned or signed by another key is refused.
+    #[arg(long, value_name = "PUB")]
+    key: Option<PathBuf>,
 }
 
 /// Merges and returns the verdict's exit code.
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    let key = match args
+        .key
+        .as_deref()
+        .map(hookstorm::report::attest::read_public_key)
+        .transpose()
+    {
+        Ok(k) => k,
+        Err(e) => return Ok(super::usage_error(format!("--key {e}"))),
+    };
+    let signing = match super::keys::signing_key() {
+        Ok(k) => k,
+        Err(code) => return Ok(code),
+    };
     let (probe, answer_limit) = match &args.target {
         None => (
             None,
@@ -82,6 +105,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         answer_limit,
         out_dir: args.out,
         thresholds: args.thresholds,
+        key,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -89,8 +113,19 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let outcome = match rt.block_on(hookstorm::merge::merge(&opts)) {
         Ok(o) => o,
         Err(e @ MergeError::Inconsistent(_)) => return Ok(super::usage_error(e)),
+        Err(e @ MergeError::Refused(_)) => {
+            errln!("error: {e}");
+            return Ok(exit::FAIL);
+        }
         Err(e) => return Err(e.into()),
     };
+    // A merged report folder (run shards) is sealed: it is signed as a
+    // run's is. A bench or check merge writes merge.json alone, unsealed.
+    if outcome.dir.join(hookstorm::report::seal::SUMS).is_file() {
+        let verdict = Some(outcome.report.verdict.to_string());
+        let code = Some(outcome.report.exit_code());
+        super::keys::sign(&outcome.dir, signing.as_ref(), "merge", verdict, code)?;
+    }
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&outcome.report)?);
     } else {

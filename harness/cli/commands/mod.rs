@@ -8,6 +8,7 @@ mod completions;
 mod doctor;
 mod explore;
 mod init;
+mod keys;
 mod list;
 mod merge;
 mod message;
@@ -57,6 +58,8 @@ enum Command {
     Check(check::Args),
     /// Check that a report folder is the one the run wrote (its SHA-256 digests) and that its histories still grade as it says.
     Verify(verify::Args),
+    /// Make an Ed25519 key pair for signing report folders: the private key for the pipeline's secret HOOKSTORM_SIGNING_KEY, the public key for `verify --key`.
+    Keygen(keys::Args),
     /// Print the retry schedule of one delivery (attempt, wait, cumulative, min and max).
     Schedule(schedule::Args),
     /// Print the headers a real sender would send for a body read from stdin.
@@ -103,6 +106,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::List(a) => list::run(a),
         Command::Check(a) => check::run(a),
         Command::Verify(a) => verify::run(a),
+        Command::Keygen(a) => keys::keygen(a),
         Command::Schedule(a) => schedule::run(a),
         Command::Sign(a) => sign::run(a),
         Command::Proxy(a) => proxy::run(a),

@@ -160,13 +160,22 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Some(s) => s.take(scenarios),
         None => scenarios,
     };
+    let key = match super::keys::signing_key() {
+        Ok(k) => k,
+        Err(code) => return Ok(code),
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(run_async(args, scenarios, require_all))
+    rt.block_on(run_async(args, scenarios, require_all, key))
 }
 
-async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> anyhow::Result<i32> {
+async fn run_async(
+    args: Args,
+    scenarios: Vec<Scenario>,
+    require_all: bool,
+    key: Option<hookstorm::report::dsse::SigningKey>,
+) -> anyhow::Result<i32> {
     // Before anything starts: a signal from now on ends the run in order.
     let stop = hookstorm::run::interrupt::on_signals().context("installing the Ctrl-C handler")?;
     let seed = args.seed.unwrap_or_else(rand_seed);
@@ -247,11 +256,11 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
     }
     let started_at = chrono::Utc::now().to_rfc3339();
     let outcome = hookstorm::run::run_until(&target, &scenarios, &opts, &mut progress, &stop).await;
-    if let (Some(shard), Ok(o)) = (args.shard, &outcome) {
-        let manifest = shard_manifest(shard, seed, &target, &scenarios, started_at, o);
-        manifest
-            .write(&o.dir)
-            .with_context(|| format!("writing {}", o.dir.display()))?;
+    if let Ok(o) = &outcome {
+        let manifest = args
+            .shard
+            .map(|s| shard_manifest(s, seed, &target, &scenarios, started_at, o));
+        finish_folder(o, manifest, key.as_ref())?;
     }
     // `--shrink`: each failing scenario cut down, against the same target.
     let mut shrunk = Vec::new();
@@ -265,22 +274,56 @@ async fn run_async(args: Args, scenarios: Vec<Scenario>, require_all: bool) -> a
         errln!("interrupted: stopped every process the harness started");
     }
     drop(child);
+    conclude(
+        outcome,
+        &shrunk,
+        json_lines,
+        stop.requested(),
+        &words,
+        args.no_color,
+    )
+}
+
+/// What a run leaves in its folder after its reports: a shard's manifest,
+/// then the signature over both (with a key in the environment).
+fn finish_folder(
+    o: &hookstorm::run::RunOutcome,
+    manifest: Option<hookstorm::shard::ShardManifest>,
+    key: Option<&hookstorm::report::dsse::SigningKey>,
+) -> anyhow::Result<()> {
+    if let Some(m) = manifest {
+        m.write(&o.dir)
+            .with_context(|| format!("writing {}", o.dir.display()))?;
+    }
+    let verdict = Some(o.report.verdict().to_string());
+    super::keys::sign(&o.dir, key, "run", verdict, Some(o.report.exit_code()))
+}
+
+/// Prints how the run ended and returns its exit code.
+fn conclude(
+    outcome: Result<hookstorm::run::RunOutcome, hookstorm::run::RunError>,
+    shrunk: &[String],
+    json_lines: bool,
+    stopped: bool,
+    words: &Words,
+    no_color: bool,
+) -> anyhow::Result<i32> {
     match outcome {
         Ok(o) if json_lines => {
-            for line in &shrunk {
+            for line in shrunk {
                 info!("{line}");
             }
             super::message::emit(&super::message::run_line(&o.report, &o.dir));
             Ok(o.report.exit_code())
         }
-        Ok(o) => Ok(super::print_run(&o.report, &o.dir, &shrunk, args.no_color)),
-        Err(_) if stop.requested() => Ok(exit::INTERRUPTED),
+        Ok(o) => Ok(super::print_run(&o.report, &o.dir, shrunk, no_color)),
+        Err(_) if stopped => Ok(exit::INTERRUPTED),
         Err(hookstorm::run::RunError::Target(m)) => {
             errln!("error: target unusable: {m}");
             Ok(exit::TARGET_UNUSABLE)
         }
         Err(hookstorm::run::RunError::Preflight(pf)) => {
-            preflight_failed(&pf, &words);
+            preflight_failed(&pf, words);
             Ok(exit::TARGET_UNUSABLE)
         }
         Err(e) => Err(e.into()),

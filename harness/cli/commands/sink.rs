@@ -97,16 +97,21 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Ok(s) => s,
         Err(e) => return Ok(super::usage_error(format!("{e:#}"))),
     };
+    let key = match super::keys::signing_key() {
+        Ok(k) => k,
+        Err(code) => return Ok(code),
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(run_async(args, defect, scenarios))
+    rt.block_on(run_async(args, defect, scenarios, key))
 }
 
 async fn run_async(
     args: Args,
     defect: Option<SenderDefect>,
     scenarios: Vec<SenderScenario>,
+    key: Option<hookstorm::report::dsse::SigningKey>,
 ) -> anyhow::Result<i32> {
     let stop = hookstorm::run::interrupt::on_signals().context("installing the Ctrl-C handler")?;
     let seed = args.seed.unwrap_or_else(super::run::rand_seed);
@@ -174,6 +179,11 @@ async fn run_async(
         }
     };
     let outcome = hookstorm::sink::run::run(&target, &scenarios, &opts, &mut progress, &stop).await;
+    if let Ok(o) = &outcome {
+        let verdict = Some(o.report.verdict().to_string());
+        let code = Some(o.report.exit_code());
+        super::keys::sign(&o.dir, key.as_ref(), "sink", verdict, code)?;
+    }
     let mut shrunk = Vec::new();
     if let (true, Ok(o)) = (args.shrink, &outcome) {
         for (s, r) in scenarios.iter().zip(&o.report.scenarios) {

@@ -207,6 +207,21 @@ pub fn write_html(dir: &std::path::Path, result: &BenchResult) -> Result<(), Str
     std::fs::write(&path, render_html(result)).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// The files a bench's folder is sealed with, when they are there.
+pub const SEALED: [&str; 5] = [
+    "bench.json",
+    "report.html",
+    "history.jsonl",
+    "state.json",
+    crate::shard::LATENCY_FILE,
+];
+
+/// Seals a bench's folder once everything is written: `SHA256SUMS` of
+/// [`SEALED`], which `merge` holds a bench shard to before reading it.
+pub fn seal(dir: &std::path::Path) -> Result<(), crate::report::seal::SealError> {
+    crate::report::seal::seal_files(dir, &SEALED)
+}
+
 /// Writes `bench.json` and `report.html` again (after thresholds were
 /// added to the result).
 pub fn rewrite(dir: &std::path::Path, result: &BenchResult) -> Result<(), String> {

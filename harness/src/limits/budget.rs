@@ -57,6 +57,11 @@ pub const PARTITION_REPORT: usize = 64 * 1024 * 1024;
 /// `hookstorm verify` (the histories it grades again are streamed).
 pub const REPORT_FILE: usize = 64 * 1024 * 1024;
 
+/// A report folder's signature (`report.dsse.json`, read by `verify`,
+/// `merge` and `check`) or a key file: a statement names a few lines a
+/// scenario.
+pub const SIGNING: usize = 4 * 1024 * 1024;
+
 /// What `run` holds per planned delivery (its plan entry, body, sender
 /// state, history fold and checker rows), measured with `VmHWM` on a
 /// 100,000-delivery baseline: 766 MB, about 7.6 KiB each.
@@ -137,6 +142,12 @@ pub const TABLE: &[Budget] = &[
         what: "a report folder's report.json or SHA256SUMS (verify)",
         bytes: REPORT_FILE,
         past: "the folder is not verified: a mismatch naming the file",
+    },
+    Budget {
+        what: "a report folder's signature `report.dsse.json`, a key file (verify, merge, check)",
+        bytes: SIGNING,
+        past:
+            "the signature does not hold: a mismatch naming the file; a key file is a usage error",
     },
     Budget {
         what: "one scenario's plan (8 KiB per planned delivery)",

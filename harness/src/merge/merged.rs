@@ -18,6 +18,10 @@ pub enum MergeError {
     /// Folders of different runs, or nothing to merge.
     #[error("{0}")]
     Inconsistent(String),
+    /// A shard or partition changed since it was written, or is not
+    /// signed by the key given: named, with the file.
+    #[error("refused: {0}")]
+    Refused(String),
     /// The merged report could not be written.
     #[error("cannot write the merged report: {0}")]
     Io(String),

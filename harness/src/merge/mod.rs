@@ -40,6 +40,7 @@ use crate::shard::{
 };
 use crate::state::probe::Probe;
 
+pub mod admit;
 mod merged;
 mod partitions;
 
@@ -63,6 +64,8 @@ pub struct MergeOptions {
     /// Limits the merged bench must keep (`p99<100ms`, `rate>5000/s`);
     /// one that does not hold fails a verdict that would pass.
     pub thresholds: Vec<Threshold>,
+    /// The key every shard and partition must be signed with (`--key`).
+    pub key: Option<crate::report::dsse::PublicKey>,
 }
 
 /// Finds the shard folders under the given ones. A given folder with a
@@ -97,13 +100,18 @@ fn shard_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, MergeError> {
 /// The history files of the shards at or below `dirs`, in the order a
 /// merge reads them (by shard index), with each shard's manifest: what
 /// `hookstorm check` over shard folders checks, so its line numbers are
-/// the merge's.
-pub fn shard_histories(dirs: &[PathBuf]) -> Result<Vec<(PathBuf, ShardManifest)>, MergeError> {
+/// the merge's. Each shard is admitted first ([`admit::shard`]: its seal,
+/// and with `key` its signature).
+pub fn shard_histories(
+    dirs: &[PathBuf],
+    key: Option<&crate::report::dsse::PublicKey>,
+) -> Result<Vec<(PathBuf, ShardManifest)>, MergeError> {
     let mut found: BTreeMap<u32, (PathBuf, ShardManifest)> = BTreeMap::new();
     for dir in shard_dirs(dirs)? {
         let m = ShardManifest::read(&dir).map_err(|e| {
             MergeError::Inconsistent(format!("{}: no readable {MANIFEST} ({e})", dir.display()))
         })?;
+        admit::shard(&dir, Some(&m), key)?;
         if let Some((other, _)) = found.get(&m.shard.index) {
             return Err(MergeError::Inconsistent(format!(
                 "shard {} twice: {} and {}",
@@ -138,6 +146,7 @@ pub async fn merge(opts: &MergeOptions) -> Result<MergeOutcome, MergeError> {
         let m = match ShardManifest::read(&dir) {
             Ok(m) => m,
             Err(e @ ManifestError::Unreadable { .. }) => {
+                admit::shard(&dir, None, opts.key.as_ref())?;
                 unknown.push(format!(
                     "{}: no readable {MANIFEST}, the shard did not finish ({e})",
                     dir.display()
@@ -150,6 +159,7 @@ pub async fn merge(opts: &MergeOptions) -> Result<MergeOutcome, MergeError> {
                 )));
             }
         };
+        admit::shard(&dir, Some(&m), opts.key.as_ref())?;
         if let Some(f) = &first {
             if (f.kind.as_str(), f.shard.count, f.run_seed)
                 != (m.kind.as_str(), m.shard.count, m.run_seed)
@@ -273,7 +283,7 @@ fn merge_partitions(opts: &MergeOptions, parts: &[PathBuf]) -> Result<MergeOutco
     let stem = format!("{}-merge-check", chrono::Utc::now().format("%Y%m%d-%H%M%S"));
     let (_, dir) = crate::report::folder::create_unique(&opts.out_dir, &stem)
         .map_err(|e| MergeError::Io(format!("{}: {e}", opts.out_dir.display())))?;
-    partitions::join_into(&mut report, parts, &[], &[], &dir)?;
+    partitions::join_into(&mut report, parts, &[], &[], &dir, opts.key.as_ref())?;
     if !report.unknown_because.is_empty() {
         report.verdict = Verdict::Unknown;
     }
@@ -425,7 +435,7 @@ async fn check_union(
     if !parts.is_empty() {
         let histories: Vec<PathBuf> = found.values().map(|(d, m)| d.join(&m.history)).collect();
         let indices: Vec<u32> = found.keys().copied().collect();
-        return partitions::join_into(report, &parts, &histories, &indices, dir);
+        return partitions::join_into(report, &parts, &histories, &indices, dir, opts.key.as_ref());
     }
     let Some(probe) = &opts.probe else {
         // Shards that check nothing even alone: as one such bench, the
@@ -630,6 +640,7 @@ mod tests {
             answer_limit: Duration::from_secs(15),
             out_dir: out.to_path_buf(),
             thresholds: Vec::new(),
+            key: None,
         }
     }
 
@@ -693,6 +704,66 @@ mod tests {
         let r = merge(&o).await.unwrap().report;
         assert_eq!(r.verdict, Verdict::Fail, "{r:?}");
         assert!(!r.thresholds[0].passed && r.console().contains("BROKEN"));
+    }
+
+    #[tokio::test]
+    async fn with_a_key_an_unsealed_bench_shard_is_refused_by_its_folder() {
+        let root = tempfile::tempdir().unwrap();
+        let a = shard_dir(
+            root.path(),
+            &manifest(0, 1, 7, ShardStatus::Finished),
+            &[100],
+        );
+        let mut o = opts(vec![a.clone()], &root.path().join("out"));
+        o.key = Some(
+            crate::report::dsse::SigningKey::generate()
+                .unwrap()
+                .0
+                .public(),
+        );
+        let err = merge(&o).await.unwrap_err();
+        let said = err.to_string();
+        assert!(matches!(err, MergeError::Refused(_)), "{said}");
+        assert!(
+            said.contains(&format!("{}: cannot be checked against --key", a.display())),
+            "{said}"
+        );
+        // Without a key it merges as before.
+        o.key = None;
+        assert!(merge(&o).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_sealed_bench_shard_with_its_history_deleted_or_its_figures_edited_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let mut dirs = Vec::new();
+        for i in 0..2 {
+            let mut m = manifest(i, 2, 7, ShardStatus::Finished);
+            m.unchecked = Some("null receiver: it stores nothing".into());
+            let d = shard_dir(root.path(), &m, &[100, 200]);
+            std::fs::write(d.join("history.jsonl"), b"").unwrap();
+            crate::bench::result::seal(&d).unwrap();
+            dirs.push(d);
+        }
+        let o = opts(dirs.clone(), &root.path().join("out"));
+        assert_eq!(merge(&o).await.unwrap().report.verdict, Verdict::Pass);
+        let bench = dirs[0].join("bench.json");
+        let mut v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&bench).unwrap()).unwrap();
+        v["requests"] = 9_000.into();
+        std::fs::write(&bench, v.to_string()).unwrap();
+        let said = merge(&o).await.unwrap_err().to_string();
+        assert!(
+            said.contains("bench.json: changed since the folder was sealed"),
+            "{said}"
+        );
+        std::fs::remove_file(dirs[1].join("history.jsonl")).unwrap();
+        let o = opts(vec![dirs[1].clone()], &root.path().join("out"));
+        let said = merge(&o).await.unwrap_err().to_string();
+        assert!(
+            said.contains("history.jsonl: sealed but unreadable"),
+            "{said}"
+        );
     }
 
     #[tokio::test]

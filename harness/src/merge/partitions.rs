@@ -30,14 +30,20 @@ pub(super) fn find(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, MergeError> {
 /// Joins the partitions in `parts` into `report`'s verdict. `histories`
 /// are the shards' history files in the merge's order and `indices`
 /// their shard indexes (empty when the merge joins partitions alone);
-/// `spill` is where the join may spill.
+/// `spill` is where the join may spill. Each partition is admitted first
+/// ([`super::admit::partition`]): one changed since it was written, or
+/// not signed by `key`, refuses the merge, naming the file.
 pub(super) fn join_into(
     report: &mut MergeReport,
     parts: &[PathBuf],
     histories: &[PathBuf],
     indices: &[u32],
     spill: &Path,
+    key: Option<&crate::report::dsse::PublicKey>,
 ) -> Result<(), MergeError> {
+    for part in parts {
+        super::admit::partition(part, key)?;
+    }
     let joined = match export::join(parts, spill) {
         Ok(j) => j,
         Err(e @ JoinError::Inconsistent(_)) => return Err(MergeError::Inconsistent(e.to_string())),

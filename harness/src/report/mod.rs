@@ -17,8 +17,10 @@
 //! before it is rendered, so no report carries a token or a password even
 //! if a caller forgot to redact it.
 
+pub mod attest;
 pub mod conformance;
 pub mod console;
+pub mod dsse;
 pub mod folder;
 pub mod html;
 mod html_timeline;

@@ -91,6 +91,24 @@ pub fn sealed_file_digest(dir: &Path, name: &str) -> Result<String, String> {
     sha256_file(&path).map_err(|e| e.to_string())
 }
 
+/// The bytes of `name` in `dir` when it is there (`None`: absent), read
+/// as [`sealed_file_digest`] reads: only a regular file of the folder's
+/// own, refused past `cap` bytes.
+pub fn read_own_file(dir: &Path, name: &str, cap: usize) -> Result<Option<Vec<u8>>, String> {
+    let path = resolve(dir, name);
+    let meta = match std::fs::symlink_metadata(&path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    if meta.file_type().is_symlink() {
+        return Err("a symbolic link: a folder's file is its own, not a pointer".into());
+    }
+    crate::limits::budget::read_file(&path, cap)
+        .map(Some)
+        .map_err(|e| e.to_string())
+}
+
 /// The history and state files of `report`'s scenarios that exist in
 /// `dir`, each with its digest, in run order.
 pub fn data_files(report: &RunReport, dir: &Path) -> Vec<FileDigest> {
@@ -119,6 +137,26 @@ pub fn write_sums(path: &Path, digests: &[FileDigest]) -> std::io::Result<()> {
         writeln!(out, "{}  {}", d.sha256, d.path)?;
     }
     out.flush()
+}
+
+/// Seals `dir` with a new `SHA256SUMS` of those of `names` that are
+/// regular files there, as they are now: for a folder without a
+/// `report.json` (a bench's, a partition's of a check).
+pub fn seal_files(dir: &Path, names: &[&str]) -> Result<(), SealError> {
+    let mut digests = Vec::new();
+    for name in names {
+        let file = dir.join(name);
+        if !std::fs::symlink_metadata(&file).is_ok_and(|m| m.is_file()) {
+            continue;
+        }
+        let sha256 = sha256_file(&file).map_err(|source| SealError::Io { path: file, source })?;
+        digests.push(FileDigest {
+            path: name.to_string(),
+            sha256,
+        });
+    }
+    let path = dir.join(SUMS);
+    write_sums(&path, &digests).map_err(|source| SealError::Io { path, source })
 }
 
 /// Records in `dir`'s `SHA256SUMS` the digests of `names` as they are now

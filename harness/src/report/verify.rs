@@ -16,6 +16,10 @@
 //!    `summary.md` or `report.html` saying anything else, is a mismatch,
 //!    named by its place (`report.json` at `/verdict`).
 //!
+//! 5. with `--key`, the folder's signature (`report.dsse.json`,
+//!    [`super::attest`]) must hold for that key and sign the files as they
+//!    are; without it, `verify` says whether the folder is signed.
+//!
 //! The seal is no signature: whoever can rewrite the folder can rewrite
 //! `SHA256SUMS` too. What it gives a reader is this: the digest of
 //! `report.json` that `summary.md`, `report.html` and the console printed
@@ -33,6 +37,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::attest::{self, Signature};
+use super::dsse::PublicKey;
 use super::seal::{self, FileDigest, Seal, SealError, REPORT_JSON, SUMS};
 use super::{html, json, junit, summary, RunReport, ScenarioReport};
 use crate::check::{self, CheckOptions, Verdict};
@@ -94,6 +100,14 @@ pub enum Mismatch {
         /// The verdict the files give now (`none`: not graded).
         regraded: String,
     },
+    /// The folder's signature does not hold, for the key given or for a
+    /// file signed ([`super::attest`]).
+    Signature {
+        /// The file (`report.dsse.json`, or a file signed).
+        file: String,
+        /// What does not hold.
+        why: String,
+    },
     /// The scenario's files could not be graded again.
     Regrade {
         /// The scenario.
@@ -114,6 +128,7 @@ impl std::fmt::Display for Mismatch {
             Mismatch::Unsealed { file, why } => write!(f, "{file}: {why}"),
             Mismatch::Malformed { file, why } => write!(f, "{file}: {why}"),
             Mismatch::Derived { file, why } => write!(f, "{file}: {why}"),
+            Mismatch::Signature { file, why } => write!(f, "{file}: signature: {why}"),
             Mismatch::Verdict {
                 scenario,
                 invariant,
@@ -143,6 +158,8 @@ pub struct Verification {
     pub regraded: Vec<String>,
     /// The scenarios not graded again, and why (skipped, cut short).
     pub not_regraded: Vec<(String, String)>,
+    /// Whether the folder is signed, and whether the signature held.
+    pub signature: Signature,
     /// Everything that does not hold.
     pub mismatches: Vec<Mismatch>,
 }
@@ -183,8 +200,14 @@ impl VerifyError {
     }
 }
 
-/// Verifies the report folder `dir`.
+/// Verifies the report folder `dir`, saying whether it is signed.
 pub fn verify(dir: &Path) -> Result<Verification, VerifyError> {
+    verify_with(dir, None)
+}
+
+/// Verifies the report folder `dir` and, with `key`, its signature: it
+/// must be signed by that key, over the files as they are.
+pub fn verify_with(dir: &Path, key: Option<&PublicKey>) -> Result<Verification, VerifyError> {
     if !dir.join(REPORT_JSON).is_file() {
         return Err(VerifyError::NotAReport { path: dir.into() });
     }
@@ -194,8 +217,17 @@ pub fn verify(dir: &Path) -> Result<Verification, VerifyError> {
         files_ok: Vec::new(),
         regraded: Vec::new(),
         not_regraded: Vec::new(),
+        signature: Signature::Unsigned,
         mismatches: Vec::new(),
     };
+    let signed = attest::check_folder(dir, key);
+    v.signature = signed.signature;
+    v.mismatches.extend(
+        signed
+            .problems
+            .into_iter()
+            .map(|(file, why)| Mismatch::Signature { file, why }),
+    );
     let sums = match seal::read_sums(&dir.join(SUMS)) {
         Ok(s) => s,
         Err(e @ SealError::Missing { .. }) => return Err(VerifyError::Unsealed(e)),

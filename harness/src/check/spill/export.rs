@@ -220,7 +220,7 @@ pub fn join(dirs: &[PathBuf], spill: &Path) -> Result<Joined, JoinError> {
         let mut r = Reader::open(&path).map_err(io_error(&path))?;
         let theirs = &s.report.scenarios;
         let spill_err = |e| CheckError::Spill { source: e };
-        while let Some((g, record)) = r.next().map_err(spill_err)? {
+        while let Some((g, record)) = r.next().map_err(corrupt(&path))? {
             let name = theirs.get(usize::from(g)).ok_or_else(|| {
                 JoinError::Unreadable(format!("{}: a record names no scenario", path.display()))
             })?;
@@ -263,6 +263,17 @@ pub fn join(dirs: &[PathBuf], spill: &Path) -> Result<Joined, JoinError> {
         count,
         missing,
     })
+}
+
+/// A record of `path` that cannot be read: the file's fault (cut short or
+/// changed), not the disk's.
+fn corrupt(path: &Path) -> impl Fn(std::io::Error) -> JoinError + '_ {
+    move |e| {
+        JoinError::Unreadable(format!(
+            "{}: truncated or corrupt: {e} (hint: copy the partition's folder again as `check --partition` wrote it)",
+            path.display()
+        ))
+    }
 }
 
 /// Refuses shares that are not partitions of one check: cut otherwise,
