@@ -189,6 +189,13 @@ fn a_python_outbox_sender_is_graded_right_and_its_redirect_bug_is_caught() -> Te
     let v = report(dir.path());
     assert_eq!(v["scenarios"].as_array().unwrap().len(), 10);
     assert_eq!(not_passing(&v), Vec::new());
+    // Every scenario keeps its own part of the sender's log, crash
+    // scenarios or not.
+    for s in v["scenarios"].as_array().unwrap() {
+        let name = s["name"].as_str().unwrap();
+        let log = dir.path().join("out/latest").join(name).join("sender.log");
+        assert!(log.is_file(), "no {}", log.display());
+    }
     // Crashes of a sender without crash points are the harness's SIGKILLs.
     let summary = std::fs::read_to_string(dir.path().join("out/latest/summary.md"))?;
     assert!(summary.contains("SIGKILL(s) by the harness"), "{summary}");

@@ -188,6 +188,22 @@ impl Supervisor {
         self.sink = None;
     }
 
+    /// Sends the logs of later (re)starts to `log_dir`.
+    pub fn log_to(&mut self, log_dir: &Path) {
+        self.log_dir = log_dir.to_path_buf();
+    }
+
+    /// Where a process writes its log now, and how long that file is: the
+    /// mark from which a scenario's own part of it can be copied out.
+    pub fn log_position(&self, role: Role) -> Option<(PathBuf, u64)> {
+        let p = match role {
+            Role::Receiver => self.receiver.as_ref()?,
+            Role::Worker => self.worker.as_ref()?,
+        };
+        let len = std::fs::metadata(p.log()).map(|m| m.len()).unwrap_or(0);
+        Some((p.log().to_path_buf(), len))
+    }
+
     /// The actions taken since the last [`attach`](Self::attach).
     pub fn actions(&self) -> &[SupervisorEvent] {
         &self.actions

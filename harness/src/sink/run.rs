@@ -232,6 +232,12 @@ async fn run_scenario(
             .await
             .map_err(TargetError::from)?;
     }
+    // Where the sender's log stands: a sender that keeps running from an
+    // earlier scenario writes elsewhere, and this scenario's part is
+    // copied into its own folder at the end.
+    let log_mark = supervisor
+        .as_deref()
+        .and_then(|sup| sup.log_position(crate::lifecycle::Role::Receiver));
     let listener = listen(target).await?;
     let generation = Arc::new(AtomicU32::new(0));
     let (acks_tx, acks_rx) = mpsc::unbounded_channel();
@@ -273,7 +279,12 @@ async fn run_scenario(
     };
     let (driven, crashes) = tokio::join!(drive, watch_crashes);
     server.stop().await;
+    if let Some((log, from)) = &log_mark {
+        copy_log_part(log, *from, &dir.join("sender.log"));
+    }
     if let Some(sup) = supervisor {
+        // A restart that clears a crash point belongs to no scenario's log.
+        sup.log_to(run_dir);
         if let Err(e) = crash::disarm(sup, s.crash).await {
             notes.push(Note::Said(format!(
                 "the sender could not be restarted cleanly: {e}"
@@ -324,6 +335,25 @@ async fn reset(target: &SenderTarget) -> Option<Note> {
     r.post(&json!({})).await.err().map(|e| Note::ResetFailed {
         error: e.to_string(),
     })
+}
+
+/// Copies what `log` gained since byte `from` to `to`, unless `log` is
+/// `to` already (the sender was started in this scenario's folder).
+fn copy_log_part(log: &Path, from: u64, to: &Path) {
+    use std::io::{Read, Seek, SeekFrom};
+    if log == to {
+        return;
+    }
+    let Ok(mut f) = std::fs::File::open(log) else {
+        return;
+    };
+    if f.seek(SeekFrom::Start(from)).is_err() {
+        return;
+    }
+    let mut part = Vec::new();
+    if f.read_to_end(&mut part).is_ok() {
+        let _ = std::fs::write(to, part);
+    }
 }
 
 /// The sink's listening socket, at the target's `listen` address.
