@@ -65,6 +65,8 @@ pub(super) async fn run_scenario(
     // this plan. An explicit scenario brings its own seed, which then
     // drives everything below instead of the run's.
     let plan: Plan = crate::workload::plan(scenario, scenario_seed(opts.seed, &scenario.name));
+    // A large run's state may be larger than the budget's floor.
+    let probe = &probe.holding(plan.deliveries.len());
     let sink = HistorySink::create(&history_path)?;
     let header = Event::Run(RunHeader {
         run_id: run_id.to_string(),
