@@ -132,13 +132,19 @@ pub fn read_numbered(
                 message,
             },
         })?;
-        serde_json::from_str(&line)
-            .map(|e| (i as u64 + 1, e))
-            .map_err(|e| HistoryError::Line {
-                path: path.clone(),
-                line: i + 1,
-                message: e.to_string(),
-            })
+        let bad = |message| HistoryError::Line {
+            path: path.clone(),
+            line: i + 1,
+            message,
+        };
+        let event: Event = serde_json::from_str(&line)
+            .map_err(|e| bad(super::record::diagnose(&line).unwrap_or_else(|| e.to_string())))?;
+        if let Event::Attempt(a) = &event {
+            if let Some(why) = super::record::refused(a.status, Some(&a.sent_at)) {
+                return Err(bad(why));
+            }
+        }
+        Ok((i as u64 + 1, event))
     }))
 }
 

@@ -45,7 +45,7 @@ pub use event::{
     RunHeader,
 };
 pub use failure::{Failure, TransportFailure};
-pub(crate) use record::attempt_fields;
+pub(crate) use record::{attempt_fields, diagnose, refused};
 
 #[cfg(test)]
 mod tests {

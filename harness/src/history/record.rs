@@ -50,10 +50,10 @@ macro_rules! attempt_fields {
             /// 1-based attempt number within its round.
             attempt: req u32,
             /// 0 for the automatic delivery, 1.. for manual redeliveries.
-            #[serde(default)]
+            #[serde(default, deserialize_with = "crate::history::record::or_default")]
             round: dflt u32,
             /// Faults applied to this attempt.
-            #[serde(default)]
+            #[serde(default, deserialize_with = "crate::history::record::or_default")]
             faults: tags,
             /// When it was sent (RFC 3339, wall clock).
             sent_at: stamp,
@@ -86,10 +86,10 @@ macro_rules! attempt_fields {
             #[serde(default)]
             sequence: opt u64,
             /// The delivery is a poison event.
-            #[serde(default)]
+            #[serde(default, deserialize_with = "crate::history::record::or_default")]
             poison: dflt bool,
             /// This was the last attempt and it failed: the delivery is dead.
-            #[serde(default)]
+            #[serde(default, deserialize_with = "crate::history::record::or_default")]
             dead: dflt bool,
         }
     };
@@ -107,3 +107,192 @@ macro_rules! owned_type {
     (tags) => { Vec<$crate::tag::FaultTag> };
 }
 pub(crate) use owned_type;
+
+/// A value that may be absent or `null` (a `dflt` or `tags` field, which
+/// `docs/history.md` calls optional): its type's default then.
+pub(crate) fn or_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de> + Default,
+{
+    Ok(<Option<T> as serde::Deserialize>::deserialize(d)?.unwrap_or_default())
+}
+
+/// Whether a field of this kind may be `null` (every kind but the
+/// required strings; a `req` field's `null` is its type's error).
+macro_rules! nullable {
+    (text) => {
+        false
+    };
+    (stamp) => {
+        false
+    };
+    (req $t:ty) => {
+        false
+    };
+    ($($kind:tt)*) => {
+        true
+    };
+}
+
+/// Names the field serde refused on an attempt line: each field's value
+/// is read alone as its kind's type, and the first that fails is named
+/// with why (`field `round`: invalid type: string "x", expected u32`).
+/// Only on a line serde refused, so the cost is the error's; `None` when
+/// the line is no attempt or no one field is to blame.
+macro_rules! diagnose_fields {
+    ($( $(#[doc = $doc:literal])* $(#[serde($($serde:tt)*)])? $name:ident : $kind:ident $($t:ty)? ),* $(,)?) => {
+        pub(crate) fn diagnose(line: &str) -> Option<String> {
+            use serde::Deserialize;
+            use super::event::{Intent, Outcome};
+            use crate::delivery::TaskStatus;
+            let map: serde_json::Map<String, serde_json::Value> = serde_json::from_str(line).ok()?;
+            if map.get("type")?.as_str()? != "attempt" {
+                return None;
+            }
+            $(
+                if let Some(v) = map.get(stringify!($name)) {
+                    let skip = v.is_null() && nullable!($kind $($t)?);
+                    if !skip {
+                        if let Err(e) = <owned_type!($kind $($t)?)>::deserialize(v) {
+                            return Some(format!("field `{}`: {e}", stringify!($name)));
+                        }
+                    }
+                }
+            )*
+            None
+        }
+    };
+}
+attempt_fields!(diagnose_fields);
+
+/// The format's rules that a field's type does not carry: an answer's
+/// `status` is an HTTP status (100 to 599), `sent_at` is an RFC 3339
+/// time. Both readers of a history (serde's and the checker's scanner)
+/// hold every attempt line to them; the error names the field.
+pub(crate) fn refused(status: Option<u16>, sent_at: Option<&str>) -> Option<String> {
+    if let Some(s) = status.filter(|s| !(100..=599).contains(s)) {
+        return Some(format!(
+            "field `status`: {s} is not an HTTP status (expected 100 to 599, or null when no answer came)"
+        ));
+    }
+    if let Some(t) = sent_at.filter(|t| chrono::DateTime::parse_from_rfc3339(t).is_err()) {
+        return Some(format!(
+            "field `sent_at`: {:?} is not an RFC 3339 time (expected like 2026-11-30T18:09:59.739Z)",
+            crate::limits::budget::quote(t)
+        ));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::check::{check_files, CheckOptions};
+    use crate::history::scan::{self, RawLine};
+    use crate::history::Event;
+
+    const GOOD: &str = r#"{"type":"attempt","scenario":"s","delivery":"whd_1","key":"tsk_1","account":"acct_a","attempt":1,"round":0,"faults":[],"sent_at":"2026-11-30T18:09:59.739Z","status":204,"outcome":"ok","intent":"genuine"}"#;
+
+    /// `GOOD` with `field` set to the JSON `value`.
+    fn with(field: &str, value: &str) -> String {
+        let mut v: serde_json::Value = serde_json::from_str(GOOD).unwrap();
+        v[field] = serde_json::from_str(value).unwrap();
+        v.to_string()
+    }
+
+    #[test]
+    fn documented_optional_fields_read_null_as_their_default_in_serde_and_the_scanner() {
+        let mut v: serde_json::Value = serde_json::from_str(GOOD).unwrap();
+        for field in [
+            "job",
+            "round",
+            "faults",
+            "status",
+            "latency_ms",
+            "error",
+            "detail",
+            "task_status",
+            "created_at",
+            "resource",
+            "sequence",
+            "poison",
+            "dead",
+        ] {
+            v[field] = serde_json::Value::Null;
+        }
+        v["outcome"] = "info".into();
+        // The writers' order, so the scanner takes its fast path.
+        let line = v.to_string();
+        let Ok(Event::Attempt(a)) = serde_json::from_str::<Event>(&line) else {
+            panic!("serde refused {line}");
+        };
+        assert_eq!(
+            (a.round, a.faults.len(), a.poison, a.dead),
+            (0, 0, false, false)
+        );
+        assert_eq!(a.status, None);
+        let fast = scan::parse(&line).unwrap_or_else(|| panic!("the scanner refused {line}"));
+        let slow: RawLine<'_> = serde_json::from_str(&line).unwrap();
+        assert_eq!(fast, slow);
+        assert_eq!((fast.round, fast.poison, fast.dead), (0, false, false));
+        assert!(fast.faults.is_empty());
+        // And each alone, as the only null of its line.
+        for field in ["round", "faults", "poison", "dead"] {
+            let line = with(field, "null");
+            assert!(serde_json::from_str::<Event>(&line).is_ok(), "{line}");
+            assert_eq!(
+                scan::parse(&line),
+                Some(serde_json::from_str::<RawLine<'_>>(&line).unwrap()),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_mistyped_or_out_of_range_field_is_refused_naming_file_line_and_field_by_both_readers() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state.json");
+        std::fs::write(&state, r#"{"inbox":[{"key":"tsk_1","processed":true}]}"#).unwrap();
+        for (field, value, says) in [
+            (
+                "round",
+                r#""x""#,
+                "invalid type: string \"x\", expected u32",
+            ),
+            ("poison", r#""yes""#, "expected a boolean"),
+            ("faults", "7", "expected a sequence"),
+            ("sent_at", r#""yesterday""#, "is not an RFC 3339 time"),
+            ("status", "0", "0 is not an HTTP status"),
+            ("status", "600", "600 is not an HTTP status"),
+        ] {
+            let history = dir.path().join(format!("{field}.jsonl"));
+            std::fs::write(&history, format!("{GOOD}\n{}\n", with(field, value))).unwrap();
+            let want = [
+                history.display().to_string(),
+                "line 2".to_string(),
+                format!("field `{field}`"),
+                says.to_string(),
+            ];
+            // serde's reader (every fold of a run's history).
+            let e = crate::history::read_numbered(&history)
+                .unwrap()
+                .find_map(Result::err)
+                .unwrap_or_else(|| panic!("{field} = {value} was read"))
+                .to_string();
+            assert!(want.iter().all(|w| e.contains(w.as_str())), "serde: {e}");
+            // The checker's reader (the scanner, serde behind it).
+            let e = check_files(&history, &state, None, &CheckOptions::default())
+                .err()
+                .unwrap_or_else(|| panic!("{field} = {value} was checked"))
+                .to_string();
+            assert!(want.iter().all(|w| e.contains(w.as_str())), "check: {e}");
+        }
+        // The same values in range are read by both.
+        let history = dir.path().join("good.jsonl");
+        std::fs::write(&history, format!("{GOOD}\n{}\n", with("status", "599"))).unwrap();
+        assert!(crate::history::read_numbered(&history)
+            .unwrap()
+            .all(|r| r.is_ok()));
+        assert!(check_files(&history, &state, None, &CheckOptions::default()).is_ok());
+    }
+}
