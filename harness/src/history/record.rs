@@ -134,37 +134,7 @@ macro_rules! nullable {
         true
     };
 }
-
-/// Names the field serde refused on an attempt line: each field's value
-/// is read alone as its kind's type, and the first that fails is named
-/// with why (`field `round`: invalid type: string "x", expected u32`).
-/// Only on a line serde refused, so the cost is the error's; `None` when
-/// the line is no attempt or no one field is to blame.
-macro_rules! diagnose_fields {
-    ($( $(#[doc = $doc:literal])* $(#[serde($($serde:tt)*)])? $name:ident : $kind:ident $($t:ty)? ),* $(,)?) => {
-        pub(crate) fn diagnose(line: &str) -> Option<String> {
-            use serde::Deserialize;
-            use super::event::{Intent, Outcome};
-            use crate::delivery::TaskStatus;
-            let map: serde_json::Map<String, serde_json::Value> = serde_json::from_str(line).ok()?;
-            if map.get("type")?.as_str()? != "attempt" {
-                return None;
-            }
-            $(
-                if let Some(v) = map.get(stringify!($name)) {
-                    let skip = v.is_null() && nullable!($kind $($t)?);
-                    if !skip {
-                        if let Err(e) = <owned_type!($kind $($t)?)>::deserialize(v) {
-                            return Some(format!("field `{}`: {e}", stringify!($name)));
-                        }
-                    }
-                }
-            )*
-            None
-        }
-    };
-}
-attempt_fields!(diagnose_fields);
+pub(crate) use nullable;
 
 /// The format's rules that a field's type does not carry: an answer's
 /// `status` is an HTTP status (100 to 599), `sent_at` is an RFC 3339
