@@ -4,9 +4,11 @@
 //! budget, never scaled) that never follows redirects. Its result is data:
 //! a status and latency, or a [`Failure`] whose kind is read off hyper's
 //! typed error (a connect error, an OS timeout) or the timer, never off
-//! its text; whether anything was sent follows from that kind. [`classify`]
-//! turns the answer into the history's outcome as `docs/history.md`
-//! defines it.
+//! its text; whether anything was sent follows from that kind. An answer
+//! counts once its body ends within the attempt's time and
+//! [`ANSWER_LIMIT`]; one whose body stalls or never ends is a failure
+//! naming its head ([`unfinished`]). [`classify`] turns the answer into
+//! the history's outcome as `docs/history.md` defines it.
 
 use std::time::{Duration, Instant};
 
