@@ -95,17 +95,22 @@ impl StateSink for Held {
         self.bytes = self.bytes.saturating_add(row.held_bytes());
         self.rows += 1;
         if self.bytes > self.cap {
-            return Err(SinkError::Refused(format!(
-                "the state's rows take more than {} once held (row {} of the state, in `{}`): \
-                 a run holds the state whole, and this is its budget \
-                 (hint: a state this large is not the run's; see docs/budgets.md)",
-                budget::show(self.cap),
-                self.rows,
-                row.section().name()
-            )));
+            return Err(over_budget(self.cap, self.rows, row.section()));
         }
         self.state.row(row)
     }
+}
+
+/// The refusal of a state whose rows passed `cap` once held at row `rows`
+/// (1-based) of `section`.
+fn over_budget(cap: usize, rows: u64, section: Section) -> SinkError {
+    SinkError::Refused(format!(
+        "the state's rows take more than {} once held (row {rows} of the state, in `{}`): \
+         a state graded whole is held within this budget \
+         (hint: a state this large is not the run's; see docs/budgets.md)",
+        budget::show(cap),
+        section.name()
+    ))
 }
 
 #[cfg(test)]
