@@ -159,6 +159,12 @@ pub async fn exchange(
         Ok::<_, hyper_util::client::legacy::Error>((status, latency, location, body))
     };
     match tokio::time::timeout(timeout, fut).await {
+        // What hyper reads as a status but HTTP does not (600 to 999) is
+        // no answer, as the copies' reader has it.
+        Ok(Ok((status, _, _, _))) if !(100..600).contains(&status) => Answer::failed(
+            Failure::other(format!("malformed answer: status {status}")),
+            ms(start),
+        ),
         Ok(Ok((status, latency, location, Ok(body)))) => Answer {
             status: Some(status),
             latency_ms: latency,
@@ -384,7 +390,8 @@ mod tests {
     /// A 200 whose body stalls and a 200 whose body never ends are one
     /// outcome, through the pooled client and the concurrent copies alike:
     /// neither answer ended within its budget, so neither counts (`info`,
-    /// the head named); a 200 whose body ends counts.
+    /// the head named); nor does a status HTTP does not have (999, which
+    /// no history could hold); a 200 whose body ends counts.
     #[tokio::test]
     async fn a_stalled_body_and_an_endless_body_are_the_same_outcome() {
         let p = Profile::default_profile();
@@ -398,6 +405,11 @@ mod tests {
         let endless = answering(
             "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n",
             None,
+        )
+        .await;
+        let weird = answering(
+            "HTTP/1.1 999 Weird\r\ncontent-length: 2\r\n\r\n",
+            Some(b"ok"),
         )
         .await;
         let whole = answering(
@@ -416,6 +428,7 @@ mod tests {
                 Outcome::Info,
                 "the answer's body went past 64 KiB (its head, 200",
             ),
+            (weird, Outcome::Info, "malformed answer: status 999"),
             (whole, Outcome::Ok, ""),
         ] {
             let uri: http::Uri = format!("http://{addr}/h").parse().unwrap();
