@@ -179,6 +179,7 @@ pub(super) async fn run_scenario(
         opts: check_opts,
         not_exercised: found.not_exercised,
         observations: found.observations,
+        deliveries: plan.deliveries.len(),
     });
     if !drained {
         notes.push(Note::NotSettled { drain });
@@ -224,6 +225,8 @@ pub(super) struct Recheck {
     not_exercised: Option<String>,
     /// What the faults showed that is no failure.
     observations: Vec<String>,
+    /// How many deliveries it planned (the state a late read may hold).
+    pub(super) deliveries: usize,
 }
 
 /// Judges a scenario again with the rows that landed after its state was
