@@ -570,3 +570,31 @@ fn a_scenarios_folder_in_the_working_directory_is_named_and_only_read_when_asked
     );
     assert!(!err.contains("note:"), "{err}");
 }
+
+/// A crash point the reference receiver does not know is a configuration
+/// error naming the scenario file and the point, before anything starts:
+/// not a receiver that refuses to boot, read as a target never reached.
+#[test]
+fn a_scenario_with_an_unknown_crash_point_is_refused_at_load_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let good =
+        std::fs::read_to_string(crate::common::scenario_dir().join("worker-crash.toml")).unwrap();
+    let bad = good.replace("crash-in-worker=1/3", "crash-in-wroker=1/3");
+    assert_ne!(good, bad, "the scenario names its crash point");
+    std::fs::write(dir.path().join("worker-crash.toml"), bad).unwrap();
+    let o = hookstorm(
+        &["run", "--scenario", "worker-crash.toml", "--out", "out"],
+        dir.path(),
+    );
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(254), "{t}");
+    assert!(
+        t.contains("worker-crash.toml") && t.contains("unknown crash point `crash-in-wroker`"),
+        "{t}"
+    );
+    assert!(!t.contains("unreachable"), "{t}");
+    assert!(
+        !dir.path().join("out").exists(),
+        "a refused scenario ran: {t}"
+    );
+}

@@ -3,7 +3,9 @@
 //! 2 GB body, and files that never end. Each run is measured as the child
 //! it is (peak RSS as the child's own `VmHWM`, exit code, wall time) and must stay within
 //! the byte budget (`docs/budgets.md`): at most [`HEADROOM`] above what a
-//! benign peer costs the same run, a documented exit code, no hang.
+//! benign peer costs the same run, a documented exit code, no hang. A state
+//! of 2 GB of small rows, each within the row budget, is held up to the
+//! held budget, so those runs are held to [`PEAK`] instead.
 //!
 //! Every peer is on 127.0.0.1 and every run is bounded in time; a run that
 //! goes past [`DEADLINE`] is killed and fails its test. The child runs under
@@ -43,6 +45,10 @@ enum Mode {
     StateDocument,
     /// A 2 GB JSON Lines line.
     StateLine,
+    /// A 2 GB state document of small rows, each well within the row budget.
+    StateRows,
+    /// 2 GB of JSON Lines rows, each well within the row budget.
+    StateRowLines,
     /// The reset hook answered with a body that never ends.
     EndlessReset,
 }
@@ -169,11 +175,48 @@ fn serve(conn: TcpStream, mode: Mode, stop: &AtomicBool) -> std::io::Result<()> 
             b'a',
             TWO_GB,
         ),
+        ("GET", "/state", Mode::StateRows) => rows(
+            &mut w,
+            stop,
+            "application/json",
+            br#"{"inbox":["#,
+            br#"{"key":"tsk_0123456789abcdef","processed":true},"#,
+        ),
+        ("GET", "/state", Mode::StateRowLines) => rows(
+            &mut w,
+            stop,
+            "application/x-ndjson",
+            b"{\"sections\":[\"inbox\"]}\n",
+            b"{\"inbox\":{\"key\":\"tsk_0123456789abcdef\",\"processed\":true}}\n",
+        ),
         ("GET", "/state", _) => plain(&mut w, "200 OK", "application/json", r#"{"inbox":[]}"#),
         ("POST", "/reset", Mode::EndlessReset) => chunked(&mut w, "200 OK"),
         ("POST", _, _) => plain(&mut w, "200 OK", "application/json", "{}"),
         _ => plain(&mut w, "404 Not Found", "text/plain", "no"),
     }
+}
+
+/// Answers 200 with 2 GB of `row` after `start`, each row well within the
+/// row budget (a state of small rows), until `stop`.
+fn rows(
+    w: &mut TcpStream,
+    stop: &AtomicBool,
+    ct: &str,
+    start: &[u8],
+    row: &[u8],
+) -> std::io::Result<()> {
+    w.write_all(
+        format!("HTTP/1.1 200 OK\r\ncontent-type: {ct}\r\ncontent-length: {TWO_GB}\r\nconnection: close\r\n\r\n")
+            .as_bytes(),
+    )?;
+    w.write_all(start)?;
+    let block = row.repeat(64 * 1024 / row.len());
+    let mut sent = start.len() as u64;
+    while sent + (block.len() as u64) < TWO_GB && !stop.load(Ordering::SeqCst) {
+        w.write_all(&block)?;
+        sent += block.len() as u64;
+    }
+    Ok(())
 }
 
 /// What one run of the binary cost.
@@ -378,6 +421,46 @@ fn a_2gb_json_lines_line_stops_at_the_row_budget() -> TestResult {
     )
 }
 
+/// The most any hostile run may cost, whatever a benign one does.
+const PEAK: u64 = 256 << 20;
+
+/// Runs `mode` against the baseline and checks its cost against [`PEAK`].
+fn within_peak(mode: Mode, says: &str) -> TestResult {
+    let (cost, log) = run_against(mode, "baseline")?;
+    eprintln!(
+        "hostile {mode:?}: exit {:?}, peak {} MiB, {:.1}s",
+        cost.code,
+        cost.peak >> 20,
+        cost.wall.as_secs_f64()
+    );
+    assert!(
+        cost.code.is_some_and(|c| [2, 3].contains(&c)),
+        "{mode:?}: exit {:?}; output:\n{log}",
+        cost.code
+    );
+    assert!(
+        cost.peak < PEAK,
+        "{mode:?}: peak RSS {} MiB, over {} MiB",
+        cost.peak >> 20,
+        PEAK >> 20
+    );
+    assert!(
+        log.contains(says),
+        "{mode:?}: the output does not say {says:?}:\n{log}"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_2gb_state_of_small_rows_stops_at_the_held_budget() -> TestResult {
+    within_peak(Mode::StateRows, "take more than 64 MiB once held")
+}
+
+#[test]
+fn a_2gb_json_lines_state_of_small_rows_stops_at_the_held_budget() -> TestResult {
+    within_peak(Mode::StateRowLines, "take more than 64 MiB once held")
+}
+
 #[test]
 fn an_endless_reset_answer_stops_at_the_hook_budget() -> TestResult {
     // A failed reset is a note, and the run goes on: the empty state fails it.
@@ -412,6 +495,63 @@ fn a_history_without_newlines_is_refused_at_the_line_budget() -> TestResult {
         log.contains("line 1") && log.contains("longer than"),
         "{log}"
     );
+    Ok(())
+}
+
+/// `hookstorm check` of a history against a STATE of `/dev/zero` (an
+/// endless device) and of a 2 GB regular file that is not a state: each
+/// is refused naming the file, read at most to its budget.
+#[test]
+fn an_endless_or_2gb_state_for_check_is_refused_naming_the_file() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let history = dir.path().join("history.jsonl");
+    std::fs::write(
+        &history,
+        concat!(
+            r#"{"type":"attempt","scenario":"s","delivery":"whd_1","key":"tsk_1","account":"acct_a","attempt":1,"sent_at":"2026-11-30T18:09:59.739Z","status":204,"outcome":"ok","intent":"genuine"}"#,
+            "\n"
+        ),
+    )?;
+    let big = dir.path().join("big.json");
+    // Sparse: 2 GB of zero bytes that take no disk.
+    std::fs::File::create(&big)?.set_len(TWO_GB)?;
+    for (state, says) in [
+        (PathBuf::from("/dev/zero"), "not a regular file"),
+        (big, "longer than 32 MiB"),
+    ] {
+        let cost = measure(
+            &[
+                "check",
+                &history.display().to_string(),
+                &state.display().to_string(),
+            ],
+            dir.path(),
+        )?;
+        let log = std::fs::read_to_string(dir.path().join("hookstorm.log"))?;
+        eprintln!(
+            "hostile check H {}: exit {:?}, peak {} MiB, {:.1}s",
+            state.display(),
+            cost.code,
+            cost.peak >> 20,
+            cost.wall.as_secs_f64()
+        );
+        assert!(
+            matches!(cost.code, Some(2 | 3)),
+            "{}: {log}",
+            state.display()
+        );
+        assert!(
+            cost.peak < HEADROOM,
+            "{}: peak {} MiB",
+            state.display(),
+            cost.peak >> 20
+        );
+        assert!(
+            log.contains(&state.display().to_string()) && log.contains(says),
+            "{}: {log}",
+            state.display()
+        );
+    }
     Ok(())
 }
 

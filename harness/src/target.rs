@@ -287,7 +287,7 @@ impl Target {
                 None => DEFAULT_MAX_BODY,
             },
             state: file.state,
-            lifecycle: file.lifecycle,
+            lifecycle: checked_failpoints(file.lifecycle, path)?,
             database: file.database.unwrap_or_default(),
         })
     }
@@ -302,6 +302,29 @@ impl Target {
     pub fn describe(&self) -> String {
         redact_url(&self.url)
     }
+}
+
+/// The `[lifecycle]` table, refused when an `env` of it sets
+/// `HOOKSTORM_FAILPOINTS` to crash points a receiver does not know: found
+/// only when the receiver refuses to start, it would read as a target
+/// that cannot be reached.
+fn checked_failpoints(
+    life: Option<LifecycleConfig>,
+    path: &Path,
+) -> Result<Option<LifecycleConfig>, ConfigError> {
+    let Some(l) = &life else { return Ok(life) };
+    let envs = [
+        ("lifecycle", Some(&l.env)),
+        ("lifecycle.worker", l.worker.as_ref().map(|w| &w.env)),
+    ];
+    for (table, env) in envs {
+        if let Some(spec) = env.and_then(|e| e.get("HOOKSTORM_FAILPOINTS")) {
+            crate::fault_spec::failpoint::check(spec).map_err(|e| {
+                ConfigError::invalid(path, format!("[{table}] env.HOOKSTORM_FAILPOINTS: {e}"))
+            })?;
+        }
+    }
+    Ok(life)
 }
 
 /// An account file's secrets, resolved (from the file or the environment).
@@ -573,6 +596,11 @@ mod tests {
                 "",
                 &format!("{secret}[database]\nstart = \"pg_ctl start\"\n"),
                 "start without stop",
+            ),
+            (
+                "",
+                &format!("{secret}[lifecycle]\nstart = \"./r\"\nready = {{ tcp = \"127.0.0.1:1\" }}\nenv = {{ HOOKSTORM_FAILPOINTS = \"crash-after-comit=1/6\" }}\n"),
+                "[lifecycle] env.HOOKSTORM_FAILPOINTS: failpoint \"crash-after-comit=1/6\": unknown crash point",
             ),
         ] {
             let text = format!(

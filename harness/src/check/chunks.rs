@@ -486,7 +486,7 @@ fn fold_line<S: LineSink>(
             Err(e) => {
                 return Err(PartEnd::Bad {
                     line,
-                    message: e.to_string(),
+                    message: crate::history::diagnose(text).unwrap_or_else(|| e.to_string()),
                 })
             }
         },
@@ -533,6 +533,9 @@ impl RawLine<'_> {
         }
         match self.kind.as_ref() {
             "attempt" => {
+                if let Some(why) = crate::history::refused(self.status, self.sent_at.as_deref()) {
+                    return Err(why);
+                }
                 let view = AttemptView::of_scanned(self)?;
                 return Ok(sink.attempt(scenario, line, &view));
             }

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+use crate::limits::budget::{self, FileError};
 use crate::state::stream::{ReadError, SinkError, StateSink};
 use crate::state::State;
 
@@ -115,6 +116,31 @@ pub(crate) fn names_a_state(path: &Path) -> Result<bool, CheckError> {
     }))
 }
 
+/// The text of a map of states, within [`budget::STATE_MAP`]: a device,
+/// a pipe or a larger file is refused naming the file, never read whole.
+fn read_map(path: &Path) -> Result<String, CheckError> {
+    budget::read_text(path, budget::STATE_MAP).map_err(|e| match e {
+        FileError::Io(source) => CheckError::Io {
+            path: path.into(),
+            source,
+        },
+        FileError::NotAFile => CheckError::State {
+            path: path.into(),
+            message: "its first bytes name no section, and it is not a regular file \
+                      (a device or a pipe) to read as a map of scenario names to states"
+                .into(),
+        },
+        FileError::TooLarge(cap) => CheckError::State {
+            path: path.into(),
+            message: format!(
+                "its first key names no section, and it is longer than {} for a map of \
+                 scenario names to states (a folder of <scenario>.json files is read row by row)",
+                budget::show(cap)
+            ),
+        },
+    })
+}
+
 pub(crate) fn load_states(path: &Path) -> Result<States, CheckError> {
     if path.is_dir() {
         return Ok(States::Dir(path.to_path_buf()));
@@ -122,10 +148,7 @@ pub(crate) fn load_states(path: &Path) -> Result<States, CheckError> {
     if names_a_state(path)? {
         return Ok(States::One(path.to_path_buf()));
     }
-    let text = std::fs::read_to_string(path).map_err(|source| CheckError::Io {
-        path: path.into(),
-        source,
-    })?;
+    let text = read_map(path)?;
     match serde_json::from_str::<BTreeMap<String, State>>(&text) {
         Ok(m) => Ok(States::Many(m)),
         Err(e) => Err(CheckError::State {

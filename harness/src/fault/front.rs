@@ -374,10 +374,14 @@ async fn forward(
                     }
                 }
             }
-            // At most the budget is held: an endless answer is cut there
-            // (and said to be), the rest is never read.
-            let bytes = match budget::read_body(body, budget::RECEIVER_ANSWER).await {
-                Ok(c) if c.over => {
+            // At most the budget (and one byte, to tell) is held: an
+            // endless answer is cut there (and said to be), the rest is
+            // never read. The sender is handed the byte past the budget
+            // too, so it grades the answer as it would unfronted: past
+            // its budget, an answer that does not count.
+            let cap = budget::RECEIVER_ANSWER + 1;
+            let bytes = match budget::read_body(body, cap).await {
+                Ok(c) if c.over || c.bytes.len() > budget::RECEIVER_ANSWER => {
                     s.count(|c| c.cut_answers += 1);
                     s.record(
                         format!(

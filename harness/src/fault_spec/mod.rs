@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod drop_ack;
 pub mod duplicate;
+pub mod failpoint;
 pub mod front;
 pub mod nemesis;
 pub mod reconcile;

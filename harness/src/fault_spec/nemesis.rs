@@ -191,6 +191,9 @@ impl KillSpec {
         if self.on.is_empty() {
             return Err("kill on: expected at least one of \"answer\", \"in-flight\"".into());
         }
+        if let Some(fp) = &self.failpoint {
+            super::failpoint::check(fp).map_err(|e| format!("kill {e}"))?;
+        }
         check_count_over("kill", self.count, self.over)
     }
 
@@ -206,6 +209,9 @@ impl KillSpec {
 impl KillWorkerSpec {
     /// Checks the spec's bounds; the error is the message the scenario file reports.
     pub fn validate(&self) -> Result<(), String> {
+        if let Some(fp) = &self.failpoint {
+            super::failpoint::check(fp).map_err(|e| format!("kill-worker {e}"))?;
+        }
         check_count_over("kill-worker", self.count, self.over)
     }
 

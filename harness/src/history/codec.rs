@@ -4,13 +4,15 @@
 //! checker, the late-row owners, the kill tally, the retry gaps) is fed by.
 //! [`encode_attempt`] writes an attempt line by hand for the bench, where
 //! serde's string escaping is a measurable share of the sender's time; the
-//! checker's fast reader of those lines is [`super::scan`].
+//! checker's fast reader of those lines is [`super::scan`]. [`diagnose`]
+//! names the field of an attempt line serde refused, for both readers.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::event::{Event, Outcome};
+use super::record::attempt_fields;
 use crate::tag::FaultTag;
 
 /// A history file could not be written or read.
@@ -132,13 +134,19 @@ pub fn read_numbered(
                 message,
             },
         })?;
-        serde_json::from_str(&line)
-            .map(|e| (i as u64 + 1, e))
-            .map_err(|e| HistoryError::Line {
-                path: path.clone(),
-                line: i + 1,
-                message: e.to_string(),
-            })
+        let bad = |message| HistoryError::Line {
+            path: path.clone(),
+            line: i + 1,
+            message,
+        };
+        let event: Event = serde_json::from_str(&line)
+            .map_err(|e| bad(diagnose(&line).unwrap_or_else(|| e.to_string())))?;
+        if let Event::Attempt(a) = &event {
+            if let Some(why) = super::record::refused(a.status, Some(&a.sent_at)) {
+                return Err(bad(why));
+            }
+        }
+        Ok((i as u64 + 1, event))
     }))
 }
 
@@ -443,6 +451,38 @@ pub(crate) fn push_dec(out: &mut String, v: u64) {
     let digits = crate::text::decimal::digits(v, &mut buf);
     out.push_str(std::str::from_utf8(digits).expect("ascii digits"));
 }
+
+/// Names the field serde refused on an attempt line: each field's value
+/// is read alone as its kind's type, and the first that fails is named
+/// with why (`field `round`: invalid type: string "x", expected u32`).
+/// Only on a line serde refused, so the cost is the error's; `None` when
+/// the line is no attempt or no one field is to blame.
+macro_rules! diagnose_fields {
+    ($( $(#[doc = $doc:literal])* $(#[serde($($serde:tt)*)])? $name:ident : $kind:ident $($t:ty)? ),* $(,)?) => {
+        pub(crate) fn diagnose(line: &str) -> Option<String> {
+            use serde::Deserialize;
+            use super::event::{Intent, Outcome};
+            use super::record::{nullable, owned_type};
+            use crate::delivery::TaskStatus;
+            let map: serde_json::Map<String, serde_json::Value> = serde_json::from_str(line).ok()?;
+            if map.get("type")?.as_str()? != "attempt" {
+                return None;
+            }
+            $(
+                if let Some(v) = map.get(stringify!($name)) {
+                    let skip = v.is_null() && nullable!($kind $($t)?);
+                    if !skip {
+                        if let Err(e) = <owned_type!($kind $($t)?)>::deserialize(v) {
+                            return Some(format!("field `{}`: {e}", stringify!($name)));
+                        }
+                    }
+                }
+            )*
+            None
+        }
+    };
+}
+attempt_fields!(diagnose_fields);
 
 #[cfg(test)]
 mod tests {

@@ -36,6 +36,7 @@ pub fn fuzz_scan(line: &str) {
     }
 }
 
+pub(crate) use codec::diagnose;
 pub(crate) use codec::{encode_attempt, push_dec, AttemptLine};
 pub use codec::{
     fold, read, read_numbered, EventSink, Fold, HistoryError, HistorySink, HistoryWriter,
@@ -45,7 +46,7 @@ pub use event::{
     Received, RunHeader,
 };
 pub use failure::{Failure, TransportFailure};
-pub(crate) use record::attempt_fields;
+pub(crate) use record::{attempt_fields, refused};
 
 #[cfg(test)]
 mod tests {

@@ -50,10 +50,10 @@ macro_rules! attempt_fields {
             /// 1-based attempt number within its round.
             attempt: req u32,
             /// 0 for the automatic delivery, 1.. for manual redeliveries.
-            #[serde(default)]
+            #[serde(default, deserialize_with = "crate::history::record::or_default")]
             round: dflt u32,
             /// Faults applied to this attempt.
-            #[serde(default)]
+            #[serde(default, deserialize_with = "crate::history::record::or_default")]
             faults: tags,
             /// When it was sent (RFC 3339, wall clock).
             sent_at: stamp,
@@ -86,10 +86,10 @@ macro_rules! attempt_fields {
             #[serde(default)]
             sequence: opt u64,
             /// The delivery is a poison event.
-            #[serde(default)]
+            #[serde(default, deserialize_with = "crate::history::record::or_default")]
             poison: dflt bool,
             /// This was the last attempt and it failed: the delivery is dead.
-            #[serde(default)]
+            #[serde(default, deserialize_with = "crate::history::record::or_default")]
             dead: dflt bool,
         }
     };
@@ -107,3 +107,218 @@ macro_rules! owned_type {
     (tags) => { Vec<$crate::tag::FaultTag> };
 }
 pub(crate) use owned_type;
+
+/// A value that may be absent or `null` (a `dflt` or `tags` field, which
+/// `docs/history.md` calls optional): its type's default then.
+pub(crate) fn or_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de> + Default,
+{
+    Ok(<Option<T> as serde::Deserialize>::deserialize(d)?.unwrap_or_default())
+}
+
+/// Whether a field of this kind may be `null` (every kind but the
+/// required strings; a `req` field's `null` is its type's error).
+macro_rules! nullable {
+    (text) => {
+        false
+    };
+    (stamp) => {
+        false
+    };
+    (req $t:ty) => {
+        false
+    };
+    ($($kind:tt)*) => {
+        true
+    };
+}
+pub(crate) use nullable;
+
+/// The format's rules that a field's type does not carry: an answer's
+/// `status` is an HTTP status (100 to 599), `sent_at` is an RFC 3339
+/// time. Both readers of a history (serde's and the checker's scanner)
+/// hold every attempt line to them; the error names the field.
+pub(crate) fn refused(status: Option<u16>, sent_at: Option<&str>) -> Option<String> {
+    if let Some(s) = status.filter(|s| !(100..=599).contains(s)) {
+        return Some(format!(
+            "field `status`: {s} is not an HTTP status (expected 100 to 599, or null when no answer came)"
+        ));
+    }
+    if let Some(t) = sent_at.filter(|t| !rfc3339(t)) {
+        return Some(format!(
+            "field `sent_at`: {:?} is not an RFC 3339 time (expected like 2026-11-30T18:09:59.739Z)",
+            crate::limits::budget::quote(t)
+        ));
+    }
+    None
+}
+
+/// Whether `t` is an RFC 3339 time. The writers' own shape
+/// (`2026-11-30T18:09:59.739Z`, a day up to the 28th) is told by its
+/// bytes, a few nanoseconds on the checker's path of a million lines;
+/// anything else is chrono's to judge.
+fn rfc3339(t: &str) -> bool {
+    let b = t.as_bytes();
+    let digits = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18, 20, 21, 22];
+    let shaped = b.len() == 24
+        && digits.iter().all(|&i| b[i].is_ascii_digit())
+        && [
+            (4, b'-'),
+            (7, b'-'),
+            (10, b'T'),
+            (13, b':'),
+            (16, b':'),
+            (19, b'.'),
+            (23, b'Z'),
+        ]
+        .iter()
+        .all(|&(i, c)| b[i] == c);
+    if shaped {
+        let n = |i: usize| u32::from(b[i] - b'0') * 10 + u32::from(b[i + 1] - b'0');
+        if (1..=12).contains(&n(5))
+            && (1..=28).contains(&n(8))
+            && n(11) < 24
+            && n(14) < 60
+            && n(17) < 60
+        {
+            return true;
+        }
+    }
+    chrono::DateTime::parse_from_rfc3339(t).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::check::{check_files, CheckOptions};
+    use crate::history::scan::{self, RawLine};
+    use crate::history::Event;
+
+    const GOOD: &str = r#"{"type":"attempt","scenario":"s","delivery":"whd_1","key":"tsk_1","account":"acct_a","attempt":1,"round":0,"faults":[],"sent_at":"2026-11-30T18:09:59.739Z","status":204,"outcome":"ok","intent":"genuine"}"#;
+
+    /// `GOOD` with `field` set to the JSON `value`.
+    fn with(field: &str, value: &str) -> String {
+        let mut v: serde_json::Value = serde_json::from_str(GOOD).unwrap();
+        v[field] = serde_json::from_str(value).unwrap();
+        v.to_string()
+    }
+
+    #[test]
+    fn sent_at_is_held_to_rfc_3339_by_its_bytes_and_by_chrono_alike() {
+        for ok in [
+            "2026-11-30T18:09:59.739Z",
+            "2024-02-29T00:00:00.000Z",
+            "2026-11-29T10:00:00Z",
+            "2026-11-29T10:00:00+01:00",
+        ] {
+            assert!(super::rfc3339(ok), "{ok}");
+        }
+        for bad in [
+            "yesterday",
+            "",
+            "2026-13-30T18:09:59.739Z",
+            "2026-02-30T18:09:59.739Z",
+            "2026-11-30T24:09:59.739Z",
+            "2026-11-30 18:09:59.739",
+        ] {
+            assert!(!super::rfc3339(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn documented_optional_fields_read_null_as_their_default_in_serde_and_the_scanner() {
+        let mut v: serde_json::Value = serde_json::from_str(GOOD).unwrap();
+        for field in [
+            "job",
+            "round",
+            "faults",
+            "status",
+            "latency_ms",
+            "error",
+            "detail",
+            "task_status",
+            "created_at",
+            "resource",
+            "sequence",
+            "poison",
+            "dead",
+        ] {
+            v[field] = serde_json::Value::Null;
+        }
+        v["outcome"] = "info".into();
+        // The writers' order, so the scanner takes its fast path.
+        let line = v.to_string();
+        let Ok(Event::Attempt(a)) = serde_json::from_str::<Event>(&line) else {
+            panic!("serde refused {line}");
+        };
+        assert_eq!(
+            (a.round, a.faults.len(), a.poison, a.dead),
+            (0, 0, false, false)
+        );
+        assert_eq!(a.status, None);
+        let fast = scan::parse(&line).unwrap_or_else(|| panic!("the scanner refused {line}"));
+        let slow: RawLine<'_> = serde_json::from_str(&line).unwrap();
+        assert_eq!(fast, slow);
+        assert_eq!((fast.round, fast.poison, fast.dead), (0, false, false));
+        assert!(fast.faults.is_empty());
+        // And each alone, as the only null of its line.
+        for field in ["round", "faults", "poison", "dead"] {
+            let line = with(field, "null");
+            assert!(serde_json::from_str::<Event>(&line).is_ok(), "{line}");
+            assert_eq!(
+                scan::parse(&line),
+                Some(serde_json::from_str::<RawLine<'_>>(&line).unwrap()),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_mistyped_or_out_of_range_field_is_refused_naming_file_line_and_field_by_both_readers() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state.json");
+        std::fs::write(&state, r#"{"inbox":[{"key":"tsk_1","processed":true}]}"#).unwrap();
+        for (field, value, says) in [
+            (
+                "round",
+                r#""x""#,
+                "invalid type: string \"x\", expected u32",
+            ),
+            ("poison", r#""yes""#, "expected a boolean"),
+            ("faults", "7", "expected a sequence"),
+            ("sent_at", r#""yesterday""#, "is not an RFC 3339 time"),
+            ("status", "0", "0 is not an HTTP status"),
+            ("status", "600", "600 is not an HTTP status"),
+        ] {
+            let history = dir.path().join(format!("{field}.jsonl"));
+            std::fs::write(&history, format!("{GOOD}\n{}\n", with(field, value))).unwrap();
+            let want = [
+                history.display().to_string(),
+                "line 2".to_string(),
+                format!("field `{field}`"),
+                says.to_string(),
+            ];
+            // serde's reader (every fold of a run's history).
+            let e = crate::history::read_numbered(&history)
+                .unwrap()
+                .find_map(Result::err)
+                .unwrap_or_else(|| panic!("{field} = {value} was read"))
+                .to_string();
+            assert!(want.iter().all(|w| e.contains(w.as_str())), "serde: {e}");
+            // The checker's reader (the scanner, serde behind it).
+            let e = check_files(&history, &state, None, &CheckOptions::default())
+                .err()
+                .unwrap_or_else(|| panic!("{field} = {value} was checked"))
+                .to_string();
+            assert!(want.iter().all(|w| e.contains(w.as_str())), "check: {e}");
+        }
+        // The same values in range are read by both.
+        let history = dir.path().join("good.jsonl");
+        std::fs::write(&history, format!("{GOOD}\n{}\n", with("status", "599"))).unwrap();
+        assert!(crate::history::read_numbered(&history)
+            .unwrap()
+            .all(|r| r.is_ok()));
+        assert!(check_files(&history, &state, None, &CheckOptions::default()).is_ok());
+    }
+}

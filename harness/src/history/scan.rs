@@ -25,7 +25,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 
 use super::event::{Intent, Outcome};
-use super::record::attempt_fields;
+use super::record::{attempt_fields, or_default};
 use crate::delivery::TaskStatus;
 
 /// Builds [`RawLine`] from the attempt's field list: each field in the
@@ -47,13 +47,13 @@ macro_rules! raw_line {
         raw_line!(@fields [$($acc)* #[serde(default)] pub $name: Option<$t>,] $($rest)*);
     };
     (@fields [$($acc:tt)*] $name:ident : dflt $t:ty, $($rest:tt)*) => {
-        raw_line!(@fields [$($acc)* #[serde(default)] pub $name: $t,] $($rest)*);
+        raw_line!(@fields [$($acc)* #[serde(default, deserialize_with = "or_default")] pub $name: $t,] $($rest)*);
     };
     (@fields [$($acc:tt)*] $name:ident : opt $t:ty, $($rest:tt)*) => {
         raw_line!(@fields [$($acc)* #[serde(default)] pub $name: Option<$t>,] $($rest)*);
     };
     (@fields [$($acc:tt)*] $name:ident : tags, $($rest:tt)*) => {
-        raw_line!(@fields [$($acc)* #[serde(default, borrow)] pub $name: Vec<Cow<'a, str>>,] $($rest)*);
+        raw_line!(@fields [$($acc)* #[serde(default, borrow, deserialize_with = "or_default")] pub $name: Vec<Cow<'a, str>>,] $($rest)*);
     };
     (@fields [$($acc:tt)*]) => {
         /// One history line, flat and borrowed: every attempt field (a
@@ -299,13 +299,14 @@ macro_rules! scanned {
     ($v:expr, opt $t:ty) => {
         <$t as Scalar>::scan($v)
     };
-    // Present, it must be a value: serde refuses `null` for these.
+    // Optional in the format: `null` is the default, as serde reads it.
     ($v:expr, dflt $t:ty) => {
-        <$t as Scalar>::scan($v).flatten()
+        <$t as Scalar>::scan($v).map(Option::unwrap_or_default)
     };
     ($v:expr, tags) => {
         match $v {
             Value::Strs(list) => Some(list),
+            Value::Null => Some(Vec::new()),
             _ => None,
         }
     };

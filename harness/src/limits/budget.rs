@@ -40,6 +40,36 @@ pub const OUTBOX_LISTING: usize = 1024 * 1024;
 /// document form); the state as a whole is streamed row by row.
 pub const STATE_ROW: usize = 1024 * 1024;
 
+/// The rows of one state a run holds whole (its `State`: for the checker,
+/// the late rows and the settle wait), counted as held (each row's size
+/// and its strings'), for a run of up to [`STATE_HELD`] /
+/// [`STATE_HELD_PER_DELIVERY`] = 65,536 planned deliveries; a larger run
+/// may hold [`STATE_HELD_PER_DELIVERY`] a delivery ([`state_held`]). A
+/// run holds at most two at once (the last read and the next, while it
+/// waits for the state to settle).
+pub const STATE_HELD: usize = 64 * 1024 * 1024;
+
+/// What a planned delivery's rows may take in a state held whole: an
+/// inbox and a results row take about 400 bytes held; this leaves room
+/// for the other sections. Part of [`DELIVERY_COST`].
+pub const STATE_HELD_PER_DELIVERY: usize = 1024;
+
+/// What the checker keeps of one state row in a check in partitions (its
+/// ids, its place, its share of the state's indexes), measured: a check
+/// of 44.7 million inbox rows of one key peaked at 1.42 GB, about 32
+/// bytes a row. With [`state_held`] it caps the rows one partition grades.
+pub const CHECKED_ROW: usize = 32;
+
+/// The held budget of a state read by a run that planned `deliveries`.
+pub fn state_held(deliveries: usize) -> usize {
+    STATE_HELD.max(deliveries.saturating_mul(STATE_HELD_PER_DELIVERY))
+}
+
+/// A check's STATE given as one JSON object of scenario names to states,
+/// read and parsed whole (one state file, or a folder of
+/// `<scenario>.json` files, is streamed row by row instead).
+pub const STATE_MAP: usize = 32 * 1024 * 1024;
+
 /// A configuration file the harness reads whole: a target, scenario or
 /// profile TOML, a `ca_cert` PEM file.
 pub const CONFIG_FILE: usize = 4 * 1024 * 1024;
@@ -122,6 +152,16 @@ pub const TABLE: &[Budget] = &[
         what: "one state row (a JSON Lines line, a document row)",
         bytes: STATE_ROW,
         past: "the state is invalid (verdict unknown), the read stops",
+    },
+    Budget {
+        what: "the rows of a state graded whole: a run's (at most two at once), a check's per partition (32 bytes a row); 1 KiB a delivery past 65536",
+        bytes: STATE_HELD,
+        past: "the state is not graded (verdict unknown), naming the budget; a run's read stops at the row",
+    },
+    Budget {
+        what: "a check's STATE as one JSON map of scenario names to states",
+        bytes: STATE_MAP,
+        past: "the check refuses the file, naming it (a state file or a folder of them is streamed)",
     },
     Budget {
         what: "a configuration file (target, scenario, profile, ca_cert)",
@@ -254,8 +294,14 @@ impl From<FileError> for std::io::Error {
 /// Reads a regular file of at most `cap` bytes.
 pub fn read_file(path: &Path, cap: usize) -> Result<Vec<u8>, FileError> {
     let file = std::fs::File::open(path)?;
-    if !file.metadata()?.is_file() {
+    let meta = file.metadata()?;
+    if !meta.is_file() {
         return Err(FileError::NotAFile);
+    }
+    // Refused by its size, unread; the read below still stops at the cap
+    // (a file may grow while it is read).
+    if meta.len() > cap as u64 {
+        return Err(FileError::TooLarge(cap));
     }
     let mut out = Vec::new();
     file.take(cap as u64 + 1).read_to_end(&mut out)?;

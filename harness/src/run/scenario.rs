@@ -65,6 +65,8 @@ pub(super) async fn run_scenario(
     // this plan. An explicit scenario brings its own seed, which then
     // drives everything below instead of the run's.
     let plan: Plan = crate::workload::plan(scenario, scenario_seed(opts.seed, &scenario.name));
+    // A large run's state may be larger than the budget's floor.
+    let probe = &probe.holding(plan.deliveries.len());
     let sink = HistorySink::create(&history_path)?;
     let header = Event::Run(RunHeader {
         run_id: run_id.to_string(),
@@ -177,6 +179,7 @@ pub(super) async fn run_scenario(
         opts: check_opts,
         not_exercised: found.not_exercised,
         observations: found.observations,
+        deliveries: plan.deliveries.len(),
     });
     if !drained {
         notes.push(Note::NotSettled { drain });
@@ -222,6 +225,8 @@ pub(super) struct Recheck {
     not_exercised: Option<String>,
     /// What the faults showed that is no failure.
     observations: Vec<String>,
+    /// How many deliveries it planned (the state a late read may hold).
+    pub(super) deliveries: usize,
 }
 
 /// Judges a scenario again with the rows that landed after its state was

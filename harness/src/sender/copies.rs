@@ -18,7 +18,9 @@
 //! Each answer is then read as HTTP/1.1 by the reader the bench shares
 //! (`crate::net::httpwire`: status line, headers, a body by `Content-Length`,
 //! chunked or up to the close, interim 1xx answers skipped), its body kept
-//! up to [`ANSWER_LIMIT`] bytes and cut there. A connection closed before
+//! up to [`ANSWER_LIMIT`] bytes; one longer, or still coming at the
+//! timeout, does not count, as with the pooled client
+//! ([`super::exchange::unfinished`]). A connection closed before
 //! the head is complete, or an answer that is not HTTP, is a transport
 //! failure with no status, exactly like the pooled client's: never an
 //! acknowledgement. The per-copy timeout (the profile's) counts from the
@@ -38,7 +40,7 @@ use rustls_pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::exchange::{Answer, ANSWER_LIMIT};
+use super::exchange::{unfinished, Answer, Unfinished, ANSWER_LIMIT};
 use crate::history::{Failure, TransportFailure};
 use crate::net::httpwire::Reader;
 use crate::text::units::format_duration;
@@ -299,15 +301,19 @@ async fn answer(
     timeout: Duration,
     write_error: Option<String>,
 ) -> Answer {
+    // The head's status and when it came: a timer that fires inside the
+    // body names it.
+    let seen = std::sync::OnceLock::new();
     let read = async {
         let mut reader = Reader::new();
         let head = reader.head(conn).await?;
         let at = Instant::now();
-        // A body that breaks off does not take the status back; like the
-        // pooled client's, it is then empty.
+        let _ = seen.set((head.status, at));
+        // A body that breaks off ends the exchange; like the pooled
+        // client's, it is then empty. One past the budget does not count.
         let mut body = Vec::new();
         if reader
-            .read_body(conn, &head, &mut body, ANSWER_LIMIT)
+            .read_body(conn, &head, &mut body, ANSWER_LIMIT + 1)
             .await
             .is_err()
         {
@@ -316,6 +322,10 @@ async fn answer(
         Ok::<_, crate::net::httpwire::WireError>((head, at, body))
     };
     match tokio::time::timeout(timeout, read).await {
+        Ok(Ok((head, at, body))) if body.len() > ANSWER_LIMIT => failed(
+            released,
+            unfinished(head.status, ms(released, at), Unfinished::TooLong),
+        ),
         Ok(Ok((head, at, body))) => Answer {
             status: Some(head.status),
             latency_ms: ms(released, at),
@@ -330,7 +340,13 @@ async fn answer(
             };
             failed(released, Failure::other(e))
         }
-        Err(_) => failed(released, Failure::timeout(timeout)),
+        Err(_) => match seen.get() {
+            Some(&(status, at)) => failed(
+                released,
+                unfinished(status, ms(released, at), Unfinished::Time(timeout)),
+            ),
+            None => failed(released, Failure::timeout(timeout)),
+        },
     }
 }
 

@@ -4,9 +4,11 @@
 //! budget, never scaled) that never follows redirects. Its result is data:
 //! a status and latency, or a [`Failure`] whose kind is read off hyper's
 //! typed error (a connect error, an OS timeout) or the timer, never off
-//! its text; whether anything was sent follows from that kind. [`classify`]
-//! turns the answer into the history's outcome as `docs/history.md`
-//! defines it.
+//! its text; whether anything was sent follows from that kind. An answer
+//! counts once its body ends within the attempt's time and
+//! [`ANSWER_LIMIT`]; one whose body stalls or never ends is a failure
+//! naming its head ([`unfinished`]). [`classify`] turns the answer into
+//! the history's outcome as `docs/history.md` defines it.
 
 use std::time::{Duration, Instant};
 
@@ -22,8 +24,41 @@ use crate::profile::Profile;
 /// The HTTP client the sender uses (http and https).
 pub type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
-/// The most of an answer's body the sender reads (the rest is dropped).
-pub const ANSWER_LIMIT: usize = 64 * 1024;
+/// The most of an answer's body the sender reads: an answer whose body
+/// goes past it does not count ([`unfinished`]).
+pub const ANSWER_LIMIT: usize = crate::limits::budget::RECEIVER_ANSWER;
+
+/// How an answer whose head came failed to end within its budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unfinished {
+    /// The attempt's time ran out inside the body.
+    Time(Duration),
+    /// The body went past [`ANSWER_LIMIT`].
+    TooLong,
+}
+
+/// An answer is its status once it is over: its head, then its body to
+/// the end (its length, its last chunk or the close), within the
+/// attempt's time and [`ANSWER_LIMIT`]. One whose body is still coming
+/// when either runs out did not end within the budget, whether it stalls
+/// or never ends: the attempt is a transport failure (`info`, retried),
+/// its text naming the head that came (`docs/history.md`).
+pub fn unfinished(status: u16, head_ms: f64, why: Unfinished) -> Failure {
+    let head = format!("its head, {status}, came after {head_ms:.0} ms");
+    match why {
+        Unfinished::Time(limit) => Failure::new(
+            TransportFailure::Timeout,
+            format!(
+                "{} inside the answer's body ({head}; an answer counts once its body ends)",
+                crate::text::units::format_duration(limit)
+            ),
+        ),
+        Unfinished::TooLong => Failure::other(format!(
+            "the answer's body went past {} ({head}); the rest was not read and the answer does not count",
+            crate::limits::budget::show(ANSWER_LIMIT)
+        )),
+    }
+}
 
 /// What came back from one exchange.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,10 +133,14 @@ pub async fn exchange(
             return Answer::failed(Failure::new(TransportFailure::Request, e.to_string()), 0.0)
         }
     };
+    // The head's status and latency, once it came: a timer that fires
+    // inside the body names it.
+    let head = std::sync::OnceLock::new();
     let fut = async {
         let resp = client.request(req).await?;
         let latency = ms(start);
         let status = resp.status().as_u16();
+        let _ = head.set((status, latency));
         let location = resp
             .status()
             .is_redirection()
@@ -109,25 +148,41 @@ pub async fn exchange(
             .flatten()
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        // Read (a bounded amount of) the answer so the connection can be
-        // reused; keep it (a Slack url_verification must echo its challenge).
-        let body = Limited::new(resp.into_body(), ANSWER_LIMIT)
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
+        // Read the answer to its end, within the budget, and keep it (a
+        // Slack url_verification must echo its challenge). A body that
+        // breaks off ends the exchange: it is then empty.
+        let body = match Limited::new(resp.into_body(), ANSWER_LIMIT).collect().await {
+            Ok(b) => Ok(b.to_bytes()),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(Unfinished::TooLong),
+            Err(_) => Ok(Bytes::new()),
+        };
         Ok::<_, hyper_util::client::legacy::Error>((status, latency, location, body))
     };
     match tokio::time::timeout(timeout, fut).await {
-        Ok(Ok((status, latency, location, body))) => Answer {
+        // What hyper reads as a status but HTTP does not (600 to 999) is
+        // no answer, as the copies' reader has it.
+        Ok(Ok((status, _, _, _))) if !(100..600).contains(&status) => Answer::failed(
+            Failure::other(format!("malformed answer: status {status}")),
+            ms(start),
+        ),
+        Ok(Ok((status, latency, location, Ok(body)))) => Answer {
             status: Some(status),
             latency_ms: latency,
             failure: None,
             location,
             body,
         },
+        Ok(Ok((status, latency, _, Err(why)))) => {
+            Answer::failed(unfinished(status, latency, why), ms(start))
+        }
         Ok(Err(e)) => Answer::failed(failure_of(&e, start.elapsed()), ms(start)),
-        Err(_) => Answer::failed(Failure::timeout(timeout), ms(start)),
+        Err(_) => match head.get().copied() {
+            Some((status, latency)) => Answer::failed(
+                unfinished(status, latency, Unfinished::Time(timeout)),
+                ms(start),
+            ),
+            None => Answer::failed(Failure::timeout(timeout), ms(start)),
+        },
     }
 }
 
@@ -301,5 +356,105 @@ mod tests {
         let a = send(silent_addr, Duration::from_millis(100)).await;
         assert_eq!(a.error(), Some("timeout after 100ms"));
         assert_eq!(classify(&p, Intent::Genuine, &a).outcome, Outcome::Info);
+    }
+
+    /// A peer that answers every request with `head` and then `body`:
+    /// `Some(bytes)` written whole, `None` an endless chunked body.
+    async fn answering(head: &'static str, body: Option<&'static [u8]>) -> std::net::SocketAddr {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = l.accept().await {
+                tokio::spawn(async move {
+                    let mut b = [0u8; 4096];
+                    let _ = s.read(&mut b).await;
+                    let _ = s.write_all(head.as_bytes()).await;
+                    match body {
+                        Some(bytes) => {
+                            let _ = s.write_all(bytes).await;
+                            // Held open: a body short of its length stalls.
+                            tokio::time::sleep(Duration::from_secs(30)).await;
+                        }
+                        None => {
+                            let chunk = format!("{:x}\r\n{}\r\n", 4096, "x".repeat(4096));
+                            while s.write_all(chunk.as_bytes()).await.is_ok() {}
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    /// A 200 whose body stalls and a 200 whose body never ends are one
+    /// outcome, through the pooled client and the concurrent copies alike:
+    /// neither answer ended within its budget, so neither counts (`info`,
+    /// the head named); nor does a status HTTP does not have (999, which
+    /// no history could hold); a 200 whose body ends counts.
+    #[tokio::test]
+    async fn a_stalled_body_and_an_endless_body_are_the_same_outcome() {
+        let p = Profile::default_profile();
+        let client = client(&p, false, &TrustedRoots::default());
+        let timeout = Duration::from_millis(500);
+        let stalled = answering(
+            "HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n",
+            Some(b"12345"),
+        )
+        .await;
+        let endless = answering(
+            "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n",
+            None,
+        )
+        .await;
+        let weird = answering(
+            "HTTP/1.1 999 Weird\r\ncontent-length: 2\r\n\r\n",
+            Some(b"ok"),
+        )
+        .await;
+        let whole = answering(
+            "HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n",
+            Some(b"1234567890"),
+        )
+        .await;
+        for (addr, outcome, says) in [
+            (
+                stalled,
+                Outcome::Info,
+                "timeout after 500ms inside the answer's body (its head, 200",
+            ),
+            (
+                endless,
+                Outcome::Info,
+                "the answer's body went past 64 KiB (its head, 200",
+            ),
+            (weird, Outcome::Info, "malformed answer: status 999"),
+            (whole, Outcome::Ok, ""),
+        ] {
+            let uri: http::Uri = format!("http://{addr}/h").parse().unwrap();
+            let pooled = exchange(&client, &uri, &[], Bytes::from_static(b"{}"), timeout).await;
+            let copies = super::super::copies::release(&super::super::copies::Copies {
+                uri: &uri,
+                headers: &[],
+                body: b"{}",
+                n: 1,
+                tickets: None,
+                timeout,
+                connect_timeout: timeout,
+                tls: None,
+            })
+            .await
+            .answers
+            .remove(0);
+            for (how, a) in [("pooled", pooled), ("copies", copies)] {
+                assert_eq!(
+                    classify(&p, Intent::Genuine, &a).outcome,
+                    outcome,
+                    "{how}: {a:?}"
+                );
+                assert!(a.error().unwrap_or("").starts_with(says), "{how}: {a:?}");
+                assert_eq!(a.status.is_some(), outcome == Outcome::Ok, "{how}: {a:?}");
+            }
+        }
     }
 }

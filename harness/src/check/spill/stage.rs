@@ -14,6 +14,7 @@ use std::time::Duration;
 use rustc_hash::FxHashMap;
 
 use crate::invariant::InvariantId;
+use crate::limits::budget;
 
 use super::codec::{JoinRecord, Reader, Record};
 use super::route::Route;
@@ -109,7 +110,7 @@ pub(super) fn keys(step: &mut KeyStep<'_>, p: u32) -> Result<BTreeMap<u16, Findi
             }
         }
     }
-    let mut rows: BTreeMap<u16, Rows> = BTreeMap::new();
+    let mut held = Held::default();
     if let Some(mut r) = open(&rows_file(step.dir, p))? {
         while let Some((g, record)) = r.next().map_err(spill_error)? {
             let Record::Row(at, row) = record else {
@@ -118,7 +119,9 @@ pub(super) fn keys(step: &mut KeyStep<'_>, p: u32) -> Result<BTreeMap<u16, Findi
             let agg = folds
                 .entry(g)
                 .or_insert_with(|| Aggregator::new(step.answer_limit));
-            rows.entry(g).or_default().push(&mut agg.strings, row, at);
+            if let Some(rows) = held.room(g, agg.deliveries.len()) {
+                rows.push(&mut agg.strings, row, at);
+            }
         }
     }
     let mut out = BTreeMap::new();
@@ -127,10 +130,14 @@ pub(super) fn keys(step: &mut KeyStep<'_>, p: u32) -> Result<BTreeMap<u16, Findi
             .states
             .get(usize::from(g))
             .ok_or_else(|| damaged("events"))?;
+        let state = match held.over.get(&g) {
+            Some(reason) => Err(reason),
+            None => state.as_ref(),
+        };
         let f = match state {
             Err(reason) => agg.findings(Err(reason), step.opts, step.ids),
             Ok(sections) => {
-                let mut r = rows.remove(&g).unwrap_or_default();
+                let mut r = held.rows.remove(&g).unwrap_or_default();
                 r.declare(*sections);
                 let view = StateView::new(&agg, r);
                 let f = agg.findings(Ok(&view), step.opts, step.ids);
@@ -141,6 +148,47 @@ pub(super) fn keys(step: &mut KeyStep<'_>, p: u32) -> Result<BTreeMap<u16, Findi
         out.insert(g, f);
     }
     Ok(out)
+}
+
+/// The state rows one partition of keys holds per scenario, within the
+/// budget of a state graded whole: [`budget::state_held`] of the
+/// partition's deliveries, at [`budget::CHECKED_ROW`] a row. A scenario
+/// whose rows pass it is graded without its state (unknown, the budget
+/// named), its rows dropped: a state of millions of rows of one key
+/// costs the check the budget, not its size.
+#[derive(Default)]
+struct Held {
+    rows: BTreeMap<u16, Rows>,
+    count: BTreeMap<u16, usize>,
+    over: BTreeMap<u16, String>,
+}
+
+impl Held {
+    /// Where scenario `g`'s next row goes (`deliveries` of its keys are
+    /// in this partition), or `None` once its rows are past the budget.
+    fn room(&mut self, g: u16, deliveries: usize) -> Option<&mut Rows> {
+        if self.over.contains_key(&g) {
+            return None;
+        }
+        let n = self.count.entry(g).or_default();
+        *n += 1;
+        let cap = budget::state_held(deliveries) / budget::CHECKED_ROW;
+        if *n > cap {
+            self.rows.remove(&g);
+            self.over.insert(
+                g,
+                format!(
+                    "the state holds more than {cap} rows for the keys of {deliveries} deliveries: \
+                     past the budget of a state graded whole ({} at {} bytes a row as the \
+                     checker keeps it, see docs/budgets.md), its rows were not kept",
+                    budget::show(budget::state_held(deliveries)),
+                    budget::CHECKED_ROW
+                ),
+            );
+            return None;
+        }
+        Some(self.rows.entry(g).or_default())
+    }
 }
 
 /// Writes the records I5 and I6 read of a partition's keys, and its
@@ -322,4 +370,56 @@ pub(super) fn joins(
         out.insert(g, partials);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use crate::check::{check_partitioned, CheckOptions, Partitioning, Verdict};
+    use crate::limits::budget;
+
+    /// A state of more rows of one key than a check holds for a one-key
+    /// history (its budget's floor at 32 bytes a row) is graded without
+    /// them, naming the budget: unknown, never a buffer of every row.
+    #[test]
+    fn rows_past_the_held_budget_leave_a_partition_ungraded_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let history = dir.path().join("history.jsonl");
+        std::fs::write(
+            &history,
+            concat!(
+                r#"{"type":"attempt","scenario":"s","delivery":"whd_1","key":"tsk_1","account":"acct_a","attempt":1,"sent_at":"2026-11-30T18:09:59.739Z","status":204,"outcome":"ok","intent":"genuine"}"#,
+                "\n"
+            ),
+        )
+        .unwrap();
+        let state = dir.path().join("state.json");
+        let rows = budget::STATE_HELD / budget::CHECKED_ROW + 10;
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&state).unwrap());
+        w.write_all(br#"{"inbox":[{"key":"tsk_1","processed":true}"#)
+            .unwrap();
+        for _ in 0..rows {
+            w.write_all(br#",{"key":"tsk_1"}"#).unwrap();
+        }
+        w.write_all(b"]}").unwrap();
+        drop(w);
+        let how = Partitioning {
+            partitions: Some(2),
+            ..Partitioning::default()
+        };
+        let m =
+            check_partitioned(&[history], &state, None, &CheckOptions::default(), &how).unwrap();
+        let results = &m.check.checks[0].results;
+        assert!(
+            results.iter().all(|r| r.verdict != Verdict::Fail),
+            "{results:#?}"
+        );
+        let named = results.iter().any(|r| {
+            r.verdict == Verdict::Unknown
+                && r.summary
+                    .contains("past the budget of a state graded whole")
+        });
+        assert!(named, "{results:#?}");
+    }
 }

@@ -10,7 +10,7 @@
 //!
 //! Every source streams: rows go one at a time into a sink
 //! ([`crate::state::stream`]), so [`Probe::read_state`] (the whole
-//! [`State`], for runs) and [`Probe::wait_drained_to`] (a bench's state
+//! [`State`], for runs, within its budget) and [`Probe::wait_drained_to`] (a bench's state
 //! straight to a file, in bounded memory) share one reader.
 //!
 //! Probes hold tokens and database passwords, so [`Probe::describe`] (the
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 
 use crate::profile::signature::Secret;
-use crate::state::stream::{JsonWriter, Settling, StateSink};
+use crate::state::stream::{Held, JsonWriter, Settling, StateSink};
 use crate::state::State;
 use crate::text::units::HumanDuration;
 
@@ -127,6 +127,8 @@ pub struct Probe {
     timeout: Duration,
     roots: crate::net::tls::TrustedRoots,
     dir: Option<std::path::PathBuf>,
+    /// What a state read whole may take once held ([`Held`]).
+    held: usize,
 }
 
 impl fmt::Debug for Probe {
@@ -163,6 +165,7 @@ impl Probe {
             timeout: DEFAULT_TIMEOUT,
             roots: Default::default(),
             dir: None,
+            held: crate::limits::budget::STATE_HELD,
         }
     }
 
@@ -247,7 +250,17 @@ impl Probe {
             timeout,
             roots: Default::default(),
             dir: cfg.dir.clone(),
+            held: crate::limits::budget::STATE_HELD,
         })
+    }
+
+    /// The probe of a run that planned `deliveries`: a state read whole
+    /// may take [`crate::limits::budget::state_held`] of them once held.
+    pub fn holding(&self, deliveries: usize) -> Probe {
+        Probe {
+            held: crate::limits::budget::state_held(deliveries),
+            ..self.clone()
+        }
     }
 
     /// Sets the time limit of one probe call.
@@ -286,9 +299,14 @@ impl Probe {
             })
     }
 
-    /// Reads the receiver's state once.
+    /// Reads the receiver's state once, whole, within its budget
+    /// ([`crate::limits::budget::STATE_HELD`], more for a large run: see
+    /// [`Probe::holding`]): a state whose rows take more once held is
+    /// refused ([`ProbeError::Invalid`], naming the budget), not kept.
     pub async fn read_state(&self) -> Result<State, ProbeError> {
-        self.read_state_into(State::default()).await
+        self.read_state_into(Held::with_cap(self.held))
+            .await
+            .map(Held::into_state)
     }
 
     /// Reads the receiver's state once, row by row into `sink` (see

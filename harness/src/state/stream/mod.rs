@@ -22,19 +22,22 @@
 //! carries (sections, rows, the sink), [`contract`] holds a sink to the
 //! contract, [`document`] and [`lines`] read and write each form,
 //! [`path`] names a wrong value by its JSON path (`inbox[3].key`),
-//! [`drain`] has the sinks of a drain check.
+//! [`drain`] has the sinks of a drain check, [`held`] holds a whole state
+//! within its budget.
 
 use std::io::Read;
 
 mod contract;
 mod document;
 mod drain;
+mod held;
 mod lines;
 mod path;
 mod row;
 
 pub use document::{read_document, JsonWriter};
 pub use drain::{Discard, Settling};
+pub use held::Held;
 pub use lines::{read_lines, write_lines, LinesWriter};
 pub use path::ReadError;
 pub use row::{Row, Section, SinkError, StateSink};
