@@ -17,6 +17,7 @@ mod common;
 mod defects;
 mod determinism;
 mod docs;
+mod examples;
 mod explore;
 mod foreign;
 mod fuzz;
