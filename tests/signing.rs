@@ -365,6 +365,16 @@ fn signed_shards_merge_with_their_key_and_not_with_another() {
         "the failing shard fails the merge: {out}"
     );
     assert!(!out.contains("refused"), "{out}");
+    // The merged folder holds every history its verdicts come from, and
+    // verifies as a run's folder does.
+    let merged = std::fs::read_dir(cwd.join("merged"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.is_dir() && !p.is_symlink())
+        .expect("a merged folder");
+    let (code, said) = verify(&merged, None);
+    assert_eq!(code, Some(0), "{said}");
     let (code, out) = merge(&[&a, &b], Some(&public("other")), &cwd);
     assert_eq!(code, Some(hookstorm::exit::FAIL), "{out}");
     assert!(out.contains("error: refused: "), "{out}");

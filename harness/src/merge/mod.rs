@@ -551,7 +551,7 @@ fn merge_runs(found: &Found, dir: &Path, report: &mut MergeReport) -> Result<(),
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 for s in &mut first.scenarios {
-                    rebase(s, sdir);
+                    rebase(s, sdir, dir, *index)?;
                 }
                 union = Some(first);
             }
@@ -560,7 +560,7 @@ fn merge_runs(found: &Found, dir: &Path, report: &mut MergeReport) -> Result<(),
                 u.interrupted |= r.interrupted;
                 u.require_all |= r.require_all;
                 for mut s in r.scenarios {
-                    rebase(&mut s, sdir);
+                    rebase(&mut s, sdir, dir, *index)?;
                     u.scenarios.push(s);
                 }
             }
@@ -573,13 +573,33 @@ fn merge_runs(found: &Found, dir: &Path, report: &mut MergeReport) -> Result<(),
     Ok(())
 }
 
-/// A shard's scenario with its history and state paths made to name the
-/// files in the shard's folder, wherever the merged folder is read from
-/// (the page draws the histories, the seal digests them).
-fn rebase(s: &mut crate::report::ScenarioReport, sdir: &Path) {
-    let sdir = sdir.canonicalize().unwrap_or_else(|_| sdir.to_path_buf());
-    s.history = format!("{}/{}", sdir.display(), s.history);
-    s.state = s.state.take().map(|p| format!("{}/{}", sdir.display(), p));
+/// A shard's scenario with its history and state brought into the merged
+/// folder (`shard-<index>/<scenario>/…`, linked where the file system
+/// allows, else copied) and its paths made to name them: the merged folder
+/// then holds, and its seal digests, every file its verdicts come from,
+/// so `hookstorm verify` checks it like a run's folder.
+fn rebase(
+    s: &mut crate::report::ScenarioReport,
+    sdir: &Path,
+    dir: &Path,
+    index: u32,
+) -> Result<(), MergeError> {
+    let bring = |rel: &str| -> Result<String, MergeError> {
+        let from = sdir.join(rel);
+        let inside = format!("shard-{index}/{rel}");
+        let to = dir.join(&inside);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| MergeError::Io(format!("{}: {e}", parent.display())))?;
+        }
+        std::fs::hard_link(&from, &to)
+            .or_else(|_| std::fs::copy(&from, &to).map(|_| ()))
+            .map_err(|e| MergeError::Io(format!("{} -> {}: {e}", from.display(), to.display())))?;
+        Ok(inside)
+    };
+    s.history = bring(&s.history)?;
+    s.state = s.state.take().map(|p| bring(&p)).transpose()?;
+    Ok(())
 }
 
 #[cfg(test)]
