@@ -55,6 +55,56 @@ pub(super) struct ProfileFile {
     semantics: Option<SemanticsFile>,
     /// `bytes` (default) or `json`: what a sender keeps of each body.
     body_fidelity: Option<super::BodyFidelity>,
+    /// What a sender does beyond its schedule.
+    sender: Option<SenderFile>,
+}
+
+/// The `[sender]` table of a profile: a sender's timing in its vendor's words.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SenderFile {
+    /// `60s`: the least wait after a timeout.
+    min_wait_after_timeout: Option<HumanDuration>,
+    /// `honoured` (default), `capped` or `not-promised`.
+    retry_after: Option<String>,
+    /// With `capped`: at most this many times the scheduled wait.
+    retry_after_cap: Option<f64>,
+    /// `1s`: the resolution of the sender's timers.
+    timer_resolution: Option<HumanDuration>,
+}
+
+impl SenderFile {
+    fn into_timing(self, path: &Path) -> Result<super::SenderTiming, ConfigError> {
+        use super::RetryAfter;
+        let retry_after = match (self.retry_after.as_deref(), self.retry_after_cap) {
+            (None | Some("honoured"), None) => RetryAfter::Honoured,
+            (Some("capped"), Some(f)) if f > 0.0 && f.is_finite() => RetryAfter::Capped(f),
+            (Some("capped"), _) => {
+                return Err(ConfigError::invalid(
+                    path,
+                    "[sender] retry_after = \"capped\" needs retry_after_cap, a positive factor of the scheduled wait (hint: retry_after_cap = 2.0)",
+                ))
+            }
+            (Some("not-promised"), None) => RetryAfter::NotPromised,
+            (_, Some(_)) => {
+                return Err(ConfigError::invalid(
+                    path,
+                    "[sender] retry_after_cap goes with retry_after = \"capped\" only",
+                ))
+            }
+            (Some(other), None) => {
+                return Err(ConfigError::invalid(
+                    path,
+                    format!("[sender] retry_after = {other:?} (hint: honoured, capped or not-promised)"),
+                ))
+            }
+        };
+        Ok(super::SenderTiming {
+            min_wait_after_timeout: self.min_wait_after_timeout.map(|d| d.0),
+            retry_after,
+            timer_resolution: self.timer_resolution.map(|d| d.0),
+        })
+    }
 }
 
 /// The `[semantics]` table of a custom profile: where identity, object
@@ -129,6 +179,9 @@ impl ProfileFile {
         }
         if let Some(f) = self.body_fidelity {
             p.body_fidelity = f;
+        }
+        if let Some(t) = self.sender {
+            p.sender = t.into_timing(path)?;
         }
         if let Some(b) = self.body {
             p.body = b;

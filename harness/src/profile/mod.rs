@@ -304,6 +304,52 @@ pub struct Profile {
     /// (`hookstorm sink`, S6): the bytes it was given, or only the same
     /// JSON.
     pub body_fidelity: BodyFidelity,
+    /// What a sender under this profile does beyond its schedule
+    /// (`hookstorm sink`): waits after a timeout, `Retry-After`, timers.
+    pub sender: SenderTiming,
+}
+
+/// What a sender does beyond its schedule, in words a vendor's
+/// documentation uses (a profile file's `[sender]` table). The default is
+/// what every built-in profile promises.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct SenderTiming {
+    /// After a timeout the next attempt waits at least this long, whatever
+    /// the schedule says (scaled like every wait of the contract).
+    pub min_wait_after_timeout: Option<Duration>,
+    /// What it does with a `Retry-After`.
+    pub retry_after: RetryAfter,
+    /// The resolution of its timers (`1s`: waits are whole seconds): a
+    /// retry may come this much (real time, not scaled) either side of its
+    /// window, and the jitter's spread is not judged.
+    pub timer_resolution: Option<Duration>,
+}
+
+/// What a sender does with a `Retry-After` answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RetryAfter {
+    /// Waits at least as long as it asks (S3 holds it to that).
+    #[default]
+    Honoured,
+    /// Waits as it asks, but at most this many times the scheduled wait
+    /// (then jittered as the schedule is).
+    Capped(f64),
+    /// Promises nothing: retries follow the schedule alone, S3 is not
+    /// checked.
+    NotPromised,
+}
+
+impl RetryAfter {
+    /// The wait a `Retry-After` of `asked` makes before attempt whose
+    /// scheduled base wait is `base`; `None` when it is not promised.
+    pub fn wait(self, asked: Duration, base: Duration) -> Option<Duration> {
+        match self {
+            RetryAfter::Honoured => Some(asked),
+            RetryAfter::Capped(f) => Some(asked.min(base.mul_f64(f.max(0.0)))),
+            RetryAfter::NotPromised => None,
+        }
+    }
 }
 
 /// What a sender promises of each body it sends.
@@ -471,6 +517,7 @@ fn answerline(name: &str) -> Profile {
         semantics: Semantics::of(BodyShape::Answerline),
         body_template: None,
         body_fidelity: BodyFidelity::Bytes,
+        sender: SenderTiming::default(),
     }
 }
 
@@ -513,6 +560,7 @@ fn standard_webhooks(name: &str) -> Profile {
         semantics: Semantics::of(BodyShape::StandardWebhooks),
         body_template: None,
         body_fidelity: BodyFidelity::Bytes,
+        sender: SenderTiming::default(),
     }
 }
 
@@ -547,6 +595,7 @@ fn stripe(name: &str) -> Profile {
         semantics: Semantics::of(BodyShape::Stripe),
         body_template: None,
         body_fidelity: BodyFidelity::Bytes,
+        sender: SenderTiming::default(),
     }
 }
 
@@ -576,6 +625,7 @@ fn github(name: &str) -> Profile {
         semantics: Semantics::of(BodyShape::Github),
         body_template: None,
         body_fidelity: BodyFidelity::Bytes,
+        sender: SenderTiming::default(),
     }
 }
 
@@ -611,6 +661,7 @@ fn shopify(name: &str) -> Profile {
         semantics: Semantics::of(BodyShape::Shopify),
         body_template: None,
         body_fidelity: BodyFidelity::Bytes,
+        sender: SenderTiming::default(),
     }
 }
 
@@ -641,6 +692,7 @@ fn slack(name: &str) -> Profile {
         semantics: Semantics::of(BodyShape::Slack),
         body_template: None,
         body_fidelity: BodyFidelity::Bytes,
+        sender: SenderTiming::default(),
     }
 }
 
@@ -674,6 +726,7 @@ fn generic_hex(name: &str) -> Profile {
         semantics: Semantics::of(BodyShape::GenericHex),
         body_template: None,
         body_fidelity: BodyFidelity::Bytes,
+        sender: SenderTiming::default(),
     }
 }
 
@@ -776,6 +829,60 @@ mod tests {
         assert_eq!(of("shopify").as_deref(), Some("ev-guid"));
         assert_eq!(of("slack").as_deref(), Some("Ev9"));
         assert_eq!(of("github"), None);
+    }
+
+    #[test]
+    fn a_profile_file_says_what_its_sender_does_in_its_vendors_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let load = |text: &str| {
+            let path = dir.path().join("s.toml");
+            std::fs::write(
+                &path,
+                format!("name = \"vendor\"\nextends = \"svix\"\n{text}"),
+            )
+            .unwrap();
+            Profile::from_file(&path)
+        };
+        let p = load("body_fidelity = \"json\"\n[sender]\nmin_wait_after_timeout = \"60s\"\nretry_after = \"capped\"\nretry_after_cap = 2.0\ntimer_resolution = \"1s\"\n").unwrap();
+        assert_eq!(p.body_fidelity, BodyFidelity::Json);
+        assert_eq!(
+            p.sender.min_wait_after_timeout,
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(p.sender.retry_after, RetryAfter::Capped(2.0));
+        assert_eq!(p.sender.timer_resolution, Some(Duration::from_secs(1)));
+        assert_eq!(
+            RetryAfter::Capped(2.0).wait(Duration::from_secs(3600), Duration::from_secs(5)),
+            Some(Duration::from_secs(10))
+        );
+        let p = load("[sender]\nretry_after = \"not-promised\"\n").unwrap();
+        assert_eq!(
+            p.sender
+                .retry_after
+                .wait(Duration::from_secs(9), Duration::from_secs(1)),
+            None
+        );
+        for (text, says) in [
+            (
+                "[sender]\nretry_after = \"capped\"\n",
+                "needs retry_after_cap",
+            ),
+            (
+                "[sender]\nretry_after_cap = 2.0\n",
+                "goes with retry_after = \"capped\"",
+            ),
+            (
+                "[sender]\nretry_after = \"sometimes\"\n",
+                "honoured, capped or not-promised",
+            ),
+        ] {
+            let e = load(text).unwrap_err().to_string();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+        assert_eq!(
+            Profile::builtin("svix").unwrap().sender,
+            SenderTiming::default()
+        );
     }
 
     #[test]

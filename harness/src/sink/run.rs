@@ -210,8 +210,17 @@ async fn run_scenario(
     let outbox_path = dir.join("outbox.json");
     let mut notes: Vec<Note> = reset(target).await.into_iter().collect();
     let plan = plan(s, scenario_seed(opts.seed, &s.name), &target.profile);
+    let mut invariants: Vec<crate::invariant::InvariantId> = s.check.iter().copied().collect();
+    if target.profile.sender.retry_after == crate::profile::RetryAfter::NotPromised
+        && invariants.contains(&crate::invariant::InvariantId::S3)
+    {
+        invariants.retain(|i| *i != crate::invariant::InvariantId::S3);
+        notes.push(Note::Said(
+            "S3 not checked: the profile promises nothing about Retry-After ([sender] retry_after = \"not-promised\"); its retries are held to the schedule (S1)".into(),
+        ));
+    }
     let rules = SenderRules {
-        invariants: s.check.iter().copied().collect(),
+        invariants,
         profile: target.profile.clone(),
         time_scale: opts.time_scale,
         timeout: opts.timeout(target),

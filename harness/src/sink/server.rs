@@ -64,6 +64,8 @@ struct Last {
     retry_after: Option<u64>,
     generation: u32,
     final_answer: bool,
+    /// The sender gave up waiting for the answer (its timeout fired).
+    timed_out: bool,
 }
 
 /// What the sink shares between connections.
@@ -375,7 +377,7 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>, read_done: Arc<Atomic
             let l = last.entry(slot.clone()).or_default();
             let n = l.attempts + 1;
             let window = (n > 1 && l.generation == generation && !l.final_answer)
-                .then(|| shared.rules.window(n, l.retry_after))
+                .then(|| shared.rules.window(n, l.retry_after, l.timed_out))
                 .flatten()
                 .map(|(lo, hi)| [l.end_ms + lo, l.end_ms + hi]);
             l.attempts = n;
@@ -474,6 +476,8 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>, read_done: Arc<Atomic
                 } else {
                     script_answer.retry_after()
                 };
+                l.timed_out =
+                    closed_early && matches!(script_answer, Answer::Hang | Answer::Slow(_));
                 l.final_answer = outcome == Outcome::Ok
                     || (!closed_early && status.is_some_and(|s| profile.gives_up_on(s)));
             }

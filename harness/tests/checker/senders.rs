@@ -256,6 +256,86 @@ fn a_retry_sooner_than_retry_after_fails_s3() {
     assert_eq!(verdict(&c, S3), Verdict::Pass, "{}", what(&c, S3));
 }
 
+/// `events` judged for `ids` under the reference profile with `timing`.
+fn judged_with(
+    timing: hookstorm::profile::SenderTiming,
+    events: Vec<Event>,
+    ids: &[InvariantId],
+) -> ScenarioCheck {
+    let mut r = rules(ids);
+    r.profile.sender = timing;
+    let numbered: Vec<(u64, Event)> = events
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| (i as u64 + 1, e))
+        .collect();
+    judge(&numbered, S, Ok(&outbox(&[("k1", "delivered")])), &r)
+}
+
+#[test]
+fn a_profile_says_what_its_sender_does_after_a_timeout_with_retry_after_and_with_coarse_timers() {
+    use hookstorm::profile::{RetryAfter, SenderTiming};
+    let r = rules(&[S1]);
+    let (lo, hi) = r.window(2, None, false).unwrap();
+    // A timeout, then a retry far past the schedule's window: broken
+    // jitter to the default profile, kept by one whose sender waits at
+    // least this long after a timeout.
+    let mut held = attempt("k1", "hang", 0.0, 260.0);
+    held.closed_early = true;
+    let end = 250.0; // the timeout, at 1000x
+    let late = end + hi + 1000.0; // past the window and its lateness margin
+    let timed_out = vec![
+        emit("k1"),
+        line("k1", 1, held),
+        line("k1", 2, attempt("k1", "200", late, 1.0)),
+    ];
+    let c = judged_with(SenderTiming::default(), timed_out.clone(), &[S1]);
+    assert_eq!(verdict(&c, S1), Verdict::Fail, "{}", what(&c, S1));
+    let waits = SenderTiming {
+        // hi + 900 ms at 1000x.
+        min_wait_after_timeout: Some(Duration::from_secs_f64(hi + 900.0)),
+        ..SenderTiming::default()
+    };
+    let c = judged_with(waits, timed_out, &[S1]);
+    assert_eq!(verdict(&c, S1), Verdict::Pass, "{}", what(&c, S1));
+    // A Retry-After of an hour, capped at twice the scheduled wait: the
+    // retry after the cap is no S3 failure then, and is one by default.
+    let asked = vec![
+        emit("k1"),
+        line("k1", 1, attempt("k1", "429 retry-after 3600s", 0.0, 1.0)),
+        line("k1", 2, attempt("k1", "200", 1.0 + 2.0 * hi + 1.0, 1.0)),
+    ];
+    let c = judged_with(SenderTiming::default(), asked.clone(), &[S3]);
+    assert_eq!(verdict(&c, S3), Verdict::Fail, "{}", what(&c, S3));
+    let capped = SenderTiming {
+        retry_after: RetryAfter::Capped(2.0),
+        ..SenderTiming::default()
+    };
+    let c = judged_with(capped, asked, &[S3]);
+    assert_eq!(verdict(&c, S3), Verdict::Pass, "{}", what(&c, S3));
+    // Whole-second timers: a retry half a second early (real time) is
+    // inside the widened window.
+    let early = vec![
+        emit("k1"),
+        line("k1", 1, attempt("k1", "503", 0.0, 1.0)),
+        line(
+            "k1",
+            2,
+            attempt("k1", "200", 1.0 + (lo - 500.0).max(0.0), 1.0),
+        ),
+    ];
+    if lo > 20.0 {
+        let c = judged_with(SenderTiming::default(), early.clone(), &[S1]);
+        assert_eq!(verdict(&c, S1), Verdict::Fail, "{}", what(&c, S1));
+    }
+    let coarse = SenderTiming {
+        timer_resolution: Some(Duration::from_secs(1)),
+        ..SenderTiming::default()
+    };
+    let c = judged_with(coarse, early, &[S1]);
+    assert_eq!(verdict(&c, S1), Verdict::Pass, "{}", what(&c, S1));
+}
+
 #[test]
 fn a_request_to_a_redirects_location_fails_s4() {
     let mut followed = attempt("k1", "503", 2.0, 1.0);

@@ -60,7 +60,7 @@ pub fn envelope(
                 continue;
             }
             let retry_after = prev.got.retry_after_s;
-            let Some((lo, hi)) = rules.window(n, retry_after) else {
+            let Some((lo, hi)) = rules.window(n, retry_after, prev.timed_out()) else {
                 continue;
             };
             let gap = cur.got.at_ms - e.end_of(i - 1, rules);
@@ -95,6 +95,7 @@ pub fn envelope(
                     )
                 });
             } else if retry_after.is_none()
+                && rules.judges_jitter()
                 && !first_late
                 && hi - lo >= JITTER_RANGE.as_secs_f64() * 1000.0
             {
@@ -226,7 +227,21 @@ pub fn retry_after(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult 
             if view.restarted_between(prev, cur) || prev.got.closed_early {
                 continue;
             }
-            let want = rules.scaled_ms(std::time::Duration::from_secs(secs));
+            let asked = std::time::Duration::from_secs(secs);
+            let base = rules.profile.schedule.base_wait(i as u32 + 1);
+            let want = match (rules.profile.sender.retry_after, base) {
+                // A capped wait may be jittered below the cap.
+                (crate::profile::RetryAfter::Capped(_), Some(b)) => {
+                    let capped = rules
+                        .profile
+                        .sender
+                        .retry_after
+                        .wait(asked, b)
+                        .unwrap_or(asked);
+                    rules.scaled_ms(rules.profile.schedule.jitter.range(capped).0)
+                }
+                _ => rules.scaled_ms(asked),
+            };
             let gap = cur.got.at_ms - e.end_of(i - 1, rules);
             let early = gap < want - early_ms();
             if early && view.read_late(prev, rules.timeout_ms()) {

@@ -47,18 +47,56 @@ impl SenderRules {
 
     /// The window attempt `n` (2..) must arrive in, in milliseconds after
     /// the end of the attempt before it: the schedule's jitter range for
-    /// its base wait, moved up to a `Retry-After` of `retry_after` seconds.
-    /// `None` past the profile's last attempt.
-    pub fn window(&self, n: u32, retry_after: Option<u64>) -> Option<(f64, f64)> {
-        let base = self.profile.schedule.base_wait(n)?;
-        let (lo, hi) = self.profile.schedule.jitter.range(base);
+    /// its base wait, moved up to a `Retry-After` of `retry_after` seconds
+    /// (as the profile's `[sender]` says it treats one), and to the
+    /// profile's least wait after a timeout when the attempt before timed
+    /// out; widened by the sender's timer resolution. `None` past the
+    /// profile's last attempt.
+    pub fn window(
+        &self,
+        n: u32,
+        retry_after: Option<u64>,
+        after_timeout: bool,
+    ) -> Option<(f64, f64)> {
+        let schedule = &self.profile.schedule;
+        let timing = &self.profile.sender;
+        let base = schedule.base_wait(n)?;
+        let (lo, hi) = schedule.jitter.range(base);
         let (mut lo, mut hi) = (self.scaled_ms(lo), self.scaled_ms(hi));
-        if let Some(r) = retry_after {
-            let r = self.scaled_ms(Duration::from_secs(r));
-            lo = lo.max(r);
-            hi = hi.max(r);
+        let asked = retry_after.and_then(|r| timing.retry_after.wait(Duration::from_secs(r), base));
+        if let Some(r) = asked {
+            let (rlo, rhi) = match timing.retry_after {
+                // A capped wait is jittered as the schedule is.
+                crate::profile::RetryAfter::Capped(_) => schedule.jitter.range(r),
+                _ => (r, r),
+            };
+            lo = lo.max(self.scaled_ms(rlo));
+            hi = hi.max(self.scaled_ms(rhi));
+        }
+        if let (true, Some(min)) = (after_timeout, timing.min_wait_after_timeout) {
+            let min = self.scaled_ms(min);
+            if min > lo {
+                hi = hi.max(min + (hi - lo));
+                lo = min;
+            }
+        }
+        if let Some(res) = timing.timer_resolution {
+            let res = res.as_secs_f64() * 1000.0;
+            lo = (lo - res).max(0.0);
+            hi += res;
         }
         Some((lo, hi))
+    }
+
+    /// Whether the profile promises anything about `Retry-After` (S3).
+    pub fn promises_retry_after(&self) -> bool {
+        self.profile.sender.retry_after != crate::profile::RetryAfter::NotPromised
+    }
+
+    /// Whether the jitter's spread can be judged: not when the sender's
+    /// timers are coarser than the window.
+    pub fn judges_jitter(&self) -> bool {
+        self.profile.sender.timer_resolution.is_none()
     }
 }
 
@@ -88,6 +126,12 @@ impl Seen<'_> {
         self.acknowledged()
             || (!self.got.closed_early
                 && self.attempt.status.is_some_and(|s| profile.gives_up_on(s)))
+    }
+
+    /// Whether the sender gave up waiting for this answer (a held or slow
+    /// answer it closed before): its timeout fired.
+    pub fn timed_out(&self) -> bool {
+        self.got.closed_early && matches!(self.answer, Some(Answer::Hang | Answer::Slow(_)))
     }
 
     /// What the sink answered, in words.
