@@ -137,6 +137,11 @@ pub struct Received {
     /// sender invariant.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub foreign: bool,
+    /// The immediate re-send after a reset that the profile says its
+    /// sender counts as the same attempt (`[sender] resend_after_reset`):
+    /// it carries that attempt's number and is no retry of its own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resent: bool,
     /// How the body differs from the bytes the sender was asked to send,
     /// when it does (absent: byte for byte, or no emitted event).
     #[serde(default, skip_serializing_if = "Option::is_none")]

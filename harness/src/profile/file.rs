@@ -71,6 +71,8 @@ struct SenderFile {
     retry_after_cap: Option<f64>,
     /// `1s`: the resolution of the sender's timers.
     timer_resolution: Option<HumanDuration>,
+    /// `10ms`: a re-send this soon after a reset is the same attempt.
+    resend_after_reset: Option<HumanDuration>,
 }
 
 impl SenderFile {
@@ -103,6 +105,7 @@ impl SenderFile {
             min_wait_after_timeout: self.min_wait_after_timeout.map(|d| d.0),
             retry_after,
             timer_resolution: self.timer_resolution.map(|d| d.0),
+            resend_after_reset: self.resend_after_reset.map(|d| d.0),
         })
     }
 }

@@ -323,6 +323,10 @@ pub struct SenderTiming {
     /// retry may come this much (real time, not scaled) either side of its
     /// window, and the jitter's spread is not judged.
     pub timer_resolution: Option<Duration>,
+    /// A request this soon (real time) after the sink reset the attempt
+    /// before is the sender's immediate re-send, counted as the same
+    /// attempt, not a retry.
+    pub resend_after_reset: Option<Duration>,
 }
 
 /// What a sender does with a `Retry-After` answer.
@@ -843,7 +847,8 @@ mod tests {
             .unwrap();
             Profile::from_file(&path)
         };
-        let p = load("body_fidelity = \"json\"\n[sender]\nmin_wait_after_timeout = \"60s\"\nretry_after = \"capped\"\nretry_after_cap = 2.0\ntimer_resolution = \"1s\"\n").unwrap();
+        let p = load("body_fidelity = \"json\"\n[sender]\nmin_wait_after_timeout = \"60s\"\nretry_after = \"capped\"\nretry_after_cap = 2.0\ntimer_resolution = \"1s\"\nresend_after_reset = \"10ms\"\n").unwrap();
+        assert_eq!(p.sender.resend_after_reset, Some(Duration::from_millis(10)));
         assert_eq!(p.body_fidelity, BodyFidelity::Json);
         assert_eq!(
             p.sender.min_wait_after_timeout,

@@ -66,6 +66,9 @@ struct Last {
     final_answer: bool,
     /// The sender gave up waiting for the answer (its timeout fired).
     timed_out: bool,
+    /// When the sink reset the attempt's connection (its end), unless the
+    /// request after it was already counted as the re-send.
+    reset_at_ms: Option<f64>,
 }
 
 /// What the sink shares between connections.
@@ -251,6 +254,34 @@ fn rfc3339_of(unix: f64) -> String {
         .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
+/// The attempt number of a request for a planned event, the window the
+/// profile's schedule gives it, and whether it is the immediate re-send
+/// after a reset that the profile says its sender counts as the same
+/// attempt (`[sender] resend_after_reset`).
+fn number(
+    shared: &Shared,
+    slot: &(String, String),
+    generation: u32,
+    at_ms: f64,
+) -> (u32, Option<[f64; 2]>, bool) {
+    let mut last = shared.last.lock().unwrap_or_else(|p| p.into_inner());
+    let l = last.entry(slot.clone()).or_default();
+    let resend = shared.rules.profile.sender.resend_after_reset;
+    if let (Some(reset_at), Some(d)) = (l.reset_at_ms.take(), resend) {
+        if l.generation == generation && at_ms - reset_at <= d.as_secs_f64() * 1000.0 {
+            return (l.attempts.max(1), None, true);
+        }
+    }
+    let n = l.attempts + 1;
+    let window = (n > 1 && l.generation == generation && !l.final_answer)
+        .then(|| shared.rules.window(n, l.retry_after, l.timed_out))
+        .flatten()
+        .map(|(lo, hi)| [l.end_ms + lo, l.end_ms + hi]);
+    l.attempts = n;
+    l.generation = generation;
+    (n, window, false)
+}
+
 /// Where a request went.
 enum Route {
     /// The URL registered for an account.
@@ -370,21 +401,10 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>, read_done: Arc<Atomic
     let planned = shared.events.get(&slot);
     let at_ms = ms_since(shared.start, req.first_byte);
     // The attempt number and the window it must land in.
-    let (n, window) = match (followed, planned) {
-        (Some(attempt), _) => (attempt, None),
-        (None, Some(_)) => {
-            let mut last = shared.last.lock().unwrap_or_else(|p| p.into_inner());
-            let l = last.entry(slot.clone()).or_default();
-            let n = l.attempts + 1;
-            let window = (n > 1 && l.generation == generation && !l.final_answer)
-                .then(|| shared.rules.window(n, l.retry_after, l.timed_out))
-                .flatten()
-                .map(|(lo, hi)| [l.end_ms + lo, l.end_ms + hi]);
-            l.attempts = n;
-            l.generation = generation;
-            (n, window)
-        }
-        (None, None) => (0, None),
+    let (n, window, resent) = match (followed, planned) {
+        (Some(attempt), _) => (attempt, None, false),
+        (None, Some(_)) => number(&shared, &slot, generation, at_ms),
+        (None, None) => (0, None, false),
     };
     let script_answer = match (followed, planned, account.is_empty()) {
         (Some(_), _, _) => Answer::Status(503),
@@ -462,6 +482,7 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>, read_done: Arc<Atomic
         generation,
         window_ms: window,
         foreign,
+        resent,
         body_change: planned.and_then(|p| crate::check::sender::body_change(&req.body, &p.body)),
     }));
     if let Some(got) = &a.sink {
@@ -478,6 +499,7 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>, read_done: Arc<Atomic
                 };
                 l.timed_out =
                     closed_early && matches!(script_answer, Answer::Hang | Answer::Slow(_));
+                l.reset_at_ms = (script_answer == Answer::Reset && !resent).then_some(end_ms);
                 l.final_answer = outcome == Outcome::Ok
                     || (!closed_early && status.is_some_and(|s| profile.gives_up_on(s)));
             }
@@ -629,6 +651,7 @@ fn record_unreadable(shared: &Shared, at: Instant, unix: f64, why: &str) {
         generation: shared.generation.load(Ordering::SeqCst),
         window_ms: None,
         foreign: true,
+        resent: false,
         body_change: None,
     }));
     let _ = shared.history.write(Event::Attempt(a));

@@ -446,6 +446,7 @@ fn a_sink_report_validates_and_its_timeline_draws_each_retrys_window(
         generation: 0,
         window_ms: window,
         foreign: false,
+        resent: false,
         body_change: None,
     };
     let attempt = |n: u32, status: u16, got: Received| {

@@ -58,6 +58,7 @@ fn attempt(key: &str, answer: &str, at_ms: f64, took_ms: f64) -> Received {
         generation: 0,
         window_ms: None,
         foreign: false,
+        resent: false,
         body_change: None,
     }
 }
@@ -334,6 +335,39 @@ fn a_profile_says_what_its_sender_does_after_a_timeout_with_retry_after_and_with
     };
     let c = judged_with(coarse, early, &[S1]);
     assert_eq!(verdict(&c, S1), Verdict::Pass, "{}", what(&c, S1));
+}
+
+#[test]
+fn an_immediate_resend_after_a_reset_is_the_same_attempt_where_the_profile_says_so() {
+    // At the contract's own pace (no compression), where 3 ms is early
+    // for any retry.
+    let mut r = rules(&[S1, S5, S6]);
+    r.time_scale = 1.0;
+    r.timeout = Duration::from_secs(30);
+    let (lo, hi) = r.window(2, None, false).unwrap();
+    let resend = |flag: bool| {
+        let mut again = attempt("k1", "reset", 3.0, 0.5);
+        again.resent = flag;
+        let events = vec![
+            emit("k1"),
+            line("k1", 1, attempt("k1", "reset", 0.0, 0.5)),
+            line("k1", 1, again),
+            line("k1", 2, attempt("k1", "200", 3.5 + (lo + hi) / 2.0, 1.0)),
+        ];
+        let numbered: Vec<(u64, Event)> = events
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| (i as u64 + 1, e))
+            .collect();
+        judge(&numbered, S, Ok(&outbox(&[("k1", "delivered")])), &r)
+    };
+    // Counted as a retry of its own, the re-send 3 ms after the reset is
+    // far before its window.
+    let c = resend(false);
+    assert_eq!(verdict(&c, S1), Verdict::Fail, "{}", what(&c, S1));
+    let c = resend(true);
+    assert_eq!(verdict(&c, S1), Verdict::Pass, "{}", what(&c, S1));
+    assert_eq!(verdict(&c, S5), Verdict::Pass, "{}", what(&c, S5));
 }
 
 #[test]

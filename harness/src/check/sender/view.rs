@@ -157,6 +157,10 @@ pub struct EventView<'a> {
     pub attempts: Vec<Seen<'a>>,
     /// The requests to a redirect's `Location`, in arrival order.
     pub followed: Vec<Seen<'a>>,
+    /// Immediate re-sends after a reset that the profile counts as the
+    /// attempt before ([`Received::resent`]): judged for identity and
+    /// signature, not as retries.
+    pub resent: Vec<Seen<'a>>,
 }
 
 impl EventView<'_> {
@@ -263,6 +267,7 @@ impl<'a> SinkView<'a> {
                                 emitted: Some((*line, em)),
                                 attempts: Vec::new(),
                                 followed: Vec::new(),
+                                resent: Vec::new(),
                             });
                         }
                     }
@@ -284,6 +289,7 @@ impl<'a> SinkView<'a> {
                             emitted: None,
                             attempts: Vec::new(),
                             followed: Vec::new(),
+                            resent: Vec::new(),
                         });
                         view.events.len() - 1
                     });
@@ -295,6 +301,8 @@ impl<'a> SinkView<'a> {
                     };
                     if got.followed {
                         view.events[i].followed.push(seen);
+                    } else if got.resent {
+                        view.events[i].resent.push(seen);
                     } else {
                         view.events[i].attempts.push(seen);
                     }
