@@ -68,7 +68,17 @@ fn every_broken_sender_fails_on_the_invariant_that_names_it() -> TestResult {
         let scenario = e
             .scenario()
             .expect("a sender scenario exposes every sender defect");
-        let o = sink(dir.path(), &["--defect", d.name(), "--scenario", scenario]);
+        let mut o = sink(dir.path(), &["--defect", d.name(), "--scenario", scenario]);
+        // Unknown (the sink itself stalled on a busy machine, so a wait
+        // could not be judged) proves nothing either way: once more, and
+        // then only a failure counts.
+        if o.status.code() == Some(2) {
+            eprintln!(
+                "defect {d}: undecided on a busy machine, run again: {}",
+                text(&o)
+            );
+            o = sink(dir.path(), &["--defect", d.name(), "--scenario", scenario]);
+        }
         assert_eq!(o.status.code(), Some(1), "{d}: {}", text(&o));
         let v = report(dir.path());
         let failing = not_passing(&v);
