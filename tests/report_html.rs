@@ -107,12 +107,7 @@ pub(crate) fn green_report() -> &'static Path {
 /// A copy of report folder `from` in a fresh folder named `name`.
 pub(crate) fn copy_of(from: &Path, name: &str) -> PathBuf {
     let to = scratch(name);
-    for file in crate::common::walk(from) {
-        let rel = file.strip_prefix(from).unwrap();
-        let dest = to.join(rel);
-        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
-        std::fs::copy(&file, &dest).unwrap();
-    }
+    crate::common::copy_tree(from, &to);
     to
 }
 

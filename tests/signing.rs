@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use crate::common::{output_text as text, scenario_dir_arg, TestResult};
+use crate::common::{output_text as text, reseal_by_hand, scenario_dir_arg, TestResult};
 
 /// A folder of this test binary's own under the target directory.
 fn scratch(name: &str) -> PathBuf {
@@ -168,25 +168,8 @@ fn shard_folders(dir: &Path) -> Vec<PathBuf> {
 /// A copy of folder `from` (its files, links followed) as `name`.
 fn copy_of(from: &Path, name: &str) -> PathBuf {
     let to = scratch(name);
-    for file in crate::common::walk(from) {
-        let dest = to.join(file.strip_prefix(from).expect("inside"));
-        std::fs::create_dir_all(dest.parent().expect("a parent")).expect("a folder");
-        std::fs::copy(&file, &dest).expect("a copy");
-    }
+    crate::common::copy_tree(from, &to);
     to
-}
-
-/// Rebuilds `SHA256SUMS` over the files it lists, as anyone can.
-fn reseal_by_hand(dir: &Path) -> TestResult {
-    let sums = std::fs::read_to_string(dir.join("SHA256SUMS"))?;
-    let mut out = String::new();
-    for line in sums.lines().filter(|l| !l.is_empty()) {
-        let (_, name) = line.split_once("  ").ok_or("a sums line")?;
-        let sha = hookstorm::report::seal::sha256_file(&dir.join(name))?;
-        out.push_str(&format!("{sha}  {name}\n"));
-    }
-    std::fs::write(dir.join("SHA256SUMS"), out)?;
-    Ok(())
 }
 
 /// Turns a failing report.json's verdicts into a pass.
@@ -605,4 +588,63 @@ fn bench_shards_are_sealed_and_signed_and_merge_refuses_one_with_its_history_del
         "{out}"
     );
     Ok(())
+}
+
+/// The merge step of `deploy/ci/github-actions-sharded.yml`, as a user
+/// copies it: its script run by `bash` in a job folder holding `shards/`
+/// and, when given, the public key committed as `hookstorm-signing.key.pub`.
+fn workflow_merge(name: &str, committed_key: Option<&str>) -> (Option<i32>, String) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/ci/github-actions-sharded.yml");
+    let wf: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(path).expect("the workflow")).expect("YAML");
+    let script = wf["jobs"]
+        .as_mapping()
+        .expect("jobs")
+        .values()
+        .flat_map(|j| j["steps"].as_sequence().cloned().unwrap_or_default())
+        .find(|s| s["name"].as_str() == Some("Merge into one verdict"))
+        .and_then(|s| s["run"].as_str().map(String::from))
+        .expect("the merge step");
+    let (a, b) = shards_copy(name);
+    let job = scratch(&format!("{name}-job"));
+    crate::common::copy_tree(&a, &job.join("shards/s0"));
+    crate::common::copy_tree(&b, &job.join("shards/s1"));
+    if let Some(k) = committed_key {
+        std::fs::copy(public(k), job.join("hookstorm-signing.key.pub")).expect("the key");
+    }
+    let bin = Path::new(env!("CARGO_BIN_EXE_hookstorm"))
+        .parent()
+        .expect("a folder");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &script])
+        .current_dir(&job)
+        .env("PATH", path)
+        .env("NO_COLOR", "1")
+        // GitHub sets an absent secret to the empty string.
+        .env("HOOKSTORM_SIGNING_KEY", "")
+        .env_remove("HOOKSTORM_SIGNING_KEY_FILE")
+        .output()
+        .expect("bash runs");
+    (o.status.code(), text(&o))
+}
+
+#[test]
+fn the_sharded_workflows_merge_step_holds_the_shards_to_the_committed_key() {
+    // The vendor's key committed: the shards it signed are merged (the
+    // failing one fails the verdict).
+    let (code, out) = workflow_merge("workflow-vendor", Some("vendor"));
+    assert_eq!(code, Some(hookstorm::exit::FAIL), "{out}");
+    assert!(!out.contains("refused"), "{out}");
+    // Another key committed: every shard is refused by its signature.
+    let (code, out) = workflow_merge("workflow-other", Some("other"));
+    assert_eq!(code, Some(hookstorm::exit::FAIL), "{out}");
+    assert!(out.contains("error: refused: "), "{out}");
+    // No key committed: the seals alone are checked.
+    let (_, out) = workflow_merge("workflow-none", None);
+    assert!(!out.contains("refused"), "{out}");
 }

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::common::{output_text as text, run_binary as hookstorm, TestResult};
+use crate::common::{output_text as text, reseal_by_hand, run_binary as hookstorm, TestResult};
 use crate::report_html::{copy_of, faulted_report, green_report};
 
 fn verify(dir: &Path) -> std::process::Output {
@@ -136,20 +136,6 @@ fn a_seal_naming_files_outside_the_folder_links_or_devices_fails_verify_naming_e
         "{out}"
     );
     assert!(out.contains("not verified: 4 mismatches"), "{out}");
-    Ok(())
-}
-
-/// Rebuilds `SHA256SUMS` over the files it lists, as anyone can with
-/// `sha256sum`.
-fn reseal_by_hand(dir: &Path) -> TestResult {
-    let sums = std::fs::read_to_string(dir.join("SHA256SUMS"))?;
-    let mut out = String::new();
-    for line in sums.lines().filter(|l| !l.is_empty()) {
-        let (_, name) = line.split_once("  ").ok_or("a sums line")?;
-        let sha = hookstorm::report::seal::sha256_file(&dir.join(name))?;
-        out.push_str(&format!("{sha}  {name}\n"));
-    }
-    std::fs::write(dir.join("SHA256SUMS"), out)?;
     Ok(())
 }
 

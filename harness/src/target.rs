@@ -356,12 +356,7 @@ pub fn resolve_accounts(
     for (name, acct) in accounts {
         let mut list = acct.secrets;
         if let Some(var) = &acct.secrets_env {
-            let value = std::env::var(var).map_err(|_| {
-                ConfigError::invalid(
-                    path,
-                    format!("accounts.{name}: environment variable {var} is not set"),
-                )
-            })?;
+            let value = account_var(path, &name, var, "")?;
             list.extend(
                 value
                     .split(',')
@@ -385,29 +380,7 @@ pub fn resolve_accounts(
                 ),
             ));
         }
-        if acct.retired.is_some() && acct.retired_env.is_some() {
-            return Err(ConfigError::invalid(
-                path,
-                format!("accounts.{name}: both retired and retired_env (hint: keep retired_env, so the secret stays out of the file)"),
-            ));
-        }
-        if let Some(var) = &acct.retired_env {
-            let value = std::env::var(var).map_err(|_| {
-                ConfigError::invalid(
-                    path,
-                    format!("accounts.{name}: environment variable {var} (retired_env) is not set"),
-                )
-            })?;
-            let value = value.trim();
-            if value.is_empty() {
-                return Err(ConfigError::invalid(
-                    path,
-                    format!("accounts.{name}: environment variable {var} (retired_env) is empty"),
-                ));
-            }
-            retired.insert(name.clone(), Secret::new(value));
-        }
-        if let Some(r) = acct.retired {
+        if let Some(r) = retired_of(acct.retired, acct.retired_env.as_deref(), &name, path)? {
             retired.insert(name.clone(), r);
         }
         if let Some(var) = acct.secrets_env {
@@ -420,6 +393,45 @@ pub fn resolve_accounts(
         retired,
         vars: secret_vars,
     })
+}
+
+/// The value of environment variable `var` that account `name` names
+/// (`what`: which key named it, for the message).
+fn account_var(path: &Path, name: &str, var: &str, what: &str) -> Result<String, ConfigError> {
+    std::env::var(var).map_err(|_| {
+        ConfigError::invalid(
+            path,
+            format!("accounts.{name}: environment variable {var}{what} is not set"),
+        )
+    })
+}
+
+/// The account's retired secret: from `retired_env` or `retired`, never both.
+fn retired_of(
+    retired: Option<Secret>,
+    retired_env: Option<&str>,
+    name: &str,
+    path: &Path,
+) -> Result<Option<Secret>, ConfigError> {
+    match (retired, retired_env) {
+        (Some(_), Some(_)) => Err(ConfigError::invalid(
+            path,
+            format!("accounts.{name}: both retired and retired_env (hint: keep retired_env, so the secret stays out of the file)"),
+        )),
+        (Some(r), None) => Ok(Some(r)),
+        (None, Some(var)) => {
+            let value = account_var(path, name, var, " (retired_env)")?;
+            let value = value.trim();
+            if value.is_empty() {
+                return Err(ConfigError::invalid(
+                    path,
+                    format!("accounts.{name}: environment variable {var} (retired_env) is empty"),
+                ));
+            }
+            Ok(Some(Secret::new(value)))
+        }
+        (None, None) => Ok(None),
+    }
 }
 
 /// Checks the URL's form; non-https is refused unless allowed or loopback.

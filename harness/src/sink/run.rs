@@ -349,7 +349,7 @@ async fn reset(target: &SenderTarget) -> Option<Note> {
 /// Copies what `log` gained since byte `from` to `to`, unless `log` is
 /// `to` already (the sender was started in this scenario's folder).
 fn copy_log_part(log: &Path, from: u64, to: &Path) {
-    use std::io::{Read, Seek, SeekFrom};
+    use std::io::{Seek, SeekFrom};
     if log == to {
         return;
     }
@@ -359,9 +359,8 @@ fn copy_log_part(log: &Path, from: u64, to: &Path) {
     if f.seek(SeekFrom::Start(from)).is_err() {
         return;
     }
-    let mut part = Vec::new();
-    if f.read_to_end(&mut part).is_ok() {
-        let _ = std::fs::write(to, part);
+    if let Ok(mut out) = std::fs::File::create(to) {
+        let _ = std::io::copy(&mut f, &mut out);
     }
 }
 

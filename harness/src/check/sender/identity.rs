@@ -20,12 +20,7 @@ pub fn identity(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult {
     // The first event (account, body) was seen under.
     let mut bodies: HashMap<(&str, &str), (&str, u64)> = HashMap::new();
     for e in &view.events {
-        let all: Vec<_> = e
-            .attempts
-            .iter()
-            .chain(&e.followed)
-            .chain(&e.resent)
-            .collect();
+        let all: Vec<_> = e.requests().collect();
         let Some(first) = all.first() else { continue };
         if e.emitted.is_none() {
             found.push(|| {
@@ -121,12 +116,7 @@ pub fn signature(view: &SinkView<'_>, rules: &SenderRules) -> InvariantResult {
     let mut found = EvidenceSet::default();
     let (mut verified, mut judged_fresh, mut as_emitted) = (0usize, 0usize, 0usize);
     for e in &view.events {
-        let all: Vec<_> = e
-            .attempts
-            .iter()
-            .chain(&e.followed)
-            .chain(&e.resent)
-            .collect();
+        let all: Vec<_> = e.requests().collect();
         // Body fidelity: the bytes emitted (or, where the profile promises
         // only that, the same JSON), named by what changed; once an event.
         if e.emitted.is_some() {

@@ -163,7 +163,16 @@ pub struct EventView<'a> {
     pub resent: Vec<Seen<'a>>,
 }
 
-impl EventView<'_> {
+impl<'a> EventView<'a> {
+    /// Every request that arrived for it: its attempts, the requests
+    /// that followed a redirect, and the re-sends counted as an attempt.
+    pub fn requests(&self) -> impl Iterator<Item = &Seen<'a>> {
+        self.attempts
+            .iter()
+            .chain(&self.followed)
+            .chain(&self.resent)
+    }
+
     /// When the exchange of attempt `i` (0-based) ended as the sender saw
     /// it, in milliseconds: a held request ends at the timeout at the
     /// latest (the sender's own timer), a followed redirect at the end of
