@@ -160,6 +160,14 @@
     r.scenarios.forEach(function (s) { renderScenario(r, s); });
   }
 
+  // The history lines an evidence item cites, each a link into the history.
+  function lineLinks(li, s, e) {
+    e.lines.forEach(function (n) {
+      el("a", { href: s.history, "class": "line", title: s.history + " line " + n, text: "L" + n }, li);
+      li.appendChild(document.createTextNode(" "));
+    });
+  }
+
   // What is red, first: each failing (or undecided) invariant's finding,
   // its evidence and the command that reproduces it, before the statement
   // and the matrix.
@@ -189,10 +197,7 @@
         var ul = el("ul", { "class": "evidence" }, box);
         res.evidence.slice(0, 5).forEach(function (e) {
           var li = el("li", { text: e.key + (e.account ? " (" + e.account + ")" : "") + ": " + e.what + " " }, ul);
-          e.lines.forEach(function (n) {
-            el("a", { href: s.history, "class": "line", title: s.history + " line " + n, text: "L" + n }, li);
-            li.appendChild(document.createTextNode(" "));
-          });
+          lineLinks(li, s, e);
         });
         if (res.evidence_total > Math.min(res.evidence.length, 5))
           el("li", { text: "… and " + (res.evidence_total - Math.min(res.evidence.length, 5)) + " more (in " + s.name + " below)" }, ul);
@@ -282,10 +287,7 @@
           var a = el("a", { href: "#s-" + slug(s.name), text: e.key + (e.account ? " (" + e.account + ")" : "") }, li);
           a.addEventListener("click", function () { if (tl) tl.focus(e.key); });
           li.appendChild(document.createTextNode(": " + e.what + " "));
-          e.lines.forEach(function (n) {
-            el("a", { href: s.history, "class": "line", title: s.history + " line " + n, text: "L" + n }, li);
-            li.appendChild(document.createTextNode(" "));
-          });
+          lineLinks(li, s, e);
           var more = (e.lines_total || 0) - e.lines.length;
           if (more > 0) li.appendChild(document.createTextNode("and " + more + " more"));
         });
