@@ -135,14 +135,45 @@ pub fn plan(space: &Space) -> BoxedStrategy<Draw> {
                     .map(|k| fault(k, &space, n_accounts))
                     .collect();
                 let accounts = space.accounts[..n_accounts].to_vec();
-                (workload(&space, process), specs).prop_map(move |(workload, faults)| Draw {
-                    accounts: accounts.clone(),
-                    workload,
-                    faults,
+                (workload(&space, process), specs).prop_map(move |(workload, mut faults)| {
+                    meet_repeats_in_the_cut(&mut faults);
+                    Draw {
+                        accounts: accounts.clone(),
+                        workload,
+                        faults,
+                    }
                 })
             })
         })
         .boxed()
+}
+
+/// The kinds that send a delivery the receiver has answered again while
+/// the stream runs: a copy or replay, a dropped acknowledgement's retry.
+/// (A dashboard redelivery comes once a delivery is acknowledged or dead,
+/// too late to meet a cut.)
+pub const REPEATING: [&str; 2] = ["duplicate", "drop-ack"];
+
+/// The longest a cut waits for a repeat in a plan that repeats deliveries:
+/// a SQLite receiver answers a first attempt once its busy timeout gives
+/// up (5 s for the reference receiver) and the retry of that answer waits
+/// as long again.
+pub const CUT_MAX_WITH_REPEATS: Duration = Duration::from_secs(30);
+
+/// A plan that cuts the database and repeats deliveries holds the cut
+/// until the receiver has answered a delivery again while its database
+/// was down: that is what the pair is drawn to test, and timing it on
+/// the answers, not the clock, makes it happen on every run.
+fn meet_repeats_in_the_cut(faults: &mut [FaultSpec]) {
+    if !faults.iter().any(|f| REPEATING.contains(&f.name())) {
+        return;
+    }
+    for f in faults {
+        if let FaultSpec::CutDatabase(c) = f {
+            c.seen_repeats = 1;
+            c.max = HumanDuration(c.max.0.max(CUT_MAX_WITH_REPEATS));
+        }
+    }
 }
 
 fn share() -> BoxedStrategy<f64> {
@@ -430,6 +461,7 @@ fn cut(modes: Vec<CutMode>) -> BoxedStrategy<FaultSpec> {
                 at,
                 duration,
                 seen,
+                seen_repeats: 0,
                 max: HumanDuration(Duration::from_secs(max_s)),
                 over: HumanDuration(Duration::from_secs(2)),
             })
@@ -496,6 +528,30 @@ mod tests {
             several * 2 > n as usize,
             "{several} of {n} plans combine faults"
         );
+    }
+
+    #[test]
+    fn a_cut_drawn_with_a_repeating_fault_waits_for_a_repeat_and_one_without_does_not() {
+        let s = full();
+        let (mut with, mut without) = (0, 0);
+        for i in 0..300 {
+            let d = draw(&s, 5, i);
+            let repeats = d.faults.iter().any(|f| REPEATING.contains(&f.name()));
+            for f in &d.faults {
+                if let FaultSpec::CutDatabase(c) = f {
+                    if repeats {
+                        with += 1;
+                        assert_eq!(c.seen_repeats, 1, "{d:?}");
+                        assert!(c.max.0 >= CUT_MAX_WITH_REPEATS, "{d:?}");
+                    } else {
+                        without += 1;
+                        assert_eq!(c.seen_repeats, 0, "{d:?}");
+                    }
+                    f.validate(d.accounts.len()).unwrap();
+                }
+            }
+        }
+        assert!(with > 0 && without > 0, "{with} with, {without} without");
     }
 
     #[test]

@@ -13,6 +13,13 @@
 //! an HTTP answer before it closed, so an answer to a request the receiver
 //! had already handled before the cut never counts.
 //!
+//! A cut that must meet a delivery the receiver sees again (a retry, a
+//! copy, a redelivery) counts *repeats* too: with
+//! [`TrafficGauge::remember_deliveries`] the gauge keeps the deliveries
+//! answered so far (at most [`REMEMBERED`], forgotten all at once when
+//! full), and an answer inside the window to a delivery answered before is
+//! a repeat ([`WindowCount::repeats`]).
+//!
 //! The receiver's own downtime is a second window: the nemesis marks it
 //! [`TrafficGauge::receiver_down`] just before it kills the receiver and
 //! [`TrafficGauge::receiver_up`] once the restarted one is ready. An
@@ -22,11 +29,17 @@
 //! met anything. The last restart's moment tells the run which
 //! acknowledgements came before it.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
+
+/// The most deliveries the gauge remembers as answered; past it, it
+/// forgets them all and starts again (a repeat of a forgotten one is then
+/// missed, and a cut waiting for repeats holds a little longer).
+pub const REMEMBERED: usize = 65_536;
 
 /// Counters of the sender's exchanges, shared with the nemesis.
 #[derive(Debug, Default)]
@@ -38,6 +51,10 @@ pub struct TrafficGauge {
     window: AtomicU64,
     window_answered: AtomicU64,
     window_acks: AtomicU64,
+    window_repeats: AtomicU64,
+    /// The deliveries answered so far, when a cut counts repeats
+    /// ([`TrafficGauge::remember_deliveries`]); `None` otherwise.
+    answered_deliveries: Mutex<Option<HashSet<u64>>>,
     /// Even: the receiver is up; odd: the harness has it down (killed and
     /// not yet ready again). Bumped at each change.
     down: AtomicU64,
@@ -70,6 +87,9 @@ pub struct WindowCount {
     pub answered: u64,
     /// Of those, answers the profile counts as success (2xx).
     pub acks: u64,
+    /// Of those, answers to a delivery the receiver had answered before
+    /// (counted only while the gauge remembers deliveries).
+    pub repeats: u64,
 }
 
 /// One exchange in progress; dropping it without [`Ticket::answered`]
@@ -77,6 +97,7 @@ pub struct WindowCount {
 #[derive(Debug)]
 pub struct Ticket<'a> {
     gauge: &'a TrafficGauge,
+    delivery: Option<u64>,
     window: u64,
     down: u64,
     answered: bool,
@@ -90,12 +111,20 @@ impl TrafficGauge {
 
     /// An exchange starts (the request is about to be sent).
     pub fn begin(&self) -> Ticket<'_> {
+        self.begin_delivery(None)
+    }
+
+    /// An exchange of the delivery `delivery` starts (its identity as
+    /// [`delivery_identity`] gives it): its answer counts as a repeat when
+    /// the delivery was answered before.
+    pub fn begin_delivery(&self, delivery: Option<u64>) -> Ticket<'_> {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         let window = self.window.load(Ordering::SeqCst);
         let down = self.down.load(Ordering::SeqCst);
         self.started.notify_waiters();
         Ticket {
             gauge: self,
+            delivery,
             window,
             down,
             answered: false,
@@ -203,10 +232,36 @@ impl TrafficGauge {
         }
     }
 
+    /// Remembers from now on which deliveries were answered, so that the
+    /// windows count repeats (a cut that must meet a delivery again).
+    pub fn remember_deliveries(&self) {
+        let mut set = self
+            .answered_deliveries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        set.get_or_insert_with(HashSet::new);
+    }
+
+    /// Notes that `delivery` was answered; true if it had been before.
+    fn answered_again(&self, delivery: u64) -> bool {
+        let mut guard = self
+            .answered_deliveries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let Some(set) = guard.as_mut() else {
+            return false;
+        };
+        if set.len() >= REMEMBERED && !set.contains(&delivery) {
+            set.clear();
+        }
+        !set.insert(delivery)
+    }
+
     /// Opens a window (a database cut begins); counts restart at zero.
     pub fn open_window(&self) {
         self.window_answered.store(0, Ordering::SeqCst);
         self.window_acks.store(0, Ordering::SeqCst);
+        self.window_repeats.store(0, Ordering::SeqCst);
         let w = self.window.load(Ordering::SeqCst);
         if w & 1 == 0 {
             self.window.store(w + 1, Ordering::SeqCst);
@@ -218,6 +273,7 @@ impl TrafficGauge {
         WindowCount {
             answered: self.window_answered.load(Ordering::SeqCst),
             acks: self.window_acks.load(Ordering::SeqCst),
+            repeats: self.window_repeats.load(Ordering::SeqCst),
         }
     }
 
@@ -254,6 +310,17 @@ impl TrafficGauge {
     }
 }
 
+/// A delivery's identity on the gauge: its account and the event it
+/// carries, so a retry, a copy, a replay under a fresh delivery id and a
+/// redelivery are all the same delivery.
+pub fn delivery_identity(account: &str, event: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    account.hash(&mut h);
+    event.hash(&mut h);
+    h.finish()
+}
+
 impl Ticket<'_> {
     /// Whether a window (a database cut) was open at any time while this
     /// exchange ran: open when it started, or opened or closed since.
@@ -273,6 +340,7 @@ impl Ticket<'_> {
         self.answered = true;
         let g = self.gauge;
         g.answered.fetch_add(1, Ordering::SeqCst);
+        let again = self.delivery.is_some_and(|d| g.answered_again(d));
         if ack {
             *g.last_ack.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
             g.acks.fetch_add(1, Ordering::SeqCst);
@@ -284,6 +352,9 @@ impl Ticket<'_> {
             g.window_answered.fetch_add(1, Ordering::SeqCst);
             if ack {
                 g.window_acks.fetch_add(1, Ordering::SeqCst);
+            }
+            if again {
+                g.window_repeats.fetch_add(1, Ordering::SeqCst);
             }
         }
         // An answer that waited out a restart measures the restart, not the
@@ -335,7 +406,8 @@ mod tests {
             seen,
             WindowCount {
                 answered: 1,
-                acks: 0
+                acks: 0,
+                repeats: 0
             }
         );
         assert_eq!((g.answered(), g.acks()), (3, 2));
@@ -351,6 +423,39 @@ mod tests {
         g.open_window();
         first.answered(true, MS);
         assert_eq!(g.window_count(), WindowCount::default());
+    }
+
+    #[test]
+    fn a_window_counts_as_repeats_only_answers_to_deliveries_answered_before() {
+        let g = TrafficGauge::new();
+        let (a, b) = (
+            Some(delivery_identity("acct_a", "t1")),
+            Some(delivery_identity("acct_a", "t2")),
+        );
+        g.begin_delivery(a).answered(false, MS);
+        g.open_window();
+        g.begin_delivery(a).answered(true, MS);
+        assert_eq!(g.window_count().repeats, 0, "not remembering: no repeats");
+        g.remember_deliveries();
+        g.begin_delivery(a).answered(true, MS);
+        g.begin_delivery(b).answered(true, MS);
+        assert_eq!(g.window_count().repeats, 0, "the first answers remembered");
+        let again = g.begin_delivery(b);
+        drop(g.begin_delivery(a));
+        again.answered(false, MS);
+        assert_eq!(
+            g.close_window(),
+            WindowCount {
+                answered: 4,
+                acks: 3,
+                repeats: 1
+            },
+            "an unanswered exchange is no repeat"
+        );
+        assert_ne!(
+            delivery_identity("acct_a", "t1"),
+            delivery_identity("acct_b", "t1")
+        );
     }
 
     #[test]

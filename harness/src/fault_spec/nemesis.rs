@@ -140,6 +140,12 @@ pub struct CutDatabaseSpec {
     /// to answer during the outage.
     #[serde(default = "default_seen")]
     pub seen: u32,
+    /// The cut also holds until this many of those answers were to a
+    /// delivery the receiver had answered before (a retry, a copy, a
+    /// redelivery), so that a receiver meets a delivery again while its
+    /// database is down; 0 (the default) asks for none.
+    #[serde(default)]
+    pub seen_repeats: u32,
     /// The longest the cut holds, seen or not (real time, never scaled).
     #[serde(default = "default_max_outage")]
     pub max: HumanDuration,
@@ -242,6 +248,12 @@ impl CutDatabaseSpec {
         }
         if self.seen == 0 || self.seen > 1000 {
             return Err("cut-database seen: expected 1 to 1000".into());
+        }
+        if self.seen_repeats > self.seen {
+            return Err(format!(
+                "cut-database seen_repeats = {}: expected at most seen ({})",
+                self.seen_repeats, self.seen
+            ));
         }
         Ok(())
     }

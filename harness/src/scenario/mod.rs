@@ -557,6 +557,15 @@ mod tests {
         ));
         let e = Scenario::from_file(&p).unwrap_err().to_string();
         assert!(e.contains("seen: expected 1 to 1000"), "{e}");
+        assert_eq!(c.seen_repeats, 0, "no repeats asked for by default");
+        let (_d, p) = write(&format!(
+            "{HEAD}check = [\"I1\"]\n[[fault]]\nkind = \"cut-database\"\nseen = 2\nseen_repeats = 3\n"
+        ));
+        let e = Scenario::from_file(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("seen_repeats = 3: expected at most seen (2)"),
+            "{e}"
+        );
     }
 
     #[test]

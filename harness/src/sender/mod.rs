@@ -46,7 +46,7 @@ use bytes::Bytes;
 use tokio::sync::{RwLock, Semaphore};
 
 use crate::fault::front::REQUEST_HEADER;
-use crate::fault::gauge::TrafficGauge;
+use crate::fault::gauge::{delivery_identity, Ticket};
 use crate::fault::redeliver::Desk;
 use crate::fault::tamper;
 use crate::history::{
@@ -529,7 +529,7 @@ impl Ctx {
             .acquire()
             .await
             .expect("the semaphore is never closed");
-        let ticket = self.cfg.gauge.as_deref().map(TrafficGauge::begin);
+        let ticket = self.begin(d);
         let answer = exchange::exchange(
             &self.pooled,
             &self.uris[&d.account],
@@ -570,10 +570,8 @@ impl Ctx {
         .await;
         // Each copy is an exchange on the gauge, told of its answer the
         // moment it came.
-        let gauge = self.cfg.gauge.as_deref();
-        let tickets: Vec<Mutex<Option<crate::fault::gauge::Ticket<'_>>>> = (0..n)
-            .map(|_| Mutex::new(gauge.map(TrafficGauge::begin)))
-            .collect();
+        let tickets: Vec<Mutex<Option<Ticket<'_>>>> =
+            (0..n).map(|_| Mutex::new(self.begin(d))).collect();
         let mets: Vec<Mutex<Met>> = (0..n).map(|_| Mutex::default()).collect();
         let released = ready
             .release_observed(&|k, answer| {
@@ -590,9 +588,18 @@ impl Ctx {
         (sent_at, answers)
     }
 
+    /// An exchange of `d` starts on the traffic gauge, if there is one.
+    fn begin(&self, d: &PlannedDelivery) -> Option<Ticket<'_>> {
+        let identity = delivery_identity(&d.account, &d.body.task.id);
+        self.cfg
+            .gauge
+            .as_deref()
+            .map(|g| g.begin_delivery(Some(identity)))
+    }
+
     /// What of the harness's outages an exchange on `ticket` met, and the
     /// gauge told of its answer.
-    fn met(&self, ticket: Option<crate::fault::gauge::Ticket<'_>>, answer: &Answer) -> Met {
+    fn met(&self, ticket: Option<Ticket<'_>>, answer: &Answer) -> Met {
         let met = Met {
             cut: ticket.as_ref().is_some_and(|t| t.overlaps_window()),
             down: answer.status.is_none() && ticket.as_ref().is_some_and(|t| t.overlaps_down()),

@@ -128,8 +128,16 @@ impl CutSeen {
         } else {
             "until the stream ended"
         };
+        let (repeats, until_repeats) = if c.seen_repeats > 0 {
+            (
+                format!(", {} to a delivery answered before", self.answered.repeats),
+                format!(", {} of them again", c.seen_repeats),
+            )
+        } else {
+            (String::new(), String::new())
+        };
         format!(
-            "{} answered while the database was cut ({} acknowledged); held {} {why} (at least {}, at most {}, until {} answered)",
+            "{} answered while the database was cut ({} acknowledged{repeats}); held {} {why} (at least {}, at most {}, until {} answered{until_repeats})",
             crate::text::words::count(self.answered.answered, "attempt"),
             self.answered.acks,
             crate::text::units::format_duration(self.held),

@@ -79,13 +79,21 @@ const CUT_OFF_GRACE: Duration = Duration::from_millis(100);
 /// How often the nemesis looks at the traffic gauge while it waits.
 const POLL: Duration = Duration::from_millis(5);
 
-/// Paces `gauge`'s stream ([`KILL_PACE`]) when `faults` kill a process.
-pub fn pace(faults: &[FaultSpec], gauge: &TrafficGauge) {
+/// Readies `gauge` for `faults` before the stream starts: paces it
+/// ([`KILL_PACE`]) when they kill a process, and has it remember the
+/// deliveries answered when a cut waits for repeats.
+pub fn prime(faults: &[FaultSpec], gauge: &TrafficGauge) {
     if faults
         .iter()
         .any(|f| matches!(f, FaultSpec::Kill(_) | FaultSpec::KillWorker(_)))
     {
         gauge.pace(KILL_PACE);
+    }
+    if faults
+        .iter()
+        .any(|f| matches!(f, FaultSpec::CutDatabase(c) if c.seen_repeats > 0))
+    {
+        gauge.remember_deliveries();
     }
 }
 
@@ -491,8 +499,9 @@ async fn signal(
 }
 
 /// Cuts the database at `at` and holds the cut until `seen` attempts sent
-/// during it were answered (and `duration` passed), or `max` passed, or the
-/// stream ended; then restores it and records what the cut saw.
+/// during it were answered, `seen_repeats` of them to deliveries answered
+/// before (and `duration` passed), or `max` passed, or the stream ended;
+/// then restores it and records what the cut saw.
 async fn cut(
     sup: &mut Supervisor,
     c: &CutDatabaseSpec,
@@ -520,7 +529,11 @@ async fn cut(
         if held >= max || *done.borrow() {
             break;
         }
-        if held >= min && gauge.window_count().answered >= u64::from(c.seen) {
+        let count = gauge.window_count();
+        if held >= min
+            && count.answered >= u64::from(c.seen)
+            && count.repeats >= u64::from(c.seen_repeats)
+        {
             reached = true;
             break;
         }
@@ -587,7 +600,11 @@ mod tests {
 
     fn seen(answered: u64) -> CutSeen {
         CutSeen {
-            answered: WindowCount { answered, acks: 0 },
+            answered: WindowCount {
+                answered,
+                acks: 0,
+                repeats: 0,
+            },
             held: Duration::from_secs(2),
             reached: answered > 0,
         }

@@ -56,7 +56,7 @@ impl Fault for Nemesis<'_> {
             if let Err(e) = nemesis::prepare(self.sup, scene.plan).await {
                 self.acts.errors.push(e.to_string());
             }
-            nemesis::pace(&scene.plan.faults, &self.gauge);
+            nemesis::prime(&scene.plan.faults, &self.gauge);
             send.gauge = Some(self.gauge.clone());
             Ok(())
         })
