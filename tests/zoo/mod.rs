@@ -28,6 +28,7 @@
 
 mod kills;
 mod mutants;
+mod senders;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -93,6 +93,7 @@ pub fn prepare_sender(
         outbox: hook("outbox"),
         reset: Some(hook("reset")),
         lifecycle: Some(lifecycle),
+        database_proxy: None,
         name: format!("the built-in reference sender on {addr}"),
     };
     Ok(SenderChild {

@@ -144,6 +144,15 @@ pub enum TargetError {
     /// The run was stopped while the receiver started.
     #[error("interrupted while starting the receiver")]
     Interrupted,
+    /// The database proxy could not listen.
+    #[error("database proxy on {listen}: {source}")]
+    DatabaseProxy {
+        /// Where it was to listen.
+        listen: String,
+        /// Why it could not.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl From<SendError> for RunError {

@@ -9,6 +9,14 @@
 //! rows are committed, the POSTs likely not yet made), or right after the
 //! sink answered a 2xx (the row likely not yet marked).
 //!
+//! With its Postgres behind the harness's proxy (`[database] proxy` in the
+//! sender target), a crash before the POST lands on the sender's own
+//! commit instead: the proxy holds the first committed save (a transaction
+//! that inserted rows) of each emit call from the sender, the sender is killed, and only then does the
+//! proxy let the bytes go. The sender dies with its save committed and
+//! nothing after it done (an enqueue outside that transaction, the POST,
+//! the emit's answer).
+//!
 //! Either way the sender is restarted at once, each crash and restart is a
 //! `fault` line of the history, and the generation the sink stamps on
 //! every request goes up, so the checker knows which re-sends a restart
@@ -22,6 +30,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 use crate::lifecycle::{LifecycleError, Role, Supervisor};
+use crate::net::tcpproxy::HeldCommit;
 use crate::scenario::sender::{Crash, CrashPoint};
 use crate::tag::FaultName;
 
@@ -93,11 +102,15 @@ pub async fn disarm(sup: &mut Supervisor, crash: Option<Crash>) -> Result<(), Li
 }
 
 /// What the crash watch listens to.
-pub struct Signals {
+pub struct Signals<'a> {
     /// One message per 2xx the sender took in full.
     pub acks: mpsc::UnboundedReceiver<()>,
     /// One message per emit call that returned.
     pub emitted: mpsc::UnboundedReceiver<()>,
+    /// The sender's commits during an emit call, held by the database
+    /// proxy: a crash before the POST lands on these instead of on
+    /// `emitted`.
+    pub commits: Option<&'a mut mpsc::UnboundedReceiver<HeldCommit>>,
     /// Turns true when the scenario is over.
     pub done: watch::Receiver<bool>,
 }
@@ -110,21 +123,33 @@ pub async fn watch(
     crash: Option<Crash>,
     seed: u64,
     generation: Arc<AtomicU32>,
-    mut signals: Signals,
+    mut signals: Signals<'_>,
 ) -> Crashes {
     let mut out = Crashes::default();
     let points = sup.supports_failpoints();
     let mut next_seed = seed;
     let mut failed_starts = 0;
     let left = |out: &Crashes| crash.is_some_and(|c| out.total() < c.count);
+    let on_commits = signals.commits.is_some();
     loop {
+        // A held commit is let go (dropped) only after the kill.
+        let mut held: Option<HeldCommit> = None;
         let kill_now = tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(5)) => false,
             Some(()) = signals.acks.recv() => {
                 !points && left(&out) && crash.is_some_and(|c| c.at == CrashPoint::BeforeMark)
             }
             Some(()) = signals.emitted.recv() => {
-                !points && left(&out) && crash.is_some_and(|c| c.at == CrashPoint::BeforePost)
+                !points && !on_commits && left(&out) && crash.is_some_and(|c| c.at == CrashPoint::BeforePost)
+            }
+            Some(h) = async {
+                match signals.commits.as_mut() {
+                    Some(r) => r.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                held = Some(h);
+                left(&out)
             }
             r = signals.done.changed() => {
                 if r.is_err() || *signals.done.borrow() {
@@ -137,11 +162,15 @@ pub async fn watch(
             out.kills += 1;
             let why = match crash.map(|c| c.at) {
                 Some(CrashPoint::BeforeMark) => "killed right after the sink answered 2xx",
+                _ if held.is_some() => {
+                    "killed the moment its database committed a save during an emit call, before it heard so"
+                }
                 _ => "killed right after an emit call returned",
             };
             if let Err(e) = sup.kill(Role::Receiver).await {
                 out.errors.push(e.to_string());
             }
+            drop(held.take());
             generation.fetch_add(1, Ordering::SeqCst);
             if let Err(e) = sup.restart(Role::Receiver, why).await {
                 out.errors.push(e.to_string());

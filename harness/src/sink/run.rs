@@ -26,10 +26,11 @@ use crate::check::ScenarioCheck;
 use crate::findings::note::Note;
 use crate::history::{self, Emitted, Event, HistorySink, RunHeader};
 use crate::lifecycle::{LifecycleError, Supervisor};
+use crate::net::tcpproxy::{HeldCommit, Proxy};
 use crate::report::{self, RunReport, ScenarioReport};
 use crate::run::interrupt::Stop;
 use crate::run::{scenario_seed, write_error, RunError, TargetError};
-use crate::scenario::sender::SenderScenario;
+use crate::scenario::sender::{CrashPoint, SenderScenario};
 use crate::state::outbox::Outbox;
 use crate::state::probe::ProbeError;
 
@@ -118,6 +119,17 @@ pub async fn run(
     let started = Instant::now();
     let started_at = history::now_rfc3339();
     let (run_id, dir) = crate::run::new_run_dir(&opts.out_dir, opts.seed)?;
+    // The proxy is up before the sender first connects through it.
+    let mut commits =
+        match &target.database_proxy {
+            None => None,
+            Some(p) => Some(CommitWatch::start(&p.listen, &p.upstream).await.map_err(
+                |source| TargetError::DatabaseProxy {
+                    listen: p.listen.clone(),
+                    source,
+                },
+            )?),
+        };
     let mut supervisor = match &target.lifecycle {
         None => None,
         Some(life) => {
@@ -136,7 +148,15 @@ pub async fn run(
             break;
         }
         on_event(SinkEvent::Started(&s.name, i + 1, scenarios.len()));
-        let one = run_scenario(target, s, opts, &dir, &run_id, supervisor.as_mut());
+        let one = run_scenario(
+            target,
+            s,
+            opts,
+            &dir,
+            &run_id,
+            supervisor.as_mut(),
+            commits.as_mut(),
+        );
         let report = tokio::select! {
             r = one => r?,
             _ = stop.wait() => break,
@@ -167,6 +187,19 @@ pub async fn run(
     report::write_reports(&dir, &report)?;
     crate::run::point_latest(&opts.out_dir, &run_id);
     Ok(SinkOutcome { report, dir })
+}
+
+/// The sender's database proxy and the commits it holds.
+pub struct CommitWatch {
+    proxy: Proxy,
+    held: mpsc::UnboundedReceiver<HeldCommit>,
+}
+
+impl CommitWatch {
+    async fn start(listen: &str, upstream: &str) -> std::io::Result<CommitWatch> {
+        let (proxy, held) = Proxy::watching_commits(listen, upstream).await?;
+        Ok(CommitWatch { proxy, held })
+    }
 }
 
 /// The command that reproduces one scenario of this run.
@@ -202,6 +235,7 @@ async fn run_scenario(
     run_dir: &Path,
     run_id: &str,
     mut supervisor: Option<&mut Supervisor>,
+    commits: Option<&mut CommitWatch>,
 ) -> Result<ScenarioReport, RunError> {
     let begun = Instant::now();
     let dir = run_dir.join(&s.name);
@@ -270,14 +304,41 @@ async fn run_scenario(
         source: e,
     })?;
     let drain = s.drain.unwrap_or(opts.drain);
+    // A crash before the POST lands on the sender's own commit when its
+    // database is behind the proxy and it has no crash points of its own.
+    let on_commit = commits.is_some()
+        && s.crash.is_some_and(|c| c.at == CrashPoint::BeforePost)
+        && supervisor
+            .as_deref()
+            .is_some_and(|sup| !sup.supports_failpoints());
+    let (arm, held) = match commits {
+        Some(c) => {
+            while c.held.try_recv().is_ok() {}
+            (on_commit.then_some(&c.proxy), Some(&mut c.held))
+        }
+        None => (None, None),
+    };
     let drive = async {
-        let d = drive(target, s, &plan, &server, &history, &emitted_tx, drain).await;
+        let d = drive(
+            target,
+            s,
+            &plan,
+            Driving {
+                server: &server,
+                history: &history,
+                emitted: &emitted_tx,
+                arm,
+            },
+            drain,
+        )
+        .await;
         let _ = done_tx.send(true);
         d
     };
     let signals = Signals {
         acks: acks_rx,
         emitted: emitted_rx,
+        commits: held.filter(|_| on_commit),
         done: done_rx,
     };
     let watch_crashes = async {
@@ -412,15 +473,30 @@ fn emit_json(e: &PlannedEvent, server: &SinkServer) -> serde_json::Value {
 }
 
 /// Emits the plan wave by wave, then waits for the outbox to settle.
+/// What the emit calls report to and arm.
+struct Driving<'a> {
+    server: &'a SinkServer,
+    history: &'a HistorySink,
+    /// Told of every emit call that returned.
+    emitted: &'a mpsc::UnboundedSender<()>,
+    /// Armed for the span of each emit call: its first committed write is
+    /// held for the crash watch.
+    arm: Option<&'a Proxy>,
+}
+
 async fn drive(
     target: &SenderTarget,
     s: &SenderScenario,
     plan: &SinkPlan,
-    server: &SinkServer,
-    history: &HistorySink,
-    emitted: &mpsc::UnboundedSender<()>,
+    with: Driving<'_>,
     drain: Duration,
 ) -> Drive {
+    let Driving {
+        server,
+        history,
+        emitted,
+        arm,
+    } = with;
     let began = Instant::now();
     let mut d = Drive::default();
     for wave in 0..plan.waves {
@@ -430,7 +506,14 @@ async fn drive(
         let batch: Vec<&PlannedEvent> = plan.events.iter().filter(|e| e.wave == wave).collect();
         let body =
             json!({ "events": batch.iter().map(|e| emit_json(e, server)).collect::<Vec<_>>() });
-        match emit(target, &body, drain).await {
+        if let Some(p) = arm {
+            p.arm_commit(true);
+        }
+        let called = emit(target, &body, drain).await;
+        if let Some(p) = arm {
+            p.arm_commit(false);
+        }
+        match called {
             Err(e) => d.emit_errors.push(e.to_string()),
             Ok(_) => {
                 let at = history::now_rfc3339();

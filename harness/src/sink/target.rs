@@ -60,6 +60,19 @@ pub struct SenderFile {
     /// How the harness starts (and crashes) the sender.
     #[serde(default)]
     pub lifecycle: Option<LifecycleConfig>,
+    /// The sender's Postgres, reached through the harness's proxy.
+    #[serde(default)]
+    pub database: Option<SenderDatabaseFile>,
+}
+
+/// `[database]` of a sender target: the sender's Postgres connection goes
+/// through a proxy of the harness, which reads the server's answers so a
+/// crash can land the moment a write is committed.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SenderDatabaseFile {
+    /// Where the proxy listens (the sender connects there) and the real server.
+    pub proxy: crate::lifecycle::ProxyConfig,
 }
 
 /// A resolved sender target.
@@ -79,6 +92,8 @@ pub struct SenderTarget {
     pub reset: Option<Hook>,
     /// How the harness starts it.
     pub lifecycle: Option<LifecycleConfig>,
+    /// The proxy before its Postgres, if it has one (`[database] proxy`).
+    pub database_proxy: Option<crate::lifecycle::ProxyConfig>,
     /// What reports call it.
     pub name: String,
 }
@@ -138,6 +153,7 @@ impl SenderTarget {
                 l.dir = dir.clone();
                 l
             }),
+            database_proxy: file.database.map(|d| d.proxy),
         })
     }
 

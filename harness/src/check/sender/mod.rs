@@ -76,8 +76,23 @@ pub fn judge(
         dead_letters: dead_letters(&view, outbox),
         observations: foreign_traffic(&view).into_iter().collect(),
     };
-    if view.attempts == 0 {
+    let emitted = view.emitted().count();
+    if view.attempts == 0 && emitted == 0 {
         check.nothing_sent();
+    } else if view.attempts == 0 {
+        // The sender took events and sent none of them: S8 says what was
+        // dropped; the rest had nothing to judge.
+        let why = format!(
+            "not decided: the sender sent none of the {emitted} event(s) it took, so there is no request to judge (S8 judges the loss)"
+        );
+        for r in &mut check.results {
+            if r.id != InvariantId::S8 {
+                r.verdict = Verdict::Unknown;
+                r.summary = why.clone();
+                r.evidence.clear();
+                r.evidence_total = 0;
+            }
+        }
     }
     check
 }
@@ -146,4 +161,50 @@ fn dead_letters(view: &SinkView<'_>, outbox: Result<&Outbox, &str>) -> Vec<DeadL
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Emitted;
+
+    fn rules() -> SenderRules {
+        SenderRules {
+            invariants: InvariantId::SENDER.to_vec(),
+            profile: crate::sink::reference_profile(),
+            time_scale: 1000.0,
+            timeout: std::time::Duration::from_millis(250),
+        }
+    }
+
+    #[test]
+    fn a_sender_that_sent_none_of_the_events_it_took_fails_s8_and_nothing_else_is_decided() {
+        let emit = Event::Emit(Emitted {
+            scenario: "s".into(),
+            at: "2026-12-01T00:00:00.000Z".into(),
+            account: "acct_a".into(),
+            key: "tsk_1".into(),
+            job: None,
+            resource: None,
+            sequence: None,
+            script: vec!["200".into()],
+        });
+        let outbox =
+            Outbox::parse(br#"[{"key":"tsk_1","account":"acct_a","status":"pending"}]"#).unwrap();
+        let check = judge(&[(1, emit)], "s", Ok(&outbox), &rules());
+        for r in &check.results {
+            if r.id == InvariantId::S8 {
+                assert_eq!(r.verdict, Verdict::Fail, "{r:?}");
+            } else {
+                assert_eq!(r.verdict, Verdict::Unknown, "{r:?}");
+                assert!(r.summary.contains("sent none of the 1 event(s)"), "{r:?}");
+            }
+        }
+        // Nothing emitted and nothing sent: an empty history, all unknown.
+        let empty = judge(&[], "s", Ok(&outbox), &rules());
+        assert!(empty
+            .results
+            .iter()
+            .all(|r| r.verdict == Verdict::Unknown && r.summary == crate::check::EMPTY_HISTORY));
+    }
 }

@@ -19,6 +19,14 @@
 //!   stream is no longer in a state either end can use.
 //! - `latency`: every chunk is held for the given time before it is forwarded.
 //!
+//! Started with [`Proxy::watching_commits`], it also reads the Postgres
+//! server's side of every connection ([`pgwire`]) and, while armed, holds
+//! the first committed save (a transaction that inserted rows) from its
+//! client and hands the harness a
+//! [`HeldCommit`]: the harness kills the client, then lets the bytes go.
+//! That is a crash timed on the database's own word, between a save and
+//! whatever the client meant to do next.
+//!
 //! It is written here rather than taken from a separate proxy service
 //! (Toxiproxy and the like): it runs inside the harness and its tests with
 //! nothing to install or start, and each mode needs per-connection control
@@ -26,17 +34,33 @@
 //! crate does not offer. It is a few hundred lines of tokio I/O.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 pub mod control;
+pub mod pgwire;
+
+/// The longest a held commit waits for the harness before its bytes go on.
+pub const HOLD_MAX: Duration = Duration::from_secs(5);
+
+/// A committed save held from the client that made it: its bytes go on
+/// when this is dropped (or after [`HOLD_MAX`]).
+#[derive(Debug)]
+pub struct HeldCommit {
+    _release: oneshot::Sender<()>,
+}
+
+struct CommitHook {
+    armed: AtomicBool,
+    held: mpsc::UnboundedSender<HeldCommit>,
+}
 
 /// What the proxy does with traffic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,6 +128,7 @@ struct Shared {
     upstream: String,
     mode: watch::Sender<Mode>,
     counters: Counters,
+    commits: Option<CommitHook>,
 }
 
 /// A running proxy; dropping it stops accepting (open connections end when
@@ -133,6 +158,35 @@ impl Proxy {
 
     /// Forwards connections from an already bound listener.
     pub fn with_listener(listener: TcpListener, upstream: &str) -> Proxy {
+        Self::build(listener, upstream, None)
+    }
+
+    /// Binds `listen` and forwards to the Postgres server at `upstream`,
+    /// reading its answers for committed saves (transactions that inserted
+    /// rows): while [`Proxy::arm_commit`] is on, the first one is held and
+    /// handed over on the returned channel.
+    pub async fn watching_commits(
+        listen: &str,
+        upstream: &str,
+    ) -> std::io::Result<(Proxy, mpsc::UnboundedReceiver<HeldCommit>)> {
+        let listener = TcpListener::bind(listen).await?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let hook = CommitHook {
+            armed: AtomicBool::new(false),
+            held: tx,
+        };
+        Ok((Self::build(listener, upstream, Some(hook)), rx))
+    }
+
+    /// Holds the next committed save (on) or none (off); a held commit
+    /// disarms it.
+    pub fn arm_commit(&self, on: bool) {
+        if let Some(h) = &self.shared.commits {
+            h.armed.store(on, Ordering::SeqCst);
+        }
+    }
+
+    fn build(listener: TcpListener, upstream: &str, commits: Option<CommitHook>) -> Proxy {
         let addr = listener
             .local_addr()
             .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)));
@@ -141,6 +195,7 @@ impl Proxy {
             upstream: upstream.to_string(),
             mode: tx,
             counters: Counters::default(),
+            commits,
         });
         let s = shared.clone();
         let accept = tokio::spawn(async move {
@@ -241,15 +296,20 @@ async fn pump(
 ) {
     let mut buf_a = vec![0u8; 16 * 1024];
     let mut buf_b = vec![0u8; 16 * 1024];
+    let mut scan = shared.commits.as_ref().map(|_| pgwire::PgScan::default());
     loop {
         tokio::select! {
             r = a.read(&mut buf_a) => {
                 let n = match r { Ok(0) | Err(_) => return, Ok(n) => n };
+                if let Some(s) = scan.as_mut() { s.client(&buf_a[..n]); }
                 delay(&rx).await;
                 if b.write_all(&buf_a[..n]).await.is_err() { return; }
             }
             r = b.read(&mut buf_b) => {
                 let n = match r { Ok(0) | Err(_) => return, Ok(n) => n };
+                if scan.as_mut().is_some_and(|s| s.server(&buf_b[..n])) {
+                    hold(&shared).await;
+                }
                 delay(&rx).await;
                 if a.write_all(&buf_b[..n]).await.is_err() { return; }
             }
@@ -265,6 +325,19 @@ async fn pump(
                 }
             }
         }
+    }
+}
+
+/// A committed save passes: held, while armed, until the harness lets
+/// it go (it kills the client first), at most [`HOLD_MAX`].
+async fn hold(shared: &Shared) {
+    let Some(h) = &shared.commits else { return };
+    if !h.armed.swap(false, Ordering::SeqCst) {
+        return;
+    }
+    let (tx, rx) = oneshot::channel();
+    if h.held.send(HeldCommit { _release: tx }).is_ok() {
+        let _ = tokio::time::timeout(HOLD_MAX, rx).await;
     }
 }
 
@@ -384,6 +457,67 @@ mod tests {
             "{:?}",
             t.elapsed()
         );
+    }
+
+    /// A Postgres server in a few bytes: it answers every read with one
+    /// committed insert.
+    async fn inserting_server() -> SocketAddr {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = l.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 1024];
+                    let mut answer = vec![b'C'];
+                    answer.extend_from_slice(&15u32.to_be_bytes());
+                    answer.extend_from_slice(b"INSERT 0 1\0");
+                    answer.extend_from_slice(&[b'Z', 0, 0, 0, 5, b'I']);
+                    while let Ok(n) = s.read(&mut buf).await {
+                        if n == 0 || s.write_all(&answer).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn an_armed_proxy_holds_the_first_commit_until_the_harness_lets_it_go() {
+        let up = inserting_server().await;
+        let (p, mut held) = Proxy::watching_commits("127.0.0.1:0", &up.to_string())
+            .await
+            .unwrap();
+        let mut c = TcpStream::connect(p.local_addr()).await.unwrap();
+        let mut start = 9u32.to_be_bytes().to_vec();
+        start.extend_from_slice(&196_608u32.to_be_bytes());
+        start.push(0);
+        let mut answer = [0u8; 21];
+        c.write_all(&start).await.unwrap();
+        c.read_exact(&mut answer).await.unwrap();
+        assert!(held.try_recv().is_err(), "not armed: nothing held");
+        p.arm_commit(true);
+        c.write_all(b"x").await.unwrap();
+        let h = tokio::time::timeout(Duration::from_secs(2), held.recv())
+            .await
+            .expect("a commit held")
+            .unwrap();
+        let early =
+            tokio::time::timeout(Duration::from_millis(100), c.read_exact(&mut answer)).await;
+        assert!(
+            early.is_err(),
+            "the client must not hear of its commit while held"
+        );
+        drop(h);
+        tokio::time::timeout(Duration::from_secs(2), c.read_exact(&mut answer))
+            .await
+            .expect("released")
+            .unwrap();
+        // One commit per arming.
+        c.write_all(b"y").await.unwrap();
+        c.read_exact(&mut answer).await.unwrap();
+        assert!(held.try_recv().is_err());
     }
 
     #[test]
