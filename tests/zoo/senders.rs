@@ -1,7 +1,9 @@
 //! A webhook sender written elsewhere, judged by `hookstorm sink`: Node on
 //! Express and `pg`, its messages and its queue (a `jobs` table, as
-//! pg-boss keeps one) on a real Postgres, with its own delivery ids
-//! (`zoo/node/sender.js`).
+//! pg-boss keeps one) on a real Postgres, with its own delivery ids and
+//! timers of whole seconds (`zoo/node/sender.js`), held to a profile of a
+//! few lines (`zoo/node/sender-profile.toml`: the reference sender's with
+//! `[sender] timer_resolution = "1s"`).
 //!
 //! Its mutant `save-then-enqueue` commits the messages, then their jobs in
 //! a second transaction, and takes a message it finds already saved as
@@ -35,6 +37,16 @@ fn free_port() -> u16 {
 /// The sender's target file in `dir`: its database reached through the
 /// harness's proxy when `proxied`.
 fn target(dir: &Path, database: &str, proxied: bool) -> std::path::PathBuf {
+    target_with(
+        dir,
+        database,
+        proxied,
+        &zoo_dir().join("node").join("sender-profile.toml"),
+    )
+}
+
+/// The same, held to `profile`.
+fn target_with(dir: &Path, database: &str, proxied: bool, profile: &Path) -> std::path::PathBuf {
     let port = free_port();
     let (url, section) = if proxied {
         let proxy = free_port();
@@ -49,8 +61,6 @@ fn target(dir: &Path, database: &str, proxied: bool) -> std::path::PathBuf {
     } else {
         (database.to_string(), String::new())
     };
-    let profile =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/profiles/reference-sender.toml");
     let file = dir.join("sender.toml");
     std::fs::write(
         &file,
@@ -167,16 +177,39 @@ fn a_node_sender_with_an_in_memory_queue_and_a_sweep_passes_every_sender_scenari
 }
 
 #[test]
-fn a_node_sender_that_saves_then_queues_in_memory_is_caught_by_the_commit_timed_crash_on_every_seed(
+fn the_node_senders_whole_second_timers_fail_s1_under_a_profile_that_does_not_say_so() {
+    let Some(pg) = postgres_or_skip() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let reference =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/profiles/reference-sender.toml");
+    let t = target_with(dir.path(), &fresh_database(&pg), false, &reference);
+    let o = sink(dir.path(), &t, "", 7, &["--scenario", "sender-dead-letter"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(
+        not_passing(&report(dir.path())),
+        vec![(
+            "sender-dead-letter".to_string(),
+            "S1".to_string(),
+            "fail".to_string()
+        )],
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn a_node_sender_that_queues_outside_its_save_transaction_is_caught_by_the_commit_timed_crash_on_every_seed(
 ) {
     let Some(pg) = postgres_or_skip() else { return };
-    // The mutant's outbox never settles: a short drain ends its runs.
-    let scenario = ["--scenario", "sender-crash-before-post", "--drain", "3s"];
     for seed in 1..=SEEDS {
-        for (mutant, want) in [("save-then-enqueue", 1), ("", 0)] {
+        // The mutant's outbox never settles: a short drain ends its runs
+        // (its loss is for good); the twin's retries need a few seconds
+        // of whole-second timers.
+        for (mutant, want, drain) in [("save-then-enqueue", 1, "1s"), ("", 0, "3s")] {
             let dir = tempfile::tempdir().expect("tempdir");
             let t = target(dir.path(), &fresh_database(&pg), true);
-            let o = sink(dir.path(), &t, mutant, seed, &scenario);
+            let args = ["--scenario", "sender-crash-before-post", "--drain", drain];
+            let o = sink(dir.path(), &t, mutant, seed, &args);
             assert_eq!(
                 o.status.code(),
                 Some(want),

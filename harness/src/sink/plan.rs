@@ -272,6 +272,16 @@ mod tests {
         let gh = Profile::builtin("generic-hex").unwrap();
         let g = &plan(&scenario(2, 0), 1, &gh).events[0];
         assert_eq!(g.delivery_id.as_deref(), Some(g.key.as_str()));
+        // A Svix profile told where the event is in the body hands the
+        // sender no delivery id: one that mints its own is judged by it.
+        let mut svix = Profile::builtin("svix").unwrap();
+        let given = &plan(&scenario(2, 0), 1, &svix).events[0];
+        assert!(given.delivery_id.is_some());
+        svix.semantics.identity = crate::profile::Identity::Body("/data/task_id".into());
+        let minted = &plan(&scenario(2, 0), 1, &svix).events[0];
+        assert!(minted.delivery_id.is_none());
+        let v: serde_json::Value = serde_json::from_slice(&minted.body).unwrap();
+        assert_eq!(v["data"]["task_id"], minted.key.as_str());
     }
 
     #[test]

@@ -8,10 +8,15 @@
 // message across retries, signs each attempt afresh
 // (`Webhook-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "<t>.<body>">`),
 // waits 5 s doubling, shortened by up to half, for 10 attempts, takes a
-// 4xx other than 408 and 429 as final and honours Retry-After: the
-// reference sender's profile. Waits are divided by HOOKSTORM_TIME_SCALE;
-// the timeout is HOOKSTORM_TIMEOUT_MS. Per resource, a message is first
-// sent only after every older one of it was tried.
+// 4xx other than 408 and 429 as final and honours Retry-After. A job's
+// due time is kept in whole seconds (an integer column, as many queues
+// keep it), so every retry waits until the next whole second at least:
+// its timers have a resolution of one second. Its contract is
+// `sender-profile.toml`: the reference sender's, with
+// `[sender] timer_resolution = "1s"`. Waits are divided by
+// HOOKSTORM_TIME_SCALE; the timeout is HOOKSTORM_TIMEOUT_MS. Per
+// resource, a message is first sent only after every older one of it was
+// tried.
 //
 // An emit saves its messages and queues their jobs in one transaction.
 // SENDER_MUTANT=save-then-enqueue plants the bug of a queue kept outside
@@ -56,7 +61,10 @@ await pool.query(`CREATE TABLE IF NOT EXISTS messages (
   UNIQUE (account, key))`);
 await pool.query(`CREATE TABLE IF NOT EXISTS jobs (
   message_id BIGINT PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,
-  due_at DOUBLE PRECISION NOT NULL)`);
+  due_at BIGINT NOT NULL)`);
+
+// Due times are whole seconds since the epoch.
+const nowS = () => Math.floor(Date.now() / 1000);
 
 // The jobs this process is working on (one process: a restart frees all),
 // and when each was last settled, so a poll that read a job before its
@@ -124,7 +132,7 @@ async function deliver(m) {
   } else if ((status !== null && status >= 400 && status < 500 && status !== 408 && status !== 429) || n >= MAX_ATTEMPTS) {
     await finish(m, "dead");
   } else {
-    const due = Date.now() + waitBefore(n + 1, retryAfter);
+    const due = Math.ceil((Date.now() + waitBefore(n + 1, retryAfter)) / 1000);
     await pool.query("UPDATE messages SET attempts=$1 WHERE id=$2", [n, m.id]);
     await pool.query("UPDATE jobs SET due_at=$1 WHERE message_id=$2", [due, m.id]);
   }
@@ -140,7 +148,7 @@ async function poll() {
       `SELECT m.id, m.account, m.url, m.body, m.msg_id, m.resource, m.attempts, j.due_at
          FROM jobs j JOIN messages m ON m.id = j.message_id ORDER BY m.id`,
     );
-    const now = Date.now();
+    const now = nowS();
     const blocked = new Set();
     for (const m of r.rows) {
       // Per resource, a first send waits for the older ones.
@@ -148,7 +156,7 @@ async function poll() {
         if (blocked.has(m.resource)) continue;
         blocked.add(m.resource);
       }
-      if (m.due_at > now || working.has(m.id) || (settledAt.get(m.id) ?? -1) >= began) continue;
+      if (Number(m.due_at) > now || working.has(m.id) || (settledAt.get(m.id) ?? -1) >= began) continue;
       working.add(m.id);
       deliver(m)
         .catch((e) => console.error("delivery failed", e))
@@ -211,7 +219,7 @@ async function save(client, events) {
 
 async function enqueue(client, ids) {
   for (const id of ids) {
-    await client.query("INSERT INTO jobs (message_id, due_at) VALUES ($1, $2)", [id, Date.now()]);
+    await client.query("INSERT INTO jobs (message_id, due_at) VALUES ($1, $2)", [id, nowS()]);
   }
 }
 
