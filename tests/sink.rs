@@ -54,7 +54,7 @@ fn the_reference_sender_passes_every_sender_scenario() -> TestResult {
     let o = sink(dir.path(), &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let v = report(dir.path());
-    assert_eq!(v["scenarios"].as_array().unwrap().len(), 10);
+    assert_eq!(v["scenarios"].as_array().unwrap().len(), 11);
     assert_eq!(not_passing(&v), Vec::new());
     assert!(text(&o).contains("hookstorm sink "), "{}", text(&o));
     Ok(())
@@ -197,7 +197,7 @@ fn a_python_outbox_sender_is_graded_right_and_its_redirect_bug_is_caught() -> Te
     let o = python_sink(dir.path(), "", &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let v = report(dir.path());
-    assert_eq!(v["scenarios"].as_array().unwrap().len(), 10);
+    assert_eq!(v["scenarios"].as_array().unwrap().len(), 11);
     assert_eq!(not_passing(&v), Vec::new());
     // Every scenario keeps its own part of the sender's log, crash
     // scenarios or not.
@@ -275,7 +275,7 @@ fn list_shows_both_sides_and_a_receiver_run_never_loads_a_sender_scenario() -> T
         .iter()
         .map(|s| s["side"].as_str().unwrap())
         .collect();
-    assert!(sides.contains(&"receiver") && sides.iter().filter(|s| **s == "sender").count() == 10);
+    assert!(sides.contains(&"receiver") && sides.iter().filter(|s| **s == "sender").count() == 11);
     for s in v.as_array().unwrap() {
         let ids: Vec<&str> = s["invariants"]
             .as_array()

@@ -5,15 +5,22 @@
 //! few lines (`zoo/node/sender-profile.toml`: the reference sender's with
 //! `[sender] timer_resolution = "1s"`).
 //!
-//! Its mutant `save-then-enqueue` commits the messages, then their jobs in
-//! a second transaction, and takes a message it finds already saved as
-//! queued. A crash between the two commits loses the message; a kill
-//! timed from outside, after the emit call returned, never lands there
-//! (both commits are done by then). With the sender's Postgres behind the
-//! harness's proxy (`[database] proxy`), the crash lands on the save's own
-//! commit, held from the sender until it is dead: the mutant is caught
-//! (S8) on every seed, and its twin, which commits both in one
-//! transaction, passes on the same seeds.
+//! Two mutants, each with a gap only a crash timed on what the harness
+//! sees can hit:
+//! - `save-then-enqueue` commits the messages, then their jobs in a second
+//!   transaction, and takes a message it finds already saved as queued. A
+//!   crash between the two commits loses the message; a kill after the
+//!   emit call returned never lands there (both commits are done by then).
+//!   With the sender's Postgres behind the harness's proxy
+//!   (`[database] proxy`), `sender-crash-before-post` crashes it on the
+//!   save's own commit, held from the sender until it is dead.
+//! - `claims-before-post` marks a message `sending` before its POST and
+//!   nothing frees that claim when its worker dies.
+//!   `sender-crash-mid-post` holds a request the sink read, unanswered,
+//!   while the sender is killed: the claim stays for good.
+//!
+//! Each is caught (S8) on every seed, and the twin passes both scenarios
+//! on the same seeds.
 
 use std::path::Path;
 use std::process::Output;
@@ -159,7 +166,7 @@ fn a_node_sender_with_an_in_memory_queue_and_a_sweep_passes_every_sender_scenari
     let o = sink(dir.path(), &t, "", 7, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let v = report(dir.path());
-    assert_eq!(v["scenarios"].as_array().unwrap().len(), 10);
+    assert_eq!(v["scenarios"].as_array().unwrap().len(), 11);
     assert_eq!(not_passing(&v), Vec::new());
     // The crash before the POST landed on the sender's own commits.
     let history = std::fs::read_to_string(
@@ -198,41 +205,44 @@ fn the_node_senders_whole_second_timers_fail_s1_under_a_profile_that_does_not_sa
 }
 
 #[test]
-fn a_node_sender_that_queues_outside_its_save_transaction_is_caught_by_the_commit_timed_crash_on_every_seed(
+fn each_node_sender_mutant_is_caught_by_the_crash_timed_on_its_gap_on_every_seed_and_its_twin_passes(
 ) {
     let Some(pg) = postgres_or_skip() else { return };
+    // (mutant, the scenario whose crash lands in its gap).
+    let cases = [
+        ("save-then-enqueue", "sender-crash-before-post"),
+        ("claims-before-post", "sender-crash-mid-post"),
+    ];
     for seed in 1..=SEEDS {
-        // The mutant's outbox never settles: a short drain ends its runs
-        // (its loss is for good); the twin's retries need a few seconds
-        // of whole-second timers.
-        for (mutant, want, drain) in [("save-then-enqueue", 1, "1s"), ("", 0, "3s")] {
-            let dir = tempfile::tempdir().expect("tempdir");
-            let t = target(dir.path(), &fresh_database(&pg), true);
-            let args = ["--scenario", "sender-crash-before-post", "--drain", drain];
-            let o = sink(dir.path(), &t, mutant, seed, &args);
-            assert_eq!(
-                o.status.code(),
-                Some(want),
-                "seed {seed}, mutant {mutant:?}: {}",
-                text(&o)
-            );
-            let failing = not_passing(&report(dir.path()));
-            if want == 1 {
-                // Every event it took is lost: S8 fails, and nothing was
-                // sent for the others to judge.
-                let failed: Vec<_> = failing.into_iter().filter(|f| f.2 == "fail").collect();
+        for (mutant, scenario) in cases {
+            // The mutant's outbox never settles: a short drain ends its
+            // runs (its loss is for good); the twin's retries need a few
+            // seconds of whole-second timers.
+            for (who, want, drain) in [(mutant, 1, "1s"), ("", 0, "3s")] {
+                let dir = tempfile::tempdir().expect("tempdir");
+                let t = target(dir.path(), &fresh_database(&pg), true);
+                let args = ["--scenario", scenario, "--drain", drain];
+                let o = sink(dir.path(), &t, who, seed, &args);
                 assert_eq!(
-                    failed,
-                    vec![(
-                        "sender-crash-before-post".to_string(),
-                        "S8".to_string(),
-                        "fail".to_string()
-                    )],
-                    "seed {seed}: {}",
+                    o.status.code(),
+                    Some(want),
+                    "seed {seed}, {scenario}, mutant {who:?}: {}",
                     text(&o)
                 );
-            } else {
-                assert_eq!(failing, Vec::new(), "seed {seed}: {}", text(&o));
+                let failing = not_passing(&report(dir.path()));
+                if want == 1 {
+                    // What it took is lost: S8 fails; with nothing sent,
+                    // the others have nothing to judge.
+                    let failed: Vec<_> = failing.into_iter().filter(|f| f.2 == "fail").collect();
+                    assert_eq!(
+                        failed,
+                        vec![(scenario.to_string(), "S8".to_string(), "fail".to_string())],
+                        "seed {seed}, {mutant}: {}",
+                        text(&o)
+                    );
+                } else {
+                    assert_eq!(failing, Vec::new(), "seed {seed}, {scenario}: {}", text(&o));
+                }
             }
         }
     }

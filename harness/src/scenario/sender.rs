@@ -40,6 +40,10 @@ pub enum CrashPoint {
     /// After a 2xx, before the row is marked delivered: the event is sent
     /// again, under the same identity.
     BeforeMark,
+    /// With a POST in flight: the sink holds the request it read,
+    /// unanswered, while the harness kills the sender; the event must be
+    /// sent again after the restart.
+    MidPost,
 }
 
 impl CrashPoint {
@@ -48,7 +52,15 @@ impl CrashPoint {
         match self {
             CrashPoint::BeforePost => "before-post",
             CrashPoint::BeforeMark => "before-mark",
+            CrashPoint::MidPost => "mid-post",
         }
+    }
+
+    /// Whether a sender with crash points (`failpoints = true`) crashes
+    /// itself here; at `mid-post` the harness always does, since only
+    /// the sink knows when a request has arrived.
+    pub fn is_failpoint(self) -> bool {
+        !matches!(self, CrashPoint::MidPost)
     }
 }
 

@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use rand::{Rng, SeedableRng};
 use tokio::sync::{mpsc, watch};
 
 use crate::lifecycle::{LifecycleError, Role, Supervisor};
@@ -79,6 +80,9 @@ pub async fn arm(
     seed: u64,
 ) -> Result<(), LifecycleError> {
     if let (Some(c), true) = (crash, sup.supports_failpoints()) {
+        if !c.at.is_failpoint() {
+            return Ok(());
+        }
         sup.set_env(Role::Receiver, failpoint_env(c.at, seed));
         sup.kill(Role::Receiver).await?;
         sup.restart(
@@ -93,13 +97,42 @@ pub async fn arm(
 /// After a scenario: crash points cleared (restarting the sender without
 /// them) and the sender up.
 pub async fn disarm(sup: &mut Supervisor, crash: Option<Crash>) -> Result<(), LifecycleError> {
-    if crash.is_some() && sup.supports_failpoints() {
+    if crash.is_some_and(|c| c.at.is_failpoint()) && sup.supports_failpoints() {
         sup.set_env(Role::Receiver, BTreeMap::new());
         sup.kill(Role::Receiver).await?;
         sup.restart(Role::Receiver, "crash point cleared").await?;
     }
     sup.ensure_up().await
 }
+
+/// A request the sink read and holds unanswered until the watch lets it
+/// go: dropped, it goes on to its answer; [`HeldRequest::killed`], the
+/// sender it came from is dead and it is answered with nothing.
+#[derive(Debug)]
+pub struct HeldRequest {
+    release: tokio::sync::oneshot::Sender<bool>,
+}
+
+impl HeldRequest {
+    /// A held request and what its holder waits on (true: the sender was
+    /// killed while it waited).
+    pub fn new() -> (HeldRequest, tokio::sync::oneshot::Receiver<bool>) {
+        let (release, rx) = tokio::sync::oneshot::channel();
+        (HeldRequest { release }, rx)
+    }
+
+    /// The sender was killed with this request in flight.
+    pub fn killed(self) {
+        let _ = self.release.send(true);
+    }
+}
+
+/// The longest the sink holds a request for the watch.
+pub const REQUEST_HOLD_MAX: Duration = Duration::from_secs(5);
+
+/// How many of the sender's requests a crash with a POST in flight lets
+/// pass before it holds one: seeded, from 1 to this, after each restart.
+const REQUESTS_BEFORE_A_MID_POST_CRASH: u64 = 3;
 
 /// What the crash watch listens to.
 pub struct Signals<'a> {
@@ -111,6 +144,9 @@ pub struct Signals<'a> {
     /// proxy: a crash before the POST lands on these instead of on
     /// `emitted`.
     pub commits: Option<&'a mut mpsc::UnboundedReceiver<HeldCommit>>,
+    /// The sender's requests, each held unanswered by the sink until the
+    /// watch lets it go (a crash with a POST in flight).
+    pub requests: Option<mpsc::UnboundedReceiver<HeldRequest>>,
     /// Turns true when the scenario is over.
     pub done: watch::Receiver<bool>,
 }
@@ -126,14 +162,18 @@ pub async fn watch(
     mut signals: Signals<'_>,
 ) -> Crashes {
     let mut out = Crashes::default();
-    let points = sup.supports_failpoints();
+    let points = sup.supports_failpoints() && crash.is_some_and(|c| c.at.is_failpoint());
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x6d69_642d_706f_7374);
+    let mut gap = rng.gen_range(1..=REQUESTS_BEFORE_A_MID_POST_CRASH);
+    let mut since_restart = 0u64;
     let mut next_seed = seed;
     let mut failed_starts = 0;
     let left = |out: &Crashes| crash.is_some_and(|c| out.total() < c.count);
     let on_commits = signals.commits.is_some();
     loop {
-        // A held commit is let go (dropped) only after the kill.
+        // A held commit or request is let go (dropped) only after the kill.
         let mut held: Option<HeldCommit> = None;
+        let mut held_request: Option<HeldRequest> = None;
         let kill_now = tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(5)) => false,
             Some(()) = signals.acks.recv() => {
@@ -151,6 +191,19 @@ pub async fn watch(
                 held = Some(h);
                 left(&out)
             }
+            Some(h) = async {
+                match signals.requests.as_mut() {
+                    Some(r) => r.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                since_restart += 1;
+                let now = left(&out) && since_restart >= gap;
+                if now {
+                    held_request = Some(h);
+                }
+                now
+            }
             r = signals.done.changed() => {
                 if r.is_err() || *signals.done.borrow() {
                     break;
@@ -162,6 +215,9 @@ pub async fn watch(
             out.kills += 1;
             let why = match crash.map(|c| c.at) {
                 Some(CrashPoint::BeforeMark) => "killed right after the sink answered 2xx",
+                Some(CrashPoint::MidPost) => {
+                    "killed with a POST in flight: the sink held the request it read, unanswered"
+                }
                 _ if held.is_some() => {
                     "killed the moment its database committed a save during an emit call, before it heard so"
                 }
@@ -171,6 +227,11 @@ pub async fn watch(
                 out.errors.push(e.to_string());
             }
             drop(held.take());
+            if let Some(h) = held_request.take() {
+                h.killed();
+            }
+            since_restart = 0;
+            gap = rng.gen_range(1..=REQUESTS_BEFORE_A_MID_POST_CRASH);
             generation.fetch_add(1, Ordering::SeqCst);
             if let Err(e) = sup.restart(Role::Receiver, why).await {
                 out.errors.push(e.to_string());

@@ -286,6 +286,14 @@ async fn run_scenario(
     let (acks_tx, acks_rx) = mpsc::unbounded_channel();
     let (emitted_tx, emitted_rx) = mpsc::unbounded_channel();
     let (done_tx, done_rx) = watch::channel(false);
+    // A crash with a POST in flight: the sink holds each request for the watch.
+    let (hold_tx, hold_rx) = match (s.crash, supervisor.is_some()) {
+        (Some(c), true) if c.at == CrashPoint::MidPost => {
+            let (tx, rx) = mpsc::unbounded_channel();
+            (Some(tx), Some(rx))
+        }
+        _ => (None, None),
+    };
     let server = SinkServer::spawn(
         listener,
         SinkSetup {
@@ -297,6 +305,7 @@ async fn run_scenario(
             history: history.clone(),
             generation: generation.clone(),
             acks: acks_tx,
+            hold: hold_tx,
         },
     )
     .map_err(|e| RunError::Write {
@@ -339,6 +348,7 @@ async fn run_scenario(
         acks: acks_rx,
         emitted: emitted_rx,
         commits: held.filter(|_| on_commit),
+        requests: hold_rx,
         done: done_rx,
     };
     let watch_crashes = async {

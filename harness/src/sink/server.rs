@@ -35,6 +35,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
+use super::crash::{HeldRequest, REQUEST_HOLD_MAX};
 use super::plan::{PlannedEvent, SinkPlan};
 use super::wire::{self, ReadError, Request};
 use crate::check::sender::{
@@ -83,6 +84,7 @@ struct Shared {
     history: HistorySink,
     generation: Arc<AtomicU32>,
     acks: mpsc::UnboundedSender<()>,
+    hold: Option<mpsc::UnboundedSender<HeldRequest>>,
     /// Foreign requests recorded so far (at most [`FOREIGN_RECORDED`]).
     foreign: AtomicUsize,
 }
@@ -121,6 +123,9 @@ pub struct SinkSetup {
     /// Told after every 2xx the sender took in full (crashes between the
     /// 2xx and marking the row delivered listen).
     pub acks: mpsc::UnboundedSender<()>,
+    /// When set, every request of an emitted event is held unanswered
+    /// until the crash watch lets it go (a crash with a POST in flight).
+    pub hold: Option<mpsc::UnboundedSender<HeldRequest>>,
 }
 
 impl SinkServer {
@@ -144,6 +149,7 @@ impl SinkServer {
             history: setup.history,
             generation: setup.generation,
             acks: setup.acks,
+            hold: setup.hold,
             foreign: AtomicUsize::new(0),
         });
         let (stop, stopped) = watch::channel(false);
@@ -420,6 +426,16 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>, read_done: Arc<Atomic
         let _ = play(stream, script_answer, &shared, &account, &key, n, &req).await;
         return;
     }
+    let mut killed = false;
+    if let (Some(hold), Some(_), None) = (&shared.hold, planned, followed) {
+        let (held, released) = HeldRequest::new();
+        if hold.send(held).is_ok() {
+            killed = matches!(
+                tokio::time::timeout(REQUEST_HOLD_MAX, released).await,
+                Ok(Ok(true))
+            );
+        }
+    }
     let signed_at = profile.scheme.timestamp_of(req.headers.as_slice());
     let delivery_id = id_header.and_then(|h| {
         req.headers
@@ -427,8 +443,14 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>, read_done: Arc<Atomic
             .find(|(k, _)| k.eq_ignore_ascii_case(h))
             .map(|(_, v)| v.clone())
     });
-    let (status, closed_early, error, end) =
-        play(stream, script_answer, &shared, &account, &key, n, &req).await;
+    let (status, closed_early, error, end) = if killed {
+        // Its sender is dead: nobody is left to answer.
+        let error =
+            "the harness killed the sender while this request was in flight; it was never answered";
+        (None, true, Some(error.to_string()), Instant::now())
+    } else {
+        play(stream, script_answer, &shared, &account, &key, n, &req).await
+    };
     let end_ms = ms_since(shared.start, end);
     let outcome = match status {
         Some(s) if (200..300).contains(&s) && !closed_early => Outcome::Ok,

@@ -26,6 +26,12 @@
 // commits loses the message; a crash after the emit answered loses
 // nothing.
 //
+// SENDER_MUTANT=claims-before-post plants the bug of a claim nothing frees:
+// a message is marked `sending` before its POST (so no other worker takes
+// it) and the poll takes only `pending` ones; nothing frees a claim whose
+// worker died, so a crash with a POST in flight leaves the message
+// `sending` for good.
+//
 // node sender.js --port P --database postgres://…
 
 import crypto from "node:crypto";
@@ -120,6 +126,9 @@ async function finish(m, status) {
 
 async function deliver(m) {
   const n = m.attempts + 1;
+  if (MUTANT === "claims-before-post") {
+    await pool.query("UPDATE messages SET status='sending' WHERE id=$1", [m.id]);
+  }
   let status = null;
   let retryAfter = null;
   try {
@@ -133,7 +142,7 @@ async function deliver(m) {
     await finish(m, "dead");
   } else {
     const due = Math.ceil((Date.now() + waitBefore(n + 1, retryAfter)) / 1000);
-    await pool.query("UPDATE messages SET attempts=$1 WHERE id=$2", [n, m.id]);
+    await pool.query("UPDATE messages SET status='pending', attempts=$1 WHERE id=$2", [n, m.id]);
     await pool.query("UPDATE jobs SET due_at=$1 WHERE message_id=$2", [due, m.id]);
   }
 }
@@ -146,7 +155,10 @@ async function poll() {
     const began = clock;
     const r = await pool.query(
       `SELECT m.id, m.account, m.url, m.body, m.msg_id, m.resource, m.attempts, j.due_at
-         FROM jobs j JOIN messages m ON m.id = j.message_id ORDER BY m.id`,
+         FROM jobs j JOIN messages m ON m.id = j.message_id
+        WHERE m.status IN ('pending', $1) ORDER BY m.id`,
+      // The mutant's poll leaves claimed messages alone.
+      [MUTANT === "claims-before-post" ? "pending" : "sending"],
     );
     const now = nowS();
     const blocked = new Set();
@@ -179,7 +191,10 @@ app.use(express.json({ limit: "2mb" }));
 app.get("/healthz", (_req, res) => res.json({ ok: true }));
 
 app.get("/outbox", async (_req, res) => {
-  const r = await pool.query("SELECT key, account, status, attempts FROM messages ORDER BY id");
+  const r = await pool.query(
+    `SELECT key, account, CASE status WHEN 'sending' THEN 'pending' ELSE status END AS status, attempts
+       FROM messages ORDER BY id`,
+  );
   res.json(r.rows);
 });
 
