@@ -57,6 +57,11 @@ fn the_reference_sender_passes_every_sender_scenario() -> TestResult {
     assert_eq!(v["scenarios"].as_array().unwrap().len(), 11);
     assert_eq!(not_passing(&v), Vec::new());
     assert!(text(&o).contains("hookstorm sink "), "{}", text(&o));
+    assert!(
+        text(&o).contains("conformance: met 4 of 4 sender conformance levels"),
+        "{}",
+        text(&o)
+    );
     Ok(())
 }
 
@@ -427,12 +432,25 @@ fn a_stranger_flooding_the_sinks_port_is_foreign_traffic_and_a_correct_sender_pa
         observed.iter().any(|o| o.starts_with("foreign traffic: ")),
         "{sent} stranger's requests, observations: {observed:?}"
     );
-    // The receiver's conformance levels are not a sender's.
-    assert_eq!(v["conformance"]["levels"], serde_json::json!([]));
+    // A sender is held to the sender's levels, not the receiver's.
+    let ids: Vec<&str> = v["conformance"]["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "sender-delivery",
+            "sender-retries",
+            "sender-ordering",
+            "sender-crash-safety"
+        ]
+    );
     let summary = std::fs::read_to_string(dir.path().join("out/latest/summary.md"))?;
     assert!(
-        summary.contains("A sender's run: the receiver's conformance levels do not apply")
-            && !summary.contains("| level |"),
+        summary.contains("of 4 sender conformance levels") && !summary.contains("basics"),
         "{summary}"
     );
     let again = v["scenarios"][0]["reproduce"].as_str().unwrap_or_default();

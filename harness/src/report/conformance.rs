@@ -93,6 +93,45 @@ pub const LEVELS: &[Level] = &[
     },
 ];
 
+/// Every level of a sender (`hookstorm sink`), in the order reports list
+/// them: the promises a sender's users rely on, each defined by the
+/// sender scenarios it needs (`docs/sink.md` shows [`sender_markdown`]).
+pub const SENDER_LEVELS: &[Level] = &[
+    Level {
+        id: "sender-delivery",
+        name: "delivery",
+        claim: "every event emitted is delivered or dead-lettered, byte for byte, under one identity, with a fresh valid signature on every attempt, and no final answer is retried",
+        scenarios: &["sender-baseline", "sender-dead-letter", "sender-refusals"],
+    },
+    Level {
+        id: "sender-retries",
+        name: "retries by the contract",
+        claim: "retries keep the documented schedule and its jitter, honour Retry-After, keep the timeout and never follow a redirect",
+        scenarios: &[
+            "sender-retries",
+            "sender-retry-after",
+            "sender-timeouts",
+            "sender-redirect",
+        ],
+    },
+    Level {
+        id: "sender-ordering",
+        name: "order per resource",
+        claim: "per resource, events are first sent in the order they were emitted",
+        scenarios: &["sender-ordering"],
+    },
+    Level {
+        id: "sender-crash-safety",
+        name: "crash safety",
+        claim: "a crash after the outbox commit, with a POST in flight, or after a 2xx loses no event and changes no identity",
+        scenarios: &[
+            "sender-crash-before-post",
+            "sender-crash-mid-post",
+            "sender-crash-before-mark",
+        ],
+    },
+];
+
 /// Where a level stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -166,7 +205,7 @@ pub struct Statement {
     /// The SHA-256 of every history and state file.
     pub files: Vec<FileDigest>,
     /// The run judged a sender (`hookstorm sink`): the levels are the
-    /// receiver's, so none applies and none is listed.
+    /// sender's ([`SENDER_LEVELS`]).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub sender: bool,
 }
@@ -183,7 +222,11 @@ impl Statement {
     /// `met 3 of 5 levels`.
     pub fn headline(&self) -> String {
         if self.sender {
-            return "a sender's run: the receiver's conformance levels do not apply".into();
+            return format!(
+                "met {} of {}",
+                self.met(),
+                count(self.levels.len(), "sender conformance level")
+            );
         }
         let apply = self
             .levels
@@ -210,11 +253,8 @@ impl Statement {
 /// The statement of `report`.
 pub fn statement(report: &RunReport) -> Statement {
     let sender = report.command() == "sink";
-    let levels = if sender {
-        Vec::new()
-    } else {
-        LEVELS.iter().map(|l| level(report, l)).collect()
-    };
+    let table = if sender { SENDER_LEVELS } else { LEVELS };
+    let levels = table.iter().map(|l| level(report, l)).collect();
     let skipped = report
         .scenarios
         .iter()
@@ -228,12 +268,7 @@ pub fn statement(report: &RunReport) -> Statement {
     let outside_levels = report
         .scenarios
         .iter()
-        .filter(|s| {
-            !sender
-                && !LEVELS
-                    .iter()
-                    .any(|l| l.scenarios.contains(&s.name.as_str()))
-        })
+        .filter(|s| !table.iter().any(|l| l.scenarios.contains(&s.name.as_str())))
         .map(|s| s.name.clone())
         .collect();
     Statement {
@@ -370,8 +405,18 @@ fn level(report: &RunReport, l: &Level) -> LevelResult {
 /// The levels as the markdown `docs/invariants.md` carries between its
 /// `levels` markers.
 pub fn markdown() -> String {
+    table_markdown(LEVELS)
+}
+
+/// The sender's levels as the markdown `docs/sink.md` carries between its
+/// `sender-levels` markers.
+pub fn sender_markdown() -> String {
+    table_markdown(SENDER_LEVELS)
+}
+
+fn table_markdown(levels: &[Level]) -> String {
     let mut s = String::from("| level | establishes | scenarios |\n|---|---|---|\n");
-    for l in LEVELS {
+    for l in levels {
         let names: Vec<String> = l.scenarios.iter().map(|n| format!("`{n}`")).collect();
         s.push_str(&format!(
             "| {} (`{}`) | {} | {} |\n",
@@ -542,24 +587,54 @@ mod tests {
         assert_eq!(st.headline(), "met 4 of 5 conformance levels");
     }
 
-    #[test]
-    fn every_shipped_receiver_scenario_belongs_to_exactly_one_level() {
-        // The sender scenarios (`hookstorm sink`) judge a sender: no
-        // receiver level needs them.
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios");
-        let mut shipped: Vec<String> =
-            crate::scenario::Scenario::load_dir(std::path::Path::new(dir))
-                .unwrap()
-                .into_iter()
-                .map(|s| s.name)
-                .collect();
+    /// Every scenario of `shipped` is named by exactly one of `levels`.
+    fn each_in_one_level(mut shipped: Vec<String>, levels: &[Level]) {
         shipped.sort();
-        let mut named: Vec<String> = LEVELS
+        let mut named: Vec<String> = levels
             .iter()
             .flat_map(|l| l.scenarios.iter().map(|s| s.to_string()))
             .collect();
         named.sort();
         assert_eq!(named, shipped);
+    }
+
+    fn catalog() -> &'static std::path::Path {
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios"))
+    }
+
+    #[test]
+    fn every_shipped_receiver_scenario_belongs_to_exactly_one_level() {
+        // The sender scenarios (`hookstorm sink`) judge a sender: no
+        // receiver level needs them.
+        let shipped = crate::scenario::Scenario::load_dir(catalog()).unwrap();
+        each_in_one_level(shipped.into_iter().map(|s| s.name).collect(), LEVELS);
+    }
+
+    #[test]
+    fn every_shipped_sender_scenario_belongs_to_exactly_one_sender_level() {
+        let shipped = crate::scenario::sender::SenderScenario::load_dir(catalog()).unwrap();
+        each_in_one_level(shipped.into_iter().map(|s| s.name).collect(), SENDER_LEVELS);
+    }
+
+    #[test]
+    fn a_sink_run_is_held_to_the_sender_levels() {
+        let mut r = report(
+            ["sender-baseline", "sender-dead-letter", "sender-refusals"]
+                .into_iter()
+                .map(|n| scenario(n, Verdict::Pass, None))
+                .chain([scenario("sender-ordering", Verdict::Fail, None)])
+                .collect(),
+        );
+        // A sink's report is one whose invariants are the sender's.
+        for s in &mut r.scenarios {
+            s.check.results[0].id = InvariantId::S8;
+        }
+        let st = statement(&r);
+        assert!(st.sender);
+        assert_eq!(st.headline(), "met 1 of 4 sender conformance levels");
+        assert_eq!(st.levels[0].status, LevelStatus::Met);
+        assert_eq!(st.levels[2].status, LevelStatus::NotMet);
+        assert_eq!(st.levels[3].status, LevelStatus::NotEstablished);
     }
 }
 
@@ -573,6 +648,16 @@ mod docs {
             concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/invariants.md"),
             "levels",
             &super::markdown(),
+        );
+    }
+
+    /// `docs/sink.md` carries [`super::sender_markdown`] likewise.
+    #[test]
+    fn the_sender_level_table_in_the_docs_is_the_one_in_the_code() {
+        crate::docs_table::assert_section(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/sink.md"),
+            "sender-levels",
+            &super::sender_markdown(),
         );
     }
 }

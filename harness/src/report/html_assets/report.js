@@ -219,8 +219,8 @@
     if (!c) return;
     var sec = el("section", { id: "conformance", "class": "statement" }, app);
     var met = c.levels.filter(function (l) { return l.status === "met"; }).length;
-    el("h2", { text: c.sender ? "Conformance: a sender's run: the receiver's conformance levels do not apply" :
-      "Conformance: met " + met + " of " + count(c.levels.length, "level", "levels") }, sec);
+    el("h2", { text: "Conformance: met " + met + " of " + (c.sender ?
+      count(c.levels.length, "sender level", "sender levels") : count(c.levels.length, "level", "levels")) }, sec);
     var t = el("table", { "class": "levels" }, sec);
     c.levels.forEach(function (l) {
       var tr = el("tr", { "data-level": l.id, "data-status": l.status }, t);
