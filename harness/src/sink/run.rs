@@ -47,6 +47,12 @@ const OUTBOX_POLL: Duration = Duration::from_millis(40);
 /// The pause before an emit call that failed is made again.
 const EMIT_RETRY: Duration = Duration::from_millis(25);
 
+/// The least time an emit call is made again while it fails (a sender
+/// restarting after a crash refuses connections for a moment), however
+/// short the drain: the drain bounds how long the outbox may take to
+/// settle, not how long a restart may take.
+pub const EMIT_PATIENCE: Duration = Duration::from_secs(10);
+
 /// How long the sink stays up once the outbox settled: re-sends after a
 /// final answer land in it.
 const QUIET: Duration = Duration::from_millis(250);
@@ -519,7 +525,7 @@ async fn drive(
         if let Some(p) = arm {
             p.arm_commit(true);
         }
-        let called = emit(target, &body, drain).await;
+        let called = emit(target, &body, drain.max(EMIT_PATIENCE)).await;
         if let Some(p) = arm {
             p.arm_commit(false);
         }
