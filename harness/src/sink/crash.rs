@@ -151,6 +151,28 @@ pub struct Signals<'a> {
     pub done: watch::Receiver<bool>,
 }
 
+/// The next message of `r`, or never when there is no `r`.
+async fn next<T>(r: Option<&mut mpsc::UnboundedReceiver<T>>) -> Option<T> {
+    match r {
+        Some(r) => r.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// What the history says of a kill the harness made.
+fn why_killed(crash: Option<Crash>, on_a_commit: bool) -> &'static str {
+    match crash.map(|c| c.at) {
+        Some(CrashPoint::BeforeMark) => "killed right after the sink answered 2xx",
+        Some(CrashPoint::MidPost) => {
+            "killed with a POST in flight: the sink held the request it read, unanswered"
+        }
+        _ if on_a_commit => {
+            "killed the moment its database committed a save during an emit call, before it heard so"
+        }
+        _ => "killed right after an emit call returned",
+    }
+}
+
 /// Runs until `done`: revives the sender whenever it exits, and crashes it
 /// as `crash` says, `count` times at most. `generation` goes up with every
 /// restart.
@@ -182,21 +204,11 @@ pub async fn watch(
             Some(()) = signals.emitted.recv() => {
                 !points && !on_commits && left(&out) && crash.is_some_and(|c| c.at == CrashPoint::BeforePost)
             }
-            Some(h) = async {
-                match signals.commits.as_mut() {
-                    Some(r) => r.recv().await,
-                    None => std::future::pending().await,
-                }
-            } => {
+            Some(h) = next(signals.commits.as_deref_mut()) => {
                 held = Some(h);
                 left(&out)
             }
-            Some(h) = async {
-                match signals.requests.as_mut() {
-                    Some(r) => r.recv().await,
-                    None => std::future::pending().await,
-                }
-            } => {
+            Some(h) = next(signals.requests.as_mut()) => {
                 since_restart += 1;
                 let now = left(&out) && since_restart >= gap;
                 if now {
@@ -212,25 +224,17 @@ pub async fn watch(
             }
         };
         if kill_now {
-            out.kills += 1;
-            let why = match crash.map(|c| c.at) {
-                Some(CrashPoint::BeforeMark) => "killed right after the sink answered 2xx",
-                Some(CrashPoint::MidPost) => {
-                    "killed with a POST in flight: the sink held the request it read, unanswered"
-                }
-                _ if held.is_some() => {
-                    "killed the moment its database committed a save during an emit call, before it heard so"
-                }
-                _ => "killed right after an emit call returned",
-            };
+            let why = why_killed(crash, held.is_some());
             if let Err(e) = sup.kill(Role::Receiver).await {
                 out.errors.push(e.to_string());
             }
+            // Only now do the held bytes go on (or the request learn it
+            // will never be answered).
             drop(held.take());
             if let Some(h) = held_request.take() {
                 h.killed();
             }
-            since_restart = 0;
+            (out.kills, since_restart) = (out.kills + 1, 0);
             gap = rng.gen_range(1..=REQUESTS_BEFORE_A_MID_POST_CRASH);
             generation.fetch_add(1, Ordering::SeqCst);
             if let Err(e) = sup.restart(Role::Receiver, why).await {
