@@ -26,13 +26,14 @@ fn sink(dir: &Path, args: &[&str]) -> Output {
     run_binary(&all, dir)
 }
 
-fn report(dir: &Path) -> Value {
+/// `out/latest/report.json` of a sink run in `dir`.
+pub fn report(dir: &Path) -> Value {
     let text = std::fs::read_to_string(dir.join("out/latest/report.json")).expect("report.json");
     serde_json::from_str(&text).expect("report.json is JSON")
 }
 
-/// (scenario, invariant) of every result that is not a pass.
-fn not_passing(v: &Value) -> Vec<(String, String, String)> {
+/// (scenario, invariant, verdict) of every result that is not a pass.
+pub fn not_passing(v: &Value) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
     for s in v["scenarios"].as_array().unwrap() {
         for r in s["check"]["results"].as_array().unwrap() {

@@ -28,10 +28,10 @@ use std::path::Path;
 use std::process::Output;
 
 use hookstorm_receiver::pgtest::PgServer;
-use serde_json::Value;
 
 use super::{fresh_database, installed_or_skip, zoo_dir, Family};
 use crate::common::{output_text as text, scenario_dir_arg};
+use crate::sink::{not_passing, report};
 
 /// The seeds the crash scenario runs on, for the mutant and its twin.
 const SEEDS: u64 = 10;
@@ -166,28 +166,6 @@ fn sink(dir: &Path, target: &Path, mutant: &str, seed: u64, args: &[&str]) -> Ou
         .env("SENDER_MUTANT", mutant)
         .output()
         .expect("hookstorm runs")
-}
-
-fn report(dir: &Path) -> Value {
-    let text = std::fs::read_to_string(dir.join("out/latest/report.json")).expect("report.json");
-    serde_json::from_str(&text).expect("report.json is JSON")
-}
-
-/// (scenario, invariant, verdict) of every result that is not a pass.
-fn not_passing(v: &Value) -> Vec<(String, String, String)> {
-    let mut out = Vec::new();
-    for s in v["scenarios"].as_array().unwrap() {
-        for r in s["check"]["results"].as_array().unwrap() {
-            if r["verdict"] != "pass" {
-                out.push((
-                    s["name"].as_str().unwrap().to_string(),
-                    r["id"].as_str().unwrap().to_string(),
-                    r["verdict"].as_str().unwrap().to_string(),
-                ));
-            }
-        }
-    }
-    out
 }
 
 fn postgres_or_skip() -> Option<PgServer> {
