@@ -8,7 +8,8 @@
 //! redeliveries, no dropped acks, no hold-back, one attempt instead of the
 //! full retry schedule, current signing, first wave), then a simpler order
 //! ([`in_index_order`]). Every candidate is strictly smaller than its
-//! input by [`size`], so a search that keeps only candidates ends.
+//! input by [`size`], so a search that keeps only candidates ends; the one
+//! exception, [`one_delivery_per_wave`], is tried once.
 //! Nothing here runs anything: these functions are tested on plans alone.
 
 use crate::history::Intent;
@@ -166,6 +167,41 @@ pub fn one_attempt_each(plan: &Plan) -> Option<Candidate> {
     }
     Some(Candidate {
         step: format!("{n} deliveries: one attempt each instead of the retry schedule"),
+        plan: p,
+    })
+}
+
+/// The deliveries sent one at a time, each after the one before it is
+/// answered: one wave each, in the plan's dispatch order. The one
+/// candidate that is not smaller by [`size`] (its waves add directives),
+/// so the search tries it once, after its first pass over the deliveries: a failure that needs
+/// two deliveries in one order and not at once (a stale sequence applied
+/// last) then fails on every run instead of on the runs where the race
+/// went its way, and every later reduction is judged on a certain plan.
+/// A failure that needs deliveries at once fails less often here and the
+/// candidate is dropped. `None` when no wave holds two deliveries, and
+/// when a delivery still has its retry schedule: a wave waits until each
+/// of its deliveries is answered or dead, so one at a time would wait out
+/// every schedule in turn.
+pub fn one_delivery_per_wave(plan: &Plan) -> Option<Candidate> {
+    if plan.deliveries.iter().any(|d| !d.single_attempt) {
+        return None;
+    }
+    let mut waves: Vec<u32> = plan.deliveries.iter().map(|d| d.wave).collect();
+    waves.sort_unstable();
+    if waves.windows(2).all(|w| w[0] != w[1]) {
+        return None;
+    }
+    let mut p = plan.clone();
+    p.deliveries.sort_by_key(|d| d.wave);
+    for (i, d) in p.deliveries.iter_mut().enumerate() {
+        d.wave = i as u32;
+    }
+    Some(Candidate {
+        step: format!(
+            "{} deliveries: one at a time, each after the one before is answered",
+            p.deliveries.len()
+        ),
         plan: p,
     })
 }
@@ -417,5 +453,25 @@ mod tests {
         assert!(c.plan.deliveries.iter().all(|d| d.single_attempt));
         assert!(size(&c.plan) < size(&p));
         assert!(one_attempt_each(&c.plan).is_none());
+    }
+
+    #[test]
+    fn deliveries_of_one_wave_can_be_sent_one_at_a_time_in_their_order() {
+        let p = plan(
+            "[[fault]]\nkind = \"reorder\"\nmode = \"shuffle\"\n",
+            "[workload]\njobs = 4\n",
+            "[\"acct_a\"]",
+        );
+        assert!(one_delivery_per_wave(&p).is_none(), "a retry schedule each");
+        let p = one_attempt_each(&p).expect("genuine deliveries retry").plan;
+        let c = one_delivery_per_wave(&p).expect("one wave holds them all");
+        let order = |p: &Plan| p.deliveries.iter().map(|d| d.index).collect::<Vec<_>>();
+        assert_eq!(order(&c.plan), order(&p), "the dispatch order is kept");
+        let waves: Vec<u32> = c.plan.deliveries.iter().map(|d| d.wave).collect();
+        assert_eq!(waves, (0..p.deliveries.len() as u32).collect::<Vec<_>>());
+        assert!(one_delivery_per_wave(&c.plan).is_none());
+        let mut one = c.plan.clone();
+        one.deliveries.truncate(1);
+        assert!(one_delivery_per_wave(&one).is_none());
     }
 }

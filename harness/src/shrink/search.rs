@@ -302,12 +302,22 @@ pub async fn minimize<O: Oracle>(
         chain: Vec::new(),
         out_of: None,
     };
+    let mut ordered = false;
     loop {
         let mut progress = false;
         if let Some(c) = reduce::one_attempt_each(&s.best) {
             progress |= s.attempt(c, on_event).await?;
         }
         progress |= s.deliveries(on_event).await?;
+        // Once, after the first deliveries pass: it is not smaller (see
+        // its docs), so a round that undid it and tried it again would
+        // never end. After that pass, it orders only the deliveries a
+        // race kept from going, not the whole plan.
+        if !std::mem::replace(&mut ordered, true) {
+            if let Some(c) = reduce::one_delivery_per_wave(&s.best) {
+                progress |= s.attempt(c, on_event).await?;
+            }
+        }
         while s
             .first_of(reduce::account_candidates(&s.best), on_event)
             .await?
