@@ -34,7 +34,6 @@ use super::{fresh_database, installed_or_skip, zoo_dir, Family};
 use crate::common::{output_text as text, scenario_dir_arg};
 use crate::sink::{not_passing, report};
 
-
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -232,9 +231,11 @@ fn caught_on_every_seed(pg: &PgServer, who: Kind, cases: &[(&str, &str, &str)]) 
     let runs: Vec<(u64, &str, &str, &str)> = cases
         .iter()
         .flat_map(|&(mutant, scenario, drain)| {
-            super::kills::kill_seeds().into_iter().flat_map(move |seed| {
-                [(seed, mutant, scenario, drain), (seed, "", scenario, drain)]
-            })
+            super::kills::kill_seeds()
+                .into_iter()
+                .flat_map(move |seed| {
+                    [(seed, mutant, scenario, drain), (seed, "", scenario, drain)]
+                })
         })
         .collect();
     let failures: Vec<String> = super::parallel(&runs, |&(seed, m, scenario, drain)| {
