@@ -369,7 +369,7 @@ fn cycles<'a>(edges: &BTreeMap<&'a str, BTreeSet<&'a str>>) -> Vec<Vec<&'a str>>
 
 const CRATES: [(&str, &str); 3] = [
     ("harness", "harness/src"),
-    ("cli", "harness/cli"),
+    ("cli", "cli"),
     ("receiver", "reference-receiver/src"),
 ];
 

@@ -4,9 +4,10 @@
 //! workflow (each step's `run:` as a runner runs it), the Kubernetes
 //! manifests (validated against the Kubernetes schemas, then run as a Job
 //! would be: one process per index, each in a network namespace of its
-//! own), and the wheel and the npm packages (installed offline into a fresh
-//! venv and a fresh Node project, then run). What a user copies is what
-//! runs here, so the two cannot drift.
+//! own), the wheel and the npm packages (installed offline into a fresh
+//! venv and a fresh Node project, then run), and the crates as `cargo
+//! package` makes them. What a user copies is what runs here, so the two
+//! cannot drift.
 //!
 //! Building an image root needs root and `debootstrap`, the Job needs root
 //! and `ip netns`, the schemas need `kubernetes-validate`, the packages
@@ -15,6 +16,7 @@
 //! `HOOKSTORM_REQUIRE_PATHS=1` (set by `.ci/run`), which makes it a failure.
 
 mod action;
+mod crates;
 mod dist;
 mod image;
 mod k8s;

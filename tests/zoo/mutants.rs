@@ -137,6 +137,14 @@ pub const MUTANTS: &[Mutant] = &[
         by_preflight: false,
     },
     Mutant {
+        name: "sequence-by-arrival",
+        bug: "the resource upsert drops its `where excluded.sequence > resources.sequence` clause: a late, lower sequence overwrites a higher one",
+        planted: Where::Receivers(&["node-answerline", "python-answerline"]),
+        scenario: "sequenced-resources",
+        invariant: InvariantId::I6,
+        by_preflight: false,
+    },
+    Mutant {
         name: "inline-processing",
         bug: "the business effect runs inline before the insert, slow past the provider's timeout on a cold cache, not idempotent",
         planted: Where::Receivers(&["node-answerline", "python-answerline"]),

@@ -33,9 +33,10 @@ mod wire;
 use crate::profile::Profile;
 
 /// The reference sender's profile file, as it ships in
-/// `scenarios/profiles/reference-sender.toml`.
-pub const REFERENCE_PROFILE_TOML: &str =
-    include_str!("../../../scenarios/profiles/reference-sender.toml");
+/// `scenarios/profiles/reference-sender.toml`: read through the link
+/// `reference-sender.toml` beside this file, so that the library's package
+/// carries it (`cargo package` keeps only what lies in the package's folder).
+pub const REFERENCE_PROFILE_TOML: &str = include_str!("reference-sender.toml");
 
 /// The profile the built-in reference sender keeps (and `hookstorm sink`
 /// with no target judges it by).

@@ -72,6 +72,62 @@ app.post("/webhooks/:account", body, async (req, res) => {
   if (!res.headersSent) res.sendStatus(200);
 });
 
+// Reconciliation, for a provider with an API to ask (answerline's): the
+// tasks the team submitted are recorded, and one pass asks the API for
+// each one the inbox lacks and stores the final ones as if delivered. A
+// 404 is skipped, a task not final yet is left for the next pass, and the
+// pass stops at the first 429 and says how many it left ("throttled").
+// ZOO_PROVIDER_API is the API's base URL; the key is ZOO_PROVIDER_KEY.
+app.post("/hookstorm/setup", express.json(), async (req, res) => {
+  const { state, params } = req.body ?? {};
+  if (state !== "tasks-submitted" || typeof params?.account !== "string") return res.sendStatus(400);
+  try {
+    await store.submit(params.account, params.task_ids ?? []);
+  } catch (err) {
+    return res.status(503).json({ error: err.message });
+  }
+  res.sendStatus(204);
+});
+
+app.post("/hookstorm/reconcile", async (req, res) => {
+  const api = process.env.ZOO_PROVIDER_API;
+  if (!api) return res.sendStatus(501);
+  try {
+    res.json(await reconcilePass(api));
+  } catch (err) {
+    res.status(502).json({ error: err.message });
+  }
+});
+
+async function reconcilePass(api) {
+  const missing = await store.missing();
+  const counts = { missing: missing.length, stored: 0, not_found: 0, not_final: 0, throttled: 0 };
+  for (const [i, { account, key }] of missing.entries()) {
+    const r = await fetch(`${api}/v1/async/task/${encodeURIComponent(key)}`, {
+      headers: { authorization: `Bearer ${process.env.ZOO_PROVIDER_KEY}` },
+      signal: AbortSignal.timeout(5000),
+    });
+    if (r.status === 429) {
+      counts.throttled = missing.length - i;
+      break;
+    }
+    if (r.status === 404) {
+      counts.not_found += 1;
+      continue;
+    }
+    if (!r.ok) throw new Error(`the provider answered ${r.status} for ${key}`);
+    const text = await r.text();
+    const e = provider.describe(JSON.parse(text), {});
+    if (e.type !== "task.completed" && e.type !== "task.failed") {
+      counts.not_final += 1;
+      continue;
+    }
+    await store.receive(account, e, text);
+    counts.stored += 1;
+  }
+  return counts;
+}
+
 // Body parser errors (413 for an oversized body, 400 for bad JSON) keep
 // their status; nothing else reaches here.
 app.use((err, req, res, next) => res.sendStatus(err.status ?? 500));

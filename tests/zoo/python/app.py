@@ -13,8 +13,10 @@ import json
 import os
 import threading
 import time
+import urllib.error
+import urllib.request
 
-from flask import Flask, request
+from flask import Flask, jsonify, request
 
 from store import Store
 
@@ -80,3 +82,56 @@ def webhook(account):
         app.logger.error("store: %s", err)
         return "", 200 if MUTANT == "ok-on-db-error" else 503
     return "", 200
+
+
+@app.post("/hookstorm/setup")
+def setup():
+    """Records the tasks the team submitted (hookstorm's tasks-submitted)."""
+    body = request.get_json(force=True, silent=True) or {}
+    params = body.get("params") or {}
+    if body.get("state") != "tasks-submitted" or not isinstance(params.get("account"), str):
+        return "", 400
+    try:
+        store.submit(params["account"], params.get("task_ids") or [])
+    except store.Error as err:
+        return jsonify(error=str(err)), 503
+    return "", 204
+
+
+@app.post("/hookstorm/reconcile")
+def reconcile():
+    """One pass of the reconciliation job: asks the provider's API
+    (ZOO_PROVIDER_API, key ZOO_PROVIDER_KEY) for each submitted task the
+    inbox lacks and stores the final ones as if delivered. A 404 is
+    skipped, a task not final yet is left for the next pass, and the pass
+    stops at the first 429 and says how many it left ("throttled")."""
+    api = os.environ.get("ZOO_PROVIDER_API")
+    if not api:
+        return "", 501
+    missing = store.missing()
+    counts = {"missing": len(missing), "stored": 0, "not_found": 0, "not_final": 0, "throttled": 0}
+    for i, (account, key) in enumerate(missing):
+        req = urllib.request.Request(
+            f"{api}/v1/async/task/{key}",
+            headers={"Authorization": "Bearer " + os.environ.get("ZOO_PROVIDER_KEY", "")},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=5) as r:
+                text = r.read()
+        except urllib.error.HTTPError as e:
+            if e.code == 429:
+                counts["throttled"] = len(missing) - i
+                break
+            if e.code == 404:
+                counts["not_found"] += 1
+                continue
+            return jsonify({**counts, "error": f"the provider answered {e.code} for {key}"}), 502
+        except OSError as e:
+            return jsonify({**counts, "error": str(e)}), 502
+        e = provider.describe(json.loads(text), {})
+        if e["type"] not in ("task.completed", "task.failed"):
+            counts["not_final"] += 1
+            continue
+        store.receive(account, e, text.decode())
+        counts["stored"] += 1
+    return jsonify(counts)

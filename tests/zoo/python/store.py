@@ -1,6 +1,7 @@
 """The receiver's store: an inbox row per event (unique per account and
-event identity), the winning update per object and a count of the business
-effect per event. SQLite (a connection per request, as sqlite3 wants in a
+event identity), the winning update per object, a count of the business
+effect per event, the sequence applied per resource (never lowered) and
+the tasks the team submitted (for reconciliation). SQLite (a connection per request, as sqlite3 wants in a
 pre-forked server) or Postgres through a psycopg pool with no statement
 timeout. ZOO_DATABASE is a file path or a postgres:// URL; ZOO_DB_WAIT_MS
 is SQLite's busy timeout (5 s without it)."""
@@ -17,7 +18,8 @@ UNIQUE = "" if MUTANT in ("unique-dropped", "memory-dedupe") else ", primary key
 SCHEMA = [
     f"""create table if not exists webhook_inbox (
         account text not null, key text not null, type text, object text,
-        ordered text, failed boolean not null default false, body text not null,
+        ordered text, resource text, sequence integer,
+        failed boolean not null default false, body text not null,
         received_at {{ts}}, processed_at {{ts_null}}, error text{UNIQUE})""",
     """create table if not exists winners (
         account text not null, object text not null, key text not null,
@@ -25,6 +27,11 @@ SCHEMA = [
     """create table if not exists effects (
         account text not null, key text not null, count integer not null,
         primary key (account, key))""",
+    """create table if not exists resources (
+        account text not null, resource text not null, sequence integer not null,
+        primary key (account, resource))""",
+    """create table if not exists submitted (
+        account text not null, key text not null, primary key (account, key))""",
 ]
 NEWER = "where excluded.rank > winners.rank or (excluded.rank = winners.rank and excluded.key > winners.key collate \"C\")"
 WINNER = (
@@ -32,16 +39,28 @@ WINNER = (
     " on conflict (account, object) do update set key = excluded.key, rank = excluded.rank "
     + ("" if MUTANT == "winner-by-arrival" else NEWER)
 )
+# A resource moves only forward: an older sequence arriving late is stored
+# and processed, and changes nothing.
+ADVANCE = (
+    "insert into resources (account, resource, sequence) values (%s, %s, %s)"
+    " on conflict (account, resource) do update set sequence = excluded.sequence "
+    + ("" if MUTANT == "sequence-by-arrival" else "where excluded.sequence > resources.sequence")
+)
 INSERT = (
-    "insert into webhook_inbox (account, key, type, object, ordered, failed, body, processed_at)"
-    " values (%s, %s, %s, %s, %s, %s, %s, %s) on conflict do nothing"
+    "insert into webhook_inbox (account, key, type, object, ordered, resource, sequence, failed, body, processed_at)"
+    " values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) on conflict do nothing"
+)
+MISSING = (
+    "select s.account, s.key from submitted s where not exists"
+    " (select 1 from webhook_inbox i where i.account = s.account and i.key = s.key)"
+    " order by s.account, s.key"
 )
 EFFECT = (
     "insert into effects (account, key, count) values (%s, %s, 1)"
     " on conflict (account, key) do update set count = effects.count + 1"
 )
 PENDING = (
-    "select account, key, object, ordered, failed from webhook_inbox"
+    "select account, key, object, ordered, resource, sequence, failed from webhook_inbox"
     " where processed_at is null and error is null limit 200"
 )
 DONE = (
@@ -112,9 +131,21 @@ class Store:
         with self.tx() as db:
             db.execute(
                 INSERT,
-                (account, e["key"], e["type"], e["object"], order, bool(e["failed"]), body,
-                 datetime.now().isoformat() if processed else None),
+                (account, e["key"], e["type"], e["object"], order, e.get("resource"), e.get("sequence"),
+                 bool(e["failed"]), body, datetime.now().isoformat() if processed else None),
             )
+
+    def submit(self, account, keys):
+        """Records the tasks submitted for `account` (replacing the last list)."""
+        with self.tx() as db:
+            db.execute("delete from submitted where account = %s", (account,))
+            for k in keys:
+                db.execute("insert into submitted (account, key) values (%s, %s) on conflict do nothing", (account, k))
+
+    def missing(self):
+        """The submitted tasks the inbox lacks, as (account, key)."""
+        with self.tx() as db:
+            return [tuple(r) for r in db.execute(MISSING).fetchall()]
 
     def effect(self, account, key):
         with self.tx() as db:
@@ -122,7 +153,8 @@ class Store:
 
     def pending(self):
         with self.tx() as db:
-            return [dict(zip(("account", "key", "object", "ordered", "failed"), r)) for r in db.execute(PENDING).fetchall()]
+            cols = ("account", "key", "object", "ordered", "resource", "sequence", "failed")
+            return [dict(zip(cols, r)) for r in db.execute(PENDING).fetchall()]
 
     def settle(self, row):
         """One transaction: mark the row, run the effect once, keep the winner."""
@@ -136,6 +168,8 @@ class Store:
             db.execute(EFFECT, (row["account"], row["key"]))
             if not row["failed"] and row["object"] is not None:
                 db.execute(WINNER, (row["account"], row["object"], row["key"], r))
+            if row["resource"] is not None and row["sequence"] is not None:
+                db.execute(ADVANCE, (row["account"], row["resource"], row["sequence"]))
 
 
 class _Sqlite:

@@ -20,16 +20,19 @@ export function verify(raw, headers, secret, mutant) {
   return JSON.parse(raw);
 }
 
-// A dashboard test ("test": true) is acknowledged and not stored.
+// A dashboard test ("test": true) is acknowledged and not stored. An
+// event of a sequenced resource carries `resource` and `sequence`.
 export function describe(event) {
   if (event.test) return { ignore: true };
   const task = event.task;
   return {
     type: `task.${String(task.status).toLowerCase()}`,
     key: task.id,
-    object: String(task.idempotencyKey).replace(/-r\d+$/, ""),
+    object: task.idempotencyKey == null ? null : String(task.idempotencyKey).replace(/-r\d+$/, ""),
     order: task.createdAt,
     failed: task.status !== "COMPLETED",
+    resource: event.resource,
+    sequence: event.sequence,
   };
 }
 

@@ -34,17 +34,21 @@ def verify(raw, headers, secret):
 
 
 def describe(event, headers):
+    """A dashboard test is acknowledged and not stored; an event of a
+    sequenced resource carries `resource` and `sequence`."""
     if event.get("test"):
         return {"ignore": True}
     task = event["task"]
-    job = task["idempotencyKey"]
-    head, _, tail = job.rpartition("-r")
+    job = task.get("idempotencyKey")
+    head, _, tail = (job or "").rpartition("-r")
     return {
         "type": "task." + str(task["status"]).lower(),
         "key": task["id"],
         "object": head if head and tail.isdigit() else job,
         "order": task["createdAt"],
         "failed": task["status"] != "COMPLETED",
+        "resource": event.get("resource"),
+        "sequence": event.get("sequence"),
     }
 
 
