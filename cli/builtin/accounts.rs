@@ -1,9 +1,14 @@
-//! The built-in receiver's accounts and their fresh secrets, and why it
-//! could not be set up: what the child and the embedded receiver share.
+//! The built-in receiver's accounts and their fresh secrets, the target
+//! that points at it, and why it could not be set up: what the child and
+//! the embedded receiver share.
 
 use std::collections::BTreeMap;
 
 use hookstorm::profile::signature::Secret;
+use hookstorm::profile::Profile;
+use hookstorm::provider::Provider;
+use hookstorm::state::probe::ProbeConfig;
+use hookstorm::target::{Target, DEFAULT_MAX_BODY};
 use hookstorm_receiver::config::random_token;
 
 /// The accounts the built-in receiver serves.
@@ -33,6 +38,37 @@ pub(super) fn fresh_secrets() -> (BTreeMap<String, Vec<Secret>>, BTreeMap<String
     let mut retired = BTreeMap::new();
     retired.insert(ACCOUNTS[0].to_string(), secret());
     (secrets, retired)
+}
+
+/// The built-in receiver's target: its webhooks at `web` (`host:port`),
+/// its state at `admin` (a base URL) read with `token`, the accounts'
+/// secrets (current, retired) and the provider API it was given; no
+/// lifecycle or database, which the child start sets.
+pub(super) fn target(
+    web: &str,
+    admin: &str,
+    token: String,
+    profile: Profile,
+    (secrets, retired): (BTreeMap<String, Vec<Secret>>, BTreeMap<String, Secret>),
+    provider: Provider,
+) -> Target {
+    Target {
+        url: format!("http://{web}/webhooks/{{account}}"),
+        profile,
+        secrets,
+        retired,
+        secret_vars: Default::default(),
+        max_body: DEFAULT_MAX_BODY,
+        roots: Default::default(),
+        state: ProbeConfig {
+            http: Some(format!("{admin}/state")),
+            token: Some(token),
+            ..Default::default()
+        },
+        lifecycle: None,
+        database: Default::default(),
+        provider: Some(provider),
+    }
 }
 
 /// Accounts and their secrets as one environment value:

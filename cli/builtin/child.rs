@@ -30,8 +30,7 @@ use hookstorm::lifecycle::{
 use hookstorm::profile::signature::Secret;
 use hookstorm::profile::Profile;
 use hookstorm::provider::Provider;
-use hookstorm::state::probe::ProbeConfig;
-use hookstorm::target::{Target, DEFAULT_MAX_BODY};
+use hookstorm::target::Target;
 use hookstorm::text::units::HumanDuration;
 use hookstorm_receiver::config::random_token;
 use hookstorm_receiver::Defect;
@@ -211,21 +210,16 @@ pub fn prepare(opts: &ChildOptions) -> Result<ChildTarget, BuiltinError> {
         }),
     };
     let target = Target {
-        url: format!("http://{web_addr}/webhooks/{{account}}"),
-        profile,
-        secrets,
-        retired,
-        secret_vars: Default::default(),
-        max_body: DEFAULT_MAX_BODY,
-        roots: Default::default(),
-        state: ProbeConfig {
-            http: Some(format!("http://{admin_addr}/state")),
-            token: Some(token),
-            ..Default::default()
-        },
         lifecycle: Some(lifecycle),
         database,
-        provider: Some(provider),
+        ..super::accounts::target(
+            &web_addr.to_string(),
+            &format!("http://{admin_addr}"),
+            token,
+            profile,
+            (secrets, retired),
+            provider,
+        )
     };
     Ok(ChildTarget {
         target,

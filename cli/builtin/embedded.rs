@@ -12,8 +12,7 @@ use std::net::SocketAddr;
 use hookstorm::profile::signature::Secret;
 use hookstorm::profile::Profile;
 use hookstorm::provider::Provider;
-use hookstorm::state::probe::ProbeConfig;
-use hookstorm::target::{Target, DEFAULT_MAX_BODY};
+use hookstorm::target::Target;
 use hookstorm_receiver::config::{random_token, Account, Config};
 use hookstorm_receiver::{spawn, Defect, Spawned};
 
@@ -73,22 +72,13 @@ pub async fn start(
         .with_profile(profile.clone())
         .with_provider(provider.url(), provider.key().clone());
     let spawned = spawn(config, &url).await?;
-    let target = Target {
-        url: format!("http://{}/webhooks/{{account}}", spawned.webhook_addr),
+    let target = super::accounts::target(
+        &spawned.webhook_addr.to_string(),
+        &spawned.admin_url(),
+        spawned.admin_token.clone(),
         profile,
-        secrets,
-        retired,
-        secret_vars: Default::default(),
-        max_body: DEFAULT_MAX_BODY,
-        roots: Default::default(),
-        state: ProbeConfig {
-            http: Some(format!("{}/state", spawned.admin_url())),
-            token: Some(spawned.admin_token.clone()),
-            ..Default::default()
-        },
-        lifecycle: None,
-        database: Default::default(),
-        provider: Some(provider),
-    };
+        (secrets, retired),
+        provider,
+    );
     Ok((Embedded { spawned, _dir: dir }, target))
 }

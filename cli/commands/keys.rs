@@ -85,6 +85,24 @@ pub fn signing_key() -> Result<Option<SigningKey>, i32> {
     attest::key_from_env(|v| std::env::var(v).ok()).map_err(super::usage_error)
 }
 
+/// `then` with the environment's signing key, on a multi-threaded
+/// runtime: how `run` and `sink` start. A key that is no key exits as a
+/// usage error before anything starts.
+pub fn block_on_with_key<F, Fut>(then: F) -> anyhow::Result<i32>
+where
+    F: FnOnce(Option<SigningKey>) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<i32>>,
+{
+    let key = match signing_key() {
+        Ok(k) => k,
+        Err(code) => return Ok(code),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(then(key))
+}
+
 /// Signs the sealed folder `dir` with `key` (when there is one) and says
 /// so; a folder that cannot be signed is an error of the command.
 pub fn sign(

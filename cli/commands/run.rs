@@ -160,14 +160,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Some(s) => s.take(scenarios),
         None => scenarios,
     };
-    let key = match super::keys::signing_key() {
-        Ok(k) => k,
-        Err(code) => return Ok(code),
-    };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(run_async(args, scenarios, require_all, key))
+    super::keys::block_on_with_key(|key| run_async(args, scenarios, require_all, key))
 }
 
 async fn run_async(

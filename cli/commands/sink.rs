@@ -97,14 +97,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Ok(s) => s,
         Err(e) => return Ok(super::usage_error(format!("{e:#}"))),
     };
-    let key = match super::keys::signing_key() {
-        Ok(k) => k,
-        Err(code) => return Ok(code),
-    };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(run_async(args, defect, scenarios, key))
+    super::keys::block_on_with_key(|key| run_async(args, defect, scenarios, key))
 }
 
 async fn run_async(
