@@ -268,6 +268,11 @@ impl Target {
                 })?)
             }
         };
+        let lifecycle = with_provider_url(
+            checked_failpoints(file.lifecycle, path)?,
+            provider.as_ref().map(Provider::url),
+            path,
+        )?;
         Ok(Target {
             roots,
             provider,
@@ -287,7 +292,7 @@ impl Target {
                 None => DEFAULT_MAX_BODY,
             },
             state: file.state,
-            lifecycle: checked_failpoints(file.lifecycle, path)?,
+            lifecycle,
             database: file.database.unwrap_or_default(),
         })
     }
@@ -302,6 +307,40 @@ impl Target {
     pub fn describe(&self) -> String {
         redact_url(&self.url)
     }
+}
+
+/// `[lifecycle]` with `{provider}` in its commands and environment
+/// replaced by the provider API's base URL (`http://HOST:PORT`), so that a
+/// receiver's reconciliation job is told where hookstorm serves the API,
+/// port 0 included. `{provider}` in a target without `[provider]` is refused.
+fn with_provider_url(
+    lifecycle: Option<LifecycleConfig>,
+    url: Option<String>,
+    path: &Path,
+) -> Result<Option<LifecycleConfig>, ConfigError> {
+    let Some(mut l) = lifecycle else {
+        return Ok(None);
+    };
+    const WORD: &str = "{provider}";
+    let mut fields: Vec<&mut String> = vec![&mut l.start];
+    fields.extend(l.env.values_mut());
+    if let Some(w) = &mut l.worker {
+        fields.push(&mut w.start);
+        fields.extend(w.env.values_mut());
+    }
+    for f in fields {
+        if !f.contains(WORD) {
+            continue;
+        }
+        let Some(url) = &url else {
+            return Err(ConfigError::invalid(
+                path,
+                "[lifecycle] says {provider}, but the target has no [provider] (hint: add [provider] with listen and key_env)",
+            ));
+        };
+        *f = f.replace(WORD, url);
+    }
+    Ok(Some(l))
 }
 
 /// The `[lifecycle]` table, refused when an `env` of it sets
@@ -523,6 +562,32 @@ mod tests {
         let t = Target::resolve(file, Path::new("t.toml")).unwrap();
         assert_eq!(t.lifecycle.unwrap().worker.unwrap().start, "./w");
         assert_eq!(t.database.proxy.unwrap().upstream, "127.0.0.1:5432");
+    }
+
+    #[test]
+    fn provider_in_lifecycle_commands_and_environment_becomes_the_provider_apis_url() {
+        let base = "url = \"http://127.0.0.1:1/w\"\n[accounts.acct_a]\nsecrets = [\"s\"]\n[state]\nhttp = \"http://127.0.0.1:2/state\"\n[lifecycle]\nstart = \"./r --api {provider}\"\nready = { tcp = \"127.0.0.1:1\" }\nenv = { API = \"{provider}/v1\" }\n[lifecycle.worker]\nstart = \"./w {provider}\"\n";
+        let load = |extra: &str| {
+            let file: TargetFile =
+                crate::error::parse_toml(Path::new("t.toml"), &format!("{base}{extra}")).unwrap();
+            Target::resolve(file, Path::new("t.toml"))
+        };
+        std::env::set_var("HOOKSTORM_TEST_PROVIDER_KEY", "k");
+        let t = load(
+            "[provider]\nlisten = \"127.0.0.1:0\"\nkey_env = \"HOOKSTORM_TEST_PROVIDER_KEY\"\n",
+        )
+        .unwrap();
+        let url = t.provider.as_ref().unwrap().url();
+        assert!(!url.ends_with(":0"), "{url}: the bound port");
+        let l = t.lifecycle.unwrap();
+        assert_eq!(l.start, format!("./r --api {url}"));
+        assert_eq!(l.env["API"], format!("{url}/v1"));
+        assert_eq!(l.worker.unwrap().start, format!("./w {url}"));
+        let e = load("").unwrap_err().to_string();
+        assert!(
+            e.contains("{provider}") && e.contains("no [provider]"),
+            "{e}"
+        );
     }
 
     #[test]

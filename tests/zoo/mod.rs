@@ -512,25 +512,24 @@ pub fn run(
     let (state_url, db, database) = (store.state_url, store.db, store.database);
     let (start, worker) = rx.commands(&db);
     // Answerline has a provider API to reconcile against: hookstorm serves
-    // it on a port of the test's choosing, the receiver is told where.
-    let api = (rx.profile == "answerline").then(|| {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port for the provider API")
-            .port()
-    });
+    // it on a port of its own choosing and tells the receiver where
+    // (`{provider}` in its environment).
+    let api = rx.profile == "answerline";
     let env = format!(
         "{{ ZOO_PROVIDER = \"{}\", ZOO_MUTANT = \"{mutant}\", ZOO_SLOW_MS = \"{}\", ZOO_DB_WAIT_MS = \"{DB_WAIT_MS}\"{} }}",
         rx.profile,
         rx.timeout_ms + 1_500,
-        api.map(|p| format!(", ZOO_PROVIDER_API = \"http://127.0.0.1:{p}\""))
-            .unwrap_or_default()
+        if api {
+            ", ZOO_PROVIDER_API = \"{provider}\""
+        } else {
+            ""
+        }
     );
     let mut target = target_file(
         port, rx.profile, &state_url, &start, &worker, &env, "", &database,
     );
-    if let Some(p) = api {
-        target = with_reconciliation(&target, port, p);
+    if api {
+        target = with_reconciliation(&target, port);
     }
     let seed = seed.to_string();
     let mut args = vec![
@@ -567,13 +566,13 @@ const PROVIDER_KEY: &str = "zoo-provider-key";
 
 /// `target` with the receiver's reconciliation wired the way its team
 /// would: the `setup` and `reconcile` hooks on its own port, and the
-/// provider API hookstorm serves on `api`.
-fn with_reconciliation(target: &str, port: u16, api: u16) -> String {
+/// provider API hookstorm serves on a port it picks.
+fn with_reconciliation(target: &str, port: u16) -> String {
     let hooks = format!(
         "[state]\nsetup = \"http://127.0.0.1:{port}/hookstorm/setup\"\nreconcile = \"http://127.0.0.1:{port}/hookstorm/reconcile\"\n"
     );
     format!(
-        "{}\n[provider]\nlisten = \"127.0.0.1:{api}\"\nkey_env = \"ZOO_PROVIDER_KEY\"\n",
+        "{}\n[provider]\nlisten = \"127.0.0.1:0\"\nkey_env = \"ZOO_PROVIDER_KEY\"\n",
         target.replacen("[state]\n", &hooks, 1)
     )
 }
