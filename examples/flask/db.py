@@ -27,12 +27,12 @@ create table if not exists effects (
 
 
 @contextmanager
-def connect():
+def connect(timeout=0.5):
     """A connection in autocommit mode (each statement commits on its own,
     or inside an explicit "begin"), closed after use. A busy timeout under
     a second: a locked database answers 503 (the sender retries) instead
     of holding the request."""
-    conn = sqlite3.connect(PATH, timeout=0.5, isolation_level=None)
+    conn = sqlite3.connect(PATH, timeout=timeout, isolation_level=None)
     try:
         conn.execute("pragma journal_mode=wal")
         yield conn
@@ -41,5 +41,9 @@ def connect():
 
 
 def migrate():
-    with connect() as conn:
+    """Creates the tables. Every gunicorn worker and the inbox worker run it
+    as they boot, all at once: it waits up to 10 s for the others (with the
+    requests' half second, a busy machine once failed a worker's boot on
+    "database is locked", and gunicorn shut down)."""
+    with connect(timeout=10) as conn:
         conn.executescript(SCHEMA)

@@ -137,8 +137,8 @@ fn cargo_package_ships_the_command_line_the_whole_catalog_and_every_file_a_crate
 
 #[test]
 fn an_include_climbing_out_of_its_package_is_named() {
-    let text = "const A: &str = include_str!(\"../../../docs/x.md\");\n#[cfg(test)]\nmod tests { const B: &str = include_str!(\"t.json\"); }";
-    assert_eq!(included(text), vec!["../../../docs/x.md".to_string()]);
-    let at = lexical(&Path::new("src/sink").join("../../../docs/x.md"));
-    assert_eq!(at, PathBuf::from("docs/x.md"));
+    let text = "const A: &str = include_str!(\"../../../notes/x.txt\");\n#[cfg(test)]\nmod tests { const B: &str = include_str!(\"t.json\"); }";
+    assert_eq!(included(text), vec!["../../../notes/x.txt".to_string()]);
+    let at = lexical(&Path::new("src/sink").join("../../../notes/x.txt"));
+    assert_eq!(at, PathBuf::from("notes/x.txt"));
 }

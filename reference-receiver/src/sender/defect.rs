@@ -104,7 +104,7 @@ impl SenderDefect {
             SenderDefect::ReusesTimestamp => "signs every retry with the first attempt's timestamp, so a late retry is stale",
             SenderDefect::IgnoresRetryAfter => "retries on its own schedule even when the receiver asked for more time with Retry-After",
             SenderDefect::NoTimeout => "waits for an answer however long the receiver takes",
-            SenderDefect::Unordered => "sends the newest events first, with no order per resource",
+            SenderDefect::Unordered => "sends the newest events first, one at a time, with no order per resource",
             SenderDefect::SendsReserialisedBody => "sends (and signs) each body parsed and written again: the signature verifies, but the bytes are not the ones emitted (keys sorted, escapes rewritten)",
         }
     }

@@ -113,6 +113,16 @@ impl Worker {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .insert(row.seq);
+                if newest_first {
+                    // Broken, and certain about it: one at a time, newest
+                    // first, so the receiver sees the order this worker
+                    // chose. Spawned side by side, the runtime once ran
+                    // them oldest first and the bug went unseen.
+                    let seq = row.seq;
+                    self.deliver(&client, row).await;
+                    finished.lock().unwrap_or_else(|p| p.into_inner()).push(seq);
+                    continue;
+                }
                 let (me, client, finished) = (self.clone(), client.clone(), finished.clone());
                 tokio::spawn(async move {
                     let seq = row.seq;

@@ -168,7 +168,9 @@ class Store:
             db.execute(EFFECT, (row["account"], row["key"]))
             if not row["failed"] and row["object"] is not None:
                 db.execute(WINNER, (row["account"], row["object"], row["key"], r))
-            if row["resource"] is not None and row["sequence"] is not None:
+            # Callers that read their own row (the Celery task) may leave
+            # the resource out: a row without one updates none.
+            if row.get("resource") is not None and row.get("sequence") is not None:
                 db.execute(ADVANCE, (row["account"], row["resource"], row["sequence"]))
 
 
