@@ -564,14 +564,16 @@ mod tests {
         assert_eq!(t.database.proxy.unwrap().upstream, "127.0.0.1:5432");
     }
 
+    /// A target file's text, resolved as if read from `t.toml`.
+    fn resolve_text(text: &str) -> Result<Target, ConfigError> {
+        let file: TargetFile = crate::error::parse_toml(Path::new("t.toml"), text).unwrap();
+        Target::resolve(file, Path::new("t.toml"))
+    }
+
     #[test]
     fn provider_in_lifecycle_commands_and_environment_becomes_the_provider_apis_url() {
         let base = "url = \"http://127.0.0.1:1/w\"\n[accounts.acct_a]\nsecrets = [\"s\"]\n[state]\nhttp = \"http://127.0.0.1:2/state\"\n[lifecycle]\nstart = \"./r --api {provider}\"\nready = { tcp = \"127.0.0.1:1\" }\nenv = { API = \"{provider}/v1\" }\n[lifecycle.worker]\nstart = \"./w {provider}\"\n";
-        let load = |extra: &str| {
-            let file: TargetFile =
-                crate::error::parse_toml(Path::new("t.toml"), &format!("{base}{extra}")).unwrap();
-            Target::resolve(file, Path::new("t.toml"))
-        };
+        let load = |extra: &str| resolve_text(&format!("{base}{extra}"));
         std::env::set_var("HOOKSTORM_TEST_PROVIDER_KEY", "k");
         let t = load(
             "[provider]\nlisten = \"127.0.0.1:0\"\nkey_env = \"HOOKSTORM_TEST_PROVIDER_KEY\"\n",
@@ -593,11 +595,7 @@ mod tests {
     #[test]
     fn a_retired_secret_comes_from_the_environment_when_the_file_names_a_variable() {
         let base = "url = \"http://127.0.0.1:1/w\"\n[state]\nhttp = \"http://127.0.0.1:2/state\"\n[accounts.acct_a]\nsecrets = [\"s\"]\n";
-        let load = |extra: &str| {
-            let file: TargetFile =
-                crate::error::parse_toml(Path::new("t.toml"), &format!("{base}{extra}")).unwrap();
-            Target::resolve(file, Path::new("t.toml"))
-        };
+        let load = |extra: &str| resolve_text(&format!("{base}{extra}"));
         std::env::set_var("HOOKSTORM_TEST_RETIRED_A", "whsec_2019");
         let t = load("retired_env = \"HOOKSTORM_TEST_RETIRED_A\"\n").unwrap();
         assert_eq!(t.retired["acct_a"].expose(), "whsec_2019");
