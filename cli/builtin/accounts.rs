@@ -3,6 +3,7 @@
 //! the embedded receiver share.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 
 use hookstorm::profile::signature::Secret;
 use hookstorm::profile::Profile;
@@ -40,12 +41,12 @@ pub(super) fn fresh_secrets() -> (BTreeMap<String, Vec<Secret>>, BTreeMap<String
     (secrets, retired)
 }
 
-/// The built-in receiver's target: its webhooks at `web` (`host:port`),
+/// The built-in receiver's target: its webhooks at `web`,
 /// its state at `admin` (a base URL) read with `token`, the accounts'
 /// secrets (current, retired) and the provider API it was given; no
 /// lifecycle or database, which the child start sets.
 pub(super) fn target(
-    web: &str,
+    web: SocketAddr,
     admin: &str,
     token: String,
     profile: Profile,

@@ -213,7 +213,7 @@ pub fn prepare(opts: &ChildOptions) -> Result<ChildTarget, BuiltinError> {
         lifecycle: Some(lifecycle),
         database,
         ..super::accounts::target(
-            &web_addr.to_string(),
+            web_addr,
             &format!("http://{admin_addr}"),
             token,
             profile,

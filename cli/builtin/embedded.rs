@@ -73,7 +73,7 @@ pub async fn start(
         .with_provider(provider.url(), provider.key().clone());
     let spawned = spawn(config, &url).await?;
     let target = super::accounts::target(
-        &spawned.webhook_addr.to_string(),
+        spawned.webhook_addr,
         &spawned.admin_url(),
         spawned.admin_token.clone(),
         profile,

@@ -318,27 +318,15 @@ fn with_provider_url(
     url: Option<String>,
     path: &Path,
 ) -> Result<Option<LifecycleConfig>, ConfigError> {
+    const WORD: &str = "{provider}";
     let Some(mut l) = lifecycle else {
         return Ok(None);
     };
-    const WORD: &str = "{provider}";
-    let mut fields: Vec<&mut String> = vec![&mut l.start];
-    fields.extend(l.env.values_mut());
-    if let Some(w) = &mut l.worker {
-        fields.push(&mut w.start);
-        fields.extend(w.env.values_mut());
-    }
-    for f in fields {
-        if !f.contains(WORD) {
-            continue;
-        }
-        let Some(url) = &url else {
-            return Err(ConfigError::invalid(
-                path,
-                "[lifecycle] says {provider}, but the target has no [provider] (hint: add [provider] with listen and key_env)",
-            ));
-        };
-        *f = f.replace(WORD, url);
+    if l.replace_word(WORD, url.as_deref()) && url.is_none() {
+        return Err(ConfigError::invalid(
+            path,
+            "[lifecycle] says {provider}, but the target has no [provider] (hint: add [provider] with listen and key_env)",
+        ));
     }
     Ok(Some(l))
 }

@@ -298,6 +298,35 @@ pub enum LifecycleError {
     },
 }
 
+impl LifecycleConfig {
+    /// Its commands and the values of its `env` tables (the worker's
+    /// too): where `{hookstorm}`, `{proxy}` and `{provider}` may stand.
+    fn expandable_mut(&mut self) -> Vec<&mut String> {
+        let mut out: Vec<&mut String> = vec![&mut self.start];
+        out.extend(self.env.values_mut());
+        if let Some(w) = &mut self.worker {
+            out.push(&mut w.start);
+            out.extend(w.env.values_mut());
+        }
+        out
+    }
+
+    /// `word` replaced by `value` (when there is one) in every command and
+    /// `env` value; whether any of them said it.
+    pub(crate) fn replace_word(&mut self, word: &str, value: Option<&str>) -> bool {
+        let mut said = false;
+        for f in self.expandable_mut() {
+            if f.contains(word) {
+                said = true;
+                if let Some(v) = value {
+                    *f = f.replace(word, v);
+                }
+            }
+        }
+        said
+    }
+}
+
 /// Replaces `{proxy}` with the fault proxy's address.
 pub fn expand_proxy(command: &str, proxy: Option<SocketAddr>) -> String {
     match proxy {

@@ -313,7 +313,8 @@ pub async fn minimize<O: Oracle>(
         // its docs), so a round that undid it and tried it again would
         // never end. After that pass, it orders only the deliveries a
         // race kept from going, not the whole plan.
-        if !std::mem::replace(&mut ordered, true) {
+        if !ordered {
+            ordered = true;
             if let Some(c) = reduce::one_delivery_per_wave(&s.best) {
                 progress |= s.attempt(c, on_event).await?;
             }
