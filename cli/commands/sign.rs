@@ -52,6 +52,14 @@ pub struct Args {
     /// secret when absent (one the receiver never had).
     #[arg(long)]
     retired_secret_env: Option<String>,
+    /// The URL the request goes to: Twilio, Square, HubSpot and HTTP
+    /// Message Signatures sign it.
+    #[arg(long, default_value = "")]
+    url: String,
+    /// Print the public key a receiver verifies with (Ed25519 and ECDSA
+    /// profiles: the key pair comes from the secret) and read no body.
+    #[arg(long)]
+    public_key: bool,
 }
 
 /// The forgeries `sign` can make from one secret list: a cross-account
@@ -114,6 +122,18 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             "no secret given (hint: --secret S or --secret-env VAR)",
         ));
     }
+    if args.public_key {
+        return Ok(match profile.scheme.public_key(&secrets[0]) {
+            Some(k) => {
+                outln!("{k}");
+                hookstorm::exit::PASS
+            }
+            None => super::usage_error(format!(
+                "profile {} signs with an HMAC: the receiver keeps the secret itself, there is no public key",
+                profile.name
+            )),
+        });
+    }
     let seed = rand_id();
     let retired = match &args.retired_secret_env {
         Some(var) => match secrets_from_env(var) {
@@ -145,6 +165,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                     id: &id,
                     timestamp,
                     body: &body,
+                    url: &args.url,
                 },
             )
             .map_err(|e| format!("cannot sign: {e}"))
@@ -153,6 +174,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             &profile.scheme,
             &keys,
             SignRequest {
+                url: &args.url,
                 id: &id,
                 body: &body,
                 forgery: args.forge,
@@ -176,7 +198,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     headers.extend(signed);
     if !args.signature_only {
-        headers.push(("Content-Type".into(), "application/json".into()));
+        headers.push(("Content-Type".into(), profile.content_type().into()));
     }
     for (k, v) in headers {
         outln!("{k}: {v}");

@@ -31,6 +31,7 @@ fn bench(c: &mut Criterion) {
                             id: "whd_0123456789abcdef",
                             timestamp: 1_795_000_000,
                             body: black_box(&body),
+                            url: "",
                         },
                         &mut values,
                     );
@@ -47,6 +48,7 @@ fn bench(c: &mut Criterion) {
                                 id: "whd_0123456789abcdef",
                                 timestamp: 1_795_000_000,
                                 body: black_box(&body),
+                                url: "",
                             },
                         )
                         .expect("signs")

@@ -73,7 +73,7 @@ fn bench(c: &mut Criterion) {
                             let headers = scheme
                                 .sign(
                                     &[Secret::new("bench-secret")],
-                                    SignInput { id: "m", timestamp: chrono::Utc::now().timestamp(), body: body.as_bytes() },
+                                    SignInput { id: "m", timestamp: chrono::Utc::now().timestamp(), body: body.as_bytes(), url: "" },
                                 )
                                 .expect("sign");
                             let mut req = Request::post(&hook);

@@ -118,12 +118,24 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
             config.profile.tolerance_secs()
         };
         let now = chrono::Utc::now().timestamp();
-        if let Err(e) =
-            config
-                .profile
-                .scheme
-                .verify(&secrets, &parts.headers, &bytes, now, tolerance)
-        {
+        // The URL as the sender addressed it: some schemes sign it.
+        let url = format!(
+            "http://{}{}",
+            parts
+                .headers
+                .get(http::header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .unwrap_or_default(),
+            parts.uri.path_and_query().map_or("/", |p| p.as_str())
+        );
+        if let Err(e) = config.profile.scheme.verify_request(
+            &secrets,
+            &parts.headers,
+            &url,
+            &bytes,
+            now,
+            tolerance,
+        ) {
             return reply(
                 StatusCode::UNAUTHORIZED,
                 &format!("signature rejected: {e}"),

@@ -152,6 +152,7 @@ pub fn signed(secret: &str, body: &str, webhook_id: &str, timestamp: i64) -> Vec
                 id: webhook_id,
                 timestamp,
                 body: body.as_bytes(),
+                url: "",
             },
         )
         .expect("answerline signs with any secret");

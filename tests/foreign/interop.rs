@@ -12,7 +12,6 @@ use std::io::Write;
 use std::process::{Child, Command, Stdio};
 
 use hookstorm::fault::tamper::{self, Keys, SignRequest};
-use hookstorm::profile::envelope;
 use hookstorm::profile::signature::Secret;
 use hookstorm::profile::{Freshness, Profile};
 use hookstorm::scenario::{Forgery, Signing};
@@ -46,6 +45,12 @@ fn keys(current: &str, other: &str) -> Keys {
 /// Every genuine signing and every forgery of one delivery under `profile`,
 /// with what the provider's verifier must say about it.
 pub fn cases(profile: &Profile, current: &str, other: &str) -> Vec<Case> {
+    cases_at(profile, current, other, "")
+}
+
+/// [`cases`] for requests sent to `url` (some schemes sign it), with the
+/// body the profile's provider sends (its template, its format).
+pub fn cases_at(profile: &Profile, current: &str, other: &str, url: &str) -> Vec<Case> {
     let body: hookstorm::delivery::Body = serde_json::from_value(serde_json::json!({
         "task": {"id": "tsk_0123456789abcdef", "idempotencyKey": "job-1-r1",
                  "status": "COMPLETED", "createdAt": "2026-11-29T10:00:00Z"},
@@ -53,8 +58,13 @@ pub fn cases(profile: &Profile, current: &str, other: &str) -> Vec<Case> {
         "response": {"result": {"answer": "forty-two"}},
     }))
     .unwrap();
-    let bytes = envelope::render(profile.body, &body, false);
-    let id = envelope::delivery_id(profile.body, "whd_0123456789abcdef");
+    let sent = hookstorm::sender::provider_delivery(
+        profile,
+        &body,
+        "whd_0123456789abcdef",
+        Some("job-1".into()),
+    );
+    let (bytes, id) = (sent.bytes, sent.id);
     let keys = keys(current, other);
     let now = chrono::Utc::now().timestamp();
     let sign = |forgery: Option<Forgery>, signing: Signing| {
@@ -62,6 +72,7 @@ pub fn cases(profile: &Profile, current: &str, other: &str) -> Vec<Case> {
             &profile.scheme,
             &keys,
             SignRequest {
+                url,
                 id: &id,
                 body: &bytes,
                 forgery,

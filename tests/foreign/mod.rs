@@ -14,6 +14,7 @@ mod guide;
 mod interop;
 mod outage;
 mod provider;
+mod providers;
 mod python;
 mod races;
 mod redirecting;

@@ -51,7 +51,8 @@ pub struct Mutant {
     pub by_preflight: bool,
 }
 
-const ALL_PROFILES: &[&str] = &hookstorm::profile::BUILTIN_NAMES;
+/// The profiles the zoo's receivers are written for (the ones in code).
+const ALL_PROFILES: &[&str] = &hookstorm::profile::CORE_NAMES;
 
 /// One receiver per family and store, for the shared-code mutants.
 const SHARED: &[&str] = &[

@@ -36,9 +36,20 @@ async fn handle(v: Arc<Verifier>, req: Request<Incoming>) -> Response<Full<Bytes
         Err(_) => StatusCode::PAYLOAD_TOO_LARGE,
         Ok(b) => {
             let body = b.to_bytes();
-            match v.profile.scheme.verify(
+            // The URL as the sender addressed it: some schemes sign it.
+            let url = format!(
+                "http://{}{}",
+                parts
+                    .headers
+                    .get(http::header::HOST)
+                    .and_then(|h| h.to_str().ok())
+                    .unwrap_or_default(),
+                parts.uri.path_and_query().map_or("/", |p| p.as_str())
+            );
+            match v.profile.scheme.verify_request(
                 &v.secrets,
                 &parts.headers,
+                &url,
                 &body,
                 chrono::Utc::now().timestamp(),
                 v.profile.tolerance_secs(),

@@ -149,6 +149,8 @@ pub struct SignRequest<'a> {
     pub tolerance: Option<i64>,
     /// The receiver's body limit.
     pub max_body: usize,
+    /// The URL the request goes to (signed by some schemes).
+    pub url: &'a str,
 }
 
 /// The header a scheme puts its signature in.
@@ -162,11 +164,13 @@ pub fn signature_header(scheme: &Scheme) -> &str {
         Scheme::Slack {
             signature_header, ..
         } => signature_header,
+        Scheme::Template(t) => &t.header,
+        Scheme::HttpMessageSignature(_) => "Signature",
     }
 }
 
 fn single_signature(scheme: &Scheme) -> bool {
-    matches!(scheme, Scheme::BodyHmac { .. } | Scheme::Slack { .. })
+    scheme.single_signature()
 }
 
 /// The keys a genuine signature is made with: the current ones, or the
@@ -190,6 +194,8 @@ fn garbage_signature(scheme: &Scheme) -> String {
         Scheme::StandardWebhooks { .. } => "v1,***not-base64***".to_string(),
         Scheme::BodyHmac { prefix, .. } => format!("{prefix}not-an-hmac!"),
         Scheme::Slack { .. } => "v0=zz-not-hex".to_string(),
+        Scheme::Template(t) => t.garbage(),
+        Scheme::HttpMessageSignature(h) => format!("{}=:***not-base64***:", h.label),
     }
 }
 
@@ -203,6 +209,9 @@ fn unknown_scheme_only(scheme: &Scheme, v: &str) -> String {
             format!("v2={}", v.strip_prefix(prefix.as_str()).unwrap_or(v))
         }
         Scheme::Slack { .. } => v.replacen("v0=", "v1=", 1),
+        Scheme::Template(t) => t.unknown_version(v),
+        // A signature under a label the input does not name.
+        Scheme::HttpMessageSignature(h) => v.replacen(&format!("{}=", h.label), "sig9=", 1),
     }
 }
 
@@ -219,6 +228,7 @@ pub fn sign(scheme: &Scheme, keys: &Keys, req: SignRequest<'_>) -> Result<Signed
                         id: req.id,
                         timestamp: ts,
                         body,
+                        url: req.url,
                     },
                 )
                 .map_err(|e| format!("cannot sign: {e}"))
@@ -232,12 +242,21 @@ pub fn sign(scheme: &Scheme, keys: &Keys, req: SignRequest<'_>) -> Result<Signed
             }
         }
     };
-    let timestamped = scheme.has_timestamp();
+    // A body that carries its own send time (Linear's `webhookTimestamp`)
+    // is stamped with the time it is signed at, and that time is signed.
+    let stamped = crate::profile::envelope::carries_sent_time(req.body);
+    let timestamped = scheme.has_timestamp() || stamped;
+    let at = |ts: i64| crate::profile::envelope::stamp_sent(req.body, ts);
     let Some(forgery) = req.forgery else {
+        let body = at(req.now);
         return Ok(Signed {
-            headers: do_sign(&genuine_keys, req.now, req.body)?,
-            body: req.body.to_vec(),
+            headers: do_sign(&genuine_keys, req.now, &body)?,
+            body,
         });
+    };
+    let req = SignRequest {
+        body: &at(req.now),
+        ..req
     };
     let mut body = req.body.to_vec();
     let headers = match forgery {
@@ -278,7 +297,10 @@ pub fn sign(scheme: &Scheme, keys: &Keys, req: SignRequest<'_>) -> Result<Signed
             } else {
                 req.now - tol - 60
             };
-            do_sign(&genuine_keys, ts, req.body)?
+            if stamped {
+                body = at(ts);
+            }
+            do_sign(&genuine_keys, ts, &body)?
         }
         Forgery::CrossAccount => match &keys.other_account {
             Some(other) if !other.is_empty() && other != &keys.current => {
@@ -314,15 +336,29 @@ pub fn sign(scheme: &Scheme, keys: &Keys, req: SignRequest<'_>) -> Result<Signed
     Ok(Signed { headers, body })
 }
 
-/// The body with one value changed after signing.
+/// The body with one value changed after signing: the `credits` of the
+/// object (or of an array's first object), else a space added at the end
+/// (a form body's last parameter).
 fn tamper_body(body: &[u8]) -> Vec<u8> {
-    match serde_json::from_slice::<serde_json::Value>(body) {
-        Ok(mut v) => {
-            let credits = v.get("credits").and_then(|c| c.as_u64()).unwrap_or(0);
-            v["credits"] = json!(credits + 1000);
+    let mut v = match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(v) => v,
+        Err(_) => {
+            let mut b = body.to_vec();
+            b.push(b' ');
+            return b;
+        }
+    };
+    let target = match &mut v {
+        serde_json::Value::Array(a) => a.first_mut().and_then(|x| x.as_object_mut()),
+        other => other.as_object_mut(),
+    };
+    match target {
+        Some(o) => {
+            let credits = o.get("credits").and_then(|c| c.as_u64()).unwrap_or(0);
+            o.insert("credits".into(), json!(credits + 1000));
             serde_json::to_vec(&v).unwrap_or_else(|_| body.to_vec())
         }
-        Err(_) => {
+        None => {
             let mut b = body.to_vec();
             b.push(b' ');
             b
@@ -330,9 +366,26 @@ fn tamper_body(body: &[u8]) -> Vec<u8> {
     }
 }
 
-/// A well-formed body larger than `max_body` by 1 KiB of padding.
+/// A well-formed body larger than `max_body` by 1 KiB of padding: an
+/// object's `response`, an array's extra element, a form's extra parameter.
 fn oversized_body(body: &[u8], max_body: usize) -> Vec<u8> {
-    let mut v: serde_json::Value = serde_json::from_slice(body).unwrap_or_else(|_| json!({}));
-    v["response"] = json!({"result": {"padding": "x".repeat(max_body + 1024)}});
-    serde_json::to_vec(&v).unwrap_or_default()
+    let padding = "x".repeat(max_body + 1024);
+    match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(serde_json::Value::Array(mut a)) => {
+            a.push(json!({"padding": padding}));
+            serde_json::to_vec(&a).unwrap_or_default()
+        }
+        Ok(serde_json::Value::Object(mut o)) => {
+            o.insert("response".into(), json!({"result": {"padding": padding}}));
+            serde_json::to_vec(&o).unwrap_or_default()
+        }
+        Err(_) if !body.is_empty() && body.iter().all(|b| b.is_ascii_graphic()) => {
+            let mut b = body.to_vec();
+            b.extend_from_slice(b"&padding=");
+            b.extend_from_slice(padding.as_bytes());
+            b
+        }
+        _ => serde_json::to_vec(&json!({"response": {"result": {"padding": padding}}}))
+            .unwrap_or_default(),
+    }
 }

@@ -267,12 +267,10 @@ pub fn unmet(
 /// if it has none ([`crate::grading::excuse::TestDelivery`] decides).
 fn profile_unmet(scenario: &Scenario, target: &Target) -> Option<String> {
     let p = &target.profile;
-    let none = p.body_template.is_none()
-        && crate::grading::excuse::TestDelivery::of(p.body)
-            == crate::grading::excuse::TestDelivery::None;
+    let none = !p.has_test_deliveries();
     if none && scenario.workload.test_deliveries > 0 {
         return Some(format!(
-            "the {} profile's provider sends no test deliveries (its test-mode events are ordinary events, processed like any other), so there is nothing to judge (hint: --skip test-delivery, or a custom profile with a body_template)",
+            "the {} profile's provider sends no test deliveries (its test-mode events are ordinary events, processed like any other), so there is nothing to judge (hint: --skip test-delivery, or a custom profile whose body_template marks one with {{test}})",
             p.name
         ));
     }

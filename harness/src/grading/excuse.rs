@@ -498,10 +498,12 @@ pub fn markdown() -> String {
                 "no retry: the harness redelivers what died once the kills are over".to_string()
             }
         };
-        s.push_str(&format!(
-            "| `{name}` | {recovery} | {} |\n",
+        let test = if p.body_template.is_some() && !p.has_test_deliveries() {
+            TestDelivery::None.describe()
+        } else {
             TestDelivery::of(p.body).describe()
-        ));
+        };
+        s.push_str(&format!("| `{name}` | {recovery} | {test} |\n"));
     }
     s
 }

@@ -49,6 +49,70 @@ pub enum BodyShape {
     GenericHex,
 }
 
+/// How a provider encodes its body.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BodyFormat {
+    /// JSON, as the template writes it.
+    #[default]
+    Json,
+    /// `application/x-www-form-urlencoded`: the template's flat JSON
+    /// object, each member a parameter (Twilio). Identity, object and
+    /// order are read from the parameters as from a JSON object's members.
+    Form,
+}
+
+/// What `{{sent_ms}}` fills in until the body is signed: 13 digits, the
+/// width of every millisecond time from 2001 to 2286, so stamping the
+/// send time keeps the body's length.
+pub const SENT_MS_MARK: &str = "9999999999998";
+
+/// Whether a body carries [`SENT_MS_MARK`] (its own send time).
+pub fn carries_sent_time(body: &[u8]) -> bool {
+    memchr::memmem::find(body, SENT_MS_MARK.as_bytes()).is_some()
+}
+
+/// `body` with its send time (`{{sent_ms}}`) set to `t` (unix seconds).
+pub fn stamp_sent(body: &[u8], t: i64) -> Vec<u8> {
+    let mut out = body.to_vec();
+    let mark = SENT_MS_MARK.as_bytes();
+    let ms = format!("{:013}", t.saturating_mul(1000).max(0));
+    if ms.len() == mark.len() {
+        let mut from = 0;
+        while let Some(at) = memchr::memmem::find(&out[from..], mark) {
+            out[from + at..from + at + mark.len()].copy_from_slice(ms.as_bytes());
+            from += at + mark.len();
+        }
+    }
+    out
+}
+
+/// A body template filled for `body`, in `format`.
+pub fn fill(template: &str, format: BodyFormat, shape: BodyShape, body: &Body) -> Vec<u8> {
+    let json = fill_template(template, shape, body);
+    match format {
+        BodyFormat::Json => json,
+        BodyFormat::Form => to_form(&json),
+    }
+}
+
+/// A flat JSON object as form parameters, in the object's key order
+/// (strings as they are, other values as JSON writes them, null empty).
+fn to_form(json: &[u8]) -> Vec<u8> {
+    let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(json) else {
+        return json.to_vec();
+    };
+    let mut out = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in &m {
+        match v {
+            Value::String(s) => out.append_pair(k, s),
+            Value::Null => out.append_pair(k, ""),
+            other => out.append_pair(k, &other.to_string()),
+        };
+    }
+    out.finish().into_bytes()
+}
+
 /// How a provider writes its JSON on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -504,11 +568,13 @@ impl Serialize for IdFirst<'_> {
 }
 
 /// The placeholders a custom body template may use.
-pub const TEMPLATE_PLACEHOLDERS: [&str; 9] = [
+pub const TEMPLATE_PLACEHOLDERS: [&str; 11] = [
+    "sent_ms",
     "event_id",
     "object_id",
     "order",
     "order_unix",
+    "order_ms",
     "type",
     "task_id",
     "status",
@@ -544,6 +610,11 @@ pub fn fill_template(template: &str, shape: BodyShape, body: &Body) -> Vec<u8> {
             "object_id" => esc(&object_id(shape, body)),
             "order" => esc(&body.task.created_at),
             "order_unix" => unix_or_text(&body.task.created_at).to_string(),
+            "sent_ms" => SENT_MS_MARK.to_string(),
+            "order_ms" => match unix_or_text(&body.task.created_at) {
+                Value::Number(n) => (n.as_i64().unwrap_or_default() * 1000).to_string(),
+                other => other.to_string(),
+            },
             "type" => esc(event_type(shape, body)),
             "task_id" => esc(&body.task.id),
             "status" => body.task.status.as_str().to_string(),
@@ -584,8 +655,8 @@ pub fn check_template(template: &str) -> Result<(), String> {
     .expect("the sample body parses");
     let filled = fill_template(template, BodyShape::Answerline, &sample);
     match serde_json::from_slice::<Value>(&filled) {
-        Ok(Value::Object(_)) => Ok(()),
-        Ok(_) => Err("it does not fill to a JSON object".into()),
+        Ok(Value::Object(_) | Value::Array(_)) => Ok(()),
+        Ok(_) => Err("it does not fill to a JSON object or array".into()),
         Err(e) => Err(format!("it does not fill to valid JSON: {e}")),
     }
 }
@@ -680,7 +751,10 @@ mod tests {
         assert!(check_template(r#"{"a": {{event_id}}}"#)
             .unwrap_err()
             .contains("valid JSON"));
-        assert!(check_template("[]").unwrap_err().contains("JSON object"));
+        assert!(check_template("[]").is_ok());
+        assert!(check_template("\"text\"")
+            .unwrap_err()
+            .contains("JSON object"));
     }
 
     #[test]

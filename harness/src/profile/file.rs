@@ -57,6 +57,15 @@ pub(super) struct ProfileFile {
     body_fidelity: Option<super::BodyFidelity>,
     /// What a sender does beyond its schedule.
     sender: Option<SenderFile>,
+    /// The body template itself, in the file (instead of `body_template`).
+    template: Option<String>,
+    /// `json` (default) or `form`.
+    body_format: Option<super::BodyFormat>,
+    /// Headers sent on every request, as they are.
+    headers: Option<std::collections::BTreeMap<String, String>>,
+    /// The provider, its docs, its verifier, its handshake, the choices
+    /// made where its docs are silent.
+    about: Option<super::About>,
 }
 
 /// The `[sender]` table of a profile: a sender's timing in its vendor's words.
@@ -171,13 +180,31 @@ impl ProfileFile {
         if let Some(g) = self.give_up_on {
             p.give_up_on = g;
         }
-        if self.id_header.is_some() {
-            p.id_header = self.id_header;
+        // An empty header name takes the base's header away.
+        if let Some(h) = self.id_header {
+            p.id_header = (!h.is_empty()).then_some(h);
         }
-        if self.event_header.is_some() {
-            p.event_header = self.event_header;
+        if let Some(h) = self.event_header {
+            p.event_header = (!h.is_empty()).then_some(h);
+        }
+        if p.tolerance.is_some_and(|t| t.is_zero()) {
+            // `tolerance = "0s"`: no replay window.
+            p.tolerance = None;
+        }
+        if let Some(f) = self.body_format {
+            p.body_format = f;
+        }
+        if let Some(h) = self.headers {
+            p.headers = h.into_iter().collect();
+        }
+        if let Some(a) = self.about {
+            p.about = a;
         }
         if let Some(s) = self.signature {
+            if let Scheme::Template(t) = &s {
+                crate::profile::signature::template::check(t)
+                    .map_err(|e| ConfigError::invalid(path, format!("[signature] {e}")))?;
+            }
             p.scheme = s;
         }
         if let Some(f) = self.body_fidelity {
@@ -189,6 +216,17 @@ impl ProfileFile {
         if let Some(b) = self.body {
             p.body = b;
             p.semantics = Semantics::of(b);
+        }
+        if self.template.is_some() && self.body_template.is_some() {
+            return Err(ConfigError::invalid(
+                path,
+                "give the body as `template` or as `body_template`, not both",
+            ));
+        }
+        if let Some(text) = self.template {
+            crate::profile::envelope::check_template(&text)
+                .map_err(|e| ConfigError::invalid(path, format!("template: {e}")))?;
+            p.body_template = Some(text);
         }
         if let Some(t) = self.body_template {
             let file = path.parent().unwrap_or(Path::new(".")).join(&t);

@@ -16,8 +16,11 @@
 //! the history follow them too: the history's `key` is the profile's
 //! identity, its `job` the object, its `created_at` the order field.
 
+pub mod about;
+pub mod doc;
 pub mod envelope;
 mod file;
+pub mod providers;
 pub mod schedule;
 pub mod signature;
 pub mod vocabulary;
@@ -36,7 +39,33 @@ use crate::profile::signature::{Encoding, Scheme};
 pub const REDELIVERY_LIMIT_PER_HOUR: u32 = 100;
 
 /// Names of the built-in profiles, default first.
-pub const BUILTIN_NAMES: [&str; 8] = [
+pub const BUILTIN_NAMES: [&str; 21] = [
+    "answerline",
+    "standard-webhooks",
+    "svix",
+    "stripe",
+    "github",
+    "shopify",
+    "slack",
+    "generic-hex",
+    "twilio",
+    "square",
+    "paddle",
+    "linear",
+    "zoom",
+    "discord",
+    "standard-webhooks-v1a",
+    "http-signatures-ed25519",
+    "http-signatures-es256",
+    "sendgrid",
+    "twitch",
+    "hubspot",
+    "intercom",
+];
+
+/// The built-in profiles written in code, whose body shapes are their own
+/// (the others are files over them, [`providers`]).
+pub const CORE_NAMES: [&str; 8] = [
     "answerline",
     "standard-webhooks",
     "svix",
@@ -50,7 +79,8 @@ pub const BUILTIN_NAMES: [&str; 8] = [
 /// The default profile's name.
 pub const DEFAULT_PROFILE: &str = "answerline";
 
-pub use crate::profile::envelope::BodyShape;
+pub use crate::profile::about::About;
+pub use crate::profile::envelope::{BodyFormat, BodyShape};
 
 /// Where a profile's event identity lives: what makes two deliveries the
 /// same event, so that a receiver must store it once.
@@ -210,8 +240,20 @@ impl Semantics {
 }
 
 /// The value at a JSON pointer in `body`, as text (numbers written out).
+/// A body that is not JSON is read as form parameters, each a member of
+/// one object (`/MessageSid` of a Twilio callback).
 pub fn pointer_text(body: &[u8], pointer: &str) -> Option<String> {
-    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let v: serde_json::Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(_) if !body.is_empty() && body.iter().all(|b| b.is_ascii_graphic()) => {
+            serde_json::Value::Object(
+                form_urlencoded::parse(body)
+                    .map(|(k, v)| (k.into_owned(), serde_json::Value::String(v.into_owned())))
+                    .collect(),
+            )
+        }
+        Err(_) => return None,
+    };
     match v.pointer(pointer)? {
         serde_json::Value::String(s) => Some(s.clone()),
         serde_json::Value::Null => None,
@@ -307,6 +349,13 @@ pub struct Profile {
     /// What a sender under this profile does beyond its schedule
     /// (`hookstorm sink`): waits after a timeout, `Retry-After`, timers.
     pub sender: SenderTiming,
+    /// How the body is encoded: JSON, or form parameters (Twilio).
+    pub body_format: BodyFormat,
+    /// Headers the provider sends on every request, as they are.
+    pub headers: Vec<(String, String)>,
+    /// Where the profile's facts come from and what was chosen where the
+    /// provider's documentation is silent (docs/profiles.md is made of it).
+    pub about: About,
 }
 
 /// What a sender does beyond its schedule, in words a vendor's
@@ -393,7 +442,14 @@ impl Profile {
             "shopify" => shopify(name),
             "slack" => slack(name),
             "generic-hex" => generic_hex(name),
-            _ => return None,
+            _ => {
+                let text = providers::file(name)?;
+                let origin = Path::new("providers").join(format!("{name}.toml"));
+                return Some(
+                    Self::from_toml(text, &origin)
+                        .unwrap_or_else(|e| panic!("built-in profile {name}: {e}")),
+                );
+            }
         })
     }
 
@@ -435,6 +491,31 @@ impl Profile {
     pub fn from_toml(text: &str, origin: &Path) -> Result<Profile, ConfigError> {
         let file: file::ProfileFile = crate::error::parse_toml(origin, text)?;
         file.into_profile(origin)
+    }
+
+    /// Whether the provider sends test deliveries: a built-in body shape
+    /// that has them, or a body template that marks one (`{{test}}`).
+    pub fn has_test_deliveries(&self) -> bool {
+        match &self.body_template {
+            Some(t) => t.contains("{{test}}"),
+            None => {
+                crate::grading::excuse::TestDelivery::of(self.body)
+                    != crate::grading::excuse::TestDelivery::None
+            }
+        }
+    }
+
+    /// The `Content-Type` of the bodies the provider sends.
+    pub fn content_type(&self) -> &'static str {
+        match self.body_format {
+            BodyFormat::Json => "application/json",
+            BodyFormat::Form => "application/x-www-form-urlencoded",
+        }
+    }
+
+    /// The body a template-bodied profile sends for `body`, in its format.
+    pub fn fill(&self, template: &str, body: &crate::delivery::Body) -> Vec<u8> {
+        envelope::fill(template, self.body_format, self.body, body)
     }
 
     /// Whether `status` counts as delivered.
@@ -522,6 +603,9 @@ fn answerline(name: &str) -> Profile {
         body_template: None,
         body_fidelity: BodyFidelity::Bytes,
         sender: SenderTiming::default(),
+        body_format: BodyFormat::Json,
+        headers: Vec::new(),
+        about: about::of_builtin(name),
     }
 }
 
@@ -565,6 +649,9 @@ fn standard_webhooks(name: &str) -> Profile {
         body_template: None,
         body_fidelity: BodyFidelity::Bytes,
         sender: SenderTiming::default(),
+        body_format: BodyFormat::Json,
+        headers: Vec::new(),
+        about: about::of_builtin(name),
     }
 }
 
@@ -600,6 +687,9 @@ fn stripe(name: &str) -> Profile {
         body_template: None,
         body_fidelity: BodyFidelity::Bytes,
         sender: SenderTiming::default(),
+        body_format: BodyFormat::Json,
+        headers: Vec::new(),
+        about: about::of_builtin(name),
     }
 }
 
@@ -630,6 +720,9 @@ fn github(name: &str) -> Profile {
         body_template: None,
         body_fidelity: BodyFidelity::Bytes,
         sender: SenderTiming::default(),
+        body_format: BodyFormat::Json,
+        headers: Vec::new(),
+        about: about::of_builtin(name),
     }
 }
 
@@ -666,6 +759,9 @@ fn shopify(name: &str) -> Profile {
         body_template: None,
         body_fidelity: BodyFidelity::Bytes,
         sender: SenderTiming::default(),
+        body_format: BodyFormat::Json,
+        headers: Vec::new(),
+        about: about::of_builtin(name),
     }
 }
 
@@ -697,6 +793,9 @@ fn slack(name: &str) -> Profile {
         body_template: None,
         body_fidelity: BodyFidelity::Bytes,
         sender: SenderTiming::default(),
+        body_format: BodyFormat::Json,
+        headers: Vec::new(),
+        about: about::of_builtin(name),
     }
 }
 
@@ -731,6 +830,9 @@ fn generic_hex(name: &str) -> Profile {
         body_template: None,
         body_fidelity: BodyFidelity::Bytes,
         sender: SenderTiming::default(),
+        body_format: BodyFormat::Json,
+        headers: Vec::new(),
+        about: about::of_builtin(name),
     }
 }
 
@@ -942,10 +1044,15 @@ mod tests {
             ("slack", 1.0),   // 6 min: shorter, kept as it is
             ("generic-hex", 1.0),
         ];
-        assert_eq!(expected.len(), BUILTIN_NAMES.len());
+        assert_eq!(expected.len(), CORE_NAMES.len());
         let reference = Profile::default_profile().schedule.window().1.as_secs_f64() / 100.0;
-        for (name, factor) in expected {
+        for name in BUILTIN_NAMES {
             let p = Profile::builtin(name).unwrap();
+            // The provider files' factors follow from their schedules alone.
+            let factor = expected
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or(p.time_scale_factor(), |(_, f)| *f);
             assert_eq!(p.time_scale_factor(), factor, "{name}");
             let scale = p.time_scale(None, Some(100.0), 1.0);
             assert_eq!(scale, 100.0 * factor, "{name}");

@@ -200,6 +200,7 @@ fn prepare(plan: &Plan, cfg: &SendConfig, sink: &HistorySink) -> Result<Ctx, Sen
                     id: "whd_check",
                     timestamp: 0,
                     body: b"{}",
+                    url: "",
                 },
             )
             .map_err(|e| SendError::Config(format!("secret for account {account:?}: {e}")))?;
@@ -491,10 +492,12 @@ impl Ctx {
         if let Some(why) = forgery.and_then(|f| request::refusal(&self.cfg.profile, f)) {
             return Err(why);
         }
+        let url = self.uris[&d.account].to_string();
         tamper::sign(
             &self.cfg.profile.scheme,
             keys,
             tamper::SignRequest {
+                url: &url,
                 id,
                 body: &d.bytes,
                 forgery,

@@ -23,7 +23,7 @@ pub(super) fn localize<'d>(profile: &Profile, d: &'d PlannedDelivery) -> Cow<'d,
     let mut l = d.clone();
     l.id = envelope::delivery_id(shape, &d.id);
     l.bytes = match &profile.body_template {
-        Some(t) => envelope::fill_template(t, shape, &d.body),
+        Some(t) => profile.fill(t, &d.body),
         None => envelope::render(shape, &d.body, d.raw_note),
     };
     for r in l.redeliveries.iter_mut() {
@@ -108,7 +108,8 @@ pub fn request_headers(
     signed: &[(String, String)],
 ) -> Vec<(String, String)> {
     let p = profile;
-    let mut h = vec![("Content-Type".to_string(), "application/json".to_string())];
+    let mut h = vec![("Content-Type".to_string(), p.content_type().to_string())];
+    h.extend(p.headers.iter().cloned());
     if let Some(idh) = p.delivery_id_header() {
         if !signed.iter().any(|(k, _)| k.eq_ignore_ascii_case(idh)) {
             h.push((idh.to_string(), id.to_string()));
@@ -169,7 +170,7 @@ pub fn provider_delivery(
         (id.to_string(), serde_json::to_vec(body).unwrap_or_default())
     } else {
         let bytes = match &profile.body_template {
-            Some(t) => envelope::fill_template(t, shape, body),
+            Some(t) => profile.fill(t, body),
             None => envelope::render(shape, body, false),
         };
         (envelope::delivery_id(shape, id), bytes)

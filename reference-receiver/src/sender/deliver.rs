@@ -81,6 +81,7 @@ pub fn headers(
             id: a.delivery_id,
             timestamp: a.timestamp,
             body: signed,
+            url: "",
         },
     ) {
         out.extend(sig);

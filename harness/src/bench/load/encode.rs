@@ -61,11 +61,20 @@ pub(super) fn encode_request(
     values: &mut Vec<String>,
     out: &mut Vec<u8>,
 ) -> Result<(), String> {
+    // A body that carries its send time (Linear) is stamped first.
+    let stamped;
+    let body: &[u8] = if t.stamps_sent_time {
+        stamped = crate::profile::envelope::stamp_sent(&item.body, now_unix);
+        &stamped
+    } else {
+        &item.body
+    };
     t.signers[item.account].sign_values(
         SignInput {
             id: &item.id,
             timestamp: now_unix,
-            body: &item.body,
+            body,
+            url: &t.urls[item.account],
         },
         values,
     );
@@ -87,7 +96,7 @@ pub(super) fn encode_request(
         Ok(())
     };
     header("host", t.authority.as_bytes())?;
-    header("content-type", b"application/json")?;
+    header("content-type", t.profile.content_type().as_bytes())?;
     if t.as_planned {
         if let Some(idh) = &t.id_header {
             if !t.id_signed {
@@ -111,7 +120,7 @@ pub(super) fn encode_request(
         crate::text::decimal::digits(item.body.len() as u64, &mut digits),
     )?;
     out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(&item.body);
+    out.extend_from_slice(body);
     Ok(())
 }
 
@@ -177,16 +186,19 @@ mod tests {
                 };
                 assert_eq!(get("host"), ["127.0.0.1:9"], "{name}");
                 assert_eq!(get("content-length"), [item.body.len().to_string()]);
-                assert_eq!(&out[n..], &item.body[..], "{name}: body");
+                if !t.stamps_sent_time {
+                    assert_eq!(&out[n..], &item.body[..], "{name}: body");
+                }
                 if let Some(idh) = t.profile.delivery_id_header() {
                     assert_eq!(get(idh), [item.id.as_str()], "{name}: one id header");
                 }
                 t.profile
                     .scheme
-                    .verify(
+                    .verify_request(
                         &[Secret::new(secret)],
                         headers.as_slice(),
-                        &item.body,
+                        &t.urls[item.account],
+                        &out[n..],
                         now,
                         Some(300),
                     )

@@ -19,6 +19,12 @@ pub struct LoadTarget {
     pub authority: String,
     /// Path per account index (`{account}` substituted).
     pub paths: Vec<String>,
+    /// The URL of each account's path (`http://` and the `Host`), as a
+    /// receiver reconstructs it to check a signature over the URL.
+    pub urls: Vec<String>,
+    /// The bodies carry their send time (`{{sent_ms}}`), stamped at
+    /// signing.
+    pub stamps_sent_time: bool,
     /// The same paths, parsed.
     pub uris: Vec<http::Uri>,
     /// `Host` header value, parsed.
@@ -173,6 +179,14 @@ impl LoadTarget {
             id_header,
             event_header,
             addr,
+            stamps_sent_time: profile
+                .body_template
+                .as_deref()
+                .is_some_and(|t| t.contains("{{sent_ms}}")),
+            urls: paths
+                .iter()
+                .map(|p| format!("http://{authority}{p}"))
+                .collect(),
             authority,
             paths,
             accounts: accounts.to_vec(),

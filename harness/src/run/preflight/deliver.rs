@@ -194,6 +194,7 @@ impl<'a> Sender<'a> {
                 &t.profile.scheme,
                 &keys,
                 tamper::SignRequest {
+                    url: &url,
                     id: &id,
                     body: &bytes,
                     forgery: None,

@@ -229,9 +229,7 @@ async fn delivery_steps(
     // working on it, and store its row after the cleanup's reset.
     let mut timed_out = false;
     // A provider with no test deliveries (Stripe) is not sent one.
-    let has_test = target.profile.body_template.is_some()
-        || crate::grading::excuse::TestDelivery::of(target.profile.body)
-            != crate::grading::excuse::TestDelivery::None;
+    let has_test = target.profile.has_test_deliveries();
     for account in target.secrets.keys() {
         let account = account.as_str();
         let mut test_redirect = None;

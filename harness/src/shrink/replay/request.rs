@@ -20,6 +20,8 @@ use crate::profile::{BodyShape, Freshness};
 /// How one request is signed at run time.
 pub(super) struct Signer<'a> {
     pub(super) env: &'a str,
+    /// The account the request goes to (its URL is signed by some schemes).
+    pub(super) account: &'a str,
     pub(super) id: &'a str,
     pub(super) forge: Option<Forgery>,
     pub(super) signing: Signing,
@@ -35,7 +37,7 @@ impl Writer<'_> {
             return (d.id.clone(), d.bytes.clone());
         }
         let bytes = match &p.body_template {
-            Some(t) => envelope::fill_template(t, p.body, &d.body),
+            Some(t) => p.fill(t, &d.body),
             None => envelope::render(p.body, &d.body, d.raw_note),
         };
         (envelope::delivery_id(p.body, &d.id), bytes)
@@ -65,6 +67,13 @@ impl Writer<'_> {
             "--id".to_string(),
             shell_quote(s.id),
         ];
+        if self.profile.scheme.signs_url() {
+            args.push("--url".into());
+            args.push(format!(
+                "\"${{target//'{{account}}'/{}}}\"",
+                shell_quote(s.account)
+            ));
+        }
         if let Some(f) = s.forge {
             args.push("--forge".into());
             args.push(f.as_str().into());
@@ -129,6 +138,7 @@ impl Writer<'_> {
             &p.scheme,
             &keys,
             SignRequest {
+                url: "",
                 id: &d.id,
                 body: &d.bytes,
                 forgery: forge,
@@ -165,6 +175,7 @@ fn probe_signature(scheme: &Scheme, id: &str) -> Vec<(String, String)> {
                 id,
                 timestamp: 0,
                 body: b"{}",
+                url: "",
             },
         )
         .unwrap_or_default()

@@ -55,6 +55,7 @@ impl Writer<'_> {
                     &self.profile.scheme,
                     &probe_keys(),
                     SignRequest {
+                        url: "",
                         id: &id,
                         body: &bytes,
                         forgery: Some(f),
@@ -96,6 +97,7 @@ impl Writer<'_> {
             &var,
             &Signer {
                 env,
+                account: &d.account,
                 id: &id,
                 forge: forge.filter(|f| *f != Forgery::TamperedBody),
                 signing: d.signing,
@@ -125,6 +127,7 @@ impl Writer<'_> {
         let var = format!("sig_d{}", d.index);
         let genuine = Signer {
             env,
+            account: &d.account,
             id: &id,
             forge: None,
             signing: d.signing,
