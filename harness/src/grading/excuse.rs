@@ -18,7 +18,7 @@
 //! Nothing else decides what a fault excuses.
 
 use crate::invariant::InvariantId;
-use crate::profile::{BodyShape, Profile};
+use crate::profile::Profile;
 use crate::tag::FaultTag;
 
 /// Which providers a rule holds under.
@@ -317,49 +317,7 @@ impl Recovery {
     }
 }
 
-/// What a provider's test delivery is, if it has one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TestDelivery {
-    /// A delivery marked `"test": true` (a dashboard's "send test").
-    Flag,
-    /// An event of a test type (`webhook.test`).
-    TestEvent,
-    /// GitHub's `ping` when a hook is created.
-    Ping,
-    /// Slack's `url_verification` challenge.
-    UrlVerification,
-    /// None: every event is an ordinary event (Stripe's test-mode events
-    /// and Shopify's test orders are processed like any other).
-    None,
-}
-
-impl TestDelivery {
-    /// The test delivery of a built-in body shape.
-    pub fn of(shape: BodyShape) -> TestDelivery {
-        match shape {
-            BodyShape::Answerline | BodyShape::GenericHex => TestDelivery::Flag,
-            BodyShape::StandardWebhooks => TestDelivery::TestEvent,
-            // Stripe's test-mode events and Shopify's test orders
-            // (`"test": true`) are ordinary events, processed like any other.
-            BodyShape::Stripe | BodyShape::Shopify => TestDelivery::None,
-            BodyShape::Github => TestDelivery::Ping,
-            BodyShape::Slack => TestDelivery::UrlVerification,
-        }
-    }
-
-    /// How docs and skips name it.
-    pub fn describe(self) -> &'static str {
-        match self {
-            TestDelivery::Flag => "a delivery marked \"test\": true",
-            TestDelivery::TestEvent => "a webhook.test event",
-            TestDelivery::Ping => "a ping event",
-            TestDelivery::UrlVerification => "a url_verification challenge",
-            TestDelivery::None => {
-                "none: the provider's test-mode events are ordinary events, processed like any other"
-            }
-        }
-    }
-}
+pub use crate::profile::TestDelivery;
 
 /// Whether `tag` makes a slow answer (or none in time) expected: the
 /// table's rule for I7.

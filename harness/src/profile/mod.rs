@@ -261,6 +261,50 @@ pub fn pointer_text(body: &[u8], pointer: &str) -> Option<String> {
     }
 }
 
+/// What a provider's test delivery is, if it has one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TestDelivery {
+    /// A delivery marked `"test": true` (a dashboard's "send test").
+    Flag,
+    /// An event of a test type (`webhook.test`).
+    TestEvent,
+    /// GitHub's `ping` when a hook is created.
+    Ping,
+    /// Slack's `url_verification` challenge.
+    UrlVerification,
+    /// None: every event is an ordinary event (Stripe's test-mode events
+    /// and Shopify's test orders are processed like any other).
+    None,
+}
+
+impl TestDelivery {
+    /// The test delivery of a built-in body shape.
+    pub fn of(shape: BodyShape) -> TestDelivery {
+        match shape {
+            BodyShape::Answerline | BodyShape::GenericHex => TestDelivery::Flag,
+            BodyShape::StandardWebhooks => TestDelivery::TestEvent,
+            // Stripe's test-mode events and Shopify's test orders
+            // (`"test": true`) are ordinary events, processed like any other.
+            BodyShape::Stripe | BodyShape::Shopify => TestDelivery::None,
+            BodyShape::Github => TestDelivery::Ping,
+            BodyShape::Slack => TestDelivery::UrlVerification,
+        }
+    }
+
+    /// How docs and skips name it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            TestDelivery::Flag => "a delivery marked \"test\": true",
+            TestDelivery::TestEvent => "a webhook.test event",
+            TestDelivery::Ping => "a ping event",
+            TestDelivery::UrlVerification => "a url_verification challenge",
+            TestDelivery::None => {
+                "none: the provider's test-mode events are ordinary events, processed like any other"
+            }
+        }
+    }
+}
+
 /// A range of HTTP status codes, inclusive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct StatusRange(pub u16, pub u16);
@@ -498,10 +542,7 @@ impl Profile {
     pub fn has_test_deliveries(&self) -> bool {
         match &self.body_template {
             Some(t) => t.contains("{{test}}"),
-            None => {
-                crate::grading::excuse::TestDelivery::of(self.body)
-                    != crate::grading::excuse::TestDelivery::None
-            }
+            None => TestDelivery::of(self.body) != TestDelivery::None,
         }
     }
 
