@@ -83,7 +83,7 @@ pub fn of_builtin(name: &str) -> About {
             &[],
         ),
         "generic-hex" => a(
-            "The outbox guide's generic sender (hex HMAC of the body)",
+            "A generic outbox sender (hex HMAC of the body)",
             None,
             Some("a delivery marked \"test\": true"),
             &[],

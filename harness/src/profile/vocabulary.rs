@@ -211,7 +211,11 @@ pub fn semantics_table() -> String {
         out.push_str(&format!(
             "| `{name}` | {identity} | {freshness} | {object} | {} | {can_win} | {} | {}, {}, {} |\n",
             pointer(&sem.order),
-            test_delivery(p.body),
+            if p.has_test_deliveries() {
+                test_delivery(p.body)
+            } else {
+                "none".to_string()
+            },
             v.event,
             v.object,
             v.order
