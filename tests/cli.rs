@@ -20,6 +20,58 @@ fn schedule_json_lists_ten_attempts_within_the_contract_window() {
 }
 
 #[test]
+fn list_profiles_and_schedule_cover_every_built_in_provider() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = hookstorm(&["list", "--profiles", "--json"], dir.path());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, hookstorm::profile::BUILTIN_NAMES);
+    for name in hookstorm::profile::BUILTIN_NAMES {
+        let o = hookstorm(&["schedule", "--profile", name, "--json"], dir.path());
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", text(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let p = hookstorm::profile::Profile::builtin(name).unwrap();
+        assert_eq!(
+            v["attempts"].as_array().map(Vec::len),
+            Some(p.schedule.max_attempts as usize),
+            "{name}"
+        );
+    }
+    // A key-pair profile hands out its public key; an HMAC one has none.
+    let key = hookstorm(
+        &[
+            "sign",
+            "--profile",
+            "discord",
+            "--secret",
+            "s",
+            "--public-key",
+        ],
+        dir.path(),
+    );
+    assert_eq!(key.status.code(), Some(0), "{}", text(&key));
+    assert_eq!(String::from_utf8_lossy(&key.stdout).trim().len(), 64);
+    let none = hookstorm(
+        &[
+            "sign",
+            "--profile",
+            "twilio",
+            "--secret",
+            "s",
+            "--public-key",
+        ],
+        dir.path(),
+    );
+    assert_ne!(none.status.code(), Some(0));
+}
+
+#[test]
 fn schedule_table_snapshot() {
     let dir = tempfile::tempdir().unwrap();
     let o = hookstorm(&["schedule", "--seed", "4"], dir.path());

@@ -98,7 +98,10 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
         }
         if args.profile.is_none() {
             args.profile = Some(ask(
-                "sender profile (answerline, standard-webhooks, svix, stripe, github, shopify, slack, generic-hex, or a .toml)",
+                &format!(
+                    "sender profile ({}, or a .toml)",
+                    hookstorm::profile::BUILTIN_NAMES.join(", ")
+                ),
                 hookstorm::profile::DEFAULT_PROFILE,
             )?);
         }
@@ -181,9 +184,30 @@ fn render(url: &str, profile: &str, accounts: &[String], state: &State, token_en
     s.push_str("# run it with `hookstorm run --target FILE`. Every key is in docs/target.md.\n\n");
     s.push_str("# The receiver URL. `{account}` is replaced by each delivery's account.\n");
     s.push_str(&format!("url = {}\n\n", quote(url)));
-    s.push_str("# Sender profile: answerline, standard-webhooks, svix, stripe, github,\n");
-    s.push_str("# shopify, slack, generic-hex, or the path of a custom .toml profile.\n");
-    s.push_str(&format!("profile = {}\n\n", quote(profile)));
+    s.push_str("# Sender profile: one of `hookstorm list --profiles`, or the path of a\n");
+    s.push_str("# custom .toml profile (docs/profiles.md). Built in:\n");
+    let mut line = String::from("#");
+    for name in hookstorm::profile::BUILTIN_NAMES {
+        if line.len() + name.len() + 2 > 76 {
+            s.push_str(&line);
+            s.push('\n');
+            line = String::from("#");
+        }
+        line.push(' ');
+        line.push_str(name);
+    }
+    s.push_str(&line);
+    s.push('\n');
+    s.push_str(&format!("profile = {}\n", quote(profile)));
+    if hookstorm::profile::Profile::builtin(profile).is_some_and(|p| p.scheme.is_asymmetric()) {
+        s.push_str("# This profile signs with a key pair made from each account's secret:\n");
+        s.push_str("# give the receiver the public key that\n");
+        s.push_str(&format!(
+            "#   hookstorm sign --profile {profile} --secret-env VAR --public-key\n"
+        ));
+        s.push_str("# prints (VAR: the account's secrets_env below).\n");
+    }
+    s.push('\n');
     s.push_str("# Real senders refuse non-https URLs; loopback is always allowed.\n");
     s.push_str("# allow_insecure = true\n\n");
     s.push_str("# One table per account; secrets come from the environment (comma\n");

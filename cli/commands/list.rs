@@ -2,7 +2,8 @@
 //! invariants, so a team can see what a run covers and pick with `--tag`
 //! before running anything. `--json` gives the same for scripts. Receiver
 //! scenarios (`hookstorm run`) come first, then the sender scenarios
-//! (tagged `sender`, run by `hookstorm sink`).
+//! (tagged `sender`, run by `hookstorm sink`). `--profiles` lists the
+//! built-in provider profiles instead: signature, window, identity, verifier.
 
 use hookstorm::findings::coverage::{self, Need};
 use hookstorm::scenario::sender::SenderScenario;
@@ -20,10 +21,67 @@ pub struct Args {
     /// Print JSON: an array of {name, side, description, tags, needs, invariants, accounts, excuses}.
     #[arg(long)]
     json: bool,
+    /// List the built-in sender profiles instead of the scenarios.
+    #[arg(long)]
+    profiles: bool,
+}
+
+/// Prints the built-in profiles (`--profiles`).
+fn profiles(json: bool) -> anyhow::Result<i32> {
+    use hookstorm::profile::{Profile, BUILTIN_NAMES};
+    let all: Vec<Profile> = BUILTIN_NAMES
+        .iter()
+        .filter_map(|n| Profile::builtin(n))
+        .collect();
+    if json {
+        let v: Vec<serde_json::Value> = all
+            .iter()
+            .map(|p| {
+                json!({
+                    "name": p.name,
+                    "provider": p.about.provider,
+                    "signature": hookstorm::profile::doc::describe_scheme(&p.scheme),
+                    "asymmetric": p.scheme.is_asymmetric(),
+                    "max_attempts": p.schedule.max_attempts,
+                    "timeout_secs": p.timeout.as_secs(),
+                    "tolerance_secs": p.tolerance_secs(),
+                    "semantics": p.semantics.describe(),
+                    "content_type": p.content_type(),
+                    "handshake": p.about.handshake,
+                    "verifier": p.about.verifier,
+                })
+            })
+            .collect();
+        outln!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(hookstorm::exit::PASS);
+    }
+    for p in &all {
+        outln!("{}  ({})", p.name, p.about.provider);
+        outln!(
+            "    signature: {}",
+            hookstorm::profile::doc::describe_scheme(&p.scheme)
+        );
+        outln!(
+            "    {} attempt(s), {} s timeout; {}",
+            p.schedule.max_attempts,
+            p.timeout.as_secs(),
+            p.semantics.describe()
+        );
+        if let Some(h) = &p.about.handshake {
+            outln!("    handshake: {h}");
+        }
+        if let Some(v) = &p.about.verifier {
+            outln!("    official verifier: {v}");
+        }
+    }
+    Ok(hookstorm::exit::PASS)
 }
 
 /// Prints the scenarios.
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    if args.profiles {
+        return profiles(args.json);
+    }
     let dir = args.catalog.dir();
     let mut all = match Scenario::load_dir(&dir) {
         Ok(s) => s,

@@ -17,7 +17,9 @@ use hookstorm::profile::Profile;
 use super::interop::{cases_at, Case};
 
 /// Where the official verifier of each profile runs.
-const OFFICIAL: [(&str, Runtime); 7] = [
+const OFFICIAL: [(&str, Runtime); 9] = [
+    ("http-signatures-ed25519", Runtime::Python),
+    ("http-signatures-es256", Runtime::Python),
     ("twilio", Runtime::Python),
     ("square", Runtime::Python),
     ("paddle", Runtime::Python),
@@ -56,7 +58,7 @@ fn installed_or_skip(rt: Runtime) -> bool {
         Runtime::Python => Command::new("python3")
             .args([
                 "-c",
-                "import twilio, square, paddle_billing, hubspot, discord_interactions",
+                "import twilio, square, paddle_billing, hubspot, discord_interactions, http_message_signatures",
             ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())

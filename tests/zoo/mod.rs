@@ -102,7 +102,9 @@ const fn rx(
     }
 }
 
-/// Every receiver of the zoo: one per built-in profile in Node, three in Python.
+/// Every receiver of the zoo: one per profile written in code in Node; in
+/// Python three of those, and one per scheme family of the provider files
+/// (a Twilio form body signed over the URL, a Discord Ed25519 key pair).
 pub const RECEIVERS: &[Receiver] = &[
     rx(
         "node-answerline",
@@ -150,6 +152,20 @@ pub const RECEIVERS: &[Receiver] = &[
         "github",
         Db::Sqlite,
         10_000,
+    ),
+    rx(
+        "python-twilio",
+        Family::Python,
+        "twilio",
+        Db::Sqlite,
+        15_000,
+    ),
+    rx(
+        "python-discord",
+        Family::Python,
+        "discord",
+        Db::Sqlite,
+        3_000,
     ),
 ];
 
@@ -215,7 +231,7 @@ pub fn installed_or_skip(family: Family, test: &str) -> bool {
             let ok = Command::new("python3")
                 .args([
                     "-c",
-                    "import flask, gunicorn, psycopg, psycopg_pool, stripe",
+                    "import flask, gunicorn, psycopg, psycopg_pool, stripe, twilio, discord_interactions",
                 ])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -515,8 +531,21 @@ pub fn run(
     // it on a port of its own choosing and tells the receiver where
     // (`{provider}` in its environment).
     let api = rx.profile == "answerline";
+    // A provider that signs with a key pair: the receiver is configured
+    // with the public keys (not secret), as its team would paste them.
+    let profile = hookstorm::profile::Profile::builtin(rx.profile).expect("built in");
+    let public_keys: String = ["ACCT_A", "ACCT_B"]
+        .iter()
+        .zip(rx.secrets())
+        .filter_map(|(acct, s)| {
+            let k = profile
+                .scheme
+                .public_key(&hookstorm::profile::signature::Secret::new(s))?;
+            Some(format!(", ZOO_PUBLIC_KEY_{acct} = \"{k}\""))
+        })
+        .collect();
     let env = format!(
-        "{{ ZOO_PROVIDER = \"{}\", ZOO_MUTANT = \"{mutant}\", ZOO_SLOW_MS = \"{}\", ZOO_DB_WAIT_MS = \"{DB_WAIT_MS}\"{} }}",
+        "{{ ZOO_PROVIDER = \"{}\", ZOO_MUTANT = \"{mutant}\", ZOO_SLOW_MS = \"{}\", ZOO_DB_WAIT_MS = \"{DB_WAIT_MS}\"{public_keys}{} }}",
         rx.profile,
         rx.timeout_ms + 1_500,
         if api {

@@ -54,6 +54,9 @@ pub struct Mutant {
 /// The profiles the zoo's receivers are written for (the ones in code).
 const ALL_PROFILES: &[&str] = &hookstorm::profile::CORE_NAMES;
 
+/// The zoo's receivers of profiles written as provider files.
+const PROVIDER_FILES: &[&str] = &["python-twilio", "python-discord"];
+
 /// One receiver per family and store, for the shared-code mutants.
 const SHARED: &[&str] = &[
     "node-answerline",
@@ -119,6 +122,32 @@ pub const MUTANTS: &[Mutant] = &[
         planted: Where::Profiles(ALL_PROFILES),
         scenario: "bad-signature",
         invariant: InvariantId::I4,
+        by_preflight: false,
+    },
+    // The receivers of the providers' files' scheme families: a form body
+    // signed over the URL (Twilio) and an Ed25519 key pair (Discord).
+    Mutant {
+        name: "missing-signature-accepted",
+        bug: "a delivery without its signature header is let through unverified",
+        planted: Where::Receivers(PROVIDER_FILES),
+        scenario: "bad-signature",
+        invariant: InvariantId::I4,
+        by_preflight: false,
+    },
+    Mutant {
+        name: "skips-verification",
+        bug: "the official verifier is never called (Twilio's RequestValidator, Discord's verify_key)",
+        planted: Where::Receivers(PROVIDER_FILES),
+        scenario: "bad-signature",
+        invariant: InvariantId::I4,
+        by_preflight: false,
+    },
+    Mutant {
+        name: "skips-handshake",
+        bug: "Discord's PING is acknowledged with a 204 instead of a PONG",
+        planted: Where::Receivers(&["python-discord"]),
+        scenario: "test-delivery",
+        invariant: InvariantId::I7,
         by_preflight: false,
     },
     Mutant {

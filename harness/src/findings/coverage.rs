@@ -270,7 +270,7 @@ fn profile_unmet(scenario: &Scenario, target: &Target) -> Option<String> {
     let none = !p.has_test_deliveries();
     if none && scenario.workload.test_deliveries > 0 {
         return Some(format!(
-            "the {} profile's provider sends no test deliveries (its test-mode events are ordinary events, processed like any other), so there is nothing to judge (hint: --skip test-delivery, or a custom profile whose body_template marks one with {{test}})",
+            "the {} profile's provider sends no test deliveries (its test-mode events are ordinary events, processed like any other), so there is nothing to judge (hint: --skip test-delivery, or a custom profile whose body_template marks one with {{{{test}}}})",
             p.name
         ));
     }

@@ -456,7 +456,9 @@ pub fn markdown() -> String {
                 "no retry: the harness redelivers what died once the kills are over".to_string()
             }
         };
-        let test = if p.body_template.is_some() && !p.has_test_deliveries() {
+        let test = if let (Some(_), Some(text)) = (&p.handshake, &p.about.handshake) {
+            text.as_str()
+        } else if p.body_template.is_some() && !p.has_test_deliveries() {
             TestDelivery::None.describe()
         } else {
             TestDelivery::of(p.body).describe()

@@ -568,8 +568,9 @@ impl Serialize for IdFirst<'_> {
 }
 
 /// The placeholders a custom body template may use.
-pub const TEMPLATE_PLACEHOLDERS: [&str; 11] = [
+pub const TEMPLATE_PLACEHOLDERS: [&str; 12] = [
     "sent_ms",
+    "challenge",
     "event_id",
     "object_id",
     "order",
@@ -611,6 +612,7 @@ pub fn fill_template(template: &str, shape: BodyShape, body: &Body) -> Vec<u8> {
             "order" => esc(&body.task.created_at),
             "order_unix" => unix_or_text(&body.task.created_at).to_string(),
             "sent_ms" => SENT_MS_MARK.to_string(),
+            "challenge" => slack_challenge(body),
             "order_ms" => match unix_or_text(&body.task.created_at) {
                 Value::Number(n) => (n.as_i64().unwrap_or_default() * 1000).to_string(),
                 other => other.to_string(),

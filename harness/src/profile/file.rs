@@ -66,6 +66,8 @@ pub(super) struct ProfileFile {
     /// The provider, its docs, its verifier, its handshake, the choices
     /// made where its docs are silent.
     about: Option<super::About>,
+    /// The verification handshake, sent as the test delivery.
+    handshake: Option<super::handshake::Handshake>,
 }
 
 /// The `[sender]` table of a profile: a sender's timing in its vendor's words.
@@ -199,6 +201,11 @@ impl ProfileFile {
         }
         if let Some(a) = self.about {
             p.about = a;
+        }
+        if let Some(h) = self.handshake {
+            crate::profile::envelope::check_template(&h.template)
+                .map_err(|e| ConfigError::invalid(path, format!("[handshake] template: {e}")))?;
+            p.handshake = Some(h);
         }
         if let Some(s) = self.signature {
             if let Scheme::Template(t) = &s {

@@ -20,6 +20,7 @@ pub mod about;
 pub mod doc;
 pub mod envelope;
 mod file;
+pub mod handshake;
 pub mod providers;
 pub mod schedule;
 pub mod signature;
@@ -400,6 +401,9 @@ pub struct Profile {
     /// Where the profile's facts come from and what was chosen where the
     /// provider's documentation is silent (docs/profiles.md is made of it).
     pub about: About,
+    /// The verification handshake the provider sends as its test
+    /// delivery, for the profiles written as files that have one.
+    pub handshake: Option<handshake::Handshake>,
 }
 
 /// What a sender does beyond its schedule, in words a vendor's
@@ -540,6 +544,9 @@ impl Profile {
     /// Whether the provider sends test deliveries: a built-in body shape
     /// that has them, or a body template that marks one (`{{test}}`).
     pub fn has_test_deliveries(&self) -> bool {
+        if self.handshake.is_some() {
+            return true;
+        }
         match &self.body_template {
             Some(t) => t.contains("{{test}}"),
             None => TestDelivery::of(self.body) != TestDelivery::None,
@@ -556,7 +563,35 @@ impl Profile {
 
     /// The body a template-bodied profile sends for `body`, in its format.
     pub fn fill(&self, template: &str, body: &crate::delivery::Body) -> Vec<u8> {
-        envelope::fill(template, self.body_format, self.body, body)
+        match &self.handshake {
+            // The test delivery of a provider with a handshake is the
+            // handshake, always JSON.
+            Some(h) if body.test => {
+                envelope::fill(&h.template, envelope::BodyFormat::Json, self.body, body)
+            }
+            _ => envelope::fill(template, self.body_format, self.body, body),
+        }
+    }
+
+    /// Why the answer to a test delivery does not complete the provider's
+    /// handshake, if it does not (`secret`: the account's newest).
+    pub fn handshake_refusal(
+        &self,
+        body: &crate::delivery::Body,
+        answer: &[u8],
+        secret: Option<&signature::Secret>,
+    ) -> Option<String> {
+        if !body.test {
+            return None;
+        }
+        match &self.handshake {
+            Some(h) => h.refusal(&envelope::slack_challenge(body), answer, secret),
+            None if self.body == BodyShape::Slack && self.body_template.is_none() => {
+                (!envelope::echoes_challenge(body, answer))
+                    .then(|| "the answer did not echo the url_verification challenge".to_string())
+            }
+            None => None,
+        }
     }
 
     /// Whether `status` counts as delivered.
@@ -647,6 +682,7 @@ fn answerline(name: &str) -> Profile {
         body_format: BodyFormat::Json,
         headers: Vec::new(),
         about: about::of_builtin(name),
+        handshake: None,
     }
 }
 
@@ -693,6 +729,7 @@ fn standard_webhooks(name: &str) -> Profile {
         body_format: BodyFormat::Json,
         headers: Vec::new(),
         about: about::of_builtin(name),
+        handshake: None,
     }
 }
 
@@ -731,6 +768,7 @@ fn stripe(name: &str) -> Profile {
         body_format: BodyFormat::Json,
         headers: Vec::new(),
         about: about::of_builtin(name),
+        handshake: None,
     }
 }
 
@@ -764,6 +802,7 @@ fn github(name: &str) -> Profile {
         body_format: BodyFormat::Json,
         headers: Vec::new(),
         about: about::of_builtin(name),
+        handshake: None,
     }
 }
 
@@ -803,6 +842,7 @@ fn shopify(name: &str) -> Profile {
         body_format: BodyFormat::Json,
         headers: Vec::new(),
         about: about::of_builtin(name),
+        handshake: None,
     }
 }
 
@@ -837,6 +877,7 @@ fn slack(name: &str) -> Profile {
         body_format: BodyFormat::Json,
         headers: Vec::new(),
         about: about::of_builtin(name),
+        handshake: None,
     }
 }
 
@@ -874,6 +915,7 @@ fn generic_hex(name: &str) -> Profile {
         body_format: BodyFormat::Json,
         headers: Vec::new(),
         about: about::of_builtin(name),
+        handshake: None,
     }
 }
 

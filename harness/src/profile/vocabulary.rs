@@ -211,10 +211,12 @@ pub fn semantics_table() -> String {
         out.push_str(&format!(
             "| `{name}` | {identity} | {freshness} | {object} | {} | {can_win} | {} | {}, {}, {} |\n",
             pointer(&sem.order),
-            if p.has_test_deliveries() {
-                test_delivery(p.body)
-            } else {
+            if let (Some(_), Some(text)) = (&p.handshake, &p.about.handshake) {
+                text.clone()
+            } else if p.body_template.is_some() && !p.has_test_deliveries() {
                 "none".to_string()
+            } else {
+                test_delivery(p.body)
             },
             v.event,
             v.object,

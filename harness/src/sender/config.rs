@@ -50,6 +50,11 @@ pub struct SendConfig {
     /// 1 for redeliveries sent after it (their attempts carry
     /// `duplicate-redeliver`; their own redeliveries are not sent).
     pub first_round: u32,
+    /// The URL the receiver knows itself by, when the requests go to
+    /// another (a fault front before it): schemes that sign the URL
+    /// (Twilio, Square, HubSpot, RFC 9421) sign this one, as the provider
+    /// signs the URL it was configured with. `None`: `url`.
+    pub signed_url: Option<String>,
 }
 
 impl SendConfig {
@@ -75,6 +80,7 @@ impl SendConfig {
             front: None,
             gauge: None,
             first_round: 0,
+            signed_url: None,
         }
     }
 
@@ -111,6 +117,14 @@ impl SendConfig {
     /// The URL for one account.
     pub fn url_for(&self, account: &str) -> String {
         self.url.replace("{account}", account)
+    }
+
+    /// The URL a signature covers for one account.
+    pub fn signed_url_for(&self, account: &str) -> String {
+        self.signed_url
+            .as_deref()
+            .unwrap_or(&self.url)
+            .replace("{account}", account)
     }
 }
 

@@ -492,7 +492,7 @@ impl Ctx {
         if let Some(why) = forgery.and_then(|f| request::refusal(&self.cfg.profile, f)) {
             return Err(why);
         }
-        let url = self.uris[&d.account].to_string();
+        let url = self.cfg.signed_url_for(&d.account);
         tamper::sign(
             &self.cfg.profile.scheme,
             keys,

@@ -108,8 +108,17 @@ pub fn request_headers(
     signed: &[(String, String)],
 ) -> Vec<(String, String)> {
     let p = profile;
-    let mut h = vec![("Content-Type".to_string(), p.content_type().to_string())];
-    h.extend(p.headers.iter().cloned());
+    let handshake = p.handshake.as_ref().filter(|_| body.test);
+    let content_type = match handshake {
+        Some(_) => "application/json",
+        None => p.content_type(),
+    };
+    let mut h = vec![("Content-Type".to_string(), content_type.to_string())];
+    for (k, v) in &p.headers {
+        // A handshake's own headers stand in for an event's.
+        let v = handshake.and_then(|hs| hs.headers.get(k)).unwrap_or(v);
+        h.push((k.clone(), v.clone()));
+    }
     if let Some(idh) = p.delivery_id_header() {
         if !signed.iter().any(|(k, _)| k.eq_ignore_ascii_case(idh)) {
             h.push((idh.to_string(), id.to_string()));

@@ -11,9 +11,7 @@ use super::{request, Ctx, Met, Record};
 use crate::fault::redeliver::{Refusal, Standing};
 use crate::history::{now_rfc3339, Event, FaultEvent, Intent, Outcome};
 use crate::plan::{PlannedDelivery, Redelivery};
-use crate::profile::envelope;
 use crate::profile::signature::Scheme;
-use crate::profile::BodyShape;
 use crate::scenario::{Forgery, Signing};
 use crate::tag::{FaultName, FaultTag};
 use std::time::Duration;
@@ -265,14 +263,12 @@ async fn run_round(
         // answered with the challenge: a bare 2xx ends the delivery failed.
         let mut error = None;
         let p = &ctx.cfg.profile;
-        if delivered
-            && d.intent == Intent::Test
-            && p.body == BodyShape::Slack
-            && p.body_template.is_none()
-            && !envelope::echoes_challenge(&d.body, &answer.body)
-        {
-            outcome = Outcome::Fail;
-            error = Some("the answer did not echo the url_verification challenge".into());
+        if delivered && d.intent == Intent::Test {
+            let secret = ctx.keys.get(&d.account).and_then(|k| k.current.last());
+            if let Some(why) = p.handshake_refusal(&d.body, &answer.body, secret) {
+                outcome = Outcome::Fail;
+                error = Some(why);
+            }
         }
         if delivered && drops_left > 0 && !d.single_attempt {
             drops_left -= 1;

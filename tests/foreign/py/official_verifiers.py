@@ -64,7 +64,37 @@ def discord(r, body):
     return verify_key(body, sig, ts, r["key"])
 
 
-VERIFY = {"twilio": twilio, "square": square, "paddle": paddle, "hubspot": hubspot, "discord": discord}
+class Message:
+    """A request as http-message-signatures resolves its components."""
+
+    def __init__(self, r):
+        self.method = "POST"
+        self.url = r["url"]
+        self.headers = {k: v for k, v in r["headers"]}
+
+
+def http_signatures(r, body):
+    import datetime
+    from http_message_signatures import HTTPMessageVerifier, MappingKeyResolver, algorithms
+    alg = algorithms.ED25519 if r["profile"].endswith("ed25519") else algorithms.ECDSA_P256_SHA256
+    pem = "-----BEGIN PUBLIC KEY-----\n" + r["key"] + "\n-----END PUBLIC KEY-----\n"
+    verifier = HTTPMessageVerifier(
+        signature_algorithm=alg,
+        key_resolver=MappingKeyResolver(public_keys={"hookstorm": pem.encode()}, private_keys={}),
+    )
+    verifier.allow_label_only_selection = True
+    results = verifier.verify(
+        Message(r),
+        max_age=datetime.timedelta(minutes=5),
+        expect_label="sig1",
+        require_components=("@method", "@target-uri", "content-digest"),
+        body=body,
+    )
+    return len(results) > 0
+
+
+VERIFY = {"http-signatures-ed25519": http_signatures, "http-signatures-es256": http_signatures,
+          "twilio": twilio, "square": square, "paddle": paddle, "hubspot": hubspot, "discord": discord}
 
 for line in sys.stdin:
     r = json.loads(line)

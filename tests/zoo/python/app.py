@@ -21,8 +21,11 @@ from flask import Flask, jsonify, request
 from store import Store
 
 MUTANT = os.environ.get("ZOO_MUTANT", "")
-SECRETS = {"acct_a": os.environ.get("ZOO_SECRET_ACCT_A"), "acct_b": os.environ.get("ZOO_SECRET_ACCT_B")}
 provider = importlib.import_module("providers." + os.environ.get("ZOO_PROVIDER", "answerline"))
+# What verifies each account's deliveries: its secret, or the public key
+# of a provider that signs with a key pair (KEY_ENV).
+KEY_ENV = getattr(provider, "KEY_ENV", "ZOO_SECRET_")
+SECRETS = {"acct_a": os.environ.get(KEY_ENV + "ACCT_A"), "acct_b": os.environ.get(KEY_ENV + "ACCT_B")}
 store = Store(os.environ["ZOO_DATABASE"])
 seen = set()
 
@@ -61,6 +64,8 @@ def webhook(account):
     except ValueError:
         return "", 400
     e = provider.describe(event, request.headers)
+    if e.get("reply") is not None:  # a handshake (Discord's PING)
+        return jsonify(e["reply"])
     if e.get("ignore"):
         return "", 204
     if not provider.handles(e["type"]):

@@ -45,7 +45,8 @@ impl Fault for Front {
                 sink: Some(scene.sink.clone()),
             })
             .await?;
-            send.url = f.url();
+            let own = std::mem::replace(&mut send.url, f.url());
+            send.signed_url.get_or_insert(own);
             send.front = Some(f.tags());
             self.running = Some(f);
             Ok(())
