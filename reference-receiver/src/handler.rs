@@ -119,14 +119,9 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
         };
         let now = chrono::Utc::now().timestamp();
         // The URL as the sender addressed it: some schemes sign it.
-        let url = format!(
-            "http://{}{}",
-            parts
-                .headers
-                .get(http::header::HOST)
-                .and_then(|h| h.to_str().ok())
-                .unwrap_or_default(),
-            parts.uri.path_and_query().map_or("/", |p| p.as_str())
+        let url = hookstorm::profile::signature::request_url(
+            &parts.headers,
+            parts.uri.path_and_query().map_or("/", |p| p.as_str()),
         );
         if let Err(e) = config.profile.scheme.verify_request(
             &secrets,

@@ -37,14 +37,9 @@ async fn handle(v: Arc<Verifier>, req: Request<Incoming>) -> Response<Full<Bytes
         Ok(b) => {
             let body = b.to_bytes();
             // The URL as the sender addressed it: some schemes sign it.
-            let url = format!(
-                "http://{}{}",
-                parts
-                    .headers
-                    .get(http::header::HOST)
-                    .and_then(|h| h.to_str().ok())
-                    .unwrap_or_default(),
-                parts.uri.path_and_query().map_or("/", |p| p.as_str())
+            let url = crate::profile::signature::request_url(
+                &parts.headers,
+                parts.uri.path_and_query().map_or("/", |p| p.as_str()),
             );
             match v.profile.scheme.verify_request(
                 &v.secrets,

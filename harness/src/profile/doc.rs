@@ -67,6 +67,18 @@ fn enc(e: Encoding) -> &'static str {
     }
 }
 
+fn statuses(ranges: &[crate::profile::StatusRange]) -> String {
+    let one = |r: &crate::profile::StatusRange| match (r.0, r.1) {
+        (a, b) if a == b => a.to_string(),
+        (a, b) if a % 100 == 0 && b == a + 99 => format!("{}xx", a / 100),
+        (a, b) => format!("{a}-{b}"),
+    };
+    if ranges.is_empty() {
+        return "none".into();
+    }
+    ranges.iter().map(one).collect::<Vec<_>>().join(", ")
+}
+
 fn window(p: &Profile) -> String {
     let (_, last) = p.schedule.window();
     let attempts = p.schedule.max_attempts;
@@ -80,7 +92,7 @@ fn window(p: &Profile) -> String {
 /// One section per built-in profile.
 pub fn table() -> String {
     let mut s = String::from(
-        "| profile | provider | signature | tolerance | attempts | timeout | identity · object · order | body | handshake | official verifier |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        "| profile | provider | signature | tolerance | attempts | timeout | delivered · final | identity · object · order | body | handshake | official verifier |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let mut notes = String::new();
     for name in BUILTIN_NAMES {
@@ -106,11 +118,13 @@ pub fn table() -> String {
             (None, _) => format!("JSON, {:?} shape", p.body).to_lowercase(),
         };
         s.push_str(&format!(
-            "| `{name}` | {} | {} | {tolerance} | {} | {} s | {identity} · `{}` · `{}` | {body} | {} | {} |\n",
+            "| `{name}` | {} | {} | {tolerance} | {} | {} s | {} · {} | {identity} · `{}` · `{}` | {body} | {} | {} |\n",
             if p.about.provider.is_empty() { "-" } else { &p.about.provider },
             describe_scheme(&p.scheme),
             window(&p),
             p.timeout.as_secs(),
+            statuses(&p.success),
+            statuses(&p.give_up_on),
             sem.object.as_deref().unwrap_or("-"),
             sem.order.as_deref().unwrap_or("-"),
             p.about.handshake.as_deref().unwrap_or("none"),

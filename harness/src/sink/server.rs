@@ -375,9 +375,10 @@ fn signature_error(shared: &Shared, account: &str, req: &Request) -> Option<Stri
     match shared.secrets.get(account) {
         Some(secrets) => profile
             .scheme
-            .verify(
+            .verify_request(
                 secrets,
                 req.headers.as_slice(),
+                &crate::profile::signature::request_url(req.headers.as_slice(), &req.path),
                 &req.body,
                 req.first_byte_unix as i64,
                 profile.tolerance_secs(),
