@@ -229,15 +229,25 @@ pub fn spawn_stripe_verifier() -> Child {
 
 /// Runs Stripe's official verifier over `(payload, header, secret)` triples.
 pub fn stripe_verify_batch(items: &[(Vec<u8>, Option<String>, &str)]) -> Vec<Result<(), String>> {
-    let mut child = spawn_stripe_verifier();
+    let lines = items.iter().map(|(payload, header, secret)| {
+        serde_json::json!({
+            "payload": String::from_utf8_lossy(payload),
+            "header": header,
+            "secret": secret,
+        })
+    });
+    verdict_lines(spawn_stripe_verifier(), lines)
+}
+
+/// Feeds `lines` to a verifier process (one JSON request per line) and
+/// reads its verdicts (one `{"ok", "error"}` per line).
+pub fn verdict_lines(
+    mut child: Child,
+    lines: impl Iterator<Item = serde_json::Value>,
+) -> Vec<Result<(), String>> {
     {
         let mut stdin = child.stdin.take().unwrap();
-        for (payload, header, secret) in items {
-            let line = serde_json::json!({
-                "payload": String::from_utf8_lossy(payload),
-                "header": header,
-                "secret": secret,
-            });
+        for line in lines {
             writeln!(stdin, "{line}").unwrap();
         }
     }

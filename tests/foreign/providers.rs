@@ -6,7 +6,6 @@
 //! (`tests/foreign/py/requirements.txt`) and npm (`tests/zoo/node`); a
 //! missing one skips with a message unless `HOOKSTORM_REQUIRE_ZOO` is set.
 
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -14,7 +13,7 @@ use base64::Engine as _;
 use hookstorm::profile::signature::Secret;
 use hookstorm::profile::Profile;
 
-use super::interop::{cases_at, Case};
+use super::interop::{cases_at, verdict_lines, Case};
 
 /// Where the official verifier of each profile runs.
 const OFFICIAL: [(&str, Runtime); 9] = [
@@ -94,36 +93,21 @@ fn key(profile: &Profile, secret: &str) -> String {
 
 /// Each case's verdict by the official verifier of `profile`.
 fn official(rt: Runtime, profile: &Profile, key: &str, cases: &[Case]) -> Vec<Result<(), String>> {
-    let mut child = command(rt)
+    let child = command(rt)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .expect("start the verifier");
-    {
-        let mut stdin = child.stdin.take().unwrap();
-        for c in cases {
-            let line = serde_json::json!({
-                "profile": profile.name,
-                "key": key,
-                "url": URL,
-                "headers": c.headers,
-                "body": base64::engine::general_purpose::STANDARD.encode(&c.body),
-            });
-            writeln!(stdin, "{line}").unwrap();
-        }
-    }
-    let out = child.wait_with_output().unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            if v["ok"] == true {
-                Ok(())
-            } else {
-                Err(v["error"].as_str().unwrap_or_default().to_string())
-            }
+    let lines = cases.iter().map(|c| {
+        serde_json::json!({
+            "profile": profile.name,
+            "key": key,
+            "url": URL,
+            "headers": c.headers,
+            "body": base64::engine::general_purpose::STANDARD.encode(&c.body),
         })
-        .collect()
+    });
+    verdict_lines(child, lines)
 }
 
 #[test]

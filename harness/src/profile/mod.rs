@@ -39,31 +39,6 @@ use crate::profile::signature::{Encoding, Scheme};
 /// "Redelivery": the project's default, configurable per scenario).
 pub const REDELIVERY_LIMIT_PER_HOUR: u32 = 100;
 
-/// Names of the built-in profiles, default first.
-pub const BUILTIN_NAMES: [&str; 21] = [
-    "answerline",
-    "standard-webhooks",
-    "svix",
-    "stripe",
-    "github",
-    "shopify",
-    "slack",
-    "generic-hex",
-    "twilio",
-    "square",
-    "paddle",
-    "linear",
-    "zoom",
-    "discord",
-    "standard-webhooks-v1a",
-    "http-signatures-ed25519",
-    "http-signatures-es256",
-    "sendgrid",
-    "twitch",
-    "hubspot",
-    "intercom",
-];
-
 /// The built-in profiles written in code, whose body shapes are their own
 /// (the others are files over them, [`providers`]).
 pub const CORE_NAMES: [&str; 8] = [
@@ -76,6 +51,22 @@ pub const CORE_NAMES: [&str; 8] = [
     "slack",
     "generic-hex",
 ];
+
+/// Names of the built-in profiles, default first: the ones in code, then
+/// the provider files in their order.
+pub const BUILTIN_NAMES: [&str; CORE_NAMES.len() + providers::FILES.len()] = {
+    let mut out = [""; CORE_NAMES.len() + providers::FILES.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = if i < CORE_NAMES.len() {
+            CORE_NAMES[i]
+        } else {
+            providers::FILES[i - CORE_NAMES.len()].0
+        };
+        i += 1;
+    }
+    out
+};
 
 /// The default profile's name.
 pub const DEFAULT_PROFILE: &str = "answerline";

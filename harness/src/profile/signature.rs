@@ -317,6 +317,54 @@ fn signed_parts<'a>(scheme: &Scheme, id: &'a str, ts: &'a str, body: &'a [u8]) -
     }
 }
 
+/// What the verifier of a scheme written as data reads of one request.
+pub struct Received<'a> {
+    /// A header's value as text, by name (any case).
+    pub header: &'a dyn Fn(&str) -> Option<String>,
+    /// The URL it was addressed to.
+    pub url: &'a str,
+    /// The raw body.
+    pub body: &'a [u8],
+    /// The verifier's clock, unix seconds.
+    pub now: i64,
+    /// The largest |now - t| accepted, when the scheme carries a time.
+    pub tolerance: Option<i64>,
+}
+
+impl Received<'_> {
+    /// A header the scheme needs.
+    pub fn get(&self, name: &str) -> Result<String, VerifyError> {
+        (self.header)(name).ok_or_else(|| VerifyError::MissingHeader(name.into()))
+    }
+
+    /// Whether a signed time `t` lies within the tolerance.
+    pub fn within(&self, t: i64) -> Result<(), VerifyError> {
+        within(t, self.now, self.tolerance)
+    }
+}
+
+/// The error of a malformed header.
+pub fn malformed(header: &str, source: ParseError) -> VerifyError {
+    VerifyError::Malformed {
+        header: header.to_string(),
+        source,
+    }
+}
+
+/// Whether a signed time `t` lies within `tolerance` of `now`, both ways.
+fn within(t: i64, now: i64, tolerance: Option<i64>) -> Result<(), VerifyError> {
+    if let Some(tol) = tolerance {
+        let age = now.saturating_sub(t);
+        if age > tol {
+            return Err(VerifyError::Stale(age));
+        }
+        if -age > tol {
+            return Err(VerifyError::Future(-age));
+        }
+    }
+    Ok(())
+}
+
 /// The URL a request was addressed to, as a receiver reconstructs it to
 /// check a signature that covers the URL: `http://`, its `Host`, its path
 /// and query.
@@ -513,13 +561,17 @@ impl Scheme {
         now: i64,
         tolerance: Option<i64>,
     ) -> Result<(), VerifyError> {
+        let header = text_header(headers);
+        let received = Received {
+            header: &header,
+            url,
+            body,
+            now,
+            tolerance,
+        };
         match self {
-            Scheme::Template(t) => {
-                return t.verify(secrets, text_header(headers), url, body, now, tolerance)
-            }
-            Scheme::HttpMessageSignature(h) => {
-                return h.verify(secrets, text_header(headers), url, body, now, tolerance)
-            }
+            Scheme::Template(t) => return t.verify(secrets, &received),
+            Scheme::HttpMessageSignature(h) => return h.verify(secrets, &received),
             _ => {}
         }
         let get = |name: &str| {
@@ -576,14 +628,8 @@ impl Scheme {
                 unreachable!("verified above")
             }
         };
-        if let (Some(ts), Some(tol)) = (ts, tolerance) {
-            let age = now.saturating_sub(ts);
-            if age > tol {
-                return Err(VerifyError::Stale(age));
-            }
-            if -age > tol {
-                return Err(VerifyError::Future(-age));
-            }
+        if let Some(ts) = ts {
+            within(ts, now, tolerance)?;
         }
         let ts_text = ts.map(|t| t.to_string()).unwrap_or_default();
         let parts = signed_parts(self, &id, &ts_text, body);

@@ -13,7 +13,7 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
 use super::template::{self, Algorithm, EcdsaForm, KeyForm, PublicKeyForm};
-use super::{ParseError, Secret, VerifyError};
+use super::{malformed, ParseError, Received, Secret, VerifyError};
 
 /// The components a hookstorm sender covers, in order.
 pub const COVERED: [&str; 3] = ["@method", "@target-uri", "content-digest"];
@@ -203,22 +203,9 @@ impl HttpSig {
     }
 
     /// Verifies a request's signature and digest.
-    pub fn verify(
-        &self,
-        secrets: &[Secret],
-        header: impl Fn(&str) -> Option<String>,
-        url: &str,
-        body: &[u8],
-        now: i64,
-        tolerance: Option<i64>,
-    ) -> Result<(), VerifyError> {
-        let get = |name: &str| header(name).ok_or_else(|| VerifyError::MissingHeader(name.into()));
-        let malformed = |name: &str, source| VerifyError::Malformed {
-            header: name.to_string(),
-            source,
-        };
-        let input_header = get("Signature-Input")?;
-        let sig_header = get("Signature")?;
+    pub fn verify(&self, secrets: &[Secret], r: &Received<'_>) -> Result<(), VerifyError> {
+        let input_header = r.get("Signature-Input")?;
+        let sig_header = r.get("Signature")?;
         let raw_input = member(&input_header, &self.label)
             .ok_or_else(|| malformed("Signature-Input", ParseError::NoKnownSignature))?;
         let input = parse_input(raw_input).map_err(|e| malformed("Signature-Input", e))?;
@@ -241,20 +228,12 @@ impl HttpSig {
         let created = input
             .created
             .ok_or_else(|| malformed("Signature-Input", ParseError::NoTimestamp))?;
-        if let Some(tol) = tolerance {
-            let age = now.saturating_sub(created);
-            if age > tol {
-                return Err(VerifyError::Stale(age));
-            }
-            if -age > tol {
-                return Err(VerifyError::Future(-age));
-            }
-        }
-        let digest = get("Content-Digest")?;
-        if digest.trim() != content_digest(body) {
+        r.within(created)?;
+        let digest = r.get("Content-Digest")?;
+        if digest.trim() != content_digest(r.body) {
             return Err(VerifyError::Mismatch);
         }
-        let b = base(&input.components, url, &header, &input.raw)
+        let b = base(&input.components, r.url, r.header, &input.raw)
             .ok_or_else(|| malformed("Signature-Input", ParseError::NoKnownSignature))?;
         for secret in secrets {
             if template::verify_bytes(
@@ -305,16 +284,23 @@ mod tests {
                 .map(|i| v[i].clone())
         };
         let key = [Secret::new("x")];
-        s.verify(&key, h, "http://h/p", b"{}", 1_700_000_000, Some(300))
+        let r = |url, body, now| Received {
+            header: &h,
+            url,
+            body,
+            now,
+            tolerance: Some(300),
+        };
+        s.verify(&key, &r("http://h/p", b"{}", 1_700_000_000))
             .unwrap();
         assert!(s
-            .verify(&key, h, "http://h/other", b"{}", 1_700_000_000, Some(300))
+            .verify(&key, &r("http://h/other", b"{}", 1_700_000_000))
             .is_err());
         assert!(s
-            .verify(&key, h, "http://h/p", b"{ }", 1_700_000_000, Some(300))
+            .verify(&key, &r("http://h/p", b"{ }", 1_700_000_000))
             .is_err());
         assert_eq!(
-            s.verify(&key, h, "http://h/p", b"{}", 1_700_001_000, Some(300)),
+            s.verify(&key, &r("http://h/p", b"{}", 1_700_001_000)),
             Err(VerifyError::Stale(1000))
         );
     }

@@ -20,7 +20,7 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
-use super::{Encoding, ParseError, Secret, VerifyError};
+use super::{malformed, Encoding, ParseError, Received, Secret, VerifyError};
 
 /// The algorithm a [`Template`] signs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -465,31 +465,18 @@ impl Template {
     }
 
     /// Checks a request's signature against every secret.
-    pub fn verify(
-        &self,
-        secrets: &[Secret],
-        header: impl Fn(&str) -> Option<String>,
-        url: &str,
-        body: &[u8],
-        now: i64,
-        tolerance: Option<i64>,
-    ) -> Result<(), VerifyError> {
-        let get = |name: &str| header(name).ok_or_else(|| VerifyError::MissingHeader(name.into()));
-        let malformed = |name: &str, source| VerifyError::Malformed {
-            header: name.to_string(),
-            source,
-        };
-        let value = get(&self.header)?;
+    pub fn verify(&self, secrets: &[Secret], r: &Received<'_>) -> Result<(), VerifyError> {
+        let value = r.get(&self.header)?;
         let (sig_text, ts_in_value) = self
             .parse_value(&value)
             .map_err(|e| malformed(&self.header, e))?;
         let ts_text = match &self.timestamp_header {
-            Some(h) => Some(get(h)?),
+            Some(h) => Some(r.get(h)?),
             None => ts_in_value.map(str::to_string),
         };
         let in_body = match &self.body_timestamp {
             Some(p) => Some(
-                crate::profile::pointer_text(body, p)
+                crate::profile::pointer_text(r.body, p)
                     .ok_or_else(|| malformed(p, ParseError::NoTimestamp))?,
             ),
             None => None,
@@ -504,18 +491,10 @@ impl Template {
                 .timestamp_format
                 .read(text)
                 .map_err(|e| malformed(name, e))?;
-            if let Some(tol) = tolerance {
-                let age = now.saturating_sub(t);
-                if age > tol {
-                    return Err(VerifyError::Stale(age));
-                }
-                if -age > tol {
-                    return Err(VerifyError::Future(-age));
-                }
-            }
+            r.within(t)?;
         }
         let id = match &self.id_header {
-            Some(h) => get(h)?,
+            Some(h) => r.get(h)?,
             None => String::new(),
         };
         let sig = self
@@ -534,8 +513,8 @@ impl Template {
         let bytes = self.signed_bytes(Parts {
             id: &id,
             timestamp: ts_text.as_deref().unwrap_or_default(),
-            url,
-            body,
+            url: r.url,
+            body: r.body,
         });
         let mut usable = false;
         for secret in secrets {
@@ -781,14 +760,20 @@ mod tests {
                 "X-Sig" => Some(v[1].clone()),
                 _ => None,
             };
-            s.verify(std::slice::from_ref(&a), h, "", b"{}", 100, Some(300))
-                .unwrap();
+            let r = |body: &'static [u8]| Received {
+                header: &h,
+                url: "",
+                body,
+                now: 100,
+                tolerance: Some(300),
+            };
+            s.verify(std::slice::from_ref(&a), &r(b"{}")).unwrap();
             assert_eq!(
-                s.verify(&[Secret::new("b")], h, "", b"{}", 100, Some(300)),
+                s.verify(&[Secret::new("b")], &r(b"{}")),
                 Err(VerifyError::Mismatch)
             );
             assert_eq!(
-                s.verify(std::slice::from_ref(&a), h, "", b"{ }", 100, Some(300)),
+                s.verify(std::slice::from_ref(&a), &r(b"{ }")),
                 Err(VerifyError::Mismatch)
             );
             assert!(s.public_key(&a).is_some());
