@@ -479,10 +479,10 @@ async fn under_every_profile_genuine_requests_verify_and_forgeries_do_not() -> T
         if profile
             .body_template
             .as_deref()
-            .is_some_and(|t| t.contains("{{sent_ms}}"))
+            .is_some_and(hookstorm::profile::envelope::template_marks_attempts)
         {
             eprintln!(
-                "{name}: skipped: its bodies carry their send time, which a script does not stamp"
+                "{name}: skipped: its bodies carry marks of each attempt (a send time, a signature), which a script does not fill"
             );
             continue;
         }

@@ -16,7 +16,8 @@ use hookstorm::profile::Profile;
 use super::interop::{cases_at, verdict_lines, Case};
 
 /// Where the official verifier of each profile runs.
-const OFFICIAL: [(&str, Runtime); 9] = [
+const OFFICIAL: [(&str, Runtime); 10] = [
+    ("mailgun", Runtime::Python),
     ("http-signatures-ed25519", Runtime::Python),
     ("http-signatures-es256", Runtime::Python),
     ("twilio", Runtime::Python),
@@ -57,7 +58,7 @@ fn installed_or_skip(rt: Runtime) -> bool {
         Runtime::Python => Command::new("python3")
             .args([
                 "-c",
-                "import twilio, square, paddle_billing, hubspot, discord_interactions, http_message_signatures",
+                "import twilio, square, paddle_billing, hubspot, discord_interactions, http_message_signatures, mailgun",
             ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())

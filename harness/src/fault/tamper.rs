@@ -219,71 +219,87 @@ fn unknown_scheme_only(scheme: &Scheme, v: &str) -> String {
 /// `Err` names why the forgery cannot be expressed with this scheme or
 /// these keys; the sender then skips the delivery and says so.
 pub fn sign(scheme: &Scheme, keys: &Keys, req: SignRequest<'_>) -> Result<Signed, String> {
-    let do_sign =
-        |secrets: &[Secret], ts: i64, body: &[u8]| -> Result<Vec<(String, String)>, String> {
-            scheme
-                .sign(
-                    secrets,
-                    SignInput {
-                        id: req.id,
-                        timestamp: ts,
-                        body,
-                        url: req.url,
-                    },
-                )
-                .map_err(|e| format!("cannot sign: {e}"))
+    // The body first (its send time stamped, a signature that travels in
+    // it written), then the headers over that body.
+    let do_sign = |secrets: &[Secret], ts: i64, body: &[u8]| -> Result<Signed, String> {
+        let input = SignInput {
+            id: req.id,
+            timestamp: ts,
+            body,
+            url: req.url,
         };
+        let body = scheme
+            .sign_body(secrets, input)
+            .map_err(|e| format!("cannot sign: {e}"))?;
+        let headers = scheme
+            .sign(
+                secrets,
+                SignInput {
+                    body: &body,
+                    ..input
+                },
+            )
+            .map_err(|e| format!("cannot sign: {e}"))?;
+        Ok(Signed { headers, body })
+    };
     let genuine_keys = genuine_keys(scheme, keys, req.signing);
     let sig_header = signature_header(scheme).to_string();
-    let replace = |headers: &mut Vec<(String, String)>, f: &dyn Fn(&str) -> String| {
-        for (k, v) in headers.iter_mut() {
+    let replace = |signed: &mut Signed, f: &dyn Fn(&str) -> String| {
+        for (k, v) in signed.headers.iter_mut() {
             if k.eq_ignore_ascii_case(&sig_header) {
                 *v = f(v);
             }
         }
     };
-    // A body that carries its own send time (Linear's `webhookTimestamp`)
-    // is stamped with the time it is signed at, and that time is signed.
-    let stamped = crate::profile::envelope::carries_sent_time(req.body);
-    let timestamped = scheme.has_timestamp() || stamped;
-    let at = |ts: i64| crate::profile::envelope::stamp_sent(req.body, ts);
+    let in_body = scheme.signs_into_body();
     let Some(forgery) = req.forgery else {
-        let body = at(req.now);
-        return Ok(Signed {
-            headers: do_sign(&genuine_keys, req.now, &body)?,
-            body,
-        });
+        return do_sign(&genuine_keys, req.now, req.body);
     };
-    let req = SignRequest {
-        body: &at(req.now),
-        ..req
-    };
-    let mut body = req.body.to_vec();
-    let headers = match forgery {
+    let signed = match forgery {
+        Forgery::TamperedBody if !scheme.signs_body() => {
+            return Err(
+                "tampered-body: the scheme signs no body (only a timestamp and a token), so a changed body is no forgery its signature can refuse".into(),
+            )
+        }
         Forgery::TamperedBody => {
-            let h = do_sign(&genuine_keys, req.now, req.body)?;
-            body = tamper_body(req.body);
-            h
+            let mut s = do_sign(&genuine_keys, req.now, req.body)?;
+            s.body = tamper_body(&s.body);
+            s
         }
         Forgery::WrongSecret => do_sign(std::slice::from_ref(&keys.wrong), req.now, req.body)?,
+        // A signature in the body: left empty, or garbage, unsigned.
+        Forgery::MissingHeader if in_body => do_sign(&[], req.now, req.body)?,
+        Forgery::MalformedHeader if in_body => {
+            let garbage = crate::profile::envelope::replace_mark(
+                req.body,
+                crate::profile::envelope::SIGNATURE_MARK,
+                "not-a-signature!",
+            );
+            do_sign(&[], req.now, &garbage)?
+        }
+        Forgery::UnknownSchemeOnly if in_body => {
+            return Err(
+                "unknown-scheme-only: a signature in the body carries no version".into(),
+            )
+        }
         Forgery::MissingHeader => {
-            let mut h = do_sign(&genuine_keys, req.now, req.body)?;
-            h.retain(|(k, _)| !k.eq_ignore_ascii_case(&sig_header));
-            h
+            let mut s = do_sign(&genuine_keys, req.now, req.body)?;
+            s.headers.retain(|(k, _)| !k.eq_ignore_ascii_case(&sig_header));
+            s
         }
         Forgery::MalformedHeader => {
-            let mut h = do_sign(&genuine_keys, req.now, req.body)?;
+            let mut s = do_sign(&genuine_keys, req.now, req.body)?;
             let garbage = garbage_signature(scheme);
-            replace(&mut h, &|_| garbage.clone());
-            h
+            replace(&mut s, &|_| garbage.clone());
+            s
         }
         Forgery::UnknownSchemeOnly => {
-            let mut h = do_sign(&genuine_keys, req.now, req.body)?;
-            replace(&mut h, &|v| unknown_scheme_only(scheme, v));
-            h
+            let mut s = do_sign(&genuine_keys, req.now, req.body)?;
+            replace(&mut s, &|v| unknown_scheme_only(scheme, v));
+            s
         }
         Forgery::StaleTimestamp | Forgery::ExpiredReplay | Forgery::FutureTimestamp => {
-            let tol = match (timestamped, req.tolerance) {
+            let tol = match (scheme.has_timestamp(), req.tolerance) {
                 (true, Some(t)) => t,
                 _ => {
                     return Err(format!(
@@ -297,10 +313,7 @@ pub fn sign(scheme: &Scheme, keys: &Keys, req: SignRequest<'_>) -> Result<Signed
             } else {
                 req.now - tol - 60
             };
-            if stamped {
-                body = at(ts);
-            }
-            do_sign(&genuine_keys, ts, &body)?
+            do_sign(&genuine_keys, ts, req.body)?
         }
         Forgery::CrossAccount => match &keys.other_account {
             Some(other) if !other.is_empty() && other != &keys.current => {
@@ -318,7 +331,7 @@ pub fn sign(scheme: &Scheme, keys: &Keys, req: SignRequest<'_>) -> Result<Signed
             }
         },
         Forgery::Oversized => {
-            body = oversized_body(req.body, req.max_body);
+            let body = oversized_body(req.body, req.max_body);
             do_sign(&genuine_keys, req.now, &body)?
         }
         Forgery::RetiredSecret => {
@@ -333,7 +346,7 @@ pub fn sign(scheme: &Scheme, keys: &Keys, req: SignRequest<'_>) -> Result<Signed
             do_sign(&retired, req.now, req.body)?
         }
     };
-    Ok(Signed { headers, body })
+    Ok(signed)
 }
 
 /// The body with one value changed after signing: the `credits` of the

@@ -67,24 +67,59 @@ pub enum BodyFormat {
 /// send time keeps the body's length.
 pub const SENT_MS_MARK: &str = "9999999999998";
 
-/// Whether a body carries [`SENT_MS_MARK`] (its own send time).
+/// What `{{sent}}` fills in until the body is signed: 10 digits, the
+/// width of every unix second from 2001 to 2286.
+pub const SENT_MARK: &str = "9999999997";
+
+/// What `{{token}}` fills in until the body is signed: 50 characters, the
+/// width of the token written in its place (Mailgun's).
+pub const TOKEN_MARK: &str = "hookstorm-token-mark-hookstorm-token-mark-hookstor";
+
+/// What `{{signature}}` fills in until the body is signed.
+pub const SIGNATURE_MARK: &str = "hookstorm-signature-mark";
+
+/// The marks a body can carry until each attempt is signed: its send time
+/// (ms or s), a token, a signature.
+const MARKS: [&str; 4] = [SENT_MS_MARK, SENT_MARK, TOKEN_MARK, SIGNATURE_MARK];
+
+/// Whether a body carries a mark that each attempt fills when it is
+/// signed (its send time, Linear's; its signature, Mailgun's).
 pub fn carries_sent_time(body: &[u8]) -> bool {
-    memchr::memmem::find(body, SENT_MS_MARK.as_bytes()).is_some()
+    MARKS
+        .iter()
+        .any(|m| memchr::memmem::find(body, m.as_bytes()).is_some())
 }
 
-/// `body` with its send time (`{{sent_ms}}`) set to `t` (unix seconds).
-pub fn stamp_sent(body: &[u8], t: i64) -> Vec<u8> {
-    let mut out = body.to_vec();
-    let mark = SENT_MS_MARK.as_bytes();
-    let ms = format!("{:013}", t.saturating_mul(1000).max(0));
-    if ms.len() == mark.len() {
-        let mut from = 0;
-        while let Some(at) = memchr::memmem::find(&out[from..], mark) {
-            out[from + at..from + at + mark.len()].copy_from_slice(ms.as_bytes());
-            from += at + mark.len();
-        }
+/// Whether a body template holds a placeholder filled per attempt.
+pub fn template_marks_attempts(template: &str) -> bool {
+    ["{{sent_ms}}", "{{sent}}", "{{token}}", "{{signature}}"]
+        .iter()
+        .any(|p| template.contains(p))
+}
+
+/// `body` with every `mark` replaced by `value`.
+pub fn replace_mark(body: &[u8], mark: &str, value: &str) -> Vec<u8> {
+    let mark = mark.as_bytes();
+    let mut out = Vec::with_capacity(body.len());
+    let mut rest = body;
+    while let Some(at) = memchr::memmem::find(rest, mark) {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(value.as_bytes());
+        rest = &rest[at + mark.len()..];
     }
+    out.extend_from_slice(rest);
     out
+}
+
+/// `body` with its send time (`{{sent_ms}}`, `{{sent}}`) set to `t` (unix
+/// seconds).
+pub fn stamp_sent(body: &[u8], t: i64) -> Vec<u8> {
+    if !carries_sent_time(body) {
+        return body.to_vec();
+    }
+    let ms = format!("{:013}", t.saturating_mul(1000).max(0));
+    let s = format!("{:010}", t.max(0));
+    replace_mark(&replace_mark(body, SENT_MS_MARK, &ms), SENT_MARK, &s)
 }
 
 /// A body template filled for `body`, in `format`.
@@ -568,8 +603,11 @@ impl Serialize for IdFirst<'_> {
 }
 
 /// The placeholders a custom body template may use.
-pub const TEMPLATE_PLACEHOLDERS: [&str; 12] = [
+pub const TEMPLATE_PLACEHOLDERS: [&str; 15] = [
     "sent_ms",
+    "sent",
+    "token",
+    "signature",
     "challenge",
     "event_id",
     "object_id",
@@ -612,6 +650,9 @@ pub fn fill_template(template: &str, shape: BodyShape, body: &Body) -> Vec<u8> {
             "order" => esc(&body.task.created_at),
             "order_unix" => unix_or_text(&body.task.created_at).to_string(),
             "sent_ms" => SENT_MS_MARK.to_string(),
+            "sent" => SENT_MARK.to_string(),
+            "token" => TOKEN_MARK.to_string(),
+            "signature" => SIGNATURE_MARK.to_string(),
             "challenge" => slack_challenge(body),
             "order_ms" => match unix_or_text(&body.task.created_at) {
                 Value::Number(n) => (n.as_i64().unwrap_or_default() * 1000).to_string(),

@@ -3,7 +3,7 @@
 //! scheme is one a user's profile file can express.
 
 /// Each provider profile's name and file text, in the order they are listed.
-pub const FILES: [(&str, &str); 13] = [
+pub const FILES: [(&str, &str); 14] = [
     ("twilio", include_str!("providers/twilio.toml")),
     ("square", include_str!("providers/square.toml")),
     ("paddle", include_str!("providers/paddle.toml")),
@@ -26,6 +26,7 @@ pub const FILES: [(&str, &str); 13] = [
     ("twitch", include_str!("providers/twitch.toml")),
     ("hubspot", include_str!("providers/hubspot.toml")),
     ("intercom", include_str!("providers/intercom.toml")),
+    ("mailgun", include_str!("providers/mailgun.toml")),
 ];
 
 /// The file text of the provider profile `name`.

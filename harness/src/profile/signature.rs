@@ -436,6 +436,43 @@ impl Scheme {
         }
     }
 
+    /// Whether the signature travels in the body (Mailgun's), not a header.
+    pub fn signs_into_body(&self) -> bool {
+        matches!(self, Scheme::Template(t) if t.body_signature.is_some())
+    }
+
+    /// Whether the signature covers the body: a changed body fails it.
+    /// Mailgun's signs only a timestamp and a token.
+    pub fn signs_body(&self) -> bool {
+        match self {
+            Scheme::Template(t) => t.signed.contains("{body}") || t.signed.contains("{form}"),
+            _ => true,
+        }
+    }
+
+    /// The body one attempt sends: its per-attempt marks filled (the send
+    /// time of `input`, a token) and a signature that travels in the body
+    /// written by the newest of `secrets` (none given: left empty).
+    pub fn sign_body(
+        &self,
+        secrets: &[Secret],
+        input: SignInput<'_>,
+    ) -> Result<Vec<u8>, VerifyError> {
+        match self {
+            Scheme::Template(t) => t.sign_body(
+                secrets.last(),
+                input.id,
+                input.timestamp,
+                input.url,
+                input.body,
+            ),
+            _ => Ok(crate::profile::envelope::stamp_sent(
+                input.body,
+                input.timestamp,
+            )),
+        }
+    }
+
     /// Whether the signature covers the URL the request goes to.
     pub fn signs_url(&self) -> bool {
         match self {
@@ -689,6 +726,13 @@ impl Signer {
     /// The headers [`Signer::sign_values`] fills, in its order.
     pub fn header_names(&self) -> &[String] {
         &self.names
+    }
+
+    /// The body one attempt sends, as [`Scheme::sign_body`] makes it.
+    pub fn sign_body(&self, input: SignInput<'_>) -> Vec<u8> {
+        self.scheme
+            .sign_body(&self.secrets, input)
+            .expect("a signer's secrets were checked when it was made")
     }
 
     /// The headers to set, as [`Scheme::sign`] returns them.

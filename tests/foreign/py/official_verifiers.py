@@ -93,7 +93,15 @@ def http_signatures(r, body):
     return len(results) > 0
 
 
-VERIFY = {"http-signatures-ed25519": http_signatures, "http-signatures-es256": http_signatures,
+def mailgun(r, body):
+    from mailgun.security import SecurityGuard
+    sig = json.loads(body).get("signature") or {}
+    return SecurityGuard.verify_webhook(
+        r["key"], sig.get("token"), sig.get("timestamp"), sig.get("signature")
+    )
+
+
+VERIFY = {"mailgun": mailgun, "http-signatures-ed25519": http_signatures, "http-signatures-es256": http_signatures,
           "twilio": twilio, "square": square, "paddle": paddle, "hubspot": hubspot, "discord": discord}
 
 for line in sys.stdin:

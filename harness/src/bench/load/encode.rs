@@ -61,23 +61,22 @@ pub(super) fn encode_request(
     values: &mut Vec<String>,
     out: &mut Vec<u8>,
 ) -> Result<(), String> {
-    // A body that carries its send time (Linear) is stamped first.
-    let stamped;
+    let input = SignInput {
+        id: &item.id,
+        timestamp: now_unix,
+        body: &item.body,
+        url: &t.urls[item.account],
+    };
+    // A body that carries marks of its attempt (Linear's send time,
+    // Mailgun's signature) is made first, then the headers over it.
+    let signed;
     let body: &[u8] = if t.stamps_sent_time {
-        stamped = crate::profile::envelope::stamp_sent(&item.body, now_unix);
-        &stamped
+        signed = t.signers[item.account].sign_body(input);
+        &signed
     } else {
         &item.body
     };
-    t.signers[item.account].sign_values(
-        SignInput {
-            id: &item.id,
-            timestamp: now_unix,
-            body,
-            url: &t.urls[item.account],
-        },
-        values,
-    );
+    t.signers[item.account].sign_values(SignInput { body, ..input }, values);
     out.clear();
     out.extend_from_slice(b"POST ");
     out.extend_from_slice(t.paths[item.account].as_bytes());
@@ -117,7 +116,7 @@ pub(super) fn encode_request(
     let mut digits = [0u8; 20];
     header(
         "content-length",
-        crate::text::decimal::digits(item.body.len() as u64, &mut digits),
+        crate::text::decimal::digits(body.len() as u64, &mut digits),
     )?;
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(body);
@@ -185,7 +184,7 @@ mod tests {
                         .collect::<Vec<_>>()
                 };
                 assert_eq!(get("host"), ["127.0.0.1:9"], "{name}");
-                assert_eq!(get("content-length"), [item.body.len().to_string()]);
+                assert_eq!(get("content-length"), [(out.len() - n).to_string()]);
                 if !t.stamps_sent_time {
                     assert_eq!(&out[n..], &item.body[..], "{name}: body");
                 }

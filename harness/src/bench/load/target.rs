@@ -182,7 +182,7 @@ impl LoadTarget {
             stamps_sent_time: profile
                 .body_template
                 .as_deref()
-                .is_some_and(|t| t.contains("{{sent_ms}}")),
+                .is_some_and(crate::profile::envelope::template_marks_attempts),
             urls: paths
                 .iter()
                 .map(|p| format!("http://{authority}{p}"))

@@ -185,6 +185,15 @@ pub struct Template {
     /// `/webhookTimestamp`), in `timestamp_format`, held to the tolerance.
     #[serde(default)]
     pub body_timestamp: Option<String>,
+    /// A JSON pointer to where the signature travels inside the body
+    /// instead of a header (Mailgun's `/signature/signature`); the body
+    /// template holds `{{signature}}` there.
+    #[serde(default)]
+    pub body_signature: Option<String>,
+    /// A JSON pointer to a token in the body that the signature covers
+    /// (`{token}`; Mailgun's `/signature/token`, `{{token}}` in the body).
+    #[serde(default)]
+    pub body_token: Option<String>,
 }
 
 fn hex() -> Encoding {
@@ -192,7 +201,8 @@ fn hex() -> Encoding {
 }
 
 /// The placeholders of [`Template::signed`].
-pub const SIGNED_PLACEHOLDERS: [&str; 6] = ["timestamp", "id", "method", "url", "form", "body"];
+pub const SIGNED_PLACEHOLDERS: [&str; 7] =
+    ["timestamp", "id", "method", "url", "form", "body", "token"];
 
 /// One piece of a template: text as it is, or a placeholder's name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -234,6 +244,8 @@ pub struct Parts<'a> {
     pub url: &'a str,
     /// The raw body.
     pub body: &'a [u8],
+    /// The token (`{token}`), when the scheme has one.
+    pub token: &'a str,
 }
 
 /// The form parameters of `body`, sorted by name (then value), each name
@@ -263,6 +275,18 @@ pub fn check(t: &Template) -> Result<(), String> {
                 ));
             }
         }
+    }
+    if t.body_signature.is_some() {
+        let body_time = t.body_timestamp.is_some() || !t.signed.contains("{timestamp}");
+        let token = t.body_token.is_some() || !t.signed.contains("{token}");
+        return if body_time && token {
+            Ok(())
+        } else {
+            Err("a signature in the body signs only what the body carries (hint: body_timestamp and body_token for {timestamp} and {token})".into())
+        };
+    }
+    if t.signed.contains("{token}") {
+        return Err("{token} is signed only with the signature in the body (hint: body_signature and body_token)".into());
     }
     let slots: Vec<&str> = pieces(&t.value)
         .into_iter()
@@ -307,7 +331,9 @@ impl Template {
         let mut out = Vec::new();
         out.extend(self.id_header.clone());
         out.extend(self.timestamp_header.clone());
-        out.push(self.header.clone());
+        if self.body_signature.is_none() {
+            out.push(self.header.clone());
+        }
         out
     }
 
@@ -323,6 +349,7 @@ impl Template {
                 Piece::Slot("url") => out.extend_from_slice(parts.url.as_bytes()),
                 Piece::Slot("form") => out.extend_from_slice(&sorted_form(parts.body)),
                 Piece::Slot("body") => out.extend_from_slice(parts.body),
+                Piece::Slot("token") => out.extend_from_slice(parts.token.as_bytes()),
                 Piece::Slot(other) => {
                     out.push(b'{');
                     out.extend_from_slice(other.as_bytes());
@@ -349,6 +376,7 @@ impl Template {
             timestamp: &ts,
             url,
             body,
+            token: "",
         });
         let raw = sign_bytes(self.algorithm, self.key, self.ecdsa, secret, &bytes)?;
         let sig = match self.encoding {
@@ -375,8 +403,49 @@ impl Template {
         if self.timestamp_header.is_some() {
             out.push(ts);
         }
-        out.push(value);
+        if self.body_signature.is_none() {
+            out.push(value);
+        }
         Ok(out)
+    }
+
+    /// The body of one attempt: its marks filled (send time, token) and,
+    /// for a signature that travels in the body, signed by `secret` (none:
+    /// the signature left empty).
+    pub fn sign_body(
+        &self,
+        secret: Option<&Secret>,
+        id: &str,
+        t: i64,
+        url: &str,
+        body: &[u8],
+    ) -> Result<Vec<u8>, VerifyError> {
+        use crate::profile::envelope::{replace_mark, stamp_sent, SIGNATURE_MARK, TOKEN_MARK};
+        let body = stamp_sent(body, t);
+        if self.body_signature.is_none() {
+            return Ok(body);
+        }
+        let token = token_for(id, t);
+        let body = replace_mark(&body, TOKEN_MARK, &token);
+        let sig = match secret {
+            Some(secret) => {
+                let ts = self.timestamp_format.write(t);
+                let bytes = self.signed_bytes(Parts {
+                    id,
+                    timestamp: &ts,
+                    url,
+                    body: &body,
+                    token: &token,
+                });
+                let raw = sign_bytes(self.algorithm, self.key, self.ecdsa, secret, &bytes)?;
+                match self.encoding {
+                    Encoding::Hex => hex::encode(raw),
+                    Encoding::Base64 => B64.encode(raw),
+                }
+            }
+            None => String::new(),
+        };
+        Ok(replace_mark(&body, SIGNATURE_MARK, &sig))
     }
 
     /// Reads `{signature}` and `{timestamp}` back out of a header value.
@@ -466,22 +535,39 @@ impl Template {
 
     /// Checks a request's signature against every secret.
     pub fn verify(&self, secrets: &[Secret], r: &Received<'_>) -> Result<(), VerifyError> {
-        let value = r.get(&self.header)?;
-        let (sig_text, ts_in_value) = self
-            .parse_value(&value)
-            .map_err(|e| malformed(&self.header, e))?;
+        let in_body = |p: &str| {
+            crate::profile::pointer_text(r.body, p)
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| VerifyError::MissingHeader(p.to_string()))
+        };
+        let value;
+        let (sig_text, ts_in_value) = match &self.body_signature {
+            Some(p) => {
+                value = in_body(p)?;
+                (value.as_str(), None)
+            }
+            None => {
+                value = r.get(&self.header)?;
+                self.parse_value(&value)
+                    .map_err(|e| malformed(&self.header, e))?
+            }
+        };
+        let token = match &self.body_token {
+            Some(p) => in_body(p)?,
+            None => String::new(),
+        };
         let ts_text = match &self.timestamp_header {
             Some(h) => Some(r.get(h)?),
             None => ts_in_value.map(str::to_string),
         };
-        let in_body = match &self.body_timestamp {
+        let body_time = match &self.body_timestamp {
             Some(p) => Some(
                 crate::profile::pointer_text(r.body, p)
                     .ok_or_else(|| malformed(p, ParseError::NoTimestamp))?,
             ),
             None => None,
         };
-        if let Some(text) = ts_text.as_ref().or(in_body.as_ref()) {
+        if let Some(text) = ts_text.as_ref().or(body_time.as_ref()) {
             let name = self
                 .timestamp_header
                 .as_deref()
@@ -510,11 +596,13 @@ impl Template {
                     }),
                 )
             })?;
+        let signed_time = ts_text.as_deref().or(body_time.as_deref());
         let bytes = self.signed_bytes(Parts {
             id: &id,
-            timestamp: ts_text.as_deref().unwrap_or_default(),
+            timestamp: signed_time.unwrap_or_default(),
             url: r.url,
             body: r.body,
+            token: &token,
         });
         let mut usable = false;
         for secret in secrets {
@@ -535,6 +623,13 @@ impl Template {
     pub fn public_key(&self, secret: &Secret) -> Option<String> {
         public_key(self.algorithm, self.public_key, secret)
     }
+}
+
+/// The token of one attempt (50 hex characters, as wide as Mailgun's):
+/// derived from its delivery id and time, so each attempt has its own.
+fn token_for(id: &str, t: i64) -> String {
+    let d = ring::digest::digest(&ring::digest::SHA256, format!("{id}\0{t}").as_bytes());
+    hex::encode(d.as_ref())[..50].to_string()
 }
 
 fn hmac_key(form: KeyForm, secret: &Secret) -> Result<Vec<u8>, VerifyError> {
@@ -709,6 +804,8 @@ mod tests {
             public_key: PublicKeyForm::Hex,
             ecdsa: EcdsaForm::Der,
             body_timestamp: None,
+            body_signature: None,
+            body_token: None,
         }
     }
 
