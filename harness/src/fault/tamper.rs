@@ -169,19 +169,15 @@ pub fn signature_header(scheme: &Scheme) -> &str {
     }
 }
 
-fn single_signature(scheme: &Scheme) -> bool {
-    scheme.single_signature()
-}
-
 /// The keys a genuine signature is made with: the current ones, or the
 /// retired and the current during a rotation, or only the newest (and
 /// only the newest where the scheme carries a single signature).
 fn genuine_keys(scheme: &Scheme, keys: &Keys, signing: Signing) -> Vec<Secret> {
     let last = || keys.current.last().cloned().into_iter().collect::<Vec<_>>();
     match signing {
-        Signing::Current if single_signature(scheme) => last(),
+        Signing::Current if scheme.single_signature() => last(),
         Signing::Current => keys.current.clone(),
-        Signing::OldAndNew if single_signature(scheme) => last(),
+        Signing::OldAndNew if scheme.single_signature() => last(),
         Signing::OldAndNew => keys.retired.iter().chain(&keys.current).cloned().collect(),
         Signing::NewOnly => last(),
     }
@@ -317,7 +313,7 @@ pub fn sign(scheme: &Scheme, keys: &Keys, req: SignRequest<'_>) -> Result<Signed
         }
         Forgery::CrossAccount => match &keys.other_account {
             Some(other) if !other.is_empty() && other != &keys.current => {
-                let other: Vec<Secret> = if single_signature(scheme) {
+                let other: Vec<Secret> = if scheme.single_signature() {
                     other.last().cloned().into_iter().collect()
                 } else {
                     other.clone()
@@ -338,7 +334,7 @@ pub fn sign(scheme: &Scheme, keys: &Keys, req: SignRequest<'_>) -> Result<Signed
             if keys.retired.is_empty() {
                 return Err("retired-secret: no retired secret".into());
             }
-            let retired: Vec<Secret> = if single_signature(scheme) {
+            let retired: Vec<Secret> = if scheme.single_signature() {
                 keys.retired[..1].to_vec()
             } else {
                 keys.retired.clone()

@@ -456,12 +456,10 @@ pub fn markdown() -> String {
                 "no retry: the harness redelivers what died once the kills are over".to_string()
             }
         };
-        let test = if let (Some(_), Some(text)) = (&p.handshake, &p.about.handshake) {
-            text.as_str()
-        } else if p.body_template.is_some() && !p.has_test_deliveries() {
-            TestDelivery::None.describe()
-        } else {
-            TestDelivery::of(p.body).describe()
+        let test = match p.test_kind() {
+            crate::profile::TestKind::Handshake(text) => text,
+            crate::profile::TestKind::None => TestDelivery::None.describe(),
+            crate::profile::TestKind::Shape(shape) => TestDelivery::of(shape).describe(),
         };
         s.push_str(&format!("| `{name}` | {recovery} | {test} |\n"));
     }

@@ -84,7 +84,7 @@ const MARKS: [&str; 4] = [SENT_MS_MARK, SENT_MARK, TOKEN_MARK, SIGNATURE_MARK];
 
 /// Whether a body carries a mark that each attempt fills when it is
 /// signed (its send time, Linear's; its signature, Mailgun's).
-pub fn carries_sent_time(body: &[u8]) -> bool {
+pub fn carries_attempt_marks(body: &[u8]) -> bool {
     MARKS
         .iter()
         .any(|m| memchr::memmem::find(body, m.as_bytes()).is_some())
@@ -114,7 +114,7 @@ pub fn replace_mark(body: &[u8], mark: &str, value: &str) -> Vec<u8> {
 /// `body` with its send time (`{{sent_ms}}`, `{{sent}}`) set to `t` (unix
 /// seconds).
 pub fn stamp_sent(body: &[u8], t: i64) -> Vec<u8> {
-    if !carries_sent_time(body) {
+    if !carries_attempt_marks(body) {
         return body.to_vec();
     }
     let ms = format!("{:013}", t.saturating_mul(1000).max(0));
@@ -393,17 +393,7 @@ pub fn slack_challenge(body: &Body) -> String {
 /// one of the forms Slack accepts: the bare challenge as text, form-encoded
 /// `challenge=…`, or JSON `{"challenge": "…"}`.
 pub fn echoes_challenge(body: &Body, answer: &[u8]) -> bool {
-    let want = slack_challenge(body);
-    let text = String::from_utf8_lossy(answer);
-    let text = text.trim();
-    text == want
-        || text
-            .split('&')
-            .any(|p| p.strip_prefix("challenge=") == Some(want.as_str()))
-        || serde_json::from_str::<serde_json::Value>(text)
-            .ok()
-            .and_then(|v| v.get("challenge")?.as_str().map(|c| c == want))
-            .unwrap_or(false)
+    crate::profile::handshake::echoes(&slack_challenge(body), answer)
 }
 
 /// The body bytes the profile's provider sends for `body`, formatted as

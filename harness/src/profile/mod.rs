@@ -297,6 +297,17 @@ impl TestDelivery {
     }
 }
 
+/// What a profile's test delivery is ([`Profile::test_kind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TestKind<'a> {
+    /// The provider's handshake, as its `[about]` names it.
+    Handshake(&'a str),
+    /// None: the provider sends no test deliveries.
+    None,
+    /// The body shape's own ([`TestDelivery::of`]).
+    Shape(BodyShape),
+}
+
 /// A range of HTTP status codes, inclusive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct StatusRange(pub u16, pub u16);
@@ -544,6 +555,17 @@ impl Profile {
         }
     }
 
+    /// What the provider's test delivery is, for the docs' tables: its
+    /// handshake (in the provider's words), none (a body template that
+    /// marks none), or its body shape's.
+    pub fn test_kind(&self) -> TestKind<'_> {
+        match (&self.handshake, &self.about.handshake) {
+            (Some(_), Some(text)) => TestKind::Handshake(text),
+            _ if self.body_template.is_some() && !self.has_test_deliveries() => TestKind::None,
+            _ => TestKind::Shape(self.body),
+        }
+    }
+
     /// The `Content-Type` of the bodies the provider sends.
     pub fn content_type(&self) -> &'static str {
         match self.body_format {
@@ -552,15 +574,17 @@ impl Profile {
         }
     }
 
-    /// The body a template-bodied profile sends for `body`, in its format.
-    pub fn fill(&self, template: &str, body: &crate::delivery::Body) -> Vec<u8> {
-        match &self.handshake {
-            // The test delivery of a provider with a handshake is the
-            // handshake, always JSON.
-            Some(h) if body.test => {
+    /// The body the provider sends for `body`: its own template in its
+    /// format (the handshake's, always JSON, for a test delivery of a
+    /// provider that has one), else its body shape's envelope (with the
+    /// `raw-body` note when `raw_note`).
+    pub fn render(&self, body: &crate::delivery::Body, raw_note: bool) -> Vec<u8> {
+        match (&self.handshake, &self.body_template) {
+            (Some(h), Some(_)) if body.test => {
                 envelope::fill(&h.template, envelope::BodyFormat::Json, self.body, body)
             }
-            _ => envelope::fill(template, self.body_format, self.body, body),
+            (_, Some(t)) => envelope::fill(t, self.body_format, self.body, body),
+            (_, None) => envelope::render(self.body, body, raw_note),
         }
     }
 

@@ -211,12 +211,10 @@ pub fn semantics_table() -> String {
         out.push_str(&format!(
             "| `{name}` | {identity} | {freshness} | {object} | {} | {can_win} | {} | {}, {}, {} |\n",
             pointer(&sem.order),
-            if let (Some(_), Some(text)) = (&p.handshake, &p.about.handshake) {
-                text.clone()
-            } else if p.body_template.is_some() && !p.has_test_deliveries() {
-                "none".to_string()
-            } else {
-                test_delivery(p.body)
+            match p.test_kind() {
+                crate::profile::TestKind::Handshake(text) => text.to_string(),
+                crate::profile::TestKind::None => "none".to_string(),
+                crate::profile::TestKind::Shape(shape) => test_delivery(shape),
             },
             v.event,
             v.object,

@@ -92,6 +92,8 @@ struct Ctx {
     /// TLS for copies sent by hand (https targets only).
     tls: Option<Arc<rustls::ClientConfig>>,
     uris: BTreeMap<String, http::Uri>,
+    /// Per account, the URL its signatures cover (the receiver's own).
+    signed_urls: BTreeMap<String, String>,
     keys: BTreeMap<String, tamper::Keys>,
     sink: HistorySink,
     stats: Mutex<Stats>,
@@ -242,6 +244,11 @@ fn prepare(plan: &Plan, cfg: &SendConfig, sink: &HistorySink) -> Result<Ctx, Sen
             .values()
             .any(|u| u.scheme_str() == Some("https"))
             .then(|| Arc::new(crate::net::tls::client_config(&cfg.roots))),
+        signed_urls: plan
+            .accounts
+            .iter()
+            .map(|a| (a.clone(), cfg.signed_url_for(a)))
+            .collect(),
         uris,
         keys,
         sink: sink.clone(),
@@ -492,12 +499,11 @@ impl Ctx {
         if let Some(why) = forgery.and_then(|f| request::refusal(&self.cfg.profile, f)) {
             return Err(why);
         }
-        let url = self.cfg.signed_url_for(&d.account);
         tamper::sign(
             &self.cfg.profile.scheme,
             keys,
             tamper::SignRequest {
-                url: &url,
+                url: &self.signed_urls[&d.account],
                 id,
                 body: &d.bytes,
                 forgery,

@@ -22,10 +22,7 @@ pub(super) fn localize<'d>(profile: &Profile, d: &'d PlannedDelivery) -> Cow<'d,
     }
     let mut l = d.clone();
     l.id = envelope::delivery_id(shape, &d.id);
-    l.bytes = match &profile.body_template {
-        Some(t) => profile.fill(t, &d.body),
-        None => envelope::render(shape, &d.body, d.raw_note),
-    };
+    l.bytes = profile.render(&d.body, d.raw_note);
     for r in l.redeliveries.iter_mut() {
         if let Redelivery::FreshId(id) = r {
             *id = envelope::delivery_id(shape, id);
@@ -178,11 +175,10 @@ pub fn provider_delivery(
     let (id, bytes) = if shape == BodyShape::Answerline && profile.body_template.is_none() {
         (id.to_string(), serde_json::to_vec(body).unwrap_or_default())
     } else {
-        let bytes = match &profile.body_template {
-            Some(t) => profile.fill(t, body),
-            None => envelope::render(shape, body, false),
-        };
-        (envelope::delivery_id(shape, id), bytes)
+        (
+            envelope::delivery_id(shape, id),
+            profile.render(body, false),
+        )
     };
     let (key, job) = identity_of(profile, body, &bytes, &id, job);
     ProviderDelivery {

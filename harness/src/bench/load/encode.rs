@@ -70,7 +70,7 @@ pub(super) fn encode_request(
     // A body that carries marks of its attempt (Linear's send time,
     // Mailgun's signature) is made first, then the headers over it.
     let signed;
-    let body: &[u8] = if t.stamps_sent_time {
+    let body: &[u8] = if t.marks_attempts {
         signed = t.signers[item.account].sign_body(input);
         &signed
     } else {
@@ -185,7 +185,7 @@ mod tests {
                 };
                 assert_eq!(get("host"), ["127.0.0.1:9"], "{name}");
                 assert_eq!(get("content-length"), [(out.len() - n).to_string()]);
-                if !t.stamps_sent_time {
+                if !t.marks_attempts {
                     assert_eq!(&out[n..], &item.body[..], "{name}: body");
                 }
                 if let Some(idh) = t.profile.delivery_id_header() {

@@ -24,7 +24,7 @@ pub struct LoadTarget {
     pub urls: Vec<String>,
     /// The bodies carry their send time (`{{sent_ms}}`), stamped at
     /// signing.
-    pub stamps_sent_time: bool,
+    pub marks_attempts: bool,
     /// The same paths, parsed.
     pub uris: Vec<http::Uri>,
     /// `Host` header value, parsed.
@@ -179,7 +179,7 @@ impl LoadTarget {
             id_header,
             event_header,
             addr,
-            stamps_sent_time: profile
+            marks_attempts: profile
                 .body_template
                 .as_deref()
                 .is_some_and(crate::profile::envelope::template_marks_attempts),

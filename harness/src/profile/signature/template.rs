@@ -371,18 +371,27 @@ impl Template {
         body: &[u8],
     ) -> Result<Vec<String>, VerifyError> {
         let ts = self.timestamp_format.write(t);
-        let bytes = self.signed_bytes(Parts {
-            id,
-            timestamp: &ts,
-            url,
-            body,
-            token: "",
-        });
-        let raw = sign_bytes(self.algorithm, self.key, self.ecdsa, secret, &bytes)?;
-        let sig = match self.encoding {
-            Encoding::Hex => hex::encode(raw),
-            Encoding::Base64 => B64.encode(raw),
-        };
+        let mut out = Vec::new();
+        if self.id_header.is_some() {
+            out.push(id.to_string());
+        }
+        if self.timestamp_header.is_some() {
+            out.push(ts.clone());
+        }
+        // A signature that travels in the body is written by `sign_body`.
+        if self.body_signature.is_some() {
+            return Ok(out);
+        }
+        let sig = self.signature_text(
+            secret,
+            Parts {
+                id,
+                timestamp: &ts,
+                url,
+                body,
+                token: "",
+            },
+        )?;
         let mut value = String::new();
         for p in pieces(&self.value) {
             match p {
@@ -396,17 +405,23 @@ impl Template {
                 }
             }
         }
-        let mut out = Vec::new();
-        if self.id_header.is_some() {
-            out.push(id.to_string());
-        }
-        if self.timestamp_header.is_some() {
-            out.push(ts);
-        }
-        if self.body_signature.is_none() {
-            out.push(value);
-        }
+        out.push(value);
         Ok(out)
+    }
+
+    /// The signature of `parts` by `secret`, in the scheme's encoding.
+    fn signature_text(&self, secret: &Secret, parts: Parts<'_>) -> Result<String, VerifyError> {
+        let raw = sign_bytes(
+            self.algorithm,
+            self.key,
+            self.ecdsa,
+            secret,
+            &self.signed_bytes(parts),
+        )?;
+        Ok(match self.encoding {
+            Encoding::Hex => hex::encode(raw),
+            Encoding::Base64 => B64.encode(raw),
+        })
     }
 
     /// The body of one attempt: its marks filled (send time, token) and,
@@ -428,21 +443,16 @@ impl Template {
         let token = token_for(id, t);
         let body = replace_mark(&body, TOKEN_MARK, &token);
         let sig = match secret {
-            Some(secret) => {
-                let ts = self.timestamp_format.write(t);
-                let bytes = self.signed_bytes(Parts {
+            Some(secret) => self.signature_text(
+                secret,
+                Parts {
                     id,
-                    timestamp: &ts,
+                    timestamp: &self.timestamp_format.write(t),
                     url,
                     body: &body,
                     token: &token,
-                });
-                let raw = sign_bytes(self.algorithm, self.key, self.ecdsa, secret, &bytes)?;
-                match self.encoding {
-                    Encoding::Hex => hex::encode(raw),
-                    Encoding::Base64 => B64.encode(raw),
-                }
-            }
+                },
+            )?,
             None => String::new(),
         };
         Ok(replace_mark(&body, SIGNATURE_MARK, &sig))

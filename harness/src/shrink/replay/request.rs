@@ -36,11 +36,10 @@ impl Writer<'_> {
         if p.body == BodyShape::Answerline && p.body_template.is_none() {
             return (d.id.clone(), d.bytes.clone());
         }
-        let bytes = match &p.body_template {
-            Some(t) => p.fill(t, &d.body),
-            None => envelope::render(p.body, &d.body, d.raw_note),
-        };
-        (envelope::delivery_id(p.body, &d.id), bytes)
+        (
+            envelope::delivery_id(p.body, &d.id),
+            p.render(&d.body, d.raw_note),
+        )
     }
 
     pub(super) fn file(&mut self, d: &PlannedDelivery, suffix: &str, bytes: Vec<u8>) -> String {
