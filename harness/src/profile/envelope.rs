@@ -393,7 +393,22 @@ pub fn slack_challenge(body: &Body) -> String {
 /// one of the forms Slack accepts: the bare challenge as text, form-encoded
 /// `challenge=…`, or JSON `{"challenge": "…"}`.
 pub fn echoes_challenge(body: &Body, answer: &[u8]) -> bool {
-    crate::profile::handshake::echoes(&slack_challenge(body), answer)
+    echoes(&slack_challenge(body), answer)
+}
+
+/// Whether `answer` holds the challenge in one of the forms an echo may
+/// take: the whole body as text, `challenge=…`, or JSON `{"challenge": …}`.
+pub fn echoes(challenge: &str, answer: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(answer);
+    let text = text.trim();
+    text == challenge
+        || text
+            .split('&')
+            .any(|p| p.strip_prefix("challenge=") == Some(challenge))
+        || serde_json::from_str::<serde_json::Value>(text)
+            .ok()
+            .and_then(|v| v.get("challenge")?.as_str().map(|c| c == challenge))
+            .unwrap_or(false)
 }
 
 /// The body bytes the profile's provider sends for `body`, formatted as

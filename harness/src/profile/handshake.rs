@@ -44,21 +44,6 @@ pub struct Handshake {
     pub headers: std::collections::BTreeMap<String, String>,
 }
 
-/// Whether `answer` holds the challenge in one of the forms an echo may
-/// take: the whole body as text, `challenge=…`, or JSON `{"challenge": …}`.
-pub fn echoes(challenge: &str, answer: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(answer);
-    let text = text.trim();
-    text == challenge
-        || text
-            .split('&')
-            .any(|p| p.strip_prefix("challenge=") == Some(challenge))
-        || serde_json::from_str::<serde_json::Value>(text)
-            .ok()
-            .and_then(|v| v.get("challenge")?.as_str().map(|c| c == challenge))
-            .unwrap_or(false)
-}
-
 impl Handshake {
     /// Why a 2xx `answer` to the handshake with `challenge` does not
     /// complete it (`secret`: the account's newest, for Zoom's token).
@@ -71,7 +56,7 @@ impl Handshake {
         let json = || serde_json::from_slice::<serde_json::Value>(answer).ok();
         let ok = match self.answer {
             Answer::Status => true,
-            Answer::Echo => echoes(challenge, answer),
+            Answer::Echo => crate::profile::envelope::echoes(challenge, answer),
             Answer::Pong => json().and_then(|v| v.get("type")?.as_i64()) == Some(1),
             Answer::ZoomToken => {
                 let want = secret.map(|s| {
